@@ -1,0 +1,216 @@
+package topology
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Param is one named physical parameter of a machine, with its unit, value
+// and where the value comes from. Every number arsim prints traces back to
+// parameters like these.
+type Param struct {
+	Name   string  // dotted name, e.g. "pcie.tlp_overhead"
+	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool"
+	Value  float64 // the value in Unit
+	Min    float64 // smallest physically sensible value (inclusive)
+	Max    float64 // largest physically sensible value (inclusive); 0 means no upper bound
+	Source string  // spec, published measurement, our capture, or "estimate: …"
+	Doc    string  // one line: what it means
+}
+
+// Params is an ordered set of parameters. The zero value is empty and usable.
+type Params struct {
+	list  []Param
+	index map[string]int
+}
+
+// Add appends p, or replaces the parameter of the same name.
+func (ps *Params) Add(p Param) {
+	if ps.index == nil {
+		ps.index = map[string]int{}
+	}
+	if i, ok := ps.index[p.Name]; ok {
+		ps.list[i] = p
+		return
+	}
+	ps.index[p.Name] = len(ps.list)
+	ps.list = append(ps.list, p)
+}
+
+// Clone returns an independent copy.
+func (ps *Params) Clone() *Params {
+	c := &Params{}
+	for _, p := range ps.list {
+		c.Add(p)
+	}
+	return c
+}
+
+// Lookup returns the parameter called name.
+func (ps *Params) Lookup(name string) (Param, bool) {
+	if i, ok := ps.index[name]; ok {
+		return ps.list[i], true
+	}
+	return Param{}, false
+}
+
+// Get returns the value of name. A missing name is a bug in the preset or
+// the caller and panics with the name, so it is caught by the preset tests.
+func (ps *Params) Get(name string) float64 {
+	p, ok := ps.Lookup(name)
+	if !ok {
+		panic("topology: no parameter " + strconv.Quote(name))
+	}
+	return p.Value
+}
+
+// Set changes the value (and source) of an existing parameter, checking its
+// physical range.
+func (ps *Params) Set(name string, v float64, source string) error {
+	i, ok := ps.index[name]
+	if !ok {
+		return fmt.Errorf("topology: unknown parameter %q (known: %s)", name, strings.Join(ps.Names(), ", "))
+	}
+	p := &ps.list[i]
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < p.Min || (p.Max != 0 && v > p.Max) {
+		return fmt.Errorf("topology: parameter %s = %v %s is outside its physical range [%v, %v]", name, v, p.Unit, p.Min, rangeMax(p.Max))
+	}
+	p.Value = v
+	if source != "" {
+		p.Source = source
+	}
+	return nil
+}
+
+func rangeMax(m float64) string {
+	if m == 0 {
+		return "∞"
+	}
+	return strconv.FormatFloat(m, 'g', -1, 64)
+}
+
+// Names returns the parameter names in definition order.
+func (ps *Params) Names() []string {
+	out := make([]string, len(ps.list))
+	for i, p := range ps.list {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// All returns the parameters in definition order. The slice is a copy.
+func (ps *Params) All() []Param { return append([]Param(nil), ps.list...) }
+
+// Validate checks every value against its range.
+func (ps *Params) Validate() error {
+	for _, p := range ps.list {
+		if math.IsNaN(p.Value) || p.Value < p.Min || (p.Max != 0 && p.Value > p.Max) {
+			return fmt.Errorf("topology: parameter %s = %v %s is outside its physical range [%v, %v]", p.Name, p.Value, p.Unit, p.Min, rangeMax(p.Max))
+		}
+		if p.Source == "" {
+			return fmt.Errorf("topology: parameter %s has no source", p.Name)
+		}
+	}
+	return nil
+}
+
+// WriteTable prints the parameters as an aligned table: name, value, unit, source.
+func (ps *Params) WriteTable(w io.Writer) error {
+	width := 4
+	for _, p := range ps.list {
+		width = max(width, len(p.Name))
+	}
+	if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %s\n", width, "name", "value", "unit", "source"); err != nil {
+		return err
+	}
+	for _, p := range ps.list {
+		if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %s\n", width, p.Name, strconv.FormatFloat(p.Value, 'g', 6, 64), p.Unit, p.Source); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFile writes the parameters in the text form ReadOverrides reads:
+// "name = value  # unit; source".
+func (ps *Params) WriteFile(w io.Writer) error {
+	for _, p := range ps.list {
+		if _, err := fmt.Fprintf(w, "%s = %s  # %s; %s\n", p.Name, strconv.FormatFloat(p.Value, 'g', -1, 64), p.Unit, p.Source); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Override is one "name = value" line of a parameter file.
+type Override struct {
+	Name   string
+	Value  float64
+	Source string // the comment after '#', if any
+	Line   int
+}
+
+// ReadOverrides parses a parameter file: one "name = value" per line,
+// '#' starts a comment (kept as the source), blank lines ignored. name is
+// the file name for error messages.
+func ReadOverrides(r io.Reader, name string) ([]Override, error) {
+	sc := bufio.NewScanner(r)
+	var out []Override
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		comment := ""
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			comment = strings.TrimSpace(text[i+1:])
+			text = text[:i]
+		}
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(text, "=")
+		if !ok {
+			return nil, fmt.Errorf("topology: %s:%d: want \"name = value\", got %q", name, line, text)
+		}
+		k = strings.TrimSpace(k)
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || k == "" {
+			return nil, fmt.Errorf("topology: %s:%d: %q: value must be a number", name, line, text)
+		}
+		out = append(out, Override{Name: k, Value: f, Source: comment, Line: line})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("topology: %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// Apply sets every override, reporting the file line of the first bad one.
+func (ps *Params) Apply(ovs []Override, file string) error {
+	for _, o := range ovs {
+		src := o.Source
+		if src == "" {
+			src = "override from " + file
+		}
+		if err := ps.Set(o.Name, o.Value, src); err != nil {
+			return fmt.Errorf("%s:%d: %w", file, o.Line, err)
+		}
+	}
+	return nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}

@@ -1,0 +1,318 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// Preset is a named machine: a parameter table (every value with its unit
+// and source) and the layout built from it.
+type Preset struct {
+	Name        string
+	Description string
+	SystemIDs   []string // trace `system` ids this preset models
+	params      func() *Params
+	layout      layout
+}
+
+// DefaultParams returns a fresh copy of the preset's parameters.
+func (p *Preset) DefaultParams() *Params { return p.params() }
+
+// Build builds the machine from the default parameters.
+func (p *Preset) Build() (*Topology, error) { return p.BuildWith(p.params()) }
+
+// BuildWith builds the machine from ps (the defaults with overrides applied).
+func (p *Preset) BuildWith(ps *Params) (*Topology, error) {
+	t, err := buildLayout(p.Name, ps, p.layout)
+	if err != nil {
+		return nil, err
+	}
+	t.Description = p.Description
+	t.SystemIDs = append([]string(nil), p.SystemIDs...)
+	return t, nil
+}
+
+var presets = map[string]*Preset{}
+
+func register(p *Preset) { presets[p.Name] = p }
+
+// Presets returns the preset names, sorted.
+func Presets() []string { return sortedKeys(presets) }
+
+// Lookup returns the preset called name, or an error listing the valid names.
+func Lookup(name string) (*Preset, error) {
+	if p, ok := presets[name]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("topology: unknown preset %q (valid: %s)", name, strings.Join(Presets(), ", "))
+}
+
+// ForSystem returns the preset that declares it models trace system id.
+func ForSystem(id string) (*Preset, bool) {
+	for _, name := range Presets() {
+		for _, s := range presets[name].SystemIDs {
+			if s == id {
+				return presets[name], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Load builds the preset called name with default parameters.
+func Load(name string) (*Topology, error) {
+	p, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Build()
+}
+
+// layout is the shape shared by all presets: sockets, each with host
+// memory, GPUs either directly on host bridges or behind PCIe switches, and
+// optionally NVLink (direct pairs or one NVSwitch).
+type layout struct {
+	sockets           int
+	gpusPerSocket     int
+	switchesPerSocket int // 0: each GPU on its own host bridge (root port)
+	gpuGen, gpuWidth  int // GPU's PCIe link
+	upGen, upWidth    int // switch uplink
+	nvswitch          bool
+}
+
+func buildLayout(name string, ps *Params, l layout) (*Topology, error) {
+	if err := ps.Validate(); err != nil {
+		return nil, fmt.Errorf("topology %s: %w", name, err)
+	}
+	b := NewBuilder(name, ps)
+	ns := sim.Nanos
+	port := ns(ps.Get("pcie.gpu_port_latency"))
+	gbps := func(n string) sim.Rate { return sim.Rate(ps.Get(n)) * sim.GBps }
+	cpus := make([]NodeID, l.sockets)
+	var gpuList []NodeID
+	for s := 0; s < l.sockets; s++ {
+		cpus[s] = b.Node(CPU, fmt.Sprintf("cpu%d", s), s, ns(ps.Get("cpu.fabric_latency")))
+		mem := b.Node(HostMemory, fmt.Sprintf("mem%d", s), s, 0)
+		b.PlainLink(cpus[s], mem, Memory, gbps("hostmem.bandwidth"), 0)
+	}
+	for s := 0; s < l.sockets; s++ {
+		hb := func(i int) NodeID {
+			h := b.Node(HostBridge, fmt.Sprintf("hb%d", i), s, ns(ps.Get("pcie.hostbridge_latency")))
+			b.PlainLink(h, cpus[s], Fabric, gbps("cpu.fabric_bandwidth"), 0)
+			return h
+		}
+		if l.switchesPerSocket == 0 {
+			for i := 0; i < l.gpusPerSocket; i++ {
+				r := s*l.gpusPerSocket + i
+				h := hb(r)
+				g := b.Node(GPU, fmt.Sprintf("gpu%d", r), s, 0)
+				b.PCIeLink(g, h, l.gpuGen, l.gpuWidth, port)
+				gpuList = append(gpuList, g)
+			}
+			continue
+		}
+		per := l.gpusPerSocket / l.switchesPerSocket
+		for w := 0; w < l.switchesPerSocket; w++ {
+			k := s*l.switchesPerSocket + w
+			h := hb(k)
+			sw := b.Node(PCIeSwitch, fmt.Sprintf("sw%d", k), s, ns(ps.Get("pcie.switch_latency")))
+			b.PCIeLink(sw, h, l.upGen, l.upWidth, 0)
+			for i := 0; i < per; i++ {
+				r := k*per + i
+				g := b.Node(GPU, fmt.Sprintf("gpu%d", r), s, 0)
+				b.PCIeLink(g, sw, l.gpuGen, l.gpuWidth, port)
+				gpuList = append(gpuList, g)
+			}
+		}
+	}
+	for s := 1; s < l.sockets; s++ {
+		b.PlainLink(cpus[s-1], cpus[s], SMP, gbps("smp.bandwidth"), ns(ps.Get("smp.latency")))
+	}
+	if l.nvswitch {
+		nvs := b.Node(NVSwitch, "nvswitch0", 0, 0)
+		count := int(ps.Get("nvlink.count"))
+		half := ns(ps.Get("nvlink.latency") / 2)
+		for _, g := range gpuList {
+			b.NVLinkLink(g, nvs, count, gbps("nvlink.link_bandwidth"), half)
+		}
+	}
+	t := b.Topology()
+	t.Platform = Platform{
+		P2PThroughHostBridge: ps.Get("p2p.through_host_bridge") != 0,
+		P2PAcrossSockets:     ps.Get("p2p.across_sockets") != 0,
+		WriteCollapse:        ps.Get("collapse.enabled") != 0,
+		CollapseRate:         gbps("collapse.bandwidth"),
+	}
+	return b.Build()
+}
+
+// Sources used in parameter tables.
+const (
+	srcPCIeSpec   = "spec: PCI-SIG base spec; Intel AN 708 (TLP overhead 20–24 B)"
+	srcH200Cap    = "our capture: testdata/h200x2"
+	srcRTX6K      = "published: rtx6kpro wiki hardware pages"
+	srcEstimate   = "estimate: "
+	srcRTXSpec    = "spec: RTX PRO 6000 Blackwell (188 SMs, 512-bit GDDR7 at 28 Gbps)"
+	srcFlagFitted = "estimate fitted to published one-way flag latencies (rtx6kpro: 633–727 ns same switch, 1057–1116 ns via root complex, 1.27–1.36 µs cross-NUMA)"
+)
+
+func p(name, unit string, v, lo, hi float64, src, doc string) Param {
+	return Param{Name: name, Unit: unit, Value: v, Min: lo, Max: hi, Source: src, Doc: doc}
+}
+
+// commonParams are the parameters every preset has, with the values of a
+// PCIe Gen5 Blackwell workstation GPU on an AMD EPYC host; presets override.
+func commonParams() *Params {
+	ps := &Params{}
+	for _, x := range []Param{
+		// PCIe protocol.
+		p("pcie.tlp_overhead", "B", 24, 0, 64, srcPCIeSpec, "header+framing+LCRC bytes per TLP (4-DW header)"),
+		p("pcie.link_efficiency", "ratio", 0.9547, 0.5, 1, "our capture: h200x2 ce_h2d 54.9 GB/s at 256-B TLPs ⇒ DLLP/SKP share 4.5 %", "share of raw link time left to TLPs after DLLPs and ordered sets"),
+		p("pcie.ce_payload", "B", 256, 64, 4096, "spec: typical max payload size 256 B (facts §3.1)", "TLP payload of copy-engine transfers"),
+		p("pcie.sm_write_payload", "B", 128, 16, 4096, "estimate: GPU-issued peer writes are 64–128 B TLPs (facts §3.1)", "TLP payload of SM stores over PCIe"),
+		p("pcie.read_completion_payload", "B", 128, 16, 4096, "estimate: read completion boundary 128 B (facts §3.1)", "completion payload of SM loads over PCIe"),
+		p("pcie.gpu_port_latency", "ns", 130, 0, 5000, srcFlagFitted, "one way: GPU PCIe endpoint and its link"),
+		p("pcie.switch_latency", "ns", 120, 0, 5000, "published: switch cut-through ~100–150 ns (rtx6kpro topology page; datasheets)", "one way through a PCIe switch"),
+		p("pcie.hostbridge_latency", "ns", 200, 0, 5000, srcFlagFitted, "one way through a CPU root port / host bridge"),
+		p("cpu.fabric_latency", "ns", 120, 0, 5000, srcFlagFitted, "one way across the CPU's internal fabric (host bridge to host bridge or memory)"),
+		p("cpu.fabric_bandwidth", "GB/s", 256, 1, 0, srcEstimate+"IOD fabric per host bridge, not a bottleneck at x16", "host bridge to CPU fabric, per direction"),
+		p("smp.latency", "ns", 110, 0, 5000, srcFlagFitted, "one way across the socket interconnect (xGMI/UPI)"),
+		p("smp.bandwidth", "GB/s", 95, 1, 0, srcEstimate+"4 concurrent cross-socket flows × 23.75 GB/s (flashinfer PR 4870)", "socket interconnect, per direction, for PCIe P2P traffic"),
+		p("smp.p2p_flow_cap", "GB/s", 50.5, 1, 0, "published: dual Turin cross-NUMA P2P 50.2–51.0 GB/s (rtx6kpro pcie-bandwidth)", "one P2P flow crossing sockets"),
+		p("hostmem.bandwidth", "GB/s", 400, 1, 0, srcEstimate+"12-channel DDR5-6000 = 576 GB/s peak, ~70 % usable", "DRAM of one socket, reads and writes together"),
+		p("hostmem.latency", "ns", 110, 0, 5000, srcEstimate+"loaded DDR5 access", "DRAM access time seen by a PCIe read"),
+		p("p2p.through_host_bridge", "bool", 1, 0, 1, "published: P2P through the root complex works on RTX PRO 6000 EPYC hosts (rtx6kpro)", "GPU P2P allowed across host bridges"),
+		p("p2p.across_sockets", "bool", 1, 0, 1, "published: cross-NUMA P2P measured at 39–51 GB/s (rtx6kpro)", "GPU P2P allowed across sockets"),
+		p("collapse.enabled", "bool", 0, 0, 1, "published: seen on some switch platforms only (rtx6kpro collapse-report); off by default", "posted-write collapse"),
+		p("collapse.bandwidth", "GB/s", 6.5, 0.1, 0, "published: 2.7–13.5 GB/s aggregate in collapse (rtx6kpro collapse-report)", "aggregate rate of a collapsed root port"),
+		// GPU.
+		p("gpu.sms", "count", 188, 1, 0, srcRTXSpec, "streaming multiprocessors"),
+		p("gpu.mem_bandwidth", "GB/s", 1792, 1, 0, srcRTXSpec, "local memory bandwidth"),
+		p("gpu.mem_latency", "ns", 150, 0, 5000, srcEstimate+"taken equal to H200's 146 ns local pointer chase (testdata/h200x2)", "local memory access time"),
+		p("gpu.loads_in_flight", "count", 1.85, 0.1, 64, srcEstimate+"from H200 capture: 1 block × 512 threads reads 17.7 GB/s over an 854-ns round trip", "16-byte loads each thread keeps in flight"),
+		p("gpu.sm_store_bandwidth", "GB/s", 50, 1, 0, srcEstimate+"from H200 capture: one block writes peer memory at 49.9 GB/s", "remote (peer or host) store rate of one SM"),
+		p("gpu.launch_eager", "µs", 5, 0, 1000, "published: CUDA kernel launch overhead ~5 µs (rtx6kpro; pegainfer 4–6 µs)", "back-to-back eager kernel launch interval"),
+		p("gpu.launch_graph", "µs", 1.0, 0, 1000, srcEstimate+"~1 µs per node gap in CUDA graph replay (NVIDIA CUDA Graphs blog)", "per-kernel cost inside a CUDA graph"),
+		p("gpu.max_blocks_per_sm", "count", 1, 1, 64, srcEstimate+"custom-allreduce kernels use __launch_bounds__(512,1)", "resident blocks per SM for communication kernels"),
+		// Copy engines.
+		p("ce.window", "B", 262144, 4096, 0, srcEstimate+"copy engine keeps enough reads in flight to saturate x16", "bytes in flight of a copy-engine read"),
+		p("ce.setup", "µs", 2.2, 0, 1000, "our capture: h200x2 d2h 1–256 MiB intercept", "device-side fixed cost of a copy-engine transfer"),
+		p("ce.p2p_setup", "µs", 12.0, 0, 1000, "our capture: h200x2 p2p memcpy floor", "device-side fixed cost of a P2P copy"),
+		p("ce.p2p_split_threshold", "B", 1048576, 1, 0, "our capture: h200x2 p2p memcpy steps up 6.8 µs between 512 KiB and 1 MiB", "P2P copies from this size are split across copy engines"),
+		p("ce.p2p_split_setup", "µs", 17.5, 0, 1000, "our capture: h200x2 p2p memcpy 1–128 MiB intercept", "device-side fixed cost of a split P2P copy"),
+		p("host.memcpy_issue_h2d", "µs", 6.5, 0, 1000, "our capture: h200x2 eager h2d memcpy floor", "host time to issue one eager H2D cudaMemcpyAsync"),
+		p("host.memcpy_issue_d2h", "µs", 4.1, 0, 1000, "our capture: h200x2 eager d2h memcpy floor", "host time to issue one eager D2H cudaMemcpyAsync"),
+		p("host.memcpy_issue_p2p", "µs", 13.0, 0, 1000, "our capture: h200x2 eager p2p memcpy floor", "host time to issue one eager P2P cudaMemcpyAsync"),
+		// NVLink (none unless a preset sets a count).
+		p("nvlink.count", "count", 0, 0, 64, "spec: RTX PRO 6000 has no NVLink", "NVLinks per GPU"),
+		p("nvlink.link_bandwidth", "GB/s", 26.562, 1, 0, "spec: NVLink 4 per link per direction (nvidia-smi nvlink -s on h200x2)", "one NVLink, per direction"),
+		p("nvlink.latency", "ns", 354, 0, 5000, "our capture: h200x2 (peer pointer chase 854 ns − local 146 ns) / 2", "GPU to GPU one way over NVLink (through the NVSwitch)"),
+		p("nvlink.sm_efficiency", "ratio", 0.73, 0.1, 1, "our capture: h200x2 264-block peer reads/writes 349 GB/s of 478 raw", "payload share of NVLink for SM loads/stores"),
+		p("nvlink.ce_efficiency", "ratio", 0.83, 0.1, 1, "our capture: h200x2 p2p memcpy slope 396 GB/s of 478 raw", "payload share of NVLink for copy-engine transfers"),
+	} {
+		ps.Add(x)
+	}
+	return ps
+}
+
+func with(base func() *Params, sets ...Param) func() *Params {
+	return func() *Params {
+		ps := base()
+		for _, s := range sets {
+			old, ok := ps.Lookup(s.Name)
+			if !ok {
+				panic("topology: preset overrides unknown parameter " + s.Name)
+			}
+			if s.Unit == "" {
+				s.Unit, s.Min, s.Max, s.Doc = old.Unit, old.Min, old.Max, old.Doc
+			}
+			ps.Add(s)
+		}
+		return ps
+	}
+}
+
+// set overrides a parameter's value and source, keeping unit and range.
+func set(name string, v float64, src string) Param { return Param{Name: name, Value: v, Source: src} }
+
+func h200Params() *Params {
+	return with(commonParams,
+		set("gpu.sms", 132, "spec: H200 SXM (132 SMs)"),
+		set("gpu.mem_bandwidth", 4800, "spec: H200 HBM3e 4.8 TB/s"),
+		set("gpu.mem_latency", 145.7, srcH200Cap+" pointer_chase local"),
+		set("gpu.loads_in_flight", 1.85, srcH200Cap+" sm_access read peer 1×512: 17.7 GB/s × 854 ns / (512 × 16 B)"),
+		set("gpu.sm_store_bandwidth", 50, srcH200Cap+" sm_access write peer 1×512: 49.9 GB/s"),
+		set("gpu.launch_eager", 8.4, srcH200Cap+" empty_kernel"),
+		set("pcie.gpu_port_latency", 172, srcH200Cap+" pointer_chase host 1094 ns = 2×(port+bridge+fabric) + DRAM"),
+		set("hostmem.bandwidth", 156, srcH200Cap+" host_link_concurrency ce_bidir 2 GPUs: 156.3 GB/s"),
+		set("nvlink.count", 18, "spec: H200 SXM, 18 NVLinks (nvidia-smi topo: NV18)"),
+		set("p2p.through_host_bridge", 1, srcEstimate+"one socket, NVML reports P2P OK"),
+		set("p2p.across_sockets", 1, srcEstimate+"assumed allowed"),
+		set("smp.bandwidth", 60, srcEstimate+"Sapphire/Emerald Rapids UPI 2.0, ~60 GB/s per direction for PCIe P2P"),
+	)()
+}
+
+func init() {
+	rtx := layout{sockets: 2, gpusPerSocket: 4, gpuGen: 5, gpuWidth: 16, upGen: 5, upWidth: 16}
+	register(&Preset{
+		Name:        "rtxpro6000x8-2numa",
+		Description: "8 × RTX PRO 6000 Blackwell (PCIe Gen5 x16, no NVLink), GPUs 0–3 on socket 0 and 4–7 on socket 1, each on its own CPU root port",
+		params:      commonParams,
+		layout:      rtx,
+	})
+	sw := rtx
+	sw.switchesPerSocket = 1
+	register(&Preset{
+		Name:        "rtxpro6000x8-switches",
+		Description: "8 × RTX PRO 6000 Blackwell behind two Gen5 PCIe switches of four (one per socket), switch uplinks Gen5 x16",
+		params:      commonParams,
+		layout:      sw,
+	})
+	one := layout{sockets: 1, gpusPerSocket: 4, gpuGen: 5, gpuWidth: 16}
+	register(&Preset{
+		Name:        "rtxpro6000x4-1numa",
+		Description: "4 × RTX PRO 6000 Blackwell on one socket, each on its own CPU root port",
+		params:      commonParams,
+		layout:      one,
+	})
+	register(&Preset{
+		Name:        "a800x8-2islands",
+		Description: "8 × A800 PCIe (Gen4 x16, no NVLink bridges), two PCIe-switch islands of four, one per socket (Intel)",
+		params: with(commonParams,
+			set("gpu.sms", 108, "spec: A800 (GA100, 108 SMs)"),
+			set("gpu.mem_bandwidth", 1935, "spec: A800 PCIe 80 GB HBM2e 1,935 GB/s"),
+			set("gpu.launch_eager", 5, srcEstimate+"typical eager launch"),
+			set("smp.bandwidth", 40, srcEstimate+"Ice Lake UPI, 3 links, PCIe P2P share"),
+			set("smp.p2p_flow_cap", 20, srcEstimate+"Gen4 cross-socket P2P well below x16"),
+			set("hostmem.bandwidth", 250, srcEstimate+"8-channel DDR4-3200 per socket"),
+			set("p2p.across_sockets", 1, srcEstimate+"assumed allowed (NCCL avoids it by default)"),
+		),
+		layout: layout{sockets: 2, gpusPerSocket: 4, switchesPerSocket: 1, gpuGen: 4, gpuWidth: 16, upGen: 4, upWidth: 16},
+	})
+	register(&Preset{
+		Name:        "v100x4-plx",
+		Description: "4 × V100 PCIe (Gen3 x16) behind one PLX switch on one socket",
+		params: with(commonParams,
+			set("gpu.sms", 80, "spec: V100 (80 SMs)"),
+			set("gpu.mem_bandwidth", 900, "spec: V100 HBM2 900 GB/s"),
+			set("gpu.launch_eager", 5, srcEstimate+"typical eager launch"),
+			set("hostmem.bandwidth", 100, srcEstimate+"6-channel DDR4-2666 per socket"),
+		),
+		layout: layout{sockets: 1, gpusPerSocket: 4, switchesPerSocket: 1, gpuGen: 3, gpuWidth: 16, upGen: 3, upWidth: 16},
+	})
+	register(&Preset{
+		Name:        "h200x2",
+		Description: "2 × H200 SXM in one VM: NVLink 18 × 26.562 GB/s through NVSwitch, each GPU on its own Gen5 x16 host link, one socket (the machine of testdata/h200x2)",
+		SystemIDs:   []string{"h200x2-vm"},
+		params:      h200Params,
+		layout:      layout{sockets: 1, gpusPerSocket: 2, gpuGen: 5, gpuWidth: 16, nvswitch: true},
+	})
+	register(&Preset{
+		Name:        "h200x8-nvswitch",
+		Description: "8 × H200 SXM on NVSwitch (18 NVLinks each), Gen5 x16 host links, GPUs 0–3 on socket 0 and 4–7 on socket 1",
+		params:      h200Params,
+		layout:      layout{sockets: 2, gpusPerSocket: 4, gpuGen: 5, gpuWidth: 16, nvswitch: true},
+	})
+}

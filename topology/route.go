@@ -1,0 +1,303 @@
+package topology
+
+import (
+	"container/heap"
+	"fmt"
+	"strconv"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// RouteMode restricts which links a route may use.
+type RouteMode uint8
+
+const (
+	// RouteAny takes the lowest-latency path over any links (NVLink where present).
+	RouteAny RouteMode = iota
+	// RoutePCIe avoids NVLink and NVSwitches: the path data takes through the
+	// host side (PCIe, host bridges, CPU fabric, socket interconnect).
+	RoutePCIe
+)
+
+// Step is one link of a route, crossed From → To.
+type Step struct {
+	Link     *Link
+	From, To NodeID
+}
+
+// Forward reports whether the step crosses its link from A to B.
+func (s Step) Forward() bool { return s.From == s.Link.A }
+
+// Route is a path between two devices.
+type Route struct {
+	Steps []Step
+	// Latency is the one-way time for a byte: the links' latencies plus the
+	// traversal latency of every device passed through (not the endpoints).
+	Latency sim.Duration
+}
+
+// Nodes returns the devices along the route, endpoints included.
+func (r Route) Nodes() []NodeID {
+	if len(r.Steps) == 0 {
+		return nil
+	}
+	out := []NodeID{r.Steps[0].From}
+	for _, s := range r.Steps {
+		out = append(out, s.To)
+	}
+	return out
+}
+
+// Route returns the path from a to b: least latency, then fewest hops, ties
+// broken by lower device IDs (deterministic). GPUs and host memories are
+// never passed through.
+func (t *Topology) Route(a, b NodeID, mode RouteMode) (Route, error) {
+	if int(a) < 0 || int(a) >= len(t.nodes) || int(b) < 0 || int(b) >= len(t.nodes) {
+		return Route{}, fmt.Errorf("topology %s: route %d→%d: no such device", t.Name, a, b)
+	}
+	if a == b {
+		return Route{}, nil
+	}
+	type label struct {
+		lat  sim.Duration
+		hops int
+		prev int // link ID, -1 none
+		done bool
+		set  bool
+	}
+	lab := make([]label, len(t.nodes))
+	lab[a] = label{set: true, prev: -1}
+	pq := &nodeHeap{}
+	heap.Push(pq, hitem{id: a})
+	for pq.Len() > 0 {
+		it := heap.Pop(pq).(hitem)
+		u := it.id
+		if lab[u].done {
+			continue
+		}
+		lab[u].done = true
+		if u == b {
+			break
+		}
+		if u != a && (t.nodes[u].Kind == GPU || t.nodes[u].Kind == HostMemory) {
+			continue // endpoints only
+		}
+		for _, e := range t.adj[u] {
+			l := t.links[e.link]
+			if mode == RoutePCIe && (l.Type == NVLink || t.nodes[e.to].Kind == NVSwitch) {
+				continue
+			}
+			lat := lab[u].lat + l.Latency
+			if u != a {
+				lat += t.nodes[u].Latency
+			}
+			h := lab[u].hops + 1
+			v := &lab[e.to]
+			if v.done {
+				continue
+			}
+			if !v.set || lat < v.lat || (lat == v.lat && h < v.hops) {
+				*v = label{lat: lat, hops: h, prev: e.link, set: true}
+				heap.Push(pq, hitem{id: e.to, lat: lat, hops: h})
+			}
+		}
+	}
+	if !lab[b].set {
+		return Route{}, fmt.Errorf("topology %s: no path from %s to %s", t.Name, t.nodes[a].Name, t.nodes[b].Name)
+	}
+	var steps []Step
+	for v := b; v != a; {
+		l := t.links[lab[v].prev]
+		from := l.A
+		if from == v {
+			from = l.B
+		}
+		steps = append(steps, Step{Link: l, From: from, To: v})
+		v = from
+	}
+	for i, j := 0, len(steps)-1; i < j; i, j = i+1, j-1 {
+		steps[i], steps[j] = steps[j], steps[i]
+	}
+	return Route{Steps: steps, Latency: lab[b].lat}, nil
+}
+
+type hitem struct {
+	id   NodeID
+	lat  sim.Duration
+	hops int
+}
+
+type nodeHeap []hitem
+
+func (h nodeHeap) Len() int { return len(h) }
+func (h nodeHeap) Less(i, j int) bool {
+	if h[i].lat != h[j].lat {
+		return h[i].lat < h[j].lat
+	}
+	if h[i].hops != h[j].hops {
+		return h[i].hops < h[j].hops
+	}
+	return h[i].id < h[j].id
+}
+func (h nodeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *nodeHeap) Push(x any)   { *h = append(*h, x.(hitem)) }
+func (h *nodeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// HostMemoryOf returns the host memory node of a socket.
+func (t *Topology) HostMemoryOf(socket int) (NodeID, bool) {
+	id, ok := t.mem[socket]
+	return id, ok
+}
+
+// HostRoute returns the path from a GPU to the host memory of its own
+// socket (pinned buffers are allocated NUMA-local), over PCIe.
+func (t *Topology) HostRoute(gpu NodeID) (Route, error) {
+	m, ok := t.mem[t.nodes[gpu].Socket]
+	if !ok {
+		return Route{}, fmt.Errorf("socket %d of %s has no host memory", t.nodes[gpu].Socket, t.nodes[gpu].Name)
+	}
+	return t.Route(gpu, m, RoutePCIe)
+}
+
+// PathKind is the class of the connection between two GPUs, as nvidia-smi
+// topo -m prints it.
+type PathKind uint8
+
+// Path kinds, from nearest to farthest.
+const (
+	PathNV   PathKind = iota // NVLink (direct or through NVSwitch)
+	PathPIX                  // at most one PCIe switch
+	PathPXB                  // several PCIe switches, no host bridge
+	PathPHB                  // through one PCIe host bridge (CPU root complex)
+	PathNODE                 // between host bridges of one NUMA node
+	PathSYS                  // across the socket interconnect
+)
+
+var pathNames = [...]string{"NV", "PIX", "PXB", "PHB", "NODE", "SYS"}
+
+func (k PathKind) String() string { return pathNames[k] }
+
+// PathClass is a GPU pair's path kind, with the bonded NVLink count for NV.
+type PathClass struct {
+	Kind    PathKind
+	NVLinks int
+}
+
+// String prints "NV18", "PIX", "SYS" and so on.
+func (c PathClass) String() string {
+	if c.Kind == PathNV {
+		return "NV" + strconv.Itoa(c.NVLinks)
+	}
+	return c.Kind.String()
+}
+
+// NCCL returns NCCL's name for the class (NCCL has no NODE: it is PHB; NV
+// paths are NVL).
+func (c PathClass) NCCL() string {
+	switch c.Kind {
+	case PathNV:
+		return "NVL"
+	case PathNODE:
+		return "PHB"
+	}
+	return c.Kind.String()
+}
+
+// PathClass classifies the connection between two GPUs.
+func (t *Topology) PathClass(a, b NodeID) (PathClass, error) {
+	r, err := t.Route(a, b, RouteAny)
+	if err != nil {
+		return PathClass{}, err
+	}
+	nv := 0
+	for _, s := range r.Steps {
+		if s.Link.Type == NVLink {
+			if nv == 0 || s.Link.Count < nv {
+				nv = s.Link.Count
+			}
+		}
+	}
+	if nv > 0 {
+		return PathClass{Kind: PathNV, NVLinks: nv}, nil
+	}
+	return t.pcieClass(r), nil
+}
+
+// PCIePathClass classifies the host-side (non-NVLink) path between two GPUs:
+// what P2P over PCIe or SHM staging would cross.
+func (t *Topology) PCIePathClass(a, b NodeID) (PathClass, error) {
+	r, err := t.Route(a, b, RoutePCIe)
+	if err != nil {
+		return PathClass{}, err
+	}
+	return t.pcieClass(r), nil
+}
+
+func (t *Topology) pcieClass(r Route) PathClass {
+	switches, bridges, cpus := 0, 0, 0
+	for _, s := range r.Steps {
+		if s.Link.Type == SMP {
+			return PathClass{Kind: PathSYS}
+		}
+	}
+	for _, id := range r.Nodes() {
+		switch t.nodes[id].Kind {
+		case PCIeSwitch:
+			switches++
+		case HostBridge:
+			bridges++
+		case CPU:
+			cpus++
+		}
+	}
+	switch {
+	case cpus > 0 || bridges > 1:
+		return PathClass{Kind: PathNODE}
+	case bridges == 1:
+		return PathClass{Kind: PathPHB}
+	case switches > 1:
+		return PathClass{Kind: PathPXB}
+	}
+	return PathClass{Kind: PathPIX}
+}
+
+// P2PAllowed reports whether GPU a may read or write GPU b's memory
+// directly, under the platform's rules, and the class that decided it.
+func (t *Topology) P2PAllowed(a, b NodeID) (bool, PathClass, error) {
+	c, err := t.PathClass(a, b)
+	if err != nil {
+		return false, c, err
+	}
+	switch c.Kind {
+	case PathPHB, PathNODE:
+		return t.Platform.P2PThroughHostBridge, c, nil
+	case PathSYS:
+		return t.Platform.P2PAcrossSockets, c, nil
+	}
+	return true, c, nil
+}
+
+// ClassMatrix returns the path class of every GPU pair, by rank.
+func (t *Topology) ClassMatrix() ([][]PathClass, error) {
+	n := len(t.gpus)
+	m := make([][]PathClass, n)
+	for i := range m {
+		m[i] = make([]PathClass, n)
+		for j := range m[i] {
+			if i == j {
+				continue
+			}
+			c, err := t.PathClass(t.gpus[i], t.gpus[j])
+			if err != nil {
+				return nil, err
+			}
+			m[i][j] = c
+		}
+	}
+	return m, nil
+}
