@@ -82,7 +82,7 @@ type Hop struct {
 type FlowSpec struct {
 	Label   string   // for observers and error messages
 	Kind    FlowKind // write, read, copy or flag
-	Class   int      // for collapse rules (destination root complex); 0 when unused
+	Class   int      // for collapse rules (destination root complex); ≤ 0: not counted
 	Route   []Hop    // resources crossed; may be empty if Cap > 0
 	Bytes   Bytes    // payload bytes, ≥ 0
 	Cap     Rate     // the flow's own rate limit in payload bytes/s; 0 = none
@@ -397,7 +397,7 @@ func (n *Network) capacity(r *Resource) Rate {
 	}
 	var classes []int
 	for _, f := range n.flows {
-		if f.Spec.Kind != c.Kind {
+		if f.Spec.Kind != c.Kind || f.Spec.Class <= 0 {
 			continue
 		}
 		for _, h := range f.Spec.Route {

@@ -1,0 +1,513 @@
+package hw
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+// Mem names a memory: a GPU's (by rank) or a socket's host memory.
+type Mem struct {
+	Host   bool
+	Rank   int // GPU rank when !Host
+	Socket int // socket when Host
+}
+
+// GPUMem is rank r's device memory.
+func GPUMem(r int) Mem { return Mem{Rank: r} }
+
+// HostMem is the host memory of socket s.
+func HostMem(s int) Mem { return Mem{Host: true, Socket: s} }
+
+func (m Mem) String() string {
+	if m.Host {
+		return fmt.Sprintf("host%d", m.Socket)
+	}
+	return fmt.Sprintf("gpu%d", m.Rank)
+}
+
+// Physics holds the parameter values the machine uses, resolved once.
+type Physics struct {
+	TLPOverhead, LinkEfficiency        float64
+	ReadRequest, MaxReadRequest        float64
+	CEPayload, SMWritePayload, ReadCpl float64
+	GPUMemLatency, HostMemLatency      sim.Duration
+	GPUMemBandwidth                    sim.Rate
+	SMs                                int
+	MaxBlocksPerSM                     int
+	LoadsInFlight                      float64
+	SMStoreRate                        sim.Rate
+	LaunchEager, LaunchGraph           sim.Duration
+	CEWindow                           float64
+	CESetup, CEP2PSetup, CEP2PSplitSet sim.Duration
+	CEP2PSplitThreshold                sim.Bytes
+	NVLinkSMEff, NVLinkCEEff           float64
+	SMPFlowCap                         sim.Rate
+	IssueH2D, IssueD2H, IssueP2P       sim.Duration
+}
+
+func resolve(ps *topology.Params) Physics {
+	us, ns := sim.Micros, sim.Nanos
+	g := ps.Get
+	return Physics{
+		TLPOverhead: g("pcie.tlp_overhead"), LinkEfficiency: g("pcie.link_efficiency"),
+		ReadRequest: g("pcie.read_request"), MaxReadRequest: g("pcie.max_read_request"),
+		CEPayload: g("pcie.ce_payload"), SMWritePayload: g("pcie.sm_write_payload"), ReadCpl: g("pcie.read_completion_payload"),
+		GPUMemLatency: ns(g("gpu.mem_latency")), HostMemLatency: ns(g("hostmem.latency")),
+		GPUMemBandwidth: sim.Rate(g("gpu.mem_bandwidth")) * sim.GBps,
+		SMs:             int(g("gpu.sms")), MaxBlocksPerSM: int(g("gpu.max_blocks_per_sm")),
+		LoadsInFlight: g("gpu.loads_in_flight"), SMStoreRate: sim.Rate(g("gpu.sm_store_bandwidth")) * sim.GBps,
+		LaunchEager: us(g("gpu.launch_eager")), LaunchGraph: us(g("gpu.launch_graph")),
+		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		CEP2PSplitSet: us(g("ce.p2p_split_setup")), CEP2PSplitThreshold: sim.Bytes(g("ce.p2p_split_threshold")),
+		NVLinkSMEff: g("nvlink.sm_efficiency"), NVLinkCEEff: g("nvlink.ce_efficiency"),
+		SMPFlowCap: sim.Rate(g("smp.p2p_flow_cap")) * sim.GBps,
+		IssueH2D:   us(g("host.memcpy_issue_h2d")), IssueD2H: us(g("host.memcpy_issue_d2h")), IssueP2P: us(g("host.memcpy_issue_p2p")),
+	}
+}
+
+// Machine is a topology running on an engine.
+type Machine struct {
+	Top  *topology.Topology
+	Eng  *sim.Engine
+	Net  *sim.Network
+	Phys Physics
+
+	linkRes [][2]sim.ResourceID // by link ID: A→B, B→A (equal for memory links)
+	routes  map[[2]topology.NodeID]*path
+}
+
+// path is a route prepared for flows: resources in both directions.
+type path struct {
+	route   topology.Route
+	fwd     []sim.ResourceID // from → to
+	back    []sim.ResourceID // to → from, in order of travel
+	types   []topology.LinkType
+	smp     bool // crosses the socket interconnect
+	destHB  int  // host bridge ID above the destination (for collapse), 0 if none
+	latency sim.Duration
+}
+
+// New builds a machine: one resource per direction of every link (one for
+// both directions of a memory link), with collapse rules where the platform
+// has them.
+func New(top *topology.Topology) (*Machine, error) {
+	eng := sim.NewEngine()
+	net := sim.NewNetwork(eng)
+	m := &Machine{Top: top, Eng: eng, Net: net, Phys: resolve(top.Params), routes: map[[2]topology.NodeID]*path{}}
+	for _, l := range top.Links() {
+		name := top.LinkName(l)
+		a, b := top.Node(l.A).Name, top.Node(l.B).Name
+		if l.Type == topology.Memory {
+			id, err := net.AddResource(name, l.Bandwidth)
+			if err != nil {
+				return nil, fmt.Errorf("hw: %w", err)
+			}
+			m.linkRes = append(m.linkRes, [2]sim.ResourceID{id, id})
+			continue
+		}
+		f, err := net.AddResource(a+"→"+b, l.Bandwidth)
+		if err != nil {
+			return nil, fmt.Errorf("hw: %w", err)
+		}
+		r, err := net.AddResource(b+"→"+a, l.Bandwidth)
+		if err != nil {
+			return nil, fmt.Errorf("hw: %w", err)
+		}
+		m.linkRes = append(m.linkRes, [2]sim.ResourceID{f, r})
+		if top.Platform.WriteCollapse && l.Type == topology.PCIe {
+			// Writes climbing towards a host bridge collapse when they
+			// fan out to GPUs behind two or more other root complexes.
+			up := f
+			if top.Node(l.A).Kind == topology.HostBridge {
+				up = r
+			}
+			if top.Node(l.A).Kind == topology.HostBridge || top.Node(l.B).Kind == topology.HostBridge {
+				if err := net.SetCollapse(up, sim.Collapse{Kind: sim.Write, MinClasses: 2, Capacity: top.Platform.CollapseRate}); err != nil {
+					return nil, fmt.Errorf("hw: %w", err)
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+// NumRanks returns the number of GPUs.
+func (m *Machine) NumRanks() int { return m.Top.NumGPUs() }
+
+func (m *Machine) node(x Mem) (topology.NodeID, error) {
+	if x.Host {
+		id, ok := m.Top.HostMemoryOf(x.Socket)
+		if !ok {
+			return 0, fmt.Errorf("hw: %s: socket %d has no host memory (sockets: %v)", m.Top.Name, x.Socket, m.Top.Sockets())
+		}
+		return id, nil
+	}
+	if x.Rank < 0 || x.Rank >= m.Top.NumGPUs() {
+		return 0, fmt.Errorf("hw: %s: no GPU rank %d (ranks 0–%d)", m.Top.Name, x.Rank, m.Top.NumGPUs()-1)
+	}
+	return m.Top.GPUs()[x.Rank], nil
+}
+
+// LocalSocket returns the socket of rank r's GPU.
+func (m *Machine) LocalSocket(r int) int { return m.Top.GPU(r).Socket }
+
+// path returns the prepared route between two memories seen from a GPU.
+func (m *Machine) path(from, to Mem) (*path, error) {
+	a, err := m.node(from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := m.node(to)
+	if err != nil {
+		return nil, err
+	}
+	key := [2]topology.NodeID{a, b}
+	if p, ok := m.routes[key]; ok {
+		return p, nil
+	}
+	mode := topology.RouteAny
+	if from.Host || to.Host {
+		mode = topology.RoutePCIe
+	}
+	r, err := m.Top.Route(a, b, mode)
+	if err != nil {
+		return nil, fmt.Errorf("hw: %w", err)
+	}
+	p := &path{route: r, latency: r.Latency}
+	for _, s := range r.Steps {
+		ids := m.linkRes[s.Link.ID]
+		if s.Forward() {
+			p.fwd = append(p.fwd, ids[0])
+		} else {
+			p.fwd = append(p.fwd, ids[1])
+		}
+		p.types = append(p.types, s.Link.Type)
+		if s.Link.Type == topology.SMP {
+			p.smp = true
+		}
+	}
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		s := r.Steps[i]
+		ids := m.linkRes[s.Link.ID]
+		if s.Forward() {
+			p.back = append(p.back, ids[1])
+		} else {
+			p.back = append(p.back, ids[0])
+		}
+	}
+	if !to.Host {
+		nodes := r.Nodes()
+		for i := len(nodes) - 1; i >= 0; i-- {
+			if m.Top.Node(nodes[i]).Kind == topology.HostBridge {
+				p.destHB = int(nodes[i]) + 1
+				break
+			}
+		}
+	}
+	m.routes[key] = p
+	return p, nil
+}
+
+// access kinds, for wire weights.
+type access uint8
+
+const (
+	smStore access = iota
+	smLoad
+	ceXfer
+)
+
+// hops returns the flow route over resources with wire weights for the access kind.
+func (m *Machine) hops(res []sim.ResourceID, types []topology.LinkType, reversed bool, a access) []sim.Hop {
+	ph := &m.Phys
+	var pcie, nvl float64
+	switch a {
+	case smStore:
+		pcie = (ph.SMWritePayload + ph.TLPOverhead) / ph.SMWritePayload / ph.LinkEfficiency
+		nvl = 1 / ph.NVLinkSMEff
+	case smLoad:
+		pcie = (ph.ReadCpl + ph.TLPOverhead) / ph.ReadCpl / ph.LinkEfficiency
+		nvl = 1 / ph.NVLinkSMEff
+	case ceXfer:
+		pcie = (ph.CEPayload + ph.TLPOverhead) / ph.CEPayload / ph.LinkEfficiency
+		nvl = 1 / ph.NVLinkCEEff
+	}
+	out := make([]sim.Hop, len(res))
+	n := len(types)
+	for i, id := range res {
+		t := types[i]
+		if reversed {
+			t = types[n-1-i]
+		}
+		w := 1.0
+		switch t {
+		case topology.PCIe:
+			w = pcie
+		case topology.NVLink:
+			w = nvl
+		}
+		out[i] = sim.Hop{Res: id, Weight: w}
+	}
+	return out
+}
+
+// withRequests adds the read requests' share of the reverse PCIe hops to a
+// read's route: one request TLP per granule bytes of data.
+func (m *Machine) withRequests(h []sim.Hop, p *path, granule float64) []sim.Hop {
+	w := m.Phys.ReadRequest / granule / m.Phys.LinkEfficiency
+	n := len(p.types)
+	for i, id := range p.back {
+		if p.types[n-1-i] == topology.PCIe {
+			h = append(h, sim.Hop{Res: id, Weight: w})
+		}
+	}
+	return h
+}
+
+func (m *Machine) memLatency(x Mem) sim.Duration {
+	if x.Host {
+		return m.Phys.HostMemLatency
+	}
+	return m.Phys.GPUMemLatency
+}
+
+// RoundTrip returns the time of one dependent read by rank r of memory x:
+// request out, memory access, completion back.
+func (m *Machine) RoundTrip(r int, x Mem) (sim.Duration, error) {
+	if !x.Host && x.Rank == r {
+		return m.Phys.GPUMemLatency, nil
+	}
+	p, err := m.path(GPUMem(r), x)
+	if err != nil {
+		return 0, err
+	}
+	return 2*p.latency + m.memLatency(x), nil
+}
+
+// ResidentThreads returns how many of blocks × threads run at once on one GPU.
+func (m *Machine) ResidentThreads(blocks, threads int) int {
+	b := min(blocks, m.Phys.SMs*m.Phys.MaxBlocksPerSM)
+	return b * threads
+}
+
+// Kernel describes the launch configuration of the kernel issuing accesses.
+type Kernel struct {
+	Blocks, Threads int
+}
+
+func (k Kernel) check(op string) error {
+	if k.Blocks <= 0 || k.Threads <= 0 {
+		return fmt.Errorf("hw: %s: blocks and threads must be > 0, got %d × %d", op, k.Blocks, k.Threads)
+	}
+	return nil
+}
+
+// Write streams bytes of SM stores from rank r to memory dst and calls done
+// when the last byte has landed.
+func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
+	if err := k.check("write " + label); err != nil {
+		return err
+	}
+	if err := m.p2pCheck(r, dst, "write"); err != nil {
+		return err
+	}
+	p, err := m.path(GPUMem(r), dst)
+	if err != nil {
+		return err
+	}
+	sms := min(k.Blocks, m.Phys.SMs)
+	capr := sim.Rate(sms) * m.Phys.SMStoreRate
+	if p.smp && !dst.Host {
+		capr = min(capr, m.Phys.SMPFlowCap)
+	}
+	class := 0
+	if !dst.Host {
+		class = p.destHB
+	}
+	_, err = m.Net.Start(sim.FlowSpec{
+		Label: label, Kind: sim.Write, Class: class,
+		Route: m.hops(p.fwd, p.types, false, smStore), Bytes: bytes, Cap: capr,
+		Latency: p.latency + m.memLatency(dst), Done: done,
+	})
+	return err
+}
+
+// Read pulls bytes from memory src into rank r with SM loads and calls done
+// when the last completion is back. The rate is capped at bytes in flight /
+// round trip (Little's law).
+func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
+	if err := k.check("read " + label); err != nil {
+		return err
+	}
+	if err := m.p2pCheck(r, src, "read"); err != nil {
+		return err
+	}
+	p, err := m.path(src, GPUMem(r))
+	if err != nil {
+		return err
+	}
+	rtt := 2*p.latency + m.memLatency(src)
+	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * m.Phys.LoadsInFlight
+	capr := sim.Rate(inflight / rtt.Seconds())
+	if p.smp && !src.Host {
+		capr = min(capr, m.Phys.SMPFlowCap)
+	}
+	spec := sim.FlowSpec{
+		Label: label, Kind: sim.Read,
+		Route: m.withRequests(m.hops(p.fwd, p.types, false, smLoad), p, m.Phys.ReadCpl), Bytes: bytes, Cap: capr,
+		Latency: p.latency, Done: done,
+	}
+	// The first request reaches the data one way plus a memory access in.
+	return m.startAfter(p.latency+m.memLatency(src), spec)
+}
+
+// p2pCheck refuses GPU-to-GPU access the platform does not allow.
+func (m *Machine) p2pCheck(r int, x Mem, op string) error {
+	if x.Host || x.Rank == r {
+		return nil
+	}
+	a, err := m.node(GPUMem(r))
+	if err != nil {
+		return err
+	}
+	b, err := m.node(x)
+	if err != nil {
+		return err
+	}
+	ok, c, err := m.Top.P2PAllowed(a, b)
+	if err != nil {
+		return fmt.Errorf("hw: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("hw: %s: GPU%d cannot %s GPU%d's memory: P2P over a %s path is not allowed on this platform", m.Top.Name, r, op, x.Rank, c)
+	}
+	return nil
+}
+
+// CopyDir is the direction of a copy-engine transfer.
+type CopyDir uint8
+
+// Copy directions.
+const (
+	H2D CopyDir = iota
+	D2H
+	P2P
+)
+
+func (d CopyDir) String() string { return [...]string{"h2d", "d2h", "p2p"}[d] }
+
+// Copy runs a copy-engine transfer of bytes owned by rank r: H2D reads the
+// rank's NUMA-local host memory, D2H writes it, P2P writes to peer. done
+// runs when the last byte has landed.
+func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label string, done func()) error {
+	ph := &m.Phys
+	host := HostMem(m.LocalSocket(r))
+	switch dir {
+	case H2D:
+		p, err := m.path(host, GPUMem(r))
+		if err != nil {
+			return err
+		}
+		rtt := 2*p.latency + ph.HostMemLatency
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.withRequests(m.hops(p.fwd, p.types, false, ceXfer), p, ph.MaxReadRequest), Bytes: bytes,
+			Cap: sim.Rate(ph.CEWindow / rtt.Seconds()), Latency: p.latency, Done: done}
+		return m.startAfter(ph.CESetup+p.latency+ph.HostMemLatency, spec)
+	case D2H:
+		p, err := m.path(GPUMem(r), host)
+		if err != nil {
+			return err
+		}
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.hops(p.fwd, p.types, false, ceXfer), Bytes: bytes,
+			Latency: p.latency + ph.HostMemLatency, Done: done}
+		return m.startAfter(ph.CESetup, spec)
+	case P2P:
+		if err := m.p2pCheck(r, GPUMem(peer), "copy to"); err != nil {
+			return err
+		}
+		p, err := m.path(GPUMem(r), GPUMem(peer))
+		if err != nil {
+			return err
+		}
+		setup := ph.CEP2PSetup
+		if bytes >= ph.CEP2PSplitThreshold {
+			setup = ph.CEP2PSplitSet
+		}
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.hops(p.fwd, p.types, false, ceXfer), Bytes: bytes,
+			Latency: p.latency + ph.GPUMemLatency, Done: done}
+		if p.smp {
+			spec.Cap = ph.SMPFlowCap
+		}
+		return m.startAfter(setup, spec)
+	}
+	return fmt.Errorf("hw: copy %s: unknown direction %d", label, dir)
+}
+
+func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec) error {
+	if spec.Bytes < 0 {
+		return fmt.Errorf("hw: %s: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
+	}
+	m.Eng.After(d, func() {
+		// The route and sizes were checked above; Start cannot fail here.
+		_, _ = m.Net.Start(spec)
+	})
+	return nil
+}
+
+// SignalFlag writes value into flag f, which lives in memory at, from rank
+// r: the write lands one route latency plus a memory access later.
+func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64) error {
+	d := m.Phys.GPUMemLatency
+	if at.Host || at.Rank != r {
+		p, err := m.path(GPUMem(r), at)
+		if err != nil {
+			return err
+		}
+		d = p.latency + m.memLatency(at)
+	}
+	m.Eng.After(d, func() { f.Set(value) })
+	return nil
+}
+
+// WaitFlag calls fn once flag f (in memory at) holds value, as seen by a
+// poll loop on rank r: one poll round trip after the value lands.
+func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who string, fn func()) error {
+	rtt, err := m.RoundTrip(r, at)
+	if err != nil {
+		return err
+	}
+	f.Wait(value, rtt, who, fn)
+	return nil
+}
+
+// LaunchMode is how a kernel is launched.
+type LaunchMode uint8
+
+// Launch modes.
+const (
+	Graph LaunchMode = iota // a node of a replayed CUDA graph
+	Eager                   // launched from the host one by one
+)
+
+func (l LaunchMode) String() string { return [...]string{"graph", "eager"}[l] }
+
+// LaunchCost is the time a kernel launch adds in the given mode.
+func (m *Machine) LaunchCost(l LaunchMode) sim.Duration {
+	if l == Eager {
+		return m.Phys.LaunchEager
+	}
+	return m.Phys.LaunchGraph
+}
+
+// ReduceTime is the time to reduce: read inputs × bytes and write bytes of
+// local memory at the GPU's memory bandwidth.
+func (m *Machine) ReduceTime(inputs int, bytes sim.Bytes) sim.Duration {
+	total := float64(inputs+1) * float64(bytes)
+	d, err := sim.FromSeconds(total / float64(m.Phys.GPUMemBandwidth))
+	if err != nil {
+		return sim.Duration(math.MaxInt64 / 4)
+	}
+	return d
+}

@@ -1,0 +1,161 @@
+package hw
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+// allPull starts, on an 8-GPU machine, every GPU reading bytes from each of
+// the 7 others at once (56 contending read flows, the traffic of a
+// one-stage allreduce) and returns the machine after the run.
+func allPull(t testing.TB, preset string, bytes sim.Bytes, rec *sim.Recorder) *Machine {
+	top, err := topology.Load(preset)
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	if rec != nil {
+		m.Net.SetObserver(rec)
+	}
+	n := m.NumRanks()
+	for r := 0; r < n; r++ {
+		for p := 0; p < n; p++ {
+			if p != r {
+				require.NoError(t, m.Read(r, GPUMem(p), bytes, Kernel{Blocks: 36, Threads: 512}, fmt.Sprintf("r%d←%d", r, p), nil))
+			}
+		}
+	}
+	require.NoError(t, m.Eng.Run())
+	return m
+}
+
+// The same scenario twice, and under GOMAXPROCS 1 and 8, gives the same
+// event log, bit for bit.
+func TestDeterministicAcrossRunsAndGOMAXPROCS(t *testing.T) {
+	logs := map[int]string{}
+	for _, procs := range []int{1, 8, 1} {
+		prev := runtime.GOMAXPROCS(procs)
+		rec := &sim.Recorder{}
+		allPull(t, "rtxpro6000x8-2numa", 1<<20, rec)
+		runtime.GOMAXPROCS(prev)
+		s := rec.String()
+		require.NotEmpty(t, s)
+		if old, ok := logs[procs]; ok {
+			require.Equal(t, old, s)
+		}
+		logs[procs] = s
+	}
+	require.Equal(t, logs[1], logs[8])
+}
+
+// No link ever carries more than its capacity, and the wire bytes the links
+// carried equal the payload bytes moved times each hop's wire weight.
+func TestConservationUnderContention(t *testing.T) {
+	rec := &sim.Recorder{}
+	const bytes = 1 << 20
+	m := allPull(t, "rtxpro6000x8-2numa", bytes, rec)
+	assert.Empty(t, rec.Overloads)
+	started, finished := m.Net.Counts()
+	assert.EqualValues(t, 56, started)
+	assert.Equal(t, started, finished)
+	var carried float64
+	for _, r := range m.Net.Resources() {
+		carried += r.Carried()
+		assert.InDelta(t, rec.BusyBytes[r.ID], r.Carried(), 1e-3*r.Carried()+1, r.Name)
+	}
+	// Expected: every flow's payload times the sum of its hop weights.
+	var want float64
+	n := m.NumRanks()
+	for r := 0; r < n; r++ {
+		for p := 0; p < n; p++ {
+			if p == r {
+				continue
+			}
+			pa, err := m.path(GPUMem(p), GPUMem(r))
+			require.NoError(t, err)
+			for _, h := range m.withRequests(m.hops(pa.fwd, pa.types, false, smLoad), pa, m.Phys.ReadCpl) {
+				want += bytes * h.Weight
+			}
+		}
+	}
+	// Each finish is rounded up to the next picosecond, so a flow may carry
+	// up to rate × 1 ps more: a relative 1e-8 covers it.
+	assert.InDelta(t, want, carried, want*1e-8)
+}
+
+// A read-based transfer slows when threads × 16 B × loads in flight does not
+// cover the round trip: one block of 64 threads reading host memory is
+// bound by Little's law, 64 blocks are bound by the link.
+func TestReadsAreBoundByBytesInFlight(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	small, err := SMAccessGBps(top, false, "host", 1, 64, 64<<20)
+	require.NoError(t, err)
+	m, _ := New(top)
+	rtt, _ := m.RoundTrip(0, HostMem(0))
+	want := 64 * 16 * m.Phys.LoadsInFlight / rtt.Seconds() / 1e9
+	assert.InDelta(t, want, small, want*0.01)
+	big, err := SMAccessGBps(top, false, "host", 64, 512, 64<<20)
+	require.NoError(t, err)
+	assert.Greater(t, big, 10*small)
+	assert.Less(t, big, 63.0, "never above the raw Gen5 x16 rate")
+	// Writes are posted: one block already streams at its SM's store rate.
+	w, err := SMAccessGBps(top, true, "host", 1, 64, 64<<20)
+	require.NoError(t, err)
+	assert.Greater(t, w, 3*small)
+}
+
+func TestP2PRulesAreEnforced(t *testing.T) {
+	pre, err := topology.Lookup("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	ps := pre.DefaultParams()
+	require.NoError(t, ps.Set("p2p.across_sockets", 0, "test"))
+	top, err := pre.BuildWith(ps)
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	err = m.Read(0, GPUMem(4), 1024, Kernel{Blocks: 1, Threads: 32}, "x", nil)
+	assert.ErrorContains(t, err, "GPU0 cannot read GPU4's memory: P2P over a SYS path is not allowed")
+	assert.NoError(t, m.Read(0, GPUMem(1), 1024, Kernel{Blocks: 1, Threads: 32}, "y", nil))
+	assert.ErrorContains(t, m.Read(0, GPUMem(9), 1, Kernel{Blocks: 1, Threads: 1}, "z", nil), "no GPU rank 9")
+	assert.ErrorContains(t, m.Write(0, GPUMem(1), 1, Kernel{}, "k", nil), "blocks and threads must be > 0")
+}
+
+// With the posted-write collapse on, one GPU writing to GPUs behind two
+// other root complexes drops to the collapse rate; one destination does not.
+func TestWriteCollapse(t *testing.T) {
+	pre, err := topology.Lookup("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	ps := pre.DefaultParams()
+	require.NoError(t, ps.Set("collapse.enabled", 1, "test"))
+	top, err := pre.BuildWith(ps)
+	require.NoError(t, err)
+	rate := func(dests ...int) float64 {
+		m, err := New(top)
+		require.NoError(t, err)
+		var end sim.Time
+		const b = 16 << 20
+		for _, d := range dests {
+			require.NoError(t, m.Write(0, GPUMem(d), b, Kernel{Blocks: 32, Threads: 512}, "w", func() { end = max(end, m.Eng.Now()) }))
+		}
+		require.NoError(t, m.Eng.Run())
+		return float64(len(dests)*b) / sim.Duration(end).Seconds() / 1e9
+	}
+	assert.Greater(t, rate(1), 45.0, "one destination complex: full link")
+	assert.InDelta(t, ps.Get("collapse.bandwidth"), rate(1, 2), 0.2, "two destination complexes: aggregate collapses")
+}
+
+func BenchmarkAllPull56Flows(b *testing.B) {
+	var events uint64
+	for b.Loop() {
+		m := allPull(b, "rtxpro6000x8-2numa", 1<<20, nil)
+		events += m.Eng.Processed()
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}

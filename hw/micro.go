@@ -1,0 +1,229 @@
+package hw
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+// The functions below are the simulated twins of the measurement kinds of
+// trace format v1 (see testdata/h200x2 and trace.Record). Each builds a fresh
+// machine, runs the measurement and returns the value the capture reports.
+
+// MemcpyEager returns the mean time per operation, in µs, of back-to-back
+// eager cudaMemcpyAsync calls of bytes on rank 0 (P2P: to rank 1): the host
+// issues one call every host.memcpy_issue_* while the copy engine runs them
+// in order, so the mean is the larger of the issue interval and the device
+// time per copy.
+func MemcpyEager(top *topology.Topology, dir CopyDir, bytes sim.Bytes) (float64, error) {
+	const n, warm = 12, 4
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	if dir == P2P && m.NumRanks() < 2 {
+		return 0, fmt.Errorf("hw: %s: p2p memcpy needs two GPUs", top.Name)
+	}
+	issue := map[CopyDir]sim.Duration{H2D: m.Phys.IssueH2D, D2H: m.Phys.IssueD2H, P2P: m.Phys.IssueP2P}[dir]
+	done := make([]sim.Time, n)
+	var runErr error
+	var run func(i int)
+	deviceFree := sim.Time(0)
+	run = func(i int) {
+		if i == n {
+			return
+		}
+		// Op i is issued at i × issue; it starts when issued and the engine is free.
+		start := max(sim.Time(0).Add(issue*sim.Duration(i)), deviceFree)
+		m.Eng.At(start, func() {
+			err := m.Copy(0, dir, 1, bytes, fmt.Sprintf("memcpy%d", i), func() {
+				done[i] = m.Eng.Now()
+				deviceFree = m.Eng.Now()
+				run(i + 1)
+			})
+			if err != nil && runErr == nil {
+				runErr = err
+			}
+		})
+	}
+	run(0)
+	if err := m.Eng.Run(); err != nil {
+		return 0, err
+	}
+	if runErr != nil {
+		return 0, runErr
+	}
+	return done[n-1].Sub(done[warm-1]).Micros() / float64(n-warm), nil
+}
+
+// SMAccessGBps returns the rate, in GB/s, of one kernel of blocks × threads
+// on rank 0 reading or writing bytes of target memory with 16-byte accesses
+// ("host": NUMA-local pinned memory; "peer": rank 1's memory).
+func SMAccessGBps(top *topology.Topology, write bool, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	var at Mem
+	switch target {
+	case "host":
+		at = HostMem(m.LocalSocket(0))
+	case "peer":
+		if m.NumRanks() < 2 {
+			return 0, fmt.Errorf("hw: %s: peer access needs two GPUs", top.Name)
+		}
+		at = GPUMem(1)
+	default:
+		return 0, fmt.Errorf("hw: sm_access target %q is not simulated (host, peer)", target)
+	}
+	var end sim.Time
+	k := Kernel{Blocks: blocks, Threads: threads}
+	if write {
+		err = m.Write(0, at, bytes, k, "sm_write", func() { end = m.Eng.Now() })
+	} else {
+		err = m.Read(0, at, bytes, k, "sm_read", func() { end = m.Eng.Now() })
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := m.Eng.Run(); err != nil {
+		return 0, err
+	}
+	return float64(bytes) / sim.Duration(end).Seconds() / 1e9, nil
+}
+
+// PointerChaseNs returns the time of one dependent 8-byte load by rank 0 of
+// target memory ("host", "peer", "local"), in ns: one read round trip.
+func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	var at Mem
+	switch target {
+	case "host":
+		at = HostMem(m.LocalSocket(0))
+	case "peer":
+		if m.NumRanks() < 2 {
+			return 0, fmt.Errorf("hw: %s: peer pointer chase needs two GPUs", top.Name)
+		}
+		at = GPUMem(1)
+	case "local":
+		at = GPUMem(0)
+	default:
+		return 0, fmt.Errorf("hw: pointer_chase target %q is not one of host, peer, local", target)
+	}
+	d, err := m.RoundTrip(0, at)
+	if err != nil {
+		return 0, err
+	}
+	return float64(d) / float64(sim.Nanosecond), nil
+}
+
+// FlagPingPongUs returns the one-way time, in µs, of two GPUs passing a
+// counter back and forth rounds times. via "host": both flags in pinned host
+// memory; via "peer": each GPU polls a flag in its own memory that the other
+// writes remotely.
+func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	if m.NumRanks() < 2 {
+		return 0, fmt.Errorf("hw: %s: flag ping-pong needs two GPUs", top.Name)
+	}
+	if rounds <= 0 {
+		return 0, fmt.Errorf("hw: flag ping-pong needs rounds > 0, got %d", rounds)
+	}
+	var where [2]Mem
+	switch via {
+	case "host":
+		where = [2]Mem{HostMem(m.LocalSocket(0)), HostMem(m.LocalSocket(0))}
+	case "peer":
+		where = [2]Mem{GPUMem(0), GPUMem(1)}
+	default:
+		return 0, fmt.Errorf("hw: flag ping-pong via %q is not one of host, peer", via)
+	}
+	flags := [2]*sim.FlagVar{sim.NewFlag(m.Eng, "flag0"), sim.NewFlag(m.Eng, "flag1")}
+	var runErr error
+	keep := func(err error) {
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	var end sim.Time
+	// hop k: the GPU (k%2) writes value k+1 into the other's flag; the other
+	// waits for it and answers.
+	var hop func(k int)
+	hop = func(k int) {
+		if k == 2*rounds {
+			end = m.Eng.Now()
+			return
+		}
+		from, to := k%2, 1-k%2
+		keep(m.SignalFlag(from, where[to], flags[to], int64(k+1)))
+		keep(m.WaitFlag(to, where[to], flags[to], int64(k+1), fmt.Sprintf("gpu%d", to), func() { hop(k + 1) }))
+	}
+	hop(0)
+	if err := m.Eng.Run(); err != nil {
+		return 0, err
+	}
+	if runErr != nil {
+		return 0, runErr
+	}
+	return sim.Duration(end).Micros() / float64(2*rounds), nil
+}
+
+// EmptyKernelUs returns the time of one eager launch of an empty kernel, in µs.
+func EmptyKernelUs(top *topology.Topology) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	return m.LaunchCost(Eager).Micros(), nil
+}
+
+// HostLinkGBps runs what ("ce_h2d", "ce_d2h", "ce_bidir", "sm_read",
+// "sm_write") on GPUs 0…gpus−1 at once, bytesPerGPU each (ce_bidir: half
+// each way on two streams; SM kernels: 264 blocks × 512 threads), and
+// returns the total rate in GB/s: gpus × bytes / time of the slowest.
+func HostLinkGBps(top *topology.Topology, what string, gpus int, bytesPerGPU sim.Bytes) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	if gpus <= 0 || gpus > m.NumRanks() {
+		return 0, fmt.Errorf("hw: %s: host_link_concurrency with %d GPUs, machine has %d", top.Name, gpus, m.NumRanks())
+	}
+	var end sim.Time
+	fin := func() { end = max(end, m.Eng.Now()) }
+	k := Kernel{Blocks: 264, Threads: 512}
+	for r := 0; r < gpus; r++ {
+		host := HostMem(m.LocalSocket(r))
+		switch what {
+		case "ce_h2d":
+			err = m.Copy(r, H2D, 0, bytesPerGPU, "h2d", fin)
+		case "ce_d2h":
+			err = m.Copy(r, D2H, 0, bytesPerGPU, "d2h", fin)
+		case "ce_bidir":
+			err = m.Copy(r, H2D, 0, bytesPerGPU/2, "h2d", fin)
+			if err == nil {
+				err = m.Copy(r, D2H, 0, bytesPerGPU/2, "d2h", fin)
+			}
+		case "sm_read":
+			err = m.Read(r, host, bytesPerGPU, k, "sm_read", fin)
+		case "sm_write":
+			err = m.Write(r, host, bytesPerGPU, k, "sm_write", fin)
+		default:
+			return 0, fmt.Errorf("hw: host_link_concurrency %q is not one of ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write", what)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if err := m.Eng.Run(); err != nil {
+		return 0, err
+	}
+	return float64(gpus) * float64(bytesPerGPU) / sim.Duration(end).Seconds() / 1e9, nil
+}
