@@ -125,7 +125,9 @@ func New(top *topology.Topology) (*Machine, error) {
 				up = r
 			}
 			if top.Node(l.A).Kind == topology.HostBridge || top.Node(l.B).Kind == topology.HostBridge {
-				if err := net.SetCollapse(up, sim.Collapse{Kind: sim.Write, MinClasses: 2, Capacity: top.Platform.CollapseRate}); err != nil {
+				// The published collapse rates are payload rates of SM stores.
+				wire := top.Platform.CollapseRate * sim.Rate(m.storeWeight())
+				if err := net.SetCollapse(up, sim.Collapse{Kind: sim.Write, MinClasses: 2, Capacity: wire}); err != nil {
 					return nil, fmt.Errorf("hw: %w", err)
 				}
 			}
@@ -220,13 +222,19 @@ const (
 	ceXfer
 )
 
+// storeWeight is the PCIe wire bytes per payload byte of SM stores.
+func (m *Machine) storeWeight() float64 {
+	ph := &m.Phys
+	return (ph.SMWritePayload + ph.TLPOverhead) / ph.SMWritePayload / ph.LinkEfficiency
+}
+
 // hops returns the flow route over resources with wire weights for the access kind.
 func (m *Machine) hops(res []sim.ResourceID, types []topology.LinkType, reversed bool, a access) []sim.Hop {
 	ph := &m.Phys
 	var pcie, nvl float64
 	switch a {
 	case smStore:
-		pcie = (ph.SMWritePayload + ph.TLPOverhead) / ph.SMWritePayload / ph.LinkEfficiency
+		pcie = m.storeWeight()
 		nvl = 1 / ph.NVLinkSMEff
 	case smLoad:
 		pcie = (ph.ReadCpl + ph.TLPOverhead) / ph.ReadCpl / ph.LinkEfficiency
