@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""arsim trace capture: measure a multi-GPU host and write traces in format v1 (traces/FORMAT.md).
+
+  python3 capture.py [--out DIR] [--quick] [--budget-s S] SUBCOMMAND
+
+subcommands: system, memcpy, sm, flag-kernels, nccl, all, merge
+Raw records go to DIR/*.jsonl (flushed per record), failures to DIR/*.errors.jsonl; `merge`
+(run by `all` at the end) writes DIR/measurements.jsonl with only valid format-v1 records.
+"""
+import argparse, json, os, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+from common import Recorder, log  # noqa: E402
+
+
+def cmd_system(a):
+    import sysinfo
+    sysinfo.run(a.out)
+
+
+def cmd_memcpy(a):
+    import micro
+    return micro.run_memcpy(a.out, a.quick)
+
+
+def cmd_sm(a, m=None):
+    import micro
+    return micro.run_sm(a.out, a.quick, m)
+
+
+def cmd_flag(a):
+    import flagar
+    flagar.run(a.out, a.quick)
+
+
+def cmd_nccl(a, budget=None):
+    import nccl_bench
+    cfgs = None
+    if a.configs:
+        cfgs = [tuple(c.split("/")) for c in a.configs.split(",")]
+    nccl_bench.run(a.out, a.quick, transports=tuple(a.transports.split(",")),
+                   budget_s=budget or a.budget_s, isolation=a.isolation, configs=cfgs)
+
+
+def cmd_merge(a):
+    import validate
+    n, bad, extra = validate.merge(a.out, os.path.join(a.out, "measurements.jsonl"), a.system_id)
+    os.makedirs(os.path.join(a.out, "system"), exist_ok=True)
+    with open(os.path.join(a.out, "system", "device_info.json"), "w") as f:
+        json.dump(extra, f, indent=1)
+    c, nbad = validate.validate_file(os.path.join(a.out, "measurements.jsonl"))
+    log("merged", n, "records;", bad, "invalid dropped;", dict(c))
+
+
+def cmd_all(a):
+    t0 = time.time()
+    run_rec = Recorder(a.out, "run")
+    phases = [p for p in a.phases.split(",") if p]
+    m = None
+    for ph in phases:
+        t = time.time()
+        log("=== phase", ph, f"(elapsed {t - t0:.0f}s)")
+        try:
+            if ph == "system":
+                cmd_system(a)
+            elif ph == "memcpy":
+                m = cmd_memcpy(a)
+            elif ph == "sm":
+                m = cmd_sm(a, m)
+            elif ph == "flag-kernels":
+                cmd_flag(a)
+            elif ph == "nccl":
+                if m is not None:
+                    try:
+                        import cupy as cp
+                        cp.get_default_memory_pool().free_all_blocks()
+                    except Exception:
+                        pass
+                left = (a.budget_s - (time.time() - t0)) if a.budget_s else None
+                cmd_nccl(a, budget=max(30, left - 20) if left else None)
+        except Exception as e:  # noqa: BLE001
+            run_rec.error(f"phase {ph}", e)
+        log("=== phase", ph, f"done in {time.time() - t:.0f}s")
+    cmd_merge(a)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=os.environ.get("CAPTURE_OUT", "./capture_out"))
+    p.add_argument("--quick", action="store_true", help="short sweeps (smoke test)")
+    p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget for nccl / all")
+    p.add_argument("--system-id", default=None, help="override the `system` field when merging")
+    p.add_argument("--transports", default="p2p,shm")
+    p.add_argument("--configs", default=None, help="NCCL configs algo/proto,… (default: auto + ring/tree × ll/ll128/simple)")
+    p.add_argument("--isolation", choices=("group", "process"), default="group",
+                   help="NCCL: one process per transport with a communicator per config, or a process per config")
+    p.add_argument("--phases", default="system,memcpy,sm,flag-kernels,nccl", help="phases run by `all`")
+    p.add_argument("cmd", choices=("system", "memcpy", "sm", "flag-kernels", "nccl", "all", "merge"))
+    a = p.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    if a.system_id:
+        os.environ["ARSIM_SYSTEM_ID"] = a.system_id
+    {"system": cmd_system, "memcpy": cmd_memcpy, "sm": cmd_sm, "flag-kernels": cmd_flag,
+     "nccl": cmd_nccl, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()

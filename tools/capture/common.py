@@ -1,0 +1,75 @@
+"""Shared helpers: output records (flushed per record), statistics, sizes, logging."""
+import json, os, statistics, sys, time, traceback
+
+DEFAULT_SYSTEM_ID = "h200x2-arsim"
+
+
+def log(*a):
+    print(time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+
+
+class Recorder:
+    """Appends JSON records to OUT/<name>.jsonl, one flushed line per record.
+
+    Failures go to OUT/<name>.errors.jsonl, so a failed measurement never stops the run."""
+
+    def __init__(self, out_dir, name):
+        os.makedirs(out_dir, exist_ok=True)
+        self.path = os.path.join(out_dir, name + ".jsonl")
+        self.f = open(self.path, "a")
+        self.ef = open(os.path.join(out_dir, name + ".errors.jsonl"), "a")
+        self.n = 0
+        self.nerr = 0
+
+    def emit(self, rec):
+        r = {"system": os.environ.get("ARSIM_SYSTEM_ID", DEFAULT_SYSTEM_ID)}  # read per record: --system-id sets it after import
+        r.update(rec)
+        for k in ("us", "us_min", "us_max", "gbps", "gbps_total", "gbps_per_gpu", "one_way_us",
+                  "one_way_us_min", "one_way_us_max", "ns_per_step", "ns_per_step_globaltimer", "max_abs_err"):
+            if isinstance(r.get(k), float):
+                r[k] = round(r[k], 4)
+        self.f.write(json.dumps(r) + "\n")
+        self.f.flush()
+        self.n += 1
+
+    def error(self, what, exc=None, **kw):
+        r = {"what": what, "error": repr(exc)[:500] if exc is not None else None,
+             "trace": traceback.format_exc()[-2000:] if exc is not None else None}
+        r.update(kw)
+        self.ef.write(json.dumps(r) + "\n")
+        self.ef.flush()
+        self.nerr += 1
+        log("ERROR", what, repr(exc)[:300])
+
+    def guard(self, what, fn, *a, **kw):
+        """Run one measurement; on exception log it and carry on."""
+        try:
+            return fn(*a, **kw)
+        except Exception as e:  # noqa: BLE001 - deliberately broad: one failure must not end the run
+            self.error(what, e)
+            return None
+
+
+def summarize(trials):
+    """trials: per-trial mean times in us -> (median, min, max)."""
+    return statistics.median(trials), min(trials), max(trials)
+
+
+def pow_sizes(lo, hi, factor=2):
+    s = lo
+    while s <= hi:
+        yield s
+        s *= factor
+
+
+class Deadline:
+    """Wall-clock budget for a phase: measurements check it and skip what no longer fits."""
+
+    def __init__(self, seconds):
+        self.t_end = time.time() + seconds if seconds else None
+
+    def left(self):
+        return float("inf") if self.t_end is None else self.t_end - time.time()
+
+    def expired(self, margin=0.0):
+        return self.left() <= margin

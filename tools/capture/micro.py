@@ -1,0 +1,403 @@
+"""Copy-engine and SM-level micro-benchmarks with CuPy (one process, every visible GPU).
+
+Subcommands `memcpy` and `sm` of capture.py land here. Every measurement is wrapped by
+Recorder.guard: an exception is logged to <name>.errors.jsonl and the sweep goes on.
+"""
+import statistics, time
+import numpy as np
+
+from common import Recorder, log, pow_sizes, summarize
+import kernels
+
+HOST_PORTABLE, HOST_MAPPED = 1, 2
+MEMCPY_DEFAULT = 4
+
+
+def _cp():
+    import cupy as cp
+    return cp
+
+
+class HostBuf:
+    """Pinned, mapped, portable host memory; `ptr` is valid on every GPU (UVA)."""
+
+    def __init__(self, nbytes):
+        cp = _cp()
+        self.nbytes = nbytes
+        self.ptr = cp.cuda.runtime.hostAlloc(nbytes, HOST_PORTABLE | HOST_MAPPED)
+        mem = cp.cuda.UnownedMemory(self.ptr, nbytes, self)
+        self.memptr = cp.cuda.MemoryPointer(mem, 0)
+
+    def array(self, dtype, count=None, offset=0):
+        cp = _cp()
+        count = count if count is not None else (self.nbytes - offset) // np.dtype(dtype).itemsize
+        return cp.ndarray((count,), dtype=dtype, memptr=self.memptr + offset)
+
+    def free(self):
+        if self.ptr:
+            _cp().cuda.runtime.freeHost(self.ptr)
+            self.ptr = 0
+
+
+class Micro:
+    def __init__(self, out_dir, quick=False):
+        cp = _cp()
+        self.cp = cp
+        self.quick = quick
+        self.ndev = cp.cuda.runtime.getDeviceCount()
+        self.rec_mem = Recorder(out_dir, "memcpy")
+        self.rec_sm = Recorder(out_dir, "sm")
+        self.mods, self.streams = {}, {}
+        for d in range(self.ndev):
+            with cp.cuda.Device(d):
+                self.mods[d] = cp.RawModule(code=kernels.MICRO_SRC, options=("-std=c++17",))
+                self.streams[d] = [cp.cuda.Stream(non_blocking=True) for _ in range(10)]
+        props = cp.cuda.runtime.getDeviceProperties(0)
+        self.clock_khz = props["clockRate"]
+        self.sms = props["multiProcessorCount"]
+        self.peer_ok = self.enable_peer()
+        self.rec_sm.emit({"kind": "device_info", "clock": "host", "ndev": self.ndev, "sms": self.sms,
+                          "clock_khz": self.clock_khz, "peer_access": self.peer_ok,
+                          "name": props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])})
+
+    def enable_peer(self):
+        cp = self.cp
+        ok = True
+        for a in range(self.ndev):
+            for b in range(self.ndev):
+                if a == b:
+                    continue
+                with cp.cuda.Device(a):
+                    if not cp.cuda.runtime.deviceCanAccessPeer(a, b):
+                        ok = False
+                        continue
+                    try:
+                        cp.cuda.runtime.deviceEnablePeerAccess(b)
+                    except Exception as e:  # already enabled is fine
+                        if "ALREADY" not in repr(e).upper():
+                            log("peer access", a, b, repr(e))
+        return ok
+
+    def fn(self, dev, name):
+        return self.mods[dev].get_function(name)
+
+    # ---------- timing helpers -------------------------------------------------------------
+    def time_events(self, dev, op, stream, trials=5, target_ms=3.0, max_iters=200, iters=None):
+        """Per-op time in us: warm-up, adaptive iteration count, `trials` trials of iters ops."""
+        cp = self.cp
+        with cp.cuda.Device(dev):
+            op(); stream.synchronize()
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            if iters is None:
+                s.record(stream); op(); e.record(stream); e.synchronize()
+                one = max(cp.cuda.get_elapsed_time(s, e), 1e-4)
+                iters = int(min(max(target_ms / one, 1), max_iters))
+            ts = []
+            for _ in range(trials):
+                s.record(stream)
+                for _ in range(iters):
+                    op()
+                e.record(stream); e.synchronize()
+                ts.append(cp.cuda.get_elapsed_time(s, e) * 1000.0 / iters)
+        return summarize(ts) + (iters,)
+
+    # ---------- copy engine ------------------------------------------------------------------
+    def memcpy_sweep(self):
+        cp = self.cp
+        hi = (16 << 20) if self.quick else (256 << 20)
+        dirs = ["h2d", "d2h"] + (["p2p"] if self.ndev >= 2 else [])
+        hb = HostBuf(hi)
+        with cp.cuda.Device(0):
+            d0 = cp.empty(hi, dtype=cp.uint8)
+        d1 = None
+        if self.ndev >= 2:
+            with cp.cuda.Device(1):
+                d1 = cp.empty(hi, dtype=cp.uint8)
+        s = self.streams[0][0]
+        for dr in dirs:
+            for n in pow_sizes(4, hi, 2):
+                def op(n=n, dr=dr):
+                    if dr == "h2d":
+                        cp.cuda.runtime.memcpyAsync(d0.data.ptr, hb.ptr, n, MEMCPY_DEFAULT, s.ptr)
+                    elif dr == "d2h":
+                        cp.cuda.runtime.memcpyAsync(hb.ptr, d0.data.ptr, n, MEMCPY_DEFAULT, s.ptr)
+                    else:
+                        cp.cuda.runtime.memcpyPeerAsync(d1.data.ptr, 1, d0.data.ptr, 0, n, s.ptr)
+
+                def meas(n=n, dr=dr, op=op):
+                    med, lo, hi_, it = self.time_events(0, op, s)
+                    self.rec_mem.emit({"kind": "memcpy", "clock": "device_events", "launch": "eager",
+                                       "engine": "copy_engine", "dir": dr, "bytes": n, "streams": 1,
+                                       "us": med, "us_min": lo, "us_max": hi_, "iters": it,
+                                       "gbps": n / med / 1e3})
+                self.rec_mem.guard(f"memcpy {dr} {n}", meas)
+        del d0, d1
+        hb.free()
+
+    def memcpy_multistream(self):
+        """1, 2, 4 concurrent copy-engine transfers of 64 MiB each on separate streams of GPU0."""
+        cp = self.cp
+        per = (16 << 20) if self.quick else (64 << 20)
+        maxs = 4
+        hbs = [HostBuf(per) for _ in range(2 * maxs)]
+        with cp.cuda.Device(0):
+            dbs = [cp.empty(per, dtype=cp.uint8) for _ in range(2 * maxs)]
+        pbs = []
+        if self.ndev >= 2:
+            with cp.cuda.Device(1):
+                pbs = [cp.empty(per, dtype=cp.uint8) for _ in range(maxs)]
+        dirs = ["h2d", "d2h", "bidir"] + (["p2p"] if self.ndev >= 2 else [])
+        main = self.streams[0][9]
+        for dr in dirs:
+            for ns in (1, 2, 4):
+                def op(dr=dr, ns=ns):
+                    ev0 = cp.cuda.Event(disable_timing=True)
+                    ev0.record(main)
+                    evs = []
+                    for i in range(ns):
+                        for sub in ((0, 1) if dr == "bidir" else (0,)):
+                            st = self.streams[0][i + sub * maxs if dr == "bidir" else i]
+                            st.wait_event(ev0)
+                            k = i + sub * maxs
+                            if dr == "h2d" or (dr == "bidir" and sub == 0):
+                                cp.cuda.runtime.memcpyAsync(dbs[k].data.ptr, hbs[k].ptr, per, MEMCPY_DEFAULT, st.ptr)
+                            elif dr == "d2h" or dr == "bidir":
+                                cp.cuda.runtime.memcpyAsync(hbs[k].ptr, dbs[k].data.ptr, per, MEMCPY_DEFAULT, st.ptr)
+                            else:
+                                cp.cuda.runtime.memcpyPeerAsync(pbs[i].data.ptr, 1, dbs[i].data.ptr, 0, per, st.ptr)
+                            e = cp.cuda.Event(disable_timing=True)
+                            e.record(st)
+                            evs.append(e)
+                    for e in evs:
+                        main.wait_event(e)
+
+                def meas(dr=dr, ns=ns, op=op):
+                    med, lo, hi_, it = self.time_events(0, op, main, trials=5, iters=2)
+                    nb = per * ns * (2 if dr == "bidir" else 1)
+                    self.rec_mem.emit({"kind": "memcpy", "clock": "device_events", "launch": "eager",
+                                       "engine": "copy_engine", "dir": dr, "bytes": per, "streams": ns,
+                                       "transfers": ns * (2 if dr == "bidir" else 1), "bytes_total": nb,
+                                       "us": med, "us_min": lo, "us_max": hi_, "gbps_total": nb / med / 1e3})
+                self.rec_mem.guard(f"memcpy multistream {dr} {ns}", meas)
+        del dbs, pbs
+        for h in hbs:
+            h.free()
+
+    # ---------- SM accesses --------------------------------------------------------------------
+    def sm_access_sweep(self):
+        cp = self.cp
+        n = (16 << 20) if self.quick else (64 << 20)
+        hb = HostBuf(n)
+        with cp.cuda.Device(0):
+            local = cp.full(n // 4, 0x5a5a5a5a, dtype=cp.uint32)
+            sink = cp.zeros(256 * 4, dtype=cp.int32)
+        peer = None
+        if self.ndev >= 2 and self.peer_ok:
+            with cp.cuda.Device(1):
+                peer = cp.full(n // 4, 0x5a5a5a5a, dtype=cp.uint32)
+        hb.array(np.uint32)[...] = 0x5a5a5a5a
+        cp.cuda.Device(0).synchronize()
+        targets = [("host", np.uint64(hb.ptr)), ("local", local)] + ([("peer", peer)] if peer is not None else [])
+        blocks_list = (1, 4, 16, 66, 132, 264) if self.quick else (1, 2, 4, 8, 16, 33, 66, 132, 264)
+        rd, wr = self.fn(0, "sm_read16"), self.fn(0, "sm_write16")
+        s = self.streams[0][0]
+        n16 = np.int64(n // 16)
+        for tname, buf in targets:
+            for threads in (128, 512):
+                for blocks in blocks_list:
+                    for opn in ("read", "write"):
+                        def op(blocks=blocks, threads=threads, opn=opn, buf=buf):
+                            if opn == "read":
+                                rd((blocks,), (threads,), (buf, sink, n16), stream=s)
+                            else:
+                                wr((blocks,), (threads,), (buf, n16), stream=s)
+
+                        def meas(tname=tname, blocks=blocks, threads=threads, opn=opn, op=op):
+                            med, lo, hi_, it = self.time_events(0, op, s, trials=5, iters=1)
+                            self.rec_sm.emit({"kind": "sm_access", "clock": "device_events", "op": opn,
+                                              "target": tname, "blocks": blocks, "threads": threads,
+                                              "bytes_per_access": 16, "bytes": n, "us": med, "us_min": lo,
+                                              "us_max": hi_, "gbps": n / med / 1e3})
+                        self.rec_sm.guard(f"sm_access {tname} {opn} {blocks}x{threads}", meas)
+        del local, peer
+        hb.free()
+
+    def pointer_chase(self):
+        cp = self.cp
+        n = 64 << 20
+        stride = (4096 + 64) // 8
+        steps = 2000
+        hb = HostBuf(n)
+        bufs = [("host", hb.array(np.int64))]
+        with cp.cuda.Device(0):
+            bufs.append(("local", cp.zeros(n // 8, dtype=cp.int64)))
+            out = cp.zeros(1, dtype=cp.int64)
+            res = cp.zeros(2, dtype=cp.int64)
+        if self.ndev >= 2 and self.peer_ok:
+            with cp.cuda.Device(1):
+                bufs.append(("peer", cp.zeros(n // 8, dtype=cp.int64)))
+        chase = self.fn(0, "chase")
+        nsteps = (n // 8) // stride
+        for tname, arr in bufs:
+            def meas(tname=tname, arr=arr):
+                dev = 1 if tname == "peer" else 0
+                with cp.cuda.Device(dev):
+                    order = cp.arange(nsteps, dtype=cp.int64) * stride
+                    arr[order] = cp.roll(order, -1)
+                    cp.cuda.Device(dev).synchronize()
+                with cp.cuda.Device(0):
+                    cyc, gns = [], []
+                    chase((1,), (1,), (arr, np.int32(steps), out, res))  # warm-up (TLB)
+                    cp.cuda.Device(0).synchronize()
+                    for _ in range(5):
+                        chase((1,), (1,), (arr, np.int32(steps), out, res))
+                        cp.cuda.Device(0).synchronize()
+                        r = res.get()
+                        cyc.append(r[0] / steps)
+                        gns.append(r[1] / steps)
+                c = statistics.median(cyc)
+                self.rec_sm.emit({"kind": "pointer_chase", "clock": "sm_clock64", "target": tname,
+                                  "ns_per_step": c / (self.clock_khz / 1e6), "cycles_per_step": c,
+                                  "clock_khz": self.clock_khz, "ns_per_step_globaltimer": statistics.median(gns),
+                                  "steps": steps, "stride_bytes": stride * 8})
+            self.rec_sm.guard(f"pointer_chase {tname}", meas)
+        hb.free()
+
+    def flag_pingpong(self):
+        if self.ndev < 2:
+            return
+        cp = self.cp
+        n = 2000
+        hb = HostBuf(4096)
+        hflags = hb.array(np.int32)
+        with cp.cuda.Device(0):
+            f0 = cp.zeros(64, dtype=cp.int32); err0 = cp.zeros(1, dtype=cp.int32)
+        with cp.cuda.Device(1):
+            f1 = cp.zeros(64, dtype=cp.int32); err1 = cp.zeros(1, dtype=cp.int32)
+        for via in ("host", "peer"):
+            def meas(via=via):
+                if via == "host":
+                    a, b = hflags[0:1], hflags[32:33]   # 128 bytes apart
+                else:
+                    a, b = f0[0:1], f1[0:1]             # each GPU polls its own HBM, writes the peer's
+                res = []
+                for _ in range(5):
+                    for arr, d in ((a, 0 if via == "peer" else 0), (b, 1 if via == "peer" else 0)):
+                        with cp.cuda.Device(d):
+                            arr[...] = 0
+                    for d in (0, 1):
+                        cp.cuda.Device(d).synchronize()
+                    s0, s1 = self.streams[0][1], self.streams[1][1]
+                    with cp.cuda.Device(1):
+                        self.fn(1, "pingpong")((1,), (1,), (b, a, np.int32(n), np.int32(0), err1), stream=s1)
+                    with cp.cuda.Device(0):
+                        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                        e0.record(s0)
+                        self.fn(0, "pingpong")((1,), (1,), (a, b, np.int32(n), np.int32(1), err0), stream=s0)
+                        e1.record(s0); e1.synchronize()
+                        res.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0 / n / 2)
+                    s1.synchronize()
+                if int(err0.get()[0]) or int(err1.get()[0]):
+                    raise RuntimeError("pingpong spin limit hit")
+                self.rec_sm.emit({"kind": "flag_pingpong", "clock": "device_events", "via": via,
+                                  "one_way_us": statistics.median(res), "one_way_us_min": min(res),
+                                  "one_way_us_max": max(res), "round_trips": n,
+                                  "note": "one thread per GPU; each polls its own flag (volatile) and writes the other's "
+                                          "then __threadfence_system; round trip / 2"})
+            self.rec_sm.guard(f"flag_pingpong {via}", meas)
+        hb.free()
+
+    def empty_kernel(self):
+        cp = self.cp
+        k = self.fn(0, "empty_kernel")
+        s = self.streams[0][0]
+
+        def single():
+            ts = []
+            with cp.cuda.Device(0):
+                k((1,), (32,), (), stream=s); s.synchronize()
+                for _ in range(50):
+                    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                    e0.record(s); k((1,), (32,), (), stream=s); e1.record(s); e1.synchronize()
+                    ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0)
+            med, lo, hi = summarize(ts)
+            self.rec_sm.emit({"kind": "empty_kernel", "clock": "device_events", "mode": "single",
+                              "us": med, "us_min": lo, "us_max": hi})
+        self.rec_sm.guard("empty_kernel single", single)
+
+        def b2b():
+            med, lo, hi, it = self.time_events(0, lambda: k((1,), (32,), (), stream=s), s, trials=5, iters=1000)
+            self.rec_sm.emit({"kind": "empty_kernel", "clock": "device_events", "mode": "back_to_back",
+                              "iters": it, "us": med, "us_min": lo, "us_max": hi})
+        self.rec_sm.guard("empty_kernel b2b", b2b)
+
+    def host_link_concurrency(self):
+        cp = self.cp
+        n = (64 << 20) if self.quick else (256 << 20)
+        gpus_sets = [list(range(1))] + ([list(range(self.ndev))] if self.ndev >= 2 else [])
+        hbs = [HostBuf(n) for _ in range(self.ndev)]
+        dbs, sinks = [], []
+        for d in range(self.ndev):
+            with cp.cuda.Device(d):
+                dbs.append(cp.empty(n, dtype=cp.uint8))
+                sinks.append(cp.zeros(1024, dtype=cp.int32))
+
+        def launch(d, what):
+            s, s2 = self.streams[d][2], self.streams[d][3]
+            with cp.cuda.Device(d):
+                if what == "sm_read":
+                    self.fn(d, "sm_read16")((264,), (512,), (np.uint64(hbs[d].ptr), sinks[d], np.int64(n // 16)), stream=s)
+                elif what == "sm_write":
+                    self.fn(d, "sm_write16")((264,), (512,), (np.uint64(hbs[d].ptr), np.int64(n // 16)), stream=s)
+                elif what == "ce_h2d":
+                    cp.cuda.runtime.memcpyAsync(dbs[d].data.ptr, hbs[d].ptr, n, MEMCPY_DEFAULT, s.ptr)
+                elif what == "ce_d2h":
+                    cp.cuda.runtime.memcpyAsync(hbs[d].ptr, dbs[d].data.ptr, n, MEMCPY_DEFAULT, s.ptr)
+                else:
+                    h = n // 2
+                    cp.cuda.runtime.memcpyAsync(dbs[d].data.ptr, hbs[d].ptr, h, MEMCPY_DEFAULT, s.ptr)
+                    cp.cuda.runtime.memcpyAsync(hbs[d].ptr + h, dbs[d].data.ptr + h, h, MEMCPY_DEFAULT, s2.ptr)
+
+        def sync(devs):
+            for d in devs:
+                self.streams[d][2].synchronize(); self.streams[d][3].synchronize()
+
+        for what in ("ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write"):
+            for devs in gpus_sets:
+                def meas(what=what, devs=devs):
+                    for d in devs:
+                        launch(d, what)
+                    sync(devs)
+                    ts = []
+                    for _ in range(5):
+                        t0 = time.perf_counter()
+                        for d in devs:
+                            launch(d, what)
+                        sync(devs)
+                        ts.append((time.perf_counter() - t0) * 1e6)
+                    med, lo, hi = summarize(ts)
+                    self.rec_sm.emit({"kind": "host_link_concurrency", "clock": "host", "what": what,
+                                      "gpus": len(devs), "bytes_per_gpu": n, "us": med, "us_min": lo, "us_max": hi,
+                                      "gbps_per_gpu": n / med / 1e3, "gbps_total": n * len(devs) / med / 1e3})
+                self.rec_sm.guard(f"host_link_concurrency {what} {len(devs)}", meas)
+        del dbs
+        for h in hbs:
+            h.free()
+
+
+def run_memcpy(out_dir, quick):
+    m = Micro(out_dir, quick)
+    for name in ("memcpy_sweep", "memcpy_multistream"):
+        t0 = time.time()
+        m.rec_mem.guard(name, getattr(m, name))
+        log(name, f"{time.time() - t0:.1f}s")
+    return m
+
+
+def run_sm(out_dir, quick, m=None):
+    m = m or Micro(out_dir, quick)
+    for name in ("empty_kernel", "sm_access_sweep", "pointer_chase", "flag_pingpong", "host_link_concurrency"):
+        t0 = time.time()
+        m.rec_sm.guard(name, getattr(m, name))
+        log(name, f"{time.time() - t0:.1f}s")
+    return m

@@ -1,0 +1,71 @@
+// Package trace reads measured traces of real GPU hosts into typed values,
+// so that the simulator's predictions can be checked against them.
+//
+// It reads three formats. Every reader takes the input, a name used in
+// error messages (usually the file's path) and ReadOptions; each has a
+// ...File variant that opens a path. Malformed input gives a *ParseError,
+// whose message names the file, the line and the field:
+//
+//	trace: h200x2.jsonl line 12: field "us": want number, got string
+//
+// With ReadOptions.SkipBad a reader skips malformed lines instead and
+// returns them as []BadLine. Nothing here prints, reads the clock or
+// depends on map order: the same input gives the same result.
+//
+// # JSON Lines v1 (ReadJSONL)
+//
+// The project's own measurement format (shared/traces/FORMAT.md): one JSON
+// object per line, blank lines ignored, each decoded into a Record. Times
+// are µs; "us" is the median of 3–5 trials, "us_min"/"us_max" the fastest
+// and slowest. Every record has "system" (string), "kind" and "clock"
+// ("device_events", "host", "sm_clock64"). Per kind (required fields
+// first, optional after "|"; fields not listed here are kept in
+// Record.Extra):
+//
+//	kind                   fields                                              Primary()
+//	allreduce              impl algo transport launch world dtype bytes us      us, "us"
+//	                       proto (required for impl nccl) | us_min us_max
+//	                       blocks threads max_channels
+//	allreduce_sequence     impl algo transport launch world dtype count tokens  us, "us" (whole sequence)
+//	                       hidden bytes us proto (nccl) | us_min us_max
+//	memcpy                 dir bytes us | engine launch us_min us_max           us, "us"
+//	sm_access              op target blocks threads bytes us                    us, "us"
+//	                       | bytes_per_access gbps us_min us_max
+//	pointer_chase          target ns_per_step                                   ns_per_step, "ns"
+//	flag_pingpong          via one_way_us | one_way_us_min note                 one_way_us, "us"
+//	empty_kernel           us | us_min us_max                                   us, "us"
+//	host_link_concurrency  what gpus gbps_per_gpu gbps_total | bytes_per_gpu    gbps_total, "GB/s"
+//
+// Enumerations: impl nccl, torch_symm_mem, host_staged_one_shot; algo ring,
+// tree, auto, one_shot, two_shot; proto ll, ll128, simple, auto; transport
+// p2p, shm, host_memory; launch cudagraph, eager; dtype bf16, fp16, fp32,
+// fp64, fp8, int8, uint8, int32, uint32, int64, uint64; engine copy_engine;
+// dir h2d, d2h, p2p; op read, write; target host, local, peer; via host,
+// peer; what ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write. Sizes, counts,
+// times and bandwidths must be positive, and us_min ≤ us ≤ us_max.
+//
+// # nccl-tests text output (ReadNCCLTests)
+//
+// The table printed by all_reduce_perf and its siblings (all_gather_perf,
+// reduce_scatter_perf, broadcast_perf, reduce_perf, alltoall_perf, ...):
+// '#' header lines ("# nThread 1 nGpus 8 minBytes ...", one "#  Rank ..."
+// line per rank, the column headers, "# Out of bounds values : 0 OK",
+// "# Avg bus bandwidth : 12.3") around result rows of
+//
+//	size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
+//
+// with the out-of-place half first. Old builds print no root column, or an
+// "error" column instead of "#wrong"; "#wrong" is N/A when validation is
+// off. The result is an NCCLTestsRun.
+//
+// # PyTorch profiler / Kineto Chrome trace (ReadKineto)
+//
+// {"traceEvents": [...]} as torch.profiler exports it. Each NCCL kernel
+// (ph "X", cat "kernel", named ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)
+// or, before NCCL 2.19, ncclKernel_AllReduce_RING_LL_Sum_float(...))
+// becomes a KinetoCollective; its size comes from the record_param_comms
+// CPU op that launched it ("Collective name", "In msg nelems", "Out msg
+// nelems", "dtype", "Group size", "Process Group Name"), found through the
+// launch's correlation id and External id, or else by order. Kernels whose
+// size cannot be found keep Bytes 0 and are listed in KinetoTrace.Warnings.
+package trace

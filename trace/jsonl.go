@@ -1,0 +1,516 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Kind is what a JSON Lines record measured (its "kind" field).
+type Kind string
+
+// The kinds of JSON Lines v1 records.
+const (
+	KindAllreduce           Kind = "allreduce"
+	KindAllreduceSequence   Kind = "allreduce_sequence"
+	KindMemcpy              Kind = "memcpy"
+	KindSMAccess            Kind = "sm_access"
+	KindPointerChase        Kind = "pointer_chase"
+	KindFlagPingpong        Kind = "flag_pingpong"
+	KindEmptyKernel         Kind = "empty_kernel"
+	KindHostLinkConcurrency Kind = "host_link_concurrency"
+)
+
+// Kinds returns every kind of JSON Lines v1, in the order FORMAT.md lists them.
+func Kinds() []Kind {
+	return []Kind{KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess,
+		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency}
+}
+
+// Clock is how a record's time was taken (its "clock" field).
+type Clock string
+
+// The clocks of JSON Lines v1.
+const (
+	// ClockDeviceEvents: CUDA events around the work.
+	ClockDeviceEvents Clock = "device_events"
+	// ClockHost: host wall clock after a device synchronisation.
+	ClockHost Clock = "host"
+	// ClockSMClock64: cycles read inside a kernel with clock64().
+	ClockSMClock64 Clock = "sm_clock64"
+)
+
+// Record is one measurement of a JSON Lines v1 trace.
+//
+// Which fields are set depends on Kind (see the package documentation for
+// the table). A numeric field that the record does not carry is zero, and a
+// string field is "": every measured number of the format is positive, so a
+// zero never stands for a measured value. Fields the format does not define
+// are kept, undecoded, in Extra.
+type Record struct {
+	// Line is the 1-based line number of the record in its file.
+	Line int
+	// System is the id of the measured machine, e.g. "h200x2-vm".
+	System string
+	// Kind is what was measured.
+	Kind Kind
+	// Clock is how the time was taken.
+	Clock Clock
+	// Launch is "cudagraph" or "eager".
+	Launch string
+
+	// Us is the median time in µs (the whole sequence for
+	// allreduce_sequence); UsMin and UsMax are the fastest and slowest trial.
+	Us, UsMin, UsMax float64
+
+	// Impl is "nccl", "torch_symm_mem" or "host_staged_one_shot".
+	Impl string
+	// Algo is "ring", "tree", "auto", "one_shot" or "two_shot".
+	Algo string
+	// Proto is the NCCL protocol "ll", "ll128", "simple" or "auto"; "" for
+	// kernels that are not NCCL's.
+	Proto string
+	// Transport is "p2p", "shm" or "host_memory".
+	Transport string
+	// World is the number of GPUs taking part.
+	World int
+	// Dtype is the element type, e.g. "bf16".
+	Dtype string
+	// Bytes is the size of one operation (one allreduce, one copy, the
+	// buffer an sm_access kernel walks).
+	Bytes int64
+	// Blocks and Threads are a kernel's launch configuration (sm_access,
+	// and allreduce kernels that are ours to describe).
+	Blocks, Threads int
+	// MaxChannels is the NCCL channel limit, when one was set.
+	MaxChannels int
+
+	// Count, Tokens and Hidden describe an allreduce_sequence: Count
+	// allreduces of a [Tokens, Hidden] tensor.
+	Count, Tokens, Hidden int
+
+	// Engine is the memcpy engine ("copy_engine").
+	Engine string
+	// Dir is the memcpy direction: "h2d", "d2h" or "p2p".
+	Dir string
+
+	// Op is the sm_access operation: "read" or "write".
+	Op string
+	// Target is the memory accessed by sm_access and pointer_chase:
+	// "host", "local" or "peer".
+	Target string
+	// BytesPerAccess is the width of one sm_access access.
+	BytesPerAccess int
+	// Gbps is the sm_access bandwidth, bytes / time, in GB/s.
+	Gbps float64
+
+	// NsPerStep is the pointer_chase latency of one dependent load, in ns.
+	NsPerStep float64
+
+	// Via is where the flag_pingpong flags live: "host" or "peer".
+	Via string
+	// OneWayUs is the flag_pingpong one-way time (round trip / 2), median;
+	// OneWayUsMin the fastest trial.
+	OneWayUs, OneWayUsMin float64
+	// Note is free text.
+	Note string
+
+	// What is the host_link_concurrency transfer: "ce_h2d", "ce_d2h",
+	// "ce_bidir", "sm_read" or "sm_write".
+	What string
+	// GPUs is the number of GPUs moving data at once.
+	GPUs int
+	// BytesPerGPU is the size each GPU moves.
+	BytesPerGPU int64
+	// GbpsPerGPU and GbpsTotal are the host_link_concurrency bandwidths in GB/s.
+	GbpsPerGPU, GbpsTotal float64
+
+	// Extra holds the fields this package does not know, undecoded; nil
+	// when there are none.
+	Extra map[string]json.RawMessage
+}
+
+// jtype is the JSON type a field wants.
+type jtype int
+
+const (
+	jString jtype = iota
+	jNumber
+	jInt
+)
+
+func (t jtype) String() string {
+	switch t {
+	case jString:
+		return "string"
+	case jNumber:
+		return "number"
+	default:
+		return "integer"
+	}
+}
+
+// fieldDef describes one field of JSON Lines v1. Exactly one of str, num,
+// i32 and i64 is set.
+type fieldDef struct {
+	name string
+	typ  jtype
+	enum []string // allowed values of a string field; nil: any non-empty string
+	str  func(*Record) *string
+	num  func(*Record) *float64
+	i32  func(*Record) *int
+	i64  func(*Record) *int64
+}
+
+// fieldDefs lists the fields of JSON Lines v1 in a fixed order, so that
+// validation reports the same error on every run.
+var fieldDefs = []fieldDef{
+	{name: "system", typ: jString, str: func(r *Record) *string { return &r.System }},
+	{name: "kind", typ: jString, enum: kindValues(), str: func(r *Record) *string { return (*string)(&r.Kind) }},
+	{name: "clock", typ: jString, enum: []string{"device_events", "host", "sm_clock64"}, str: func(r *Record) *string { return (*string)(&r.Clock) }},
+	{name: "launch", typ: jString, enum: []string{"cudagraph", "eager"}, str: func(r *Record) *string { return &r.Launch }},
+	{name: "us", typ: jNumber, num: func(r *Record) *float64 { return &r.Us }},
+	{name: "us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMin }},
+	{name: "us_max", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMax }},
+	{name: "impl", typ: jString, enum: []string{"host_staged_one_shot", "nccl", "torch_symm_mem"}, str: func(r *Record) *string { return &r.Impl }},
+	{name: "algo", typ: jString, enum: []string{"auto", "one_shot", "ring", "tree", "two_shot"}, str: func(r *Record) *string { return &r.Algo }},
+	{name: "proto", typ: jString, enum: []string{"auto", "ll", "ll128", "simple"}, str: func(r *Record) *string { return &r.Proto }},
+	{name: "transport", typ: jString, enum: []string{"host_memory", "p2p", "shm"}, str: func(r *Record) *string { return &r.Transport }},
+	{name: "world", typ: jInt, i32: func(r *Record) *int { return &r.World }},
+	{name: "dtype", typ: jString, enum: []string{"bf16", "fp16", "fp32", "fp64", "fp8", "int8", "int32", "int64", "uint8", "uint32", "uint64"}, str: func(r *Record) *string { return &r.Dtype }},
+	{name: "bytes", typ: jInt, i64: func(r *Record) *int64 { return &r.Bytes }},
+	{name: "blocks", typ: jInt, i32: func(r *Record) *int { return &r.Blocks }},
+	{name: "threads", typ: jInt, i32: func(r *Record) *int { return &r.Threads }},
+	{name: "max_channels", typ: jInt, i32: func(r *Record) *int { return &r.MaxChannels }},
+	{name: "count", typ: jInt, i32: func(r *Record) *int { return &r.Count }},
+	{name: "tokens", typ: jInt, i32: func(r *Record) *int { return &r.Tokens }},
+	{name: "hidden", typ: jInt, i32: func(r *Record) *int { return &r.Hidden }},
+	{name: "engine", typ: jString, enum: []string{"copy_engine"}, str: func(r *Record) *string { return &r.Engine }},
+	{name: "dir", typ: jString, enum: []string{"d2h", "h2d", "p2p"}, str: func(r *Record) *string { return &r.Dir }},
+	{name: "op", typ: jString, enum: []string{"read", "write"}, str: func(r *Record) *string { return &r.Op }},
+	{name: "target", typ: jString, enum: []string{"host", "local", "peer"}, str: func(r *Record) *string { return &r.Target }},
+	{name: "bytes_per_access", typ: jInt, i32: func(r *Record) *int { return &r.BytesPerAccess }},
+	{name: "gbps", typ: jNumber, num: func(r *Record) *float64 { return &r.Gbps }},
+	{name: "ns_per_step", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
+	{name: "via", typ: jString, enum: []string{"host", "peer"}, str: func(r *Record) *string { return &r.Via }},
+	{name: "one_way_us", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
+	{name: "one_way_us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
+	{name: "note", typ: jString, str: func(r *Record) *string { return &r.Note }},
+	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_read", "sm_write"}, str: func(r *Record) *string { return &r.What }},
+	{name: "gpus", typ: jInt, i32: func(r *Record) *int { return &r.GPUs }},
+	{name: "bytes_per_gpu", typ: jInt, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
+	{name: "gbps_per_gpu", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
+	{name: "gbps_total", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsTotal }},
+}
+
+// fieldIndex maps a field name to its definition.
+var fieldIndex = func() map[string]*fieldDef {
+	m := make(map[string]*fieldDef, len(fieldDefs))
+	for i := range fieldDefs {
+		m[fieldDefs[i].name] = &fieldDefs[i]
+	}
+	return m
+}()
+
+func kindValues() []string {
+	var v []string
+	for _, k := range Kinds() {
+		v = append(v, string(k))
+	}
+	slices.Sort(v)
+	return v
+}
+
+// required lists, per kind, the fields a record must carry beyond system,
+// kind and clock.
+var required = map[Kind][]string{
+	KindAllreduce:           {"impl", "algo", "transport", "launch", "world", "dtype", "bytes", "us"},
+	KindAllreduceSequence:   {"impl", "algo", "transport", "launch", "world", "dtype", "count", "tokens", "hidden", "bytes", "us"},
+	KindMemcpy:              {"dir", "bytes", "us"},
+	KindSMAccess:            {"op", "target", "blocks", "threads", "bytes", "us"},
+	KindPointerChase:        {"target", "ns_per_step"},
+	KindFlagPingpong:        {"via", "one_way_us"},
+	KindEmptyKernel:         {"us"},
+	KindHostLinkConcurrency: {"what", "gpus", "gbps_per_gpu", "gbps_total"},
+}
+
+// isZero reports whether the field is unset in r.
+func (d *fieldDef) isZero(r *Record) bool {
+	switch {
+	case d.str != nil:
+		return *d.str(r) == ""
+	case d.num != nil:
+		return *d.num(r) == 0
+	case d.i32 != nil:
+		return *d.i32(r) == 0
+	default:
+		return *d.i64(r) == 0
+	}
+}
+
+// checkValue checks a set field: a known enum value, a positive finite number.
+func (d *fieldDef) checkValue(r *Record) error {
+	switch {
+	case d.str != nil:
+		v := *d.str(r)
+		if d.enum != nil && !slices.Contains(d.enum, v) {
+			return fieldErrf(d.name, "unknown value %q; allowed: %s", v, strings.Join(d.enum, ", "))
+		}
+	case d.num != nil:
+		v := *d.num(r)
+		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return fieldErrf(d.name, "must be > 0, got %v", v)
+		}
+	case d.i32 != nil:
+		if v := *d.i32(r); v <= 0 {
+			return fieldErrf(d.name, "must be > 0, got %d", v)
+		}
+	default:
+		if v := *d.i64(r); v <= 0 {
+			return fieldErrf(d.name, "must be > 0, got %d", v)
+		}
+	}
+	return nil
+}
+
+// Validate checks r against JSON Lines v1: known kind and clock, the
+// fields its kind requires, known enum values, positive sizes and times,
+// and min ≤ median ≤ max. Records returned by ReadJSONL always pass.
+func (r Record) Validate() error {
+	if err := r.validate(); err != nil {
+		return at("record", r.Line, err)
+	}
+	return nil
+}
+
+func (r *Record) validate() error {
+	for _, name := range []string{"system", "kind", "clock"} {
+		if fieldIndex[name].isZero(r) {
+			return fieldErrf(name, "missing")
+		}
+	}
+	for i := range fieldDefs {
+		d := &fieldDefs[i]
+		if d.isZero(r) {
+			continue
+		}
+		if err := d.checkValue(r); err != nil {
+			return err
+		}
+	}
+	for _, name := range required[r.Kind] {
+		if fieldIndex[name].isZero(r) {
+			return fieldErrf(name, "missing (required for kind %q)", r.Kind)
+		}
+	}
+	if (r.Kind == KindAllreduce || r.Kind == KindAllreduceSequence) && r.Impl == "nccl" && r.Proto == "" {
+		return fieldErrf("proto", "missing (required for impl \"nccl\")")
+	}
+	if r.UsMin != 0 && r.Us != 0 && r.UsMin > r.Us {
+		return fieldErrf("us_min", "%v is above us %v", r.UsMin, r.Us)
+	}
+	if r.UsMax != 0 && r.Us != 0 && r.UsMax < r.Us {
+		return fieldErrf("us_max", "%v is below us %v", r.UsMax, r.Us)
+	}
+	if r.OneWayUsMin != 0 && r.OneWayUs != 0 && r.OneWayUsMin > r.OneWayUs {
+		return fieldErrf("one_way_us_min", "%v is above one_way_us %v", r.OneWayUsMin, r.OneWayUs)
+	}
+	return nil
+}
+
+// Primary returns the record's primary measured value and its unit:
+//
+//   - allreduce, memcpy, sm_access, empty_kernel: Us, "us";
+//   - allreduce_sequence: Us, the time of the whole sequence, "us";
+//   - pointer_chase: NsPerStep, "ns";
+//   - flag_pingpong: OneWayUs, "us";
+//   - host_link_concurrency: GbpsTotal, "GB/s" (FORMAT.md names the
+//     bandwidth of this kind only loosely; the total over all GPUs is the
+//     figure that shows a shared host-side limit, so it is the primary one;
+//     GbpsPerGPU is the other).
+//
+// It fails when the kind is unknown or the value is missing.
+func (r Record) Primary() (value float64, unit string, err error) {
+	var field string
+	switch r.Kind {
+	case KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess, KindEmptyKernel:
+		value, unit, field = r.Us, "us", "us"
+	case KindPointerChase:
+		value, unit, field = r.NsPerStep, "ns", "ns_per_step"
+	case KindFlagPingpong:
+		value, unit, field = r.OneWayUs, "us", "one_way_us"
+	case KindHostLinkConcurrency:
+		value, unit, field = r.GbpsTotal, "GB/s", "gbps_total"
+	default:
+		return 0, "", at("record", r.Line, fieldErrf("kind", "unknown value %q; allowed: %s", r.Kind, strings.Join(kindValues(), ", ")))
+	}
+	if value == 0 {
+		return 0, "", at("record", r.Line, fieldErrf(field, "missing"))
+	}
+	return value, unit, nil
+}
+
+// jsonTypeOf names the JSON type of a raw value, for error messages.
+func jsonTypeOf(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// set decodes raw into the field of r that d describes.
+func (d *fieldDef) set(r *Record, raw json.RawMessage) error {
+	got := jsonTypeOf(raw)
+	if wantStr := d.typ == jString; wantStr != (got == "string") || (!wantStr && got != "number") {
+		return fieldErrf(d.name, "want %s, got %s", d.typ, got)
+	}
+	switch d.typ {
+	case jString:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fieldErrf(d.name, "want string: %v", err)
+		}
+		if s == "" {
+			return fieldErrf(d.name, "must not be empty")
+		}
+		*d.str(r) = s
+	case jNumber:
+		v, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+		if err != nil || math.IsInf(v, 0) {
+			return fieldErrf(d.name, "want finite number, got %s", raw)
+		}
+		if v <= 0 {
+			return fieldErrf(d.name, "must be > 0, got %v", v)
+		}
+		*d.num(r) = v
+	case jInt:
+		txt := string(bytes.TrimSpace(raw))
+		v, err := strconv.ParseInt(txt, 10, 64)
+		if err != nil {
+			f, ferr := strconv.ParseFloat(txt, 64)
+			if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+				return fieldErrf(d.name, "want integer, got %s", txt)
+			}
+			v = int64(f)
+		}
+		if v <= 0 {
+			return fieldErrf(d.name, "must be > 0, got %d", v)
+		}
+		if d.i32 != nil {
+			if v > math.MaxInt32 || v < math.MinInt32 {
+				return fieldErrf(d.name, "%d is out of range", v)
+			}
+			*d.i32(r) = int(v)
+		} else {
+			*d.i64(r) = v
+		}
+	}
+	return nil
+}
+
+// decodeRecord parses and validates one non-blank line.
+func decodeRecord(line []byte, lineNo int) (Record, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return Record{}, fieldErrf("", "want a JSON object, got %s", ute.Value)
+		}
+		return Record{}, fieldErrf("", "bad JSON: %v", err)
+	}
+	if obj == nil {
+		return Record{}, fieldErrf("", "want a JSON object, got null")
+	}
+	r := Record{Line: lineNo}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		d, ok := fieldIndex[k]
+		if !ok {
+			if r.Extra == nil {
+				r.Extra = make(map[string]json.RawMessage)
+			}
+			r.Extra[k] = obj[k]
+			continue
+		}
+		if err := d.set(&r, obj[k]); err != nil {
+			return Record{}, err
+		}
+	}
+	if err := r.validate(); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// ReadJSONL reads a JSON Lines v1 trace (one record per line, format in
+// the package documentation). name is used in error messages only.
+//
+// Blank lines are ignored. By default the first malformed line ends the
+// read with a *ParseError naming name, the line number and the field; with
+// opts.SkipBad malformed lines are skipped and returned as BadLines, and
+// the error is non-nil only when r fails.
+func ReadJSONL(r io.Reader, name string, opts ReadOptions) ([]Record, []BadLine, error) {
+	br := bufio.NewReader(r)
+	var (
+		recs []Record
+		bad  []BadLine
+	)
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				rec, derr := decodeRecord(trimmed, lineNo)
+				if derr != nil {
+					pe := at(name, lineNo, derr)
+					if !opts.SkipBad {
+						return nil, nil, pe
+					}
+					bad = append(bad, BadLine{Line: lineNo, Err: pe})
+				} else {
+					recs = append(recs, rec)
+				}
+			}
+		}
+		if err == io.EOF {
+			return recs, bad, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("trace: %s line %d: %w", name, lineNo, err)
+		}
+	}
+}
+
+// ReadJSONLFile reads the JSON Lines v1 trace at path; see ReadJSONL.
+func ReadJSONLFile(path string, opts ReadOptions) ([]Record, []BadLine, error) {
+	f, err := openFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return ReadJSONL(f, path, opts)
+}

@@ -1,0 +1,881 @@
+package trace
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// KinetoCollective is one NCCL kernel of a PyTorch profiler (Kineto)
+// trace, with the size of the collective it ran.
+type KinetoCollective struct {
+	// Line is the 1-based line of the kernel's event in the trace file.
+	Line int
+	// Kernel is the kernel's full name.
+	Kernel string
+	// Name is the collective, lower case without separators: "allreduce",
+	// "allgather", "reducescatter", "broadcast", "reduce", "sendrecv";
+	// from the kernel name, or from the matched record_param_comms for
+	// ncclDevKernel_Generic.
+	Name string
+	// Algo ("ring", "tree", "collnet_direct", "nvls", ...) and Proto ("ll",
+	// "ll128", "simple") are read from the kernel name. Since NCCL 2.19
+	// every allreduce kernel is named ..._RING_LL or ..._TREE_LL whatever
+	// protocol it runs, so Proto is only the kernel's name, not a fact.
+	Algo, Proto string
+	// Dtype is the element type in NCCL's short form: "bf16", "f16", "f32",
+	// "f64", "i8", "u8", "i32", "u32", "i64", "u64", "f8e4m3", "f8e5m2".
+	Dtype string
+	// Op is the reduction ("sum", "prod", "min", "max", "premulsum",
+	// "sumpostdiv"); "" for collectives without one.
+	Op string
+	// Bytes is max(In msg nelems, Out msg nelems) × the element size, which
+	// for an allreduce is its buffer and matches nccl-tests' size column
+	// for every collective. 0 when no record_param_comms could be matched.
+	Bytes int64
+	// GroupSize is the "Group size" of the matched record_param_comms; 0
+	// when unknown.
+	GroupSize int
+	// ProcessGroup is its "Process Group Name".
+	ProcessGroup string
+	// Seq is its "Seq" (or, failing that, "Sequence number") arg; −1 when
+	// absent.
+	Seq int64
+	// Channels is the grid's x dimension (one block per NCCL channel) and
+	// Threads the block's x dimension; 0 when the trace does not say.
+	Channels, Threads int
+	// StartUs and DurationUs are the kernel's "ts" and "dur" in µs.
+	StartUs, DurationUs float64
+	// Device is the CUDA device (args "device", else the event's pid); −1
+	// when unknown.
+	Device int
+	// Match says how the size was found: "kernel_args" (Kineto copied the
+	// record_param_comms metadata onto the kernel), "external_id",
+	// "correlation" (the kernel's launch lies inside a record_param_comms),
+	// "order" (n-th record_param_comms ↔ n-th kernel of that collective on
+	// the device), or "" (not found).
+	Match string
+}
+
+// Validate checks the invariants ReadKineto guarantees: finite,
+// non-negative time, size and launch shape, and a device of at least −1.
+func (c KinetoCollective) Validate() error {
+	switch {
+	case math.IsNaN(c.StartUs) || math.IsInf(c.StartUs, 0):
+		return at("kernel", c.Line, fieldErrf("ts", "must be finite, got %v", c.StartUs))
+	case math.IsNaN(c.DurationUs) || math.IsInf(c.DurationUs, 0) || c.DurationUs < 0:
+		return at("kernel", c.Line, fieldErrf("dur", "must be a finite number >= 0, got %v", c.DurationUs))
+	case c.Bytes < 0:
+		return at("kernel", c.Line, fieldErrf("bytes", "must be >= 0, got %d", c.Bytes))
+	case c.Channels < 0:
+		return at("kernel", c.Line, fieldErrf("grid", "must be >= 0, got %d", c.Channels))
+	case c.Threads < 0:
+		return at("kernel", c.Line, fieldErrf("block", "must be >= 0, got %d", c.Threads))
+	case c.Device < -1:
+		return at("kernel", c.Line, fieldErrf("device", "must be >= -1, got %d", c.Device))
+	}
+	return nil
+}
+
+// KinetoTrace is what ReadKineto finds in a trace.
+type KinetoTrace struct {
+	// Collectives are the NCCL kernels, ordered by (Device, StartUs, Line).
+	Collectives []KinetoCollective
+	// Warnings report kernels whose size could not be found (their Bytes
+	// is 0) and other things a reader should know; in Collectives' order.
+	Warnings []string
+}
+
+// kEvent is one trace event this package cares about.
+type kEvent struct {
+	line     int
+	ph, cat  string
+	name     string
+	pid, tid string // as written, numbers or strings
+	ts, dur  float64
+	id       string // flow id
+	args     map[string]json.RawMessage
+	corr     int64 // args "correlation"; −1 when absent
+	ext      int64 // args "External id"; −1 when absent
+	used     bool  // a record_param_comms already given to a kernel
+	hasPid   bool
+	pidNum   int64
+	devInArg bool
+	dev      int64
+}
+
+// ReadKineto reads a PyTorch profiler (Kineto) Chrome trace:
+// {"traceEvents": [...]} or a bare array of events. name is used in
+// messages.
+//
+// It returns one KinetoCollective per NCCL kernel (cat "kernel", name
+// ncclDevKernel_*, ncclKernel_* or ncclSymkDevKernel_*), with the size of
+// its collective taken from, in order of preference: collective metadata
+// on the kernel itself; the record_param_comms CPU op linked to the kernel
+// through its launch (the "correlation" arg or an ac2g flow leads to the
+// cudaLaunchKernel event, whose "External id" or enclosing
+// record_param_comms gives the op); or, failing both, order (the n-th
+// record_param_comms of a collective ↔ the n-th kernel of that collective
+// on the device).
+//
+// Events that matter (NCCL kernels, record_param_comms, kernel launches,
+// ac2g flows) with a field of the wrong type are errors naming the line
+// and field, or BadLines with opts.SkipBad; other events are not checked.
+// Malformed JSON is always an error.
+func ReadKineto(r io.Reader, name string, opts ReadOptions) (KinetoTrace, []BadLine, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return KinetoTrace{}, nil, fmt.Errorf("trace: %s: %w", name, err)
+	}
+	raws, lines, err := splitTraceEvents(data, name)
+	if err != nil {
+		return KinetoTrace{}, nil, err
+	}
+	var (
+		bad                    []BadLine
+		kernels, rpcs, launchs []*kEvent
+		flowS, flowF           []*kEvent
+	)
+	for i, raw := range raws {
+		ev, kind, err := decodeKinetoEvent(raw, lines[i])
+		if err != nil {
+			pe := at(name, lines[i], err)
+			if !opts.SkipBad {
+				return KinetoTrace{}, nil, pe
+			}
+			bad = append(bad, BadLine{Line: lines[i], Err: pe})
+			continue
+		}
+		switch kind {
+		case evKernel:
+			kernels = append(kernels, ev)
+		case evRPC:
+			rpcs = append(rpcs, ev)
+		case evLaunch:
+			launchs = append(launchs, ev)
+		case evFlowStart:
+			flowS = append(flowS, ev)
+		case evFlowEnd:
+			flowF = append(flowF, ev)
+		}
+	}
+	out := linkKineto(kernels, rpcs, launchs, flowS, flowF)
+	return out, bad, nil
+}
+
+// ReadKinetoFile reads the Kineto trace at path; see ReadKineto.
+func ReadKinetoFile(path string, opts ReadOptions) (KinetoTrace, []BadLine, error) {
+	f, err := openFile(path)
+	if err != nil {
+		return KinetoTrace{}, nil, err
+	}
+	defer f.Close()
+	return ReadKineto(f, path, opts)
+}
+
+// splitTraceEvents returns the raw events of a trace and the line each
+// starts on.
+func splitTraceEvents(data []byte, name string) ([]json.RawMessage, []int, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	syntax := func(err error) error {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off := min(int(se.Offset), len(data))
+			return &ParseError{File: name, Line: 1 + bytes.Count(data[:off], []byte{'\n'}), Msg: "bad JSON: " + se.Error()}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return &ParseError{File: name, Line: 1 + bytes.Count(data, []byte{'\n'}), Msg: "bad JSON: unexpected end of input"}
+		}
+		return &ParseError{File: name, Msg: "bad JSON: " + err.Error()}
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, nil, syntax(err)
+	}
+	var (
+		raws     []json.RawMessage
+		lines    []int
+		lastOff  int
+		lastLine = 1
+	)
+	readArray := func() error {
+		for dec.More() {
+			off := int(dec.InputOffset())
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return syntax(err)
+			}
+			for off < len(data) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
+				off++
+			}
+			lastLine += bytes.Count(data[lastOff:off], []byte{'\n'})
+			lastOff = off
+			raws = append(raws, raw)
+			lines = append(lines, lastLine)
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return syntax(err)
+		}
+		return nil
+	}
+	switch tok {
+	case json.Delim('['):
+		if err := readArray(); err != nil {
+			return nil, nil, err
+		}
+	case json.Delim('{'):
+		found := false
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, nil, syntax(err)
+			}
+			if key, _ := kt.(string); key == "traceEvents" && !found {
+				t, err := dec.Token()
+				if err != nil {
+					return nil, nil, syntax(err)
+				}
+				if t != json.Delim('[') {
+					return nil, nil, &ParseError{File: name, Field: "traceEvents", Msg: "want array"}
+				}
+				if err := readArray(); err != nil {
+					return nil, nil, err
+				}
+				found = true
+				continue
+			}
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, nil, syntax(err)
+			}
+		}
+		if _, err := dec.Token(); err != nil { // '}'
+			return nil, nil, syntax(err)
+		}
+		if !found {
+			return nil, nil, &ParseError{File: name, Field: "traceEvents", Msg: "missing"}
+		}
+	default:
+		return nil, nil, &ParseError{File: name, Msg: "want a JSON object with traceEvents, or an array of events"}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, &ParseError{File: name, Msg: "bad JSON: data after the trace"}
+	}
+	return raws, lines, nil
+}
+
+type evKind int
+
+const (
+	evOther evKind = iota
+	evKernel
+	evRPC
+	evLaunch
+	evFlowStart
+	evFlowEnd
+)
+
+var ncclKernelPrefixes = []string{"ncclDevKernel_", "ncclKernel_", "ncclSymkDevKernel_"}
+
+func isNCCLKernelName(n string) bool {
+	n = strings.TrimPrefix(n, "void ")
+	for _, p := range ncclKernelPrefixes {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLaunchName(n string) bool {
+	return strings.Contains(n, "LaunchKernel") || strings.HasPrefix(n, "cuLaunch") || strings.Contains(n, "GraphLaunch")
+}
+
+// decodeKinetoEvent classifies one event and, if it matters, decodes and
+// checks the fields used.
+func decodeKinetoEvent(raw json.RawMessage, line int) (*kEvent, evKind, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, evOther, fieldErrf("", "event: want a JSON object, got %s", jsonTypeOf(raw))
+	}
+	ev := &kEvent{line: line, corr: -1, ext: -1, dev: -1}
+	// ph, cat and name decide whether the event matters; a wrong type in
+	// any of them is reported only when the others say it might.
+	ph, _ := optString(obj, "ph")
+	cat, _ := optString(obj, "cat")
+	name, nameErr := optString(obj, "name")
+	ev.ph, ev.cat, ev.name = ph, cat, name
+	kind := evOther
+	switch {
+	case ph == "X" && strings.EqualFold(cat, "kernel") && isNCCLKernelName(name):
+		kind = evKernel
+	case ph == "X" && name == "record_param_comms":
+		kind = evRPC
+	case ph == "X" && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") && isLaunchName(name):
+		kind = evLaunch
+	case (ph == "s" || ph == "f") && cat == "ac2g":
+		kind = evFlowStart
+		if ph == "f" {
+			kind = evFlowEnd
+		}
+	default:
+		return nil, evOther, nil
+	}
+	if nameErr != nil && kind != evFlowStart && kind != evFlowEnd {
+		return nil, kind, nameErr
+	}
+	var err error
+	if ev.ts, err = reqNumber(obj, "ts"); err != nil {
+		return nil, kind, err
+	}
+	if kind != evFlowStart && kind != evFlowEnd {
+		if ev.dur, err = reqNumber(obj, "dur"); err != nil {
+			return nil, kind, err
+		}
+		if ev.dur < 0 {
+			return nil, kind, fieldErrf("dur", "must be >= 0, got %v", ev.dur)
+		}
+	}
+	if ev.pid, err = idString(obj, "pid"); err != nil {
+		return nil, kind, err
+	}
+	if ev.tid, err = idString(obj, "tid"); err != nil {
+		return nil, kind, err
+	}
+	if n, err := strconv.ParseInt(ev.pid, 10, 64); err == nil {
+		ev.hasPid, ev.pidNum = true, n
+	}
+	if kind == evFlowStart || kind == evFlowEnd {
+		if ev.id, err = idString(obj, "id"); err != nil {
+			return nil, kind, err
+		}
+		if ev.id == "" {
+			return nil, kind, fieldErrf("id", "missing")
+		}
+		return ev, kind, nil
+	}
+	if a, ok := obj["args"]; ok {
+		if jsonTypeOf(a) != "object" {
+			return nil, kind, fieldErrf("args", "want object, got %s", jsonTypeOf(a))
+		}
+		if err := json.Unmarshal(a, &ev.args); err != nil {
+			return nil, kind, fieldErrf("args", "%v", err)
+		}
+	}
+	if ev.corr, err = argInt(ev.args, "correlation"); err != nil {
+		return nil, kind, err
+	}
+	if ev.ext, err = argInt(ev.args, "External id", "external id"); err != nil {
+		return nil, kind, err
+	}
+	if kind == evKernel {
+		if ev.dev, err = argInt(ev.args, "device"); err != nil {
+			return nil, kind, err
+		}
+		ev.devInArg = ev.dev >= 0
+		for _, k := range []string{"grid", "block"} {
+			if _, err := argDim0(ev.args, k); err != nil {
+				return nil, kind, err
+			}
+		}
+	}
+	if kind == evKernel || kind == evRPC {
+		if _, _, err := commsMeta(ev.args); err != nil {
+			return nil, kind, err
+		}
+	}
+	return ev, kind, nil
+}
+
+func optString(obj map[string]json.RawMessage, key string) (string, error) {
+	raw, ok := obj[key]
+	if !ok {
+		return "", nil
+	}
+	var s string
+	if jsonTypeOf(raw) != "string" || json.Unmarshal(raw, &s) != nil {
+		return "", fieldErrf(key, "want string, got %s", jsonTypeOf(raw))
+	}
+	return s, nil
+}
+
+func reqNumber(obj map[string]json.RawMessage, key string) (float64, error) {
+	raw, ok := obj[key]
+	if !ok {
+		return 0, fieldErrf(key, "missing")
+	}
+	if t := jsonTypeOf(raw); t != "number" {
+		return 0, fieldErrf(key, "want number, got %s", t)
+	}
+	v, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+	if err != nil || math.IsInf(v, 0) {
+		return 0, fieldErrf(key, "want finite number, got %s", raw)
+	}
+	return v, nil
+}
+
+// idString returns a pid, tid or id written as a number or a string.
+func idString(obj map[string]json.RawMessage, key string) (string, error) {
+	raw, ok := obj[key]
+	if !ok {
+		return "", nil
+	}
+	switch jsonTypeOf(raw) {
+	case "number":
+		return string(bytes.TrimSpace(raw)), nil
+	case "string":
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fieldErrf(key, "%v", err)
+		}
+		return s, nil
+	default:
+		return "", fieldErrf(key, "want number or string, got %s", jsonTypeOf(raw))
+	}
+}
+
+// argInt returns the first of keys present in args as a non-negative
+// integer; −1 when none is present.
+func argInt(args map[string]json.RawMessage, keys ...string) (int64, error) {
+	for _, k := range keys {
+		raw, ok := args[k]
+		if !ok {
+			continue
+		}
+		if t := jsonTypeOf(raw); t != "number" {
+			return -1, fieldErrf("args."+k, "want integer, got %s", t)
+		}
+		v, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+		if err != nil || v < 0 {
+			return -1, fieldErrf("args."+k, "want integer >= 0, got %s", raw)
+		}
+		return v, nil
+	}
+	return -1, nil
+}
+
+// argDim0 returns x of a [x, y, z] launch dimension; 0 when absent.
+func argDim0(args map[string]json.RawMessage, key string) (int, error) {
+	raw, ok := args[key]
+	if !ok {
+		return 0, nil
+	}
+	var dims []int64
+	if jsonTypeOf(raw) != "array" || json.Unmarshal(raw, &dims) != nil {
+		return 0, fieldErrf("args."+key, "want array of integers, got %s", jsonTypeOf(raw))
+	}
+	if len(dims) == 0 || dims[0] < 0 || dims[0] > math.MaxInt32 {
+		return 0, fieldErrf("args."+key, "want [x, y, z] with 0 <= x < 2^31, got %s", raw)
+	}
+	return int(dims[0]), nil
+}
+
+// commsMetaT is the record_param_comms metadata of an event.
+type commsMetaT struct {
+	coll       string
+	nelems     int64 // max(in, out); −1 when absent
+	dtype      string
+	groupSize  int64
+	pg         string
+	seq        int64
+	hasAnyMeta bool
+}
+
+func commsMeta(args map[string]json.RawMessage) (commsMetaT, bool, error) {
+	m := commsMetaT{nelems: -1, seq: -1, groupSize: -1}
+	var err error
+	if m.coll, err = optString(args, "Collective name"); err != nil {
+		return m, false, prefixArgs(err)
+	}
+	if m.dtype, err = optString(args, "dtype"); err != nil {
+		return m, false, prefixArgs(err)
+	}
+	if m.pg, err = optString(args, "Process Group Name"); err != nil {
+		return m, false, prefixArgs(err)
+	}
+	in, err := argInt(args, "In msg nelems")
+	if err != nil {
+		return m, false, err
+	}
+	out, err := argInt(args, "Out msg nelems")
+	if err != nil {
+		return m, false, err
+	}
+	m.nelems = max(in, out)
+	if m.groupSize, err = argInt(args, "Group size"); err != nil {
+		return m, false, err
+	}
+	if m.seq, err = argInt(args, "Seq", "Sequence number"); err != nil {
+		return m, false, err
+	}
+	m.hasAnyMeta = m.coll != "" || m.nelems >= 0
+	return m, m.hasAnyMeta, nil
+}
+
+func prefixArgs(err error) error {
+	if fe, ok := err.(*fieldError); ok {
+		return &fieldError{field: "args." + fe.field, msg: fe.msg}
+	}
+	return err
+}
+
+// kernelName is what an NCCL kernel's name says.
+type kernelName struct {
+	coll, op, dtype, algo, proto string
+}
+
+var (
+	twoTokenAlgos = []string{"COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE"}
+	protos        = []string{"LL", "LL128", "SIMPLE"}
+)
+
+// parseKernelName reads ncclDevKernel_<Coll>_<Op>_<ty>_<ALGO>_<PROTO>
+// (NCCL ≥ 2.19; AllGather and Broadcast have no op or type),
+// ncclKernel_<Coll>_<ALGO>_<PROTO>_<Op>_<type> (older) and
+// ncclSymkDevKernel_<Coll>_<algo...>_<op>_<ty>. Parts it cannot read are "".
+func parseKernelName(full string) kernelName {
+	n := strings.TrimPrefix(full, "void ")
+	if i := strings.IndexByte(n, '('); i >= 0 {
+		n = n[:i]
+	}
+	var k kernelName
+	var prefix string
+	for _, p := range ncclKernelPrefixes {
+		if strings.HasPrefix(n, p) {
+			prefix = p
+			break
+		}
+	}
+	toks := strings.Split(strings.TrimPrefix(n, prefix), "_")
+	if len(toks) == 0 || toks[0] == "" || strings.HasPrefix(toks[0], "Generic") {
+		return k
+	}
+	k.coll = strings.ToLower(toks[0])
+	rest := toks[1:]
+	algoLen := func(ts []string) int {
+		if len(ts) >= 2 && slices.Contains(twoTokenAlgos, ts[0]+"_"+ts[1]) {
+			return 2
+		}
+		return 1
+	}
+	switch prefix {
+	case "ncclSymkDevKernel_":
+		if len(rest) >= 3 {
+			k.dtype = normDtype(rest[len(rest)-1])
+			k.op = strings.ToLower(rest[len(rest)-2])
+			k.algo = strings.ToLower(strings.Join(rest[:len(rest)-2], "_"))
+		}
+	case "ncclKernel_":
+		if len(rest) == 0 {
+			return k
+		}
+		al := min(algoLen(rest), len(rest))
+		k.algo = strings.ToLower(strings.Join(rest[:al], "_"))
+		rest = rest[al:]
+		if len(rest) > 0 && slices.Contains(protos, rest[0]) {
+			k.proto = strings.ToLower(rest[0])
+			rest = rest[1:]
+		}
+		if len(rest) >= 2 {
+			k.op = strings.ToLower(rest[0])
+			k.dtype = normDtype(strings.Join(rest[1:], "_"))
+		}
+	default:
+		if len(rest) > 0 && slices.Contains(protos, rest[len(rest)-1]) {
+			k.proto = strings.ToLower(rest[len(rest)-1])
+			rest = rest[:len(rest)-1]
+		}
+		if len(rest) >= 3 && slices.Contains(twoTokenAlgos, rest[len(rest)-2]+"_"+rest[len(rest)-1]) {
+			k.algo = strings.ToLower(rest[len(rest)-2] + "_" + rest[len(rest)-1])
+			rest = rest[:len(rest)-2]
+		} else if len(rest) > 0 {
+			k.algo = strings.ToLower(rest[len(rest)-1])
+			rest = rest[:len(rest)-1]
+		}
+		if len(rest) >= 2 {
+			k.op = strings.ToLower(rest[0])
+			k.dtype = normDtype(strings.Join(rest[1:], "_"))
+		}
+	}
+	return k
+}
+
+// dtypeSizes maps NCCL's short type names to their sizes in bytes.
+var dtypeSizes = map[string]int64{
+	"i8": 1, "u8": 1, "f8e4m3": 1, "f8e5m2": 1,
+	"f16": 2, "bf16": 2, "i16": 2,
+	"i32": 4, "u32": 4, "f32": 4,
+	"i64": 8, "u64": 8, "f64": 8,
+}
+
+// dtypeAliases maps the spellings of NCCL's old kernel names, c10
+// ScalarType names and torch dtype names (all lower case) to NCCL's short
+// names.
+var dtypeAliases = map[string]string{
+	// NCCL ≤ 2.18 kernel names.
+	"int8_t": "i8", "uint8_t": "u8", "int32_t": "i32", "uint32_t": "u32",
+	"int64_t": "i64", "uint64_t": "u64", "half": "f16", "float": "f32",
+	"double": "f64", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "f8e4m3",
+	"__nv_fp8_e5m2": "f8e5m2",
+	// c10 ScalarType names (lower-cased) not already above.
+	"char": "i8", "byte": "u8", "bool": "u8", "short": "i16", "int": "i32",
+	"long": "i64",
+	// torch dtype names.
+	"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64",
+	"int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64",
+	"uint32": "u32", "uint64": "u64", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+// normDtype returns NCCL's short name for a type spelling; the spelling,
+// lower-cased, when it is unknown.
+func normDtype(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "torch."), "c10::")
+	if _, ok := dtypeSizes[s]; ok {
+		return s
+	}
+	if a, ok := dtypeAliases[s]; ok {
+		return a
+	}
+	return s
+}
+
+// normColl returns the collective family of a record_param_comms
+// "Collective name" or a kernel's collective, for matching: "allreduce",
+// "allgather", "reducescatter", "broadcast", "reduce", "sendrecv".
+func normColl(s string) string {
+	s = strings.ReplaceAll(strings.ToLower(s), "_", "")
+	for _, suf := range []string{"coalesced", "base", "intotensor", "tensor"} {
+		s = strings.TrimSuffix(s, suf)
+	}
+	switch s {
+	case "send", "recv", "alltoall", "alltoallv", "gather", "scatter":
+		return "sendrecv"
+	}
+	return s
+}
+
+// linkKineto turns the decoded events into collectives.
+func linkKineto(kernels, rpcs, launches, flowS, flowF []*kEvent) KinetoTrace {
+	rpcByExt := map[int64]*kEvent{}
+	for _, r := range rpcs {
+		if r.ext >= 0 {
+			if _, dup := rpcByExt[r.ext]; !dup {
+				rpcByExt[r.ext] = r
+			}
+		}
+	}
+	launchByCorr := map[int64]*kEvent{}
+	for _, l := range launches {
+		if l.corr >= 0 {
+			if _, dup := launchByCorr[l.corr]; !dup {
+				launchByCorr[l.corr] = l
+			}
+		}
+	}
+	startByID := map[string]*kEvent{}
+	for _, s := range flowS {
+		if _, dup := startByID[s.id]; !dup {
+			startByID[s.id] = s
+		}
+	}
+	// enclosing returns the latest-starting event of evs on pid/tid whose
+	// span holds ts.
+	enclosing := func(evs []*kEvent, pid, tid string, ts float64) *kEvent {
+		var best *kEvent
+		for _, e := range evs {
+			if e.pid == pid && e.tid == tid && e.ts <= ts && ts <= e.ts+e.dur {
+				if best == nil || e.ts > best.ts {
+					best = e
+				}
+			}
+		}
+		return best
+	}
+	// launchOf finds the launch of kernel k.
+	launchOf := func(k *kEvent) *kEvent {
+		if k.corr >= 0 {
+			if l := launchByCorr[k.corr]; l != nil {
+				return l
+			}
+		}
+		for _, f := range flowF {
+			if f.pid == k.pid && f.tid == k.tid && k.ts <= f.ts && f.ts <= k.ts+k.dur {
+				if s := startByID[f.id]; s != nil {
+					return enclosing(launches, s.pid, s.tid, s.ts)
+				}
+			}
+		}
+		return nil
+	}
+
+	out := KinetoTrace{Collectives: make([]KinetoCollective, len(kernels))}
+	for i, k := range kernels {
+		kn := parseKernelName(k.name)
+		c := KinetoCollective{
+			Line: k.line, Kernel: k.name, Name: normCollName(kn.coll), Algo: kn.algo, Proto: kn.proto,
+			Dtype: kn.dtype, Op: kn.op, StartUs: k.ts, DurationUs: k.dur, Device: -1, Seq: -1,
+		}
+		c.Channels, _ = argDim0(k.args, "grid")
+		c.Threads, _ = argDim0(k.args, "block")
+		switch {
+		case k.devInArg && k.dev <= math.MaxInt32:
+			c.Device = int(k.dev)
+		case k.hasPid && k.pidNum >= 0 && k.pidNum <= math.MaxInt32:
+			c.Device = int(k.pidNum)
+		}
+		if meta, ok, _ := commsMeta(k.args); ok {
+			applyMeta(&c, meta, "kernel_args")
+		} else if r, how := directRPC(k, launchOf(k), rpcByExt, rpcs, enclosing); r != nil {
+			meta, _, _ := commsMeta(r.args)
+			applyMeta(&c, meta, how)
+			r.used = true
+		}
+		out.Collectives[i] = c
+	}
+	matchByOrder(kernels, rpcs, out.Collectives)
+
+	order := make([]int, len(kernels))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ca, cb := &out.Collectives[a], &out.Collectives[b]
+		return cmp.Or(cmp.Compare(ca.Device, cb.Device), cmp.Compare(ca.StartUs, cb.StartUs), cmp.Compare(ca.Line, cb.Line))
+	})
+	sorted := make([]KinetoCollective, len(order))
+	for i, j := range order {
+		sorted[i] = out.Collectives[j]
+	}
+	out.Collectives = sorted
+	for _, c := range out.Collectives {
+		switch {
+		case c.Match == "":
+			out.Warnings = append(out.Warnings, fmt.Sprintf(
+				"kernel %s on device %d at %.3f us (line %d): no record_param_comms gives its size; Bytes is 0",
+				c.Kernel, c.Device, c.StartUs, c.Line))
+		case c.Bytes == 0:
+			out.Warnings = append(out.Warnings, fmt.Sprintf(
+				"kernel %s on device %d at %.3f us (line %d): its record_param_comms (%s) has no element count or a dtype of unknown size (%q); Bytes is 0",
+				c.Kernel, c.Device, c.StartUs, c.Line, c.Match, c.Dtype))
+		}
+	}
+	return out
+}
+
+// normCollName turns a kernel's collective ("allreduce") into the
+// output name; kernels and ops use the same spelling.
+func normCollName(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "") }
+
+// directRPC finds the record_param_comms that launched kernel k: by
+// External id, of the kernel or of its launch, or as the op enclosing the
+// launch, and says which way it found it.
+func directRPC(k, launch *kEvent, byExt map[int64]*kEvent, rpcs []*kEvent,
+	enclosing func([]*kEvent, string, string, float64) *kEvent) (*kEvent, string) {
+	if k.ext >= 0 {
+		if r := byExt[k.ext]; r != nil {
+			return r, "external_id"
+		}
+	}
+	if launch == nil {
+		return nil, ""
+	}
+	if launch.ext >= 0 {
+		if r := byExt[launch.ext]; r != nil {
+			return r, "external_id"
+		}
+	}
+	if r := enclosing(rpcs, launch.pid, launch.tid, launch.ts); r != nil {
+		return r, "correlation"
+	}
+	return nil, ""
+}
+
+func applyMeta(c *KinetoCollective, m commsMetaT, how string) {
+	c.Match = how
+	if c.Name == "" {
+		c.Name = normColl(m.coll)
+	}
+	dt := c.Dtype
+	if m.dtype != "" {
+		if d := normDtype(m.dtype); dtypeSizes[d] != 0 || dt == "" {
+			dt = d
+		}
+	}
+	if c.Dtype == "" {
+		c.Dtype = dt
+	}
+	if size, ok := dtypeSizes[dt]; ok && m.nelems > 0 && m.nelems <= math.MaxInt64/size {
+		c.Bytes = m.nelems * size
+	}
+	if m.groupSize > 0 && m.groupSize <= math.MaxInt32 {
+		c.GroupSize = int(m.groupSize)
+	}
+	c.ProcessGroup = m.pg
+	c.Seq = m.seq
+}
+
+// matchByOrder gives each kernel still without a size the next unused
+// record_param_comms of the same collective: per device when the kernels
+// sit on one device, else per device d using the ops whose "Rank" is d.
+func matchByOrder(kernels, rpcs []*kEvent, cs []KinetoCollective) {
+	devices := map[int]bool{}
+	for i := range cs {
+		devices[cs[i].Device] = true
+	}
+	type key struct {
+		dev  int
+		coll string
+	}
+	queues := map[key][]*kEvent{}
+	sortedRPCs := slices.Clone(rpcs)
+	slices.SortStableFunc(sortedRPCs, func(a, b *kEvent) int { return cmp.Compare(a.ts, b.ts) })
+	for _, r := range sortedRPCs {
+		if r.used {
+			continue
+		}
+		meta, _, _ := commsMeta(r.args)
+		coll := normColl(meta.coll)
+		if coll == "" {
+			continue
+		}
+		if len(devices) == 1 {
+			for d := range devices {
+				queues[key{d, coll}] = append(queues[key{d, coll}], r)
+			}
+			continue
+		}
+		rank, err := argInt(r.args, "Rank")
+		if err != nil || rank < 0 || rank > math.MaxInt32 {
+			continue
+		}
+		queues[key{int(rank), coll}] = append(queues[key{int(rank), coll}], r)
+	}
+	idx := make([]int, len(kernels))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(cs[a].StartUs, cs[b].StartUs) })
+	for _, i := range idx {
+		c := &cs[i]
+		if c.Match != "" || c.Name == "" {
+			continue
+		}
+		k := key{c.Device, normColl(c.Name)}
+		q := queues[k]
+		if len(q) == 0 {
+			continue
+		}
+		meta, _, _ := commsMeta(q[0].args)
+		applyMeta(c, meta, "order")
+		q[0].used = true
+		queues[k] = q[1:]
+	}
+}
