@@ -304,6 +304,38 @@ func (m *Machine) ResidentThreads(blocks, threads int) int {
 // Kernel describes the launch configuration of the kernel issuing accesses.
 type Kernel struct {
 	Blocks, Threads int
+	// Wire multiplies the wire bytes per payload byte of the accesses:
+	// 2 for NCCL's LL protocol (8 B of data per 16-B line), 128/120 for
+	// LL128; 0 or 1 for plain data.
+	Wire float64
+	// Share is the fraction of the kernel's loads in flight and store
+	// rate that this transfer gets when the kernel moves data to or from
+	// several places at once (1/(n−1) for a pull from n−1 peers); 0 or 1:
+	// all of it.
+	Share float64
+}
+
+func (k Kernel) share() float64 {
+	if k.Share <= 0 || k.Share > 1 {
+		return 1
+	}
+	return k.Share
+}
+
+func (k Kernel) wire() float64 {
+	if k.Wire <= 0 {
+		return 1
+	}
+	return k.Wire
+}
+
+func scale(h []sim.Hop, w float64) []sim.Hop {
+	if w != 1 {
+		for i := range h {
+			h[i].Weight *= w
+		}
+	}
+	return h
 }
 
 func (k Kernel) check(op string) error {
@@ -327,7 +359,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 		return err
 	}
 	sms := min(k.Blocks, m.Phys.SMs)
-	capr := sim.Rate(sms) * m.Phys.SMStoreRate
+	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
 	if p.smp && !dst.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
@@ -337,7 +369,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	}
 	_, err = m.Net.Start(sim.FlowSpec{
 		Label: label, Kind: sim.Write, Class: class,
-		Route: m.hops(p.fwd, p.types, false, smStore), Bytes: bytes, Cap: capr,
+		Route: scale(m.hops(p.fwd, p.types, false, smStore), k.wire()), Bytes: bytes, Cap: capr,
 		Latency: p.latency + m.memLatency(dst), Done: done,
 	})
 	return err
@@ -358,14 +390,14 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		return err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
-	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * m.Phys.LoadsInFlight
+	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * m.Phys.LoadsInFlight * k.share()
 	capr := sim.Rate(inflight / rtt.Seconds())
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
 	spec := sim.FlowSpec{
 		Label: label, Kind: sim.Read,
-		Route: m.withRequests(m.hops(p.fwd, p.types, false, smLoad), p, m.Phys.ReadCpl), Bytes: bytes, Cap: capr,
+		Route: scale(m.withRequests(m.hops(p.fwd, p.types, false, smLoad), p, m.Phys.ReadCpl), k.wire()), Bytes: bytes, Cap: capr,
 		Latency: p.latency, Done: done,
 	}
 	// The first request reaches the data one way plus a memory access in.

@@ -1,0 +1,210 @@
+package algos
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+)
+
+// DType is an element type.
+type DType string
+
+// Element types.
+const (
+	BF16 DType = "bf16"
+	FP16 DType = "fp16"
+	FP32 DType = "fp32"
+)
+
+// Size returns the element size in bytes, or 0 for an unknown type.
+func (d DType) Size() int64 {
+	switch d {
+	case BF16, FP16:
+		return 2
+	case FP32:
+		return 4
+	}
+	return 0
+}
+
+// OptionSpec documents one option an algorithm accepts.
+type OptionSpec struct {
+	Name    string
+	Values  []string // allowed values; nil means a positive integer
+	Default string   // "" means chosen by the algorithm
+	Doc     string
+}
+
+// Request is what an algorithm plans for.
+type Request struct {
+	Top    *topology.Topology
+	Ranks  int // GPUs 0…Ranks−1 take part
+	Bytes  int64
+	DType  DType
+	Launch hw.LaunchMode
+	// Opts are algorithm options by name (see Algorithm.Options):
+	// proto=ll, channels=2, transport=shm, blocks=6 …
+	Opts map[string]string
+}
+
+// Algorithm plans allreduce schedules.
+type Algorithm interface {
+	Name() string
+	// Describe is one line for `arsim algos`.
+	Describe() string
+	// Options lists the options the algorithm accepts beyond the common
+	// ones (dtype and launch mode live in Request).
+	Options() []OptionSpec
+	// Plan returns the schedule for req, or an error naming what is wrong.
+	Plan(req Request) (*Schedule, error)
+	// MinRanks and PowerOfTwo say which world sizes the algorithm allows.
+	WorldSizes(n int) error
+}
+
+var registry = map[string]Algorithm{}
+
+// Register adds an algorithm; it panics on a duplicate name (a bug caught
+// at init).
+func Register(a Algorithm) {
+	if _, dup := registry[a.Name()]; dup {
+		panic("algos: algorithm " + a.Name() + " registered twice")
+	}
+	registry[a.Name()] = a
+}
+
+// Names returns the registered algorithm names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the algorithm called name or an error listing the valid ones.
+func Lookup(name string) (Algorithm, error) {
+	if a, ok := registry[name]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("algos: unknown algorithm %q (valid: %s)", name, strings.Join(Names(), ", "))
+}
+
+// Validate checks the parts of a request every algorithm shares, and the
+// options against a's list.
+func Validate(a Algorithm, req Request) error {
+	name := a.Name()
+	if req.Top == nil {
+		return fmt.Errorf("algos: %s: no topology", name)
+	}
+	if req.Ranks < 2 {
+		return fmt.Errorf("algos: %s: needs at least 2 ranks, got %d", name, req.Ranks)
+	}
+	if req.Ranks > req.Top.NumGPUs() {
+		return fmt.Errorf("algos: %s: %d ranks but topology %s has %d GPUs", name, req.Ranks, req.Top.Name, req.Top.NumGPUs())
+	}
+	if err := a.WorldSizes(req.Ranks); err != nil {
+		return fmt.Errorf("algos: %s: %w", name, err)
+	}
+	es := req.DType.Size()
+	if es == 0 {
+		return fmt.Errorf("algos: %s: dtype %q is not one of bf16, fp16, fp32", name, req.DType)
+	}
+	if req.Bytes <= 0 {
+		return fmt.Errorf("algos: %s: message size must be > 0 bytes, got %d", name, req.Bytes)
+	}
+	if req.Bytes%es != 0 {
+		return fmt.Errorf("algos: %s: %d bytes is not a whole number of %s elements (%d B each)", name, req.Bytes, req.DType, es)
+	}
+	specs := map[string]OptionSpec{}
+	for _, o := range a.Options() {
+		specs[o.Name] = o
+	}
+	for _, k := range sortedKeys(req.Opts) {
+		v := req.Opts[k]
+		o, ok := specs[k]
+		if !ok {
+			var names []string
+			for _, s := range a.Options() {
+				names = append(names, s.Name)
+			}
+			if len(names) == 0 {
+				return fmt.Errorf("algos: %s takes no option %q (it has none)", name, k)
+			}
+			return fmt.Errorf("algos: %s has no option %q (options: %s)", name, k, strings.Join(names, ", "))
+		}
+		if o.Values == nil {
+			if n, err := strconv.Atoi(v); err != nil || n <= 0 {
+				return fmt.Errorf("algos: %s: option %s=%q must be a positive integer", name, k, v)
+			}
+			continue
+		}
+		found := false
+		for _, allowed := range o.Values {
+			found = found || allowed == v
+		}
+		if !found {
+			return fmt.Errorf("algos: %s: option %s=%q is not one of %s", name, k, v, strings.Join(o.Values, ", "))
+		}
+	}
+	return nil
+}
+
+// Opt returns option name's value or def.
+func (r Request) Opt(name, def string) string {
+	if v, ok := r.Opts[name]; ok {
+		return v
+	}
+	return def
+}
+
+// IntOpt returns option name as an integer, or def (Validate has checked it).
+func (r Request) IntOpt(name string, def int) int {
+	if v, ok := r.Opts[name]; ok {
+		n, err := strconv.Atoi(v)
+		if err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// Plan validates req for the named algorithm and plans it.
+func Plan(name string, req Request) (*Schedule, error) {
+	a, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := Validate(a, req); err != nil {
+		return nil, err
+	}
+	return a.Plan(req)
+}
+
+// anyRanks allows every world size ≥ 2.
+type anyRanks struct{}
+
+func (anyRanks) WorldSizes(int) error { return nil }
+
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// pullKernel is the vLLM/SGLang custom-allreduce launch configuration:
+// 512 threads, blocks = min(36, ceil(packs/512)) with 16-byte packs.
+func pullKernel(bytes int64, req Request) hw.Kernel {
+	threads := req.IntOpt("threads", 512)
+	packs := (bytes + 15) / 16
+	blocks := int(min(36, (packs+int64(threads)-1)/int64(threads)))
+	blocks = req.IntOpt("blocks", max(blocks, 1))
+	return hw.Kernel{Blocks: blocks, Threads: threads}
+}

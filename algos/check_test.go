@@ -1,0 +1,100 @@
+package algos
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+)
+
+func req(t testing.TB, preset string, ranks int, bytes int64, opts map[string]string) Request {
+	top, err := topology.Load(preset)
+	require.NoError(t, err)
+	return Request{Top: top, Ranks: ranks, Bytes: bytes, DType: BF16, Launch: hw.Graph, Opts: opts}
+}
+
+func plan(t testing.TB, algo string, r Request) *Schedule {
+	s, err := Plan(algo, r)
+	require.NoError(t, err)
+	return s
+}
+
+func TestOneStageChecks(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 8} {
+		s := plan(t, "one_stage", req(t, "rtxpro6000x8-2numa", n, 43008, nil))
+		require.NoError(t, Check(s), "ranks %d", n)
+	}
+}
+
+// Planted bug: a one-stage kernel without its end barrier, reused back to
+// back, lets a rank overwrite its input for the next allreduce while a
+// peer may still be pulling it.
+func TestCheckerCatchesMissingEndBarrier(t *testing.T) {
+	s := plan(t, "one_stage", req(t, "rtxpro6000x8-2numa", 4, 4096, nil))
+	for r := range s.Programs {
+		var kept []Op
+		for _, op := range s.Programs[r] {
+			if op.Label != "end barrier" {
+				kept = append(kept, op)
+			}
+		}
+		s.Programs[r] = kept
+	}
+	err := Check(s)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "race on gpu")
+	assert.Contains(t, err.Error(), ":in bytes [0, 4096)")
+	assert.Contains(t, err.Error(), "user writing its input before allreduce 2")
+}
+
+// Planted bug: a wait on a flag nobody sets.
+func TestCheckerCatchesWaitNobodySets(t *testing.T) {
+	s := plan(t, "one_stage", req(t, "rtxpro6000x8-2numa", 2, 4096, nil))
+	s.Programs[1] = append(s.Programs[1], Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(1), Name: "ghost"}, Value: 1, Label: "ghost wait"})
+	err := Check(s)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rank 1 op")
+	assert.Contains(t, err.Error(), "[ghost wait]")
+	assert.Contains(t, err.Error(), "no op of the same allreduce sets (deadlock)")
+}
+
+// A pull that forgets one peer leaves that peer's input out of the sum.
+func TestCheckerCatchesMissingInput(t *testing.T) {
+	s := plan(t, "one_stage", req(t, "rtxpro6000x8-2numa", 3, 4096, nil))
+	prog := s.Programs[2]
+	for i, op := range prog {
+		if op.Label == "pull rank 0" {
+			prog[i].Src.Len, prog[i].Dst.Len = 2048, 2048
+		}
+	}
+	err := Check(s)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rank 2 output bytes [2048, 4096) hold ranks {1,2} of allreduce 1 (2 of 3 inputs)")
+}
+
+func TestValidateErrors(t *testing.T) {
+	r := req(t, "rtxpro6000x8-2numa", 8, 43008, nil)
+	bad := []struct {
+		mod  func(*Request)
+		want string
+	}{
+		{func(r *Request) { r.Bytes = 0 }, "one_stage: message size must be > 0 bytes, got 0"},
+		{func(r *Request) { r.Bytes = 43007 }, "43007 bytes is not a whole number of bf16 elements (2 B each)"},
+		{func(r *Request) { r.Ranks = 1 }, "needs at least 2 ranks, got 1"},
+		{func(r *Request) { r.Ranks = 9 }, "9 ranks but topology rtxpro6000x8-2numa has 8 GPUs"},
+		{func(r *Request) { r.DType = "int4" }, `dtype "int4" is not one of bf16, fp16, fp32`},
+		{func(r *Request) { r.Opts = map[string]string{"proto": "ll"} }, `one_stage has no option "proto" (options: blocks, threads)`},
+		{func(r *Request) { r.Opts = map[string]string{"blocks": "-3"} }, `option blocks="-3" must be a positive integer`},
+	}
+	for _, c := range bad {
+		x := r
+		c.mod(&x)
+		_, err := Plan("one_stage", x)
+		assert.ErrorContains(t, err, c.want)
+	}
+	_, err := Plan("nope", r)
+	assert.ErrorContains(t, err, `unknown algorithm "nope" (valid: `)
+}

@@ -1,0 +1,20 @@
+// Package algos holds allreduce algorithms as pluggable schedulers, the
+// schedule checker, and the executor that times a schedule on a machine.
+//
+// An [Algorithm] turns a [Request] (machine, ranks, message bytes, element
+// type, options) into a [Schedule]: for every rank an ordered program of
+// [Op]s — read a byte range of some buffer, write a range into some buffer,
+// copy-engine transfer, set a flag, wait for a flag, launch a kernel,
+// compute for a while — with explicit dependencies ([Op.After]) inside the
+// rank and flags between ranks. Algorithms never touch the engine.
+//
+// Before any timing, [Check] executes a schedule symbolically, twice back
+// to back with the same buffers, and proves that every rank ends with the
+// sum of all ranks' inputs for every element, that nothing is read before
+// it is written or overwritten while another rank may still read it, and
+// that every wait is satisfied. [Run] then executes it on a [hw.Machine].
+//
+// Adding an algorithm is one file with a type implementing Algorithm and
+// one Register call in its init function; [Names] lists the registry in
+// sorted order.
+package algos

@@ -1,0 +1,58 @@
+package algos
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/hw"
+)
+
+// oneStage is vLLM / SGLang "1-stage" (cross_device_reduce_1stage): a
+// start barrier, every rank pulls every peer's whole buffer with 16-byte
+// loads and sums in registers, then an end barrier so that no peer is still
+// reading a rank's input when its next kernel overwrites it.
+type oneStage struct{ anyRanks }
+
+func init() { Register(oneStage{}) }
+
+func (oneStage) Name() string { return "one_stage" }
+
+func (oneStage) Describe() string {
+	return "vLLM/SGLang 1-stage: start barrier, pull every peer's whole buffer (16-B loads), reduce, end barrier"
+}
+
+func (oneStage) Options() []OptionSpec { return pullOptions }
+
+var pullOptions = []OptionSpec{
+	{Name: "blocks", Doc: "thread blocks per GPU (default min(36, ceil(bytes/16/threads)), as vLLM)"},
+	{Name: "threads", Doc: "threads per block (default 512, as vLLM)"},
+}
+
+// Barriers: the kernel's blocks each run the same flag handshake in
+// parallel; one representative barrier stands for all of them (the timing
+// is the same, the schedule is blocks times smaller).
+func (oneStage) Plan(req Request) (*Schedule, error) {
+	n := req.Ranks
+	b := NewBuilder("one_stage", n, req.Bytes, req.DType.Size())
+	k := pullKernel(req.Bytes, req)
+	k.Share = 1 / float64(n-1)
+	b.Note("%d blocks × %d threads per GPU; each rank pulls %d × %d B", k.Blocks, k.Threads, n-1, req.Bytes)
+	launch := make([][]int, n)
+	for r := 0; r < n; r++ {
+		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
+	}
+	start := b.Barrier("start", 1, k, "start barrier", launch)
+	ends := make([][]int, n)
+	for r := 0; r < n; r++ {
+		own := b.Add(r, Op{Kind: Read, Src: b.In(r, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: k, Label: "own input"}, start[r]...)
+		ends[r] = []int{own}
+		for i := 1; i < n; i++ {
+			p := (r + i) % n // rotated peer order spreads the load
+			ends[r] = append(ends[r], b.Add(r, Op{Kind: Read, Accumulate: true, Src: b.In(p, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: k,
+				Label: fmt.Sprintf("pull rank %d", p)}, own))
+		}
+	}
+	b.Barrier("end", 1, k, "end barrier", ends)
+	return b.Schedule(), nil
+}
+
+var _ = hw.GPUMem

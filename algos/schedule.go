@@ -1,0 +1,225 @@
+package algos
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
+)
+
+// Buf names a buffer: an owner memory (a GPU rank or a socket's host
+// memory) and a name ("in", "out", "tmp", "ll.ch0", …). Sizes are implied by
+// the ranges used.
+type Buf struct {
+	At   hw.Mem
+	Name string
+}
+
+func (b Buf) String() string { return b.At.String() + ":" + b.Name }
+
+// Range is a byte range of a buffer.
+type Range struct {
+	Buf      Buf
+	Off, Len int64
+}
+
+func (r Range) String() string { return fmt.Sprintf("%s[%d:%d]", r.Buf, r.Off, r.Off+r.Len) }
+
+// Flag names a flag: the memory it lives in and a name.
+type Flag struct {
+	At   hw.Mem
+	Name string
+}
+
+func (f Flag) String() string { return f.At.String() + ":" + f.Name }
+
+// OpKind is what an operation does.
+type OpKind uint8
+
+// Operation kinds.
+const (
+	// Launch starts a kernel: it costs a launch in the run's launch mode.
+	Launch OpKind = iota
+	// Read: the rank loads Src (any memory) into its own Dst.
+	Read
+	// Write: the rank stores its own Src into Dst (any memory).
+	Write
+	// Copy: the rank's copy engine moves Src into Dst.
+	Copy
+	// Reduce: the rank adds its own Src into its own Dst (local memory work).
+	Reduce
+	// Signal: the rank sets Flag to Value.
+	Signal
+	// Wait: the rank waits until Flag holds at least Value.
+	Wait
+	// Compute: the rank is busy for Dur.
+	Compute
+)
+
+var opNames = [...]string{"launch", "read", "write", "copy", "reduce", "signal", "wait", "compute"}
+
+func (k OpKind) String() string { return opNames[k] }
+
+// Op is one operation of a rank's program.
+type Op struct {
+	Kind OpKind
+	// Src and Dst: the byte ranges moved (Read, Write, Copy, Reduce).
+	// Lengths are equal.
+	Src, Dst Range
+	// Accumulate: Dst becomes Dst + Src (a reduction in registers on the
+	// way), instead of a copy of Src. Concurrent accumulations into one
+	// range commute.
+	Accumulate bool
+	// Flag and Value for Signal and Wait. Values count within one
+	// allreduce; back-to-back runs add an epoch offset (see Schedule).
+	Flag  Flag
+	Value int64
+	// Inline: the flag travels inside the data the rank has just written
+	// (NCCL LL/LL128 lines carry their own flags; Lamport sentinels): it is
+	// set the moment the op runs, with no extra latency. Otherwise a Signal
+	// is a separate posted write that lands one route latency later.
+	Inline bool
+	// Dur is the duration of a Compute.
+	Dur sim.Duration
+	// Kernel is the launch configuration of the issuing kernel (it sets
+	// reads in flight and store rates) and the protocol's wire factor.
+	Kernel hw.Kernel
+	// After lists the indices, in the same rank's program, of the
+	// operations that must finish before this one starts.
+	After []int
+	// Label says what the op is for: "rs step 3 ch1", "start barrier".
+	Label string
+}
+
+func (o Op) String() string {
+	var b strings.Builder
+	b.WriteString(o.Kind.String())
+	switch o.Kind {
+	case Read, Write, Copy, Reduce:
+		op := "←"
+		if o.Accumulate {
+			op = "+="
+		}
+		fmt.Fprintf(&b, " %s %s %s (%d B)", o.Dst, op, o.Src, o.Src.Len)
+	case Signal:
+		fmt.Fprintf(&b, " %s = %d", o.Flag, o.Value)
+	case Wait:
+		fmt.Fprintf(&b, " %s ≥ %d", o.Flag, o.Value)
+	case Compute:
+		fmt.Fprintf(&b, " %v", o.Dur)
+	}
+	if o.Label != "" {
+		b.WriteString("  [" + o.Label + "]")
+	}
+	return b.String()
+}
+
+// Schedule is the whole plan: one program per rank.
+type Schedule struct {
+	Algo  string
+	Ranks int
+	Bytes int64
+	Elem  int64 // element size in bytes
+	// Programs[r] is rank r's program.
+	Programs [][]Op
+	// Input and Output name each rank's input and output buffers (the
+	// same name for in-place algorithms). Inputs hold the rank's own
+	// data at the start; outputs must hold the sum at the end.
+	Input, Output string
+	// Notes explain choices made while planning ("NCCL chose ring/LL, 2
+	// channels"), printed by explain and verify.
+	Notes []string
+}
+
+// Builder helps algorithms write programs: Add appends an op to a rank's
+// program and returns its index.
+type Builder struct {
+	s *Schedule
+}
+
+// NewBuilder starts a schedule.
+func NewBuilder(algo string, ranks int, bytes, elem int64) *Builder {
+	return &Builder{s: &Schedule{Algo: algo, Ranks: ranks, Bytes: bytes, Elem: elem, Programs: make([][]Op, ranks), Input: "in", Output: "out"}}
+}
+
+// Add appends op to rank r's program, after the listed ops, and returns its index.
+func (b *Builder) Add(r int, op Op, after ...int) int {
+	op.After = append(op.After, after...)
+	b.s.Programs[r] = append(b.s.Programs[r], op)
+	return len(b.s.Programs[r]) - 1
+}
+
+// Last returns the index of rank r's last op, or -1.
+func (b *Builder) Last(r int) int { return len(b.s.Programs[r]) - 1 }
+
+// Note records a planning note.
+func (b *Builder) Note(format string, args ...any) {
+	b.s.Notes = append(b.s.Notes, fmt.Sprintf(format, args...))
+}
+
+// Schedule returns the schedule built.
+func (b *Builder) Schedule() *Schedule { return b.s }
+
+// In returns rank r's input range [off, off+n).
+func (b *Builder) In(r int, off, n int64) Range {
+	return Range{Buf: Buf{At: hw.GPUMem(r), Name: b.s.Input}, Off: off, Len: n}
+}
+
+// Out returns rank r's output range [off, off+n).
+func (b *Builder) Out(r int, off, n int64) Range {
+	return Range{Buf: Buf{At: hw.GPUMem(r), Name: b.s.Output}, Off: off, Len: n}
+}
+
+// On returns a range of a named buffer on GPU r.
+func On(r int, name string, off, n int64) Range {
+	return Range{Buf: Buf{At: hw.GPUMem(r), Name: name}, Off: off, Len: n}
+}
+
+// OnHost returns a range of a named buffer in socket s's host memory.
+func OnHost(s int, name string, off, n int64) Range {
+	return Range{Buf: Buf{At: hw.HostMem(s), Name: name}, Off: off, Len: n}
+}
+
+// Barrier adds the custom-allreduce flag barrier for one block: every rank
+// writes epoch value v into slot [rank] of every peer's flag array name,
+// then waits for every peer's write into its own array. It returns, per
+// rank, the indices of the waits (the barrier is passed when all are).
+func (b *Builder) Barrier(name string, v int64, k hw.Kernel, label string, after [][]int) [][]int {
+	n := b.s.Ranks
+	done := make([][]int, n)
+	for r := 0; r < n; r++ {
+		var dep []int
+		if after != nil {
+			dep = after[r]
+		}
+		for p := 0; p < n; p++ {
+			if p == r {
+				continue
+			}
+			b.Add(r, Op{Kind: Signal, Flag: Flag{At: hw.GPUMem(p), Name: fmt.Sprintf("%s[%d]", name, r)}, Value: v, Kernel: k, Label: label}, dep...)
+		}
+		for p := 0; p < n; p++ {
+			if p == r {
+				continue
+			}
+			done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("%s[%d]", name, p)}, Value: v, Kernel: k, Label: label}, dep...))
+		}
+	}
+	return done
+}
+
+// Split divides n bytes into parts pieces aligned to elem bytes, the
+// remainder going to the last piece; pieces may be empty.
+func Split(n, elem int64, parts int) (off, size []int64) {
+	elems := n / elem
+	per := elems / int64(parts)
+	off = make([]int64, parts)
+	size = make([]int64, parts)
+	for i := 0; i < parts; i++ {
+		off[i] = int64(i) * per * elem
+		size[i] = per * elem
+	}
+	size[parts-1] = n - off[parts-1]
+	return off, size
+}
