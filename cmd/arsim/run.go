@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// errHelpShown ends a run after --help printed the usage (exit 0).
+var errHelpShown = errors.New("help shown")
+
+// inputError marks errors caused by what the user gave: exit status 2.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return inputError{err}
+}
+
+func badInputf(format string, args ...any) error { return inputError{fmt.Errorf(format, args...)} }
+
+func exitCode(err error) int {
+	if errors.Is(err, errHelpShown) {
+		return 0
+	}
+	var ie inputError
+	if errors.As(err, &ie) {
+		return 2
+	}
+	return 1
+}
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, out, errOut io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"verify", "simulate the speculative-decoding verify pass for each algorithm (the default)", cmdVerify},
+		{"algos", "list the allreduce algorithms", cmdAlgos},
+		{"check", "prove every algorithm's schedule correct over world sizes and message sizes", cmdCheck},
+		{"explain", "print an algorithm's schedule step by step", cmdExplain},
+		{"topology", "list, show or import machine topologies", cmdTopology},
+	}
+}
+
+// run is the whole program; main only prints the error and exits.
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	if len(args) == 0 {
+		return cmdVerify(ctx, nil, out, errOut)
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "--help" {
+		printHelp(out)
+		return nil
+	}
+	if strings.HasPrefix(name, "-") {
+		// Flags without a command belong to the default command.
+		return cmdVerify(ctx, args, out, errOut)
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, args[1:], out, errOut)
+		}
+	}
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	sort.Strings(names)
+	return badInputf("unknown command %q (commands: %s; `arsim help` explains them)", name, strings.Join(names, ", "))
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "arsim — a deterministic simulator of GPU allreduce on PCIe, NUMA and NVLink machines")
+	fmt.Fprintln(w, "\nUsage: arsim [command] [flags]   (no command: verify on rtxpro6000x8-2numa)")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun `arsim COMMAND --help` for a command's flags and examples.")
+}
+
+// newFlags returns a flag set whose --help prints usage and examples.
+func newFlags(name, usage string, examples []string, errOut io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintf(errOut, "Usage: arsim %s\n\nFlags:\n", usage)
+		fs.PrintDefaults()
+		if len(examples) > 0 {
+			fmt.Fprintln(errOut, "\nExamples:")
+			for _, e := range examples {
+				fmt.Fprintln(errOut, "  "+e)
+			}
+		}
+	}
+	return fs
+}
+
+// parse parses flags; --help ends the run with status 0.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelpShown
+		}
+		return badInput(err)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseOpts reads "k=v,k=v" algorithm options.
+func parseOpts(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || v == "" {
+			return nil, badInputf("option %q: want key=value (e.g. proto=ll,channels=2)", kv)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+)
+
+const sizeForms = "accepted forms: 43008, 42KiB, 1MiB, 2GiB, 64KB (=64000), a list 1KiB,42KiB,1MiB, or a range 1KiB..256MiB (powers of two)"
+
+// parseSize reads one size: plain bytes or a number with B, KiB, MiB, GiB,
+// KB, MB, GB.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t = strings.TrimSpace(strings.TrimSuffix(t, u.suffix))
+			mult = u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return 0, badInputf("size %q is not a positive number of bytes (%s)", s, sizeForms)
+	}
+	return n * mult, nil
+}
+
+// parseSizes reads a list or a power-of-two range.
+func parseSizes(s string) ([]int64, error) {
+	if lo, hi, ok := strings.Cut(s, ".."); ok {
+		a, err := parseSize(lo)
+		if err != nil {
+			return nil, err
+		}
+		b, err := parseSize(hi)
+		if err != nil {
+			return nil, err
+		}
+		if a > b {
+			return nil, badInputf("size range %q runs backwards (%s)", s, sizeForms)
+		}
+		var out []int64
+		for x := a; x <= b; x *= 2 {
+			out = append(out, x)
+		}
+		return out, nil
+	}
+	var out []int64
+	for _, p := range splitList(s) {
+		v, err := parseSize(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, badInputf("no sizes in %q (%s)", s, sizeForms)
+	}
+	return out, nil
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/sim"
+)
+
+func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("verify", "verify [--topology T] [--tokens N] [--compute 5ms] [--accept A] [--draft 1.5ms] [--launch graph|eager] [--algos a,b] [--opts k=v,…] [--format table|json]",
+		[]string{"arsim verify", "arsim verify --tokens 4 --algos one_stage,nccl", "arsim verify --topology rtxpro6000x8-switches --launch eager", "arsim verify --opts p2p_level=sys --format json"}, errOut)
+	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset (arsim topology list)")
+	params := fs.String("params", "", "parameter file overriding preset values")
+	tokens := fs.Int("tokens", 3, "tokens verified per pass (draft tokens + 1)")
+	compute := fs.Duration("compute", 0, "layer compute per pass (default 5ms × tokens/3.5, an estimate)")
+	accept := fs.Float64("accept", 0, "mean accepted tokens per speculative step (default 0.8 × tokens, from published EAGLE-3 acceptance 3.2 of 4)")
+	draft := fs.Duration("draft", 1500*time.Microsecond, "drafter time per speculative step")
+	launch := fs.String("launch", "graph", "kernel launches: graph (CUDA graph replay) or eager")
+	list := fs.String("algos", "", "algorithms to compare, comma-separated (default: all)")
+	opts := fs.String("opts", "", "algorithm options key=value,… passed to the algorithms that take them")
+	format := fs.String("format", "table", "output: table or json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	t, err := loadTopology(*topo, *params)
+	if err != nil {
+		return err
+	}
+	mode, err := parseLaunch(*launch)
+	if err != nil {
+		return err
+	}
+	names, err := parseAlgos(*list)
+	if err != nil {
+		return err
+	}
+	o, err := parseOpts(*opts)
+	if err != nil {
+		return err
+	}
+	if *format != "table" && *format != "json" {
+		return badInputf("verify: --format %q is not one of table, json", *format)
+	}
+	cfg := scenarios.VerifyConfig{Top: t, Tokens: *tokens, Compute: sim.Duration(compute.Nanoseconds()) * sim.Nanosecond,
+		Accept: *accept, Draft: sim.Duration(draft.Nanoseconds()) * sim.Nanosecond, Launch: mode, Opts: o}
+	if *tokens <= 0 {
+		return badInputf("verify: --tokens must be ≥ 1, got %d", *tokens)
+	}
+	res, err := scenarios.Verify(cfg, names)
+	if err != nil {
+		return badInput(err)
+	}
+	if *format == "json" {
+		return writeVerifyJSON(out, t.Name, *tokens, res)
+	}
+	return writeVerifyTable(out, cfg, t.Name, res)
+}
+
+func parseLaunch(s string) (hw.LaunchMode, error) {
+	switch s {
+	case "graph":
+		return hw.Graph, nil
+	case "eager":
+		return hw.Eager, nil
+	}
+	return 0, badInputf("--launch %q is not one of graph, eager", s)
+}
+
+func parseAlgos(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return algos.Names(), nil
+	}
+	names := splitList(s)
+	for _, n := range names {
+		if _, err := algos.Lookup(n); err != nil {
+			return nil, badInput(err)
+		}
+	}
+	return names, nil
+}
+
+func writeVerifyJSON(out io.Writer, topo string, tokens int, res []scenarios.VerifyResult) error {
+	type row struct {
+		Algo            string   `json:"algo"`
+		UsPerAllreduce  *float64 `json:"us_per_allreduce"`
+		PassMs          *float64 `json:"pass_ms"`
+		TokensPerS      *float64 `json:"tokens_per_s"`
+		PlainTokensPerS *float64 `json:"plain_tokens_per_s"`
+		Error           string   `json:"error,omitempty"`
+		Notes           []string `json:"notes,omitempty"`
+	}
+	doc := struct {
+		Topology          string `json:"topology"`
+		Tokens            int    `json:"tokens"`
+		BytesPerAllreduce int64  `json:"bytes_per_allreduce"`
+		Results           []row  `json:"results"`
+	}{Topology: topo, Tokens: tokens, BytesPerAllreduce: scenarios.BytesPerAllreduce(tokens)}
+	for _, r := range res {
+		x := row{Algo: r.Algo, Notes: r.Notes}
+		if r.Err != nil {
+			x.Error = r.Err.Error()
+		} else {
+			x.UsPerAllreduce, x.PassMs, x.TokensPerS, x.PlainTokensPerS = ptr(round(r.UsPerAllreduce, 3)), ptr(round(r.PassMs, 4)), ptr(round(r.SpecTokS, 2)), ptr(round(r.PlainTokS, 2))
+		}
+		doc.Results = append(doc.Results, x)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func round(v float64, digits int) float64 {
+	p := 1.0
+	for i := 0; i < digits; i++ {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}
+
+func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, res []scenarios.VerifyResult) error {
+	bytes := scenarios.BytesPerAllreduce(cfg.Tokens)
+	computeMs := float64(cfg.Compute) / float64(sim.Millisecond)
+	if cfg.Compute == 0 {
+		computeMs = float64(scenarios.DefaultCompute(cfg.Tokens)) / float64(sim.Millisecond)
+	}
+	fmt.Fprintf(out, "Verify pass on %s: %d tokens → %d allreduces of %d B (%v) per pass, %.2f ms compute, launches: %v\n\n",
+		topo, cfg.Tokens, scenarios.Layers*scenarios.AllreducesPerLayer, bytes, sim.Bytes(bytes), computeMs, cfg.Launch)
+	ok := make([]scenarios.VerifyResult, 0, len(res))
+	for _, r := range res {
+		if r.Err == nil {
+			ok = append(ok, r)
+		}
+	}
+	sort.SliceStable(ok, func(i, j int) bool { return ok[i].UsPerAllreduce < ok[j].UsPerAllreduce })
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "algorithm\tµs/allreduce\tpass ms\tplain tok/s\tspec tok/s\t\t")
+	for i, r := range ok {
+		mark := ""
+		if i == 0 {
+			mark = "  ← winner"
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t\n", r.Algo, r.UsPerAllreduce, r.PassMs, r.PlainTokS, r.SpecTokS, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			fmt.Fprintf(out, "  %s: cannot run here: %v\n", r.Algo, r.Err)
+		}
+	}
+	acc := cfg.Accept
+	if acc == 0 {
+		acc = max(1, 0.8*float64(cfg.Tokens))
+	}
+	fmt.Fprintf(out, "\nplain: 1 token per step (1-token pass); spec: %.2f accepted tokens per (%.2f ms draft + pass)\n", acc, float64(cfg.Draft)/float64(sim.Millisecond))
+	if len(ok) >= 2 {
+		w, next := ok[0], ok[1]
+		fmt.Fprintf(out, "\nWhy %s wins: %.1f µs per allreduce against %.1f µs for %s, the next best (%.1f× faster).\n", w.Algo, w.UsPerAllreduce, next.UsPerAllreduce, next.Algo, next.UsPerAllreduce/w.UsPerAllreduce)
+		fmt.Fprintf(out, "%s\n", explainWin(cfg, w.Algo, next.Algo))
+	}
+	for _, r := range ok {
+		for _, n := range r.Notes {
+			fmt.Fprintf(out, "  note (%s): %s\n", r.Algo, n)
+		}
+	}
+	return writeDisagreements(out, topo, cfg.Tokens, res)
+}
+
+// explainWin compares the two schedules' shape: synchronisation rounds on
+// the critical path and bytes each GPU moves.
+func explainWin(cfg scenarios.VerifyConfig, a, b string) string {
+	sa, ea := scheduleShape(cfg, a)
+	sb, eb := scheduleShape(cfg, b)
+	if ea != nil || eb != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s; %s: %s.", a, sa, b, sb)
+}
+
+func scheduleShape(cfg scenarios.VerifyConfig, name string) (string, error) {
+	s, err := algos.Plan(name, algos.Request{Top: cfg.Top, Ranks: cfg.Top.NumGPUs(), Bytes: scenarios.BytesPerAllreduce(cfg.Tokens), DType: algos.BF16, Launch: cfg.Launch, Opts: cfg.Opts})
+	if err != nil {
+		return "", err
+	}
+	st := algos.Stats(s)
+	return fmt.Sprintf("%d dependent flag waits on its longest chain, %v moved in and out per GPU (%s)", st.ChainWaits, sim.Bytes(st.MaxRankBytes), st.Where), nil
+}
+
+// writeDisagreements prints the published figures for this machine beside
+// the simulation, with the error, whether they agree or not.
+func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.VerifyResult) error {
+	pub, err := scenarios.PublishedFigures()
+	if err != nil {
+		return err
+	}
+	byAlgo := map[string]scenarios.VerifyResult{}
+	for _, r := range res {
+		if r.Err == nil {
+			byAlgo[r.Algo] = r
+		}
+	}
+	bytes := scenarios.BytesPerAllreduce(tokens)
+	header := false
+	for _, p := range pub {
+		if p.System != topo {
+			continue
+		}
+		var sim float64
+		var what, unit string
+		switch {
+		case p.Kind == "allreduce" && p.Bytes == bytes && p.Impl == "nccl":
+			r, ok := byAlgo["nccl"]
+			if !ok {
+				continue
+			}
+			sim, what, unit = r.UsPerAllreduce, fmt.Sprintf("nccl allreduce %d B", p.Bytes), "µs"
+		case p.Kind == "allreduce" && p.Bytes == bytes && p.Algo == "one_stage":
+			r, ok := byAlgo["one_stage"]
+			if !ok {
+				continue
+			}
+			sim, what, unit = r.UsPerAllreduce, fmt.Sprintf("one-stage allreduce %d B", p.Bytes), "µs"
+		case p.Kind == "verify_pass" && p.Bytes == bytes:
+			r, ok := byAlgo["nccl"]
+			if !ok {
+				continue
+			}
+			sim, what, unit = r.PassMs*1000, "verify pass with nccl", "µs"
+		default:
+			continue
+		}
+		if !header {
+			fmt.Fprintln(out, "\nPublished figures for this machine (shared/data/public_measurements.csv):")
+			header = true
+		}
+		kind := "measured"
+		if p.Launch == "estimate" {
+			kind = "an estimate, not a measurement"
+		}
+		fmt.Fprintf(out, "  %-28s published %9.1f %s (%s; %s), simulated %9.1f %s: %+.0f%%\n", what, p.Value, unit, kind, p.Source, sim, unit, (sim-p.Value)/p.Value*100)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+// Model shape of Kimi-K2.5 (DeepSeek-V3-style text config).
+// Source: facts/pcie_and_models.md §4.1 (Kimi-K2.5 config: hidden_size 7168,
+// num_hidden_layers 61); two TP allreduces per layer (after o_proj and after
+// the MLP/MoE).
+const (
+	Hidden             = 7168
+	Layers             = 61
+	AllreducesPerLayer = 2
+)
+
+// VerifyConfig describes one verify-pass simulation. Zero fields take the
+// defaults documented on each.
+type VerifyConfig struct {
+	Top   *topology.Topology
+	Ranks int // GPUs in the tensor-parallel group; default all GPUs of Top
+	// Tokens verified per pass (draft tokens + 1); default 3.
+	Tokens int
+	// Compute is the layer compute of one whole pass (all 61 layers),
+	// spread evenly between the allreduces. Default: DefaultCompute(Tokens).
+	Compute sim.Duration
+	// Draft is the drafter's time per speculative step. Default 1.5 ms
+	// (estimate: three EAGLE-3 draft steps of a one-layer head).
+	Draft sim.Duration
+	// Accept is the mean accepted tokens per speculative step. Default
+	// 0.8 × Tokens, at least 1 (published: Kimi-K2 EAGLE-3 heads verifying
+	// 4 tokens accept 2.6–3.8, GSM8K 3.2 = 0.8 × 4).
+	Accept float64
+	// Launch: graph (default) or eager.
+	Launch hw.LaunchMode
+	// Opts are passed to every algorithm that accepts them.
+	Opts map[string]string
+}
+
+// DefaultCompute is the layer compute per pass: 5 ms at 3.5 tokens on
+// rtxpro6000x8-2numa (seed: "~30 ms of which ~25 ms all-reduce and ~5 ms
+// compute" for 3–4 tokens), scaled linearly by tokens. An estimate: decode
+// is memory-bound, so real compute grows slower than linearly; pass
+// --compute to use a measured figure.
+func DefaultCompute(tokens int) sim.Duration {
+	return sim.Duration(math.Round(float64(5*sim.Millisecond) * float64(tokens) / 3.5))
+}
+
+func (c *VerifyConfig) defaults() error {
+	if c.Top == nil {
+		return fmt.Errorf("scenarios: verify: no topology")
+	}
+	if c.Ranks == 0 {
+		c.Ranks = c.Top.NumGPUs()
+	}
+	if c.Tokens == 0 {
+		c.Tokens = 3
+	}
+	if c.Tokens < 0 || c.Tokens > 1<<16 {
+		return fmt.Errorf("scenarios: verify: tokens must be 1–65536, got %d", c.Tokens)
+	}
+	if c.Compute == 0 {
+		c.Compute = DefaultCompute(c.Tokens)
+	}
+	if c.Compute < 0 {
+		return fmt.Errorf("scenarios: verify: compute must be ≥ 0, got %v", c.Compute)
+	}
+	if c.Draft == 0 {
+		c.Draft = 1500 * sim.Microsecond
+	}
+	if c.Draft < 0 {
+		return fmt.Errorf("scenarios: verify: draft must be ≥ 0, got %v", c.Draft)
+	}
+	if c.Accept == 0 {
+		c.Accept = max(1, 0.8*float64(c.Tokens))
+	}
+	if c.Accept < 1 || c.Accept > float64(c.Tokens) {
+		return fmt.Errorf("scenarios: verify: acceptance length %.2f must lie between 1 and the tokens per pass (%d)", c.Accept, c.Tokens)
+	}
+	return nil
+}
+
+// BytesPerAllreduce is tokens × hidden × 2 (bf16).
+func BytesPerAllreduce(tokens int) int64 { return int64(tokens) * Hidden * 2 }
+
+// VerifyResult is one algorithm's outcome.
+type VerifyResult struct {
+	Algo string
+	// UsPerAllreduce is the mean allreduce time within the pass.
+	UsPerAllreduce float64
+	// PassMs is the whole verify pass: 122 allreduces and the compute.
+	PassMs float64
+	// PlainTokS is plain decoding: one token per step, a 1-token pass.
+	PlainTokS float64
+	// SpecTokS is speculative decoding: Accept tokens per (draft + pass).
+	SpecTokS float64
+	Notes    []string
+	Err      error // the algorithm could not run here (and why)
+}
+
+// Pass simulates one verify pass of tokens with algo: 122 allreduces back
+// to back on every rank, with compute/122 between consecutive ones.
+func Pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string) (passMs, usPerAR float64, notes []string, err error) {
+	req := algos.Request{Top: top, Ranks: ranks, Bytes: BytesPerAllreduce(tokens), DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)}
+	s, err := algos.Plan(algo, req)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	m, err := hw.New(top)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	n := Layers * AllreducesPerLayer
+	gap := compute / sim.Duration(n)
+	res, err := algos.Run(m, s, algos.RunOptions{Iterations: n, Launch: launch, Gap: gap})
+	if err != nil {
+		return 0, 0, s.Notes, err
+	}
+	pass := sim.Duration(res.Time) + gap
+	commUs := (pass - gap*sim.Duration(n)).Micros()
+	return float64(pass) / float64(sim.Millisecond), commUs / float64(n), s.Notes, nil
+}
+
+// optsFor keeps the options an algorithm accepts.
+func optsFor(algo string, opts map[string]string) map[string]string {
+	a, err := algos.Lookup(algo)
+	if err != nil || len(opts) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, o := range a.Options() {
+		if v, ok := opts[o.Name]; ok {
+			out[o.Name] = v
+		}
+	}
+	return out
+}
+
+// Verify simulates the verify pass for each algorithm. An algorithm that
+// cannot run on this machine gets a result with Err set, not a failure of
+// the whole call.
+func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
+	if err := c.defaults(); err != nil {
+		return nil, err
+	}
+	out := make([]VerifyResult, 0, len(names))
+	for _, name := range names {
+		r := VerifyResult{Algo: name}
+		passMs, us, notes, err := Pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts)
+		r.Notes = notes
+		if err != nil {
+			r.Err = err
+			out = append(out, r)
+			continue
+		}
+		plainMs, _, _, err := Pass(c.Top, c.Ranks, name, 1, DefaultComputeFor(c, 1), c.Launch, c.Opts)
+		if err != nil {
+			r.Err = err
+			out = append(out, r)
+			continue
+		}
+		r.UsPerAllreduce = us
+		r.PassMs = passMs
+		r.PlainTokS = 1000 / plainMs
+		r.SpecTokS = c.Accept * 1000 / (passMs + c.Draft.Micros()/1000)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// DefaultComputeFor scales the configured compute to another token count
+// the way DefaultCompute scales (linearly in tokens).
+func DefaultComputeFor(c VerifyConfig, tokens int) sim.Duration {
+	return sim.Duration(math.Round(float64(c.Compute) * float64(tokens) / float64(c.Tokens)))
+}
