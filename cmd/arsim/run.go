@@ -47,6 +47,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"verify", "simulate the speculative-decoding verify pass for each algorithm (the default)", cmdVerify},
+		{"sweep", "latency and bus bandwidth versus message size for each algorithm", cmdSweep},
+		{"timeline", "write a Perfetto timeline of one run (a track per rank and per link)", cmdTimeline},
 		{"algos", "list the allreduce algorithms", cmdAlgos},
 		{"check", "prove every algorithm's schedule correct over world sizes and message sizes", cmdCheck},
 		{"explain", "print an algorithm's schedule step by step", cmdExplain},

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/sim"
+)
+
+func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("sweep", "sweep [--topology T] [--algos a,b] [--sizes 1KiB..256MiB|list] [--format table|csv|json] [--plot FILE.svg|.png]",
+		[]string{"arsim sweep", "arsim sweep --algos one_stage,two_stage,nccl --sizes 1KiB..16MiB --plot sweep.svg", "arsim sweep --topology h200x2 --sizes 8,1KiB,43008 --format json"}, errOut)
+	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset (arsim topology list)")
+	params := fs.String("params", "", "parameter file overriding preset values")
+	list := fs.String("algos", "", "algorithms, comma-separated (default: all)")
+	sizes := fs.String("sizes", "1KiB..256MiB", "message sizes: a list or a power-of-two range")
+	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
+	launch := fs.String("launch", "graph", "kernel launches: graph or eager")
+	opts := fs.String("opts", "", "algorithm options key=value,…")
+	format := fs.String("format", "table", "output: table, csv or json")
+	plotFile := fs.String("plot", "", "also draw latency versus size to this .svg or .png file")
+	parallel := fs.Int("parallel", 0, "points simulated at once (default: all cores); output does not depend on it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	t, err := loadTopology(*topo, *params)
+	if err != nil {
+		return err
+	}
+	names, err := parseAlgos(*list)
+	if err != nil {
+		return err
+	}
+	sz, err := parseSizes(*sizes)
+	if err != nil {
+		return err
+	}
+	mode, err := parseLaunch(*launch)
+	if err != nil {
+		return err
+	}
+	o, err := parseOpts(*opts)
+	if err != nil {
+		return err
+	}
+	if *format != "table" && *format != "csv" && *format != "json" {
+		return badInputf("sweep: --format %q is not one of table, csv, json", *format)
+	}
+	if *ranks < 0 || *ranks == 1 || *ranks > t.NumGPUs() {
+		return badInputf("sweep: --ranks %d: want 2–%d", *ranks, t.NumGPUs())
+	}
+	if *plotFile != "" {
+		if err := checkWritable(*plotFile, ".svg", ".png"); err != nil {
+			return err
+		}
+	}
+	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, Launch: mode, Opts: o, Parallel: *parallel}
+	if isTerminal(errOut) {
+		cfg.Progress = progressBar(errOut)
+	}
+	rows, err := scenarios.Sweep(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	switch *format {
+	case "json":
+		err = writeSweepJSON(out, t.Name, rows)
+	case "csv":
+		err = writeSweepCSV(out, rows)
+	default:
+		err = writeSweepTable(out, t.Name, names, sz, rows)
+	}
+	if err != nil {
+		return err
+	}
+	if *plotFile != "" {
+		if err := plotSweep(*plotFile, t.Name, names, rows); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "wrote %s\n", *plotFile)
+	}
+	return nil
+}
+
+// checkWritable fails before a long run if path cannot be written.
+func checkWritable(path string, exts ...string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	ok := len(exts) == 0
+	for _, e := range exts {
+		ok = ok || e == ext
+	}
+	if !ok {
+		return badInputf("%s: file type %q is not one of %s", path, ext, strings.Join(exts, ", "))
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return badInputf("cannot write %s: %v", path, err)
+	}
+	return f.Close()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func progressBar(w io.Writer) func(done, total int) {
+	return func(done, total int) {
+		const width = 30
+		fill := done * width / total
+		fmt.Fprintf(w, "\r[%s%s] %d/%d points", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func writeSweepJSON(out io.Writer, topo string, rows []scenarios.SweepRow) error {
+	type row struct {
+		Algo  string   `json:"algo"`
+		Bytes int64    `json:"bytes"`
+		Us    *float64 `json:"us"`
+		BusBW *float64 `json:"busbw_gbps"`
+		Error string   `json:"error,omitempty"`
+	}
+	doc := struct {
+		Topology string `json:"topology"`
+		Rows     []row  `json:"rows"`
+	}{Topology: topo}
+	for _, r := range rows {
+		x := row{Algo: r.Algo, Bytes: r.Bytes}
+		if r.Err != nil {
+			x.Error = r.Err.Error()
+		} else {
+			x.Us, x.BusBW = ptr(round(r.Us, 3)), ptr(round(r.BusGBps, 3))
+		}
+		doc.Rows = append(doc.Rows, x)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func writeSweepCSV(out io.Writer, rows []scenarios.SweepRow) error {
+	w := csv.NewWriter(out)
+	if err := w.Write([]string{"algo", "bytes", "us", "busbw_gbps", "error"}); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		rec := []string{r.Algo, strconv.FormatInt(r.Bytes, 10), "", "", ""}
+		if r.Err != nil {
+			rec[4] = r.Err.Error()
+		} else {
+			rec[2], rec[3] = strconv.FormatFloat(r.Us, 'f', 3, 64), strconv.FormatFloat(r.BusGBps, 'f', 3, 64)
+		}
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+func writeSweepTable(out io.Writer, topo string, names []string, sizes []int64, rows []scenarios.SweepRow) error {
+	fmt.Fprintf(out, "Allreduce latency (µs) on %s; * marks the fastest per size\n\n", topo)
+	at := map[string]scenarios.SweepRow{}
+	for _, r := range rows {
+		at[r.Algo+"/"+strconv.FormatInt(r.Bytes, 10)] = r
+	}
+	win := scenarios.Winners(rows)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "size\t")
+	for _, n := range names {
+		fmt.Fprintf(tw, "%s\t", n)
+	}
+	fmt.Fprintln(tw, "busbw of winner\t")
+	for _, b := range sizes {
+		fmt.Fprintf(tw, "%v\t", sim.Bytes(b))
+		for _, n := range names {
+			r := at[n+"/"+strconv.FormatInt(b, 10)]
+			switch {
+			case r.Err != nil:
+				fmt.Fprint(tw, "n/a\t")
+			case win[b].Algo == n:
+				fmt.Fprintf(tw, "*%.2f\t", r.Us)
+			default:
+				fmt.Fprintf(tw, "%.2f\t", r.Us)
+			}
+		}
+		fmt.Fprintf(tw, "%.1f GB/s\t\n", win[b].BusGBps)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var errs []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.Err != nil && !seen[r.Algo] {
+			seen[r.Algo] = true
+			errs = append(errs, fmt.Sprintf("  %s: n/a because %v", r.Algo, r.Err))
+		}
+	}
+	sort.Strings(errs)
+	for _, e := range errs {
+		fmt.Fprintln(out, e)
+	}
+	return nil
+}
+
+func plotSweep(path, topo string, names []string, rows []scenarios.SweepRow) error {
+	p := plot.New()
+	p.Title.Text = "Allreduce latency on " + topo
+	p.X.Label.Text = "message size (bytes)"
+	p.Y.Label.Text = "time per allreduce (µs)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	for i, n := range names {
+		var xy plotter.XYs
+		for _, r := range rows {
+			if r.Algo == n && r.Err == nil {
+				xy = append(xy, plotter.XY{X: float64(r.Bytes), Y: r.Us})
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / 7)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(n, l)
+	}
+	p.Add(plotter.NewGrid())
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}

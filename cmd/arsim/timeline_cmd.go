@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/trace"
+)
+
+func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("timeline", "timeline [--topology T] --algo A [--bytes N] [--iters K] --out FILE.json",
+		[]string{"arsim timeline --algo one_stage --bytes 42KiB --out one_stage.json", "arsim timeline --algo nccl --bytes 43008 --iters 2 --out nccl.json   # then open ui.perfetto.dev and drop the file"}, errOut)
+	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset")
+	params := fs.String("params", "", "parameter file overriding preset values")
+	algo := fs.String("algo", "", "algorithm (arsim algos)")
+	bytesFlag := fs.String("bytes", "42KiB", "message size")
+	iters := fs.Int("iters", 1, "allreduces back to back")
+	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
+	launch := fs.String("launch", "graph", "kernel launches: graph or eager")
+	opts := fs.String("opts", "", "algorithm options key=value,…")
+	outFile := fs.String("out", "", "Perfetto / Chrome trace JSON to write")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *algo == "" || *outFile == "" {
+		return badInputf("timeline: --algo and --out are required (arsim timeline --help)")
+	}
+	if _, err := parseAlgos(*algo); err != nil {
+		return err
+	}
+	if *iters < 1 || *iters > 1000 {
+		return badInputf("timeline: --iters %d: want 1–1000", *iters)
+	}
+	t, err := loadTopology(*topo, *params)
+	if err != nil {
+		return err
+	}
+	b, err := parseSize(*bytesFlag)
+	if err != nil {
+		return err
+	}
+	mode, err := parseLaunch(*launch)
+	if err != nil {
+		return err
+	}
+	o, err := parseOpts(*opts)
+	if err != nil {
+		return err
+	}
+	if err := checkWritable(*outFile, ".json"); err != nil {
+		return err
+	}
+	slices, res, err := scenarios.Timeline(t, *ranks, *algo, b, mode, o, *iters)
+	if err != nil {
+		return badInput(err)
+	}
+	f, err := os.Create(*outFile)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := trace.WritePerfetto(w, slices); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %d allreduce(s) of %d B with %s on %s: %.2f µs each; %d slices written to %s\nOpen https://ui.perfetto.dev and drag the file onto the page (or chrome://tracing).\n",
+		*algo, *iters, b, *algo, t.Name, res.MeanUs(), len(slices), *outFile)
+	return nil
+}

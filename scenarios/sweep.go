@@ -1,0 +1,146 @@
+package scenarios
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+)
+
+// SweepConfig describes a sweep of algorithms over message sizes.
+type SweepConfig struct {
+	Top    *topology.Topology
+	Ranks  int // default all GPUs
+	Algos  []string
+	Sizes  []int64
+	DType  algos.DType // default bf16
+	Launch hw.LaunchMode
+	Opts   map[string]string
+	// Iterations back to back per point; the mean is reported (default 3,
+	// like nccl-tests averaging over back-to-back operations).
+	Iterations int
+	// Parallel points at once (default GOMAXPROCS). Results are identical
+	// for any value: each point runs on its own machine and engine.
+	Parallel int
+	// Progress, if set, is called after each point with (done, total).
+	Progress func(done, total int)
+}
+
+// SweepRow is one point.
+type SweepRow struct {
+	Algo  string
+	Bytes int64
+	Us    float64 // mean time per allreduce
+	// BusGBps is nccl-tests' bus bandwidth: bytes/time × 2(n−1)/n.
+	BusGBps float64
+	Err     error // the algorithm cannot run this point (and why)
+}
+
+// Point simulates one allreduce size with one algorithm.
+func Point(top *topology.Topology, ranks int, algo string, bytes int64, dt algos.DType, launch hw.LaunchMode, opts map[string]string, iters int) (float64, error) {
+	s, err := algos.Plan(algo, algos.Request{Top: top, Ranks: ranks, Bytes: bytes, DType: dt, Launch: launch, Opts: optsFor(algo, opts)})
+	if err != nil {
+		return 0, err
+	}
+	m, err := hw.New(top)
+	if err != nil {
+		return 0, err
+	}
+	res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: launch})
+	if err != nil {
+		return 0, err
+	}
+	return res.MeanUs(), nil
+}
+
+// Sweep runs every algorithm at every size, in parallel, and returns rows
+// ordered by algorithm (as given) then size (as given).
+func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
+	if c.Ranks == 0 {
+		c.Ranks = c.Top.NumGPUs()
+	}
+	if c.DType == "" {
+		c.DType = algos.BF16
+	}
+	if c.Iterations <= 0 {
+		c.Iterations = 3
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = runtime.GOMAXPROCS(0)
+	}
+	rows := make([]SweepRow, 0, len(c.Algos)*len(c.Sizes))
+	for _, a := range c.Algos {
+		for _, b := range c.Sizes {
+			rows = append(rows, SweepRow{Algo: a, Bytes: b})
+		}
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.Parallel)
+	var mu sync.Mutex
+	done := 0
+	n := float64(c.Ranks)
+	for i := range rows {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r := &rows[i]
+			us, err := Point(c.Top, c.Ranks, r.Algo, r.Bytes, c.DType, c.Launch, c.Opts, c.Iterations)
+			if err != nil {
+				r.Err = err
+			} else {
+				r.Us = us
+				r.BusGBps = float64(r.Bytes) / (us * 1e-6) / 1e9 * 2 * (n - 1) / n
+			}
+			if c.Progress != nil {
+				mu.Lock()
+				done++
+				c.Progress(done, len(rows))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Winners returns, per size, the fastest algorithm (ties: first in Algos).
+func Winners(rows []SweepRow) map[int64]SweepRow {
+	best := map[int64]SweepRow{}
+	for _, r := range rows {
+		if r.Err != nil {
+			continue
+		}
+		if b, ok := best[r.Bytes]; !ok || r.Us < b.Us {
+			best[r.Bytes] = r
+		}
+	}
+	return best
+}
+
+// Crossover returns the first size at which algorithm b becomes faster than
+// a (given rows sorted by size), or 0 if it never does.
+func Crossover(rows []SweepRow, a, b string) int64 {
+	ta := map[int64]float64{}
+	for _, r := range rows {
+		if r.Algo == a && r.Err == nil {
+			ta[r.Bytes] = r.Us
+		}
+	}
+	for _, r := range rows {
+		if r.Algo == b && r.Err == nil {
+			if x, ok := ta[r.Bytes]; ok && r.Us < x {
+				return r.Bytes
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,63 @@
+package scenarios
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// linkLog collects each resource's busy intervals.
+type linkLog struct{ slices []trace.Slice }
+
+func (l *linkLog) FlowStarted(sim.Time, *sim.Flow)     {}
+func (l *linkLog) FlowRateChanged(sim.Time, *sim.Flow) {}
+func (l *linkLog) FlowFinished(sim.Time, *sim.Flow)    {}
+func (l *linkLog) ResourceBusy(r *sim.Resource, from, to sim.Time, load sim.Rate) {
+	dur := to.Sub(from)
+	l.slices = append(l.slices, trace.Slice{
+		Group: "links", Track: r.Name, Name: fmt.Sprintf("%.1f GB/s", load.GB()),
+		Start: sim.Duration(from).Micros(), Dur: dur.Micros(),
+		Args: map[string]any{"wire_bytes": int64(float64(load) * dur.Seconds()), "gbps": load.GB(), "utilisation": float64(load) / float64(r.Capacity)},
+	})
+}
+
+// Timeline runs iters allreduces of bytes with algo and returns the
+// timeline: one track per rank (its operations) and one per link direction
+// (busy intervals with bytes and GB/s), plus the result.
+func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) ([]trace.Slice, *algos.Result, error) {
+	if ranks == 0 {
+		ranks = top.NumGPUs()
+	}
+	s, err := algos.Plan(algo, algos.Request{Top: top, Ranks: ranks, Bytes: bytes, DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := hw.New(top)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := &linkLog{}
+	m.Net.SetObserver(log)
+	res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: launch})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []trace.Slice
+	for _, sp := range res.Spans {
+		op := s.Programs[sp.Rank][sp.Op]
+		name := op.Kind.String()
+		if op.Label != "" {
+			name += ": " + op.Label
+		}
+		out = append(out, trace.Slice{
+			Group: fmt.Sprintf("rank %d", sp.Rank), Track: "ops", Name: name,
+			Start: sim.Duration(sp.Start).Micros(), Dur: sp.End.Sub(sp.Start).Micros(),
+			Args: map[string]any{"op": sp.Op, "allreduce": sp.Iter + 1, "detail": op.String()},
+		})
+	}
+	return append(out, log.slices...), res, nil
+}

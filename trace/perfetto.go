@@ -1,0 +1,99 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Slice is one interval on a timeline track, for WritePerfetto.
+type Slice struct {
+	Group string // a process in the viewer: "rank 0", "links"
+	Track string // a thread inside it: "ops", "gpu0→hb0"
+	Name  string
+	Start float64 // µs
+	Dur   float64 // µs, ≥ 0
+	Args  map[string]any
+}
+
+type chromeEvent struct {
+	Name string         `json:"name"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"`
+	Dur  *float64       `json:"dur,omitempty"`
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// WritePerfetto writes slices as a Chrome / Perfetto trace (JSON object
+// with "traceEvents"), which ui.perfetto.dev and chrome://tracing open.
+// Groups become processes and tracks threads, numbered in order of first
+// appearance. Slices that overlap on one track are spread over extra lanes
+// ("ops #2", …) so that no two slices on one thread overlap.
+func WritePerfetto(w io.Writer, slices []Slice) error {
+	type key struct{ g, t string }
+	order := make([]int, len(slices))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return slices[order[a]].Start < slices[order[b]].Start })
+	pids := map[string]int{}
+	tids := map[key]int{}
+	lanes := map[key][]float64{} // end time per lane
+	var meta, events []chromeEvent
+	pidOf := func(g string) int {
+		if p, ok := pids[g]; ok {
+			return p
+		}
+		p := len(pids) + 1
+		pids[g] = p
+		meta = append(meta, chromeEvent{Name: "process_name", Ph: "M", Pid: p, Args: map[string]any{"name": g}},
+			chromeEvent{Name: "process_sort_index", Ph: "M", Pid: p, Args: map[string]any{"sort_index": p}})
+		return p
+	}
+	tidOf := func(g, t string, pid int) int {
+		k := key{g, t}
+		if id, ok := tids[k]; ok {
+			return id
+		}
+		id := len(tids) + 1
+		tids[k] = id
+		meta = append(meta, chromeEvent{Name: "thread_name", Ph: "M", Pid: pid, Tid: id, Args: map[string]any{"name": t}},
+			chromeEvent{Name: "thread_sort_index", Ph: "M", Pid: pid, Tid: id, Args: map[string]any{"sort_index": id}})
+		return id
+	}
+	for _, i := range order {
+		s := slices[i]
+		if s.Dur < 0 || s.Start < 0 {
+			return fmt.Errorf("trace: timeline slice %q on %s/%s: negative time (start %v, dur %v)", s.Name, s.Group, s.Track, s.Start, s.Dur)
+		}
+		pid := pidOf(s.Group)
+		k := key{s.Group, s.Track}
+		lane := -1
+		for l, end := range lanes[k] {
+			if end <= s.Start {
+				lane = l
+				break
+			}
+		}
+		if lane < 0 {
+			lanes[k] = append(lanes[k], 0)
+			lane = len(lanes[k]) - 1
+		}
+		lanes[k][lane] = s.Start + s.Dur
+		track := s.Track
+		if lane > 0 {
+			track = fmt.Sprintf("%s #%d", s.Track, lane+1)
+		}
+		d := s.Dur
+		events = append(events, chromeEvent{Name: s.Name, Ph: "X", Ts: s.Start, Dur: &d, Pid: pid, Tid: tidOf(s.Group, track, pid), Args: s.Args})
+	}
+	doc := struct {
+		TraceEvents     []chromeEvent `json:"traceEvents"`
+		DisplayTimeUnit string        `json:"displayTimeUnit"`
+	}{append(meta, events...), "ns"}
+	enc := json.NewEncoder(w)
+	return enc.Encode(doc)
+}
