@@ -233,7 +233,8 @@ func plotSweep(path, topo string, names []string, rows []scenarios.SweepRow) err
 	p.Y.Label.Text = "time per allreduce (µs)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), vg.Points(10)
 	for i, n := range names {
 		var xy plotter.XYs
 		for _, r := range rows {
