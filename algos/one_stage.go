@@ -1,10 +1,6 @@
 package algos
 
-import (
-	"fmt"
-
-	"github.com/arsim/arsim/hw"
-)
+import "fmt"
 
 // oneStage is vLLM / SGLang "1-stage" (cross_device_reduce_1stage): a
 // start barrier, every rank pulls every peer's whole buffer with 16-byte
@@ -34,7 +30,9 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 	n := req.Ranks
 	b := NewBuilder("one_stage", n, req.Bytes, req.DType.Size())
 	k := pullKernel(req.Bytes, req)
-	k.Share = 1 / float64(n-1)
+	// Each thread loads its pack from every rank in one loop body: the
+	// loads are independent, so one is in flight per peer at once.
+	k.LoadsInFlight = 1
 	b.Note("%d blocks × %d threads per GPU; each rank pulls %d × %d B", k.Blocks, k.Threads, n-1, req.Bytes)
 	launch := make([][]int, n)
 	for r := 0; r < n; r++ {
@@ -54,5 +52,3 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 	b.Barrier("end", 1, k, "end barrier", ends)
 	return b.Schedule(), nil
 }
-
-var _ = hw.GPUMem

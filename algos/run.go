@@ -197,7 +197,7 @@ func (x *executor) start(r, i int) {
 	m := x.m
 	fin := func() { x.done(r, i) }
 	local := func(b Range) bool { return !b.Buf.At.Host && b.Buf.At.Rank == r }
-	label := fmt.Sprintf("r%d.%d %s", r, i, op.Label)
+	label := op.Label
 	var err error
 	switch op.Kind {
 	case Launch:

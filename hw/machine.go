@@ -77,6 +77,7 @@ type Machine struct {
 
 	linkRes [][2]sim.ResourceID // by link ID: A→B, B→A (equal for memory links)
 	routes  map[[2]topology.NodeID]*path
+	p2p     map[[2]int]error // p2pCheck results by (rank, peer)
 }
 
 // path is a route prepared for flows: resources in both directions.
@@ -313,6 +314,11 @@ type Kernel struct {
 	// several places at once (1/(n−1) for a pull from n−1 peers); 0 or 1:
 	// all of it.
 	Share float64
+	// LoadsInFlight is the 16-byte loads each thread keeps in flight for
+	// this transfer; 0 means the GPU's default (gpu.loads_in_flight,
+	// measured for a streaming copy loop). A kernel whose loop loads from
+	// n−1 peers independently keeps about one load in flight per peer.
+	LoadsInFlight float64
 }
 
 func (k Kernel) share() float64 {
@@ -390,7 +396,11 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		return err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
-	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * m.Phys.LoadsInFlight * k.share()
+	loads := m.Phys.LoadsInFlight
+	if k.LoadsInFlight > 0 {
+		loads = k.LoadsInFlight
+	}
+	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
 	capr := sim.Rate(inflight / rtt.Seconds())
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
@@ -409,6 +419,19 @@ func (m *Machine) p2pCheck(r int, x Mem, op string) error {
 	if x.Host || x.Rank == r {
 		return nil
 	}
+	key := [2]int{r, x.Rank}
+	if err, ok := m.p2p[key]; ok && (err == nil) {
+		return nil
+	}
+	err := m.p2pAllowed(r, x, op)
+	if m.p2p == nil {
+		m.p2p = map[[2]int]error{}
+	}
+	m.p2p[key] = err
+	return err
+}
+
+func (m *Machine) p2pAllowed(r int, x Mem, op string) error {
 	a, err := m.node(GPUMem(r))
 	if err != nil {
 		return err

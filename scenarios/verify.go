@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
@@ -43,13 +42,23 @@ type VerifyConfig struct {
 	Opts map[string]string
 }
 
-// DefaultCompute is the layer compute per pass: 5 ms at 3.5 tokens on
-// rtxpro6000x8-2numa (seed: "~30 ms of which ~25 ms all-reduce and ~5 ms
-// compute" for 3–4 tokens), scaled linearly by tokens. An estimate: decode
-// is memory-bound, so real compute grows slower than linearly; pass
-// --compute to use a measured figure.
+// Compute model of the verify pass, per pass (all 61 layers).
+const (
+	// ComputeFixed is the part that does not grow with tokens: streaming
+	// the weights once per pass (decode is memory-bound). Estimate.
+	ComputeFixed = 4475 * sim.Microsecond
+	// ComputePerToken is the part that grows with each token verified
+	// (activations, attention, MoE experts touched). Estimate.
+	ComputePerToken = 150 * sim.Microsecond
+)
+
+// DefaultCompute is the layer compute of one pass of tokens on
+// rtxpro6000x8-2numa: ComputeFixed + tokens × ComputePerToken, which is
+// 5 ms at 3.5 tokens (seed: "~30 ms of which ~25 ms all-reduce and ~5 ms
+// compute" for 3–4 tokens). The split into a fixed and a per-token part is
+// an estimate; pass --compute to use a measured figure.
 func DefaultCompute(tokens int) sim.Duration {
-	return sim.Duration(math.Round(float64(5*sim.Millisecond) * float64(tokens) / 3.5))
+	return ComputeFixed + sim.Duration(tokens)*ComputePerToken
 }
 
 func (c *VerifyConfig) defaults() error {
@@ -159,7 +168,7 @@ func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 			out = append(out, r)
 			continue
 		}
-		plainMs, _, _, err := Pass(c.Top, c.Ranks, name, 1, DefaultComputeFor(c, 1), c.Launch, c.Opts)
+		plainMs, _, _, err := Pass(c.Top, c.Ranks, name, 1, c.computeFor(1), c.Launch, c.Opts)
 		if err != nil {
 			r.Err = err
 			out = append(out, r)
@@ -174,8 +183,9 @@ func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 	return out, nil
 }
 
-// DefaultComputeFor scales the configured compute to another token count
-// the way DefaultCompute scales (linearly in tokens).
-func DefaultComputeFor(c VerifyConfig, tokens int) sim.Duration {
-	return sim.Duration(math.Round(float64(c.Compute) * float64(tokens) / float64(c.Tokens)))
+// computeFor scales the configured compute to another token count the way
+// DefaultCompute scales: the fixed part stays, the per-token part follows.
+func (c VerifyConfig) computeFor(tokens int) sim.Duration {
+	d := c.Compute + sim.Duration(tokens-c.Tokens)*ComputePerToken
+	return max(d, 0)
 }

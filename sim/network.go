@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ResourceID names a resource of a Network: its index in creation order.
@@ -62,6 +63,7 @@ type Resource struct {
 	bytes float64 // wire bytes carried so far
 	rem   float64 // scratch for the fair-share solver
 	wsum  float64 // scratch
+	mark  uint64  // scratch
 }
 
 // Load returns the wire bytes per second the resource carries now.
@@ -135,6 +137,12 @@ type Network struct {
 	version  uint64
 	started  uint64
 	finished uint64
+	scratch  []float64
+	// Solver bookkeeping: resources crossed by active flows, resources
+	// carrying load, and a stamp to visit each once per pass.
+	active, loaded, prevLoaded []*Resource
+	epoch                      uint64
+	pending                    bool // a reshare is queued for this instant
 }
 
 // NewNetwork returns an empty network driven by e.
@@ -236,8 +244,22 @@ func (n *Network) Start(spec FlowSpec) (*Flow, error) {
 	}
 	f.index = len(n.flows)
 	n.flows = append(n.flows, f)
-	n.reshare()
+	n.dirty()
 	return f, nil
+}
+
+// dirty asks for one reshare at the current instant, after every other
+// event already queued for it: flows that start or end at the same
+// picosecond share one solve. Rates read before it runs are stale.
+func (n *Network) dirty() {
+	if n.pending {
+		return
+	}
+	n.pending = true
+	n.eng.At(n.eng.Now(), func() {
+		n.pending = false
+		n.reshare()
+	})
 }
 
 // finish ends a flow whose last byte leaves now.
@@ -281,6 +303,7 @@ func (n *Network) onTick(version uint64) {
 	for _, f := range done {
 		n.finish(f, now)
 	}
+	n.pending = false
 }
 
 // reshare recomputes every active flow's rate by weighted max-min fairness
@@ -289,22 +312,35 @@ func (n *Network) onTick(version uint64) {
 func (n *Network) reshare() {
 	now := n.eng.Now()
 	const eps = 1e-9
-	for _, r := range n.res {
-		r.rem = float64(n.capacity(r))
-		r.wsum = 0
-	}
+	// The resources some active flow crosses, each once.
+	n.epoch++
+	act := n.active[:0]
 	for _, f := range n.flows {
 		f.frozen = false
 		for _, h := range f.Spec.Route {
-			n.res[h.Res].wsum += h.Weight
+			r := n.res[h.Res]
+			if r.mark != n.epoch {
+				r.mark = n.epoch
+				r.wsum = 0
+				act = append(act, r)
+			}
+			r.wsum += h.Weight
 		}
 	}
-	newRate := make([]float64, len(n.flows))
+	n.active = act
+	for _, r := range act {
+		r.rem = float64(n.capacity(r))
+	}
+	if cap(n.scratch) < len(n.flows) {
+		n.scratch = make([]float64, len(n.flows), 2*len(n.flows))
+	}
+	newRate := n.scratch[:len(n.flows)]
+	clear(newRate)
 	level := 0.0
 	left := len(n.flows)
 	for left > 0 {
 		delta := math.Inf(1)
-		for _, r := range n.res {
+		for _, r := range act {
 			if r.wsum > 0 {
 				if d := r.rem / r.wsum; d < delta {
 					delta = d
@@ -322,7 +358,7 @@ func (n *Network) reshare() {
 			delta = 0
 		}
 		level += delta
-		for _, r := range n.res {
+		for _, r := range act {
 			if r.wsum > 0 {
 				r.rem -= delta * r.wsum
 			}
@@ -342,18 +378,20 @@ func (n *Network) reshare() {
 			if !hit {
 				continue
 			}
+			// Frozen flows leave the weight sums.
 			f.frozen = true
 			newRate[i] = level
 			left--
+			for _, h := range f.Spec.Route {
+				n.res[h.Res].wsum -= h.Weight
+			}
 		}
-		// Unfreeze bookkeeping: frozen flows leave the weight sums.
-		for _, r := range n.res {
-			r.wsum = 0
-		}
-		for _, f := range n.flows {
-			if !f.frozen {
-				for _, h := range f.Spec.Route {
-					n.res[h.Res].wsum += h.Weight
+		// Guard the sums against rounding: a resource no unfrozen flow
+		// crosses has weight exactly zero.
+		if left > 0 {
+			for _, r := range act {
+				if r.wsum < 1e-12 {
+					r.wsum = 0
 				}
 			}
 		}
@@ -422,27 +460,48 @@ func (n *Network) capacity(r *Resource) Rate {
 	return r.Capacity
 }
 
-// updateLoads closes each resource's busy interval whose load changed.
+// updateLoads closes each resource's busy interval whose load changed. Only
+// resources that carried load or carry it now are visited.
 func (n *Network) updateLoads(now Time) {
-	for _, r := range n.res {
-		r.wsum = 0 // reuse as the new load
+	n.epoch++
+	touched := n.loaded[:0]
+	for _, r := range n.active {
+		if r.mark != n.epoch {
+			r.mark = n.epoch
+			r.wsum = 0 // reused as the new load
+			touched = append(touched, r)
+		}
+	}
+	for _, r := range n.prevLoaded {
+		if r.mark != n.epoch {
+			r.mark = n.epoch
+			r.wsum = 0
+			touched = append(touched, r)
+		}
 	}
 	for _, f := range n.flows {
 		for _, h := range f.Spec.Route {
 			n.res[h.Res].wsum += f.rate * h.Weight
 		}
 	}
-	for _, r := range n.res {
-		if r.wsum == r.load {
-			continue
-		}
-		if r.load > 0 && now > r.since {
-			r.bytes += r.load * now.Sub(r.since).Seconds()
-			if n.obs != nil {
-				n.obs.ResourceBusy(r, r.since, now, Rate(r.load))
+	// Deterministic order: by resource ID.
+	slices.SortFunc(touched, func(a, b *Resource) int { return int(a.ID - b.ID) })
+	kept := n.prevLoaded[:0:0]
+	for _, r := range touched {
+		if r.wsum != r.load {
+			if r.load > 0 && now > r.since {
+				r.bytes += r.load * now.Sub(r.since).Seconds()
+				if n.obs != nil {
+					n.obs.ResourceBusy(r, r.since, now, Rate(r.load))
+				}
 			}
+			r.load = r.wsum
+			r.since = now
 		}
-		r.load = r.wsum
-		r.since = now
+		if r.load > 0 {
+			kept = append(kept, r)
+		}
 	}
+	n.loaded = touched
+	n.prevLoaded = kept
 }

@@ -24,6 +24,12 @@ func newNet(t *testing.T, caps ...Rate) (*Engine, *Network, []ResourceID, *Recor
 	return e, n, ids, rec
 }
 
+// settle runs the events queued for the current instant (the reshare).
+func settle(t *testing.T, e *Engine) {
+	t.Helper()
+	require.NoError(t, e.RunUntil(e.Now()))
+}
+
 func route(ids ...ResourceID) []Hop {
 	h := make([]Hop, len(ids))
 	for i, id := range ids {
@@ -67,6 +73,7 @@ func TestFlowCrossingTwoBottlenecks(t *testing.T) {
 	x, _ := n.Start(FlowSpec{Label: "x", Route: route(ids[0], ids[1]), Bytes: 1 << 30})
 	y, _ := n.Start(FlowSpec{Label: "y", Route: route(ids[0]), Bytes: 1 << 30})
 	z, _ := n.Start(FlowSpec{Label: "z", Route: route(ids[1]), Bytes: 1 << 30})
+	settle(t, e)
 	assert.InDelta(t, 2e9, float64(x.Rate()), 1)
 	assert.InDelta(t, 8e9, float64(y.Rate()), 1)
 	assert.InDelta(t, 2e9, float64(z.Rate()), 1)
@@ -77,9 +84,10 @@ func TestFlowCrossingTwoBottlenecks(t *testing.T) {
 // A flow capped below its fair share (a read limited by bytes in flight)
 // leaves the rest of the link to the others.
 func TestCapLeavesShareToOthers(t *testing.T) {
-	_, n, ids, _ := newNet(t, 10*GBps)
+	e, n, ids, _ := newNet(t, 10*GBps)
 	r, _ := n.Start(FlowSpec{Label: "read", Kind: Read, Route: route(ids[0]), Bytes: 1 << 30, Cap: 2 * GBps})
 	w, _ := n.Start(FlowSpec{Label: "write", Route: route(ids[0]), Bytes: 1 << 30})
+	settle(t, e)
 	assert.InDelta(t, 2e9, float64(r.Rate()), 1)
 	assert.InDelta(t, 8e9, float64(w.Rate()), 1)
 }
@@ -88,25 +96,30 @@ func TestCapLeavesShareToOthers(t *testing.T) {
 // gets half the payload rate of a weight-1 flow when both share it: the
 // wire is split evenly in payload terms, 10 = 2x + x.
 func TestWeightedShare(t *testing.T) {
-	_, n, ids, _ := newNet(t, 9*GBps)
+	e, n, ids, _ := newNet(t, 9*GBps)
 	ll, _ := n.Start(FlowSpec{Label: "ll", Route: []Hop{{Res: ids[0], Weight: 2}}, Bytes: 1 << 30})
 	s, _ := n.Start(FlowSpec{Label: "simple", Route: route(ids[0]), Bytes: 1 << 30})
+	settle(t, e)
 	assert.InDelta(t, 3e9, float64(ll.Rate()), 1)
 	assert.InDelta(t, 3e9, float64(s.Rate()), 1)
 	assert.InDelta(t, 9e9, float64(n.Resource(ids[0]).Load()), 1)
 }
 
 func TestCollapse(t *testing.T) {
-	_, n, ids, _ := newNet(t, 50*GBps)
+	e, n, ids, _ := newNet(t, 50*GBps)
 	require.NoError(t, n.SetCollapse(ids[0], Collapse{Kind: Write, MinClasses: 2, Capacity: 6 * GBps}))
 	a, _ := n.Start(FlowSpec{Label: "a", Class: 1, Route: route(ids[0]), Bytes: 1 << 30})
+	settle(t, e)
 	assert.InDelta(t, 50e9, float64(a.Rate()), 1)
 	b, _ := n.Start(FlowSpec{Label: "b", Class: 1, Route: route(ids[0]), Bytes: 1 << 30})
+	settle(t, e)
 	assert.InDelta(t, 25e9, float64(b.Rate()), 1, "same destination complex: no collapse")
 	c, _ := n.Start(FlowSpec{Label: "c", Class: 2, Route: route(ids[0]), Bytes: 1 << 30})
+	settle(t, e)
 	assert.InDelta(t, 2e9, float64(c.Rate()), 1, "two destination complexes: aggregate collapses to 6 GB/s")
 	_, err := n.Start(FlowSpec{Label: "r", Kind: Read, Class: 3, Route: route(ids[0]), Bytes: 1 << 30})
 	require.NoError(t, err)
+	settle(t, e)
 	assert.InDelta(t, 1.5e9, float64(a.Rate()), 1, "reads count against capacity but do not trigger the collapse")
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,7 +23,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset (arsim topology list)")
 	params := fs.String("params", "", "parameter file overriding preset values")
 	tokens := fs.Int("tokens", 3, "tokens verified per pass (draft tokens + 1)")
-	compute := fs.Duration("compute", 0, "layer compute per pass (default 5ms × tokens/3.5, an estimate)")
+	compute := fs.Duration("compute", 0, "layer compute per pass (default 4.475ms + 0.15ms × tokens: 5 ms at 3–4 tokens, an estimate)")
 	accept := fs.Float64("accept", 0, "mean accepted tokens per speculative step (default 0.8 × tokens, from published EAGLE-3 acceptance 3.2 of 4)")
 	draft := fs.Duration("draft", 1500*time.Microsecond, "drafter time per speculative step")
 	launch := fs.String("launch", "graph", "kernel launches: graph (CUDA graph replay) or eager")
@@ -120,6 +121,20 @@ func writeVerifyJSON(out io.Writer, topo string, tokens int, res []scenarios.Ver
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// rangeIn finds the first two numbers of the form "82 (000)" in a note.
+func rangeIn(note string) (lo, hi float64, ok bool) {
+	var xs []float64
+	for _, f := range strings.Fields(strings.NewReplacer(":", " ", ",", " ").Replace(note)) {
+		if v, err := strconv.ParseFloat(f, 64); err == nil && v > 1 {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) < 2 {
+		return 0, 0, false
+	}
+	return min(xs[0], xs[1]), max(xs[0], xs[1]), true
+}
 
 func round(v float64, digits int) float64 {
 	p := 1.0
@@ -239,6 +254,21 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 				continue
 			}
 			sim, what, unit = r.PassMs*1000, "verify pass with nccl", "µs"
+		case p.Kind == "throughput" && p.Algo == "baseline_decode":
+			r, ok := byAlgo["nccl"]
+			if !ok {
+				continue
+			}
+			lo, hi, ok := rangeIn(p.Note)
+			if !ok {
+				continue
+			}
+			if !header {
+				fmt.Fprintln(out, "\nPublished figures for this machine (shared/data/public_measurements.csv):")
+				header = true
+			}
+			fmt.Fprintf(out, "  %-28s published %.1f–%.1f tok/s (measured; %s), simulated with nccl %.1f tok/s\n", "plain decoding", lo, hi, p.Source, r.PlainTokS)
+			continue
 		default:
 			continue
 		}

@@ -1,0 +1,212 @@
+package scenarios
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden sweep tables in testdata/")
+
+// suiteSizes are 1 KiB … 256 MiB by powers of two.
+func suiteSizes() []int64 {
+	var s []int64
+	for b := int64(1 << 10); b <= 256<<20; b *= 2 {
+		s = append(s, b)
+	}
+	return s
+}
+
+// sweeps caches one sweep per preset for the whole test binary.
+var sweeps = map[string][]SweepRow{}
+
+func sweepOf(t *testing.T, preset string) []SweepRow {
+	t.Helper()
+	if rows, ok := sweeps[preset]; ok {
+		return rows
+	}
+	top, err := topology.Load(preset)
+	require.NoError(t, err)
+	rows, err := Sweep(context.Background(), SweepConfig{Top: top, Algos: algos.Names(), Sizes: suiteSizes()})
+	require.NoError(t, err)
+	sweeps[preset] = rows
+	return rows
+}
+
+// goldenTable renders rows with fixed precision, sorted by algorithm then
+// size, so a change in the physics shows up as a reviewable diff.
+func goldenTable(rows []SweepRow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %12s %14s %12s\n", "algo", "bytes", "us", "busbw_gbps")
+	for _, r := range rows {
+		if r.Err != nil {
+			fmt.Fprintf(&b, "%-16s %12d %14s %12s  # %s\n", r.Algo, r.Bytes, "n/a", "n/a", firstLine(r.Err.Error()))
+			continue
+		}
+		fmt.Fprintf(&b, "%-16s %12d %14.3f %12.3f\n", r.Algo, r.Bytes, r.Us, r.BusGBps)
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// TestGoldenSweeps compares every preset's sweep with its golden table.
+// Regenerate with `go test ./scenarios -run Golden -update` and review the diff.
+func TestGoldenSweeps(t *testing.T) {
+	for _, preset := range topology.Presets() {
+		t.Run(preset, func(t *testing.T) {
+			got := goldenTable(sweepOf(t, preset))
+			path := filepath.Join("testdata", "sweep_"+preset+".golden")
+			if *update {
+				require.NoError(t, os.MkdirAll("testdata", 0o755))
+				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+				return
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "missing golden file: run go test ./scenarios -run Golden -update")
+			assert.Equal(t, string(want), got, "sweep of %s changed; if intended, rerun with -update and review the diff", preset)
+		})
+	}
+}
+
+// TestComparisonTables prints, per preset, the winner at each size and the
+// crossovers — the tables a person reads with `go test ./scenarios -v`.
+func TestComparisonTables(t *testing.T) {
+	for _, preset := range topology.Presets() {
+		rows := sweepOf(t, preset)
+		win := Winners(rows)
+		var b strings.Builder
+		fmt.Fprintf(&b, "\n%s — fastest algorithm per size\n", preset)
+		prev := ""
+		for _, s := range suiteSizes() {
+			w, ok := win[s]
+			if !ok {
+				continue
+			}
+			change := ""
+			if prev != "" && w.Algo != prev {
+				change = "   ← crossover"
+			}
+			prev = w.Algo
+			fmt.Fprintf(&b, "  %10v  %-16s %10.2f µs  %6.1f GB/s busbw%s\n", sim.Bytes(s), w.Algo, w.Us, w.BusGBps, change)
+		}
+		t.Log(b.String())
+		require.NotEmpty(t, win, "%s: no algorithm ran at any size", preset)
+	}
+}
+
+func usAt(t *testing.T, preset, algo string, bytes int64, opts map[string]string) float64 {
+	t.Helper()
+	top, err := topology.Load(preset)
+	require.NoError(t, err)
+	us, err := Point(top, top.NumGPUs(), algo, bytes, algos.BF16, hw.Graph, opts, 3)
+	require.NoError(t, err, "%s on %s at %d B", algo, preset, bytes)
+	return us
+}
+
+// The crossover between one-stage and two-stage lies between 16 KiB and
+// 1 MiB on the headline machine: one-stage pulls (n−1)·S per GPU with one
+// round of barriers, two-stage pulls 2(n−1)/n·S with one more barrier, so
+// two-stage must win once (n−1)·S − 2(n−1)/n·S bytes at PCIe rates outweigh
+// one barrier (~2–3 µs across sockets): 5.25·S / ~50 GB/s ≈ 2.5 µs gives
+// S ≈ 24 KB; one-stage must still win at the smallest sizes, where the
+// extra barrier dominates.
+func TestOneStageTwoStageCrossover(t *testing.T) {
+	rows := sweepOf(t, "rtxpro6000x8-2numa")
+	x := Crossover(rows, "one_stage", "two_stage")
+	require.NotZero(t, x, "two_stage never beats one_stage")
+	assert.Greater(t, x, int64(16<<10))
+	assert.LessOrEqual(t, x, int64(1<<20))
+	t.Logf("two_stage overtakes one_stage at %v", sim.Bytes(x))
+}
+
+// Adding PCIe switches shortens one-stage at small sizes among the GPUs of
+// one socket: their traffic stays inside the switch (flags land in ~0.4 µs
+// instead of ~0.8 µs one way through the root complex) and the barriers are
+// most of a small allreduce.
+//
+// Across two sockets the model says the opposite, and the test pins it:
+// the slowest peer of an 8-GPU one-stage is across the socket link, and
+// with switches that path gains two switch hops (~1.25 µs against ~1.0 µs
+// one way) while four GPUs share one x16 uplink for their cross-socket
+// pulls. A published measurement to confirm or refute this is missing.
+func TestSwitchesShortenOneStage(t *testing.T) {
+	rp, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	sw, err := topology.Load("rtxpro6000x8-switches")
+	require.NoError(t, err)
+	for _, b := range []int64{1 << 10, 4 << 10, 16 << 10} {
+		a, err := Point(rp, 4, "one_stage", b, algos.BF16, hw.Graph, nil, 3)
+		require.NoError(t, err)
+		c, err := Point(sw, 4, "one_stage", b, algos.BF16, hw.Graph, nil, 3)
+		require.NoError(t, err)
+		assert.Less(t, c, a, "4 GPUs of one socket, %d B: switches %.2f µs, root ports %.2f µs", b, c, a)
+	}
+	a, err := Point(rp, 8, "one_stage", 1<<10, algos.BF16, hw.Graph, nil, 3)
+	require.NoError(t, err)
+	c, err := Point(sw, 8, "one_stage", 1<<10, algos.BF16, hw.Graph, nil, 3)
+	require.NoError(t, err)
+	assert.Greater(t, c, a, "8 GPUs over two sockets: the cross-socket path is longer behind switches")
+	t.Logf("one_stage 1 KiB on 8 GPUs: root ports %.2f µs, switches %.2f µs", a, c)
+}
+
+// One-stage time grows with (n−1)·S per rank at large sizes: every rank
+// pulls all peers' buffers through its one PCIe link, so 8 ranks take
+// about 7/3 of 4 ranks' time on the same kind of link.
+func TestOneStageScalesWithPeers(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	t4, err := Point(top, 4, "one_stage", 16<<20, algos.BF16, hw.Graph, nil, 1)
+	require.NoError(t, err)
+	t8, err := Point(top, 8, "one_stage", 16<<20, algos.BF16, hw.Graph, nil, 1)
+	require.NoError(t, err)
+	assert.InDelta(t, 7.0/3, t8/t4, 0.35, "t8/t4 = %.2f", t8/t4)
+}
+
+// The verify pass's per-allreduce time equals the allreduce's own time
+// plus nothing else: layer compute happens between allreduces, not inside.
+func TestVerifyPassAccounting(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	res, err := Verify(VerifyConfig{Top: top, Tokens: 3}, []string{"one_stage"})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	us := usAt(t, "rtxpro6000x8-2numa", "one_stage", 43008, nil)
+	assert.InDelta(t, us, res[0].UsPerAllreduce, us*0.05)
+	want := (float64(DefaultCompute(3))/float64(sim.Microsecond) + 122*res[0].UsPerAllreduce) / 1000
+	assert.InDelta(t, want, res[0].PassMs, want*0.01)
+	assert.Greater(t, res[0].PlainTokS, 0.0)
+	_, err = Verify(VerifyConfig{Top: top, Tokens: 3, Accept: 5}, []string{"one_stage"})
+	assert.ErrorContains(t, err, "acceptance length 5.00 must lie between 1 and the tokens per pass (3)")
+}
+
+// A sweep is identical whether its points run one at a time or in parallel.
+func TestSweepParallelEqualsSerial(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-switches")
+	require.NoError(t, err)
+	cfg := SweepConfig{Top: top, Algos: algos.Names(), Sizes: []int64{1024, 43008, 1 << 20}}
+	cfg.Parallel = 1
+	serial, err := Sweep(context.Background(), cfg)
+	require.NoError(t, err)
+	cfg.Parallel = 8
+	par, err := Sweep(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, goldenTable(serial), goldenTable(par))
+}
