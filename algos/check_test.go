@@ -98,3 +98,5 @@ func TestValidateErrors(t *testing.T) {
 	_, err := Plan("nope", r)
 	assert.ErrorContains(t, err, `unknown algorithm "nope" (valid: `)
 }
+
+func lookupPreset(name string) (*topology.Preset, error) { return topology.Lookup(name) }

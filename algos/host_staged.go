@@ -1,0 +1,149 @@
+package algos
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/hw"
+)
+
+// hostStaged is a custom allreduce whose exchange goes through pinned host
+// memory instead of GPU-to-GPU P2P: the kernels of tools/capture
+// (kernels.py one_shot_host / two_shot_host), a real PCIe-bound custom
+// allreduce that needs no P2P at all. Every byte crosses PCIe twice: posted
+// writes up to host memory, non-posted reads back down. Barrier flags live
+// in host memory too (rank t's slots on t's socket), so every poll is a
+// host read round trip.
+//
+// one shot: write my input to my host staging copy, fence, start barrier,
+// pull every peer's staging copy (16-byte volatile loads) and add, end
+// barrier.
+//
+// two shot: write the parts other ranks own to my staging copy, fence,
+// start barrier, reduce my part from all staging copies, publish it to host
+// memory, release/acquire barrier, pull the other ranks' reduced parts,
+// end barrier.
+type hostStaged struct {
+	anyRanks
+	two bool
+}
+
+func init() {
+	Register(hostStaged{})
+	Register(hostStaged{two: true})
+}
+
+func (h hostStaged) Name() string {
+	if h.two {
+		return "host_two_shot"
+	}
+	return "host_one_shot"
+}
+
+func (h hostStaged) Describe() string {
+	if h.two {
+		return "custom two-shot through pinned host memory: stage parts, barrier, reduce own part, publish, barrier, gather (no P2P needed)"
+	}
+	return "custom one-shot through pinned host memory: stage input in host RAM, flag barrier in host RAM, pull peers' copies (no P2P needed)"
+}
+
+func (hostStaged) Options() []OptionSpec { return pullOptions }
+
+// hostBarrier: every rank writes v into its slot of every peer's flag
+// array, which lives in host memory on the peer's socket, then polls its
+// own array. Returns the wait indices per rank.
+func hostBarrier(b *Builder, m func(r int) hw.Mem, name string, v int64, k hw.Kernel, label string, after [][]int) [][]int {
+	n := b.s.Ranks
+	done := make([][]int, n)
+	for r := 0; r < n; r++ {
+		for p := 0; p < n; p++ {
+			if p != r {
+				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r)}, Value: v, Kernel: k, Label: label}, after[r]...)
+			}
+		}
+		for p := 0; p < n; p++ {
+			if p != r {
+				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p)}, Value: v, Kernel: k, Label: label}, after[r]...))
+			}
+		}
+	}
+	return done
+}
+
+func (h hostStaged) Plan(req Request) (*Schedule, error) {
+	n := req.Ranks
+	b := NewBuilder(h.Name(), n, req.Bytes, req.DType.Size())
+	socket := func(r int) int { return req.Top.GPU(r).Socket }
+	home := func(r int) hw.Mem { return hw.HostMem(socket(r)) }
+	stage := func(r int, off, l int64) Range { return OnHost(socket(r), fmt.Sprintf("stage%d", r), off, l) }
+	k := pullKernel(req.Bytes, req)
+	if h.two {
+		k = pullKernel(max(req.Bytes/int64(n), 16), req)
+	}
+	k.LoadsInFlight = 1 // one load per rank in flight in each loop body
+	b.Note("%d blocks × %d threads per GPU; staging buffers and flags in host memory of each rank's socket", k.Blocks, k.Threads)
+	launch := make([][]int, n)
+	for r := 0; r < n; r++ {
+		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
+	}
+	if !h.two {
+		staged := make([][]int, n)
+		for r := 0; r < n; r++ {
+			staged[r] = []int{b.Add(r, Op{Kind: Write, Src: b.In(r, 0, req.Bytes), Dst: stage(r, 0, req.Bytes), Kernel: k, Label: "stage input in host memory"}, launch[r]...)}
+		}
+		start := hostBarrier(b, home, "start", 1, k, "start barrier (host flags)", staged)
+		ends := make([][]int, n)
+		for r := 0; r < n; r++ {
+			own := b.Add(r, Op{Kind: Read, Src: b.In(r, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: k, Label: "own input"}, start[r]...)
+			ends[r] = []int{own}
+			pk := k
+			pk.Share = 1
+			for i := 1; i < n; i++ {
+				p := (r + i) % n
+				ends[r] = append(ends[r], b.Add(r, Op{Kind: Read, Accumulate: true, Src: stage(p, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: pk,
+					Label: fmt.Sprintf("pull rank %d's host copy", p)}, own))
+			}
+		}
+		hostBarrier(b, home, "end", 1, k, "end barrier (host flags)", ends)
+		return b.Schedule(), nil
+	}
+	off, size := Split(req.Bytes, req.DType.Size(), n)
+	staged := make([][]int, n)
+	wk := k
+	wk.Share = 1 / float64(n-1)
+	for r := 0; r < n; r++ {
+		for p := 0; p < n; p++ {
+			if p != r && size[p] > 0 {
+				staged[r] = append(staged[r], b.Add(r, Op{Kind: Write, Src: b.In(r, off[p], size[p]), Dst: stage(r, off[p], size[p]), Kernel: wk,
+					Label: fmt.Sprintf("stage part %d in host memory", p)}, launch[r]...))
+			}
+		}
+		if len(staged[r]) == 0 {
+			staged[r] = launch[r]
+		}
+	}
+	start := hostBarrier(b, home, "start", 1, k, "start barrier (host flags)", staged)
+	mids := make([][]int, n)
+	for r := 0; r < n; r++ {
+		own := b.Add(r, Op{Kind: Read, Src: b.In(r, off[r], size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k, Label: "own part"}, start[r]...)
+		red := []int{own}
+		for i := 1; i < n; i++ {
+			p := (r + i) % n
+			red = append(red, b.Add(r, Op{Kind: Read, Accumulate: true, Src: stage(p, off[r], size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k,
+				Label: fmt.Sprintf("reduce part %d: pull rank %d's host copy", r, p)}, own))
+		}
+		pub := b.Add(r, Op{Kind: Write, Src: b.Out(r, off[r], size[r]), Dst: OnHost(socket(r), fmt.Sprintf("tmp%d", r), 0, size[r]), Kernel: k,
+			Label: "publish reduced part to host memory"}, red...)
+		mids[r] = []int{pub}
+	}
+	mid := hostBarrier(b, home, "mid", 1, k, "mid barrier (release/acquire, host flags)", mids)
+	ends := make([][]int, n)
+	for r := 0; r < n; r++ {
+		for i := 1; i < n; i++ {
+			p := (r + i) % n
+			ends[r] = append(ends[r], b.Add(r, Op{Kind: Read, Src: OnHost(socket(p), fmt.Sprintf("tmp%d", p), 0, size[p]), Dst: b.Out(r, off[p], size[p]), Kernel: k,
+				Label: fmt.Sprintf("gather part %d from host memory", p)}, mid[r]...))
+		}
+	}
+	hostBarrier(b, home, "end", 1, k, "end barrier (host flags)", ends)
+	return b.Schedule(), nil
+}

@@ -1,0 +1,41 @@
+package algos
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/hw"
+)
+
+func TestHostStagedCheck(t *testing.T) {
+	for _, name := range []string{"host_one_shot", "host_two_shot"} {
+		for _, n := range []int{2, 3, 5, 8} {
+			for _, b := range []int64{2, 14, 1024, 43008, 43010, 1 << 20} {
+				s := plan(t, name, req(t, "rtxpro6000x8-2numa", n, b, nil))
+				require.NoError(t, Check(s), "%s n=%d bytes=%d", name, n, b)
+			}
+		}
+	}
+}
+
+// The host-staged one-shot needs no P2P: it runs on a platform that
+// forbids GPU-to-GPU access, where one_stage cannot.
+func TestHostStagedNeedsNoP2P(t *testing.T) {
+	r := req(t, "rtxpro6000x8-2numa", 8, 43008, nil)
+	ps := r.Top.Params.Clone()
+	require.NoError(t, ps.Set("p2p.through_host_bridge", 0, "test"))
+	require.NoError(t, ps.Set("p2p.across_sockets", 0, "test"))
+	pre, err := lookupPreset("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	top, err := pre.BuildWith(ps)
+	require.NoError(t, err)
+	r.Top = top
+	us := runUs(t, "host_one_shot", r, 2)
+	assert.Greater(t, us, 0.0)
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	_, err = Run(m, plan(t, "one_stage", r), RunOptions{})
+	assert.ErrorContains(t, err, "P2P over a")
+}
