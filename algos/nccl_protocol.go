@@ -1,0 +1,325 @@
+package algos
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+)
+
+// This file holds what NCCL's ring and tree kernels share: the three
+// protocols (LL, LL128, Simple), the two transports (P2P into the peer's
+// GPU memory, SHM through host memory) and a connection: a FIFO of
+// NCCL_STEPS buffer slots with a tail counter (data posted, set by the
+// sender) and a head counter (slot consumed, set by the receiver).
+
+// ncclProto is an NCCL protocol.
+type ncclProto int
+
+const (
+	protoLL ncclProto = iota
+	protoLL128
+	protoSimple
+)
+
+var protoNames = [...]string{"ll", "ll128", "simple"}
+
+func (p ncclProto) String() string { return protoNames[p] }
+
+func parseProto(s string) (ncclProto, error) {
+	for i, n := range protoNames {
+		if n == s {
+			return ncclProto(i), nil
+		}
+	}
+	return 0, fmt.Errorf("protocol %q is not one of ll, ll128, simple", s)
+}
+
+// NCCL constants (src/include/device.h, collectives.h, init.cc; NCCL 2.30.7,
+// see /work/shared/data/facts/nccl_model.md §1.6).
+const (
+	ncclSteps            = 8       // NCCL_STEPS: slots per connection FIFO
+	llLinesPerThread     = 8       // NCCL_LL_LINES_PER_THREAD
+	llMaxNThreads        = 512     // NCCL_LL_MAX_NTHREADS
+	ll128MaxNThreads     = 640     // NCCL_LL128_MAX_NTHREADS
+	ll128ElemsPerThread  = 120     // NCCL_LL128_ELEMS_PER_THREAD (uint64 words)
+	simpleMaxNThreads    = 512     // NCCL_SIMPLE_MAX_NTHREADS
+	simpleBuffSize       = 1 << 22 // DEFAULT_BUFFSIZE
+	allreduceSliceSteps  = 2       // ALLREDUCE_SLICESTEPS = NCCL_STEPS/4
+	maxSlicesPerRingStep = 8       // arsim cap, see sliceCount
+	maxTreeSlices        = 16      // arsim cap, see sliceCount
+)
+
+// defaultThreads is NCCL's maximum block size for the protocol.
+func (p ncclProto) defaultThreads() int {
+	switch p {
+	case protoLL:
+		return llMaxNThreads
+	case protoLL128:
+		return ll128MaxNThreads
+	}
+	return simpleMaxNThreads
+}
+
+// wire is the wire bytes per payload byte: LL lines are 16 B carrying 8 B
+// of data and 8 B of flags; LL128 lines are 128 B carrying 120 B.
+func (p ncclProto) wire() float64 {
+	switch p {
+	case protoLL:
+		return 2
+	case protoLL128:
+		return 128.0 / 120.0
+	}
+	return 1
+}
+
+// inline: LL and LL128 lines carry their own flags, so the receiver sees
+// the data as soon as it has landed; Simple fences and then writes a
+// separate tail counter.
+func (p ncclProto) inline() bool { return p != protoSimple }
+
+// sliceBytes is the payload of one flag-carrying transfer, one step of the
+// connection FIFO (NCCL's buffer sizes, facts §1.6):
+//
+//	LL:     8 lines × 512 threads × 16 B per step, half of it data = 32 KiB
+//	LL128:  120 × 640 × 8 B per step, 120/128 of it data = 576,000 B
+//	Simple: 4 MiB / NCCL_STEPS × ALLREDUCE_SLICESTEPS = 1 MiB per slice
+//
+// The buffers are sized by the protocols' maximum thread counts whatever
+// the launch's block size (NCCL allocates them once per connection).
+func (p ncclProto) sliceBytes() int64 {
+	switch p {
+	case protoLL:
+		return llLinesPerThread * llMaxNThreads * 16 / 2
+	case protoLL128:
+		return ll128ElemsPerThread * ll128MaxNThreads * 8 * 120 / 128
+	}
+	return simpleBuffSize / ncclSteps * allreduceSliceSteps
+}
+
+// slots is how many slices a connection's FIFO holds at once.
+func (p ncclProto) slots() int {
+	if p == protoSimple {
+		return ncclSteps / allreduceSliceSteps
+	}
+	return ncclSteps
+}
+
+// sliceCount is how many slices a transfer of n bytes is cut into: NCCL's
+// step buffer pipelining, approximated by at most limit slices (so that a
+// 64 MiB schedule stays at about 10k ops, which the checker's O(ops²)
+// ancestor sets can afford); beyond that the slices grow past NCCL's step
+// size, which only changes the pipeline fill, not the streaming rate.
+func (p ncclProto) sliceCount(n int64, limit int) int {
+	k := (n + p.sliceBytes() - 1) / p.sliceBytes()
+	return int(max(1, min(k, int64(limit))))
+}
+
+// transport is how one connection moves data.
+type transport uint8
+
+const (
+	// p2p: the sender stores straight into the receiver's GPU buffer.
+	p2p transport = iota
+	// shm: the sender stores into a staging buffer in its socket's host
+	// memory; the receiver loads it back over PCIe.
+	shm
+)
+
+func (t transport) String() string { return [...]string{"p2p", "shm"}[t] }
+
+// ncclSpec is what the ring and tree planners need to know.
+type ncclSpec struct {
+	algo     string // schedule name
+	proto    ncclProto
+	threads  int
+	channels int
+	// transport of the connection from rank a to rank b.
+	transport func(a, b int) transport
+	// chain: the tree is NCCL's single-node chain instead of the double
+	// binary tree (tree only).
+	chain bool
+}
+
+// commonSpec reads the options ring and tree share.
+func commonSpec(req Request, algo string) (ncclSpec, error) {
+	p, err := parseProto(req.Opt("proto", "simple"))
+	if err != nil {
+		return ncclSpec{}, fmt.Errorf("algos: %s: %w", algo, err)
+	}
+	t := p2p
+	if req.Opt("transport", "p2p") == "shm" {
+		t = shm
+	}
+	return ncclSpec{
+		algo: algo, proto: p,
+		threads:   req.IntOpt("threads", p.defaultThreads()),
+		channels:  req.IntOpt("channels", 2),
+		transport: func(int, int) transport { return t },
+	}, nil
+}
+
+var ncclCommonOptions = []OptionSpec{
+	{Name: "proto", Values: []string{"ll", "ll128", "simple"}, Default: "simple", Doc: "NCCL protocol: LL (8-B data + 8-B flag lines), LL128 (120 of 128 B), Simple (bulk + fence + flag)"},
+	{Name: "transport", Values: []string{"p2p", "shm"}, Default: "p2p", Doc: "p2p: write into the peer's GPU buffer; shm: stage through the sender's host memory (NCCL_P2P_DISABLE)"},
+	{Name: "channels", Default: "2", Doc: "channels (CTAs), each over its share of the data"},
+	{Name: "threads", Doc: "threads per channel (default NCCL's max for the protocol: LL 512, LL128 640, Simple 512)"},
+}
+
+// checkP2P refuses a P2P connection the platform does not allow.
+func checkP2P(req Request, spec ncclSpec, a, b int) error {
+	if spec.transport(a, b) != p2p {
+		return nil
+	}
+	ok, c, err := req.Top.P2PAllowed(req.Top.GPUs()[a], req.Top.GPUs()[b])
+	if err != nil {
+		return fmt.Errorf("algos: %s: %w", spec.algo, err)
+	}
+	if !ok {
+		return fmt.Errorf("algos: %s: GPU%d→GPU%d crosses a %s path, where %s does not allow P2P; use transport=shm", spec.algo, a, b, c, req.Top.Name)
+	}
+	return nil
+}
+
+// conn is one directed connection of one channel, with NCCL's FIFO of
+// slots. Steps are numbered from 1 per allreduce; the tail flag holds the
+// last step posted, the head flag the last step consumed.
+type conn struct {
+	id       string
+	from, to int
+	tr       transport
+	buf      hw.Mem // where the FIFO lives
+	tail     Flag
+	head     Flag
+	slots    int
+	slotLen  int64
+	sent     int
+	recvd    int
+	released int
+	lastHead int // op index (on to) of the last head signal, −1 none
+}
+
+// ncclPlanner builds NCCL-style programs.
+type ncclPlanner struct {
+	b      *Builder
+	req    Request
+	spec   ncclSpec
+	launch []int
+	kern   hw.Kernel
+}
+
+func newNCCLPlanner(req Request, spec ncclSpec) *ncclPlanner {
+	b := NewBuilder(spec.algo, req.Ranks, req.Bytes, req.DType.Size())
+	pl := &ncclPlanner{b: b, req: req, spec: spec, launch: make([]int, req.Ranks),
+		kern: hw.Kernel{Blocks: 1, Threads: spec.threads, Wire: spec.proto.wire()}}
+	for r := 0; r < req.Ranks; r++ {
+		pl.launch[r] = b.Add(r, Op{Kind: Launch, Label: "launch"})
+	}
+	return pl
+}
+
+// newConn makes the connection from → to of a channel; slotLen is the
+// largest slice it will carry.
+func (pl *ncclPlanner) newConn(name string, from, to int, slotLen int64) *conn {
+	id := fmt.Sprintf("%s.%d>%d", name, from, to)
+	c := &conn{id: id, from: from, to: to, tr: pl.spec.transport(from, to), slots: pl.spec.proto.slots(), slotLen: slotLen, lastHead: -1}
+	if c.tr == p2p {
+		// The FIFO and its tail in the receiver's memory; the head in the
+		// sender's, written by the receiver.
+		c.buf = hw.GPUMem(to)
+		c.tail = Flag{At: c.buf, Name: id + ".tail"}
+		c.head = Flag{At: hw.GPUMem(from), Name: id + ".head"}
+	} else {
+		// SHM: FIFO, tail and head in the sender's host memory.
+		c.buf = hw.HostMem(pl.req.Top.GPU(from).Socket)
+		c.tail = Flag{At: c.buf, Name: id + ".tail"}
+		c.head = Flag{At: c.buf, Name: id + ".head"}
+	}
+	return c
+}
+
+func (c *conn) slot(k int, n int64) Range {
+	return Range{Buf: Buf{At: c.buf, Name: c.id}, Off: int64((k-1)%c.slots) * c.slotLen, Len: n}
+}
+
+// send posts src (on the sender's GPU) as the connection's next step,
+// after deps; it waits for the slot to be free first (head ≥ step −
+// slots). It returns the index of the write.
+func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, deps ...int) int {
+	c.sent++
+	k := c.sent
+	r := c.from
+	after := append([]int{pl.launch[r]}, deps...)
+	if k > c.slots {
+		after = append(after, pl.b.Add(r, Op{Kind: Wait, Flag: c.head, Value: int64(k - c.slots), Label: label + " credit"}, pl.launch[r]))
+	}
+	kern := pl.kern
+	kern.Share = share
+	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label}, after...)
+	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label + " tail"}, w)
+	return w
+}
+
+// recv waits for the connection's next step of n bytes and returns where
+// the data can be used locally and the op after which it can: the FIFO
+// slot itself for P2P, or, for SHM, a local copy loaded from host memory.
+func (pl *ncclPlanner) recv(c *conn, n int64, label string) (Range, int) {
+	c.recvd++
+	k := c.recvd
+	r := c.to
+	w := pl.b.Add(r, Op{Kind: Wait, Flag: c.tail, Value: int64(k), Kernel: pl.kern, Label: label + " wait"}, pl.launch[r])
+	slot := c.slot(k, n)
+	if c.tr == p2p {
+		return slot, w
+	}
+	tmp := On(r, c.id+".tmp", slot.Off, n)
+	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: pl.kern, Label: label + " load"}, w)
+	return tmp, rd
+}
+
+// release tells the sender that the oldest received step's slot is free,
+// once the ops in after (every use of the data) are done. Head signals of
+// a connection are chained so that head ≥ v means every step up to v is
+// consumed.
+func (pl *ncclPlanner) release(c *conn, label string, after ...int) {
+	c.released++
+	deps := append([]int(nil), after...)
+	if c.lastHead >= 0 {
+		deps = append(deps, c.lastHead)
+	}
+	c.lastHead = pl.b.Add(c.to, Op{Kind: Signal, Flag: c.head, Value: int64(c.released), Kernel: pl.kern, Label: label + " head"}, deps...)
+}
+
+// finish makes the sender wait until the receiver has consumed every step.
+// NCCL does this credit check at the start of the next kernel (its step
+// counters run on across kernels); here flags count per allreduce, so the
+// check closes this allreduce instead, costing about one flag latency.
+func (pl *ncclPlanner) finish(c *conn) {
+	if c.sent == 0 {
+		return
+	}
+	pl.b.Add(c.from, Op{Kind: Wait, Flag: c.head, Value: int64(c.sent), Label: c.id + " drain"}, pl.launch[c.from])
+}
+
+// local is a copy or reduction inside one GPU.
+func (pl *ncclPlanner) local(r int, kind OpKind, dst, src Range, label string, deps ...int) int {
+	return pl.b.Add(r, Op{Kind: kind, Src: src, Dst: dst, Kernel: pl.kern, Label: label}, deps...)
+}
+
+// ncclLevel maps a path class to NCCL's path type number (graph.h):
+// NVL 1, PIX 4, PXB 5, PHB 8 (NODE is PHB in NCCL), SYS 9.
+func ncclLevel(c topology.PathClass) int {
+	switch c.Kind {
+	case topology.PathNV:
+		return 1
+	case topology.PathPIX:
+		return 4
+	case topology.PathPXB:
+		return 5
+	case topology.PathPHB, topology.PathNODE:
+		return 8
+	}
+	return 9
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,189 @@
+package algos
+
+import "fmt"
+
+// ring is NCCL's ring allreduce: on every channel, a reduce-scatter of
+// n−1 steps then an all-gather of n−1 steps around the ring r → r+1, each
+// step cut into slices that stream through the connection's FIFO.
+type ring struct{ anyRanks }
+
+func init() { Register(ring{}) }
+
+func (ring) Name() string { return "ring" }
+
+func (ring) Describe() string {
+	return "NCCL ring: reduce-scatter + all-gather, 2(n−1) pipelined steps per channel, LL/LL128/Simple over P2P or SHM"
+}
+
+func (ring) Options() []OptionSpec { return ncclCommonOptions }
+
+func (ring) Plan(req Request) (*Schedule, error) {
+	spec, err := commonSpec(req, "ring")
+	if err != nil {
+		return nil, err
+	}
+	return planRing(req, spec)
+}
+
+// planRing builds the ring. Per channel the data share is cut into n
+// chunks; at step s rank r sends chunk (r−s) mod n and receives chunk
+// (r−s−1) mod n from r−1, which it
+//
+//	s < n−2:        adds its own input to and sends on (recvReduceSend)
+//	s = n−2:        adds its own input to, stores in its output, sends on
+//	                (recvReduceCopySend: the chunk is complete)
+//	n−1 ≤ s < 2n−3: stores in its output and forwards (recvCopySend)
+//	s = 2n−3:       stores in its output (recv)
+func planRing(req Request, spec ncclSpec) (*Schedule, error) {
+	n := req.Ranks
+	for r := 0; r < n; r++ {
+		if err := checkP2P(req, spec, r, (r+1)%n); err != nil {
+			return nil, err
+		}
+	}
+	pl := newNCCLPlanner(req, spec)
+	b := pl.b
+	elem := req.DType.Size()
+	chOff, chLen := Split(req.Bytes, elem, spec.channels)
+	used := 0
+	loopsMax, kMax := 0, 0
+	for ch := 0; ch < spec.channels; ch++ {
+		if chLen[ch] == 0 {
+			continue
+		}
+		used++
+		L, K := ringLoops(spec.proto, chLen[ch], n)
+		loopsMax, kMax = max(loopsMax, L), max(kMax, K)
+		lOff, lLen := Split(chLen[ch], elem, L)
+		// sOff[l][x][j], sLen[l][x][j]: slice j of chunk x of loop l,
+		// offsets in the buffer.
+		sOff := make([][][]int64, L)
+		sLen := make([][][]int64, L)
+		slotLen := int64(0)
+		for l := 0; l < L; l++ {
+			cOff, cLen := Split(lLen[l], elem, n)
+			sOff[l], sLen[l] = make([][]int64, n), make([][]int64, n)
+			for x := 0; x < n; x++ {
+				o, ln := Split(cLen[x], elem, K)
+				for j := range o {
+					o[j] += chOff[ch] + lOff[l] + cOff[x]
+					slotLen = max(slotLen, ln[j])
+				}
+				sOff[l][x], sLen[l][x] = o, ln
+			}
+		}
+		conns := make([]*conn, n) // conns[r]: r → r+1
+		for r := 0; r < n; r++ {
+			conns[r] = pl.newConn(fmt.Sprintf("ring.ch%d", ch), r, (r+1)%n, slotLen)
+		}
+		for l := 0; l < L; l++ {
+			pl.ringLoop(conns, ch, l, K, sOff[l], sLen[l])
+		}
+		for _, c := range conns {
+			pl.finish(c)
+		}
+	}
+	b.Note("%s: ring over %d of %d channels, proto %s, %d threads, %d loop(s) of %d slice(s) per step (NCCL slice %d B; at most %d slices per step in all loops in arsim)",
+		spec.algo, used, spec.channels, spec.proto, spec.threads, loopsMax, kMax, spec.proto.sliceBytes(), maxSlicesPerRingStep)
+	return b.Schedule(), nil
+}
+
+// ringLoops returns how many loops a channel's d bytes take and how many
+// slices each ring step of a loop has. NCCL cuts the channel's data into
+// loops of n chunks, a chunk being ALLREDUCE_CHUNKSTEPS steps (Simple: 2
+// slices of 2 steps; LL, LL128: one step), shrinking the chunk when the
+// data is smaller. A step's slices must be fewer than the FIFO's slots,
+// or every rank would wait for credit from a neighbour that is waiting
+// too. arsim caps loops × slices at maxSlicesPerRingStep, growing the
+// chunk beyond NCCL's for large messages.
+func ringLoops(p ncclProto, d int64, n int) (loops, slices int) {
+	k := int64(1)
+	if p == protoSimple {
+		k = 2 // ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS
+	}
+	chunk := k * p.sliceBytes()
+	L := max(1, ceilDiv(d, int64(n)*chunk))
+	if L == 1 {
+		k = min(k, ceilDiv(ceilDiv(d, int64(n)), p.sliceBytes()))
+	}
+	L = min(L, maxSlicesPerRingStep/k)
+	return int(L), int(k)
+}
+
+// ringLoop adds one loop: 2(n−1) steps of K slices on every rank.
+func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int64) {
+	b := pl.b
+	n := len(conns)
+	// After receiving step s: src[r][j] is what rank r sends at step s+1,
+	// ready[r][j] the op that makes it ready; pend[r][j] the ops that must
+	// finish before the received slot is released.
+	src := make([][]Range, n)
+	ready := make([][]int, n)
+	pend := make([][][]int, n)
+	for r := range src {
+		src[r] = make([]Range, K)
+		ready[r] = make([]int, K)
+		pend[r] = make([][]int, K)
+	}
+	steps := 2 * (n - 1)
+	name := func(s, j int) string {
+		phase := "rs"
+		if s >= n-1 {
+			phase = "ag"
+		}
+		return fmt.Sprintf("%s step %d ch%d loop %d slice %d", phase, s, ch, l, j)
+	}
+	for s := 0; s < steps; s++ {
+		// Sends of step s.
+		for r := 0; r < n; r++ {
+			x := ((r-s)%n + n) % n
+			for j := 0; j < K; j++ {
+				if s == 0 {
+					pl.send(conns[r], b.In(r, sOff[x][j], sLen[x][j]), 1, name(s, j))
+					continue
+				}
+				w := pl.send(conns[r], src[r][j], 1, name(s, j), ready[r][j])
+				pend[r][j] = append(pend[r][j], w)
+			}
+		}
+		// Slots of step s−1 are free once their sends have read them.
+		if s > 0 {
+			for r := 0; r < n; r++ {
+				for j := 0; j < K; j++ {
+					pl.release(conns[(r-1+n)%n], name(s-1, j), pend[r][j]...)
+					pend[r][j] = nil
+				}
+			}
+		}
+		// Receives of step s.
+		for r := 0; r < n; r++ {
+			x := ((r-s-1)%n + 2*n) % n
+			in := conns[(r-1+n)%n]
+			for j := 0; j < K; j++ {
+				lbl := name(s, j)
+				off, ln := sOff[x][j], sLen[x][j]
+				data, got := pl.recv(in, ln, lbl)
+				switch {
+				case s < n-2:
+					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl+" reduce", got)
+					src[r][j], ready[r][j], pend[r][j] = data, red, []int{red}
+				case s == n-2:
+					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl+" reduce", got)
+					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", red)
+					src[r][j], ready[r][j], pend[r][j] = b.Out(r, off, ln), cp, []int{cp}
+				case s < steps-1:
+					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", got)
+					src[r][j], ready[r][j], pend[r][j] = data, got, []int{cp}
+				default:
+					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", got)
+					pend[r][j] = []int{cp}
+				}
+			}
+		}
+	}
+	for r := 0; r < n; r++ {
+		for j := 0; j < K; j++ {
+			pl.release(conns[(r-1+n)%n], name(steps-1, j), pend[r][j]...)
+		}
+	}
+}

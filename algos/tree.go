@@ -1,0 +1,206 @@
+package algos
+
+import "fmt"
+
+// tree is NCCL's double binary tree allreduce: two binary trees over the
+// ranks, tree 1 the shift of tree 0 by one rank so that the leaves of one
+// (even ranks) are inner nodes of the other; channel c runs tree c mod 2
+// over its share of the data (so two channels carry half the data each).
+// Every slice is reduced up to the root and broadcast back down, slices
+// pipelined through the connections' FIFOs.
+type tree struct{ anyRanks }
+
+func init() { Register(tree{}) }
+
+func (tree) Name() string { return "tree" }
+
+func (tree) Describe() string {
+	return "NCCL double binary tree: reduce up, broadcast down, pipelined slices, LL/LL128/Simple over P2P or SHM"
+}
+
+func (tree) Options() []OptionSpec {
+	return append(append([]OptionSpec(nil), ncclCommonOptions...),
+		OptionSpec{Name: "shape", Values: []string{"dbtree", "chain"}, Default: "dbtree",
+			Doc: "dbtree: double binary tree; chain: NCCL's single-node tree, a chain of the ranks (tree 1 reversed)"})
+}
+
+func (tree) Plan(req Request) (*Schedule, error) {
+	spec, err := commonSpec(req, "tree")
+	if err != nil {
+		return nil, err
+	}
+	spec.chain = req.Opt("shape", "dbtree") == "chain"
+	return planTree(req, spec)
+}
+
+// btreeParents returns the parent of every rank (−1 for the root) in the
+// in-order binary tree over positions 1..n, where rank r sits at position
+// pos(r): the node at position i with lowest set bit b has children
+// i ± b/2, and its parent is the nearest ancestor of the complete tree
+// that exists (≤ n). Odd positions are leaves.
+func btreeParents(n int, pos func(r int) int) []int {
+	at := make([]int, n+1)
+	for r := 0; r < n; r++ {
+		at[pos(r)] = r
+	}
+	parent := make([]int, n)
+	root := 1
+	for root*2 <= n {
+		root *= 2
+	}
+	for r := 0; r < n; r++ {
+		i := pos(r)
+		if i == root {
+			parent[r] = -1
+			continue
+		}
+		p := i
+		for {
+			b := p & -p
+			if (p/(2*b))%2 == 1 {
+				p -= b
+			} else {
+				p += b
+			}
+			if p <= n {
+				break
+			}
+		}
+		parent[r] = at[p]
+	}
+	return parent
+}
+
+// treeParents returns the parents of tree t (0 or 1).
+func treeParents(n, t int, chain bool) []int {
+	parent := make([]int, n)
+	if chain {
+		// NCCL's tree inside one node is a chain along the ranks; the
+		// second tree runs the other way.
+		for r := range parent {
+			if t == 0 {
+				parent[r] = r - 1
+			} else if r == n-1 {
+				parent[r] = -1
+			} else {
+				parent[r] = r + 1
+			}
+		}
+		return parent
+	}
+	if t == 0 {
+		return btreeParents(n, func(r int) int { return r + 1 })
+	}
+	return btreeParents(n, func(r int) int {
+		if r == 0 {
+			return n
+		}
+		return r
+	})
+}
+
+func planTree(req Request, spec ncclSpec) (*Schedule, error) {
+	n := req.Ranks
+	trees := [2][]int{treeParents(n, 0, spec.chain), treeParents(n, 1, spec.chain)}
+	for _, par := range trees[:min(2, spec.channels)] {
+		for r, p := range par {
+			if p >= 0 {
+				if err := checkP2P(req, spec, r, p); err != nil {
+					return nil, err
+				}
+				if err := checkP2P(req, spec, p, r); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	pl := newNCCLPlanner(req, spec)
+	b := pl.b
+	elem := req.DType.Size()
+	chOff, chLen := Split(req.Bytes, elem, spec.channels)
+	maxS := 0
+	for ch := 0; ch < spec.channels; ch++ {
+		if chLen[ch] == 0 {
+			continue
+		}
+		parent := trees[ch%2]
+		kids := make([][]int, n)
+		root := -1
+		for r, p := range parent {
+			if p < 0 {
+				root = r
+				continue
+			}
+			kids[p] = append(kids[p], r)
+		}
+		S := spec.proto.sliceCount(chLen[ch], maxTreeSlices)
+		maxS = max(maxS, S)
+		sOff, sLen := Split(chLen[ch], elem, S)
+		slotLen := int64(0)
+		for j := range sOff {
+			sOff[j] += chOff[ch]
+			slotLen = max(slotLen, sLen[j])
+		}
+		up := make([]*conn, n)   // up[r]: r → parent
+		down := make([]*conn, n) // down[r]: parent → r
+		for r, p := range parent {
+			if p >= 0 {
+				up[r] = pl.newConn(fmt.Sprintf("tree.ch%d.up", ch), r, p, slotLen)
+				down[r] = pl.newConn(fmt.Sprintf("tree.ch%d.down", ch), p, r, slotLen)
+			}
+		}
+		for j := 0; j < S; j++ {
+			off, l := sOff[j], sLen[j]
+			// Reduce up.
+			sum := make([][]int, n) // ops after which out[slice] holds the subtree sum
+			for r := 0; r < n; r++ {
+				lbl := fmt.Sprintf("up ch%d slice %d", ch, j)
+				if len(kids[r]) == 0 {
+					pl.send(up[r], b.In(r, off, l), 1, lbl)
+					continue
+				}
+				cp := pl.local(r, Read, b.Out(r, off, l), b.In(r, off, l), lbl+" own", pl.launch[r])
+				for _, k := range kids[r] {
+					klbl := fmt.Sprintf("%s from %d", lbl, k)
+					data, got := pl.recv(up[k], l, klbl)
+					red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl+" reduce", cp, got)
+					pl.release(up[k], klbl, red)
+					sum[r] = append(sum[r], red)
+				}
+				if r != root {
+					pl.send(up[r], b.Out(r, off, l), 1, lbl, sum[r]...)
+				}
+			}
+			// Broadcast down.
+			for r := 0; r < n; r++ {
+				lbl := fmt.Sprintf("down ch%d slice %d", ch, j)
+				share := 1 / float64(max(1, len(kids[r])))
+				if r == root {
+					for _, k := range kids[r] {
+						pl.send(down[k], b.Out(r, off, l), share, fmt.Sprintf("%s to %d", lbl, k), sum[r]...)
+					}
+					continue
+				}
+				data, got := pl.recv(down[r], l, lbl)
+				uses := []int{pl.local(r, Read, b.Out(r, off, l), data, lbl+" store", got)}
+				for _, k := range kids[r] {
+					uses = append(uses, pl.send(down[k], data, share, fmt.Sprintf("%s to %d", lbl, k), got))
+				}
+				pl.release(down[r], lbl, uses...)
+			}
+		}
+		for r := 0; r < n; r++ {
+			if up[r] != nil {
+				pl.finish(up[r])
+				pl.finish(down[r])
+			}
+		}
+	}
+	shape := "double binary tree"
+	if spec.chain {
+		shape = "chain"
+	}
+	b.Note("%s: %s, channel c on tree c mod 2, %d channels, proto %s, %d threads, up to %d slices (NCCL slice %d B; at most %d in arsim)",
+		spec.algo, shape, spec.channels, spec.proto, spec.threads, maxS, spec.proto.sliceBytes(), maxTreeSlices)
+	return b.Schedule(), nil
+}

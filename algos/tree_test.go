@@ -1,0 +1,106 @@
+package algos
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every world size, protocol, transport and shape must give every rank the
+// sum of all inputs, two back to back allreduces included.
+func TestTreeChecks(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 5, 8} {
+		for _, p := range []string{"ll", "ll128", "simple"} {
+			for _, tr := range []string{"p2p", "shm"} {
+				for _, size := range ncclSizes {
+					name := fmt.Sprintf("n%d/%s/%s/%dB", n, p, tr, size)
+					t.Run(name, func(t *testing.T) {
+						s := plan(t, "tree", req(t, "rtxpro6000x8-2numa", n, size, map[string]string{"proto": p, "transport": tr}))
+						require.NoError(t, Check(s))
+					})
+				}
+			}
+		}
+		t.Run(fmt.Sprintf("n%d/chain/3ch", n), func(t *testing.T) {
+			s := plan(t, "tree", req(t, "rtxpro6000x8-2numa", n, 43008+6, map[string]string{"shape": "chain", "channels": "3"}))
+			require.NoError(t, Check(s))
+		})
+	}
+	t.Run("h200x8/64MiB", func(t *testing.T) {
+		s := plan(t, "tree", req(t, "h200x8-nvswitch", 8, 64<<20, map[string]string{"proto": "ll128"}))
+		t.Logf("%d ops", opCount(s))
+		require.NoError(t, Check(s))
+	})
+}
+
+// The two trees are binary, and each is a tree (every rank reaches the
+// root); tree 1 is tree 0 shifted so that a rank is a leaf in at most one
+// of them (for n ≥ 3, where there are enough inner nodes).
+func TestDoubleBinaryTreeShape(t *testing.T) {
+	for n := 2; n <= 16; n++ {
+		leaves := make([]int, n)
+		for tr := 0; tr < 2; tr++ {
+			par := treeParents(n, tr, false)
+			kids := make([]int, n)
+			roots := 0
+			for r, p := range par {
+				if p < 0 {
+					roots++
+					continue
+				}
+				kids[p]++
+				// Walking up must end at the root within n steps.
+				x, steps := r, 0
+				for par[x] >= 0 && steps <= n {
+					x, steps = par[x], steps+1
+				}
+				assert.LessOrEqual(t, steps, n, "n=%d tree %d: rank %d is on a cycle", n, tr, r)
+			}
+			assert.Equal(t, 1, roots, "n=%d tree %d", n, tr)
+			for r, k := range kids {
+				assert.LessOrEqual(t, k, 2, "n=%d tree %d rank %d", n, tr, r)
+				if k == 0 {
+					leaves[r]++
+				}
+			}
+		}
+		if n%2 == 0 {
+			for r, l := range leaves {
+				assert.LessOrEqual(t, l, 1, "n=%d: rank %d is a leaf of both trees", n, r)
+			}
+		}
+	}
+}
+
+// Planted bug: in tree 0 over 4 ranks, rank 2 is a leaf under rank 1 (tree
+// 0 puts rank r at in-order position r+1: 3 is the root, 1 its child, 0 and
+// 2 the leaves). Rank 2 sends its reduce-up slice to the wrong parent,
+// rank 3, while rank 1 still waits for it: rank 1 then reduces a slot
+// nothing wrote, and rank 2's input is missing from the sum.
+func TestCheckerCatchesTreeWrongParent(t *testing.T) {
+	s := plan(t, "tree", req(t, "rtxpro6000x8-2numa", 4, 4096, map[string]string{"channels": "1"}))
+	require.Equal(t, []int{1, 3, 1, -1}, treeParents(4, 0, false))
+	moved := 0
+	for i, op := range s.Programs[2] {
+		if op.Kind == Write && op.Dst.Buf.Name == "tree.ch0.up.2>1" {
+			s.Programs[2][i].Dst = On(3, "tree.ch0.up.2>3", op.Dst.Off, op.Dst.Len)
+			moved++
+		}
+	}
+	require.Equal(t, 1, moved)
+	err := Check(s)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rank 1 op")
+	assert.Contains(t, err.Error(), "gpu1:tree.ch0.up.2>1[0:4096] bytes from 0 before anything was written there")
+}
+
+// A small tree's latency grows with its depth, a chain's with n: at 8
+// ranks the double binary tree beats the chain for a tiny message.
+func TestTreeDepth(t *testing.T) {
+	bt := runUs(t, "tree", req(t, "rtxpro6000x8-2numa", 8, 1024, map[string]string{"proto": "ll"}), 3)
+	chain := runUs(t, "tree", req(t, "rtxpro6000x8-2numa", 8, 1024, map[string]string{"proto": "ll", "shape": "chain"}), 3)
+	t.Logf("1 KiB tree/ll: dbtree %.1f µs, chain %.1f µs", bt, chain)
+	assert.Less(t, bt, chain)
+}
