@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -208,12 +209,17 @@ type ncclPlanner struct {
 	kern   hw.Kernel
 }
 
-func newNCCLPlanner(req Request, spec ncclSpec) *ncclPlanner {
+func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 	b := NewBuilder(spec.algo, req.Ranks, req.Bytes, req.DType.Size())
 	pl := &ncclPlanner{b: b, req: req, spec: spec, launch: make([]int, req.Ranks),
 		kern: hw.Kernel{Blocks: 1, Threads: spec.threads, Wire: spec.proto.wire()}}
+	// NCCL's fixed cost per call beyond the data steps (kernel prologue,
+	// work descriptors, channel setup, epilogue): the base latency of
+	// NCCL's own tuning model, per algorithm and protocol.
+	base := sim.Micros(req.Top.Params.Get("nccl.base_latency." + algo + "." + spec.proto.String()))
 	for r := 0; r < req.Ranks; r++ {
-		pl.launch[r] = b.Add(r, Op{Kind: Launch, Label: "launch"})
+		l := b.Add(r, Op{Kind: Launch, Label: "launch"})
+		pl.launch[r] = b.Add(r, Op{Kind: Compute, Dur: base, Label: "NCCL kernel setup (base latency)"}, l)
 	}
 	return pl
 }

@@ -41,7 +41,7 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 			return nil, err
 		}
 	}
-	pl := newNCCLPlanner(req, spec)
+	pl := newNCCLPlanner(req, spec, "ring")
 	b := pl.b
 	elem := req.DType.Size()
 	chOff, chLen := Split(req.Bytes, elem, spec.channels)

@@ -114,7 +114,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 			}
 		}
 	}
-	pl := newNCCLPlanner(req, spec)
+	pl := newNCCLPlanner(req, spec, "tree")
 	b := pl.b
 	elem := req.DType.Size()
 	chOff, chLen := Split(req.Bytes, elem, spec.channels)

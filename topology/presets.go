@@ -155,6 +155,7 @@ const (
 	srcRTX6K      = "published: rtx6kpro wiki hardware pages"
 	srcEstimate   = "estimate: "
 	srcRTXSpec    = "spec: RTX PRO 6000 Blackwell (188 SMs, 512-bit GDDR7 at 28 Gbps)"
+	srcNCCLBase   = "published: NCCL 2.30 src/graph/tuning.cc baseLat (NCCL's own estimate of its per-call fixed cost)"
 	srcFlagFitted = "estimate fitted to published one-way flag latencies (rtx6kpro: 633–727 ns same switch, 1057–1116 ns via root complex, 1.27–1.36 µs cross-NUMA)"
 )
 
@@ -207,6 +208,15 @@ func commonParams() *Params {
 		p("host.memcpy_issue_h2d", "µs", 7.125, 0, 1000, "our capture: median of h200x2 eager h2d memcpy 4 B–64 KiB", "host time to issue one eager H2D cudaMemcpyAsync"),
 		p("host.memcpy_issue_d2h", "µs", 4.2, 0, 1000, "our capture: median of h200x2 eager d2h memcpy 4 B–64 KiB", "host time to issue one eager D2H cudaMemcpyAsync"),
 		p("host.memcpy_issue_p2p", "µs", 14.117, 0, 1000, "our capture: median of h200x2 eager p2p memcpy 4 B–64 KiB", "host time to issue one eager P2P cudaMemcpyAsync"),
+		// NCCL's fixed cost per call (kernel prologue and epilogue, work
+		// descriptors, channel setup), charged once per allreduce before
+		// the data steps. NCCL's own tuning model calls it baseLat.
+		p("nccl.base_latency.ring.ll", "µs", 6.6, 0, 1000, srcNCCLBase, "NCCL ring LL fixed cost per call"),
+		p("nccl.base_latency.ring.ll128", "µs", 14.0, 0, 1000, srcNCCLBase, "NCCL ring LL128 fixed cost per call"),
+		p("nccl.base_latency.ring.simple", "µs", 8.4, 0, 1000, srcNCCLBase, "NCCL ring Simple fixed cost per call"),
+		p("nccl.base_latency.tree.ll", "µs", 6.8, 0, 1000, srcNCCLBase, "NCCL tree LL fixed cost per call"),
+		p("nccl.base_latency.tree.ll128", "µs", 14.0, 0, 1000, srcNCCLBase, "NCCL tree LL128 fixed cost per call"),
+		p("nccl.base_latency.tree.simple", "µs", 8.4, 0, 1000, srcNCCLBase, "NCCL tree Simple fixed cost per call"),
 		// NVLink (none unless a preset sets a count).
 		p("nvlink.count", "count", 0, 0, 64, "spec: RTX PRO 6000 has no NVLink", "NVLinks per GPU"),
 		p("nvlink.link_bandwidth", "GB/s", 26.562, 1, 0, "spec: NVLink 4 per link per direction (nvidia-smi nvlink -s on h200x2)", "one NVLink, per direction"),
