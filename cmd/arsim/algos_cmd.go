@@ -106,11 +106,18 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 				return err
 			}
 			count := 0
-			for _, b := range checkSizes() {
+			refused := ""
+			for i, b := range checkSizes() {
 				if b > limit {
 					continue
 				}
 				s, err := algos.Plan(name, algos.Request{Top: t, Ranks: n, Bytes: b, DType: algos.BF16, Launch: hw.Graph})
+				if err != nil && i == 0 {
+					// The algorithm refuses this world size on this machine
+					// (e.g. islands of unequal size): not a schedule to check.
+					refused = err.Error()
+					break
+				}
 				if err != nil {
 					return fmt.Errorf("check: %s, %d ranks, %d B: plan: %w", name, n, b, err)
 				}
@@ -119,6 +126,11 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 				}
 				count++
 				checked++
+			}
+			if refused != "" {
+				fmt.Fprintf(tw, "%s\t%d\t-\tnot allowed on %s: %s\n", name, n, t.Name, refused)
+				skipped++
+				continue
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\tok\n", name, n, count)
 		}
