@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestDefaultRunIsTheVerifyPass(t *testing.T) {
+	out, _, err := runCLI(t)
+	require.NoError(t, err)
+	assert.Contains(t, out, "Verify pass on rtxpro6000x8-2numa: 3 tokens → 122 allreduces of 43008 B")
+	assert.Contains(t, out, "← winner")
+	assert.Contains(t, out, "Why ")
+	assert.Contains(t, out, "Published figures for this machine")
+}
+
+func TestBadInputExitsTwoAndSaysWhat(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verify", "--topology", "nope"}, `unknown preset "nope" (valid: a800x8-2islands`},
+		{[]string{"verify", "--algos", "ring,bogus"}, `unknown algorithm "bogus" (valid: `},
+		{[]string{"verify", "--launch", "lazy"}, `--launch "lazy" is not one of graph, eager`},
+		{[]string{"sweep", "--sizes", "12 parsecs"}, "accepted forms: 43008, 42KiB, 1MiB"},
+		{[]string{"sweep", "--sizes", "1MiB..1KiB"}, "runs backwards"},
+		{[]string{"sweep", "--plot", "/nonexistent-dir/x.svg"}, "cannot write /nonexistent-dir/x.svg"},
+		{[]string{"sweep", "--plot", "x.gif"}, `file type ".gif" is not one of .svg, .png`},
+		{[]string{"timeline", "--algo", "ring"}, "--algo and --out are required"},
+		{[]string{"topology", "import", "testdata/nope.xml"}, "nope.xml"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"explain"}, "explain: name an algorithm"},
+		{[]string{"verify", "--bogus-flag"}, "flag provided but not defined"},
+	}
+	for _, c := range cases {
+		_, _, err := runCLI(t, c.args...)
+		require.Error(t, err, "%v", c.args)
+		assert.Contains(t, err.Error(), c.want, "%v", c.args)
+		assert.Equal(t, 2, exitCode(err), "%v", c.args)
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"verify", "sweep", "timeline", "explain", "check", "algos", "topology"} {
+		_, errOut, err := runCLI(t, cmd, "--help")
+		assert.Equal(t, 0, exitCode(err), cmd)
+		assert.Contains(t, errOut, "Usage: arsim "+cmd, cmd)
+		assert.Contains(t, errOut, "Examples:", cmd)
+	}
+}
+
+func TestVerifyJSONShape(t *testing.T) {
+	out, _, err := runCLI(t, "verify", "--algos", "one_stage,nccl", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		Topology          string `json:"topology"`
+		Tokens            int    `json:"tokens"`
+		BytesPerAllreduce int64  `json:"bytes_per_allreduce"`
+		Results           []struct {
+			Algo           string   `json:"algo"`
+			UsPerAllreduce *float64 `json:"us_per_allreduce"`
+			PassMs         *float64 `json:"pass_ms"`
+			TokensPerS     *float64 `json:"tokens_per_s"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "rtxpro6000x8-2numa", doc.Topology)
+	assert.EqualValues(t, 43008, doc.BytesPerAllreduce)
+	require.Len(t, doc.Results, 2)
+	for _, r := range doc.Results {
+		require.NotNil(t, r.UsPerAllreduce, r.Algo)
+		assert.Greater(t, *r.UsPerAllreduce, 0.0)
+		assert.Greater(t, *r.PassMs, 0.0)
+		assert.Greater(t, *r.TokensPerS, 0.0)
+	}
+}
+
+func TestSweepFormats(t *testing.T) {
+	out, _, err := runCLI(t, "sweep", "--algos", "one_stage,two_stage", "--sizes", "1KiB,42KiB", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		Topology string `json:"topology"`
+		Rows     []struct {
+			Algo  string  `json:"algo"`
+			Bytes int64   `json:"bytes"`
+			Us    float64 `json:"us"`
+			BusBW float64 `json:"busbw_gbps"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Len(t, doc.Rows, 4)
+	assert.EqualValues(t, 43008, doc.Rows[1].Bytes)
+	csv, _, err := runCLI(t, "sweep", "--algos", "one_stage", "--sizes", "1KiB..4KiB", "--format", "csv")
+	require.NoError(t, err)
+	assert.Equal(t, 4, strings.Count(csv, "\n"), "header + 3 sizes")
+	dir := t.TempDir()
+	_, _, err = runCLI(t, "sweep", "--algos", "one_stage,two_stage", "--sizes", "1KiB..1MiB", "--plot", filepath.Join(dir, "s.svg"))
+	require.NoError(t, err)
+	svg, err := os.ReadFile(filepath.Join(dir, "s.svg"))
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "<svg")
+}
+
+// The Perfetto file loads: valid JSON with traceEvents, and no two slices
+// on one track overlap.
+func TestTimelineIsValidPerfetto(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.json")
+	_, _, err := runCLI(t, "timeline", "--algo", "nccl", "--bytes", "43008", "--iters", "2", "--out", path)
+	require.NoError(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc struct {
+		TraceEvents []struct {
+			Name string   `json:"name"`
+			Ph   string   `json:"ph"`
+			Ts   float64  `json:"ts"`
+			Dur  *float64 `json:"dur"`
+			Pid  int      `json:"pid"`
+			Tid  int      `json:"tid"`
+		} `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(data, &doc))
+	type track struct{ pid, tid int }
+	spans := map[track][][2]float64{}
+	links, ranks := 0, 0
+	for _, e := range doc.TraceEvents {
+		if e.Ph != "X" {
+			continue
+		}
+		require.NotNil(t, e.Dur)
+		spans[track{e.Pid, e.Tid}] = append(spans[track{e.Pid, e.Tid}], [2]float64{e.Ts, e.Ts + *e.Dur})
+		if strings.Contains(e.Name, "GB/s") {
+			links++
+		} else {
+			ranks++
+		}
+	}
+	assert.Greater(t, links, 0, "link busy intervals")
+	assert.Greater(t, ranks, 0, "rank operations")
+	for k, s := range spans {
+		sort.Slice(s, func(i, j int) bool { return s[i][0] < s[j][0] })
+		for i := 1; i < len(s); i++ {
+			assert.LessOrEqual(t, s[i-1][1], s[i][0]+1e-9, "overlap on track %v", k)
+		}
+	}
+}
+
+func TestExplainAndTopology(t *testing.T) {
+	out, _, err := runCLI(t, "explain", "one_stage", "--ranks", "4")
+	require.NoError(t, err)
+	assert.Contains(t, out, "Who moves data to whom")
+	assert.Contains(t, out, "Checker: every rank ends with the sum")
+	out, _, err = runCLI(t, "topology", "show", "rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	assert.Contains(t, out, "SYS")
+	assert.Contains(t, out, "pcie.tlp_overhead")
+	out, _, err = runCLI(t, "topology", "import", "../../testdata/h200x2/system/nccl_topo.xml")
+	require.NoError(t, err)
+	assert.Contains(t, out, "NV18")
+	assert.Contains(t, out, "Assumed (the file does not say)")
+	out, _, err = runCLI(t, "check", "--algos", "one_stage,ring", "--ranks", "2,3", "--max-bytes", "64KiB")
+	require.NoError(t, err)
+	assert.Contains(t, out, "schedules proved correct")
+}
