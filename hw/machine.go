@@ -21,6 +21,7 @@ func GPUMem(r int) Mem { return Mem{Rank: r} }
 // HostMem is the host memory of socket s.
 func HostMem(s int) Mem { return Mem{Host: true, Socket: s} }
 
+// String returns "gpu3" or "host1".
 func (m Mem) String() string {
 	if m.Host {
 		return fmt.Sprintf("host%d", m.Socket)
@@ -460,6 +461,7 @@ const (
 	P2P
 )
 
+// String returns h2d, d2h or p2p.
 func (d CopyDir) String() string { return [...]string{"h2d", "d2h", "p2p"}[d] }
 
 // Copy runs a copy-engine transfer of bytes owned by rank r: H2D reads the
@@ -554,6 +556,7 @@ const (
 	Eager                   // launched from the host one by one
 )
 
+// String returns graph or eager.
 func (l LaunchMode) String() string { return [...]string{"graph", "eager"}[l] }
 
 // LaunchCost is the time a kernel launch adds in the given mode.

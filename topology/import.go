@@ -35,6 +35,7 @@ const (
 	FormatNCCLXML        // NCCL's topology XML (NCCL_TOPO_DUMP_FILE)
 )
 
+// String returns the format's name as messages print it.
 func (f Format) String() string {
 	switch f {
 	case FormatSMI:

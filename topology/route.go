@@ -180,6 +180,7 @@ const (
 
 var pathNames = [...]string{"NV", "PIX", "PXB", "PHB", "NODE", "SYS"}
 
+// String returns nvidia-smi's name for the kind: NV, PIX, PXB, PHB, NODE, SYS.
 func (k PathKind) String() string { return pathNames[k] }
 
 // PathClass is a GPU pair's path kind, with the bonded NVLink count for NV.

@@ -30,6 +30,7 @@ const (
 
 var kindNames = [...]string{"gpu", "switch", "hostbridge", "cpu", "hostmem", "nvswitch"}
 
+// String returns the kind's name: gpu, switch, hostbridge, cpu, hostmem, nvswitch.
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
@@ -68,6 +69,7 @@ const (
 
 var linkTypeNames = [...]string{"pcie", "nvlink", "smp", "memory", "fabric"}
 
+// String returns the link type's name: pcie, nvlink, smp, memory, fabric.
 func (t LinkType) String() string {
 	if int(t) < len(linkTypeNames) {
 		return linkTypeNames[t]
