@@ -178,3 +178,13 @@ func TestExplainAndTopology(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "schedules proved correct")
 }
+
+func TestVerifyTokensWhatIf(t *testing.T) {
+	out, _, err := runCLI(t, "verify", "--tokens", "1,4", "--algos", "one_stage,two_stage")
+	require.NoError(t, err)
+	assert.Contains(t, out, "1 tok (14 KiB)")
+	assert.Contains(t, out, "4 tok (56 KiB)")
+	assert.Contains(t, out, "pass ms (winner)")
+	_, _, err = runCLI(t, "verify", "--tokens", "0")
+	assert.Equal(t, 2, exitCode(err))
+}

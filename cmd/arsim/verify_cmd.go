@@ -22,7 +22,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		[]string{"arsim verify", "arsim verify --tokens 4 --algos one_stage,nccl", "arsim verify --topology rtxpro6000x8-switches --launch eager", "arsim verify --opts p2p_level=sys --format json"}, errOut)
 	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset (arsim topology list)")
 	params := fs.String("params", "", "parameter file overriding preset values")
-	tokens := fs.Int("tokens", 3, "tokens verified per pass (draft tokens + 1)")
+	tokensFlag := fs.String("tokens", "3", "tokens verified per pass (draft tokens + 1); a list (1,3,4,8,16,64) prints a what-if table")
 	compute := fs.Duration("compute", 0, "layer compute per pass (default 4.475ms + 0.15ms × tokens: 5 ms at 3–4 tokens, an estimate)")
 	accept := fs.Float64("accept", 0, "mean accepted tokens per speculative step (default 0.8 × tokens, from published EAGLE-3 acceptance 3.2 of 4)")
 	draft := fs.Duration("draft", 1500*time.Microsecond, "drafter time per speculative step")
@@ -52,11 +52,26 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if *format != "table" && *format != "json" {
 		return badInputf("verify: --format %q is not one of table, json", *format)
 	}
-	cfg := scenarios.VerifyConfig{Top: t, Tokens: *tokens, Compute: sim.Duration(compute.Nanoseconds()) * sim.Nanosecond,
-		Accept: *accept, Draft: sim.Duration(draft.Nanoseconds()) * sim.Nanosecond, Launch: mode, Opts: o}
-	if *tokens <= 0 {
-		return badInputf("verify: --tokens must be ≥ 1, got %d", *tokens)
+	var toks []int
+	for _, f := range splitList(*tokensFlag) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 65536 {
+			return badInputf("verify: --tokens %q: want whole numbers 1–65536, e.g. 3 or 1,3,4,8,16,64", f)
+		}
+		toks = append(toks, n)
 	}
+	if len(toks) == 0 {
+		return badInputf("verify: --tokens is empty")
+	}
+	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: sim.Duration(compute.Nanoseconds()) * sim.Nanosecond,
+		Accept: *accept, Draft: sim.Duration(draft.Nanoseconds()) * sim.Nanosecond, Launch: mode, Opts: o}
+	if len(toks) > 1 {
+		if *format == "json" {
+			return badInputf("verify: --format json takes one --tokens value")
+		}
+		return writeTokensTable(out, cfg, t.Name, names, toks)
+	}
+	tokens := &toks[0]
 	res, err := scenarios.Verify(cfg, names)
 	if err != nil {
 		return badInput(err)
@@ -283,4 +298,64 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 		fmt.Fprintf(out, "  %-28s published %9.1f %s (%s; %s), simulated %9.1f %s: %+.0f%%\n", what, p.Value, unit, kind, p.Source, sim, unit, (sim-p.Value)/p.Value*100)
 	}
 	return nil
+}
+
+// writeTokensTable is the what-if over tokens per pass: µs per allreduce
+// for each algorithm and token count, the winner marked.
+func writeTokensTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, names []string, toks []int) error {
+	fmt.Fprintf(out, "Verify pass on %s, µs per allreduce by tokens per pass (bytes = tokens × 7168 × 2); * marks the fastest\n\n", topo)
+	cols := make([][]scenarios.VerifyResult, len(toks))
+	for i, n := range toks {
+		c := cfg
+		c.Tokens = n
+		c.Accept = 0
+		if cfg.Compute != 0 {
+			c.Compute = 0 // a fixed --compute applies to one token count only
+		}
+		res, err := scenarios.Verify(c, names)
+		if err != nil {
+			return badInput(err)
+		}
+		cols[i] = res
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "algorithm\t")
+	for _, n := range toks {
+		fmt.Fprintf(tw, "%d tok (%v)\t", n, sim.Bytes(scenarios.BytesPerAllreduce(n)))
+	}
+	fmt.Fprintln(tw)
+	best := make([]string, len(toks))
+	for i := range toks {
+		b := -1.0
+		for _, r := range cols[i] {
+			if r.Err == nil && (b < 0 || r.UsPerAllreduce < b) {
+				b, best[i] = r.UsPerAllreduce, r.Algo
+			}
+		}
+	}
+	for j, name := range names {
+		fmt.Fprintf(tw, "%s\t", name)
+		for i := range toks {
+			r := cols[i][j]
+			switch {
+			case r.Err != nil:
+				fmt.Fprint(tw, "n/a\t")
+			case best[i] == name:
+				fmt.Fprintf(tw, "*%.2f\t", r.UsPerAllreduce)
+			default:
+				fmt.Fprintf(tw, "%.2f\t", r.UsPerAllreduce)
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprint(tw, "pass ms (winner)\t")
+	for i := range toks {
+		for _, r := range cols[i] {
+			if r.Algo == best[i] {
+				fmt.Fprintf(tw, "%.2f\t", r.PassMs)
+			}
+		}
+	}
+	fmt.Fprintln(tw)
+	return tw.Flush()
 }
