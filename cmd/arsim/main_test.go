@@ -188,3 +188,12 @@ func TestVerifyTokensWhatIf(t *testing.T) {
 	_, _, err = runCLI(t, "verify", "--tokens", "0")
 	assert.Equal(t, 2, exitCode(err))
 }
+
+func TestTimelinePicture(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runCLI(t, "timeline", "--algo", "two_stage", "--ranks", "4", "--out", filepath.Join(dir, "t.json"), "--picture", filepath.Join(dir, "t.svg"))
+	require.NoError(t, err)
+	svg, err := os.ReadFile(filepath.Join(dir, "t.svg"))
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "rank 0 / ops")
+}

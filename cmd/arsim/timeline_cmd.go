@@ -13,7 +13,7 @@ import (
 
 func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("timeline", "timeline [--topology T] --algo A [--bytes N] [--iters K] --out FILE.json",
-		[]string{"arsim timeline --algo one_stage --bytes 42KiB --out one_stage.json", "arsim timeline --algo nccl --bytes 43008 --iters 2 --out nccl.json   # then open ui.perfetto.dev and drop the file"}, errOut)
+		[]string{"arsim timeline --algo one_stage --bytes 42KiB --out one_stage.json --picture one_stage.png", "arsim timeline --algo nccl --bytes 43008 --iters 2 --out nccl.json   # then open ui.perfetto.dev and drop the file"}, errOut)
 	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset")
 	params := fs.String("params", "", "parameter file overriding preset values")
 	algo := fs.String("algo", "", "algorithm (arsim algos)")
@@ -23,6 +23,7 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	launch := fs.String("launch", "graph", "kernel launches: graph or eager")
 	opts := fs.String("opts", "", "algorithm options key=value,…")
 	outFile := fs.String("out", "", "Perfetto / Chrome trace JSON to write")
+	picture := fs.String("picture", "", "also draw the timeline to this .svg or .png file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +55,11 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err := checkWritable(*outFile, ".json"); err != nil {
 		return err
 	}
+	if *picture != "" {
+		if err := checkWritable(*picture, ".svg", ".png"); err != nil {
+			return err
+		}
+	}
 	slices, res, err := scenarios.Timeline(t, *ranks, *algo, b, mode, o, *iters)
 	if err != nil {
 		return badInput(err)
@@ -73,6 +79,12 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	if err := f.Close(); err != nil {
 		return err
+	}
+	if *picture != "" {
+		title := fmt.Sprintf("%s, %d B, %s (%.2f µs per allreduce)", *algo, b, t.Name, res.MeanUs())
+		if err := trace.RenderTimeline(*picture, title, slices); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(out, "%s: %d allreduce(s) of %d B with %s on %s: %.2f µs each; %d slices written to %s\nOpen https://ui.perfetto.dev and drag the file onto the page (or chrome://tracing).\n",
 		*algo, *iters, b, *algo, t.Name, res.MeanUs(), len(slices), *outFile)
