@@ -38,6 +38,9 @@ type SweepRow struct {
 	Us    float64 // mean time per allreduce
 	// BusGBps is nccl-tests' bus bandwidth: bytes/time × 2(n−1)/n.
 	BusGBps float64
+	// ModelUs is NCCL's own analytic estimate (algos.NCCLModel) for rows of
+	// the nccl algorithm; 0 otherwise.
+	ModelUs float64
 	Err     error // the algorithm cannot run this point (and why)
 }
 
@@ -96,6 +99,12 @@ func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
 			} else {
 				r.Us = us
 				r.BusGBps = float64(r.Bytes) / (us * 1e-6) / 1e9 * 2 * (n - 1) / n
+			}
+			if r.Algo == "nccl" && r.Err == nil {
+				m, _, err := algos.NCCLModel(algos.Request{Top: c.Top, Ranks: c.Ranks, Bytes: r.Bytes, DType: c.DType, Launch: c.Launch, Opts: optsFor("nccl", c.Opts)})
+				if err == nil {
+					r.ModelUs = m
+				}
 			}
 			if c.Progress != nil {
 				mu.Lock()

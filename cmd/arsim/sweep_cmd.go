@@ -140,6 +140,7 @@ func writeSweepJSON(out io.Writer, topo string, rows []scenarios.SweepRow) error
 		Bytes int64    `json:"bytes"`
 		Us    *float64 `json:"us"`
 		BusBW *float64 `json:"busbw_gbps"`
+		Model *float64 `json:"nccl_model_us,omitempty"`
 		Error string   `json:"error,omitempty"`
 	}
 	doc := struct {
@@ -152,6 +153,9 @@ func writeSweepJSON(out io.Writer, topo string, rows []scenarios.SweepRow) error
 			x.Error = r.Err.Error()
 		} else {
 			x.Us, x.BusBW = ptr(round(r.Us, 3)), ptr(round(r.BusGBps, 3))
+			if r.ModelUs > 0 {
+				x.Model = ptr(round(r.ModelUs, 3))
+			}
 		}
 		doc.Rows = append(doc.Rows, x)
 	}
@@ -162,15 +166,18 @@ func writeSweepJSON(out io.Writer, topo string, rows []scenarios.SweepRow) error
 
 func writeSweepCSV(out io.Writer, rows []scenarios.SweepRow) error {
 	w := csv.NewWriter(out)
-	if err := w.Write([]string{"algo", "bytes", "us", "busbw_gbps", "error"}); err != nil {
+	if err := w.Write([]string{"algo", "bytes", "us", "busbw_gbps", "nccl_model_us", "error"}); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		rec := []string{r.Algo, strconv.FormatInt(r.Bytes, 10), "", "", ""}
+		rec := []string{r.Algo, strconv.FormatInt(r.Bytes, 10), "", "", "", ""}
 		if r.Err != nil {
-			rec[4] = r.Err.Error()
+			rec[5] = r.Err.Error()
 		} else {
 			rec[2], rec[3] = strconv.FormatFloat(r.Us, 'f', 3, 64), strconv.FormatFloat(r.BusGBps, 'f', 3, 64)
+			if r.ModelUs > 0 {
+				rec[4] = strconv.FormatFloat(r.ModelUs, 'f', 3, 64)
+			}
 		}
 		if err := w.Write(rec); err != nil {
 			return err
@@ -181,7 +188,7 @@ func writeSweepCSV(out io.Writer, rows []scenarios.SweepRow) error {
 }
 
 func writeSweepTable(out io.Writer, topo string, names []string, sizes []int64, rows []scenarios.SweepRow) error {
-	fmt.Fprintf(out, "Allreduce latency (µs) on %s; * marks the fastest per size\n\n", topo)
+	fmt.Fprintf(out, "Allreduce latency (µs) on %s; * marks the fastest per size; nccl_model is NCCL's own analytic estimate\n\n", topo)
 	at := map[string]scenarios.SweepRow{}
 	for _, r := range rows {
 		at[r.Algo+"/"+strconv.FormatInt(r.Bytes, 10)] = r
@@ -189,8 +196,13 @@ func writeSweepTable(out io.Writer, topo string, names []string, sizes []int64, 
 	win := scenarios.Winners(rows)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "size\t")
+	hasNCCL := false
 	for _, n := range names {
 		fmt.Fprintf(tw, "%s\t", n)
+		hasNCCL = hasNCCL || n == "nccl"
+	}
+	if hasNCCL {
+		fmt.Fprint(tw, "nccl_model\t")
 	}
 	fmt.Fprintln(tw, "busbw of winner\t")
 	for _, b := range sizes {
@@ -204,6 +216,13 @@ func writeSweepTable(out io.Writer, topo string, names []string, sizes []int64, 
 				fmt.Fprintf(tw, "*%.2f\t", r.Us)
 			default:
 				fmt.Fprintf(tw, "%.2f\t", r.Us)
+			}
+		}
+		if hasNCCL {
+			if r := at["nccl/"+strconv.FormatInt(b, 10)]; r.ModelUs > 0 {
+				fmt.Fprintf(tw, "(%.2f)\t", r.ModelUs)
+			} else {
+				fmt.Fprint(tw, "n/a\t")
 			}
 		}
 		fmt.Fprintf(tw, "%.1f GB/s\t\n", win[b].BusGBps)
