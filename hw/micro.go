@@ -65,17 +65,9 @@ func SMAccessGBps(top *topology.Topology, write bool, target string, blocks, thr
 	if err != nil {
 		return 0, err
 	}
-	var at Mem
-	switch target {
-	case "host":
-		at = HostMem(m.LocalSocket(0))
-	case "peer":
-		if m.NumRanks() < 2 {
-			return 0, fmt.Errorf("hw: %s: peer access needs two GPUs", top.Name)
-		}
-		at = GPUMem(1)
-	default:
-		return 0, fmt.Errorf("hw: sm_access target %q is not simulated (host, peer)", target)
+	at, err := m.target("sm_access", target, false)
+	if err != nil {
+		return 0, err
 	}
 	var end sim.Time
 	k := Kernel{Blocks: blocks, Threads: threads}
@@ -100,19 +92,9 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var at Mem
-	switch target {
-	case "host":
-		at = HostMem(m.LocalSocket(0))
-	case "peer":
-		if m.NumRanks() < 2 {
-			return 0, fmt.Errorf("hw: %s: peer pointer chase needs two GPUs", top.Name)
-		}
-		at = GPUMem(1)
-	case "local":
-		at = GPUMem(0)
-	default:
-		return 0, fmt.Errorf("hw: pointer_chase target %q is not one of host, peer, local", target)
+	at, err := m.target("pointer_chase", target, true)
+	if err != nil {
+		return 0, err
 	}
 	d, err := m.RoundTrip(0, at)
 	if err != nil {
@@ -226,4 +208,24 @@ func HostLinkGBps(top *topology.Topology, what string, gpus int, bytesPerGPU sim
 		return 0, err
 	}
 	return float64(gpus) * float64(bytesPerGPU) / sim.Duration(end).Seconds() / 1e9, nil
+}
+
+// target names the memory a micro measurement on rank 0 touches: "host"
+// (NUMA-local pinned memory), "peer" (rank 1) or, where allowed, "local".
+func (m *Machine) target(kind, name string, local bool) (Mem, error) {
+	switch {
+	case name == "host":
+		return HostMem(m.LocalSocket(0)), nil
+	case name == "peer":
+		if m.NumRanks() < 2 {
+			return Mem{}, fmt.Errorf("hw: %s: %s of a peer needs two GPUs", m.Top.Name, kind)
+		}
+		return GPUMem(1), nil
+	case name == "local" && local:
+		return GPUMem(0), nil
+	}
+	if local {
+		return Mem{}, fmt.Errorf("hw: %s target %q is not one of host, peer, local", kind, name)
+	}
+	return Mem{}, fmt.Errorf("hw: %s target %q is not simulated (host, peer)", kind, name)
 }

@@ -41,7 +41,7 @@ func WritePerfetto(w io.Writer, slices []Slice) error {
 	sort.SliceStable(order, func(a, b int) bool { return slices[order[a]].Start < slices[order[b]].Start })
 	pids := map[string]int{}
 	tids := map[key]int{}
-	lanes := map[key][]float64{} // end time per lane
+	lanes := laneSet{}
 	var meta, events []chromeEvent
 	pidOf := func(g string) int {
 		if p, ok := pids[g]; ok {
@@ -70,19 +70,7 @@ func WritePerfetto(w io.Writer, slices []Slice) error {
 			return fmt.Errorf("trace: timeline slice %q on %s/%s: negative time (start %v, dur %v)", s.Name, s.Group, s.Track, s.Start, s.Dur)
 		}
 		pid := pidOf(s.Group)
-		k := key{s.Group, s.Track}
-		lane := -1
-		for l, end := range lanes[k] {
-			if end <= s.Start {
-				lane = l
-				break
-			}
-		}
-		if lane < 0 {
-			lanes[k] = append(lanes[k], 0)
-			lane = len(lanes[k]) - 1
-		}
-		lanes[k][lane] = s.Start + s.Dur
+		lane := lanes.place(s)
 		track := s.Track
 		if lane > 0 {
 			track = fmt.Sprintf("%s #%d", s.Track, lane+1)
@@ -96,4 +84,21 @@ func WritePerfetto(w io.Writer, slices []Slice) error {
 	}{append(meta, events...), "ns"}
 	enc := json.NewEncoder(w)
 	return enc.Encode(doc)
+}
+
+// laneSet spreads overlapping slices of a track over lanes: each slice goes
+// to the first lane of its track that is free at its start. Slices must
+// arrive in order of start time.
+type laneSet map[[2]string][]float64
+
+func (ls laneSet) place(s Slice) int {
+	k := [2]string{s.Group, s.Track}
+	for l, end := range ls[k] {
+		if end <= s.Start {
+			ls[k][l] = s.Start + s.Dur
+			return l
+		}
+	}
+	ls[k] = append(ls[k], s.Start+s.Dur)
+	return len(ls[k]) - 1
 }

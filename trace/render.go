@@ -31,7 +31,7 @@ func RenderTimeline(path, title string, slices []Slice) error {
 	}
 	rowOf := map[rowKey]int{}
 	var keys []rowKey
-	lanes := map[string][]float64{}
+	lanes := laneSet{}
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "time (µs)"
@@ -45,19 +45,7 @@ func RenderTimeline(path, title string, slices []Slice) error {
 	var boxes []box
 	for _, i := range order {
 		s := slices[i]
-		key := s.Group + " / " + s.Track
-		lane := -1
-		for l, end := range lanes[key] {
-			if end <= s.Start {
-				lane = l
-				break
-			}
-		}
-		if lane < 0 {
-			lanes[key] = append(lanes[key], 0)
-			lane = len(lanes[key]) - 1
-		}
-		lanes[key][lane] = s.Start + s.Dur
+		lane := lanes.place(s)
 		rk := rowKey{s.Group, s.Track, lane}
 		r, ok := rowOf[rk]
 		if !ok {

@@ -53,6 +53,8 @@ func commands() []command {
 		{"check", "prove every algorithm's schedule correct over world sizes and message sizes", cmdCheck},
 		{"explain", "print an algorithm's schedule step by step", cmdExplain},
 		{"topology", "list, show or import machine topologies", cmdTopology},
+		{"validate", "compare the simulator with measured traces, record by record", cmdValidate},
+		{"calibrate", "fit machine parameters to measured traces (with a held-out check)", cmdCalibrate},
 	}
 }
 

@@ -25,20 +25,17 @@ import (
 func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("sweep", "sweep [--topology T] [--algos a,b] [--sizes 1KiB..256MiB|list] [--format table|csv|json] [--plot FILE.svg|.png]",
 		[]string{"arsim sweep", "arsim sweep --algos one_stage,two_stage,nccl --sizes 1KiB..16MiB --plot sweep.svg", "arsim sweep --topology h200x2 --sizes 8,1KiB,43008 --format json"}, errOut)
-	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset (arsim topology list)")
-	params := fs.String("params", "", "parameter file overriding preset values")
+	mf := addMachineFlags(fs)
 	list := fs.String("algos", "", "algorithms, comma-separated (default: all)")
 	sizes := fs.String("sizes", "1KiB..256MiB", "message sizes: a list or a power-of-two range")
 	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
-	launch := fs.String("launch", "graph", "kernel launches: graph or eager")
-	opts := fs.String("opts", "", "algorithm options key=value,…")
 	format := fs.String("format", "table", "output: table, csv or json")
 	plotFile := fs.String("plot", "", "also draw latency versus size to this .svg or .png file")
 	parallel := fs.Int("parallel", 0, "points simulated at once (default: all cores); output does not depend on it")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	t, err := loadTopology(*topo, *params)
+	t, mode, o, err := mf.resolve()
 	if err != nil {
 		return err
 	}
@@ -47,14 +44,6 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	sz, err := parseSizes(*sizes)
-	if err != nil {
-		return err
-	}
-	mode, err := parseLaunch(*launch)
-	if err != nil {
-		return err
-	}
-	o, err := parseOpts(*opts)
 	if err != nil {
 		return err
 	}

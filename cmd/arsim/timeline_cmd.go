@@ -14,14 +14,11 @@ import (
 func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("timeline", "timeline [--topology T] --algo A [--bytes N] [--iters K] --out FILE.json",
 		[]string{"arsim timeline --algo one_stage --bytes 42KiB --out one_stage.json --picture one_stage.png", "arsim timeline --algo nccl --bytes 43008 --iters 2 --out nccl.json   # then open ui.perfetto.dev and drop the file"}, errOut)
-	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset")
-	params := fs.String("params", "", "parameter file overriding preset values")
+	mf := addMachineFlags(fs)
 	algo := fs.String("algo", "", "algorithm (arsim algos)")
 	bytesFlag := fs.String("bytes", "42KiB", "message size")
 	iters := fs.Int("iters", 1, "allreduces back to back")
 	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
-	launch := fs.String("launch", "graph", "kernel launches: graph or eager")
-	opts := fs.String("opts", "", "algorithm options key=value,…")
 	outFile := fs.String("out", "", "Perfetto / Chrome trace JSON to write")
 	picture := fs.String("picture", "", "also draw the timeline to this .svg or .png file")
 	if err := parse(fs, args); err != nil {
@@ -36,19 +33,11 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if *iters < 1 || *iters > 1000 {
 		return badInputf("timeline: --iters %d: want 1–1000", *iters)
 	}
-	t, err := loadTopology(*topo, *params)
+	t, mode, o, err := mf.resolve()
 	if err != nil {
 		return err
 	}
 	b, err := parseSize(*bytesFlag)
-	if err != nil {
-		return err
-	}
-	mode, err := parseLaunch(*launch)
-	if err != nil {
-		return err
-	}
-	o, err := parseOpts(*opts)
 	if err != nil {
 		return err
 	}

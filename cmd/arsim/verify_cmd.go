@@ -20,32 +20,21 @@ import (
 func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("verify", "verify [--topology T] [--tokens N] [--compute 5ms] [--accept A] [--draft 1.5ms] [--launch graph|eager] [--algos a,b] [--opts k=v,…] [--format table|json]",
 		[]string{"arsim verify", "arsim verify --tokens 4 --algos one_stage,nccl", "arsim verify --topology rtxpro6000x8-switches --launch eager", "arsim verify --opts p2p_level=sys --format json"}, errOut)
-	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset (arsim topology list)")
-	params := fs.String("params", "", "parameter file overriding preset values")
+	mf := addMachineFlags(fs)
 	tokensFlag := fs.String("tokens", "3", "tokens verified per pass (draft tokens + 1); a list (1,3,4,8,16,64) prints a what-if table")
 	compute := fs.Duration("compute", 0, "layer compute per pass (default 4.475ms + 0.15ms × tokens: 5 ms at 3–4 tokens, an estimate)")
 	accept := fs.Float64("accept", 0, "mean accepted tokens per speculative step (default 0.8 × tokens, from published EAGLE-3 acceptance 3.2 of 4)")
 	draft := fs.Duration("draft", 1500*time.Microsecond, "drafter time per speculative step")
-	launch := fs.String("launch", "graph", "kernel launches: graph (CUDA graph replay) or eager")
 	list := fs.String("algos", "", "algorithms to compare, comma-separated (default: all)")
-	opts := fs.String("opts", "", "algorithm options key=value,… passed to the algorithms that take them")
 	format := fs.String("format", "table", "output: table or json")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	t, err := loadTopology(*topo, *params)
-	if err != nil {
-		return err
-	}
-	mode, err := parseLaunch(*launch)
+	t, mode, o, err := mf.resolve()
 	if err != nil {
 		return err
 	}
 	names, err := parseAlgos(*list)
-	if err != nil {
-		return err
-	}
-	o, err := parseOpts(*opts)
 	if err != nil {
 		return err
 	}

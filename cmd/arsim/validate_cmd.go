@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// fileList is a repeatable flag.
+type fileList []string
+
+func (f *fileList) String() string { return strings.Join(*f, ",") }
+func (f *fileList) Set(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty file name")
+	}
+	*f = append(*f, s)
+	return nil
+}
+
+// traceFile is one trace read for validate or calibrate.
+type traceFile struct {
+	path string
+	recs []trace.Record
+	bad  []trace.BadLine
+}
+
+// readTraces reads every file; a malformed line is an input error unless
+// skipBad, when it is kept in bad.
+func readTraces(paths []string, skipBad bool) ([]traceFile, error) {
+	if len(paths) == 0 {
+		return nil, badInputf("no trace: give --traces FILE (JSON Lines v1, e.g. testdata/h200x2/measurements.jsonl)")
+	}
+	var out []traceFile
+	for _, p := range paths {
+		recs, bad, err := trace.ReadJSONLFile(p, trace.ReadOptions{SkipBad: skipBad})
+		if err != nil {
+			if _, isParse := err.(*trace.ParseError); isParse && !skipBad {
+				return nil, badInputf("%v (--skip-bad skips malformed lines)", err)
+			}
+			return nil, badInput(err)
+		}
+		out = append(out, traceFile{path: p, recs: recs, bad: bad})
+	}
+	return out, nil
+}
+
+// presetParams returns the parameters of every preset the records use,
+// with the parameter file applied when one is given.
+func presetParams(files []traceFile, paramsFile string) (map[string]*topology.Params, error) {
+	out := map[string]*topology.Params{}
+	for _, f := range files {
+		for _, r := range f.recs {
+			p, ok := topology.ForSystem(r.System)
+			if !ok || out[p.Name] != nil {
+				continue
+			}
+			ps := p.DefaultParams()
+			if paramsFile != "" {
+				if err := applyParamsFile(ps, paramsFile); err != nil {
+					return nil, fmt.Errorf("preset %s: %w", p.Name, err)
+				}
+			}
+			out[p.Name] = ps
+		}
+	}
+	return out, nil
+}
+
+func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("validate", "validate --traces FILE [--traces FILE …] [--params FILE] [--format table|json] [--plot FILE.svg|.png] [--skip-bad]",
+		[]string{"arsim validate --traces testdata/h200x2/measurements.jsonl",
+			"arsim validate --traces testdata/h200x2/measurements.jsonl --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --plot validate.svg",
+			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params --format json"}, errOut)
+	var traces fileList
+	fs.Var(&traces, "traces", "measured trace, JSON Lines v1 (repeat for several files)")
+	params := fs.String("params", "", "parameter file overriding the values of the preset(s) the traces use")
+	format := fs.String("format", "table", "output: table or json")
+	plotFile := fs.String("plot", "", "also draw simulated versus measured to this .svg or .png file")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines (and list them) instead of failing")
+	parallel := fs.Int("parallel", 0, "records simulated at once (default: all cores); output does not depend on it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return badInputf("validate: unexpected argument %q (traces are given with --traces)", fs.Arg(0))
+	}
+	if *format != "table" && *format != "json" {
+		return badInputf("validate: --format %q is not one of table, json", *format)
+	}
+	if *plotFile != "" {
+		if err := checkWritable(*plotFile, ".svg", ".png"); err != nil {
+			return err
+		}
+	}
+	files, err := readTraces(traces, *skipBad)
+	if err != nil {
+		return err
+	}
+	ps, err := presetParams(files, *params)
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, f := range files {
+		total += len(f.recs)
+	}
+	var bar func(done, total int)
+	if isTerminal(errOut) {
+		bar = progressBar(errOut)
+	}
+	var vs []*scenarios.Validation
+	offset := 0
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		o := scenarios.ValidateOptions{Params: ps, Parallel: *parallel, File: f.path}
+		if bar != nil && total > 0 {
+			base := offset
+			o.Progress = func(done, _ int) { bar(base+done, total) }
+		}
+		v, err := scenarios.Validate(f.recs, o)
+		if err != nil {
+			return err
+		}
+		offset += len(f.recs)
+		vs = append(vs, v)
+	}
+	return reportValidation(out, errOut, files, scenarios.MergeValidations(vs...), *format, *plotFile)
+}
+
+func reportValidation(out, errOut io.Writer, files []traceFile, v *scenarios.Validation, format, plotFile string) error {
+	var err error
+	if format == "json" {
+		err = writeValidateJSON(out, files, v)
+	} else {
+		err = writeValidateTable(out, files, v)
+	}
+	if err != nil {
+		return err
+	}
+	if plotFile != "" {
+		if err := plotValidation(plotFile, v); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "wrote %s\n", plotFile)
+	}
+	return nil
+}
+
+type badLineJSON struct {
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+	Error string `json:"error"`
+}
+
+func badLines(files []traceFile) []badLineJSON {
+	out := []badLineJSON{}
+	for _, f := range files {
+		for _, b := range f.bad {
+			out = append(out, badLineJSON{File: f.path, Line: b.Line, Error: b.Err.Error()})
+		}
+	}
+	return out
+}
+
+func writeValidateJSON(out io.Writer, files []traceFile, v *scenarios.Validation) error {
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.path)
+	}
+	doc := struct {
+		Files    []string                    `json:"files"`
+		Records  []scenarios.ValidatedRecord `json:"records"`
+		Skipped  []scenarios.Skipped         `json:"skipped"`
+		BadLines []badLineJSON               `json:"bad_lines"`
+		Summary  scenarios.Summary           `json:"summary"`
+		Groups   []scenarios.GroupSummary    `json:"groups"`
+	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// fmtVal prints a measured or simulated value with 4 significant digits.
+func fmtVal(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+func fmtPct(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f%%", *p)
+}
+
+func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validation) error {
+	var b bytes.Buffer
+	multi := len(files) > 1
+	var names []string
+	for _, f := range files {
+		names = append(names, f.path)
+	}
+	fmt.Fprintf(&b, "Measured versus simulated: %s\n\n", strings.Join(names, ", "))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	if multi {
+		fmt.Fprint(tw, "file\t")
+	}
+	fmt.Fprintln(tw, "line\tgroup\tmeasured\tsimulated\tunit\terror\tnccl_model error\t")
+	for _, r := range v.Records {
+		if multi {
+			fmt.Fprintf(tw, "%s\t", filepath.Base(filepath.Dir(r.File))+"/"+filepath.Base(r.File))
+		}
+		e := r.ErrorPct
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Line, r.Group, fmtVal(r.Measured), fmtVal(r.Predicted), r.Unit, fmtPct(&e), fmtPct(r.ModelErrorPct))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\nGroups, worst median |error| first\n\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "group\trecords\tmedian error\tmedian |error|\tmax |error|\tnccl_model median |error|\t")
+	for _, g := range v.Groups {
+		fmt.Fprintf(tw, "%s\t%d\t%+.1f%%\t%.1f%%\t%.1f%%\t%s\t\n", g.Group, g.Count, g.MedianErrorPct, g.MedianAbsErrorPct, g.MaxAbsErrorPct, strings.TrimPrefix(fmtPct(g.ModelMedianAbs), "+"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	s := v.Summary
+	fmt.Fprintf(&b, "\nSummary\n")
+	fmt.Fprintf(&b, "  records simulated  %d\n", s.Count)
+	fmt.Fprintf(&b, "  records skipped    %d\n", s.Skipped)
+	if bl := badLines(files); len(bl) > 0 {
+		fmt.Fprintf(&b, "  bad lines skipped  %d\n", len(bl))
+	}
+	fmt.Fprintf(&b, "  median |error|     %.1f%%\n", s.MedianAbsErrorPct)
+	fmt.Fprintf(&b, "  p95 |error|        %.1f%%\n", s.P95AbsErrorPct)
+	if s.ModelMedianAbs != nil {
+		fmt.Fprintf(&b, "  NCCL records       %d: arsim median |error| %.1f%%, p95 %.1f%%; nccl_model (NCCL's own estimate) median %.1f%%, p95 %.1f%%\n",
+			s.ModelCount, *s.OursOnModelRecordsMedian, *s.OursOnModelRecordsP95, *s.ModelMedianAbs, *s.ModelP95Abs)
+	}
+	if len(v.Skipped) > 0 {
+		fmt.Fprintf(&b, "\nSkipped (%d)\n", len(v.Skipped))
+		type key struct{ file, reason string }
+		lines := map[key][]string{}
+		var order []key
+		for _, sk := range v.Skipped {
+			k := key{sk.File, sk.Reason}
+			if _, ok := lines[k]; !ok {
+				order = append(order, k)
+			}
+			lines[k] = append(lines[k], strconv.Itoa(sk.Line))
+		}
+		for _, k := range order {
+			where := "line"
+			if len(lines[k]) > 1 {
+				where = "lines"
+			}
+			prefix := ""
+			if multi {
+				prefix = k.file + " "
+			}
+			fmt.Fprintf(&b, "  %s%s %s: %s\n", prefix, where, strings.Join(lines[k], ", "), k.reason)
+		}
+	}
+	if bl := badLines(files); len(bl) > 0 {
+		fmt.Fprintf(&b, "\nBad lines skipped (%d)\n", len(bl))
+		for _, x := range bl {
+			fmt.Fprintf(&b, "  %s\n", x.Error)
+		}
+	}
+	_, err := out.Write(b.Bytes())
+	return err
+}
+
+// plotValidation draws simulated versus measured, log-log, one colour per
+// kind, with the identity line.
+func plotValidation(path string, v *scenarios.Validation) error {
+	p := plot.New()
+	p.Title.Text = "arsim validate: simulated versus measured"
+	p.X.Label.Text = "measured (µs; pointer_chase ns; host_link_concurrency GB/s)"
+	p.Y.Label.Text = "simulated (same unit)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	byKind := map[string]plotter.XYs{}
+	var kinds []string
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range v.Records {
+		if _, ok := byKind[r.Kind]; !ok {
+			kinds = append(kinds, r.Kind)
+		}
+		byKind[r.Kind] = append(byKind[r.Kind], plotter.XY{X: r.Measured, Y: r.Predicted})
+		lo = min(lo, r.Measured, r.Predicted)
+		hi = max(hi, r.Measured, r.Predicted)
+	}
+	if len(kinds) == 0 {
+		return fmt.Errorf("validate: nothing to plot: no record was simulated")
+	}
+	sort.Strings(kinds)
+	id, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
+	if err != nil {
+		return err
+	}
+	id.Color = color.Gray{Y: 120}
+	id.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(plotter.NewGrid(), id)
+	p.Legend.Add("simulated = measured", id)
+	for i, k := range kinds {
+		sc, err := plotter.NewScatter(byKind[k])
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color = plotutil.Color(i)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(2)
+		p.Add(sc)
+		p.Legend.Add(fmt.Sprintf("%s (%d)", k, len(byKind[k])), sc)
+	}
+	return p.Save(7*vg.Inch, 7*vg.Inch, path)
+}
+
+func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--params FILE] [--skip-bad]",
+		[]string{"arsim calibrate --traces testdata/h200x2/measurements.jsonl --fit 'pcie.link_efficiency,host.memcpy_issue_*' --params-out fitted.params",
+			"arsim calibrate --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --fit 'gpu.launch_*,nvlink.*' --params-out h200.params --holdout-every 4",
+			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params"}, errOut)
+	var traces fileList
+	fs.Var(&traces, "traces", "measured trace, JSON Lines v1 (repeat for several files)")
+	fit := fs.String("fit", "", "parameters to fit: glob patterns over names (arsim topology show), comma-separated")
+	paramsOut := fs.String("params-out", "", "write the fitted parameter file here (loads with --params)")
+	holdout := fs.Int("holdout-every", 3, "hold every N-th simulable record out of the fit and report its error")
+	params := fs.String("params", "", "parameter file to start from instead of the preset's defaults")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines instead of failing")
+	sweeps := fs.Int("sweeps", 3, "coordinate-descent sweeps over the parameters")
+	maxEvals := fs.Int("max-evals", 600, "cap on parameter settings simulated (bounds the run time)")
+	parallel := fs.Int("parallel", 0, "records simulated at once (default: all cores); output does not depend on it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return badInputf("calibrate: unexpected argument %q", fs.Arg(0))
+	}
+	if strings.TrimSpace(*fit) == "" {
+		return badInputf("calibrate: --fit is required (glob patterns over parameter names, e.g. pcie.link_efficiency,gpu.launch_*)")
+	}
+	if *paramsOut == "" {
+		return badInputf("calibrate: --params-out FILE is required")
+	}
+	if *holdout < 2 {
+		return badInputf("calibrate: --holdout-every must be ≥ 2, got %d", *holdout)
+	}
+	if *sweeps < 1 || *maxEvals < 1 {
+		return badInputf("calibrate: --sweeps and --max-evals must be ≥ 1")
+	}
+	if err := checkWritable(*paramsOut); err != nil {
+		return err
+	}
+	files, err := readTraces(traces, *skipBad)
+	if err != nil {
+		return err
+	}
+	base, err := presetParams(files, *params)
+	if err != nil {
+		return err
+	}
+	var recs []trace.Record
+	var names []string
+	for _, f := range files {
+		recs = append(recs, f.recs...)
+		names = append(names, f.path)
+	}
+	opts := scenarios.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: base, File: strings.Join(names, ", "),
+		Sweeps: *sweeps, MaxEvals: *maxEvals, Parallel: *parallel}
+	if isTerminal(errOut) {
+		opts.Progress = func(msg string) { fmt.Fprintf(errOut, "\r\033[K%s", msg) }
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	cal, err := scenarios.Calibrate(recs, opts)
+	if opts.Progress != nil {
+		fmt.Fprint(errOut, "\r\033[K")
+	}
+	if err != nil {
+		return badInput(err)
+	}
+	elapsed := time.Since(t0)
+	var buf bytes.Buffer
+	if err := cal.WriteParams(&buf); err != nil {
+		return err
+	}
+	if err := os.WriteFile(*paramsOut, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	if err := writeCalibration(out, cal); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%d parameter settings simulated in %d sweep(s), %.1f s%s\nwrote %s (load it with --params %s)\n",
+		cal.Evaluations, cal.Sweeps, elapsed.Seconds(), map[bool]string{true: " (stopped at --max-evals)", false: ""}[cal.EvalCapHit], *paramsOut, *paramsOut)
+	return nil
+}
+
+func writeCalibration(out io.Writer, c *scenarios.Calibration) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Calibration of preset %s on %s\n\n", c.Preset, c.File)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "parameter\tunit\tdefault\tfitted\tchange\trecords\tstatus\t")
+	for _, p := range c.Params {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.2f%%\t%d\t%s\t\n", p.Name, p.Unit, strconv.FormatFloat(p.Default, 'g', 6, 64), strconv.FormatFloat(p.Fitted, 'g', 6, 64), p.ChangePct, p.Records, p.Status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\n(records: fit records whose prediction depends on the parameter)\n\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "records\tcount\tmedian |error| before\tafter\tp95 |error| before\tafter\t")
+	for _, row := range []struct {
+		name          string
+		before, after scenarios.ErrorStats
+	}{{"fit", c.FitBefore, c.FitAfter}, {"held out", c.HeldOutBefore, c.HeldOutAfter}} {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f%%\t%.2f%%\t%.2f%%\t%.2f%%\t\n", row.name, row.before.Count, row.before.MedianAbsPct, row.after.MedianAbsPct, row.before.P95AbsPct, row.after.P95AbsPct)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c.Skipped > 0 {
+		fmt.Fprintf(&b, "(%d records cannot be simulated and were left out; arsim validate lists why)\n", c.Skipped)
+	}
+	_, err := out.Write(b.Bytes())
+	return err
+}
