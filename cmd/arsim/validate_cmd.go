@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -18,7 +19,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -261,36 +261,96 @@ func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validatio
 	}
 	if len(v.Skipped) > 0 {
 		fmt.Fprintf(&b, "\nSkipped (%d)\n", len(v.Skipped))
-		type key struct{ file, reason string }
-		lines := map[key][]string{}
-		var order []key
+		var items []lineItem
 		for _, sk := range v.Skipped {
-			k := key{sk.File, sk.Reason}
-			if _, ok := lines[k]; !ok {
-				order = append(order, k)
-			}
-			lines[k] = append(lines[k], strconv.Itoa(sk.Line))
+			items = append(items, lineItem{sk.File, sk.Line, sk.Reason})
 		}
-		for _, k := range order {
-			where := "line"
-			if len(lines[k]) > 1 {
-				where = "lines"
-			}
-			prefix := ""
-			if multi {
-				prefix = k.file + " "
-			}
-			fmt.Fprintf(&b, "  %s%s %s: %s\n", prefix, where, strings.Join(lines[k], ", "), k.reason)
-		}
+		writeByReason(&b, items, multi)
 	}
-	if bl := badLines(files); len(bl) > 0 {
-		fmt.Fprintf(&b, "\nBad lines skipped (%d)\n", len(bl))
-		for _, x := range bl {
-			fmt.Fprintf(&b, "  %s\n", x.Error)
+	if len(files) > 0 {
+		var items []lineItem
+		for _, f := range files {
+			for _, bl := range f.bad {
+				msg := bl.Err.Error()
+				var pe *trace.ParseError
+				if errors.As(bl.Err, &pe) {
+					msg = pe.Msg
+					if pe.Field != "" {
+						msg = fmt.Sprintf("field %q: %s", pe.Field, pe.Msg)
+					}
+				}
+				items = append(items, lineItem{f.path, bl.Line, msg})
+			}
+		}
+		if len(items) > 0 {
+			fmt.Fprintf(&b, "\nBad lines skipped (%d)\n", len(items))
+			writeByReason(&b, items, multi)
 		}
 	}
 	_, err := out.Write(b.Bytes())
 	return err
+}
+
+// lineItem is a line of a file with a reason.
+type lineItem struct {
+	file   string
+	line   int
+	reason string
+}
+
+// writeByReason lists items grouped by file and reason, in first-seen
+// order, with runs of consecutive lines shortened to ranges.
+func writeByReason(b *bytes.Buffer, items []lineItem, withFile bool) {
+	type key struct{ file, reason string }
+	lines := map[key][]int{}
+	var order []key
+	for _, it := range items {
+		k := key{it.file, it.reason}
+		if _, ok := lines[k]; !ok {
+			order = append(order, k)
+		}
+		lines[k] = append(lines[k], it.line)
+	}
+	for _, k := range order {
+		ls := lines[k]
+		where := "line"
+		if len(ls) > 1 {
+			where = "lines"
+		}
+		prefix := ""
+		if withFile {
+			prefix = k.file + " "
+		}
+		fmt.Fprintf(b, "  %s%s %s (%d): %s\n", prefix, where, lineRanges(ls), len(ls), k.reason)
+	}
+}
+
+// lineRanges prints sorted line numbers with consecutive runs as a–b.
+func lineRanges(ls []int) string {
+	ls = append([]int(nil), ls...)
+	sort.Ints(ls)
+	var parts []string
+	for i := 0; i < len(ls); {
+		j := i
+		for j+1 < len(ls) && ls[j+1] == ls[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d–%d", ls[i], ls[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(ls[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// kindPalette has one distinct colour per trace kind (Tableau 10).
+var kindPalette = []color.Color{
+	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+	color.RGBA{227, 119, 194, 255}, color.RGBA{23, 190, 207, 255}, color.RGBA{188, 189, 34, 255},
+	color.RGBA{127, 127, 127, 255},
 }
 
 // plotValidation draws simulated versus measured, log-log, one colour per
@@ -331,7 +391,7 @@ func plotValidation(path string, v *scenarios.Validation) error {
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Color = plotutil.Color(i)
+		sc.GlyphStyle.Color = kindPalette[i%len(kindPalette)]
 		sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		sc.GlyphStyle.Radius = vg.Points(2)
 		p.Add(sc)

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const validateShared = "../../testdata/h200x2/measurements.jsonl"
+
+func runValidateCLI(args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestValidateTable(t *testing.T) {
+	out, _, err := runValidateCLI("validate", "--traces", validateShared)
+	require.NoError(t, err)
+	for _, want := range []string{"line", "measured", "simulated", "nccl_model error", "Groups, worst median |error| first",
+		"allreduce nccl/ring ll p2p cudagraph", "pointer_chase peer", "Summary", "records simulated  419", "records skipped    4",
+		"median |error|", "p95 |error|", "nccl_model (NCCL's own estimate)", "Skipped (4)", "lines 400–403 (4): local HBM streaming is not modelled"} {
+		assert.Contains(t, out, want)
+	}
+	// Groups come before the summary, the summary before the skipped list.
+	assert.Less(t, strings.Index(out, "Groups,"), strings.Index(out, "Summary"))
+	assert.Less(t, strings.Index(out, "Summary"), strings.Index(out, "Skipped (4)"))
+}
+
+func TestValidateJSON(t *testing.T) {
+	out, _, err := runValidateCLI("validate", "--traces", validateShared, "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		Records []map[string]any `json:"records"`
+		Skipped []map[string]any `json:"skipped"`
+		Summary map[string]any   `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Len(t, doc.Records, 419)
+	assert.Len(t, doc.Skipped, 4)
+	assert.EqualValues(t, 419, doc.Summary["count"])
+	assert.EqualValues(t, 4, doc.Summary["skipped"])
+	assert.Contains(t, doc.Summary, "median_abs_error_pct")
+	assert.Contains(t, doc.Summary, "p95_abs_error_pct")
+	for _, r := range doc.Records {
+		for _, k := range []string{"line", "kind", "system", "measured", "predicted", "error_pct"} {
+			require.Contains(t, r, k)
+		}
+		m, p := r["measured"].(float64), r["predicted"].(float64)
+		assert.InDelta(t, (p-m)/m*100, r["error_pct"].(float64), 1e-9)
+	}
+	for _, s := range doc.Skipped {
+		assert.Contains(t, s, "line")
+		assert.NotEmpty(t, s["reason"])
+	}
+}
+
+func TestValidateBadFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	good := `{"system": "h200x2-vm", "kind": "empty_kernel", "clock": "device_events", "us": 8.0}`
+	require.NoError(t, os.WriteFile(bad, []byte(good+"\n"+`{"system": "h200x2-vm", "kind": "empty_kernel", "clock": "device_events", "us": "slow"}`+"\n"), 0o644))
+	_, _, err := runValidateCLI("validate", "--traces", bad)
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "line 2")
+	assert.Contains(t, err.Error(), `field "us"`)
+
+	out, _, err := runValidateCLI("validate", "--traces", bad, "--skip-bad")
+	require.NoError(t, err)
+	assert.Contains(t, out, "records simulated  1")
+	assert.Contains(t, out, "Bad lines skipped (1)")
+	assert.Contains(t, out, `line 2 (1): field "us"`)
+
+	out, _, err = runValidateCLI("validate", "--traces", bad, "--skip-bad", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		BadLines []map[string]any `json:"bad_lines"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Len(t, doc.BadLines, 1)
+	assert.EqualValues(t, 2, doc.BadLines[0]["line"])
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate"}, "no trace: give --traces FILE"},
+		{[]string{"validate", "--traces", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
+		{[]string{"validate", "--traces", bad, "--format", "xml"}, `--format "xml"`},
+		{[]string{"validate", "--traces", validateShared, "--plot", "x.gif"}, `file type ".gif"`},
+		{[]string{"calibrate", "--traces", validateShared, "--params-out", filepath.Join(dir, "p")}, "--fit is required"},
+		{[]string{"calibrate", "--traces", validateShared, "--fit", "pcie.*"}, "--params-out FILE is required"},
+		{[]string{"calibrate", "--traces", validateShared, "--fit", "nosuch.*", "--params-out", filepath.Join(dir, "p")}, `pattern "nosuch.*" matches no parameter (parameters: pcie.tlp_overhead`},
+	} {
+		_, _, err := runValidateCLI(c.args...)
+		require.Error(t, err, "%v", c.args)
+		assert.Contains(t, err.Error(), c.want, "%v", c.args)
+		assert.Equal(t, 2, exitCode(err), "%v", c.args)
+	}
+}
+
+func TestValidatePlot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.svg")
+	_, errOut, err := runValidateCLI("validate", "--traces", validateShared, "--plot", path)
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "wrote "+path)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "<svg")
+}
+
+// TestCalibrateCLI fits copy-engine setup times on the shared capture's
+// memcpy records, writes the file and loads it back with validate --params.
+func TestCalibrateCLI(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(validateShared)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(src), "\n")
+	memcpy := filepath.Join(dir, "memcpy.jsonl")
+	require.NoError(t, os.WriteFile(memcpy, []byte(strings.Join(lines[:81], "")), 0o644))
+	outFile := filepath.Join(dir, "fitted.params")
+	out, _, err := runValidateCLI("calibrate", "--traces", memcpy, "--fit", "ce.setup,ce.p2p_split_setup,smp.latency", "--params-out", outFile)
+	require.NoError(t, err)
+	for _, want := range []string{"Calibration of preset h200x2", "ce.setup", "smp.latency", "no effect", "fitted", "held out", "wrote " + outFile} {
+		assert.Contains(t, out, want)
+	}
+	b, err := os.ReadFile(outFile)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "# preset: h200x2\n"), string(b))
+	assert.Contains(t, string(b), "ce.setup = ")
+	assert.NotContains(t, string(b), "smp.latency = ")
+	assert.Contains(t, string(b), "fitted by arsim calibrate on 54 records of "+memcpy)
+
+	out, _, err = runValidateCLI("validate", "--traces", validateShared, "--params", outFile)
+	require.NoError(t, err)
+	assert.Contains(t, out, "records simulated  419")
+}
