@@ -42,11 +42,13 @@ type Physics struct {
 	SMStoreRate                        sim.Rate
 	LaunchEager, LaunchGraph           sim.Duration
 	CEWindow                           float64
-	CESetup, CEP2PSetup, CEP2PSplitSet sim.Duration
-	CEP2PSplitThreshold                sim.Bytes
+	CESetup, CEP2PSetup                sim.Duration
 	NVLinkSMEff, NVLinkCEEff           float64
 	SMPFlowCap                         sim.Rate
-	IssueH2D, IssueD2H, IssueP2P       sim.Duration
+	CUDAMemcpyIssue                    sim.Duration
+	TorchIssue                         [3]sim.Duration // by CopyDir
+	TorchP2POverhead, TorchP2PLarge    sim.Duration
+	TorchP2PLargeFrom                  sim.Bytes
 }
 
 func resolve(ps *topology.Params) Physics {
@@ -62,10 +64,12 @@ func resolve(ps *topology.Params) Physics {
 		LoadsInFlight: g("gpu.loads_in_flight"), SMStoreRate: sim.Rate(g("gpu.sm_store_bandwidth")) * sim.GBps,
 		LaunchEager: us(g("gpu.launch_eager")), LaunchGraph: us(g("gpu.launch_graph")),
 		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
-		CEP2PSplitSet: us(g("ce.p2p_split_setup")), CEP2PSplitThreshold: sim.Bytes(g("ce.p2p_split_threshold")),
-		NVLinkSMEff: g("nvlink.sm_efficiency"), NVLinkCEEff: g("nvlink.ce_efficiency"),
+		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
+		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
+		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
+		TorchP2PLargeFrom: sim.Bytes(g("torch.p2p_copy_large")),
+		NVLinkSMEff:       g("nvlink.sm_efficiency"), NVLinkCEEff: g("nvlink.ce_efficiency"),
 		SMPFlowCap: sim.Rate(g("smp.p2p_flow_cap")) * sim.GBps,
-		IssueH2D:   us(g("host.memcpy_issue_h2d")), IssueD2H: us(g("host.memcpy_issue_d2h")), IssueP2P: us(g("host.memcpy_issue_p2p")),
 	}
 }
 
@@ -497,9 +501,6 @@ func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label stri
 			return err
 		}
 		setup := ph.CEP2PSetup
-		if bytes >= ph.CEP2PSplitThreshold {
-			setup = ph.CEP2PSplitSet
-		}
 		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.hops(p.fwd, p.types, false, ceXfer), Bytes: bytes,
 			Latency: p.latency + ph.GPUMemLatency, Done: done}
 		if p.smp {

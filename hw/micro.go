@@ -11,12 +11,24 @@ import (
 // trace format v1 (see testdata/h200x2 and trace.Record). Each builds a fresh
 // machine, runs the measurement and returns the value the capture reports.
 
+// CopyAPI is the host API that issues copies.
+type CopyAPI uint8
+
+// Copy APIs.
+const (
+	// TorchCopy is PyTorch's tensor.copy_ (the shared h200x2 capture).
+	TorchCopy CopyAPI = iota
+	// CUDAMemcpy is cudaMemcpyAsync called directly (tools/capture).
+	CUDAMemcpy
+)
+
 // MemcpyEager returns the mean time per operation, in µs, of back-to-back
-// eager cudaMemcpyAsync calls of bytes on rank 0 (P2P: to rank 1): the host
-// issues one call every host.memcpy_issue_* while the copy engine runs them
-// in order, so the mean is the larger of the issue interval and the device
-// time per copy.
-func MemcpyEager(top *topology.Topology, dir CopyDir, bytes sim.Bytes) (float64, error) {
+// eager copies of bytes on rank 0 (P2P: to rank 1): the host issues one
+// call per issue interval of the API while the copy engine runs them in
+// order, so the mean is the larger of the issue interval and the device
+// time per copy. PyTorch's peer copies also add work the device waits for
+// (torch.p2p_copy_overhead*).
+func MemcpyEager(top *topology.Topology, dir CopyDir, bytes sim.Bytes, api CopyAPI) (float64, error) {
 	const n, warm = 12, 4
 	m, err := New(top)
 	if err != nil {
@@ -25,7 +37,17 @@ func MemcpyEager(top *topology.Topology, dir CopyDir, bytes sim.Bytes) (float64,
 	if dir == P2P && m.NumRanks() < 2 {
 		return 0, fmt.Errorf("hw: %s: p2p memcpy needs two GPUs", top.Name)
 	}
-	issue := map[CopyDir]sim.Duration{H2D: m.Phys.IssueH2D, D2H: m.Phys.IssueD2H, P2P: m.Phys.IssueP2P}[dir]
+	issue := m.Phys.CUDAMemcpyIssue
+	var extra sim.Duration
+	if api == TorchCopy {
+		issue = m.Phys.TorchIssue[dir]
+		if dir == P2P {
+			extra = m.Phys.TorchP2POverhead
+			if bytes >= m.Phys.TorchP2PLargeFrom {
+				extra = m.Phys.TorchP2PLarge
+			}
+		}
+	}
 	done := make([]sim.Time, n)
 	var runErr error
 	var run func(i int)
@@ -35,7 +57,7 @@ func MemcpyEager(top *topology.Topology, dir CopyDir, bytes sim.Bytes) (float64,
 			return
 		}
 		// Op i is issued at i × issue; it starts when issued and the engine is free.
-		start := max(sim.Time(0).Add(issue*sim.Duration(i)), deviceFree)
+		start := max(sim.Time(0).Add(issue*sim.Duration(i)), deviceFree).Add(extra)
 		m.Eng.At(start, func() {
 			err := m.Copy(0, dir, 1, bytes, fmt.Sprintf("memcpy%d", i), func() {
 				done[i] = m.Eng.Now()

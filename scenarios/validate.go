@@ -200,37 +200,57 @@ func (t *twin) memcpy() string {
 	if r.Launch == "cudagraph" {
 		return "copy-engine memcpy inside a CUDA graph is not modelled (only eager issue)"
 	}
+	if r.Dir == "bidir" {
+		t.note = fmt.Sprintf("an h2d and a d2h copy of %d B at once on one GPU, timed to the last end", r.Bytes)
+		t.sim = func(top *topology.Topology) (float64, error) {
+			return copiesUs(top, []hw.CopyDir{hw.H2D, hw.D2H}, sim.Bytes(r.Bytes))
+		}
+		return ""
+	}
 	dirs := map[string]hw.CopyDir{"h2d": hw.H2D, "d2h": hw.D2H, "p2p": hw.P2P}
 	dir, ok := dirs[r.Dir]
 	if !ok {
-		return fmt.Sprintf("memcpy dir %q is not modelled (h2d, d2h, p2p)", r.Dir)
+		return fmt.Sprintf("memcpy dir %q is not modelled (h2d, d2h, p2p, bidir)", r.Dir)
 	}
 	if streams <= 1 {
-		t.sim = func(top *topology.Topology) (float64, error) { return hw.MemcpyEager(top, dir, sim.Bytes(r.Bytes)) }
+		api := hw.TorchCopy
+		if extraString(r, "api") == "cudaMemcpyAsync" {
+			api = hw.CUDAMemcpy
+			t.group += " cudaMemcpyAsync"
+		} else {
+			t.group += " tensor.copy_"
+		}
+		t.sim = func(top *topology.Topology) (float64, error) {
+			return hw.MemcpyEager(top, dir, sim.Bytes(r.Bytes), api)
+		}
 		return ""
 	}
 	transfers := extraInt(r, "transfers", streams)
 	t.note = fmt.Sprintf("%d concurrent copies of %d B on one GPU, timed from first start to last end", transfers, r.Bytes)
 	t.sim = func(top *topology.Topology) (float64, error) {
-		return concurrentCopiesUs(top, dir, transfers, sim.Bytes(r.Bytes))
+		dirs := make([]hw.CopyDir, transfers)
+		for i := range dirs {
+			dirs[i] = dir
+		}
+		return copiesUs(top, dirs, sim.Bytes(r.Bytes))
 	}
 	return ""
 }
 
-// concurrentCopiesUs runs n copy-engine transfers of bytes each in one
-// direction on rank 0 at once (one per stream; their issue cost is far
-// below their duration at the sizes captured) and returns the time until
-// the last ends, in µs.
-func concurrentCopiesUs(top *topology.Topology, dir hw.CopyDir, n int, bytes sim.Bytes) (float64, error) {
+// copiesUs runs copy-engine transfers of bytes each, one per direction
+// listed, on rank 0 at once (one per stream; their issue cost is far below
+// their duration at the sizes captured) and returns the time until the last
+// ends, in µs.
+func copiesUs(top *topology.Topology, dirs []hw.CopyDir, bytes sim.Bytes) (float64, error) {
 	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
-	if dir == hw.P2P && m.NumRanks() < 2 {
-		return 0, fmt.Errorf("hw: %s: p2p memcpy needs two GPUs", top.Name)
-	}
 	var end sim.Time
-	for i := 0; i < n; i++ {
+	for i, dir := range dirs {
+		if dir == hw.P2P && m.NumRanks() < 2 {
+			return 0, fmt.Errorf("hw: %s: p2p memcpy needs two GPUs", top.Name)
+		}
 		if err := m.Copy(0, dir, 1, bytes, fmt.Sprintf("memcpy%d", i), func() { end = max(end, m.Eng.Now()) }); err != nil {
 			return 0, err
 		}

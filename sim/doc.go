@@ -34,6 +34,14 @@
 // how non-posted reads are limited to bytes in flight / round-trip time.
 // The flow's callback runs one route latency after its last byte leaves.
 //
+// Fair shares are solved per connected component (flows sharing a
+// resource, transitively), and only the components whose flows changed are
+// solved again, so the cost of a start or finish grows with the size of
+// its component, not with the number of flows in flight. The rates are bit
+// for bit those of progressive filling run on each component alone (see
+// Network); records and scratch are reused, and [Network.Launch] starts a
+// flow whose record is recycled once it has finished.
+//
 // An [Observer] sees every flow start, rate change and finish, and every
 // interval during which a resource carried load, so timelines and
 // utilisation can be drawn later. Nothing in this package prints.

@@ -12,6 +12,7 @@ type Engine struct {
 	heap      []event
 	processed uint64
 	maxEvents uint64
+	cur       uint64 // sequence number of the event running now
 }
 
 type event struct {
@@ -42,8 +43,14 @@ func (e *Engine) At(t Time, fn func()) {
 	if t < e.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now (%v)", t, e.now))
 	}
+	e.at(t, fn)
+}
+
+// at schedules fn at t and returns its sequence number.
+func (e *Engine) at(t Time, fn func()) uint64 {
 	e.seq++
 	e.push(event{at: t, seq: e.seq, fn: fn})
+	return e.seq
 }
 
 // After schedules fn to run d after now. A negative d panics.
@@ -56,6 +63,7 @@ func (e *Engine) Step() bool {
 	}
 	ev := e.pop()
 	e.now = ev.at
+	e.cur = ev.seq
 	e.processed++
 	ev.fn()
 	return true

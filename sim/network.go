@@ -58,12 +58,21 @@ type Resource struct {
 	Capacity Rate // bytes per second of wire traffic
 	Collapse *Collapse
 
-	load  float64 // wire bytes/s carried now
-	since Time    // when load last changed
-	bytes float64 // wire bytes carried so far
-	rem   float64 // scratch for the fair-share solver
-	wsum  float64 // scratch
-	mark  uint64  // scratch
+	load  float64   // wire bytes/s carried now
+	since Time      // when load last changed
+	bytes float64   // wire bytes carried so far
+	rem   float64   // scratch for the fair-share solver
+	wsum  float64   // scratch
+	mark  uint64    // solver stamp
+	visit uint64    // component-search stamp
+	dirty bool      // its set of flows changed since the last reshare
+	flows []flowRef // active flows crossing it, one entry per hop
+}
+
+// flowRef is one hop of an active flow, as listed by the hop's resource.
+type flowRef struct {
+	f   *Flow
+	hop int32
 }
 
 // Load returns the wire bytes per second the resource carries now.
@@ -93,6 +102,9 @@ type FlowSpec struct {
 	Meta    any      // carried for observers
 }
 
+// inlineHops is how many hops a flow keeps without a separate allocation.
+const inlineHops = 4
+
 // Flow is an active or finished transfer.
 type Flow struct {
 	ID    FlowID
@@ -100,12 +112,19 @@ type Flow struct {
 	Start Time
 
 	rate      float64 // payload bytes/s
+	next      float64 // rate computed by the current solve
 	remaining float64 // payload bytes left at time since
 	since     Time
 	finish    Time // when the last byte leaves at the current rate
+	visit     uint64
+	heap      int32 // position in Network.due, −1 if not there
+	index     int32 // position in Network.flows, −1 when inactive
 	frozen    bool
 	active    bool
-	index     int // position in Network.flows
+	pooled    bool    // started by Launch: the record is reused after it finishes
+	slots     []int32 // slots[i]: position in the flows list of hop i's resource
+	hopBuf    [inlineHops]Hop
+	slotBuf   [inlineHops]int32
 }
 
 // Rate returns the flow's current payload rate.
@@ -128,25 +147,50 @@ type Observer interface {
 
 // Network is a set of resources shared by flows under weighted max-min
 // fairness. It runs on one Engine.
+//
+// Rates are solved per connected component: two active flows are in one
+// component when they cross a common resource, directly or through other
+// flows. When flows start or finish, only the components that contain
+// their resources are solved again; every other flow keeps its rate, which
+// is bit for bit what solving it again would give (see solve).
 type Network struct {
 	eng      *Engine
 	res      []*Resource
-	flows    []*Flow // active flows, in ID order
+	flows    []*Flow // active flows, in no particular order
 	obs      Observer
 	nextID   FlowID
-	version  uint64
 	started  uint64
 	finished uint64
-	scratch  []float64
-	// Solver bookkeeping: resources crossed by active flows, resources
-	// carrying load, and a stamp to visit each once per pass.
-	active, loaded, prevLoaded []*Resource
-	epoch                      uint64
-	pending                    bool // a reshare is queued for this instant
+	pending  bool   // a reshare is queued for this instant
+	tickSeq  uint64 // sequence number of the one completion event that counts
+	// Flows that have a rate, by (finish, ID): the next completion is due[0].
+	due []*Flow
+	// What changed since the last reshare: resources whose flows changed,
+	// and started flows without a route (each its own component).
+	dirtyRes   []*Resource
+	dirtyFlows []*Flow
+	// Stamps and scratch, reused so that a reshare allocates nothing.
+	epoch, solveEpoch uint64
+	queue, act, touch []*Resource
+	comp, all, done   []*Flow
+	classes           []int
+	free              []*Flow // finished Launch records, for reuse
+	reshareFn, tickFn func()
+	// reference makes every reshare solve every component from scratch
+	// (tests compare it with the incremental path).
+	reference bool
 }
 
 // NewNetwork returns an empty network driven by e.
-func NewNetwork(e *Engine) *Network { return &Network{eng: e} }
+func NewNetwork(e *Engine) *Network {
+	n := &Network{eng: e}
+	n.reshareFn = func() {
+		n.pending = false
+		n.reshare()
+	}
+	n.tickFn = n.onTick
+	return n
+}
 
 // Engine returns the engine the network runs on.
 func (n *Network) Engine() *Engine { return n.eng }
@@ -204,7 +248,18 @@ func (n *Network) resource(id ResourceID) (*Resource, error) {
 // Start begins a flow now. It returns an error, and starts nothing, when the
 // spec is invalid: negative bytes or latency, a route naming an unknown
 // resource, a negative weight, or neither a route nor a cap.
-func (n *Network) Start(spec FlowSpec) (*Flow, error) {
+func (n *Network) Start(spec FlowSpec) (*Flow, error) { return n.start(spec, false) }
+
+// Launch is Start for callers that do not keep the flow: the network
+// reuses the flow's record once it has finished, so a long run allocates
+// no memory per flow. Observers must not keep the *Flow they are given
+// beyond the call.
+func (n *Network) Launch(spec FlowSpec) error {
+	_, err := n.start(spec, true)
+	return err
+}
+
+func (n *Network) start(spec FlowSpec, pooled bool) (*Flow, error) {
 	if spec.Bytes < 0 {
 		return nil, fmt.Errorf("sim: flow %q: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
 	}
@@ -217,7 +272,6 @@ func (n *Network) Start(spec FlowSpec) (*Flow, error) {
 	if len(spec.Route) == 0 && spec.Cap == 0 && spec.Bytes > 0 {
 		return nil, fmt.Errorf("sim: flow %q: needs a route or a rate cap", spec.Label)
 	}
-	route := make([]Hop, len(spec.Route))
 	for i, h := range spec.Route {
 		if _, err := n.resource(h.Res); err != nil {
 			return nil, fmt.Errorf("sim: flow %q hop %d: %w", spec.Label, i, err)
@@ -225,16 +279,35 @@ func (n *Network) Start(spec FlowSpec) (*Flow, error) {
 		if h.Weight < 0 || math.IsNaN(h.Weight) || math.IsInf(h.Weight, 0) {
 			return nil, fmt.Errorf("sim: flow %q hop %d (%s): weight must be finite and ≥ 0, got %v", spec.Label, i, n.res[h.Res].Name, h.Weight)
 		}
+	}
+	n.nextID++
+	n.started++
+	now := n.eng.Now()
+	var f *Flow
+	if k := len(n.free); pooled && k > 0 {
+		f = n.free[k-1]
+		n.free[k-1] = nil
+		n.free = n.free[:k-1]
+	} else {
+		f = new(Flow)
+	}
+	*f = Flow{ID: n.nextID, Spec: spec, Start: now, remaining: float64(spec.Bytes), since: now, active: true, pooled: pooled, heap: -1, index: -1}
+	// The flow keeps its own copy of the route, weights normalised.
+	var route []Hop
+	if k := len(spec.Route); k <= inlineHops {
+		route = f.hopBuf[:k:k]
+		f.slots = f.slotBuf[:k:k]
+	} else {
+		route = make([]Hop, k)
+		f.slots = make([]int32, k)
+	}
+	for i, h := range spec.Route {
 		if h.Weight == 0 {
 			h.Weight = 1
 		}
 		route[i] = h
 	}
-	spec.Route = route
-	n.nextID++
-	n.started++
-	now := n.eng.Now()
-	f := &Flow{ID: n.nextID, Spec: spec, Start: now, remaining: float64(spec.Bytes), since: now, active: true}
+	f.Spec.Route = route
 	if n.obs != nil {
 		n.obs.FlowStarted(now, f)
 	}
@@ -242,10 +315,53 @@ func (n *Network) Start(spec FlowSpec) (*Flow, error) {
 		n.finish(f, now)
 		return f, nil
 	}
-	f.index = len(n.flows)
-	n.flows = append(n.flows, f)
+	n.attach(f)
 	n.dirty()
 	return f, nil
+}
+
+// attach makes f active: listed by the network and by every resource it
+// crosses, which become dirty.
+func (n *Network) attach(f *Flow) {
+	f.index = int32(len(n.flows))
+	n.flows = append(n.flows, f)
+	for i, h := range f.Spec.Route {
+		r := n.res[h.Res]
+		f.slots[i] = int32(len(r.flows))
+		r.flows = append(r.flows, flowRef{f: f, hop: int32(i)})
+		n.markDirty(r)
+	}
+	if len(f.Spec.Route) == 0 {
+		n.dirtyFlows = append(n.dirtyFlows, f)
+	}
+}
+
+// detach removes an active flow from the network's and its resources' lists.
+func (n *Network) detach(f *Flow) {
+	last := n.flows[len(n.flows)-1]
+	n.flows[f.index] = last
+	last.index = f.index
+	n.flows[len(n.flows)-1] = nil
+	n.flows = n.flows[:len(n.flows)-1]
+	f.index = -1
+	for i, h := range f.Spec.Route {
+		r := n.res[h.Res]
+		p := f.slots[i]
+		k := len(r.flows) - 1
+		moved := r.flows[k]
+		r.flows[p] = moved
+		moved.f.slots[moved.hop] = p
+		r.flows[k] = flowRef{}
+		r.flows = r.flows[:k]
+		n.markDirty(r)
+	}
+}
+
+func (n *Network) markDirty(r *Resource) {
+	if !r.dirty {
+		r.dirty = true
+		n.dirtyRes = append(n.dirtyRes, r)
+	}
 }
 
 // dirty asks for one reshare at the current instant, after every other
@@ -256,10 +372,7 @@ func (n *Network) dirty() {
 		return
 	}
 	n.pending = true
-	n.eng.At(n.eng.Now(), func() {
-		n.pending = false
-		n.reshare()
-	})
+	n.eng.At(n.eng.Now(), n.reshareFn)
 }
 
 // finish ends a flow whose last byte leaves now.
@@ -276,68 +389,186 @@ func (n *Network) finish(f *Flow, now Time) {
 	if done := f.Spec.Done; done != nil {
 		n.eng.After(f.Spec.Latency, done)
 	}
+	if f.pooled {
+		*f = Flow{}
+		n.free = append(n.free, f)
+	}
 }
 
-// onTick completes the flows due now and reshares the rest.
-func (n *Network) onTick(version uint64) {
-	if version != n.version {
+// onTick completes the flows due now and reshares the rest. Only the
+// completion event scheduled by the latest reshare counts; earlier ones
+// were superseded. A flow started at this instant has no rate yet and is
+// not due: it is solved by the reshare below.
+func (n *Network) onTick() {
+	if n.eng.cur != n.tickSeq {
 		return // superseded by a later reshare
 	}
 	now := n.eng.Now()
-	kept := n.flows[:0]
-	var done []*Flow
-	for _, f := range n.flows {
-		if f.finish <= now {
-			done = append(done, f)
-			continue
-		}
-		f.index = len(kept)
-		kept = append(kept, f)
+	done := n.done[:0]
+	for len(n.due) > 0 && n.due[0].finish <= now {
+		done = append(done, n.popDue())
 	}
-	for i := len(kept); i < len(n.flows); i++ {
-		n.flows[i] = nil
-	}
-	n.flows = kept
 	// Take the finished flows' load off before they report, then report in ID order.
+	slices.SortFunc(done, byID)
+	for _, f := range done {
+		n.detach(f)
+	}
 	n.reshare()
 	for _, f := range done {
 		n.finish(f, now)
 	}
+	clear(done)
+	n.done = done[:0]
 	n.pending = false
 }
 
-// reshare recomputes every active flow's rate by weighted max-min fairness
-// with per-flow caps (progressive filling), updates finish times, reports
-// changes and schedules the next completion.
+func byID(a, b *Flow) int {
+	switch {
+	case a.ID < b.ID:
+		return -1
+	case a.ID > b.ID:
+		return 1
+	}
+	return 0
+}
+
+// reshare solves again the components that changed since the last reshare
+// (weighted max-min fairness with per-flow caps, by progressive filling),
+// updates finish times, reports changes in flow ID and resource ID order
+// and schedules the next completion.
 func (n *Network) reshare() {
 	now := n.eng.Now()
-	const eps = 1e-9
-	// The resources some active flow crosses, each once.
+	if n.reference {
+		for _, r := range n.res {
+			n.markDirty(r)
+		}
+		for _, f := range n.flows {
+			if len(f.Spec.Route) == 0 {
+				n.dirtyFlows = append(n.dirtyFlows, f)
+			}
+		}
+	}
 	n.epoch++
-	act := n.active[:0]
-	for _, f := range n.flows {
+	ep := n.epoch
+	all := n.all[:0]
+	touch := n.touch[:0]
+	pieces := 0 // components solved
+	for _, f := range n.dirtyFlows {
+		if f.active && f.visit != ep {
+			f.visit = ep
+			comp := append(n.comp[:0], f)
+			n.solve(comp)
+			n.comp = comp
+			all = append(all, f)
+			pieces++
+		}
+	}
+	clear(n.dirtyFlows)
+	n.dirtyFlows = n.dirtyFlows[:0]
+	for _, r0 := range n.dirtyRes {
+		r0.dirty = false
+		if r0.visit == ep {
+			continue
+		}
+		// Breadth-first search of r0's component over resources and flows.
+		r0.visit = ep
+		touch = append(touch, r0)
+		queue := append(n.queue[:0], r0)
+		comp := n.comp[:0]
+		for qi := 0; qi < len(queue); qi++ {
+			for _, ref := range queue[qi].flows {
+				f := ref.f
+				if f.visit == ep {
+					continue
+				}
+				f.visit = ep
+				comp = append(comp, f)
+				for _, h := range f.Spec.Route {
+					if r := n.res[h.Res]; r.visit != ep {
+						r.visit = ep
+						queue = append(queue, r)
+						touch = append(touch, r)
+					}
+				}
+			}
+		}
+		n.queue = queue
+		if len(comp) > 0 {
+			slices.SortFunc(comp, byID)
+			n.solve(comp)
+			all = append(all, comp...)
+			pieces++
+		}
+		n.comp = comp
+	}
+	clear(n.dirtyRes)
+	n.dirtyRes = n.dirtyRes[:0]
+	if n.obs != nil && pieces > 1 {
+		// Observers hear of rate changes in flow ID order.
+		slices.SortFunc(all, byID)
+	}
+	for _, f := range all {
+		if f.next == f.rate && f.heap >= 0 {
+			continue
+		}
+		f.remaining -= f.rate * now.Sub(f.since).Seconds()
+		if f.remaining < 0 {
+			f.remaining = 0
+		}
+		f.since = now
+		f.rate = f.next
+		d, err := FromSeconds(f.remaining / f.rate)
+		if err != nil || f.rate <= 0 {
+			panic(fmt.Sprintf("sim: flow %q got no bandwidth (rate %v B/s); a resource on its route has no capacity", f.Spec.Label, f.rate))
+		}
+		f.finish = now.Add(d)
+		n.fixDue(f)
+		if n.obs != nil {
+			n.obs.FlowRateChanged(now, f)
+		}
+	}
+	n.updateLoads(now, all, touch)
+	clear(all)
+	n.all = all[:0]
+	clear(touch)
+	n.touch = touch[:0]
+	if len(n.flows) > 0 {
+		n.tickSeq = n.eng.at(n.due[0].finish, n.tickFn)
+	}
+}
+
+// solve computes the rates of one component, whose flows comp holds in ID
+// order, into each flow's next field. It is progressive filling written
+// for the component alone: the resources are visited in order of first use
+// (flows in ID order, hops in route order), the level starts at zero, and
+// every sum, product and comparison is the one a solver of this component
+// alone would do, in the same order. The rates are therefore a function of
+// the component's flows and capacities only, whatever else is active, and
+// solving a component again that did not change gives the same bits.
+func (n *Network) solve(comp []*Flow) {
+	const eps = 1e-9
+	n.solveEpoch++
+	ep := n.solveEpoch
+	act := n.act[:0]
+	for _, f := range comp {
 		f.frozen = false
+		f.next = 0
 		for _, h := range f.Spec.Route {
 			r := n.res[h.Res]
-			if r.mark != n.epoch {
-				r.mark = n.epoch
+			if r.mark != ep {
+				r.mark = ep
 				r.wsum = 0
 				act = append(act, r)
 			}
 			r.wsum += h.Weight
 		}
 	}
-	n.active = act
+	n.act = act
 	for _, r := range act {
 		r.rem = float64(n.capacity(r))
 	}
-	if cap(n.scratch) < len(n.flows) {
-		n.scratch = make([]float64, len(n.flows), 2*len(n.flows))
-	}
-	newRate := n.scratch[:len(n.flows)]
-	clear(newRate)
 	level := 0.0
-	left := len(n.flows)
+	left := len(comp)
 	for left > 0 {
 		delta := math.Inf(1)
 		for _, r := range act {
@@ -347,7 +578,7 @@ func (n *Network) reshare() {
 				}
 			}
 		}
-		for _, f := range n.flows {
+		for _, f := range comp {
 			if !f.frozen && f.Spec.Cap > 0 {
 				if d := float64(f.Spec.Cap) - level; d < delta {
 					delta = d
@@ -363,7 +594,7 @@ func (n *Network) reshare() {
 				r.rem -= delta * r.wsum
 			}
 		}
-		for i, f := range n.flows {
+		for _, f := range comp {
 			if f.frozen {
 				continue
 			}
@@ -380,7 +611,7 @@ func (n *Network) reshare() {
 			}
 			// Frozen flows leave the weight sums.
 			f.frozen = true
-			newRate[i] = level
+			f.next = level
 			left--
 			for _, h := range f.Spec.Route {
 				n.res[h.Res].wsum -= h.Weight
@@ -396,98 +627,47 @@ func (n *Network) reshare() {
 			}
 		}
 	}
-	next := Time(math.MaxInt64)
-	for i, f := range n.flows {
-		if newRate[i] != f.rate {
-			f.remaining -= f.rate * now.Sub(f.since).Seconds()
-			if f.remaining < 0 {
-				f.remaining = 0
-			}
-			f.since = now
-			f.rate = newRate[i]
-			d, err := FromSeconds(f.remaining / f.rate)
-			if err != nil || f.rate <= 0 {
-				panic(fmt.Sprintf("sim: flow %q got no bandwidth (rate %v B/s); a resource on its route has no capacity", f.Spec.Label, f.rate))
-			}
-			f.finish = now.Add(d)
-			if n.obs != nil {
-				n.obs.FlowRateChanged(now, f)
-			}
-		}
-		if f.finish < next {
-			next = f.finish
-		}
-	}
-	n.updateLoads(now)
-	if len(n.flows) > 0 {
-		n.version++
-		v := n.version
-		n.eng.At(next, func() { n.onTick(v) })
-	}
 }
 
 // capacity returns r's capacity now, lowered by its collapse rule if the
-// active flows trigger it.
+// active flows crossing it trigger it.
 func (n *Network) capacity(r *Resource) Rate {
 	c := r.Collapse
 	if c == nil {
 		return r.Capacity
 	}
-	var classes []int
-	for _, f := range n.flows {
-		if f.Spec.Kind != c.Kind || f.Spec.Class <= 0 {
+	classes := n.classes[:0]
+	for _, ref := range r.flows {
+		f := ref.f
+		if f.Spec.Kind != c.Kind || f.Spec.Class <= 0 || slices.Contains(classes, f.Spec.Class) {
 			continue
 		}
-		for _, h := range f.Spec.Route {
-			if h.Res == r.ID {
-				seen := false
-				for _, k := range classes {
-					if k == f.Spec.Class {
-						seen = true
-						break
-					}
-				}
-				if !seen {
-					classes = append(classes, f.Spec.Class)
-				}
-				break
-			}
-		}
+		classes = append(classes, f.Spec.Class)
 	}
+	n.classes = classes
 	if len(classes) >= c.MinClasses && c.Capacity < r.Capacity {
 		return c.Capacity
 	}
 	return r.Capacity
 }
 
-// updateLoads closes each resource's busy interval whose load changed. Only
-// resources that carried load or carry it now are visited.
-func (n *Network) updateLoads(now Time) {
-	n.epoch++
-	touched := n.loaded[:0]
-	for _, r := range n.active {
-		if r.mark != n.epoch {
-			r.mark = n.epoch
-			r.wsum = 0 // reused as the new load
-			touched = append(touched, r)
-		}
+// updateLoads closes the busy interval of each resource in touch whose
+// load changed. The loads are summed over the solved flows all, which hold
+// every flow crossing those resources, in ID order per resource.
+func (n *Network) updateLoads(now Time, all []*Flow, touch []*Resource) {
+	for _, r := range touch {
+		r.wsum = 0 // reused as the new load
 	}
-	for _, r := range n.prevLoaded {
-		if r.mark != n.epoch {
-			r.mark = n.epoch
-			r.wsum = 0
-			touched = append(touched, r)
-		}
-	}
-	for _, f := range n.flows {
+	for _, f := range all {
 		for _, h := range f.Spec.Route {
 			n.res[h.Res].wsum += f.rate * h.Weight
 		}
 	}
-	// Deterministic order: by resource ID.
-	slices.SortFunc(touched, func(a, b *Resource) int { return int(a.ID - b.ID) })
-	kept := n.prevLoaded[:0:0]
-	for _, r := range touched {
+	if n.obs != nil {
+		// Deterministic order: by resource ID.
+		slices.SortFunc(touch, func(a, b *Resource) int { return int(a.ID - b.ID) })
+	}
+	for _, r := range touch {
 		if r.wsum != r.load {
 			if r.load > 0 && now > r.since {
 				r.bytes += r.load * now.Sub(r.since).Seconds()
@@ -498,10 +678,82 @@ func (n *Network) updateLoads(now Time) {
 			r.load = r.wsum
 			r.since = now
 		}
-		if r.load > 0 {
-			kept = append(kept, r)
-		}
 	}
-	n.loaded = touched
-	n.prevLoaded = kept
+}
+
+// The due heap: flows with a rate, by (finish, ID).
+
+func dueLess(a, b *Flow) bool {
+	if a.finish != b.finish {
+		return a.finish < b.finish
+	}
+	return a.ID < b.ID
+}
+
+// fixDue inserts f into the due heap or restores the heap after its finish changed.
+func (n *Network) fixDue(f *Flow) {
+	if f.heap < 0 {
+		f.heap = int32(len(n.due))
+		n.due = append(n.due, f)
+		n.dueUp(int(f.heap))
+		return
+	}
+	i := int(f.heap)
+	n.dueUp(i)
+	n.dueDown(int(f.heap))
+}
+
+func (n *Network) popDue() *Flow {
+	h := n.due
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[0].heap = 0
+	h[last] = nil
+	n.due = h[:last]
+	if last > 0 {
+		n.dueDown(0)
+	}
+	top.heap = -1
+	return top
+}
+
+func (n *Network) dueUp(i int) {
+	h := n.due
+	f := h[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !dueLess(f, h[p]) {
+			break
+		}
+		h[i] = h[p]
+		h[i].heap = int32(i)
+		i = p
+	}
+	h[i] = f
+	f.heap = int32(i)
+}
+
+func (n *Network) dueDown(i int) {
+	h := n.due
+	k := len(h)
+	f := h[i]
+	for {
+		l := 2*i + 1
+		if l >= k {
+			break
+		}
+		m := l
+		if r := l + 1; r < k && dueLess(h[r], h[l]) {
+			m = r
+		}
+		if !dueLess(h[m], f) {
+			break
+		}
+		h[i] = h[m]
+		h[i].heap = int32(i)
+		i = m
+	}
+	h[i] = f
+	f.heap = int32(i)
 }

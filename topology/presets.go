@@ -201,13 +201,18 @@ func commonParams() *Params {
 		p("gpu.max_blocks_per_sm", "count", 1, 1, 64, srcEstimate+"custom-allreduce kernels use __launch_bounds__(512,1)", "resident blocks per SM for communication kernels"),
 		// Copy engines.
 		p("ce.window", "B", 262144, 4096, 0, srcEstimate+"copy engine keeps enough reads in flight to saturate x16", "bytes in flight of a copy-engine read"),
-		p("ce.setup", "µs", 2.0, 0, 1000, "our capture: h200x2 d2h/h2d 128 KiB–256 MiB intercept", "device-side fixed cost of a copy-engine transfer"),
-		p("ce.p2p_setup", "µs", 12.0, 0, 1000, "estimate: below the p2p issue floor (hidden by it up to 512 KiB in our capture)", "device-side fixed cost of a P2P copy"),
-		p("ce.p2p_split_threshold", "B", 1048576, 1, 0, "our capture: h200x2 p2p memcpy steps up 6.8 µs between 512 KiB and 1 MiB", "P2P copies from this size are split across copy engines"),
-		p("ce.p2p_split_setup", "µs", 17.0, 0, 1000, "our capture: h200x2 p2p memcpy 1–128 MiB intercept", "device-side fixed cost of a split P2P copy"),
-		p("host.memcpy_issue_h2d", "µs", 7.125, 0, 1000, "our capture: median of h200x2 eager h2d memcpy 4 B–64 KiB", "host time to issue one eager H2D cudaMemcpyAsync"),
-		p("host.memcpy_issue_d2h", "µs", 4.2, 0, 1000, "our capture: median of h200x2 eager d2h memcpy 4 B–64 KiB", "host time to issue one eager D2H cudaMemcpyAsync"),
-		p("host.memcpy_issue_p2p", "µs", 14.117, 0, 1000, "our capture: median of h200x2 eager p2p memcpy 4 B–64 KiB", "host time to issue one eager P2P cudaMemcpyAsync"),
+		p("ce.setup", "µs", 1.4, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync d2h/h2d 1–256 MiB intercepts", "device-side fixed cost of a host copy-engine transfer"),
+		p("ce.p2p_setup", "µs", 1.65, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync p2p 1 MiB − transfer time", "device-side fixed cost of a P2P copy-engine transfer"),
+		p("host.cuda_memcpy_issue", "µs", 2.1, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync d2h/p2p floors 2.1–2.2 µs", "host time to issue one eager cudaMemcpyAsync"),
+		// PyTorch's tensor.copy_ path (the shared h200x2 capture) costs more
+		// on the host than cudaMemcpyAsync, and for peer copies adds work the
+		// device waits for.
+		p("torch.copy_issue_h2d", "µs", 7.125, 0, 1000, "our capture: median of h200x2 eager h2d tensor.copy_ 4 B–64 KiB", "host time to issue one eager H2D tensor.copy_"),
+		p("torch.copy_issue_d2h", "µs", 4.2, 0, 1000, "our capture: median of h200x2 eager d2h tensor.copy_ 4 B–64 KiB", "host time to issue one eager D2H tensor.copy_"),
+		p("torch.copy_issue_p2p", "µs", 14.117, 0, 1000, "our capture: median of h200x2 eager p2p tensor.copy_ 4 B–64 KiB", "host time to issue one eager P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead", "µs", 12.0, 0, 1000, "our capture: h200x2 tensor.copy_ p2p minus h200x2-arsim cudaMemcpyAsync p2p, up to 512 KiB", "serialized extra time of a P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead_large", "µs", 14.8, 0, 1000, "our capture: same difference, median over 1–256 MiB", "serialized extra time of a P2P tensor.copy_ of ≥ 1 MiB"),
+		p("torch.p2p_copy_large", "B", 1048576, 1, 0, "our capture: the difference steps up between 512 KiB and 1 MiB", "size from which the large P2P overhead applies"),
 		// NCCL's fixed cost per call (kernel prologue and epilogue, work
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.

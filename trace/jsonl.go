@@ -70,7 +70,9 @@ type Record struct {
 	// allreduce_sequence); UsMin and UsMax are the fastest and slowest trial.
 	Us, UsMin, UsMax float64
 
-	// Impl is "nccl", "torch_symm_mem" or "host_staged_one_shot".
+	// Impl is "nccl", "torch_symm_mem", "host_staged_one_shot", or the
+	// project's own flag-protocol kernels "arsim_flag_one_shot" and
+	// "arsim_flag_two_shot" (tools/capture).
 	Impl string
 	// Algo is "ring", "tree", "auto", "one_shot" or "two_shot".
 	Algo string
@@ -98,7 +100,10 @@ type Record struct {
 
 	// Engine is the memcpy engine ("copy_engine").
 	Engine string
-	// Dir is the memcpy direction: "h2d", "d2h" or "p2p".
+	// Dir is the memcpy direction: "h2d", "d2h", "p2p", or "bidir" (an
+	// h2d and a d2h copy at once; tools/capture). An optional "api" field
+	// (kept in Extra) says how copies were issued: "cudaMemcpyAsync"
+	// (tools/capture) or, when absent, PyTorch's tensor.copy_.
 	Dir string
 
 	// Op is the sm_access operation: "read" or "write".
@@ -179,7 +184,7 @@ var fieldDefs = []fieldDef{
 	{name: "us", typ: jNumber, num: func(r *Record) *float64 { return &r.Us }},
 	{name: "us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMin }},
 	{name: "us_max", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMax }},
-	{name: "impl", typ: jString, enum: []string{"host_staged_one_shot", "nccl", "torch_symm_mem"}, str: func(r *Record) *string { return &r.Impl }},
+	{name: "impl", typ: jString, enum: []string{"arsim_flag_one_shot", "arsim_flag_two_shot", "host_staged_one_shot", "nccl", "torch_symm_mem"}, str: func(r *Record) *string { return &r.Impl }},
 	{name: "algo", typ: jString, enum: []string{"auto", "one_shot", "ring", "tree", "two_shot"}, str: func(r *Record) *string { return &r.Algo }},
 	{name: "proto", typ: jString, enum: []string{"auto", "ll", "ll128", "simple"}, str: func(r *Record) *string { return &r.Proto }},
 	{name: "transport", typ: jString, enum: []string{"host_memory", "p2p", "shm"}, str: func(r *Record) *string { return &r.Transport }},
@@ -193,7 +198,7 @@ var fieldDefs = []fieldDef{
 	{name: "tokens", typ: jInt, i32: func(r *Record) *int { return &r.Tokens }},
 	{name: "hidden", typ: jInt, i32: func(r *Record) *int { return &r.Hidden }},
 	{name: "engine", typ: jString, enum: []string{"copy_engine"}, str: func(r *Record) *string { return &r.Engine }},
-	{name: "dir", typ: jString, enum: []string{"d2h", "h2d", "p2p"}, str: func(r *Record) *string { return &r.Dir }},
+	{name: "dir", typ: jString, enum: []string{"bidir", "d2h", "h2d", "p2p"}, str: func(r *Record) *string { return &r.Dir }},
 	{name: "op", typ: jString, enum: []string{"read", "write"}, str: func(r *Record) *string { return &r.Op }},
 	{name: "target", typ: jString, enum: []string{"host", "local", "peer"}, str: func(r *Record) *string { return &r.Target }},
 	{name: "bytes_per_access", typ: jInt, i32: func(r *Record) *int { return &r.BytesPerAccess }},

@@ -132,7 +132,7 @@ func TestReadJSONLMalformed(t *testing.T) {
 		{"fractional integer", `{"system": "s", "clock": "device_events", "kind": "memcpy", "dir": "h2d", "bytes": 4.5, "us": 6.5}`,
 			[]string{`field "bytes": want integer, got 4.5`}},
 		{"unknown dir", `{"system": "s", "clock": "device_events", "kind": "memcpy", "dir": "x2y", "bytes": 4, "us": 6.5}`,
-			[]string{`field "dir": unknown value "x2y"; allowed: d2h, h2d, p2p`}},
+			[]string{`field "dir": unknown value "x2y"; allowed: bidir, d2h, h2d, p2p`}},
 		{"unknown clock", `{"system": "s", "clock": "wall", "kind": "empty_kernel", "us": 6.5}`,
 			[]string{`field "clock"`, "device_events, host, sm_clock64"}},
 		{"nccl without proto", `{"system": "s", "clock": "device_events", "kind": "allreduce", "launch": "eager", "world": 2, "dtype": "bf16", "bytes": 8, "impl": "nccl", "algo": "ring", "transport": "p2p", "us": 9}`,

@@ -127,7 +127,7 @@ class Micro:
                 def meas(n=n, dr=dr, op=op):
                     med, lo, hi_, it = self.time_events(0, op, s)
                     self.rec_mem.emit({"kind": "memcpy", "clock": "device_events", "launch": "eager",
-                                       "engine": "copy_engine", "dir": dr, "bytes": n, "streams": 1,
+                                       "engine": "copy_engine", "api": "cudaMemcpyAsync", "dir": dr, "bytes": n, "streams": 1,
                                        "us": med, "us_min": lo, "us_max": hi_, "iters": it,
                                        "gbps": n / med / 1e3})
                 self.rec_mem.guard(f"memcpy {dr} {n}", meas)
@@ -175,7 +175,7 @@ class Micro:
                     med, lo, hi_, it = self.time_events(0, op, main, trials=5, iters=2)
                     nb = per * ns * (2 if dr == "bidir" else 1)
                     self.rec_mem.emit({"kind": "memcpy", "clock": "device_events", "launch": "eager",
-                                       "engine": "copy_engine", "dir": dr, "bytes": per, "streams": ns,
+                                       "engine": "copy_engine", "api": "cudaMemcpyAsync", "dir": dr, "bytes": per, "streams": ns,
                                        "transfers": ns * (2 if dr == "bidir" else 1), "bytes_total": nb,
                                        "us": med, "us_min": lo, "us_max": hi_, "gbps_total": nb / med / 1e3})
                 self.rec_mem.guard(f"memcpy multistream {dr} {ns}", meas)
