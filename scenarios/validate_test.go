@@ -71,7 +71,9 @@ func TestValidateShared(t *testing.T) {
 			assert.LessOrEqual(t, math.Abs(vr.ErrorPct), 10.0, "line %d %s", r.Line, vr.Group)
 		case trace.KindMemcpy:
 			require.True(t, ok, "line %d", r.Line)
-			if r.Bytes > 64<<10 {
+			// Device-bound copies within 10 %; PyTorch's peer-copy path
+			// is held to its median in hw/micro_test.go.
+			if r.Bytes > 64<<10 && r.Dir != "p2p" {
 				assert.LessOrEqual(t, math.Abs(vr.ErrorPct), 10.0, "line %d %s %d B", r.Line, vr.Group, r.Bytes)
 			}
 		case trace.KindAllreduce:
