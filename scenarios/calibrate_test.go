@@ -146,12 +146,12 @@ func TestCalibrateBadPatterns(t *testing.T) {
 // parallelism.
 func TestCalibrateDeterministic(t *testing.T) {
 	truth := h200Params(t)
-	require.NoError(t, truth.Set("host.memcpy_issue_h2d", 6, "test"))
+	require.NoError(t, truth.Set("torch.copy_issue_h2d", 6, "test"))
 	require.NoError(t, truth.Set("ce.setup", 3, "test"))
 	recs := synthetic(t, truth, 1, trace.KindMemcpy)
 	var fits [][]FittedParam
 	for _, par := range []int{1, 4} {
-		cal, err := Calibrate(recs, CalibrateOptions{Fit: []string{"host.memcpy_issue_h2d", "ce.setup"}, Parallel: par})
+		cal, err := Calibrate(recs, CalibrateOptions{Fit: []string{"torch.copy_issue_h2d", "ce.setup"}, Parallel: par})
 		require.NoError(t, err)
 		fits = append(fits, cal.Params)
 		t.Logf("%+v held-out %.3f%% → %.3f%%", cal.Params, cal.HeldOutBefore.MedianAbsPct, cal.HeldOutAfter.MedianAbsPct)

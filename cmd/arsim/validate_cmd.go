@@ -402,7 +402,7 @@ func plotValidation(path string, v *scenarios.Validation) error {
 
 func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--params FILE] [--skip-bad]",
-		[]string{"arsim calibrate --traces testdata/h200x2/measurements.jsonl --fit 'pcie.link_efficiency,host.memcpy_issue_*' --params-out fitted.params",
+		[]string{"arsim calibrate --traces testdata/h200x2/measurements.jsonl --fit 'pcie.link_efficiency,torch.copy_issue_*' --params-out fitted.params",
 			"arsim calibrate --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --fit 'gpu.launch_*,nvlink.*' --params-out h200.params --holdout-every 4",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params"}, errOut)
 	var traces fileList
