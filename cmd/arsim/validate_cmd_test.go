@@ -127,7 +127,7 @@ func TestCalibrateCLI(t *testing.T) {
 	memcpy := filepath.Join(dir, "memcpy.jsonl")
 	require.NoError(t, os.WriteFile(memcpy, []byte(strings.Join(lines[:81], "")), 0o644))
 	outFile := filepath.Join(dir, "fitted.params")
-	out, _, err := runValidateCLI("calibrate", "--traces", memcpy, "--fit", "ce.setup,ce.p2p_split_setup,smp.latency", "--params-out", outFile)
+	out, _, err := runValidateCLI("calibrate", "--traces", memcpy, "--fit", "ce.setup,ce.p2p_setup,smp.latency", "--params-out", outFile)
 	require.NoError(t, err)
 	for _, want := range []string{"Calibration of preset h200x2", "ce.setup", "smp.latency", "no effect", "fitted", "held out", "wrote " + outFile} {
 		assert.Contains(t, out, want)
