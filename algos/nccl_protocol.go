@@ -262,7 +262,13 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, dep
 	kern := pl.kern
 	kern.Share = share
 	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label}, after...)
-	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label + " tail"}, w)
+	flagAfter := w
+	if !pl.spec.proto.inline() {
+		// Simple: the data must be visible at the receiver before the tail
+		// flag, so every step pays a fence before its flag.
+		flagAfter = fence(pl.b, pl.req, r, w)
+	}
+	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label + " tail"}, flagAfter)
 	return w
 }
 

@@ -20,8 +20,15 @@ type RunOptions struct {
 	// Gap is extra time between a rank's allreduces (layer compute in a
 	// verify pass); 0 for none.
 	Gap sim.Duration
+	// IssueInterval is, in eager mode, the host time to issue one
+	// allreduce: allreduce k cannot start before k × IssueInterval. 0 means
+	// one eager kernel launch (gpu.launch_eager); callers that model a
+	// heavier host API (torch.distributed) pass its cost.
+	IssueInterval sim.Duration
 	// EventLimit stops runaway schedules (default 50 million events).
 	EventLimit uint64
+	// Spans asks for the time of every op in Result.Spans (timelines).
+	Spans bool
 }
 
 // Span is when one op ran.
@@ -59,12 +66,27 @@ func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {
 	if s.Ranks > m.NumRanks() {
 		return nil, fmt.Errorf("algos: run %s: %d ranks on %d GPUs", s.Algo, s.Ranks, m.NumRanks())
 	}
+	if opt.Launch == hw.Eager && opt.IssueInterval == 0 {
+		opt.IssueInterval = m.IssueInterval()
+	}
+	if opt.Launch != hw.Eager {
+		opt.IssueInterval = 0
+	}
 	m.Eng.SetEventLimit(opt.EventLimit)
 	x := &executor{m: m, s: s, opt: opt, flags: map[Flag]*sim.FlagVar{}, stride: map[Flag]int64{}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
 	for _, prog := range s.Programs {
 		for _, op := range prog {
 			if op.Kind == Signal {
 				x.stride[op.Flag] = max(x.stride[op.Flag], op.Value)
+			}
+		}
+	}
+	x.opFlag = make([][]*sim.FlagVar, s.Ranks)
+	for q, prog := range s.Programs {
+		x.opFlag[q] = make([]*sim.FlagVar, len(prog))
+		for i, op := range prog {
+			if op.Kind == Signal || op.Kind == Wait {
+				x.opFlag[q][i] = x.flag(op.Flag)
 			}
 		}
 	}
@@ -98,6 +120,7 @@ type executor struct {
 	s        *Schedule
 	opt      RunOptions
 	flags    map[Flag]*sim.FlagVar
+	opFlag   [][]*sim.FlagVar // each Signal/Wait op's flag, resolved once
 	stride   map[Flag]int64
 	state    [][]opState
 	iter     []int
@@ -160,8 +183,11 @@ func (x *executor) endIter(r int) {
 	now := x.m.Eng.Now()
 	x.res.PerIter[it] = max(x.res.PerIter[it], now)
 	if it+1 < x.opt.Iterations {
-		if x.opt.Gap > 0 {
-			x.m.Eng.After(x.opt.Gap, func() { x.startIter(r, it+1) })
+		// The next allreduce starts after the gap, and not before the host
+		// has issued it.
+		at := max(now.Add(x.opt.Gap), sim.Time(0).Add(x.opt.IssueInterval*sim.Duration(it+1)))
+		if at > now {
+			x.m.Eng.At(at, func() { x.startIter(r, it+1) })
 		} else {
 			x.startIter(r, it+1)
 		}
@@ -174,7 +200,9 @@ func (x *executor) endIter(r int) {
 func (x *executor) done(r, i int) {
 	st := &x.state[r][i]
 	st.done = true
-	x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: i, Iter: x.iter[r], Start: st.start, End: x.m.Eng.Now()})
+	if x.opt.Spans {
+		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: i, Iter: x.iter[r], Start: st.start, End: x.m.Eng.Now()})
+	}
 	x.left[r]--
 	for _, j := range x.succ[r][i] {
 		if x.state[r][j].waiting--; x.state[r][j].waiting == 0 {
@@ -227,14 +255,14 @@ func (x *executor) start(r, i int) {
 	case Signal:
 		v := op.Value + int64(x.iter[r])*x.stride[op.Flag]
 		if op.Inline {
-			x.flag(op.Flag).Set(v)
+			x.opFlag[r][i].Set(v)
 		} else {
-			err = m.SignalFlag(r, op.Flag.At, x.flag(op.Flag), v)
+			err = m.SignalFlag(r, op.Flag.At, x.opFlag[r][i], v)
 		}
 		m.Eng.After(0, fin)
 	case Wait:
 		v := op.Value + int64(x.iter[r])*x.stride[op.Flag]
-		err = m.WaitFlag(r, op.Flag.At, x.flag(op.Flag), v, fmt.Sprintf("rank %d op %d [%s]", r, i, op.Label), fin)
+		err = m.WaitFlag(r, op.Flag.At, x.opFlag[r][i], v, waiter{r, i, op.Label}, fin)
 	}
 	if err != nil {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.s.Algo, r, i, op.Label, err))
@@ -281,3 +309,11 @@ func (x *executor) deadlock() error {
 	return fmt.Errorf("algos: run %s: deadlock: the engine ran out of events with %d of %d ranks unfinished; blocked waits: %s; not started: %s",
 		x.s.Algo, x.s.Ranks-x.finished, x.s.Ranks, strings.Join(blocked, "; "), strings.Join(idle, ", "))
 }
+
+// waiter names a waiting op in deadlock reports, formatted only then.
+type waiter struct {
+	rank, op int
+	label    string
+}
+
+func (w waiter) String() string { return fmt.Sprintf("rank %d op %d [%s]", w.rank, w.op, w.label) }

@@ -46,7 +46,7 @@ func TestStagedPushOneOutboundStream(t *testing.T) {
 	s := plan(t, "staged_push", r)
 	m, err := hw.New(r.Top)
 	require.NoError(t, err)
-	res, err := Run(m, s, RunOptions{Iterations: 1})
+	res, err := Run(m, s, RunOptions{Iterations: 1, Spans: true})
 	require.NoError(t, err)
 	last := map[int]int64{}
 	for _, sp := range res.Spans {

@@ -45,7 +45,10 @@ func (twoStage) Describe() string {
 	return "vLLM/SGLang 2-stage: start barrier, reduce-scatter by pulls into tmp, fenced mid barrier, all-gather by pulls from peers' tmp, no end barrier"
 }
 
-func (twoStage) Options() []OptionSpec { return pullOptions }
+func (twoStage) Options() []OptionSpec {
+	return append(append([]OptionSpec(nil), pullOptions...), OptionSpec{Name: "end_barrier", Values: []string{"no", "yes"}, Default: "no",
+		Doc: "add a final barrier (vLLM has none; the project's captured kernel has one)"})
+}
 
 func (twoStage) Plan(req Request) (*Schedule, error) {
 	n := req.Ranks
@@ -76,17 +79,25 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 				Kernel: k, Label: fmt.Sprintf("stage 1 pull rank %d", p)}, own))
 		}
 	}
-	// Mid barrier: release after the stage-1 stores, acquire before stage 2.
+	// Mid barrier: release after the stage-1 stores (a system-scope
+	// fence), acquire before stage 2.
+	for r := 0; r < n; r++ {
+		s1[r] = []int{fence(b, req, r, s1[r]...)}
+	}
 	mid := b.Barrier("mid", 1, k, "mid barrier", s1)
 	// Stage 2: all-gather from the peers' tmp.
+	s2 := make([][]int, n)
 	for r := 0; r < n; r++ {
-		b.Add(r, Op{Kind: Read, Src: On(r, "tmp", 0, size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k,
-			Label: "stage 2 own part"}, mid[r]...)
+		s2[r] = append(s2[r], b.Add(r, Op{Kind: Read, Src: On(r, "tmp", 0, size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k,
+			Label: "stage 2 own part"}, mid[r]...))
 		for i := 1; i < n; i++ {
 			p := (r + i) % n
-			b.Add(r, Op{Kind: Read, Src: On(p, "tmp", 0, size[p]), Dst: b.Out(r, off[p], size[p]), Kernel: k,
-				Label: fmt.Sprintf("stage 2 pull rank %d", p)}, mid[r]...)
+			s2[r] = append(s2[r], b.Add(r, Op{Kind: Read, Src: On(p, "tmp", 0, size[p]), Dst: b.Out(r, off[p], size[p]), Kernel: k,
+				Label: fmt.Sprintf("stage 2 pull rank %d", p)}, mid[r]...))
 		}
+	}
+	if req.Opt("end_barrier", "no") == "yes" {
+		b.Barrier("end", 1, k, "end barrier", s2)
 	}
 	return b.Schedule(), nil
 }

@@ -41,6 +41,7 @@ type Physics struct {
 	LoadsInFlight                      float64
 	SMStoreRate                        sim.Rate
 	LaunchEager, LaunchGraph           sim.Duration
+	ReduceLoopOverhead, FenceSys       sim.Duration
 	CEWindow                           float64
 	CESetup, CEP2PSetup                sim.Duration
 	NVLinkSMEff, NVLinkCEEff           float64
@@ -63,6 +64,7 @@ func resolve(ps *topology.Params) Physics {
 		SMs:             int(g("gpu.sms")), MaxBlocksPerSM: int(g("gpu.max_blocks_per_sm")),
 		LoadsInFlight: g("gpu.loads_in_flight"), SMStoreRate: sim.Rate(g("gpu.sm_store_bandwidth")) * sim.GBps,
 		LaunchEager: us(g("gpu.launch_eager")), LaunchGraph: us(g("gpu.launch_graph")),
+		ReduceLoopOverhead: us(g("gpu.reduce_loop_overhead")), FenceSys: us(g("gpu.fence_sys")),
 		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
@@ -83,6 +85,7 @@ type Machine struct {
 	linkRes [][2]sim.ResourceID // by link ID: A→B, B→A (equal for memory links)
 	routes  map[[2]topology.NodeID]*path
 	p2p     map[[2]int]error // p2pCheck results by (rank, peer)
+	hopsFor map[hopKey][]sim.Hop
 }
 
 // path is a route prepared for flows: resources in both directions.
@@ -234,6 +237,37 @@ func (m *Machine) storeWeight() float64 {
 	return (ph.SMWritePayload + ph.TLPOverhead) / ph.SMWritePayload / ph.LinkEfficiency
 }
 
+type hopKey struct {
+	p        *path
+	a        access
+	wire     float64
+	requests bool
+}
+
+// route returns the weighted hops of a transfer of kind a along p, with
+// the protocol's wire factor and, for reads, the requests' share of the
+// reverse direction; cached per path (the network copies routes).
+func (m *Machine) route(p *path, a access, wire float64, requests bool) []sim.Hop {
+	key := hopKey{p, a, wire, requests}
+	if h, ok := m.hopsFor[key]; ok {
+		return h
+	}
+	h := m.hops(p.fwd, p.types, false, a)
+	if requests {
+		granule := m.Phys.ReadCpl
+		if a == ceXfer {
+			granule = m.Phys.MaxReadRequest
+		}
+		h = m.withRequests(h, p, granule)
+	}
+	h = scale(h, wire)
+	if m.hopsFor == nil {
+		m.hopsFor = map[hopKey][]sim.Hop{}
+	}
+	m.hopsFor[key] = h
+	return h
+}
+
 // hops returns the flow route over resources with wire weights for the access kind.
 func (m *Machine) hops(res []sim.ResourceID, types []topology.LinkType, reversed bool, a access) []sim.Hop {
 	ph := &m.Phys
@@ -324,6 +358,10 @@ type Kernel struct {
 	// measured for a streaming copy loop). A kernel whose loop loads from
 	// n−1 peers independently keeps about one load in flight per peer.
 	LoadsInFlight float64
+	// IterOverhead is what each loop iteration adds to the load round trip
+	// (reduce, pack, store, loop control): the in-flight bytes turn over
+	// once per round trip + IterOverhead.
+	IterOverhead sim.Duration
 }
 
 func (k Kernel) share() float64 {
@@ -380,7 +418,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	}
 	_, err = m.Net.Start(sim.FlowSpec{
 		Label: label, Kind: sim.Write, Class: class,
-		Route: scale(m.hops(p.fwd, p.types, false, smStore), k.wire()), Bytes: bytes, Cap: capr,
+		Route: m.route(p, smStore, k.wire(), false), Bytes: bytes, Cap: capr,
 		Latency: p.latency + m.memLatency(dst), Done: done,
 	})
 	return err
@@ -406,13 +444,13 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		loads = k.LoadsInFlight
 	}
 	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
-	capr := sim.Rate(inflight / rtt.Seconds())
+	capr := sim.Rate(inflight / (rtt + k.IterOverhead).Seconds())
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
 	spec := sim.FlowSpec{
 		Label: label, Kind: sim.Read,
-		Route: scale(m.withRequests(m.hops(p.fwd, p.types, false, smLoad), p, m.Phys.ReadCpl), k.wire()), Bytes: bytes, Cap: capr,
+		Route: m.route(p, smLoad, k.wire(), true), Bytes: bytes, Cap: capr,
 		Latency: p.latency, Done: done,
 	}
 	// The first request reaches the data one way plus a memory access in.
@@ -481,7 +519,7 @@ func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label stri
 			return err
 		}
 		rtt := 2*p.latency + ph.HostMemLatency
-		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.withRequests(m.hops(p.fwd, p.types, false, ceXfer), p, ph.MaxReadRequest), Bytes: bytes,
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, true), Bytes: bytes,
 			Cap: sim.Rate(ph.CEWindow / rtt.Seconds()), Latency: p.latency, Done: done}
 		return m.startAfter(ph.CESetup+p.latency+ph.HostMemLatency, spec)
 	case D2H:
@@ -489,7 +527,7 @@ func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label stri
 		if err != nil {
 			return err
 		}
-		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.hops(p.fwd, p.types, false, ceXfer), Bytes: bytes,
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, false), Bytes: bytes,
 			Latency: p.latency + ph.HostMemLatency, Done: done}
 		return m.startAfter(ph.CESetup, spec)
 	case P2P:
@@ -501,7 +539,7 @@ func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label stri
 			return err
 		}
 		setup := ph.CEP2PSetup
-		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.hops(p.fwd, p.types, false, ceXfer), Bytes: bytes,
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, false), Bytes: bytes,
 			Latency: p.latency + ph.GPUMemLatency, Done: done}
 		if p.smp {
 			spec.Cap = ph.SMPFlowCap
@@ -539,7 +577,7 @@ func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64) error {
 
 // WaitFlag calls fn once flag f (in memory at) holds value, as seen by a
 // poll loop on rank r: one poll round trip after the value lands.
-func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who string, fn func()) error {
+func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.Stringer, fn func()) error {
 	rtt, err := m.RoundTrip(r, at)
 	if err != nil {
 		return err
@@ -560,13 +598,15 @@ const (
 // String returns graph or eager.
 func (l LaunchMode) String() string { return [...]string{"graph", "eager"}[l] }
 
-// LaunchCost is the time a kernel launch adds in the given mode.
-func (m *Machine) LaunchCost(l LaunchMode) sim.Duration {
-	if l == Eager {
-		return m.Phys.LaunchEager
-	}
-	return m.Phys.LaunchGraph
-}
+// LaunchCost is the device-side time a kernel launch adds before the
+// kernel runs: the gap between kernels on a stream (gpu.launch_graph). In
+// eager mode the host's issue rate also paces the kernels; see
+// IssueInterval.
+func (m *Machine) LaunchCost(LaunchMode) sim.Duration { return m.Phys.LaunchGraph }
+
+// IssueInterval is the host time to issue one eager kernel launch
+// (gpu.launch_eager): back-to-back eager kernels cannot start faster.
+func (m *Machine) IssueInterval() sim.Duration { return m.Phys.LaunchEager }
 
 // ReduceTime is the time to reduce: read inputs × bytes and write bytes of
 // local memory at the GPU's memory bandwidth.

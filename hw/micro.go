@@ -167,7 +167,7 @@ func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, er
 		}
 		from, to := k%2, 1-k%2
 		keep(m.SignalFlag(from, where[to], flags[to], int64(k+1)))
-		keep(m.WaitFlag(to, where[to], flags[to], int64(k+1), fmt.Sprintf("gpu%d", to), func() { hop(k + 1) }))
+		keep(m.WaitFlag(to, where[to], flags[to], int64(k+1), sim.Name(fmt.Sprintf("gpu%d", to)), func() { hop(k + 1) }))
 	}
 	hop(0)
 	if err := m.Eng.Run(); err != nil {
@@ -185,7 +185,7 @@ func EmptyKernelUs(top *topology.Topology) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return m.LaunchCost(Eager).Micros(), nil
+	return m.IssueInterval().Micros(), nil
 }
 
 // HostLinkGBps runs what ("ce_h2d", "ce_d2h", "ce_bidir", "sm_read",

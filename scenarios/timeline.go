@@ -42,7 +42,7 @@ func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launc
 	}
 	log := &linkLog{}
 	m.Net.SetObserver(log)
-	res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: launch})
+	res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: launch, Spans: true})
 	if err != nil {
 		return nil, nil, err
 	}

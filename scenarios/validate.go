@@ -201,10 +201,13 @@ func (t *twin) memcpy() string {
 		return "copy-engine memcpy inside a CUDA graph is not modelled (only eager issue)"
 	}
 	if r.Dir == "bidir" {
-		t.note = fmt.Sprintf("an h2d and a d2h copy of %d B at once on one GPU, timed to the last end", r.Bytes)
-		t.sim = func(top *topology.Topology) (float64, error) {
-			return copiesUs(top, []hw.CopyDir{hw.H2D, hw.D2H}, sim.Bytes(r.Bytes))
+		n := max(extraInt(r, "transfers", 2), 2)
+		dirs := make([]hw.CopyDir, n)
+		for i := range dirs {
+			dirs[i] = hw.CopyDir(i % 2) // H2D, D2H, H2D, …
 		}
+		t.note = fmt.Sprintf("%d copies of %d B at once on one GPU, half h2d and half d2h, timed to the last end", n, r.Bytes)
+		t.sim = func(top *topology.Topology) (float64, error) { return copiesUs(top, dirs, sim.Bytes(r.Bytes)) }
 		return ""
 	}
 	dirs := map[string]hw.CopyDir{"h2d": hw.H2D, "d2h": hw.D2H, "p2p": hw.P2P}
@@ -336,6 +339,9 @@ func (t *twin) allreduce() string {
 		switch r.Transport {
 		case "p2p":
 			algo = map[string]string{"one": "one_stage", "two": "two_stage"}[shot]
+			if shot == "two" && r.Impl == "arsim_flag_two_shot" {
+				opts["end_barrier"] = "yes" // tools/capture's two-shot ends with a barrier
+			}
 		case "host_memory":
 			algo = "host_" + shot + "_shot"
 			if _, err := algos.Lookup(algo); err != nil {
@@ -371,6 +377,16 @@ func (t *twin) allreduce() string {
 		sort.Strings(ignored)
 		t.note = strings.TrimSpace(t.note + "; " + algo + " takes no " + strings.Join(ignored, "/") + " option: record's value ignored")
 	}
+	// Eager calls are paced by the host API that issues them.
+	issueParam := ""
+	if launch == hw.Eager {
+		switch r.Impl {
+		case "nccl":
+			issueParam = "torch.nccl_eager_issue"
+		case "torch_symm_mem":
+			issueParam = "torch.symm_mem_eager_issue"
+		}
+	}
 	world, bytes := r.World, r.Bytes
 	req := func(top *topology.Topology) algos.Request {
 		return algos.Request{Top: top, Ranks: world, Bytes: bytes, DType: dt, Launch: launch, Opts: opts}
@@ -384,7 +400,11 @@ func (t *twin) allreduce() string {
 		if err != nil {
 			return 0, err
 		}
-		res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: launch})
+		ro := algos.RunOptions{Iterations: iters, Launch: launch}
+		if issueParam != "" {
+			ro.IssueInterval = sim.Micros(top.Params.Get(issueParam))
+		}
+		res, err := algos.Run(m, s, ro)
 		if err != nil {
 			return 0, err
 		}

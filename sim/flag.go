@@ -17,7 +17,7 @@ type FlagVar struct {
 type flagWaiter struct {
 	want  int64
 	delay Duration
-	who   string
+	who   fmt.Stringer
 	fn    func()
 }
 
@@ -51,8 +51,8 @@ func (f *FlagVar) Set(v int64) {
 
 // Wait runs fn once the flag holds at least want, pollDelay after the value
 // lands (or pollDelay from now if it already holds). who names the waiter in
-// deadlock reports.
-func (f *FlagVar) Wait(want int64, pollDelay Duration, who string, fn func()) {
+// deadlock reports; it is only formatted then.
+func (f *FlagVar) Wait(want int64, pollDelay Duration, who fmt.Stringer, fn func()) {
 	if f.value >= want {
 		f.eng.After(pollDelay, fn)
 		return
@@ -68,3 +68,8 @@ func (f *FlagVar) Blocked() []string {
 	}
 	return out
 }
+
+// Name is a fixed waiter name for FlagVar.Wait.
+type Name string
+
+func (n Name) String() string { return string(n) }

@@ -199,10 +199,10 @@ func TestFlagWaitAndDeadlockReport(t *testing.T) {
 	e := NewEngine()
 	f := NewFlag(e, "start[0][1]")
 	var woke Time
-	f.Wait(1, 100*Nanosecond, "rank1", func() { woke = e.Now() })
+	f.Wait(1, 100*Nanosecond, Name("rank1"), func() { woke = e.Now() })
 	e.At(Time(Microsecond), func() { f.Set(1) })
 	g := NewFlag(e, "end[0][1]")
-	g.Wait(2, 0, "rank0 op 7", func() {})
+	g.Wait(2, 0, Name("rank0 op 7"), func() {})
 	require.NoError(t, e.Run())
 	assert.Equal(t, Time(1100*Nanosecond), woke)
 	assert.Equal(t, []string{"rank0 op 7 waits for end[0][1] ≥ 2 (holds 0)"}, g.Blocked())

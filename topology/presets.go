@@ -197,7 +197,11 @@ func commonParams() *Params {
 		p("gpu.loads_in_flight", "count", 1.85, 0.1, 64, srcEstimate+"from H200 capture: 1 block × 512 threads reads 17.7 GB/s over an 854-ns round trip", "16-byte loads each thread keeps in flight"),
 		p("gpu.sm_store_bandwidth", "GB/s", 50, 1, 0, srcEstimate+"from H200 capture: one block writes peer memory at 49.9 GB/s", "remote (peer or host) store rate of one SM"),
 		p("gpu.launch_eager", "µs", 5, 0, 1000, "published: CUDA kernel launch overhead ~5 µs (rtx6kpro; pegainfer 4–6 µs)", "back-to-back eager kernel launch interval"),
-		p("gpu.launch_graph", "µs", 1.0, 0, 1000, srcEstimate+"~1 µs per node gap in CUDA graph replay (NVIDIA CUDA Graphs blog)", "per-kernel cost inside a CUDA graph"),
+		p("gpu.launch_graph", "µs", 1.8, 0, 1000, "our capture: h200x2-arsim, arsim calibrate on 2/3 of the records (1.81 µs); ~1 µs in NVIDIA's CUDA Graphs blog", "per-kernel gap inside a replayed CUDA graph"),
+		p("gpu.reduce_loop_overhead", "µs", 0.33, 0, 100, "our capture: h200x2-arsim flag one-shot, 1 block, 1 MiB (arsim calibrate: 0.331 µs)", "time a pull-and-reduce loop iteration adds to its remote load's round trip"),
+		p("gpu.fence_sys", "µs", 2.2, 0, 100, "our capture: h200x2-arsim flag two-shot over NVLink, small sizes, minus its other costs", "cost of __threadfence_system / release.sys before a flag"),
+		p("torch.nccl_eager_issue", "µs", 37.1, 0, 10000, "our capture: median of h200x2 eager NCCL p2p allreduce ≤ 4 KiB", "host time to issue one eager NCCL allreduce through PyTorch"),
+		p("torch.symm_mem_eager_issue", "µs", 10.9, 0, 10000, "our capture: median of h200x2 eager symmetric-memory allreduce ≤ 4 KiB", "host time to issue one eager symmetric-memory allreduce"),
 		p("gpu.max_blocks_per_sm", "count", 1, 1, 64, srcEstimate+"custom-allreduce kernels use __launch_bounds__(512,1)", "resident blocks per SM for communication kernels"),
 		// Copy engines.
 		p("ce.window", "B", 262144, 4096, 0, srcEstimate+"copy engine keeps enough reads in flight to saturate x16", "bytes in flight of a copy-engine read"),
