@@ -387,9 +387,9 @@ func scale(h []sim.Hop, w float64) []sim.Hop {
 	return h
 }
 
-func (k Kernel) check(op string) error {
+func (k Kernel) check(op, label string) error {
 	if k.Blocks <= 0 || k.Threads <= 0 {
-		return fmt.Errorf("hw: %s: blocks and threads must be > 0, got %d × %d", op, k.Blocks, k.Threads)
+		return fmt.Errorf("hw: %s %s: blocks and threads must be > 0, got %d × %d", op, label, k.Blocks, k.Threads)
 	}
 	return nil
 }
@@ -397,7 +397,7 @@ func (k Kernel) check(op string) error {
 // Write streams bytes of SM stores from rank r to memory dst and calls done
 // when the last byte has landed.
 func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	if err := k.check("write " + label); err != nil {
+	if err := k.check("write", label); err != nil {
 		return err
 	}
 	if err := m.p2pCheck(r, dst, "write"); err != nil {
@@ -428,7 +428,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 // when the last completion is back. The rate is capped at bytes in flight /
 // round trip (Little's law).
 func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	if err := k.check("read " + label); err != nil {
+	if err := k.check("read", label); err != nil {
 		return err
 	}
 	if err := m.p2pCheck(r, src, "read"); err != nil {
