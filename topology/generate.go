@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/arsim/arsim/sim"
 )
@@ -42,7 +41,7 @@ func SwitchFabric(n, perSwitch int) (*Topology, error) {
 	t := b.Topology()
 	t.Description = fmt.Sprintf("generated: %d GPUs in PCIe switches of %d under one root switch, Gen5 x16", n, perSwitch)
 	t.Platform = Platform{P2PThroughHostBridge: true, P2PAcrossSockets: true}
-	return b.buildGenerated()
+	return b.Build()
 }
 
 // RingNVLinks is the number of NVLinks bonded between ring neighbours in
@@ -85,7 +84,7 @@ func Ring(n int) (*Topology, error) {
 	t := b.Topology()
 	t.Description = fmt.Sprintf("generated: %d GPUs in a ring of NVLink×%d bonds, each on its own PCIe Gen5 x16 link to one host bridge", n, RingNVLinks)
 	t.Platform = Platform{P2PThroughHostBridge: true, P2PAcrossSockets: true}
-	return b.buildGenerated()
+	return b.Build()
 }
 
 // hostSide adds socket 0's CPU, host memory and host bridge and returns
@@ -98,39 +97,6 @@ func hostSide(b *Builder, ps *Params) NodeID {
 	hb := b.Node(HostBridge, "hb0", 0, ns(ps.Get("pcie.hostbridge_latency")))
 	b.PlainLink(hb, cpu, Fabric, sim.Rate(ps.Get("cpu.fabric_bandwidth"))*sim.GBps, 0)
 	return hb
-}
-
-// buildGenerated is Build with the route check done by connectivity
-// (checkConnected) instead of one Dijkstra per GPU pair, which is O(N²)
-// routes and far too slow for thousands of GPUs. It reports the same
-// errors as Build.
-//
-// TODO(topology owner): Build itself should call checkConnected instead
-// of its pair loop; buildGenerated then reduces to Build.
-func (b *Builder) buildGenerated() (*Topology, error) {
-	t := b.t
-	if len(b.errs) > 0 {
-		return nil, fmt.Errorf("topology %s: %s", t.Name, strings.Join(b.errs, "; "))
-	}
-	if len(t.gpus) == 0 {
-		return nil, fmt.Errorf("topology %s: no GPUs", t.Name)
-	}
-	if err := t.Params.Validate(); err != nil {
-		return nil, fmt.Errorf("topology %s: %w", t.Name, err)
-	}
-	for i := range t.adj {
-		sort.Slice(t.adj[i], func(x, y int) bool {
-			a, c := t.adj[i][x], t.adj[i][y]
-			if a.to != c.to {
-				return a.to < c.to
-			}
-			return a.link < c.link
-		})
-	}
-	if err := t.checkConnected(); err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // checkConnected verifies what Build's pair loop verifies — every GPU has

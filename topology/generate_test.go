@@ -141,7 +141,7 @@ func TestCheckConnectedMatchesPairwise(t *testing.T) {
 				b.PlainLink(a, c, Fabric, 100e9, 0)
 			}
 		}
-		_, err := b.buildGenerated()
+		_, err := b.Build()
 		want := pairwiseCheck(b.t)
 		if want == nil {
 			require.NoError(t, err, "seed %d", seed)

@@ -290,17 +290,10 @@ func (b *Builder) Build() (*Topology, error) {
 			return a.link < c.link
 		})
 	}
-	for _, a := range t.gpus {
-		for _, c := range t.gpus {
-			if a != c {
-				if _, err := t.Route(a, c, RouteAny); err != nil {
-					return nil, fmt.Errorf("topology %s: %s has no path to %s", t.Name, t.nodes[a].Name, t.nodes[c].Name)
-				}
-			}
-		}
-		if _, err := t.HostRoute(a); err != nil {
-			return nil, fmt.Errorf("topology %s: %s has no path to host memory: %v", t.Name, t.nodes[a].Name, err)
-		}
+	// Every GPU reaches every other and its socket's host memory; checked
+	// in time linear in the machine's size (same errors as a pair loop).
+	if err := t.checkConnected(); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
