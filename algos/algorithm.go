@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/arsim/arsim/hw"
-	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -207,12 +206,12 @@ func pullKernel(bytes int64, req Request) hw.Kernel {
 	packs := (bytes + 15) / 16
 	blocks := int(min(36, (packs+int64(threads)-1)/int64(threads)))
 	blocks = req.IntOpt("blocks", max(blocks, 1))
-	return hw.Kernel{Blocks: blocks, Threads: threads, IterOverhead: sim.Micros(req.Top.Params.Get("gpu.reduce_loop_overhead"))}
+	return hw.Kernel{Blocks: blocks, Threads: threads, ReduceLoop: true}
 }
 
-// fence adds a system-scope fence (gpu.fence_sys) on rank r after the
-// listed ops and returns its index: stores before it are visible
-// system-wide before anything after it, as release.sys flags need.
-func fence(b *Builder, req Request, r int, after ...int) int {
-	return b.Add(r, Op{Kind: Compute, Dur: sim.Micros(req.Top.Params.Get("gpu.fence_sys")), Label: "system-scope fence"}, after...)
+// fence adds a system-scope fence on rank r after the listed ops, for
+// stores that went to memory at, and returns its index: those stores are
+// visible system-wide before anything after it, as release.sys flags need.
+func fence(b *Builder, r int, at hw.Mem, after ...int) int {
+	return b.Add(r, Op{Kind: Fence, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence"}, after...)
 }

@@ -133,7 +133,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 		}
 		pub := b.Add(r, Op{Kind: Write, Src: b.Out(r, off[r], size[r]), Dst: OnHost(socket(r), fmt.Sprintf("tmp%d", r), 0, size[r]), Kernel: k,
 			Label: "publish reduced part to host memory"}, red...)
-		mids[r] = []int{fence(b, req, r, pub)}
+		mids[r] = []int{fence(b, r, home(r), pub)}
 	}
 	mid := hostBarrier(b, home, "mid", 1, k, "mid barrier (release/acquire, host flags)", mids)
 	ends := make([][]int, n)

@@ -266,7 +266,7 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, dep
 	if !pl.spec.proto.inline() {
 		// Simple: the data must be visible at the receiver before the tail
 		// flag, so every step pays a fence before its flag.
-		flagAfter = fence(pl.b, pl.req, r, w)
+		flagAfter = fence(pl.b, r, c.buf, w)
 	}
 	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label + " tail"}, flagAfter)
 	return w

@@ -232,6 +232,12 @@ func (x *executor) start(r, i int) {
 		m.Eng.After(m.LaunchCost(x.opt.Launch), fin)
 	case Compute:
 		m.Eng.After(op.Dur, fin)
+	case Fence:
+		var d sim.Duration
+		d, err = m.FenceCost(r, op.Dst.Buf.At)
+		if err == nil {
+			m.Eng.After(d, fin)
+		}
 	case Read, Write, Copy, Reduce:
 		n := sim.Bytes(op.Src.Len)
 		switch {

@@ -55,9 +55,13 @@ const (
 	Wait
 	// Compute: the rank is busy for Dur.
 	Compute
+	// Fence: a system-scope fence (__threadfence_system, release.sys):
+	// the rank waits until its earlier stores to Dst's memory are visible
+	// system-wide; the cost is about one round trip to that memory.
+	Fence
 )
 
-var opNames = [...]string{"launch", "read", "write", "copy", "reduce", "signal", "wait", "compute"}
+var opNames = [...]string{"launch", "read", "write", "copy", "reduce", "signal", "wait", "compute", "fence"}
 
 func (k OpKind) String() string { return opNames[k] }
 
@@ -108,6 +112,8 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, " %s ≥ %d", o.Flag, o.Value)
 	case Compute:
 		fmt.Fprintf(&b, " %v", o.Dur)
+	case Fence:
+		fmt.Fprintf(&b, " stores to %s", o.Dst.Buf.At)
 	}
 	if o.Label != "" {
 		b.WriteString("  [" + o.Label + "]")

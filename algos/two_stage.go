@@ -2,6 +2,8 @@ package algos
 
 import (
 	"fmt"
+
+	"github.com/arsim/arsim/hw"
 )
 
 // twoStage is vLLM / SGLang "2-stage" (cross_device_reduce_2stage): a
@@ -82,7 +84,7 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 	// Mid barrier: release after the stage-1 stores (a system-scope
 	// fence), acquire before stage 2.
 	for r := 0; r < n; r++ {
-		s1[r] = []int{fence(b, req, r, s1[r]...)}
+		s1[r] = []int{fence(b, r, hw.GPUMem(r), s1[r]...)} // stage 1 stored into the rank's own tmp
 	}
 	mid := b.Barrier("mid", 1, k, "mid barrier", s1)
 	// Stage 2: all-gather from the peers' tmp.

@@ -31,25 +31,27 @@ func (m Mem) String() string {
 
 // Physics holds the parameter values the machine uses, resolved once.
 type Physics struct {
-	TLPOverhead, LinkEfficiency        float64
-	ReadRequest, MaxReadRequest        float64
-	CEPayload, SMWritePayload, ReadCpl float64
-	GPUMemLatency, HostMemLatency      sim.Duration
-	GPUMemBandwidth                    sim.Rate
-	SMs                                int
-	MaxBlocksPerSM                     int
-	LoadsInFlight                      float64
-	SMStoreRate                        sim.Rate
-	LaunchEager, LaunchGraph           sim.Duration
-	ReduceLoopOverhead, FenceSys       sim.Duration
-	CEWindow                           float64
-	CESetup, CEP2PSetup                sim.Duration
-	NVLinkSMEff, NVLinkCEEff           float64
-	SMPFlowCap                         sim.Rate
-	CUDAMemcpyIssue                    sim.Duration
-	TorchIssue                         [3]sim.Duration // by CopyDir
-	TorchP2POverhead, TorchP2PLarge    sim.Duration
-	TorchP2PLargeFrom                  sim.Bytes
+	TLPOverhead, LinkEfficiency             float64
+	ReadRequest, MaxReadRequest             float64
+	CEPayload, SMWritePayload, ReadCpl      float64
+	GPUMemLatency, HostMemLatency           sim.Duration
+	GPUMemBandwidth                         sim.Rate
+	SMs                                     int
+	MaxBlocksPerSM                          int
+	LoadsInFlight                           float64
+	SMStoreRate                             sim.Rate
+	LaunchEager, LaunchGraph                sim.Duration
+	ReduceLoopOverhead, ReduceLoopExtraPCIe sim.Duration
+	FenceLocal, FenceExtraNVLink            sim.Duration
+	FenceExtraPCIe, KernelPrologue          sim.Duration
+	CEWindow                                float64
+	CESetup, CEP2PSetup                     sim.Duration
+	NVLinkSMEff, NVLinkCEEff                float64
+	SMPFlowCap                              sim.Rate
+	CUDAMemcpyIssue                         sim.Duration
+	TorchIssue                              [3]sim.Duration // by CopyDir
+	TorchP2POverhead, TorchP2PLarge         sim.Duration
+	TorchP2PLargeFrom                       sim.Bytes
 }
 
 func resolve(ps *topology.Params) Physics {
@@ -64,8 +66,10 @@ func resolve(ps *topology.Params) Physics {
 		SMs:             int(g("gpu.sms")), MaxBlocksPerSM: int(g("gpu.max_blocks_per_sm")),
 		LoadsInFlight: g("gpu.loads_in_flight"), SMStoreRate: sim.Rate(g("gpu.sm_store_bandwidth")) * sim.GBps,
 		LaunchEager: us(g("gpu.launch_eager")), LaunchGraph: us(g("gpu.launch_graph")),
-		ReduceLoopOverhead: us(g("gpu.reduce_loop_overhead")), FenceSys: us(g("gpu.fence_sys")),
-		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		ReduceLoopOverhead: ns(g("gpu.reduce_loop_overhead")), ReduceLoopExtraPCIe: ns(g("gpu.reduce_loop_extra_pcie")),
+		FenceLocal: ns(g("gpu.fence_sys_local")), FenceExtraNVLink: ns(g("gpu.fence_extra_nvlink")), FenceExtraPCIe: ns(g("gpu.fence_extra_pcie")),
+		KernelPrologue: us(g("gpu.kernel_prologue")),
+		CEWindow:       g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
@@ -358,10 +362,11 @@ type Kernel struct {
 	// measured for a streaming copy loop). A kernel whose loop loads from
 	// n−1 peers independently keeps about one load in flight per peer.
 	LoadsInFlight float64
-	// IterOverhead is what each loop iteration adds to the load round trip
-	// (reduce, pack, store, loop control): the in-flight bytes turn over
-	// once per round trip + IterOverhead.
-	IterOverhead sim.Duration
+	// ReduceLoop: the loads feed a load-reduce-store loop, whose every
+	// iteration adds gpu.reduce_loop_overhead (gpu.reduce_loop_overhead_pcie
+	// over PCIe) to the load round trip: the in-flight bytes turn over once
+	// per round trip plus that.
+	ReduceLoop bool
 }
 
 func (k Kernel) share() float64 {
@@ -444,7 +449,13 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		loads = k.LoadsInFlight
 	}
 	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
-	capr := sim.Rate(inflight / (rtt + k.IterOverhead).Seconds())
+	if k.ReduceLoop {
+		rtt += m.Phys.ReduceLoopOverhead
+		if !p.nvlink() {
+			rtt += m.Phys.ReduceLoopExtraPCIe
+		}
+	}
+	capr := sim.Rate(inflight / rtt.Seconds())
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
@@ -599,10 +610,47 @@ const (
 func (l LaunchMode) String() string { return [...]string{"graph", "eager"}[l] }
 
 // LaunchCost is the device-side time a kernel launch adds before the
-// kernel runs: the gap between kernels on a stream (gpu.launch_graph). In
+// kernel does useful work: the gap between kernels on a stream
+// (gpu.launch_graph) and the kernel's prologue (gpu.kernel_prologue). In
 // eager mode the host's issue rate also paces the kernels; see
 // IssueInterval.
-func (m *Machine) LaunchCost(LaunchMode) sim.Duration { return m.Phys.LaunchGraph }
+func (m *Machine) LaunchCost(LaunchMode) sim.Duration {
+	return m.Phys.LaunchGraph + m.Phys.KernelPrologue
+}
+
+// FenceCost is the time a system-scope fence takes on rank r after stores
+// to memory at: the stores must be acknowledged, about one round trip to
+// that memory plus a per-fabric extra, and never less than a fence after
+// local stores (gpu.fence_sys_local). Measured on h200x2 (micro2.jsonl):
+// local 583 ns, peer over NVLink 919 ns, pinned host memory 1393 ns.
+func (m *Machine) FenceCost(r int, at Mem) (sim.Duration, error) {
+	if !at.Host && at.Rank == r {
+		return m.Phys.FenceLocal, nil
+	}
+	rtt, err := m.RoundTrip(r, at)
+	if err != nil {
+		return 0, err
+	}
+	p, err := m.path(GPUMem(r), at)
+	if err != nil {
+		return 0, err
+	}
+	extra := m.Phys.FenceExtraPCIe
+	if p.nvlink() {
+		extra = m.Phys.FenceExtraNVLink
+	}
+	return max(m.Phys.FenceLocal, rtt+extra), nil
+}
+
+// nvlink reports whether the path crosses NVLink.
+func (p *path) nvlink() bool {
+	for _, t := range p.types {
+		if t == topology.NVLink {
+			return true
+		}
+	}
+	return false
+}
 
 // IssueInterval is the host time to issue one eager kernel launch
 // (gpu.launch_eager): back-to-back eager kernels cannot start faster.

@@ -3,7 +3,7 @@
 
   python3 capture.py [--out DIR] [--quick] [--budget-s S] SUBCOMMAND
 
-subcommands: system, memcpy, sm, flag-kernels, nccl, all, merge
+subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, all, merge
 Raw records go to DIR/*.jsonl (flushed per record), failures to DIR/*.errors.jsonl; `merge`
 (run by `all` at the end) writes DIR/measurements.jsonl with only valid format-v1 records.
 """
@@ -28,6 +28,11 @@ def cmd_memcpy(a):
 def cmd_sm(a, m=None):
     import micro
     return micro.run_sm(a.out, a.quick, m)
+
+
+def cmd_micro2(a, m=None):
+    import micro2
+    return micro2.run(a.out, a.quick, m)
 
 
 def cmd_flag(a):
@@ -69,6 +74,8 @@ def cmd_all(a):
                 m = cmd_memcpy(a)
             elif ph == "sm":
                 m = cmd_sm(a, m)
+            elif ph == "micro2":
+                m = cmd_micro2(a, m)
             elif ph == "flag-kernels":
                 cmd_flag(a)
             elif ph == "nccl":
@@ -97,12 +104,12 @@ def main(argv=None):
     p.add_argument("--isolation", choices=("group", "process"), default="group",
                    help="NCCL: one process per transport with a communicator per config, or a process per config")
     p.add_argument("--phases", default="system,memcpy,sm,flag-kernels,nccl", help="phases run by `all`")
-    p.add_argument("cmd", choices=("system", "memcpy", "sm", "flag-kernels", "nccl", "all", "merge"))
+    p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "all", "merge"))
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     if a.system_id:
         os.environ["ARSIM_SYSTEM_ID"] = a.system_id
-    {"system": cmd_system, "memcpy": cmd_memcpy, "sm": cmd_sm, "flag-kernels": cmd_flag,
+    {"system": cmd_system, "memcpy": cmd_memcpy, "sm": cmd_sm, "micro2": cmd_micro2, "flag-kernels": cmd_flag,
      "nccl": cmd_nccl, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
 
 

@@ -25,7 +25,10 @@ class Recorder:
         r = {"system": os.environ.get("ARSIM_SYSTEM_ID", DEFAULT_SYSTEM_ID)}  # read per record: --system-id sets it after import
         r.update(rec)
         for k in ("us", "us_min", "us_max", "gbps", "gbps_total", "gbps_per_gpu", "one_way_us",
-                  "one_way_us_min", "one_way_us_max", "ns_per_step", "ns_per_step_globaltimer", "max_abs_err"):
+                  "one_way_us_min", "one_way_us_max", "ns_per_step", "ns_per_step_globaltimer", "max_abs_err",
+                  "ns_per_iter", "ns_per_iter_min", "ns_per_iter_max", "ns_per_iter_globaltimer", "ns_per_iter_kernel",
+                  "kernel_us_block0", "clock_ghz", "cycles_per_iter", "host_issue_us_per_replay",
+                  "host_issue_us_per_launch"):
             if isinstance(r.get(k), float):
                 r[k] = round(r[k], 4)
         self.f.write(json.dumps(r) + "\n")

@@ -260,3 +260,135 @@ extern "C" __global__ void __launch_bounds__(1024) two_shot_host(const Args* __r
   store_flag(epoch, flag);
 }
 '''
+
+# micro2: direct measurements of three arsim device parameters (gpu.launch_graph, gpu.fence_sys,
+# gpu.reduce_loop_overhead). Every loop is bounded (no spin waits on other agents).
+MICRO2_SRC = r'''
+__device__ __forceinline__ unsigned long long gtimer2() {
+  unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
+}
+__device__ __forceinline__ void st_vol_u32(int* p, int v) {
+  asm volatile("st.volatile.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_rel_sys_u32(int* p, int v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_vol_v4(int4* p, int4 v) {
+  asm volatile("st.volatile.global.v4.s32 [%0], {%1,%2,%3,%4};"
+               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ int4 ld_vol_v4(const int4* p) {
+  int4 v;
+  asm volatile("ld.volatile.global.v4.s32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+  return v;
+}
+
+extern "C" __global__ void empty_kernel2() {}
+
+// device-side delay: lets the host fill the queue before the timing event (bounded by ns)
+extern "C" __global__ void spin_ns(long long ns) {
+  unsigned long long t0 = gtimer2();
+  while ((long long)(gtimer2() - t0) < ns) { }
+}
+
+// SM clock calibration: cycles vs globaltimer over `cycles` cycles
+extern "C" __global__ void clk_cal(long long cycles, long long* res) {
+  unsigned long long g0 = gtimer2();
+  long long c0 = clock64();
+  long long c1 = c0;
+  while (c1 - c0 < cycles) c1 = clock64();
+  unsigned long long g1 = gtimer2();
+  res[0] = c1 - c0; res[1] = (long long)(g1 - g0);
+}
+
+// fence cost. variant: 0 store, 1 store+__threadfence_system, 2 16x16B stores+__threadfence_system,
+// 3 store+__threadfence (gpu scope), 4 st.release.sys, 5 16x16B stores (no fence).
+// Thread t writes flag[t] (4 B apart) and big[k*nt + t] (coalesced per k). Timed by thread 0
+// between two __syncthreads (one block).
+extern "C" __global__ void fence_loop(int* flag, int4* big, int n, int variant, long long* res) {
+  int t = threadIdx.x, nt = blockDim.x;
+  int* f = flag + t;
+  __syncthreads();
+  unsigned long long g0 = gtimer2();
+  long long c0 = clock64();
+  if (variant == 0) {
+    for (int i = 0; i < n; i++) st_vol_u32(f, i);
+  } else if (variant == 1) {
+    for (int i = 0; i < n; i++) { st_vol_u32(f, i); __threadfence_system(); }
+  } else if (variant == 2) {
+    for (int i = 0; i < n; i++) {
+      #pragma unroll
+      for (int k = 0; k < 16; k++) st_vol_v4(big + k * nt + t, make_int4(i, k, t, 1));
+      __threadfence_system();
+    }
+  } else if (variant == 3) {
+    for (int i = 0; i < n; i++) { st_vol_u32(f, i); __threadfence(); }
+  } else if (variant == 4) {
+    for (int i = 0; i < n; i++) st_rel_sys_u32(f, i);
+  } else {
+    for (int i = 0; i < n; i++) {
+      #pragma unroll
+      for (int k = 0; k < 16; k++) st_vol_v4(big + k * nt + t, make_int4(i, k, t, 1));
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  unsigned long long g1 = gtimer2();
+  if (t == 0) { res[0] = c1 - c0; res[1] = (long long)(g1 - g0); }
+}
+
+// pull-reduce loop as in one_shot_p2p / one_shot_host (world 2) without barriers:
+// out[i] = bf16(fp32(rem[i]) + fp32(loc[i])), 8 bf16 per int4, grid-stride. Block 0's thread 0 times
+// its block between two __syncthreads.
+__device__ __forceinline__ float rr_lo(unsigned int w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float rr_hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ unsigned int rr_f2bf(float f) {
+  unsigned int u = __float_as_uint(f); u += 0x7fffu + ((u >> 16) & 1u); return u >> 16;
+}
+__device__ __forceinline__ int4 rr_add(int4 a, int4 b) {
+  unsigned int x[4] = {(unsigned)a.x, (unsigned)a.y, (unsigned)a.z, (unsigned)a.w};
+  unsigned int y[4] = {(unsigned)b.x, (unsigned)b.y, (unsigned)b.z, (unsigned)b.w};
+  unsigned int w[4];
+  #pragma unroll
+  for (int i = 0; i < 4; i++) {
+    float lo = 0.f, hi = 0.f;
+    lo += rr_lo(x[i]); hi += rr_hi(x[i]);
+    lo += rr_lo(y[i]); hi += rr_hi(y[i]);
+    w[i] = rr_f2bf(lo) | (rr_f2bf(hi) << 16);
+  }
+  return make_int4((int)w[0], (int)w[1], (int)w[2], (int)w[3]);
+}
+
+#define RR_TIMER_START \
+  __syncthreads(); unsigned long long g0 = gtimer2(); long long c0 = clock64();
+#define RR_TIMER_END \
+  __syncthreads(); long long c1 = clock64(); unsigned long long g1 = gtimer2(); \
+  if (blockIdx.x == 0 && threadIdx.x == 0) { res[0] = c1 - c0; res[1] = (long long)(g1 - g0); }
+
+#define READ_REDUCE(NAME, LOAD) \
+extern "C" __global__ void __launch_bounds__(1024) NAME(const int4* __restrict__ rem, const int4* __restrict__ loc, \
+                                                        int4* __restrict__ out, long long n16, long long* res) { \
+  RR_TIMER_START \
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (long long)gridDim.x * blockDim.x) { \
+    int4 a = LOAD(rem + i); int4 b = loc[i]; out[i] = rr_add(a, b); \
+  } \
+  RR_TIMER_END \
+}
+#define READ_ONLY(NAME, LOAD) \
+extern "C" __global__ void __launch_bounds__(1024) NAME(const int4* __restrict__ rem, int4* sink, long long n16, long long* res) { \
+  RR_TIMER_START \
+  int4 acc = make_int4(0, 0, 0, 0); \
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (long long)gridDim.x * blockDim.x) { \
+    int4 v = LOAD(rem + i); acc.x += v.x; acc.y ^= v.y; acc.z += v.z; acc.w ^= v.w; \
+  } \
+  if (acc.x == 0x12345678 && acc.y == 0x9abcdef0) sink[threadIdx.x & 255] = acc; \
+  RR_TIMER_END \
+}
+#define LD_PLAIN(p) (*(p))
+#define LD_VOL(p) ld_vol_v4(p)
+READ_REDUCE(read_reduce_plain, LD_PLAIN)
+READ_REDUCE(read_reduce_vol, LD_VOL)
+READ_ONLY(read_only_plain, LD_PLAIN)
+READ_ONLY(read_only_vol, LD_VOL)
+'''

@@ -2,7 +2,7 @@
 import glob, json, os, sys
 
 KINDS = {"allreduce", "allreduce_sequence", "memcpy", "sm_access", "pointer_chase", "flag_pingpong",
-         "empty_kernel", "host_link_concurrency"}
+         "empty_kernel", "host_link_concurrency", "fence"}
 CLOCKS = {"device_events", "host", "sm_clock64"}
 REQ = {
     "allreduce": ["world", "dtype", "bytes", "impl", "algo", "transport", "launch", "us", "us_min", "us_max"],
@@ -14,6 +14,7 @@ REQ = {
     "flag_pingpong": ["via", "one_way_us"],
     "empty_kernel": ["us", "us_min"],
     "host_link_concurrency": ["what", "gpus", "bytes_per_gpu", "gbps_per_gpu", "gbps_total"],
+    "fence": ["target", "variant", "threads", "ns_per_iter"],
 }
 ENUMS = {
     "impl": {"nccl", "torch_symm_mem", "host_staged_one_shot", "arsim_flag_one_shot", "arsim_flag_two_shot"},
@@ -22,7 +23,8 @@ ENUMS = {
     "transport": {"p2p", "shm", "host_memory"},
     "launch": {"cudagraph", "eager"},
     "dir": {"h2d", "d2h", "p2p", "bidir"},
-    "op": {"read", "write"},
+    "op": {"read", "write", "read_reduce", "read_only_loop"},
+    "variant": {"store", "store+fence_sys", "16x16B+fence_sys", "store+fence_gpu", "st_release_sys", "16x16B"},
     "target": {"host", "local", "peer"},
     "via": {"host", "peer"},
     "dtype": {"bf16", "fp16", "fp32"},
@@ -48,6 +50,8 @@ def check(rec):
             errs.append(f"{k}={rec[k]!r}")
     if rec["kind"] == "allreduce" and rec.get("impl") == "nccl" and "proto" not in rec:
         errs.append("nccl without proto")
+    if rec["kind"] == "fence" and not (isinstance(rec.get("ns_per_iter"), (int, float)) and rec["ns_per_iter"] > 0):
+        errs.append(f"ns_per_iter={rec.get('ns_per_iter')!r}")
     for k in ("us", "us_min", "us_max"):
         if k in rec and not (isinstance(rec[k], (int, float)) and rec[k] > 0):
             errs.append(f"{k}={rec[k]!r}")

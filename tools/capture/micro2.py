@@ -1,0 +1,236 @@
+"""micro2: direct measurements of three arsim device parameters that were so far fitted to allreduce data.
+
+  empty_kernel (launch cudagraph / eager back_to_back)  -> gpu.launch_graph
+  fence (new kind)                                      -> gpu.fence_sys
+  sm_access op read_reduce / read_only_loop             -> gpu.reduce_loop_overhead
+plus pointer_chase (host, local, peer) again, for the round trips of the same run.
+GPU0 runs everything; GPU1 only holds the peer buffers (NVLink, cudaDeviceEnablePeerAccess).
+Every measurement is wrapped by Recorder.guard; all records go to OUT/micro2.jsonl.
+"""
+import statistics, time
+import numpy as np
+
+from common import Recorder, log, summarize
+import kernels
+from micro import Micro, HostBuf
+
+FENCE_VARIANTS = [(0, "store"), (1, "store+fence_sys"), (2, "16x16B+fence_sys"), (3, "store+fence_gpu"),
+                  (4, "st_release_sys"), (5, "16x16B")]
+
+
+class Micro2:
+    def __init__(self, out_dir, quick=False, m=None):
+        self.m = m or Micro(out_dir, quick)
+        self.cp = self.m.cp
+        self.quick = quick
+        self.rec = Recorder(out_dir, "micro2")
+        self.m.rec_sm = self.rec          # pointer_chase of Micro writes here too
+        with self.cp.cuda.Device(0):
+            self.mod = self.cp.RawModule(code=kernels.MICRO2_SRC, options=("-std=c++17",))
+            self.res = self.cp.zeros(2, dtype=self.cp.int64)
+        self.s = self.m.streams[0][5]
+        self.clk_ghz = None
+
+    def fn(self, name):
+        return self.mod.get_function(name)
+
+    # ---------- SM clock actually running (cycles vs %globaltimer over ~10 ms) -------------------
+    def calibrate(self, tag):
+        cp = self.cp
+        vals = []
+        with cp.cuda.Device(0):
+            for _ in range(3):
+                self.fn("clk_cal")((1,), (1,), (np.int64(20_000_000), self.res), stream=self.s)
+                self.s.synchronize()
+                c, g = (int(x) for x in self.res.get())
+                vals.append(c / g)
+        ghz = statistics.median(vals)
+        self.clk_ghz = ghz
+        self.rec.emit({"kind": "device_info", "clock": "sm_clock64", "what": "sm_clock_calibration", "tag": tag,
+                       "clock_ghz_measured": ghz, "trials_ghz": vals, "clock_khz_nominal": self.m.clock_khz})
+        log("sm clock", tag, f"{ghz:.4f} GHz (nominal {self.m.clock_khz / 1e6:.3f})")
+        return ghz
+
+    # ---------- 1. launch gap per kernel node in a CUDA graph ------------------------------------
+    def launch_graph(self):
+        cp = self.cp
+        k, spin, s = self.fn("empty_kernel2"), self.fn("spin_ns"), self.s
+        trials = 7
+        for blocks, threads in ((1, 32), (1, 512), (36, 512)):
+            for K in (20, 100):
+                for prefill_us in (0, 3000):
+                    def meas(blocks=blocks, threads=threads, K=K, prefill_us=prefill_us):
+                        with cp.cuda.Device(0):
+                            s.begin_capture()
+                            try:
+                                for _ in range(K):
+                                    k((blocks,), (threads,), (), stream=s)
+                            finally:
+                                g = s.end_capture()
+                            g.launch(stream=s); s.synchronize()
+                            R = max(5, (4000 if not self.quick else 1000) // K)
+                            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                            ts, hs = [], []
+                            for _ in range(trials):
+                                if prefill_us:
+                                    spin((1,), (1,), (np.int64(prefill_us * 1000),), stream=s)
+                                e0.record(s)
+                                h0 = time.perf_counter()
+                                for _ in range(R):
+                                    g.launch(stream=s)
+                                hs.append((time.perf_counter() - h0) * 1e6)
+                                e1.record(s); e1.synchronize()
+                                ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0 / (R * K))
+                        med, lo, hi = summarize(ts)
+                        self.rec.emit({"kind": "empty_kernel", "clock": "device_events", "launch": "cudagraph",
+                                       "mode": "graph_replay", "graph_nodes": K, "replays": R, "trials": trials,
+                                       "blocks": blocks, "threads": threads, "prefill_us": prefill_us,
+                                       "host_issue_us_per_replay": statistics.median(hs) / R,
+                                       "us": med, "us_min": lo, "us_max": hi})
+                    self.rec.guard(f"launch_graph K={K} {blocks}x{threads} prefill={prefill_us}", meas)
+            # the same back to back, eager
+            for prefill_us in (0, 20000):
+                def meas_e(blocks=blocks, threads=threads, prefill_us=prefill_us):
+                    n = 2000 if not self.quick else 500
+                    with cp.cuda.Device(0):
+                        k((blocks,), (threads,), (), stream=s); s.synchronize()
+                        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                        ts, hs = [], []
+                        for _ in range(trials):
+                            if prefill_us:
+                                spin((1,), (1,), (np.int64(prefill_us * 1000),), stream=s)
+                            e0.record(s)
+                            h0 = time.perf_counter()
+                            for _ in range(n):
+                                k((blocks,), (threads,), (), stream=s)
+                            hs.append((time.perf_counter() - h0) * 1e6)
+                            e1.record(s); e1.synchronize()
+                            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0 / n)
+                    med, lo, hi = summarize(ts)
+                    self.rec.emit({"kind": "empty_kernel", "clock": "device_events", "launch": "eager",
+                                   "mode": "back_to_back", "iters": n, "trials": trials, "blocks": blocks,
+                                   "threads": threads, "prefill_us": prefill_us,
+                                   "host_issue_us_per_launch": statistics.median(hs) / n,
+                                   "us": med, "us_min": lo, "us_max": hi})
+                self.rec.guard(f"eager b2b {blocks}x{threads} prefill={prefill_us}", meas_e)
+
+    # ---------- 2. fence cost per target ---------------------------------------------------------
+    def fences(self):
+        cp = self.cp
+        nb = 256 << 10
+        hb = HostBuf(nb)
+        with cp.cuda.Device(0):
+            loc = cp.zeros(nb // 4, dtype=cp.int32)
+        targets = [("local", loc.data.ptr), ("host", hb.ptr)]
+        peer = None
+        if self.m.ndev >= 2 and self.m.peer_ok:
+            with cp.cuda.Device(1):
+                peer = cp.zeros(nb // 4, dtype=cp.int32)
+                cp.cuda.Device(1).synchronize()
+            targets.insert(1, ("peer", peer.data.ptr))
+        f = self.fn("fence_loop")
+        n = 2000
+        for tname, base in targets:
+            for threads in (1, 32):
+                for vid, vname in FENCE_VARIANTS:
+                    def meas(tname=tname, base=base, threads=threads, vid=vid, vname=vname):
+                        args = (np.uint64(base), np.uint64(base + 4096), np.int32(n), np.int32(vid), self.res)
+                        cyc, gns = [], []
+                        with cp.cuda.Device(0):
+                            f((1,), (threads,), args, stream=self.s); self.s.synchronize()   # warm-up (TLB)
+                            for _ in range(7):
+                                f((1,), (threads,), args, stream=self.s); self.s.synchronize()
+                                c, g = (int(x) for x in self.res.get())
+                                cyc.append(c / n); gns.append(g / n)
+                        c = statistics.median(cyc)
+                        self.rec.emit({"kind": "fence", "clock": "sm_clock64", "target": tname, "variant": vname,
+                                       "blocks": 1, "threads": threads, "iters": n, "trials": 7,
+                                       "ns_per_iter": c / self.clk_ghz, "ns_per_iter_min": min(cyc) / self.clk_ghz,
+                                       "ns_per_iter_max": max(cyc) / self.clk_ghz, "cycles_per_iter": c,
+                                       "clock_ghz": self.clk_ghz, "ns_per_iter_globaltimer": statistics.median(gns)})
+                    self.rec.guard(f"fence {tname} {vname} {threads}", meas)
+        del loc, peer
+        hb.free()
+
+    # ---------- 3. pull-reduce loop vs pure remote-read loop -------------------------------------
+    def reduce_loop(self):
+        cp = self.cp
+        small, big = 1 << 20, 32 << 20
+        hb = HostBuf(big)
+        hb.array(np.uint32)[...] = 0x3f803f80          # bf16 1.0 pairs: 1 + 1 = 2.0 (0x4000)
+        with cp.cuda.Device(0):
+            loc = cp.full(big // 4, 0x3f803f80, dtype=cp.uint32)
+            rloc = cp.full(big // 4, 0x3f803f80, dtype=cp.uint32)
+            out = cp.zeros(big // 4, dtype=cp.uint32)
+            sink = cp.zeros(256 * 4, dtype=cp.int32)
+            cp.cuda.Device(0).synchronize()
+        targets = [("host", np.uint64(hb.ptr), "volatile"), ("local", rloc, "plain")]
+        peer = None
+        if self.m.ndev >= 2 and self.m.peer_ok:
+            with cp.cuda.Device(1):
+                peer = cp.full(big // 4, 0x3f803f80, dtype=cp.uint32)
+                cp.cuda.Device(1).synchronize()
+            targets.insert(0, ("peer", peer, "plain"))
+        s = self.s
+        # (blocks, threads, bytes): 1 MiB as asked; 32 MiB at 1x512 as a check that repeated passes
+        # over 1 MiB are not served from a cache
+        cfgs = [(1, 32, small), (1, 512, small), (36, 512, small), (1, 512, big)]
+        for tname, rem, load in targets:
+            sfx = "vol" if load == "volatile" else "plain"
+            for blocks, threads, nbytes in cfgs:
+                n16 = nbytes // 16
+                for op, kname in (("read_reduce", "read_reduce_" + sfx), ("read_only_loop", "read_only_" + sfx)):
+                    kern = self.fn(kname)
+
+                    def launch(kern=kern, op=op, rem=rem, blocks=blocks, threads=threads, n16=n16):
+                        if op == "read_reduce":
+                            kern((blocks,), (threads,), (rem, loc, out, np.int64(n16), self.res), stream=s)
+                        else:
+                            kern((blocks,), (threads,), (rem, sink, np.int64(n16), self.res), stream=s)
+
+                    def meas(tname=tname, load=load, blocks=blocks, threads=threads, op=op, launch=launch,
+                             nbytes=nbytes, n16=n16):
+                        with cp.cuda.Device(0):
+                            out.fill(0)
+                        med, lo, hi, it = self.m.time_events(0, launch, s, trials=5, target_ms=3.0, max_iters=200)
+                        cyc = []
+                        with cp.cuda.Device(0):
+                            for _ in range(5):
+                                launch(); s.synchronize()
+                                cyc.append(int(self.res.get()[0]))
+                        T = blocks * threads
+                        iters_per_thread = -(-n16 // T)
+                        gbps = nbytes / med / 1e3
+                        kern_ns = statistics.median(cyc) / self.clk_ghz
+                        r = {"kind": "sm_access", "clock": "device_events", "op": op, "target": tname,
+                             "load": load, "blocks": blocks, "threads": threads, "bytes_per_access": 16,
+                             "bytes": nbytes, "us": med, "us_min": lo, "us_max": hi, "iters": it, "gbps": gbps,
+                             "iters_per_thread": iters_per_thread,
+                             "ns_per_iter": 16 * T / gbps,
+                             "kernel_us_block0": kern_ns / 1e3,
+                             "ns_per_iter_kernel": kern_ns / iters_per_thread, "clock_ghz": self.clk_ghz}
+                        if op == "read_reduce":
+                            with cp.cuda.Device(0):
+                                r["correct"] = bool(cp.all(out[:nbytes // 4] == np.uint32(0x40004000)).get())
+                        self.rec.emit(r)
+                    self.rec.guard(f"{op} {tname} {blocks}x{threads} {nbytes}", meas)
+        del loc, rloc, out, peer
+        hb.free()
+
+
+def run(out_dir, quick, m=None):
+    t_all = time.time()
+    m2 = Micro2(out_dir, quick, m)
+    m2.rec.guard("calibrate", m2.calibrate, "start")
+    if m2.clk_ghz is None:
+        m2.clk_ghz = m2.m.clock_khz / 1e6
+    for name in ("launch_graph", "fences", "reduce_loop"):
+        t0 = time.time()
+        m2.rec.guard(name, getattr(m2, name))
+        log(name, f"{time.time() - t0:.1f}s")
+    t0 = time.time()
+    m2.rec.guard("pointer_chase", m2.m.pointer_chase)
+    log("pointer_chase", f"{time.time() - t0:.1f}s")
+    m2.rec.guard("calibrate", m2.calibrate, "end")
+    log("micro2 done", f"{time.time() - t_all:.1f}s;", m2.rec.n, "records,", m2.rec.nerr, "errors")
+    return m2.m
