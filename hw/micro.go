@@ -251,3 +251,62 @@ func (m *Machine) target(kind, name string, local bool) (Mem, error) {
 	}
 	return Mem{}, fmt.Errorf("hw: %s target %q is not simulated (host, peer)", kind, name)
 }
+
+// ReduceLoopGBps returns the rate, in GB/s, of one kernel of blocks ×
+// threads on rank 0 streaming bytes of target memory ("host" or "peer")
+// through a loop whose every iteration loads one 16-byte pack remotely
+// (and one locally), adds and stores: one remote load in flight per thread,
+// turned over once per round trip plus gpu.reduce_loop_overhead.
+func ReduceLoopGBps(top *topology.Topology, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	at, err := m.target("sm_access read_reduce", target, false)
+	if err != nil {
+		return 0, err
+	}
+	var end sim.Time
+	k := Kernel{Blocks: blocks, Threads: threads, LoadsInFlight: 1, ReduceLoop: true}
+	if err := m.Read(0, at, bytes, k, "read_reduce", func() { end = m.Eng.Now() }); err != nil {
+		return 0, err
+	}
+	if err := m.Eng.Run(); err != nil {
+		return 0, err
+	}
+	return float64(bytes) / sim.Duration(end).Seconds() / 1e9, nil
+}
+
+// GraphKernelGapUs returns the time per kernel of a replayed CUDA graph
+// of empty kernels, in µs (gpu.launch_graph).
+func GraphKernelGapUs(top *topology.Topology) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	return m.Phys.LaunchGraph.Micros(), nil
+}
+
+// FenceNs returns the cost, in ns, of a system-scope fence on rank 0 after
+// stores to target memory ("local", "peer", "host").
+func FenceNs(top *topology.Topology, target string) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	at, err := m.target("fence", target, true)
+	if err != nil {
+		return 0, err
+	}
+	d, err := m.FenceCost(0, at)
+	if err != nil {
+		return 0, err
+	}
+	return float64(d) / float64(sim.Nanosecond), nil
+}
+
+// RawLaunchIntervalUs returns the host time per eager kernel launch issued
+// back to back through the CUDA driver API (host.cuda_launch_issue), in µs.
+func RawLaunchIntervalUs(top *topology.Topology) (float64, error) {
+	return top.Params.Get("host.cuda_launch_issue"), nil
+}

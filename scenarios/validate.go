@@ -151,6 +151,9 @@ func prepare(r trace.Record) (*twin, string) {
 		write := r.Op == "write"
 		t.sim = func(top *topology.Topology) (float64, error) {
 			gbps, err := hw.SMAccessGBps(top, write, r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
+			if r.Op == "read_reduce" {
+				gbps, err = hw.ReduceLoopGBps(top, r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
+			}
 			if err != nil {
 				return 0, err
 			}
@@ -166,8 +169,36 @@ func prepare(r trace.Record) (*twin, string) {
 		rounds := extraInt(r, "round_trips", 2000)
 		t.sim = func(top *topology.Topology) (float64, error) { return hw.FlagPingPongUs(top, r.Via, rounds) }
 		return t, ""
+	case trace.KindFence:
+		t.group = "fence " + r.Variant + " " + r.Target
+		switch r.Variant {
+		case "store+fence_sys", "st_release_sys", "16x16B+fence_sys":
+		default:
+			return nil, fmt.Sprintf("fence variant %q is not modelled (only system-scope fences are)", r.Variant)
+		}
+		t.sim = func(top *topology.Topology) (float64, error) { return hw.FenceNs(top, r.Target) }
+		return t, ""
 	case trace.KindEmptyKernel:
 		t.group = "empty_kernel"
+		if r.Launch == "cudagraph" {
+			t.group += " cudagraph"
+			t.note = "per kernel of a replayed CUDA graph (gpu.launch_graph)"
+			t.sim = func(top *topology.Topology) (float64, error) { return hw.GraphKernelGapUs(top) }
+			return t, ""
+		}
+		if extraString(r, "mode") == "single" {
+			return nil, "one eager launch timed alone (events around it) is not modelled; back-to-back launches are"
+		}
+		if extraString(r, "mode") == "back_to_back" {
+			// tools/capture launches through CuPy, not PyTorch.
+			t.group += " driver API"
+			t.note = "back-to-back eager launches through the CUDA driver API (host.cuda_launch_issue)"
+			if extraFloat(r, "prefill_us") > 0 {
+				return nil, "eager launches queued behind a device-side spin measure the device gap, not the host; not modelled"
+			}
+			t.sim = func(top *topology.Topology) (float64, error) { return hw.RawLaunchIntervalUs(top) }
+			return t, ""
+		}
 		if mode := extraString(r, "mode"); mode != "" {
 			t.note = "capture mode " + mode + "; modelled as one eager launch (gpu.launch_eager)"
 		}
@@ -722,4 +753,17 @@ func maxOf(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// extraFloat reads a number the trace package keeps undecoded; 0 if absent.
+func extraFloat(r trace.Record, name string) float64 {
+	raw, ok := r.Extra[name]
+	if !ok {
+		return 0
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return 0
+	}
+	return f
 }

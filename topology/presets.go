@@ -211,6 +211,7 @@ func commonParams() *Params {
 		p("ce.window", "B", 262144, 4096, 0, srcEstimate+"copy engine keeps enough reads in flight to saturate x16", "bytes in flight of a copy-engine read"),
 		p("ce.setup", "µs", 1.4, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync d2h/h2d 1–256 MiB intercepts", "device-side fixed cost of a host copy-engine transfer"),
 		p("ce.p2p_setup", "µs", 1.65, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync p2p 1 MiB − transfer time", "device-side fixed cost of a P2P copy-engine transfer"),
+		p("host.cuda_launch_issue", "µs", 4.15, 0, 1000, "our capture: h200x2-arsim micro2, back-to-back eager launches of an empty kernel through CuPy (4.03–4.30 µs)", "host time to issue one eager kernel launch through the CUDA driver API"),
 		p("host.cuda_memcpy_issue", "µs", 2.1, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync d2h/p2p floors 2.1–2.2 µs", "host time to issue one eager cudaMemcpyAsync"),
 		// PyTorch's tensor.copy_ path (the shared h200x2 capture) costs more
 		// on the host than cudaMemcpyAsync, and for peer copies adds work the

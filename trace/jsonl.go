@@ -26,12 +26,15 @@ const (
 	KindFlagPingpong        Kind = "flag_pingpong"
 	KindEmptyKernel         Kind = "empty_kernel"
 	KindHostLinkConcurrency Kind = "host_link_concurrency"
+	// KindFence is the cost of a memory fence after stores (tools/capture
+	// micro2): ns_per_iter of a loop of store(s) + fence to target memory.
+	KindFence Kind = "fence"
 )
 
 // Kinds returns every kind of JSON Lines v1, in the order FORMAT.md lists them.
 func Kinds() []Kind {
 	return []Kind{KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess,
-		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency}
+		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency, KindFence}
 }
 
 // Clock is how a record's time was taken (its "clock" field).
@@ -118,6 +121,11 @@ type Record struct {
 
 	// NsPerStep is the pointer_chase latency of one dependent load, in ns.
 	NsPerStep float64
+	// Variant is the fence record's loop body: "store", "store+fence_sys",
+	// "16x16B+fence_sys", "store+fence_gpu", "st_release_sys", "16x16B".
+	Variant string
+	// NsPerIter is the fence record's time per loop iteration, in ns.
+	NsPerIter float64
 
 	// Via is where the flag_pingpong flags live: "host" or "peer".
 	Via string
@@ -199,11 +207,13 @@ var fieldDefs = []fieldDef{
 	{name: "hidden", typ: jInt, i32: func(r *Record) *int { return &r.Hidden }},
 	{name: "engine", typ: jString, enum: []string{"copy_engine"}, str: func(r *Record) *string { return &r.Engine }},
 	{name: "dir", typ: jString, enum: []string{"bidir", "d2h", "h2d", "p2p"}, str: func(r *Record) *string { return &r.Dir }},
-	{name: "op", typ: jString, enum: []string{"read", "write"}, str: func(r *Record) *string { return &r.Op }},
+	{name: "op", typ: jString, enum: []string{"read", "read_only_loop", "read_reduce", "write"}, str: func(r *Record) *string { return &r.Op }},
 	{name: "target", typ: jString, enum: []string{"host", "local", "peer"}, str: func(r *Record) *string { return &r.Target }},
 	{name: "bytes_per_access", typ: jInt, i32: func(r *Record) *int { return &r.BytesPerAccess }},
 	{name: "gbps", typ: jNumber, num: func(r *Record) *float64 { return &r.Gbps }},
 	{name: "ns_per_step", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
+	{name: "variant", typ: jString, enum: []string{"16x16B", "16x16B+fence_sys", "st_release_sys", "store", "store+fence_gpu", "store+fence_sys"}, str: func(r *Record) *string { return &r.Variant }},
+	{name: "ns_per_iter", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIter }},
 	{name: "via", typ: jString, enum: []string{"host", "peer"}, str: func(r *Record) *string { return &r.Via }},
 	{name: "one_way_us", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
 	{name: "one_way_us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
@@ -244,6 +254,7 @@ var required = map[Kind][]string{
 	KindFlagPingpong:        {"via", "one_way_us"},
 	KindEmptyKernel:         {"us"},
 	KindHostLinkConcurrency: {"what", "gpus", "gbps_per_gpu", "gbps_total"},
+	KindFence:               {"target", "variant", "threads", "ns_per_iter"},
 }
 
 // isZero reports whether the field is unset in r.
@@ -349,6 +360,8 @@ func (r Record) Primary() (value float64, unit string, err error) {
 		value, unit, field = r.Us, "us", "us"
 	case KindPointerChase:
 		value, unit, field = r.NsPerStep, "ns", "ns_per_step"
+	case KindFence:
+		value, unit, field = r.NsPerIter, "ns", "ns_per_iter"
 	case KindFlagPingpong:
 		value, unit, field = r.OneWayUs, "us", "one_way_us"
 	case KindHostLinkConcurrency:
