@@ -54,6 +54,20 @@ func (r *Result) MeanUs() float64 {
 	return sim.Duration(r.Time).Micros() / float64(len(r.PerIter))
 }
 
+// SteadyUs returns the time per allreduce in steady state, in µs: the
+// interval between the first and the last allreduce's end divided by the
+// allreduces in between, as benchmarks that time many back-to-back
+// operations measure it (the first one's start-up is not counted, and
+// eager calls paced by the host take the host's interval). With one
+// iteration it is MeanUs.
+func (r *Result) SteadyUs() float64 {
+	n := len(r.PerIter)
+	if n < 2 {
+		return r.MeanUs()
+	}
+	return r.PerIter[n-1].Sub(r.PerIter[0]).Micros() / float64(n-1)
+}
+
 // Run executes s on machine m (which must be fresh) and returns its timing.
 // A schedule that deadlocks stops with an error listing the blocked waits.
 func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {

@@ -21,8 +21,9 @@ type SweepConfig struct {
 	DType  algos.DType // default bf16
 	Launch hw.LaunchMode
 	Opts   map[string]string
-	// Iterations back to back per point; the mean is reported (default 3,
-	// like nccl-tests averaging over back-to-back operations).
+	// Iterations back to back per point; the steady-state time per
+	// allreduce is reported (default 3, like nccl-tests timing many
+	// back-to-back operations).
 	Iterations int
 	// Parallel points at once (default GOMAXPROCS). Results are identical
 	// for any value: each point runs on its own machine and engine.
@@ -58,7 +59,7 @@ func Point(top *topology.Topology, ranks int, algo string, bytes int64, dt algos
 	if err != nil {
 		return 0, err
 	}
-	return res.MeanUs(), nil
+	return res.SteadyUs(), nil
 }
 
 // Sweep runs every algorithm at every size, in parallel, and returns rows

@@ -444,7 +444,7 @@ func (t *twin) allreduce() string {
 		if r.Kind == trace.KindAllreduceSequence {
 			return sim.Duration(res.Time).Micros(), nil
 		}
-		return res.MeanUs(), nil
+		return res.SteadyUs(), nil
 	}
 	if algo == "nccl" {
 		count := 1.0
