@@ -311,6 +311,12 @@ func (pl *ncclPlanner) finish(c *conn) {
 		return
 	}
 	pl.b.Add(c.from, Op{Kind: Wait, Flag: c.head, Value: int64(c.sent), Label: c.id + " drain"}, pl.launch[c.from])
+	if !pl.spec.proto.inline() {
+		// Simple's primitives end by saving the connection's step counter
+		// behind a system-scope fence (prims_simple.h, the destructor), after
+		// everything the rank did on this channel.
+		fence(pl.b, c.from, c.buf, pl.b.Last(c.from))
+	}
 }
 
 // local is a copy or reduction inside one GPU.
