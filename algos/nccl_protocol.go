@@ -265,8 +265,10 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, dep
 	flagAfter := w
 	if !pl.spec.proto.inline() {
 		// Simple: the data must be visible at the receiver before the tail
-		// flag, so every step pays a fence before its flag.
+		// flag, so every step pays a fence before its flag, and the
+		// protocol's per-step barriers and bookkeeping.
 		flagAfter = fence(pl.b, r, c.buf, w)
+		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Micros(pl.req.Top.Params.Get("nccl.simple_step_sync")), Label: label + " Simple step sync"}, flagAfter)
 	}
 	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label + " tail"}, flagAfter)
 	return w

@@ -225,6 +225,7 @@ func commonParams() *Params {
 		// NCCL's fixed cost per call (kernel prologue and epilogue, work
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.
+		p("nccl.simple_step_sync", "µs", 1.2, 0, 100, "estimate from NCCL 2.30 tuning.cc: Simple's per-hop latency exceeds LL's by 2.8 µs (NVLink) and 4.7 µs (PCIe); arsim models the fence and the separate flag of that explicitly, this is the rest (per-step block barriers, step bookkeeping)", "per-step overhead of NCCL's Simple protocol beyond its fence and flag"),
 		p("nccl.base_latency.ring.ll", "µs", 6.6, 0, 1000, srcNCCLBase, "NCCL ring LL fixed cost per call"),
 		p("nccl.base_latency.ring.ll128", "µs", 14.0, 0, 1000, srcNCCLBase, "NCCL ring LL128 fixed cost per call"),
 		p("nccl.base_latency.ring.simple", "µs", 8.4, 0, 1000, srcNCCLBase, "NCCL ring Simple fixed cost per call"),
