@@ -213,6 +213,11 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 	b := NewBuilder(spec.algo, req.Ranks, req.Bytes, req.DType.Size())
 	pl := &ncclPlanner{b: b, req: req, spec: spec, launch: make([]int, req.Ranks),
 		kern: hw.Kernel{Blocks: 1, Threads: spec.threads, Wire: spec.proto.wire()}}
+	if spec.proto == protoLL {
+		// NCCL's LL moves at most llMaxBw in all (its tuning model's
+		// ceiling for LL, from measurement): each channel gets its share.
+		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll_max_bw")) * sim.GBps / sim.Rate(max(spec.channels, 1))
+	}
 	// NCCL's fixed cost per call beyond the data steps (kernel prologue,
 	// work descriptors, channel setup, epilogue): the base latency of
 	// NCCL's own tuning model, per algorithm and protocol.

@@ -362,6 +362,9 @@ type Kernel struct {
 	// measured for a streaming copy loop). A kernel whose loop loads from
 	// n−1 peers independently keeps about one load in flight per peer.
 	LoadsInFlight float64
+	// RateCap, if > 0, caps each transfer of the kernel (a protocol's own
+	// throughput limit, e.g. NCCL's LL per channel).
+	RateCap sim.Rate
 	// ReduceLoop: the loads feed a load-reduce-store loop, whose every
 	// iteration adds gpu.reduce_loop_overhead (gpu.reduce_loop_overhead_pcie
 	// over PCIe) to the load round trip: the in-flight bytes turn over once
@@ -417,6 +420,9 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	if p.smp && !dst.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
+	if k.RateCap > 0 {
+		capr = min(capr, k.RateCap)
+	}
 	class := 0
 	if !dst.Host {
 		class = p.destHB
@@ -458,6 +464,9 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	capr := sim.Rate(inflight / rtt.Seconds())
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
+	}
+	if k.RateCap > 0 {
+		capr = min(capr, k.RateCap)
 	}
 	spec := sim.FlowSpec{
 		Label: label, Kind: sim.Read,

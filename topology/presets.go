@@ -225,6 +225,7 @@ func commonParams() *Params {
 		// NCCL's fixed cost per call (kernel prologue and epilogue, work
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.
+		p("nccl.ll_max_bw", "GB/s", 282, 1, 0, "published: NCCL 2.30 tuning.cc llMaxBws, Blackwell single node (2 × 141)", "most NCCL's LL protocol moves per rank, all channels together"),
 		p("nccl.simple_step_sync", "µs", 1.2, 0, 100, "estimate from NCCL 2.30 tuning.cc: Simple's per-hop latency exceeds LL's by 2.8 µs (NVLink) and 4.7 µs (PCIe); arsim models the fence and the separate flag of that explicitly, this is the rest (per-step block barriers, step bookkeeping)", "per-step overhead of NCCL's Simple protocol beyond its fence and flag"),
 		p("nccl.base_latency.ring.ll", "µs", 6.6, 0, 1000, srcNCCLBase, "NCCL ring LL fixed cost per call"),
 		p("nccl.base_latency.ring.ll128", "µs", 14.0, 0, 1000, srcNCCLBase, "NCCL ring LL128 fixed cost per call"),
@@ -267,6 +268,7 @@ func set(name string, v float64, src string) Param { return Param{Name: name, Va
 func h200Params() *Params {
 	return with(commonParams,
 		set("gpu.sms", 132, "spec: H200 SXM (132 SMs)"),
+		set("nccl.ll_max_bw", 141, "published: NCCL 2.30 tuning.cc llMaxBws, Hopper single node"),
 		set("gpu.mem_bandwidth", 4800, "spec: H200 HBM3e 4.8 TB/s"),
 		set("gpu.mem_latency", 145.7, srcH200Cap+" pointer_chase local"),
 		set("gpu.loads_in_flight", 1.85, srcH200Cap+" sm_access read peer 1×512: 17.7 GB/s × 854 ns / (512 × 16 B)"),
@@ -309,6 +311,7 @@ func init() {
 		Description: "8 × A800 PCIe (Gen4 x16, no NVLink bridges), two PCIe-switch islands of four, one per socket (Intel)",
 		params: with(commonParams,
 			set("gpu.sms", 108, "spec: A800 (GA100, 108 SMs)"),
+			set("nccl.ll_max_bw", 87.7, "published: NCCL 2.30 tuning.cc llMaxBws, Ampere single node"),
 			set("gpu.mem_bandwidth", 1935, "spec: A800 PCIe 80 GB HBM2e 1,935 GB/s"),
 			set("gpu.launch_eager", 5, srcEstimate+"typical eager launch"),
 			set("smp.bandwidth", 40, srcEstimate+"Ice Lake UPI, 3 links, PCIe P2P share"),
@@ -323,6 +326,7 @@ func init() {
 		Description: "4 × V100 PCIe (Gen3 x16) behind one PLX switch on one socket",
 		params: with(commonParams,
 			set("gpu.sms", 80, "spec: V100 (80 SMs)"),
+			set("nccl.ll_max_bw", 39, "published: NCCL 2.30 tuning.cc llMaxBws, Volta single node"),
 			set("gpu.mem_bandwidth", 900, "spec: V100 HBM2 900 GB/s"),
 			set("gpu.launch_eager", 5, srcEstimate+"typical eager launch"),
 			set("hostmem.bandwidth", 100, srcEstimate+"6-channel DDR4-2666 per socket"),
