@@ -427,7 +427,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	if !dst.Host {
 		class = p.destHB
 	}
-	_, err = m.Net.Start(sim.FlowSpec{
+	err = m.Net.Launch(sim.FlowSpec{
 		Label: label, Kind: sim.Write, Class: class,
 		Route: m.route(p, smStore, k.wire(), false), Bytes: bytes, Cap: capr,
 		Latency: p.latency + m.memLatency(dst), Done: done,
@@ -575,7 +575,7 @@ func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec) error {
 	}
 	m.Eng.After(d, func() {
 		// The route and sizes were checked above; Start cannot fail here.
-		_, _ = m.Net.Start(spec)
+		_ = m.Net.Launch(spec)
 	})
 	return nil
 }
