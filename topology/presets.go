@@ -170,7 +170,7 @@ func commonParams() *Params {
 	for _, x := range []Param{
 		// PCIe protocol.
 		p("pcie.tlp_overhead", "B", 24, 0, 64, srcPCIeSpec, "header+framing+LCRC bytes per TLP (4-DW header)"),
-		p("pcie.link_efficiency", "ratio", 0.9547, 0.5, 1, "our capture: h200x2 ce_h2d 54.9 GB/s at 256-B TLPs ⇒ DLLP/SKP share 4.5 %", "share of raw link time left to TLPs after DLLPs and ordered sets"),
+		p("pcie.link_efficiency", "ratio", 0.9547, 0.5, 1, fromH200("our capture: h200x2 ce_h2d 54.9 GB/s at 256-B TLPs ⇒ DLLP/SKP share 4.5 %"), "share of raw link time left to TLPs after DLLPs and ordered sets"),
 		p("pcie.ce_payload", "B", 256, 64, 4096, "spec: typical max payload size 256 B (facts §3.1)", "TLP payload of copy-engine transfers"),
 		p("pcie.sm_write_payload", "B", 128, 16, 4096, "estimate: GPU-issued peer writes are 64–128 B TLPs (facts §3.1)", "TLP payload of SM stores over PCIe"),
 		p("pcie.read_completion_payload", "B", 128, 16, 4096, "estimate: read completion boundary 128 B (facts §3.1)", "completion payload of SM loads over PCIe"),
@@ -197,31 +197,31 @@ func commonParams() *Params {
 		p("gpu.loads_in_flight", "count", 1.85, 0.1, 64, srcEstimate+"from H200 capture: 1 block × 512 threads reads 17.7 GB/s over an 854-ns round trip", "16-byte loads each thread keeps in flight"),
 		p("gpu.sm_store_bandwidth", "GB/s", 50, 1, 0, srcEstimate+"from H200 capture: one block writes peer memory at 49.9 GB/s", "remote (peer or host) store rate of one SM"),
 		p("gpu.launch_eager", "µs", 5, 0, 1000, "published: CUDA kernel launch overhead ~5 µs (rtx6kpro; pegainfer 4–6 µs)", "back-to-back eager kernel launch interval"),
-		p("gpu.launch_graph", "µs", 0.51, 0, 1000, "our capture: h200x2-arsim micro2, graph of 100 empty kernels, 0.511 µs per node", "per-kernel gap inside a replayed CUDA graph"),
-		p("gpu.reduce_loop_overhead", "ns", 121, 0, 100000, "our capture: h200x2-arsim micro2 read_reduce 1×512 over NVLink, 971 ns per iteration − 850 ns round trip", "time a pull-and-reduce loop iteration adds to its remote load's round trip"),
-		p("gpu.reduce_loop_extra_pcie", "ns", 155, 0, 100000, "our capture: h200x2-arsim micro2 read_reduce 1×512 of host memory, 1379 − 1104 ns round trip = 275 ns, minus the NVLink 121 ns", "what a pull-and-reduce loop iteration adds beyond that when its loads cross PCIe"),
-		p("gpu.fence_sys_local", "ns", 583, 0, 100000, "our capture: h200x2-arsim micro2 fence, store + __threadfence_system to local HBM", "system-scope fence after stores to the GPU's own memory"),
-		p("gpu.fence_extra_nvlink", "ns", 70, 0, 100000, "our capture: h200x2-arsim micro2 fence to peer memory (919 ns) − peer round trip (850 ns)", "a system-scope fence after stores over NVLink: this beyond the round trip"),
-		p("gpu.fence_extra_pcie", "ns", 290, 0, 100000, "our capture: h200x2-arsim micro2 fence to pinned host memory (1393 ns) − host round trip (1104 ns)", "a system-scope fence after stores over PCIe: this beyond the round trip"),
-		p("gpu.kernel_prologue", "µs", 1.5, 0, 100, "our capture: h200x2-arsim flag one-shot over NVLink, 1 KiB, 1×512 (4.31 µs) minus every other modelled part (graph gap, two barriers, one pull): one record; every other record is out of sample for it", "device time a kernel spends beyond the graph gap before and after its useful work (argument, pointer and epoch loads; draining stores at its end)"),
-		p("torch.nccl_eager_issue", "µs", 37.1, 0, 10000, "our capture: median of h200x2 eager NCCL p2p allreduce ≤ 4 KiB", "host time to issue one eager NCCL allreduce through PyTorch"),
-		p("torch.symm_mem_eager_issue", "µs", 10.9, 0, 10000, "our capture: median of h200x2 eager symmetric-memory allreduce ≤ 4 KiB", "host time to issue one eager symmetric-memory allreduce"),
+		p("gpu.launch_graph", "µs", 0.51, 0, 1000, fromH200("our capture: h200x2-arsim micro2, graph of 100 empty kernels, 0.511 µs per node"), "per-kernel gap inside a replayed CUDA graph"),
+		p("gpu.reduce_loop_overhead", "ns", 121, 0, 100000, fromH200("our capture: h200x2-arsim micro2 read_reduce 1×512 over NVLink, 971 ns per iteration − 850 ns round trip"), "time a pull-and-reduce loop iteration adds to its remote load's round trip"),
+		p("gpu.reduce_loop_extra_pcie", "ns", 155, 0, 100000, fromH200("our capture: h200x2-arsim micro2 read_reduce 1×512 of host memory, 1379 − 1104 ns round trip = 275 ns, minus the NVLink 121 ns"), "what a pull-and-reduce loop iteration adds beyond that when its loads cross PCIe"),
+		p("gpu.fence_sys_local", "ns", 583, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence, store + __threadfence_system to local HBM"), "system-scope fence after stores to the GPU's own memory"),
+		p("gpu.fence_extra_nvlink", "ns", 70, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence to peer memory (919 ns) − peer round trip (850 ns)"), "a system-scope fence after stores over NVLink: this beyond the round trip"),
+		p("gpu.fence_extra_pcie", "ns", 290, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence to pinned host memory (1393 ns) − host round trip (1104 ns)"), "a system-scope fence after stores over PCIe: this beyond the round trip"),
+		p("gpu.kernel_prologue", "µs", 1.5, 0, 100, fromH200("our capture: h200x2-arsim flag one-shot over NVLink, 1 KiB, 1×512 (4.31 µs) minus every other modelled part (graph gap, two barriers, one pull): one record; every other record is out of sample for it"), "device time a kernel spends beyond the graph gap before and after its useful work (argument, pointer and epoch loads; draining stores at its end)"),
+		p("torch.nccl_eager_issue", "µs", 37.1, 0, 10000, fromH200("our capture: median of h200x2 eager NCCL p2p allreduce ≤ 4 KiB"), "host time to issue one eager NCCL allreduce through PyTorch"),
+		p("torch.symm_mem_eager_issue", "µs", 10.9, 0, 10000, fromH200("our capture: median of h200x2 eager symmetric-memory allreduce ≤ 4 KiB"), "host time to issue one eager symmetric-memory allreduce"),
 		p("gpu.max_blocks_per_sm", "count", 1, 1, 64, srcEstimate+"custom-allreduce kernels use __launch_bounds__(512,1)", "resident blocks per SM for communication kernels"),
 		// Copy engines.
 		p("ce.window", "B", 262144, 4096, 0, srcEstimate+"copy engine keeps enough reads in flight to saturate x16", "bytes in flight of a copy-engine read"),
-		p("ce.setup", "µs", 1.4, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync d2h/h2d 1–256 MiB intercepts", "device-side fixed cost of a host copy-engine transfer"),
-		p("ce.p2p_setup", "µs", 1.65, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync p2p 1 MiB − transfer time", "device-side fixed cost of a P2P copy-engine transfer"),
-		p("host.cuda_launch_issue", "µs", 4.15, 0, 1000, "our capture: h200x2-arsim micro2, back-to-back eager launches of an empty kernel through CuPy (4.03–4.30 µs)", "host time to issue one eager kernel launch through the CUDA driver API"),
-		p("host.cuda_memcpy_issue", "µs", 2.1, 0, 1000, "our capture: h200x2-arsim raw cudaMemcpyAsync d2h/p2p floors 2.1–2.2 µs", "host time to issue one eager cudaMemcpyAsync"),
+		p("ce.setup", "µs", 1.4, 0, 1000, fromH200("our capture: h200x2-arsim raw cudaMemcpyAsync d2h/h2d 1–256 MiB intercepts"), "device-side fixed cost of a host copy-engine transfer"),
+		p("ce.p2p_setup", "µs", 1.65, 0, 1000, fromH200("our capture: h200x2-arsim raw cudaMemcpyAsync p2p 1 MiB − transfer time"), "device-side fixed cost of a P2P copy-engine transfer"),
+		p("host.cuda_launch_issue", "µs", 4.15, 0, 1000, fromH200("our capture: h200x2-arsim micro2, back-to-back eager launches of an empty kernel through CuPy (4.03–4.30 µs)"), "host time to issue one eager kernel launch through the CUDA driver API"),
+		p("host.cuda_memcpy_issue", "µs", 2.1, 0, 1000, fromH200("our capture: h200x2-arsim raw cudaMemcpyAsync d2h/p2p floors 2.1–2.2 µs"), "host time to issue one eager cudaMemcpyAsync"),
 		// PyTorch's tensor.copy_ path (the shared h200x2 capture) costs more
 		// on the host than cudaMemcpyAsync, and for peer copies adds work the
 		// device waits for.
-		p("torch.copy_issue_h2d", "µs", 7.125, 0, 1000, "our capture: median of h200x2 eager h2d tensor.copy_ 4 B–64 KiB", "host time to issue one eager H2D tensor.copy_"),
-		p("torch.copy_issue_d2h", "µs", 4.2, 0, 1000, "our capture: median of h200x2 eager d2h tensor.copy_ 4 B–64 KiB", "host time to issue one eager D2H tensor.copy_"),
-		p("torch.copy_issue_p2p", "µs", 14.117, 0, 1000, "our capture: median of h200x2 eager p2p tensor.copy_ 4 B–64 KiB", "host time to issue one eager P2P tensor.copy_"),
-		p("torch.p2p_copy_overhead", "µs", 12.0, 0, 1000, "our capture: h200x2 tensor.copy_ p2p minus h200x2-arsim cudaMemcpyAsync p2p, up to 512 KiB", "serialized extra time of a P2P tensor.copy_"),
-		p("torch.p2p_copy_overhead_large", "µs", 14.8, 0, 1000, "our capture: same difference, median over 1–256 MiB", "serialized extra time of a P2P tensor.copy_ of ≥ 1 MiB"),
-		p("torch.p2p_copy_large", "B", 1048576, 1, 0, "our capture: the difference steps up between 512 KiB and 1 MiB", "size from which the large P2P overhead applies"),
+		p("torch.copy_issue_h2d", "µs", 7.125, 0, 1000, fromH200("our capture: median of h200x2 eager h2d tensor.copy_ 4 B–64 KiB"), "host time to issue one eager H2D tensor.copy_"),
+		p("torch.copy_issue_d2h", "µs", 4.2, 0, 1000, fromH200("our capture: median of h200x2 eager d2h tensor.copy_ 4 B–64 KiB"), "host time to issue one eager D2H tensor.copy_"),
+		p("torch.copy_issue_p2p", "µs", 14.117, 0, 1000, fromH200("our capture: median of h200x2 eager p2p tensor.copy_ 4 B–64 KiB"), "host time to issue one eager P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead", "µs", 12.0, 0, 1000, fromH200("our capture: h200x2 tensor.copy_ p2p minus h200x2-arsim cudaMemcpyAsync p2p, up to 512 KiB"), "serialized extra time of a P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead_large", "µs", 14.8, 0, 1000, fromH200("our capture: same difference, median over 1–256 MiB"), "serialized extra time of a P2P tensor.copy_ of ≥ 1 MiB"),
+		p("torch.p2p_copy_large", "B", 1048576, 1, 0, fromH200("our capture: the difference steps up between 512 KiB and 1 MiB"), "size from which the large P2P overhead applies"),
 		// NCCL's fixed cost per call (kernel prologue and epilogue, work
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.
@@ -241,6 +241,24 @@ func commonParams() *Params {
 		p("nvlink.ce_efficiency", "ratio", 0.83, 0.1, 1, "our capture: h200x2 p2p memcpy slope 396 GB/s of 478 raw", "payload share of NVLink for copy-engine transfers"),
 	} {
 		ps.Add(x)
+	}
+	return ps
+}
+
+// fromH200Prefix marks a value measured on the H200 machine of testdata
+// and used for other GPUs as an estimate.
+const fromH200Prefix = "estimate for this machine, measured on H200 — "
+
+func fromH200(src string) string { return fromH200Prefix + src }
+
+// h200Measured restores the plain capture source of the values measured on
+// the H200 machine itself.
+func h200Measured(ps *Params) *Params {
+	for _, p := range ps.All() {
+		if strings.HasPrefix(p.Source, fromH200Prefix) {
+			p.Source = strings.TrimPrefix(p.Source, fromH200Prefix)
+			ps.Add(p)
+		}
 	}
 	return ps
 }
@@ -266,7 +284,7 @@ func with(base func() *Params, sets ...Param) func() *Params {
 func set(name string, v float64, src string) Param { return Param{Name: name, Value: v, Source: src} }
 
 func h200Params() *Params {
-	return with(commonParams,
+	return with(func() *Params { return h200Measured(commonParams()) },
 		set("gpu.sms", 132, "spec: H200 SXM (132 SMs)"),
 		set("nccl.ll_max_bw", 141, "published: NCCL 2.30 tuning.cc llMaxBws, Hopper single node"),
 		set("gpu.mem_bandwidth", 4800, "spec: H200 HBM3e 4.8 TB/s"),
