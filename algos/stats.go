@@ -8,6 +8,9 @@ type ScheduleStats struct {
 	// MaxRankBytes is the most bytes any rank moves to or from memory that
 	// is not its own (reads, writes and copies), both directions.
 	MaxRankBytes int64
+	// MaxRankIn and MaxRankOut are the most bytes any rank brings in from
+	// (or sends out to) memory that is not its own.
+	MaxRankIn, MaxRankOut int64
 	// Where says how the data travels: "GPU to GPU" or "through host memory".
 	Where string
 	// Ops is the number of operations in all programs.
@@ -19,7 +22,7 @@ func Stats(s *Schedule) ScheduleStats {
 	st := ScheduleStats{Where: "GPU to GPU"}
 	for r, prog := range s.Programs {
 		depth := make([]int, len(prog))
-		var moved int64
+		var moved, in, out int64
 		for i, op := range prog {
 			st.Ops++
 			d := 0
@@ -42,11 +45,18 @@ func Stats(s *Schedule) ScheduleStats {
 					remote := op.Src.Buf.At.Host || op.Src.Buf.At.Rank != r || op.Dst.Buf.At.Host || op.Dst.Buf.At.Rank != r
 					if remote {
 						moved += op.Src.Len
+						if op.Dst.Buf.At.Host || op.Dst.Buf.At.Rank != r {
+							out += op.Src.Len
+						} else {
+							in += op.Src.Len
+						}
 					}
 				}
 			}
 		}
 		st.MaxRankBytes = max(st.MaxRankBytes, moved)
+		st.MaxRankIn = max(st.MaxRankIn, in)
+		st.MaxRankOut = max(st.MaxRankOut, out)
 	}
 	return st
 }

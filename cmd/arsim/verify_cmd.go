@@ -15,6 +15,7 @@ import (
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
 )
 
 func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -201,21 +202,54 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 // explainWin compares the two schedules' shape: synchronisation rounds on
 // the critical path and bytes each GPU moves.
 func explainWin(cfg scenarios.VerifyConfig, a, b string) string {
-	sa, ea := scheduleShape(cfg, a)
-	sb, eb := scheduleShape(cfg, b)
+	rate := gpuLinkGBps(cfg.Top)
+	sa, ea := scheduleShape(cfg, a, rate)
+	sb, eb := scheduleShape(cfg, b, rate)
 	if ea != nil || eb != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s: %s; %s: %s.", a, sa, b, sb)
+	return fmt.Sprintf("%s %s; %s %s (%.0f GB/s of payload per GPU link direction).", a, sa, b, sb, rate)
 }
 
-func scheduleShape(cfg scenarios.VerifyConfig, name string) (string, error) {
+// scheduleShape says what costs the schedule pays: rounds of flag waits
+// one after another, and the bytes through the busiest GPU link direction
+// with the time they take at the link's payload rate.
+func scheduleShape(cfg scenarios.VerifyConfig, name string, rate float64) (string, error) {
 	s, err := algos.Plan(name, algos.Request{Top: cfg.Top, Ranks: cfg.Top.NumGPUs(), Bytes: scenarios.BytesPerAllreduce(cfg.Tokens), DType: algos.BF16, Launch: cfg.Launch, Opts: cfg.Opts})
 	if err != nil {
 		return "", err
 	}
 	st := algos.Stats(s)
-	return fmt.Sprintf("%d dependent flag waits on its longest chain, %v moved in and out per GPU (%s)", st.ChainWaits, sim.Bytes(st.MaxRankBytes), st.Where), nil
+	busiest := max(st.MaxRankIn, st.MaxRankOut)
+	rounds := fmt.Sprintf("%d flag rounds", st.ChainWaits)
+	if st.ChainWaits == 1 {
+		rounds = "1 flag round"
+	}
+	return fmt.Sprintf("waits through %s in a row and moves %v through its busiest GPU link direction (≥ %.1f µs, %s)",
+		rounds, sim.Bytes(busiest), float64(busiest)/rate/1e3, st.Where), nil
+}
+
+// gpuLinkGBps is the payload rate of GPU 0's widest link: NVLink at its SM
+// efficiency, or PCIe after TLP overhead, both from the machine's parameters.
+func gpuLinkGBps(t *topology.Topology) float64 {
+	g := t.GPUs()[0]
+	ps := t.Params
+	best := 0.0
+	for _, l := range t.Links() {
+		if l.A != g && l.B != g {
+			continue
+		}
+		r := l.Bandwidth.GB()
+		switch l.Type {
+		case topology.NVLink:
+			r *= ps.Get("nvlink.sm_efficiency")
+		case topology.PCIe:
+			pl := ps.Get("pcie.read_completion_payload")
+			r *= pl / (pl + ps.Get("pcie.tlp_overhead")) * ps.Get("pcie.link_efficiency")
+		}
+		best = max(best, r)
+	}
+	return best
 }
 
 // writeDisagreements prints the published figures for this machine beside
