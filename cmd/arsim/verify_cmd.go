@@ -186,10 +186,26 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 		acc = max(1, 0.8*float64(cfg.Tokens))
 	}
 	fmt.Fprintf(out, "\nplain: 1 token per step (1-token pass); spec: %.2f accepted tokens per (%.2f ms draft + pass)\n", acc, float64(cfg.Draft)/float64(sim.Millisecond))
-	if len(ok) >= 2 {
-		w, next := ok[0], ok[1]
-		fmt.Fprintf(out, "\nWhy %s wins: %.1f µs per allreduce against %.1f µs for %s, the next best (%.1f× faster).\n", w.Algo, w.UsPerAllreduce, next.UsPerAllreduce, next.Algo, next.UsPerAllreduce/w.UsPerAllreduce)
-		fmt.Fprintf(out, "%s\n", explainWin(cfg, w.Algo, next.Algo))
+	// The runner-up is the first algorithm measurably slower than the
+	// winner; ties (custom_ar running one_stage, say) are named as such.
+	var ties []string
+	next := -1
+	for i := 1; i < len(ok); i++ {
+		if ok[i].UsPerAllreduce <= ok[0].UsPerAllreduce*1.005 {
+			ties = append(ties, ok[i].Algo)
+			continue
+		}
+		next = i
+		break
+	}
+	if next > 0 {
+		w, nx := ok[0], ok[next]
+		tie := ""
+		if len(ties) > 0 {
+			tie = fmt.Sprintf(" (tied with %s, which runs the same way here)", strings.Join(ties, ", "))
+		}
+		fmt.Fprintf(out, "\nWhy %s wins%s: %.1f µs per allreduce against %.1f µs for %s, the next best (%.1f× faster).\n", w.Algo, tie, w.UsPerAllreduce, nx.UsPerAllreduce, nx.Algo, nx.UsPerAllreduce/w.UsPerAllreduce)
+		fmt.Fprintf(out, "%s\n", explainWin(cfg, w.Algo, nx.Algo))
 	}
 	for _, r := range ok {
 		for _, n := range r.Notes {
