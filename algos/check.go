@@ -324,7 +324,7 @@ func (c *checker) execute() error {
 		switch nd.idx {
 		case -1:
 			b := Buf{At: hw.GPUMem(nd.rank), Name: s.Input}
-			mem[b] = put(mem[b], []seg{{0, s.Bytes, nd.iter, 1 << uint(nd.rank)}}, 0)
+			mem[b] = put(mem[b], []seg{{0, s.Bytes, nd.iter, 1 << uint(nd.rank)}})
 			continue
 		case -2:
 			b := Buf{At: hw.GPUMem(nd.rank), Name: s.Output}
@@ -365,7 +365,7 @@ func (c *checker) execute() error {
 				}
 				src = sum
 			}
-			mem[op.Dst.Buf] = put(mem[op.Dst.Buf], src, op.Dst.Off)
+			mem[op.Dst.Buf] = put(mem[op.Dst.Buf], src)
 		}
 	}
 	return nil
@@ -403,8 +403,8 @@ func get(segs []seg, off, n int64) ([]seg, int64) {
 	return out, -1
 }
 
-// put overwrites [off, …) with segs (already placed at their offsets).
-func put(segs []seg, w []seg, _ int64) []seg {
+// put overwrites the range w covers with w (segments already placed at their offsets).
+func put(segs []seg, w []seg) []seg {
 	if len(w) == 0 {
 		return segs
 	}

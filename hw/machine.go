@@ -256,7 +256,7 @@ func (m *Machine) route(p *path, a access, wire float64, requests bool) []sim.Ho
 	if h, ok := m.hopsFor[key]; ok {
 		return h
 	}
-	h := m.hops(p.fwd, p.types, false, a)
+	h := m.hops(p.fwd, p.types, a)
 	if requests {
 		granule := m.Phys.ReadCpl
 		if a == ceXfer {
@@ -273,7 +273,7 @@ func (m *Machine) route(p *path, a access, wire float64, requests bool) []sim.Ho
 }
 
 // hops returns the flow route over resources with wire weights for the access kind.
-func (m *Machine) hops(res []sim.ResourceID, types []topology.LinkType, reversed bool, a access) []sim.Hop {
+func (m *Machine) hops(res []sim.ResourceID, types []topology.LinkType, a access) []sim.Hop {
 	ph := &m.Phys
 	var pcie, nvl float64
 	switch a {
@@ -288,14 +288,9 @@ func (m *Machine) hops(res []sim.ResourceID, types []topology.LinkType, reversed
 		nvl = 1 / ph.NVLinkCEEff
 	}
 	out := make([]sim.Hop, len(res))
-	n := len(types)
 	for i, id := range res {
-		t := types[i]
-		if reversed {
-			t = types[n-1-i]
-		}
 		w := 1.0
-		switch t {
+		switch types[i] {
 		case topology.PCIe:
 			w = pcie
 		case topology.NVLink:

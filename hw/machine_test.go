@@ -79,7 +79,7 @@ func TestConservationUnderContention(t *testing.T) {
 			}
 			pa, err := m.path(GPUMem(p), GPUMem(r))
 			require.NoError(t, err)
-			for _, h := range m.withRequests(m.hops(pa.fwd, pa.types, false, smLoad), pa, m.Phys.ReadCpl) {
+			for _, h := range m.route(pa, smLoad, 1, true) {
 				want += bytes * h.Weight
 			}
 		}
