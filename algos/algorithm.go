@@ -199,6 +199,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	return k
 }
 
+// barrierOption lets a pull kernel use PyTorch symmetric memory's atomic
+// signals instead of vLLM's posted flag stores.
+var barrierOption = OptionSpec{Name: "barrier", Values: []string{"flag", "atomic"}, Default: "flag",
+	Doc: "flag: vLLM's posted flag stores; atomic: PyTorch symmetric memory's compare-and-swap signals"}
+
+// barrierFunc returns the builder's barrier of the kind req asks for.
+func barrierFunc(b *Builder, req Request) func(string, int64, hw.Kernel, string, [][]int) [][]int {
+	if req.Opt("barrier", "flag") == "atomic" {
+		return b.AtomicBarrier
+	}
+	return b.Barrier
+}
+
 // pullKernel is the vLLM/SGLang custom-allreduce launch configuration:
 // 512 threads, blocks = min(36, ceil(packs/512)) with 16-byte packs.
 func pullKernel(bytes int64, req Request) hw.Kernel {

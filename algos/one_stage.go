@@ -16,7 +16,9 @@ func (oneStage) Describe() string {
 	return "vLLM/SGLang 1-stage: start barrier, pull every peer's whole buffer (16-B loads), reduce, end barrier"
 }
 
-func (oneStage) Options() []OptionSpec { return pullOptions }
+func (oneStage) Options() []OptionSpec {
+	return append(append([]OptionSpec(nil), pullOptions...), barrierOption)
+}
 
 var pullOptions = []OptionSpec{
 	{Name: "blocks", Doc: "thread blocks per GPU (default min(36, ceil(bytes/16/threads)), as vLLM)"},
@@ -38,7 +40,8 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 	for r := 0; r < n; r++ {
 		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
 	}
-	start := b.Barrier("start", 1, k, "start barrier", launch)
+	barrier := barrierFunc(b, req)
+	start := barrier("start", 1, k, "start barrier", launch)
 	ends := make([][]int, n)
 	for r := 0; r < n; r++ {
 		own := b.Add(r, Op{Kind: Read, Src: b.In(r, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: k, Label: "own input"}, start[r]...)
@@ -49,6 +52,6 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 				Label: fmt.Sprintf("pull rank %d", p)}, own))
 		}
 	}
-	b.Barrier("end", 1, k, "end barrier", ends)
+	barrier("end", 1, k, "end barrier", ends)
 	return b.Schedule(), nil
 }

@@ -279,7 +279,13 @@ func (x *executor) start(r, i int) {
 		} else {
 			err = m.SignalFlag(r, op.Flag.At, x.opFlag[r][i], v)
 		}
-		m.Eng.After(0, fin)
+		var d sim.Duration
+		if op.Atomic && err == nil {
+			d, err = m.RoundTrip(r, op.Flag.At)
+		}
+		if err == nil {
+			m.Eng.After(d, fin)
+		}
 	case Wait:
 		v := op.Value + int64(x.iter[r])*x.stride[op.Flag]
 		err = m.WaitFlag(r, op.Flag.At, x.opFlag[r][i], v, waiter{r, i, op.Label}, fin)

@@ -84,6 +84,10 @@ type Op struct {
 	// set the moment the op runs, with no extra latency. Otherwise a Signal
 	// is a separate posted write that lands one route latency later.
 	Inline bool
+	// Atomic: the Signal is a compare-and-swap on the flag's memory that
+	// the issuing thread waits for (PyTorch's symmetric-memory put_signal):
+	// the op ends one round trip after it starts, the flag lands one way.
+	Atomic bool
 	// Dur is the duration of a Compute.
 	Dur sim.Duration
 	// Kernel is the launch configuration of the issuing kernel (it sets
@@ -192,6 +196,17 @@ func OnHost(s int, name string, off, n int64) Range {
 // then waits for every peer's write into its own array. It returns, per
 // rank, the indices of the waits (the barrier is passed when all are).
 func (b *Builder) Barrier(name string, v int64, k hw.Kernel, label string, after [][]int) [][]int {
+	return b.barrier(name, v, k, label, after, false)
+}
+
+// AtomicBarrier is Barrier with PyTorch symmetric memory's signals: thread
+// p of each rank compare-and-swaps the flag into peer p (a round trip it
+// waits for), then waits on its own slot for peer p.
+func (b *Builder) AtomicBarrier(name string, v int64, k hw.Kernel, label string, after [][]int) [][]int {
+	return b.barrier(name, v, k, label, after, true)
+}
+
+func (b *Builder) barrier(name string, v int64, k hw.Kernel, label string, after [][]int, atomic bool) [][]int {
 	n := b.s.Ranks
 	done := make([][]int, n)
 	for r := 0; r < n; r++ {
@@ -199,17 +214,22 @@ func (b *Builder) Barrier(name string, v int64, k hw.Kernel, label string, after
 		if after != nil {
 			dep = after[r]
 		}
+		sig := make([]int, n)
 		for p := 0; p < n; p++ {
 			if p == r {
 				continue
 			}
-			b.Add(r, Op{Kind: Signal, Flag: Flag{At: hw.GPUMem(p), Name: fmt.Sprintf("%s[%d]", name, r)}, Value: v, Kernel: k, Label: label}, dep...)
+			sig[p] = b.Add(r, Op{Kind: Signal, Flag: Flag{At: hw.GPUMem(p), Name: fmt.Sprintf("%s[%d]", name, r)}, Value: v, Atomic: atomic, Kernel: k, Label: label}, dep...)
 		}
 		for p := 0; p < n; p++ {
 			if p == r {
 				continue
 			}
-			done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("%s[%d]", name, p)}, Value: v, Kernel: k, Label: label}, dep...))
+			wdep := dep
+			if atomic {
+				wdep = []int{sig[p]} // the same thread signals, then waits
+			}
+			done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("%s[%d]", name, p)}, Value: v, Kernel: k, Label: label}, wdep...))
 		}
 	}
 	return done

@@ -48,7 +48,7 @@ func (twoStage) Describe() string {
 }
 
 func (twoStage) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), OptionSpec{Name: "end_barrier", Values: []string{"no", "yes"}, Default: "no",
+	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, OptionSpec{Name: "end_barrier", Values: []string{"no", "yes"}, Default: "no",
 		Doc: "add a final barrier (vLLM has none; the project's captured kernel has one)"})
 }
 
@@ -68,7 +68,8 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 	for r := 0; r < n; r++ {
 		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
 	}
-	start := b.Barrier("start", 1, k, "start barrier", launch)
+	barrier := barrierFunc(b, req)
+	start := barrier("start", 1, k, "start barrier", launch)
 	// Stage 1: reduce-scatter into the rank's own tmp.
 	s1 := make([][]int, n)
 	for r := 0; r < n; r++ {
@@ -86,7 +87,7 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 	for r := 0; r < n; r++ {
 		s1[r] = []int{fence(b, r, hw.GPUMem(r), s1[r]...)} // stage 1 stored into the rank's own tmp
 	}
-	mid := b.Barrier("mid", 1, k, "mid barrier", s1)
+	mid := barrier("mid", 1, k, "mid barrier", s1)
 	// Stage 2: all-gather from the peers' tmp.
 	s2 := make([][]int, n)
 	for r := 0; r < n; r++ {
@@ -99,7 +100,7 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 		}
 	}
 	if req.Opt("end_barrier", "no") == "yes" {
-		b.Barrier("end", 1, k, "end barrier", s2)
+		barrier("end", 1, k, "end barrier", s2)
 	}
 	return b.Schedule(), nil
 }

@@ -364,6 +364,7 @@ func (t *twin) allreduce() string {
 		t.note = "modelled as vLLM " + map[string]string{"one_stage": "1-stage", "two_stage": "2-stage"}[algo] + " with PyTorch's launch configuration"
 		blocks, threads := torchSymmMemLaunch(r.Bytes, r.World, algo == "two_stage")
 		opts["blocks"], opts["threads"] = strconv.Itoa(blocks), strconv.Itoa(threads)
+		opts["barrier"] = "atomic" // put_signal / wait_signal are compare-and-swap loops
 	case "arsim_flag_one_shot", "arsim_flag_two_shot", "host_staged_one_shot":
 		shot := "one"
 		if r.Impl == "arsim_flag_two_shot" {
