@@ -97,7 +97,7 @@ func RenderTimeline(path, title string, slices []Slice) error {
 	colors := map[string]color.RGBA{
 		"launch": {150, 150, 150, 255}, "compute": {120, 120, 200, 255}, "read": {70, 130, 180, 255},
 		"write": {60, 170, 110, 255}, "copy": {200, 160, 60, 255}, "reduce": {160, 90, 160, 255},
-		"signal": {220, 80, 60, 255}, "wait": {240, 200, 200, 255},
+		"signal": {220, 80, 60, 255}, "wait": {240, 200, 200, 255}, "fence": {140, 90, 40, 255},
 	}
 	n := float64(len(rows))
 	for _, b := range boxes {
