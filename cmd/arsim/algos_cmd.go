@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -183,6 +184,10 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	fmt.Fprintf(out, "%d operations; longest chain of flag waits: %d; most bytes one GPU moves: %v (%s)\n", st.Ops, st.ChainWaits, sim.Bytes(st.MaxRankBytes), st.Where)
 	fmt.Fprintln(out, "\nWho moves data to whom (bytes, rows: from, columns: to; h = host memory):")
 	writeTrafficMatrix(out, s)
+	fmt.Fprintln(out, "\nRank 0's program in words (consecutive operations of one kind and purpose grouped):")
+	for i, ph := range phases(s.Programs[0]) {
+		fmt.Fprintf(out, "  %2d. %s\n", i+1, ph)
+	}
 	fmt.Fprintln(out, "\nRank 0's program, step by step (\"after\" lists the ops it waits for):")
 	for i, op := range s.Programs[0] {
 		after := ""
@@ -264,4 +269,57 @@ func writeTrafficMatrix(out io.Writer, s *algos.Schedule) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+var labelNumbers = regexp.MustCompile(`\s+(rank|peer|ch|slice|loop|part)\s+\d+|\s+\d+$`)
+
+// phases groups a program's consecutive ops of one kind whose labels agree
+// once rank, channel, slice and step numbers are taken out, and describes
+// each group in a line.
+func phases(prog []algos.Op) []string {
+	var out []string
+	for i := 0; i < len(prog); {
+		key := labelNumbers.ReplaceAllString(prog[i].Label, "")
+		j := i
+		var bytes int64
+		peers := map[string]bool{}
+		for j < len(prog) && prog[j].Kind == prog[i].Kind && labelNumbers.ReplaceAllString(prog[j].Label, "") == key {
+			bytes += prog[j].Src.Len
+			switch prog[j].Kind {
+			case algos.Read:
+				peers[prog[j].Src.Buf.At.String()] = true
+			case algos.Write, algos.Copy:
+				peers[prog[j].Dst.Buf.At.String()] = true
+			case algos.Signal, algos.Wait:
+				peers[prog[j].Flag.At.String()] = true
+			}
+			j++
+		}
+		n := j - i
+		what := fmt.Sprintf("%s ×%d", prog[i].Kind, n)
+		if n == 1 {
+			what = prog[i].Kind.String()
+		}
+		line := what
+		if key != "" {
+			line += " — " + key
+		}
+		if bytes > 0 {
+			line += fmt.Sprintf(", %v", sim.Bytes(bytes))
+		}
+		if len(peers) > 0 {
+			var ps []string
+			for p := range peers {
+				ps = append(ps, p)
+			}
+			sort.Strings(ps)
+			line += " (" + strings.Join(ps, ", ") + ")"
+		}
+		if prog[i].Kind == algos.Compute {
+			line += fmt.Sprintf(", %v", prog[i].Dur)
+		}
+		out = append(out, line)
+		i = j
+	}
+	return out
 }
