@@ -3,7 +3,7 @@
 
   python3 capture.py [--out DIR] [--quick] [--budget-s S] SUBCOMMAND
 
-subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, all, merge
+subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, nccl-seq, all, merge
 Raw records go to DIR/*.jsonl (flushed per record), failures to DIR/*.errors.jsonl; `merge`
 (run by `all` at the end) writes DIR/measurements.jsonl with only valid format-v1 records.
 """
@@ -40,13 +40,18 @@ def cmd_flag(a):
     flagar.run(a.out, a.quick)
 
 
-def cmd_nccl(a, budget=None):
+def cmd_nccl(a, budget=None, sequence_only=False):
     import nccl_bench
     cfgs = None
-    if a.configs:
+    if a.configs and not sequence_only:
         cfgs = [tuple(c.split("/")) for c in a.configs.split(",")]
     nccl_bench.run(a.out, a.quick, transports=tuple(a.transports.split(",")),
-                   budget_s=budget or a.budget_s, isolation=a.isolation, configs=cfgs)
+                   budget_s=budget or a.budget_s, isolation=a.isolation, configs=cfgs, sequence_only=sequence_only)
+
+
+def cmd_nccl_seq(a, budget=None):
+    """Only the allreduce_sequence records (default communicator), every transport in --transports."""
+    cmd_nccl(a, budget, sequence_only=True)
 
 
 def cmd_merge(a):
@@ -78,7 +83,7 @@ def cmd_all(a):
                 m = cmd_micro2(a, m)
             elif ph == "flag-kernels":
                 cmd_flag(a)
-            elif ph == "nccl":
+            elif ph in ("nccl", "nccl-seq"):
                 if m is not None:
                     try:
                         import cupy as cp
@@ -86,7 +91,7 @@ def cmd_all(a):
                     except Exception:
                         pass
                 left = (a.budget_s - (time.time() - t0)) if a.budget_s else None
-                cmd_nccl(a, budget=max(30, left - 20) if left else None)
+                cmd_nccl(a, budget=max(30, left - 20) if left else None, sequence_only=(ph == "nccl-seq"))
         except Exception as e:  # noqa: BLE001
             run_rec.error(f"phase {ph}", e)
         log("=== phase", ph, f"done in {time.time() - t:.0f}s")
@@ -104,13 +109,14 @@ def main(argv=None):
     p.add_argument("--isolation", choices=("group", "process"), default="group",
                    help="NCCL: one process per transport with a communicator per config, or a process per config")
     p.add_argument("--phases", default="system,memcpy,sm,flag-kernels,nccl", help="phases run by `all`")
-    p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "all", "merge"))
+    p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "nccl-seq", "all",
+                                   "merge"))
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     if a.system_id:
         os.environ["ARSIM_SYSTEM_ID"] = a.system_id
     {"system": cmd_system, "memcpy": cmd_memcpy, "sm": cmd_sm, "micro2": cmd_micro2, "flag-kernels": cmd_flag,
-     "nccl": cmd_nccl, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
+     "nccl": cmd_nccl, "nccl-seq": cmd_nccl_seq, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

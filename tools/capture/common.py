@@ -28,7 +28,7 @@ class Recorder:
                   "one_way_us_min", "one_way_us_max", "ns_per_step", "ns_per_step_globaltimer", "max_abs_err",
                   "ns_per_iter", "ns_per_iter_min", "ns_per_iter_max", "ns_per_iter_globaltimer", "ns_per_iter_kernel",
                   "kernel_us_block0", "clock_ghz", "cycles_per_iter", "host_issue_us_per_replay",
-                  "host_issue_us_per_launch"):
+                  "host_issue_us_per_launch", "us_back_to_back"):
             if isinstance(r.get(k), float):
                 r[k] = round(r[k], 4)
         self.f.write(json.dumps(r) + "\n")

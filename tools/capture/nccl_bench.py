@@ -20,6 +20,9 @@ NCCL_PROTO = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 DTYPES = ("bf16", "fp16", "fp32")
 TOKENS = (1, 3, 4, 8, 16, 64)
 HIDDEN = 7168
+SEQ_COUNT = 122   # allreduces per verify pass (61 layers x 2)
+SEQ_WARMUP = 2    # untimed sequence runs / graph replays before timing
+SEQ_REPS = 10     # timed sequence runs / graph replays, each with its own event pair
 
 
 def size_plan(quick, transport, algo, proto):
@@ -135,16 +138,23 @@ def worker(rank, world, job):
             rec.emit(r)
 
     def sequence(group, launch):
+        """122 back-to-back allreduces (one verify pass). cudagraph: all 122 captured in ONE graph; the graph is
+        replayed SEQ_WARMUP times untimed (first launch / upload), then SEQ_REPS times, each replay timed alone
+        with its own event pair after an all-ranks agree (ranks start together). eager: the same with the 122
+        dist.all_reduce calls issued from Python. us = median over the timed runs (one whole sequence)."""
+        warm, reps = (1, 5) if quick else (SEQ_WARMUP, SEQ_REPS)
         for tokens in TOKENS:
             if time.time() > t_end:
+                if rec:
+                    rec.error(f"sequence {launch} {tokens} skipped: deadline")
                 return
             x = torch.randn(tokens, HIDDEN, device=dev).to(torch.bfloat16)
+            g = None
             try:
                 if launch == "eager":
                     def fn():
-                        for _ in range(122):
+                        for _ in range(SEQ_COUNT):
                             dist.all_reduce(x, group=group)
-                    med, lo, hi, it = timed(fn, target_ms=5, max_iters=5)
                 else:
                     side = torch.cuda.Stream()
                     side.wait_stream(torch.cuda.current_stream())
@@ -155,17 +165,44 @@ def worker(rank, world, job):
                     torch.cuda.synchronize()
                     g = torch.cuda.CUDAGraph()
                     with torch.cuda.graph(g):
-                        for _ in range(122):
+                        for _ in range(SEQ_COUNT):
                             dist.all_reduce(x, group=group)
-                    med, lo, hi, it = timed(g.replay, target_ms=5, max_iters=10)
+                    torch.cuda.synchronize()
+                    fn = g.replay
+                for _ in range(warm):  # warm-up (not timed): graph upload / first launch, NCCL lazy setup
+                    agree(0)
+                    fn()
+                    torch.cuda.synchronize()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                ts = []
+                for _ in range(reps):
+                    agree(0)
+                    s.record()
+                    fn()
+                    e.record()
+                    e.synchronize()
+                    ts.append(s.elapsed_time(e) * 1000.0)
+                med, lo, hi = summarize(ts)
+                # diagnostic: the same runs issued back to back between one event pair (pipelined; per sequence)
+                agree(0)
+                s.record()
+                for _ in range(reps):
+                    fn()
+                e.record()
+                e.synchronize()
+                b2b = s.elapsed_time(e) * 1000.0 / reps
                 if rec:
                     rec.emit({"kind": "allreduce_sequence", "clock": "device_events", "launch": launch,
                               "impl": "nccl", "algo": "auto", "proto": "auto", "transport": transport,
-                              "world": world, "dtype": "bf16", "count": 122, "tokens": tokens, "hidden": HIDDEN,
-                              "bytes": x.numel() * 2, "us": med, "us_min": lo, "us_max": hi, "iters": it})
-            except Exception as e:
+                              "world": world, "dtype": "bf16", "count": SEQ_COUNT, "tokens": tokens,
+                              "hidden": HIDDEN, "bytes": x.numel() * 2, "us": med, "us_min": lo, "us_max": hi,
+                              "iters": reps, "warmup_replays": warm, "us_back_to_back": b2b})
+            except Exception as ex:
                 if rec:
-                    rec.error(f"sequence {launch} {tokens}", e)
+                    rec.error(f"sequence {launch} {tokens}", ex)
+            finally:
+                del g
+                torch.cuda.synchronize()
 
     configs = job["configs"]
     for ci, (algo, proto) in enumerate(configs):
@@ -200,7 +237,7 @@ def worker(rank, world, job):
         if job.get("env_preset") and env and after is not None:
             confirmed = after > 0
         comm = "process" if job.get("env_preset") else ("default" if group is None else "new_group")
-        for launch in ("cudagraph", "eager"):
+        for launch in (() if job.get("sequence_only") else ("cudagraph", "eager")):
             for dtype, nbytes in size_plan(quick, transport, algo, proto):
                 if time.time() > t_end:
                     break
@@ -240,7 +277,9 @@ def run_job(job, world):
     return [p.exitcode for p in ps]
 
 
-def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="group", configs=None):
+def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="group", configs=None,
+        sequence_only=False):
+    """sequence_only: only the allreduce_sequence records (default communicator, auto/auto), per transport."""
     import torch
     world = torch.cuda.device_count()
     if world < 2:
@@ -248,6 +287,8 @@ def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="gro
     logdir = os.path.join(out_dir, "nccl_logs")
     os.makedirs(logdir, exist_ok=True)
     cfgs = configs or (CONFIGS[:1] + [CONFIGS[1], CONFIGS[3]] if quick else CONFIGS)
+    if sequence_only:
+        cfgs, isolation = [("auto", "auto")], "group"
     t_start = time.time()
     budget_s = budget_s or (120 if quick else 600)
     port = 29600
@@ -270,7 +311,7 @@ def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="gro
                 jenv.update(_env_for(*cg[0]))
             job = {"env": jenv, "env_preset": isolation == "process", "port": port, "out": out_dir, "tag": transport, "transport": transport,
                    "quick": quick, "configs": cg, "t_end": t_end, "timeout": int(t_end - time.time() + 60),
-                   "sequence": isolation == "group" or cg[0] == ("auto", "auto")}
+                   "sequence": isolation == "group" or cg[0] == ("auto", "auto"), "sequence_only": sequence_only}
             port += 1
             t0 = time.time()
             codes = run_job(job, world)
