@@ -89,7 +89,6 @@ type Machine struct {
 	linkRes [][2]sim.ResourceID // by link ID: A→B, B→A (equal for memory links)
 	routes  map[[2]topology.NodeID]*path
 	p2p     map[[2]int]error // p2pCheck results by (rank, peer)
-	hopsFor map[hopKey][]sim.Hop
 }
 
 // path is a route prepared for flows: resources in both directions.
@@ -101,6 +100,17 @@ type path struct {
 	smp     bool // crosses the socket interconnect
 	destHB  int  // host bridge ID above the destination (for collapse), 0 if none
 	latency sim.Duration
+
+	p2pErr  error // whether GPU-to-GPU access along this path is allowed, once checked
+	p2pDone bool
+	cached  []cachedHops // weighted hops per access kind, wire factor and requests
+}
+
+type cachedHops struct {
+	a        access
+	wire     float64
+	requests bool
+	hops     []sim.Hop
 }
 
 // New builds a machine: one resource per direction of every link (one for
@@ -241,20 +251,14 @@ func (m *Machine) storeWeight() float64 {
 	return (ph.SMWritePayload + ph.TLPOverhead) / ph.SMWritePayload / ph.LinkEfficiency
 }
 
-type hopKey struct {
-	p        *path
-	a        access
-	wire     float64
-	requests bool
-}
-
 // route returns the weighted hops of a transfer of kind a along p, with
 // the protocol's wire factor and, for reads, the requests' share of the
-// reverse direction; cached per path (the network copies routes).
+// reverse direction; cached on the path (the network copies routes).
 func (m *Machine) route(p *path, a access, wire float64, requests bool) []sim.Hop {
-	key := hopKey{p, a, wire, requests}
-	if h, ok := m.hopsFor[key]; ok {
-		return h
+	for _, c := range p.cached {
+		if c.a == a && c.wire == wire && c.requests == requests {
+			return c.hops
+		}
 	}
 	h := m.hops(p.fwd, p.types, a)
 	if requests {
@@ -265,10 +269,7 @@ func (m *Machine) route(p *path, a access, wire float64, requests bool) []sim.Ho
 		h = m.withRequests(h, p, granule)
 	}
 	h = scale(h, wire)
-	if m.hopsFor == nil {
-		m.hopsFor = map[hopKey][]sim.Hop{}
-	}
-	m.hopsFor[key] = h
+	p.cached = append(p.cached, cachedHops{a, wire, requests, h})
 	return h
 }
 
@@ -403,11 +404,11 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	if err := k.check("write", label); err != nil {
 		return err
 	}
-	if err := m.p2pCheck(r, dst, "write"); err != nil {
-		return err
-	}
 	p, err := m.path(GPUMem(r), dst)
 	if err != nil {
+		return err
+	}
+	if err := m.p2pOn(p, r, dst, "write"); err != nil {
 		return err
 	}
 	sms := min(k.Blocks, m.Phys.SMs)
@@ -437,11 +438,11 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	if err := k.check("read", label); err != nil {
 		return err
 	}
-	if err := m.p2pCheck(r, src, "read"); err != nil {
-		return err
-	}
 	p, err := m.path(src, GPUMem(r))
 	if err != nil {
+		return err
+	}
+	if err := m.p2pOn(p, r, src, "read"); err != nil {
 		return err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
@@ -470,6 +471,17 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	}
 	// The first request reaches the data one way plus a memory access in.
 	return m.startAfter(p.latency+m.memLatency(src), spec)
+}
+
+// p2pOn is p2pCheck with its answer kept on the path.
+func (m *Machine) p2pOn(p *path, r int, x Mem, op string) error {
+	if x.Host || x.Rank == r {
+		return nil
+	}
+	if !p.p2pDone {
+		p.p2pErr, p.p2pDone = m.p2pAllowed(r, x, op), true
+	}
+	return p.p2pErr
 }
 
 // p2pCheck refuses GPU-to-GPU access the platform does not allow.
