@@ -143,6 +143,7 @@ type executor struct {
 	err      error
 	res      *Result
 	succ     [][][]int
+	fins     [][]func() // each op's completion callback
 }
 
 func (x *executor) fail(err error) {
@@ -166,12 +167,33 @@ func (x *executor) startIter(r, it int) {
 		x.iter = make([]int, x.s.Ranks)
 		x.left = make([]int, x.s.Ranks)
 		x.succ = make([][][]int, x.s.Ranks)
+		x.fins = make([][]func(), x.s.Ranks)
 		for q, prog := range x.s.Programs {
+			// Successor lists in one backing array per rank (counted first).
+			count := make([]int, len(prog))
+			total := 0
+			for _, op := range prog {
+				for _, d := range op.After {
+					count[d]++
+					total++
+				}
+			}
+			flat := make([]int, total)
 			x.succ[q] = make([][]int, len(prog))
+			at := 0
+			for i, c := range count {
+				x.succ[q][i] = flat[at : at : at+c]
+				at += c
+			}
 			for i, op := range prog {
 				for _, d := range op.After {
 					x.succ[q][d] = append(x.succ[q][d], i)
 				}
+			}
+			// One completion callback per op, reused by every iteration.
+			x.fins[q] = make([]func(), len(prog))
+			for i := range prog {
+				x.fins[q][i] = func() { x.done(q, i) }
 			}
 		}
 	}
@@ -237,7 +259,7 @@ func (x *executor) start(r, i int) {
 	st.started = true
 	st.start = x.m.Eng.Now()
 	m := x.m
-	fin := func() { x.done(r, i) }
+	fin := x.fins[r][i]
 	local := func(b Range) bool { return !b.Buf.At.Host && b.Buf.At.Rank == r }
 	label := op.Label
 	var err error
