@@ -16,24 +16,30 @@ import (
 // length, empty ones), and powers of two through the pipelined range.
 var ncclSizes = []int64{2, 2 * 1001, 1 << 10, 43008, 1 << 20}
 
-// Every world size, protocol and transport must give every rank the sum of
-// all inputs, with no race between the FIFO slots' reuse, two back to back
-// allreduces included (the checker runs two). 16 ranks are skipped: the
-// presets have at most 8 GPUs.
-func TestRingChecks(t *testing.T) {
+// checkNCCLSweep checks an NCCL-style algorithm over world sizes 2–8,
+// every protocol and transport, and the ncclSizes.
+func checkNCCLSweep(t *testing.T, algo string) {
 	for _, n := range []int{2, 3, 4, 5, 8} {
 		for _, p := range []string{"ll", "ll128", "simple"} {
 			for _, tr := range []string{"p2p", "shm"} {
 				for _, size := range ncclSizes {
 					name := fmt.Sprintf("n%d/%s/%s/%dB", n, p, tr, size)
 					t.Run(name, func(t *testing.T) {
-						s := plan(t, "ring", req(t, "rtxpro6000x8-2numa", n, size, map[string]string{"proto": p, "transport": tr}))
+						s := plan(t, algo, req(t, "rtxpro6000x8-2numa", n, size, map[string]string{"proto": p, "transport": tr}))
 						require.NoError(t, Check(s))
 					})
 				}
 			}
 		}
 	}
+}
+
+// Every world size, protocol and transport must give every rank the sum of
+// all inputs, with no race between the FIFO slots' reuse, two back to back
+// allreduces included (the checker runs two). 16 ranks are skipped: the
+// presets have at most 8 GPUs.
+func TestRingChecks(t *testing.T) {
+	checkNCCLSweep(t, "ring")
 	// NVLink machine, and 64 MiB (the op-count cap's worst case) with
 	// each protocol.
 	for _, p := range []string{"ll", "ll128", "simple"} {

@@ -11,18 +11,8 @@ import (
 // Every world size, protocol, transport and shape must give every rank the
 // sum of all inputs, two back to back allreduces included.
 func TestTreeChecks(t *testing.T) {
+	checkNCCLSweep(t, "tree")
 	for _, n := range []int{2, 3, 4, 5, 8} {
-		for _, p := range []string{"ll", "ll128", "simple"} {
-			for _, tr := range []string{"p2p", "shm"} {
-				for _, size := range ncclSizes {
-					name := fmt.Sprintf("n%d/%s/%s/%dB", n, p, tr, size)
-					t.Run(name, func(t *testing.T) {
-						s := plan(t, "tree", req(t, "rtxpro6000x8-2numa", n, size, map[string]string{"proto": p, "transport": tr}))
-						require.NoError(t, Check(s))
-					})
-				}
-			}
-		}
 		t.Run(fmt.Sprintf("n%d/chain/3ch", n), func(t *testing.T) {
 			s := plan(t, "tree", req(t, "rtxpro6000x8-2numa", n, 43008+6, map[string]string{"shape": "chain", "channels": "3"}))
 			require.NoError(t, Check(s))

@@ -103,6 +103,22 @@ def worker(rank, world, job):
                 pass
         return n
 
+    def capture_allreduces(x, group, count):
+        """Warm NCCL up on a side stream (3 calls), then capture count back-to-back allreduces of x in one CUDA graph."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                dist.all_reduce(x, group=group)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(count):
+                dist.all_reduce(x, group=group)
+        torch.cuda.synchronize()
+        return g
+
     def measure(group, algo, proto, dtype, nbytes, confirmed, launch, comm):
         esize = torch.tensor([], dtype=tdt[dtype]).element_size()
         elems = max(nbytes // esize, 1)
@@ -111,18 +127,7 @@ def worker(rank, world, job):
             fn = lambda: dist.all_reduce(x, group=group)
             med, lo, hi, it = timed(fn)
         else:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    dist.all_reduce(x, group=group)
-            torch.cuda.current_stream().wait_stream(side)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                for _ in range(K):
-                    dist.all_reduce(x, group=group)
-            torch.cuda.synchronize()
+            g = capture_allreduces(x, group, K)
             med, lo, hi, it = timed(g.replay, target_ms=3.0, max_iters=50)
             med, lo, hi = med / K, lo / K, hi / K
             del g
@@ -156,18 +161,7 @@ def worker(rank, world, job):
                         for _ in range(SEQ_COUNT):
                             dist.all_reduce(x, group=group)
                 else:
-                    side = torch.cuda.Stream()
-                    side.wait_stream(torch.cuda.current_stream())
-                    with torch.cuda.stream(side):
-                        for _ in range(3):
-                            dist.all_reduce(x, group=group)
-                    torch.cuda.current_stream().wait_stream(side)
-                    torch.cuda.synchronize()
-                    g = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(g):
-                        for _ in range(SEQ_COUNT):
-                            dist.all_reduce(x, group=group)
-                    torch.cuda.synchronize()
+                    g = capture_allreduces(x, group, SEQ_COUNT)
                     fn = g.replay
                 for _ in range(warm):  # warm-up (not timed): graph upload / first launch, NCCL lazy setup
                     agree(0)
