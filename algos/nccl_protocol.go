@@ -266,6 +266,11 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, dep
 	}
 	kern := pl.kern
 	kern.Share = share
+	if kern.RateCap > 0 {
+		// LL's ceiling bounds the connection, however many of its FIFO
+		// steps are in flight at once.
+		kern.CapGroup = c.id
+	}
 	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label}, after...)
 	flagAfter := w
 	if !pl.spec.proto.inline() {

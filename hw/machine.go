@@ -89,6 +89,9 @@ type Machine struct {
 	linkRes [][2]sim.ResourceID // by link ID: A→B, B→A (equal for memory links)
 	routes  map[[2]topology.NodeID]*path
 	p2p     map[[2]int]error // p2pCheck results by (rank, peer)
+	// capGroups: the shared rate-cap resource of each Kernel.CapGroup
+	// (its capacity is the RateCap of the group's first transfer).
+	capGroups map[string]sim.ResourceID
 }
 
 // path is a route prepared for flows: resources in both directions.
@@ -361,11 +364,43 @@ type Kernel struct {
 	// RateCap, if > 0, caps each transfer of the kernel (a protocol's own
 	// throughput limit, e.g. NCCL's LL per channel).
 	RateCap sim.Rate
+	// CapGroup, if set, makes RateCap a limit on all the kernel's transfers
+	// with the same group together (those in flight share it) instead of
+	// a limit on each: a protocol loop whose throughput is bounded however
+	// many of its steps are in flight at once (NCCL LL on one connection).
+	CapGroup string
 	// ReduceLoop: the loads feed a load-reduce-store loop, whose every
 	// iteration adds gpu.reduce_loop_overhead (gpu.reduce_loop_overhead_pcie
 	// over PCIe) to the load round trip: the in-flight bytes turn over once
 	// per round trip plus that.
 	ReduceLoop bool
+}
+
+// capped applies the kernel's RateCap to a transfer: on the flow itself,
+// or, with a CapGroup, as one more hop over a resource of that capacity
+// which every transfer of the group crosses (payload bytes, weight 1).
+func (m *Machine) capped(route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, sim.Rate, error) {
+	if k.RateCap <= 0 {
+		return route, capr, nil
+	}
+	if k.CapGroup == "" {
+		return route, min(capr, k.RateCap), nil
+	}
+	id, ok := m.capGroups[k.CapGroup]
+	if !ok {
+		var err error
+		id, err = m.Net.AddResource("cap:"+k.CapGroup, k.RateCap)
+		if err != nil {
+			return nil, 0, fmt.Errorf("hw: rate cap group %s: %w", k.CapGroup, err)
+		}
+		if m.capGroups == nil {
+			m.capGroups = map[string]sim.ResourceID{}
+		}
+		m.capGroups[k.CapGroup] = id
+	}
+	out := make([]sim.Hop, len(route), len(route)+1)
+	copy(out, route)
+	return append(out, sim.Hop{Res: id, Weight: 1}), capr, nil
 }
 
 func (k Kernel) share() float64 {
@@ -416,8 +451,9 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	if p.smp && !dst.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
-	if k.RateCap > 0 {
-		capr = min(capr, k.RateCap)
+	route, capr, err := m.capped(m.route(p, smStore, k.wire(), false), capr, k)
+	if err != nil {
+		return err
 	}
 	class := 0
 	if !dst.Host {
@@ -425,7 +461,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	}
 	err = m.Net.Launch(sim.FlowSpec{
 		Label: label, Kind: sim.Write, Class: class,
-		Route: m.route(p, smStore, k.wire(), false), Bytes: bytes, Cap: capr,
+		Route: route, Bytes: bytes, Cap: capr,
 		Latency: p.latency + m.memLatency(dst), Done: done,
 	})
 	return err
@@ -461,12 +497,13 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
-	if k.RateCap > 0 {
-		capr = min(capr, k.RateCap)
+	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
+	if err != nil {
+		return err
 	}
 	spec := sim.FlowSpec{
 		Label: label, Kind: sim.Read,
-		Route: m.route(p, smLoad, k.wire(), true), Bytes: bytes, Cap: capr,
+		Route: route, Bytes: bytes, Cap: capr,
 		Latency: p.latency, Done: done,
 	}
 	// The first request reaches the data one way plus a memory access in.

@@ -159,3 +159,30 @@ func BenchmarkAllPull56Flows(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }
+
+// A RateCap caps each transfer on its own; with a CapGroup the transfers
+// of the group share it: two concurrent 1 MiB writes at a 10 GB/s cap end
+// together after 1 MiB / 10 GB/s each alone, after 2 MiB / 10 GB/s grouped.
+func TestRateCapGroupIsShared(t *testing.T) {
+	top, err := topology.Load("h200x2")
+	require.NoError(t, err)
+	const bytes = sim.MiB
+	capr := 10 * sim.GBps
+	run := func(group string) (ends [2]sim.Time) {
+		m, err := New(top)
+		require.NoError(t, err)
+		k := Kernel{Blocks: 16, Threads: 512, RateCap: capr, CapGroup: group}
+		for i := range ends {
+			require.NoError(t, m.Write(0, GPUMem(1), bytes, k, fmt.Sprint("w", i), func() { ends[i] = m.Eng.Now() }))
+		}
+		require.NoError(t, m.Eng.Run())
+		return ends
+	}
+	alone, grouped := run(""), run("conn")
+	xfer := func(b sim.Bytes) float64 { return float64(b) / float64(capr) * 1e6 } // µs at the cap
+	for i := range alone {
+		// Both cases add the same route latency; only the cap's share differs.
+		assert.InDelta(t, xfer(bytes), sim.Duration(alone[i]).Micros(), 2.0, "alone %d", i)
+		assert.InDelta(t, xfer(2*bytes)-xfer(bytes), sim.Duration(grouped[i]-alone[i]).Micros(), 0.01, "grouped %d", i)
+	}
+}

@@ -357,12 +357,12 @@ func (t *twin) allreduce() string {
 		case "one_shot":
 			algo = "one_stage"
 		case "two_shot":
-			algo = "two_stage"
+			algo = "two_shot_push"
 		default:
 			return fmt.Sprintf("torch_symm_mem algo %q is not simulated (one_shot, two_shot)", r.Algo)
 		}
-		t.note = "modelled as vLLM " + map[string]string{"one_stage": "1-stage", "two_stage": "2-stage"}[algo] + " with PyTorch's launch configuration"
-		blocks, threads := torchSymmMemLaunch(r.Bytes, r.World, algo == "two_stage")
+		t.note = map[string]string{"one_stage": "modelled as vLLM 1-stage", "two_shot_push": "modelled as two_shot_push (PyTorch's in-place kernel)"}[algo] + " with PyTorch's launch configuration"
+		blocks, threads := torchSymmMemLaunch(r.Bytes, r.World, algo == "two_shot_push")
 		opts["blocks"], opts["threads"] = strconv.Itoa(blocks), strconv.Itoa(threads)
 		opts["barrier"] = "atomic" // put_signal / wait_signal are compare-and-swap loops
 	case "arsim_flag_one_shot", "arsim_flag_two_shot", "host_staged_one_shot":

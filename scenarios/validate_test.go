@@ -82,7 +82,7 @@ func TestValidateShared(t *testing.T) {
 				assert.NotNil(t, vr.ModelErrorPct, "line %d", r.Line)
 			} else {
 				assert.Nil(t, vr.ModelErrorPct, "line %d", r.Line)
-				assert.Contains(t, vr.Note, "modelled as vLLM")
+				assert.Contains(t, vr.Note, "modelled as ")
 			}
 		}
 	}
