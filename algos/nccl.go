@@ -174,12 +174,22 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 			return nil, fmt.Errorf("algos: nccl: %w", err)
 		}
 		classes = append(classes, c.NCCL())
-		route, err := top.Route(gpus[a], gpus[b], topology.RouteAny)
+		if err := decide(a, b); err != nil {
+			return nil, err
+		}
+		// Without P2P (disabled, or beyond the P2P level) NCCL routes the
+		// pair through the CPU (paths.cc): the search sees the host-side
+		// path, PCIe and the socket link, even where NVLink joins the GPUs.
+		mode := topology.RouteAny
+		if !useP2P[a][b] {
+			mode = topology.RoutePCIe
+		}
+		route, err := top.Route(gpus[a], gpus[b], mode)
 		if err != nil {
 			return nil, fmt.Errorf("algos: nccl: %w", err)
 		}
 		bw := math.Inf(1)
-		if c.Kind == topology.PathNV {
+		if c.Kind == topology.PathNV && useP2P[a][b] {
 			bw = float64(c.NVLinks) * nvlinkBw(sm)
 		} else {
 			allNV = false
@@ -191,14 +201,22 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 					bw = min(bw, sysBw)
 				}
 			}
-			if vendor != ncclmodel.CPUAMD && (c.Kind == topology.PathPHB || c.Kind == topology.PathNODE) {
+			phb := c.Kind == topology.PathPHB || c.Kind == topology.PathNODE
+			if c.Kind == topology.PathNV {
+				// P2P off over NVLink: the path through the CPU is PHB,
+				// unless it crosses sockets (SYS).
+				phb = true
+				for _, st := range route.Steps {
+					if st.Link.Type == topology.SMP {
+						phb = false
+					}
+				}
+			}
+			if vendor != ncclmodel.CPUAMD && phb {
 				bw /= 1.2 // INTEL_P2P_OVERHEAD on PHB paths (search.cc)
 			}
 		}
 		bottleneck = min(bottleneck, bw)
-		if err := decide(a, b); err != nil {
-			return nil, err
-		}
 		if useP2P[a][b] {
 			nP2P++
 		} else {

@@ -56,6 +56,10 @@ type ValidatedRecord struct {
 	ModelErrorPct  *float64 `json:"nccl_model_error_pct,omitempty"`
 	// Note says how the record was modelled, where that is not obvious.
 	Note string `json:"note,omitempty"`
+	// HostPaced: the simulated value is the host's issue interval (an
+	// eager call the device finished before the host issued the next), so
+	// it rests on a host-cost parameter, not on the machine model.
+	HostPaced bool `json:"host_paced,omitempty"`
 }
 
 // Skipped is a record that could not be simulated, and why.
@@ -81,6 +85,15 @@ type Summary struct {
 	OursOnModelRecordsMedian *float64      `json:"arsim_median_abs_error_pct_on_nccl_records,omitempty"`
 	OursOnModelRecordsP95    *float64      `json:"arsim_p95_abs_error_pct_on_nccl_records,omitempty"`
 	SkippedByReason          []ReasonCount `json:"skipped_by_reason,omitempty"`
+	// HostPaced* are over the records whose simulated value is a host
+	// issue interval (ValidatedRecord.HostPaced); DevicePaced* over the
+	// rest, whose value the machine model sets.
+	HostPacedCount       int     `json:"host_paced_count"`
+	HostPacedMedianAbs   float64 `json:"host_paced_median_abs_error_pct"`
+	HostPacedP95Abs      float64 `json:"host_paced_p95_abs_error_pct"`
+	DevicePacedCount     int     `json:"device_paced_count"`
+	DevicePacedMedianAbs float64 `json:"device_paced_median_abs_error_pct"`
+	DevicePacedP95Abs    float64 `json:"device_paced_p95_abs_error_pct"`
 }
 
 // ReasonCount is how many records were skipped for one reason.
@@ -122,6 +135,10 @@ type twin struct {
 	// top; model NCCL's own estimate (nil when there is none).
 	sim   func(top *topology.Topology) (float64, error)
 	model func(top *topology.Topology) (float64, error)
+	// paced, when set, replaces sim and also says whether the simulated
+	// value is the host's issue interval (an eager call that the host,
+	// not the device, paces).
+	paced func(top *topology.Topology) (float64, bool, error)
 }
 
 // Iterations of back-to-back allreduces whose mean is compared with one
@@ -425,14 +442,14 @@ func (t *twin) allreduce() string {
 	req := func(top *topology.Topology) algos.Request {
 		return algos.Request{Top: top, Ranks: world, Bytes: bytes, DType: dt, Launch: launch, Opts: opts}
 	}
-	t.sim = func(top *topology.Topology) (float64, error) {
+	t.paced = func(top *topology.Topology) (float64, bool, error) {
 		s, err := algos.Plan(algo, req(top))
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		m, err := hw.New(top)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		ro := algos.RunOptions{Iterations: iters, Launch: launch}
 		if issueParam != "" {
@@ -440,12 +457,15 @@ func (t *twin) allreduce() string {
 		}
 		res, err := algos.Run(m, s, ro)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
+		// Host-paced: back-to-back calls end exactly one issue interval
+		// apart (the device finished each before the host issued the next).
+		host := issueParam != "" && iters > 1 && math.Abs(res.SteadyUs()-ro.IssueInterval.Micros()) <= 1e-6*ro.IssueInterval.Micros()
 		if r.Kind == trace.KindAllreduceSequence {
-			return sim.Duration(res.Time).Micros(), nil
+			return sim.Duration(res.Time).Micros(), host, nil
 		}
-		return res.SteadyUs(), nil
+		return res.SteadyUs(), host, nil
 	}
 	if algo == "nccl" {
 		count := 1.0
@@ -517,9 +537,10 @@ func (c *topoCache) get(p *topology.Preset) (*topology.Topology, error) {
 
 // outcome is the simulation of one twin.
 type outcome struct {
-	pred  float64
-	err   error
-	model *float64
+	pred      float64
+	hostPaced bool
+	err       error
+	model     *float64
 }
 
 // simulateOne runs one twin. A panic inside the simulator becomes the
@@ -530,7 +551,11 @@ func simulateOne(tw *twin, t *topology.Topology, withModel bool) (o outcome) {
 			o = outcome{err: fmt.Errorf("simulator panic: %v", p)}
 		}
 	}()
-	o.pred, o.err = tw.sim(t)
+	if tw.paced != nil {
+		o.pred, o.hostPaced, o.err = tw.paced(t)
+	} else {
+		o.pred, o.err = tw.sim(t)
+	}
 	if o.err == nil && (o.pred <= 0 || math.IsNaN(o.pred) || math.IsInf(o.pred, 0)) {
 		o.err = fmt.Errorf("simulated value %v is not a positive number", o.pred)
 	}
@@ -613,7 +638,7 @@ func Validate(recs []trace.Record, opts ValidateOptions) (*Validation, error) {
 			continue
 		}
 		vr := ValidatedRecord{File: opts.File, Line: t.rec.Line, Kind: string(t.rec.Kind), System: t.rec.System, Group: t.group,
-			Unit: t.unit, Measured: t.measured, Predicted: o.pred, ErrorPct: errPct(o.pred, t.measured), Note: t.note}
+			Unit: t.unit, Measured: t.measured, Predicted: o.pred, ErrorPct: errPct(o.pred, t.measured), Note: t.note, HostPaced: o.hostPaced}
 		if o.model != nil {
 			e := errPct(*o.model, t.measured)
 			vr.ModelPredicted, vr.ModelErrorPct = o.model, &e
@@ -649,12 +674,17 @@ func (v *Validation) summarize() {
 		v.Skipped = []Skipped{}
 	}
 	s := Summary{Count: len(v.Records), Skipped: len(v.Skipped)}
-	var abs, modelAbs, oursOnModel []float64
+	var abs, modelAbs, oursOnModel, hostAbs, devAbs []float64
 	groups := map[string]*struct{ errs, abs, model []float64 }{}
 	var order []string
 	for _, r := range v.Records {
 		a := math.Abs(r.ErrorPct)
 		abs = append(abs, a)
+		if r.HostPaced {
+			hostAbs = append(hostAbs, a)
+		} else {
+			devAbs = append(devAbs, a)
+		}
 		g, ok := groups[r.Group]
 		if !ok {
 			g = &struct{ errs, abs, model []float64 }{}
@@ -671,6 +701,8 @@ func (v *Validation) summarize() {
 		}
 	}
 	s.MedianAbsErrorPct, s.P95AbsErrorPct = median(abs), nearestRank(abs, 95)
+	s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs = len(hostAbs), median(hostAbs), nearestRank(hostAbs, 95)
+	s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs = len(devAbs), median(devAbs), nearestRank(devAbs, 95)
 	s.ModelCount = len(modelAbs)
 	if len(modelAbs) > 0 {
 		s.ModelMedianAbs, s.ModelP95Abs = ptrTo(median(modelAbs)), ptrTo(nearestRank(modelAbs, 95))
