@@ -124,3 +124,19 @@ func TestNCCLH200x2RingLL(t *testing.T) {
 		assert.Less(t, us, 15.0)
 	}
 }
+
+// With P2P disabled NCCL routes the two H200s' traffic through the CPU, and
+// its ring search sees the PCIe path: NCCL 2.28.9's log of the h200x2-arsim
+// capture (testdata/h200x2-arsim/system/nccl/nccl_shm_rank0_default_init.log)
+// says "nChannels 2, bw 40 … type PHB/PIX" and then "Channel 00/04", and
+// every 43,008 B allreduce runs on channels {0..3}. Over NVLink (P2P on) the
+// same pair gets 24 channels.
+func TestNCCLH200x2ShmSearchesThroughTheCPU(t *testing.T) {
+	shm, err := ncclDecide(req(t, "h200x2", 2, 43008, map[string]string{"p2p_level": "loc"}))
+	require.NoError(t, err)
+	assert.Equal(t, 4, shm.spec.channels, "%v", shm.notes)
+	assert.Contains(t, strings.Join(shm.notes, "\n"), "bottleneck 40.0 GB/s")
+	nv, err := ncclDecide(req(t, "h200x2", 2, 1<<20, nil))
+	require.NoError(t, err)
+	assert.Equal(t, 24, nv.spec.channels, "%v", nv.notes)
+}
