@@ -22,6 +22,20 @@ const (
 	CUDAMemcpy
 )
 
+// MemcpyIssueUs is the host's issue interval, in µs, of eager copies
+// through api in direction dir: MemcpyEager's floor when the host, not the
+// copy engine, paces them.
+func MemcpyIssueUs(top *topology.Topology, dir CopyDir, api CopyAPI) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	if api == TorchCopy {
+		return m.Phys.TorchIssue[dir].Micros(), nil
+	}
+	return m.Phys.CUDAMemcpyIssue.Micros(), nil
+}
+
 // MemcpyEager returns the mean time per operation, in µs, of back-to-back
 // eager copies of bytes on rank 0 (P2P: to rank 1): the host issues one
 // call per issue interval of the API while the copy engine runs them in

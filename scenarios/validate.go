@@ -271,8 +271,13 @@ func (t *twin) memcpy() string {
 		} else {
 			t.group += " tensor.copy_"
 		}
-		t.sim = func(top *topology.Topology) (float64, error) {
-			return hw.MemcpyEager(top, dir, sim.Bytes(r.Bytes), api)
+		t.paced = func(top *topology.Topology) (float64, bool, error) {
+			us, err := hw.MemcpyEager(top, dir, sim.Bytes(r.Bytes), api)
+			if err != nil {
+				return 0, false, err
+			}
+			issue, err := hw.MemcpyIssueUs(top, dir, api)
+			return us, math.Abs(us-issue) <= 1e-6*issue, err
 		}
 		return ""
 	}

@@ -257,7 +257,7 @@ func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validatio
 	fmt.Fprintf(&b, "  p95 |error|        %.1f%%\n", s.P95AbsErrorPct)
 	if s.HostPacedCount > 0 {
 		fmt.Fprintf(&b, "  device-paced       %d: median |error| %.1f%%, p95 %.1f%% (the machine model sets the value)\n", s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs)
-		fmt.Fprintf(&b, "  host-paced         %d: median |error| %.1f%%, p95 %.1f%% (eager calls: the value is a host issue-cost parameter)\n", s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs)
+		fmt.Fprintf(&b, "  host-paced         %d: median |error| %.1f%%, p95 %.1f%% (eager calls and copies: the value is a host issue-cost parameter)\n", s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs)
 	}
 	if s.ModelMedianAbs != nil {
 		fmt.Fprintf(&b, "  NCCL records       %d: arsim median |error| %.1f%%, p95 %.1f%%; nccl_model (NCCL's own estimate) median %.1f%%, p95 %.1f%%\n",
