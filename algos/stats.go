@@ -19,6 +19,10 @@ type ScheduleStats struct {
 	Where string
 	// Ops is the number of operations in all programs.
 	Ops int
+	// RemoteFences is the most system-scope fences any rank issues after
+	// stores to memory that is not its own (each costs about a round trip
+	// to that memory).
+	RemoteFences int
 }
 
 // Stats computes s's ScheduleStats.
@@ -26,9 +30,14 @@ func Stats(s *Schedule) ScheduleStats {
 	st := ScheduleStats{Where: "GPU to GPU"}
 	for r, prog := range s.Programs {
 		var moved, in, out int64
+		fences := 0
 		for _, op := range prog {
 			st.Ops++
 			switch op.Kind {
+			case Fence:
+				if at := op.Dst.Buf.At; at.Host || at.Rank != r {
+					fences++
+				}
 			case Read, Write, Copy:
 				for _, x := range []Range{op.Src, op.Dst} {
 					if x.Buf.At.Host {
@@ -46,6 +55,7 @@ func Stats(s *Schedule) ScheduleStats {
 				}
 			}
 		}
+		st.RemoteFences = max(st.RemoteFences, fences)
 		st.MaxRankBytes = max(st.MaxRankBytes, moved)
 		st.MaxRankIn = max(st.MaxRankIn, in)
 		st.MaxRankOut = max(st.MaxRankOut, out)

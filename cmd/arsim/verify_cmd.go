@@ -245,8 +245,15 @@ func scheduleShape(cfg scenarios.VerifyConfig, name string, rate float64) (strin
 	if st.ChainWaits == 1 {
 		rounds = "1 flag round"
 	}
-	return fmt.Sprintf("waits through %s in a row and moves %v through its busiest GPU link direction (≥ %.1f µs, %s)",
-		rounds, sim.Bytes(busiest), float64(busiest)/rate/1e3, st.Where), nil
+	fences := ""
+	switch {
+	case st.RemoteFences == 1:
+		fences = ", and fences its stores to 1 other memory (a round trip)"
+	case st.RemoteFences > 1:
+		fences = fmt.Sprintf(", and fences its stores to %d other memories (a round trip each)", st.RemoteFences)
+	}
+	return fmt.Sprintf("waits through %s in a row and moves %v through its busiest GPU link direction (≥ %.1f µs, %s)%s",
+		rounds, sim.Bytes(busiest), float64(busiest)/rate/1e3, st.Where, fences), nil
 }
 
 // gpuLinkGBps is the payload rate of GPU 0's widest link: NVLink at its SM
