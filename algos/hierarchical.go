@@ -159,10 +159,7 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 	b.Note("%d %s islands of %d: %v; shares of %d B (last %d B); %d blocks × %d threads per GPU",
 		m, by, g, isl, size[0], size[g-1], k.Blocks, k.Threads)
 
-	launch := make([][]int, n)
-	for r := 0; r < n; r++ {
-		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
-	}
+	launch := b.Launches()
 	start := barrierAmong(b, "hier.start", 1, k, "start barrier", both, both, launch)
 	// Reduce-scatter inside the island.
 	rs := make([][]int, n)

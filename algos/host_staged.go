@@ -81,10 +81,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 	}
 	k.LoadsInFlight = 1 // one load per rank in flight in each loop body
 	b.Note("%d blocks × %d threads per GPU; staging buffers and flags in host memory of each rank's socket", k.Blocks, k.Threads)
-	launch := make([][]int, n)
-	for r := 0; r < n; r++ {
-		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
-	}
+	launch := b.Launches()
 	if !h.two {
 		staged := make([][]int, n)
 		for r := 0; r < n; r++ {

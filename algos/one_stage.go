@@ -36,10 +36,7 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 	// loads are independent, so one is in flight per peer at once.
 	k.LoadsInFlight = 1
 	b.Note("%d blocks × %d threads per GPU; each rank pulls %d × %d B", k.Blocks, k.Threads, n-1, req.Bytes)
-	launch := make([][]int, n)
-	for r := 0; r < n; r++ {
-		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
-	}
+	launch := b.Launches()
 	barrier := barrierFunc(b, req)
 	start := barrier("start", 1, k, "start barrier", launch)
 	ends := make([][]int, n)

@@ -160,6 +160,16 @@ func (b *Builder) Add(r int, op Op, after ...int) int {
 	return len(b.s.Programs[r]) - 1
 }
 
+// Launches adds a kernel launch to every rank's program and returns, per
+// rank, the launch's index as a dependency list.
+func (b *Builder) Launches() [][]int {
+	out := make([][]int, b.s.Ranks)
+	for r := range out {
+		out[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
+	}
+	return out
+}
+
 // Last returns the index of rank r's last op, or -1.
 func (b *Builder) Last(r int) int { return len(b.s.Programs[r]) - 1 }
 

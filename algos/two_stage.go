@@ -64,10 +64,7 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 	off, size := Split(req.Bytes, es, n)
 	b.Note("%d blocks × %d threads per GPU; rank r reduces part r (%d B, last %d B), pulling %d × part in each stage",
 		k.Blocks, k.Threads, size[0], size[n-1], n-1)
-	launch := make([][]int, n)
-	for r := 0; r < n; r++ {
-		launch[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
-	}
+	launch := b.Launches()
 	barrier := barrierFunc(b, req)
 	start := barrier("start", 1, k, "start barrier", launch)
 	// Stage 1: reduce-scatter into the rank's own tmp.
