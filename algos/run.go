@@ -71,6 +71,84 @@ func (r *Result) SteadyUs() float64 {
 // Run executes s on machine m (which must be fresh) and returns its timing.
 // A schedule that deadlocks stops with an error listing the blocked waits.
 func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {
+	src, err := newScheduleSource(s)
+	if err != nil {
+		return nil, err
+	}
+	return run(m, src, opt)
+}
+
+// A source gives the executor each rank's ops: a stored schedule, whose
+// ops are all present from the start, or a Stream that generates them.
+type source interface {
+	info() *Schedule // the header (Algo, Ranks …)
+	// size returns rank r's program length and how many of its ops are
+	// kept at once (the window).
+	size(r int) (n, window int)
+	flags() []Flag    // by flag ID
+	strides() []int64 // by flag ID: the largest value signalled in one allreduce
+	// load returns op i of rank r, held in slot k of the rank's window
+	// (k = −1: a scratch copy), and its flag ID (−1 when it has none).
+	load(r, i, k int) (*Op, int32, error)
+	// check runs once every rank has finished.
+	check() error
+}
+
+// scheduleSource serves a stored schedule: the window is the whole program.
+type scheduleSource struct {
+	s      *Schedule
+	keys   []Flag
+	stride []int64
+	flagOf [][]int32 // each Signal/Wait op's flag ID, resolved once
+}
+
+func newScheduleSource(s *Schedule) (*scheduleSource, error) {
+	src := &scheduleSource{s: s, flagOf: make([][]int32, len(s.Programs))}
+	ids := map[Flag]int32{}
+	for r, prog := range s.Programs {
+		src.flagOf[r] = make([]int32, len(prog))
+		for i := range prog {
+			op := &prog[i]
+			for _, d := range op.After {
+				if d < 0 || d >= i {
+					return nil, fmt.Errorf("algos: run %s: rank %d op %d depends on op %d, which is not an earlier op of the rank", s.Algo, r, i, d)
+				}
+			}
+			id := int32(-1)
+			if op.Kind == Signal || op.Kind == Wait {
+				var ok bool
+				if id, ok = ids[op.Flag]; !ok {
+					id = int32(len(src.keys))
+					ids[op.Flag] = id
+					src.keys = append(src.keys, op.Flag)
+					src.stride = append(src.stride, 0)
+				}
+				if op.Kind == Signal {
+					src.stride[id] = max(src.stride[id], op.Value)
+				}
+			}
+			src.flagOf[r][i] = id
+		}
+	}
+	return src, nil
+}
+
+func (src *scheduleSource) info() *Schedule { return src.s }
+
+func (src *scheduleSource) size(r int) (int, int) {
+	n := len(src.s.Programs[r])
+	return n, n
+}
+
+func (src *scheduleSource) flags() []Flag    { return src.keys }
+func (src *scheduleSource) strides() []int64 { return src.stride }
+func (src *scheduleSource) check() error     { return nil }
+func (src *scheduleSource) load(r, i, _ int) (*Op, int32, error) {
+	return &src.s.Programs[r][i], src.flagOf[r][i], nil
+}
+
+func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
+	s := src.info()
 	if opt.Iterations <= 0 {
 		opt.Iterations = 1
 	}
@@ -87,26 +165,22 @@ func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {
 		opt.IssueInterval = 0
 	}
 	m.Eng.SetEventLimit(opt.EventLimit)
-	x := &executor{m: m, s: s, opt: opt, flags: map[Flag]*sim.FlagVar{}, stride: map[Flag]int64{}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
-	for _, prog := range s.Programs {
-		for _, op := range prog {
-			if op.Kind == Signal {
-				x.stride[op.Flag] = max(x.stride[op.Flag], op.Value)
-			}
+	x := &executor{m: m, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(), res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
+	for _, f := range src.flags() {
+		x.flagVars = append(x.flagVars, sim.NewFlag(m.Eng, f.String()))
+	}
+	x.ranks = make([]rankRun, s.Ranks)
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		p.n, p.cap = src.size(r)
+		p.cap = max(1, min(p.cap, p.n))
+		p.slots = make([]slot, p.cap)
+		for k := range p.slots {
+			p.slots[k] = slot{rank: int32(r), pos: int32(k), flag: -1}
+			p.slots[k].fin = func() { x.done(r, k) }
 		}
 	}
-	x.opFlag = make([][]*sim.FlagVar, s.Ranks)
-	for q, prog := range s.Programs {
-		x.opFlag[q] = make([]*sim.FlagVar, len(prog))
-		for i, op := range prog {
-			if op.Kind == Signal || op.Kind == Wait {
-				x.opFlag[q][i] = x.flag(op.Flag)
-			}
-		}
-	}
-	x.state = make([][]opState, s.Ranks)
-	for r := range s.Programs {
-		x.state[r] = make([]opState, len(s.Programs[r]))
+	for r := range x.ranks {
 		x.startIter(r, 0)
 	}
 	if err := m.Eng.Run(); err != nil {
@@ -116,34 +190,59 @@ func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {
 		return nil, x.err
 	}
 	if x.finished < s.Ranks {
+		if err := x.windowStall(); err != nil {
+			return nil, err
+		}
 		return nil, x.deadlock()
+	}
+	if err := src.check(); err != nil {
+		return nil, err
 	}
 	x.res.Events = m.Eng.Processed()
 	return x.res, nil
 }
 
-type opState struct {
-	waiting int // deps not yet done
+// slot holds one op of a rank's window while it is in flight.
+type slot struct {
+	op      *Op
+	idx     int   // the op's index in the rank's program
+	rank    int32 // the rank (for deadlock reports)
+	pos     int32 // the slot's position in the window
+	flag    int32 // flag ID of a Signal or Wait, or −1
+	waiting int32 // deps not yet done
 	done    bool
-	start   sim.Time
 	started bool
+	start   sim.Time
+	succ    []int32 // window positions of the waiting ops that depend on this one
+	fin     func()  // completion callback, made once per slot
+}
+
+// String names a waiting op in deadlock reports, formatted only then.
+func (s *slot) String() string { return fmt.Sprintf("rank %d op %d [%s]", s.rank, s.idx, s.op.Label) }
+
+// rankRun is one rank's program in progress: ops [base, next) are held in
+// slots, op i in slot i mod cap; ops before base are done, ops from next
+// are not yet loaded.
+type rankRun struct {
+	n, cap           int
+	iter, left       int
+	base, next       int
+	basePos, nextPos int
+	slots            []slot
 }
 
 type executor struct {
 	m        *hw.Machine
-	s        *Schedule
+	src      source
+	algo     string
+	nranks   int
 	opt      RunOptions
-	flags    map[Flag]*sim.FlagVar
-	opFlag   [][]*sim.FlagVar // each Signal/Wait op's flag, resolved once
-	stride   map[Flag]int64
-	state    [][]opState
-	iter     []int
-	left     []int
+	flagVars []*sim.FlagVar // by flag ID
+	stride   []int64        // by flag ID
+	ranks    []rankRun
 	finished int
 	err      error
 	res      *Result
-	succ     [][][]int
-	fins     [][]func() // each op's completion callback
 }
 
 func (x *executor) fail(err error) {
@@ -152,70 +251,75 @@ func (x *executor) fail(err error) {
 	}
 }
 
-func (x *executor) flag(f Flag) *sim.FlagVar {
-	v, ok := x.flags[f]
-	if !ok {
-		v = sim.NewFlag(x.m.Eng, f.String())
-		x.flags[f] = v
-	}
-	return v
-}
-
 // startIter begins allreduce it on rank r.
 func (x *executor) startIter(r, it int) {
-	if x.iter == nil {
-		x.iter = make([]int, x.s.Ranks)
-		x.left = make([]int, x.s.Ranks)
-		x.succ = make([][][]int, x.s.Ranks)
-		x.fins = make([][]func(), x.s.Ranks)
-		for q, prog := range x.s.Programs {
-			// Successor lists in one backing array per rank (counted first).
-			count := make([]int, len(prog))
-			total := 0
-			for _, op := range prog {
-				for _, d := range op.After {
-					count[d]++
-					total++
-				}
-			}
-			flat := make([]int, total)
-			x.succ[q] = make([][]int, len(prog))
-			at := 0
-			for i, c := range count {
-				x.succ[q][i] = flat[at : at : at+c]
-				at += c
-			}
-			for i, op := range prog {
-				for _, d := range op.After {
-					x.succ[q][d] = append(x.succ[q][d], i)
-				}
-			}
-			// One completion callback per op, reused by every iteration.
-			x.fins[q] = make([]func(), len(prog))
-			for i := range prog {
-				x.fins[q][i] = func() { x.done(q, i) }
-			}
-		}
-	}
-	x.iter[r] = it
-	prog := x.s.Programs[r]
-	x.left[r] = len(prog)
-	if len(prog) == 0 {
+	p := &x.ranks[r]
+	p.iter = it
+	p.left = p.n
+	if p.n == 0 {
 		x.endIter(r)
 		return
 	}
-	for i := range prog {
-		x.state[r][i] = opState{waiting: len(prog[i].After)}
-	}
-	for i := range prog {
-		if len(prog[i].After) == 0 {
-			x.start(r, i)
-		}
+	p.base, p.next, p.basePos, p.nextPos = 0, 0, 0, 0
+	for p.next < p.n && p.next-p.base < p.cap {
+		x.load(r, -1)
 	}
 }
 
+// load brings op next of rank r into the window. cur is the op whose
+// completion is being handled (−1 at the start of an allreduce): an op
+// whose deps are all done may start only if cur is one of them (it is
+// the one that finished last), or if it has none and the allreduce is
+// starting; otherwise it should have started earlier, and the window was
+// too small to see it.
+func (x *executor) load(r, cur int) {
+	p := &x.ranks[r]
+	j, k := p.next, p.nextPos
+	p.next++
+	if p.nextPos++; p.nextPos == p.cap {
+		p.nextPos = 0
+	}
+	s := &p.slots[k]
+	op, flag, err := x.src.load(r, j, k)
+	if err != nil {
+		x.fail(err)
+		return
+	}
+	s.op, s.flag, s.idx = op, flag, j
+	s.done, s.started = false, false
+	s.succ = s.succ[:0]
+	waiting := int32(0)
+	byCur := false
+	for _, d := range op.After {
+		if d == cur {
+			byCur = true
+		}
+		if d < p.base {
+			continue // retired, hence done
+		}
+		dp := k - (j - d)
+		if dp < 0 {
+			dp += p.cap
+		}
+		if t := &p.slots[dp]; !t.done {
+			t.succ = append(t.succ, int32(k))
+			waiting++
+		}
+	}
+	s.waiting = waiting
+	if waiting > 0 {
+		return
+	}
+	if (len(op.After) == 0 && cur < 0) || byCur {
+		x.start(r, s)
+		return
+	}
+	x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s) was ready before %v but outside the window of %d ops, which unfinished earlier ops filled; starting it late would change the result: the stream needs a larger window",
+		x.algo, r, j, op.Label, x.m.Eng.Now(), p.cap))
+}
+
 func (x *executor) endIter(r int) {
-	it := x.iter[r]
+	it := x.ranks[r].iter
 	now := x.m.Eng.Now()
 	x.res.PerIter[it] = max(x.res.PerIter[it], now)
 	if it+1 < x.opt.Iterations {
@@ -233,33 +337,48 @@ func (x *executor) endIter(r int) {
 	x.finished++
 }
 
-func (x *executor) done(r, i int) {
-	st := &x.state[r][i]
-	st.done = true
+// done handles the completion of the op in slot k of rank r.
+func (x *executor) done(r, k int) {
+	p := &x.ranks[r]
+	s := &p.slots[k]
+	s.done = true
 	if x.opt.Spans {
-		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: i, Iter: x.iter[r], Start: st.start, End: x.m.Eng.Now()})
+		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: s.idx, Iter: p.iter, Start: s.start, End: x.m.Eng.Now()})
 	}
-	x.left[r]--
-	for _, j := range x.succ[r][i] {
-		if x.state[r][j].waiting--; x.state[r][j].waiting == 0 {
-			x.start(r, j)
+	p.left--
+	for _, j := range s.succ {
+		t := &p.slots[j]
+		if t.waiting--; t.waiting == 0 {
+			x.start(r, t)
 		}
 	}
-	if x.left[r] == 0 {
+	if s.idx == p.base {
+		// Retire the finished ops at the bottom of the window and load
+		// as many new ones.
+		for p.base < p.next && p.slots[p.basePos].done {
+			p.base++
+			if p.basePos++; p.basePos == p.cap {
+				p.basePos = 0
+			}
+		}
+		for p.next < p.n && p.next-p.base < p.cap {
+			x.load(r, s.idx)
+		}
+	}
+	if p.left == 0 {
 		x.endIter(r)
 	}
 }
 
-func (x *executor) start(r, i int) {
+func (x *executor) start(r int, s *slot) {
 	if x.err != nil {
 		return
 	}
-	op := &x.s.Programs[r][i]
-	st := &x.state[r][i]
-	st.started = true
-	st.start = x.m.Eng.Now()
+	op := s.op
+	s.started = true
+	s.start = x.m.Eng.Now()
 	m := x.m
-	fin := x.fins[r][i]
+	fin := s.fin
 	local := func(b Range) bool { return !b.Buf.At.Host && b.Buf.At.Rank == r }
 	label := op.Label
 	var err error
@@ -292,14 +411,14 @@ func (x *executor) start(r, i int) {
 		case op.Kind == Write:
 			err = m.Write(r, op.Dst.Buf.At, n, op.Kernel, label, fin)
 		default:
-			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.s.Algo, r, i, op.Kind)
+			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, s.idx, op.Kind)
 		}
 	case Signal:
-		v := op.Value + int64(x.iter[r])*x.stride[op.Flag]
+		v := op.Value + int64(x.ranks[r].iter)*x.stride[s.flag]
 		if op.Inline {
-			x.opFlag[r][i].Set(v)
+			x.flagVars[s.flag].Set(v)
 		} else {
-			err = m.SignalFlag(r, op.Flag.At, x.opFlag[r][i], v)
+			err = m.SignalFlag(r, op.Flag.At, x.flagVars[s.flag], v)
 		}
 		var d sim.Duration
 		if op.Atomic && err == nil {
@@ -309,11 +428,11 @@ func (x *executor) start(r, i int) {
 			m.Eng.After(d, fin)
 		}
 	case Wait:
-		v := op.Value + int64(x.iter[r])*x.stride[op.Flag]
-		err = m.WaitFlag(r, op.Flag.At, x.opFlag[r][i], v, waiter{r, i, op.Label}, fin)
+		v := op.Value + int64(x.ranks[r].iter)*x.stride[s.flag]
+		err = m.WaitFlag(r, op.Flag.At, x.flagVars[s.flag], v, s, fin)
 	}
 	if err != nil {
-		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.s.Algo, r, i, op.Label, err))
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, op.Label, err))
 	}
 }
 
@@ -332,36 +451,66 @@ func (x *executor) copyOp(r int, op *Op, label string, fin func()) error {
 	return fmt.Errorf("copy %s ← %s: the copy engine of rank %d moves its own memory to host or peer, or host to its own", op.Dst, op.Src, r)
 }
 
+// windowStall reports a rank whose window is full while the first op
+// beyond it has all its deps done: the run stalled because the window was
+// too small, not because the schedule deadlocks.
+func (x *executor) windowStall() error {
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		if p.next >= p.n || p.next-p.base < p.cap || x.finishedRank(r) {
+			continue
+		}
+		op, _, err := x.src.load(r, p.next, -1)
+		if err != nil {
+			return err
+		}
+		ready := true
+		for _, d := range op.After {
+			if d >= p.base {
+				dp := (p.basePos + d - p.base) % p.cap
+				ready = ready && p.slots[dp].done
+			}
+		}
+		if ready {
+			return fmt.Errorf("algos: run %s: rank %d op %d (%s) is ready but outside the window of %d ops, which unfinished earlier ops (from op %d) fill: the run stalled; the stream needs a larger window",
+				x.algo, r, p.next, op.Label, p.cap, p.base)
+		}
+	}
+	return nil
+}
+
+func (x *executor) finishedRank(r int) bool {
+	p := &x.ranks[r]
+	return p.iter == x.opt.Iterations-1 && p.left == 0
+}
+
 // deadlock describes what is still blocked after the engine ran dry.
 func (x *executor) deadlock() error {
 	var blocked []string
-	keys := make([]Flag, 0, len(x.flags))
-	for f := range x.flags {
-		keys = append(keys, f)
+	keys := x.src.flags()
+	ids := make([]int, len(keys))
+	for i := range ids {
+		ids[i] = i
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, f := range keys {
-		blocked = append(blocked, x.flags[f].Blocked()...)
+	sort.Slice(ids, func(i, j int) bool { return keys[ids[i]].String() < keys[ids[j]].String() })
+	for _, id := range ids {
+		blocked = append(blocked, x.flagVars[id].Blocked()...)
 	}
 	var idle []string
-	for r := range x.state {
-		for i, st := range x.state[r] {
-			if !st.started && len(idle) < 5 {
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		for i := p.base; i < p.next && len(idle) < 5; i++ {
+			if s := &p.slots[i%p.cap]; !s.started {
 				idle = append(idle, fmt.Sprintf("rank %d op %d", r, i))
 			}
+		}
+		if p.next < p.n && !x.finishedRank(r) && len(idle) < 5 {
+			idle = append(idle, fmt.Sprintf("rank %d ops %d–%d (not yet loaded)", r, p.next, p.n-1))
 		}
 	}
 	if len(blocked) > 8 {
 		blocked = append(blocked[:8], fmt.Sprintf("… %d more", len(blocked)-8))
 	}
 	return fmt.Errorf("algos: run %s: deadlock: the engine ran out of events with %d of %d ranks unfinished; blocked waits: %s; not started: %s",
-		x.s.Algo, x.s.Ranks-x.finished, x.s.Ranks, strings.Join(blocked, "; "), strings.Join(idle, ", "))
+		x.algo, x.nranks-x.finished, x.nranks, strings.Join(blocked, "; "), strings.Join(idle, ", "))
 }
-
-// waiter names a waiting op in deadlock reports, formatted only then.
-type waiter struct {
-	rank, op int
-	label    string
-}
-
-func (w waiter) String() string { return fmt.Sprintf("rank %d op %d [%s]", w.rank, w.op, w.label) }
