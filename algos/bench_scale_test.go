@@ -64,7 +64,7 @@ type ringStream struct {
 const ringElem = 2
 
 func newRingStream(n int, bytes int64, checked bool) *ringStream {
-	st := &ringStream{n: n, bytes: bytes, window: 4 * 3 * scaleChunks, kern: hw.Kernel{Blocks: 1, Threads: 512}, checked: checked}
+	st := &ringStream{n: n, bytes: bytes, window: 32, kern: hw.Kernel{Blocks: 1, Threads: 512}, checked: checked}
 	cOff, cLen := algos.Split(bytes, ringElem, scaleChunks)
 	for c := 0; c < scaleChunks; c++ {
 		st.names[c] = "chunk" + strconv.Itoa(c)

@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -87,9 +88,10 @@ type source interface {
 	size(r int) (n, window int)
 	flags() []Flag    // by flag ID
 	strides() []int64 // by flag ID: the largest value signalled in one allreduce
-	// load returns op i of rank r, held in slot k of the rank's window
-	// (k = −1: a scratch copy), and its flag ID (−1 when it has none).
-	load(r, i, k int) (*Op, int32, error)
+	// load returns op i of rank r and its flag ID (−1 when it has none).
+	// The op may be overwritten by the next load: the executor copies
+	// what it needs.
+	load(r, i int) (*Op, int32, error)
 	// check runs once every rank has finished.
 	check() error
 }
@@ -143,7 +145,7 @@ func (src *scheduleSource) size(r int) (int, int) {
 func (src *scheduleSource) flags() []Flag    { return src.keys }
 func (src *scheduleSource) strides() []int64 { return src.stride }
 func (src *scheduleSource) check() error     { return nil }
-func (src *scheduleSource) load(r, i, _ int) (*Op, int32, error) {
+func (src *scheduleSource) load(r, i int) (*Op, int32, error) {
 	return &src.s.Programs[r][i], src.flagOf[r][i], nil
 }
 
@@ -165,7 +167,7 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 		opt.IssueInterval = 0
 	}
 	m.Eng.SetEventLimit(opt.EventLimit)
-	x := &executor{m: m, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(), res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
+	x := &executor{m: m, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(), kernelID: map[hw.Kernel]int32{}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
 	for _, f := range src.flags() {
 		x.flagVars = append(x.flagVars, sim.NewFlag(m.Eng, f.String()))
 	}
@@ -176,8 +178,10 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 		p.cap = max(1, min(p.cap, p.n))
 		p.slots = make([]slot, p.cap)
 		for k := range p.slots {
-			p.slots[k] = slot{rank: int32(r), pos: int32(k), flag: -1}
-			p.slots[k].fin = func() { x.done(r, k) }
+			s := &p.slots[k]
+			s.rank = int32(r)
+			s.succ = s.succBuf[:0]
+			s.fin = func() { x.done(r, k) }
 		}
 	}
 	for r := range x.ranks {
@@ -202,23 +206,55 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 	return x.res, nil
 }
 
-// slot holds one op of a rank's window while it is in flight.
+// slot holds one op of a rank's window while it is in flight: a compact
+// copy of what starting it needs (the source is asked again for the whole
+// op only to word an error).
 type slot struct {
-	op      *Op
-	idx     int   // the op's index in the rank's program
-	rank    int32 // the rank (for deadlock reports)
-	pos     int32 // the slot's position in the window
-	flag    int32 // flag ID of a Signal or Wait, or −1
-	waiting int32 // deps not yet done
+	kind    OpKind
+	bits    uint8 // opAccumulate, opInline, opAtomic
 	done    bool
 	started bool
+	waiting int32 // deps not yet done
+	flag    int32 // flag ID of a Signal or Wait, or −1
+	kernel  int32 // index in executor.kernels
+	rank    int32
+	src     xmem  // Src.Buf.At
+	dst     xmem  // Dst.Buf.At; Flag.At for a Signal or Wait
+	idx     int   // the op's index in the rank's program
+	n       int64 // Src.Len; Value for a Signal or Wait; Dur for a Compute
+	label   string
 	start   sim.Time
-	succ    []int32 // window positions of the waiting ops that depend on this one
 	fin     func()  // completion callback, made once per slot
+	succ    []int32 // window positions of the waiting ops that depend on this one
+	succBuf [2]int32
+}
+
+const (
+	opAccumulate = 1 << iota
+	opInline
+	opAtomic
+)
+
+// xmem is a hw.Mem in 32 bits: a GPU rank (≥ 0) or −1 − socket (host).
+type xmem int32
+
+func toXmem(m hw.Mem) (xmem, bool) {
+	v := m.Rank
+	if m.Host {
+		v = -1 - m.Socket
+	}
+	return xmem(v), v >= math.MinInt32 && v <= math.MaxInt32
+}
+
+func (v xmem) mem() hw.Mem {
+	if v < 0 {
+		return hw.HostMem(int(-1 - v))
+	}
+	return hw.GPUMem(int(v))
 }
 
 // String names a waiting op in deadlock reports, formatted only then.
-func (s *slot) String() string { return fmt.Sprintf("rank %d op %d [%s]", s.rank, s.idx, s.op.Label) }
+func (s *slot) String() string { return fmt.Sprintf("rank %d op %d [%s]", s.rank, s.idx, s.label) }
 
 // rankRun is one rank's program in progress: ops [base, next) are held in
 // slots, op i in slot i mod cap; ops before base are done, ops from next
@@ -239,6 +275,8 @@ type executor struct {
 	opt      RunOptions
 	flagVars []*sim.FlagVar // by flag ID
 	stride   []int64        // by flag ID
+	kernels  []hw.Kernel    // the distinct kernels of the ops loaded
+	kernelID map[hw.Kernel]int32
 	ranks    []rankRun
 	finished int
 	err      error
@@ -280,12 +318,16 @@ func (x *executor) load(r, cur int) {
 		p.nextPos = 0
 	}
 	s := &p.slots[k]
-	op, flag, err := x.src.load(r, j, k)
+	op, flag, err := x.src.load(r, j)
 	if err != nil {
 		x.fail(err)
 		return
 	}
-	s.op, s.flag, s.idx = op, flag, j
+	if err := x.fill(s, op, flag); err != nil {
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d: %w", x.algo, r, j, err))
+		return
+	}
+	s.idx = j
 	s.done, s.started = false, false
 	s.succ = s.succ[:0]
 	waiting := int32(0)
@@ -316,6 +358,48 @@ func (x *executor) load(r, cur int) {
 	}
 	x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s) was ready before %v but outside the window of %d ops, which unfinished earlier ops filled; starting it late would change the result: the stream needs a larger window",
 		x.algo, r, j, op.Label, x.m.Eng.Now(), p.cap))
+}
+
+// fill copies into s what starting op needs.
+func (x *executor) fill(s *slot, op *Op, flag int32) error {
+	s.kind, s.flag, s.label = op.Kind, flag, op.Label
+	s.bits = 0
+	if op.Accumulate {
+		s.bits |= opAccumulate
+	}
+	if op.Inline {
+		s.bits |= opInline
+	}
+	if op.Atomic {
+		s.bits |= opAtomic
+	}
+	var ok1, ok2 bool
+	s.src, ok1 = toXmem(op.Src.Buf.At)
+	s.dst, ok2 = toXmem(op.Dst.Buf.At)
+	switch op.Kind {
+	case Signal, Wait:
+		s.n = op.Value
+		s.dst, ok2 = toXmem(op.Flag.At)
+	case Compute:
+		s.n = int64(op.Dur)
+	default:
+		s.n = op.Src.Len
+	}
+	if !ok1 || !ok2 {
+		return fmt.Errorf("memory %s or %s out of range", op.Src.Buf.At, op.Dst.Buf.At)
+	}
+	// Kernels are few: the last one used, else a lookup.
+	if k := s.kernel; int(k) < len(x.kernels) && x.kernels[k] == op.Kernel {
+		return nil
+	}
+	id, ok := x.kernelID[op.Kernel]
+	if !ok {
+		id = int32(len(x.kernels))
+		x.kernels = append(x.kernels, op.Kernel)
+		x.kernelID[op.Kernel] = id
+	}
+	s.kernel = id
+	return nil
 }
 
 func (x *executor) endIter(r int) {
@@ -374,79 +458,81 @@ func (x *executor) start(r int, s *slot) {
 	if x.err != nil {
 		return
 	}
-	op := s.op
 	s.started = true
-	s.start = x.m.Eng.Now()
 	m := x.m
+	s.start = m.Eng.Now()
 	fin := s.fin
-	local := func(b Range) bool { return !b.Buf.At.Host && b.Buf.At.Rank == r }
-	label := op.Label
 	var err error
-	switch op.Kind {
+	switch s.kind {
 	case Launch:
 		m.Eng.After(m.LaunchCost(x.opt.Launch), fin)
 	case Compute:
-		m.Eng.After(op.Dur, fin)
+		m.Eng.After(sim.Duration(s.n), fin)
 	case Fence:
 		var d sim.Duration
-		d, err = m.FenceCost(r, op.Dst.Buf.At)
+		d, err = m.FenceCost(r, s.dst.mem())
 		if err == nil {
 			m.Eng.After(d, fin)
 		}
 	case Read, Write, Copy, Reduce:
-		n := sim.Bytes(op.Src.Len)
+		n := sim.Bytes(s.n)
 		switch {
 		case n == 0:
 			m.Eng.After(0, fin)
-		case op.Kind == Copy:
-			err = x.copyOp(r, op, label, fin)
-		case local(op.Src) && local(op.Dst):
+		case s.kind == Copy:
+			err = x.copyOp(r, s)
+		case s.src == xmem(r) && s.dst == xmem(r):
 			inputs := 1
-			if op.Accumulate || op.Kind == Reduce {
+			if s.bits&opAccumulate != 0 || s.kind == Reduce {
 				inputs = 2
 			}
 			m.Eng.After(m.ReduceTime(inputs, n), fin)
-		case op.Kind == Read:
-			err = m.Read(r, op.Src.Buf.At, n, op.Kernel, label, fin)
-		case op.Kind == Write:
-			err = m.Write(r, op.Dst.Buf.At, n, op.Kernel, label, fin)
+		case s.kind == Read:
+			err = m.Read(r, s.src.mem(), n, x.kernels[s.kernel], s.label, fin)
+		case s.kind == Write:
+			err = m.Write(r, s.dst.mem(), n, x.kernels[s.kernel], s.label, fin)
 		default:
-			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, s.idx, op.Kind)
+			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, s.idx, s.kind)
 		}
 	case Signal:
-		v := op.Value + int64(x.ranks[r].iter)*x.stride[s.flag]
-		if op.Inline {
-			x.flagVars[s.flag].Set(v)
+		f := x.flagVars[s.flag]
+		v := s.n + int64(x.ranks[r].iter)*x.stride[s.flag]
+		if s.bits&opInline != 0 {
+			f.Set(v)
 		} else {
-			err = m.SignalFlag(r, op.Flag.At, x.flagVars[s.flag], v)
+			err = m.SignalFlag(r, s.dst.mem(), f, v)
 		}
 		var d sim.Duration
-		if op.Atomic && err == nil {
-			d, err = m.RoundTrip(r, op.Flag.At)
+		if s.bits&opAtomic != 0 && err == nil {
+			d, err = m.RoundTrip(r, s.dst.mem())
 		}
 		if err == nil {
 			m.Eng.After(d, fin)
 		}
 	case Wait:
-		v := op.Value + int64(x.ranks[r].iter)*x.stride[s.flag]
-		err = m.WaitFlag(r, op.Flag.At, x.flagVars[s.flag], v, s, fin)
+		v := s.n + int64(x.ranks[r].iter)*x.stride[s.flag]
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.flag], v, s, fin)
 	}
 	if err != nil {
-		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, op.Label, err))
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, s.label, err))
 	}
 }
 
-func (x *executor) copyOp(r int, op *Op, label string, fin func()) error {
-	n := sim.Bytes(op.Src.Len)
-	src, dst := op.Src.Buf.At, op.Dst.Buf.At
+func (x *executor) copyOp(r int, s *slot) error {
+	n := sim.Bytes(s.n)
+	src, dst := s.src.mem(), s.dst.mem()
 	own := func(a hw.Mem) bool { return !a.Host && a.Rank == r }
 	switch {
 	case own(src) && dst.Host:
-		return x.m.Copy(r, hw.D2H, 0, n, label, fin)
+		return x.m.Copy(r, hw.D2H, 0, n, s.label, s.fin)
 	case src.Host && own(dst):
-		return x.m.Copy(r, hw.H2D, 0, n, label, fin)
+		return x.m.Copy(r, hw.H2D, 0, n, s.label, s.fin)
 	case own(src) && !dst.Host:
-		return x.m.Copy(r, hw.P2P, dst.Rank, n, label, fin)
+		return x.m.Copy(r, hw.P2P, dst.Rank, n, s.label, s.fin)
+	}
+	op, _, err := x.src.load(r, s.idx)
+	if err != nil {
+		return err
 	}
 	return fmt.Errorf("copy %s ← %s: the copy engine of rank %d moves its own memory to host or peer, or host to its own", op.Dst, op.Src, r)
 }
@@ -460,7 +546,7 @@ func (x *executor) windowStall() error {
 		if p.next >= p.n || p.next-p.base < p.cap || x.finishedRank(r) {
 			continue
 		}
-		op, _, err := x.src.load(r, p.next, -1)
+		op, _, err := x.src.load(r, p.next)
 		if err != nil {
 			return err
 		}

@@ -69,7 +69,7 @@ func Materialize(st Stream) (*Schedule, error) {
 		n := st.Len(r)
 		s.Programs[r] = make([]Op, n)
 		for i := 0; i < n; i++ {
-			op, _, err := src.load(r, i, -1)
+			op, _, err := src.load(r, i)
 			if err != nil {
 				return nil, err
 			}
@@ -83,8 +83,7 @@ func Materialize(st Stream) (*Schedule, error) {
 	return s, nil
 }
 
-// streamSource serves a Stream to the executor: one Op record per window
-// slot, refilled as the window moves.
+// streamSource serves a Stream to the executor, one op at a time.
 type streamSource struct {
 	st      Stream
 	head    *Schedule
@@ -93,7 +92,6 @@ type streamSource struct {
 	stride  []int64
 	seen    []int64 // the largest value loaded per flag, checked against stride
 	window  int
-	ops     [][]Op // by rank, by window slot
 	scratch Op
 }
 
@@ -116,7 +114,6 @@ func newStreamSource(st Stream) (*streamSource, error) {
 		src.stride = append(src.stride, f.Stride)
 	}
 	src.seen = make([]int64, len(src.sflags))
-	src.ops = make([][]Op, h.Ranks)
 	return src, nil
 }
 
@@ -124,21 +121,14 @@ func (src *streamSource) info() *Schedule { return src.head }
 
 func (src *streamSource) size(r int) (int, int) {
 	n := src.st.Len(r)
-	w := min(src.window, n)
-	if src.ops[r] == nil {
-		src.ops[r] = make([]Op, max(w, 1))
-	}
-	return n, w
+	return n, min(src.window, n)
 }
 
 func (src *streamSource) flags() []Flag    { return src.keys }
 func (src *streamSource) strides() []int64 { return src.stride }
 
-func (src *streamSource) load(r, i, k int) (*Op, int32, error) {
+func (src *streamSource) load(r, i int) (*Op, int32, error) {
 	op := &src.scratch
-	if k >= 0 {
-		op = &src.ops[r][k]
-	}
 	after := op.After[:0]
 	*op = Op{After: after}
 	id := src.st.Op(r, i, op)
