@@ -167,7 +167,7 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 		opt.IssueInterval = 0
 	}
 	m.Eng.SetEventLimit(opt.EventLimit)
-	x := &executor{m: m, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(), kernelID: map[hw.Kernel]int32{}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
+	x := &executor{m: m, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(), kernelID: map[hw.Kernel]int32{}, labels: []string{""}, labelID: map[string]int32{"": 0}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
 	for _, f := range src.flags() {
 		x.flagVars = append(x.flagVars, sim.NewFlag(m.Eng, f.String()))
 	}
@@ -176,12 +176,17 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 		p := &x.ranks[r]
 		p.n, p.cap = src.size(r)
 		p.cap = max(1, min(p.cap, p.n))
+		if p.n > math.MaxInt32 {
+			return nil, fmt.Errorf("algos: run %s: rank %d has %d ops, more than %d", s.Algo, r, p.n, math.MaxInt32)
+		}
 		p.slots = make([]slot, p.cap)
+		p.names = make([]slotName, p.cap)
+		if opt.Spans {
+			p.starts = make([]sim.Time, p.cap)
+		}
 		for k := range p.slots {
-			s := &p.slots[k]
-			s.rank = int32(r)
-			s.succ = s.succBuf[:0]
-			s.fin = func() { x.done(r, k) }
+			p.names[k] = slotName{x: x, r: int32(r), k: int32(k)}
+			p.slots[k].fin = func() { x.done(r, k) }
 		}
 	}
 	for r := range x.ranks {
@@ -207,33 +212,36 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 }
 
 // slot holds one op of a rank's window while it is in flight: a compact
-// copy of what starting it needs (the source is asked again for the whole
-// op only to word an error).
+// copy of what starting it needs, in one 64-byte cache line (the source is
+// asked again for the whole op only to word an error).
 type slot struct {
 	kind    OpKind
-	bits    uint8 // opAccumulate, opInline, opAtomic
-	done    bool
-	started bool
+	bits    uint8 // opAccumulate, opInline, opAtomic, opDone, opStarted
+	nsucc   uint16
 	waiting int32 // deps not yet done
 	flag    int32 // flag ID of a Signal or Wait, or −1
 	kernel  int32 // index in executor.kernels
-	rank    int32
 	src     xmem  // Src.Buf.At
 	dst     xmem  // Dst.Buf.At; Flag.At for a Signal or Wait
-	idx     int   // the op's index in the rank's program
-	n       int64 // Src.Len; Value for a Signal or Wait; Dur for a Compute
-	label   string
-	start   sim.Time
-	fin     func()  // completion callback, made once per slot
-	succ    []int32 // window positions of the waiting ops that depend on this one
-	succBuf [2]int32
+	label   int32 // index in executor.labels
+	idx     int32 // the op's index in the rank's program
+	// Window positions of the waiting ops that depend on this one: the
+	// first ones here, the others in rankRun.more.
+	succ [3]int32
+	n    int64  // Src.Len; Value for a Signal or Wait; Dur for a Compute
+	fin  func() // completion callback, made once per slot
 }
 
 const (
 	opAccumulate = 1 << iota
 	opInline
 	opAtomic
+	opDone
+	opStarted
 )
+
+func (s *slot) done() bool    { return s.bits&opDone != 0 }
+func (s *slot) started() bool { return s.bits&opStarted != 0 }
 
 // xmem is a hw.Mem in 32 bits: a GPU rank (≥ 0) or −1 − socket (host).
 type xmem int32
@@ -253,8 +261,17 @@ func (v xmem) mem() hw.Mem {
 	return hw.GPUMem(int(v))
 }
 
-// String names a waiting op in deadlock reports, formatted only then.
-func (s *slot) String() string { return fmt.Sprintf("rank %d op %d [%s]", s.rank, s.idx, s.label) }
+// slotName names the op waiting in a slot in deadlock reports, formatted
+// only then.
+type slotName struct {
+	x    *executor
+	r, k int32
+}
+
+func (w *slotName) String() string {
+	s := &w.x.ranks[w.r].slots[w.k]
+	return fmt.Sprintf("rank %d op %d [%s]", w.r, s.idx, w.x.labels[s.label])
+}
 
 // rankRun is one rank's program in progress: ops [base, next) are held in
 // slots, op i in slot i mod cap; ops before base are done, ops from next
@@ -265,6 +282,9 @@ type rankRun struct {
 	base, next       int
 	basePos, nextPos int
 	slots            []slot
+	more             [][]int32  // by window position: successors beyond slot.succ (made when needed)
+	names            []slotName // by window position
+	starts           []sim.Time // by window position: when the op started (for spans)
 }
 
 type executor struct {
@@ -277,6 +297,8 @@ type executor struct {
 	stride   []int64        // by flag ID
 	kernels  []hw.Kernel    // the distinct kernels of the ops loaded
 	kernelID map[hw.Kernel]int32
+	labels   []string // the distinct labels of the ops loaded
+	labelID  map[string]int32
 	ranks    []rankRun
 	finished int
 	err      error
@@ -327,9 +349,8 @@ func (x *executor) load(r, cur int) {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d: %w", x.algo, r, j, err))
 		return
 	}
-	s.idx = j
-	s.done, s.started = false, false
-	s.succ = s.succ[:0]
+	s.idx = int32(j)
+	s.nsucc = 0
 	waiting := int32(0)
 	byCur := false
 	for _, d := range op.After {
@@ -343,8 +364,8 @@ func (x *executor) load(r, cur int) {
 		if dp < 0 {
 			dp += p.cap
 		}
-		if t := &p.slots[dp]; !t.done {
-			t.succ = append(t.succ, int32(k))
+		if t := &p.slots[dp]; !t.done() {
+			x.addSucc(p, t, dp, int32(k))
 			waiting++
 		}
 	}
@@ -353,7 +374,7 @@ func (x *executor) load(r, cur int) {
 		return
 	}
 	if (len(op.After) == 0 && cur < 0) || byCur {
-		x.start(r, s)
+		x.start(r, int32(k))
 		return
 	}
 	x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s) was ready before %v but outside the window of %d ops, which unfinished earlier ops filled; starting it late would change the result: the stream needs a larger window",
@@ -362,7 +383,7 @@ func (x *executor) load(r, cur int) {
 
 // fill copies into s what starting op needs.
 func (x *executor) fill(s *slot, op *Op, flag int32) error {
-	s.kind, s.flag, s.label = op.Kind, flag, op.Label
+	s.kind, s.flag = op.Kind, flag
 	s.bits = 0
 	if op.Accumulate {
 		s.bits |= opAccumulate
@@ -387,6 +408,18 @@ func (x *executor) fill(s *slot, op *Op, flag int32) error {
 	}
 	if !ok1 || !ok2 {
 		return fmt.Errorf("memory %s or %s out of range", op.Src.Buf.At, op.Dst.Buf.At)
+	}
+	// Labels are few: the empty one, the last one, else a lookup.
+	if op.Label == "" {
+		s.label = 0
+	} else if l := s.label; x.labels[l] != op.Label {
+		id, ok := x.labelID[op.Label]
+		if !ok {
+			id = int32(len(x.labels))
+			x.labels = append(x.labels, op.Label)
+			x.labelID[op.Label] = id
+		}
+		s.label = id
 	}
 	// Kernels are few: the last one used, else a lookup.
 	if k := s.kernel; int(k) < len(x.kernels) && x.kernels[k] == op.Kernel {
@@ -421,32 +454,55 @@ func (x *executor) endIter(r int) {
 	x.finished++
 }
 
+// addSucc records that the op in window position k waits for t (at dp).
+func (x *executor) addSucc(p *rankRun, t *slot, dp int, k int32) {
+	if t.nsucc < uint16(len(t.succ)) {
+		t.succ[t.nsucc] = k
+	} else {
+		if p.more == nil {
+			p.more = make([][]int32, p.cap)
+		}
+		i := int(t.nsucc) - len(t.succ)
+		if i == 0 {
+			p.more[dp] = p.more[dp][:0]
+		}
+		p.more[dp] = append(p.more[dp], k)
+	}
+	t.nsucc++
+}
+
 // done handles the completion of the op in slot k of rank r.
 func (x *executor) done(r, k int) {
 	p := &x.ranks[r]
 	s := &p.slots[k]
-	s.done = true
+	s.bits |= opDone
 	if x.opt.Spans {
-		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: s.idx, Iter: p.iter, Start: s.start, End: x.m.Eng.Now()})
+		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: int(s.idx), Iter: p.iter, Start: p.starts[k], End: x.m.Eng.Now()})
 	}
 	p.left--
-	for _, j := range s.succ {
+	for i := 0; i < int(s.nsucc); i++ {
+		var j int32
+		if i < len(s.succ) {
+			j = s.succ[i]
+		} else {
+			j = p.more[k][i-len(s.succ)]
+		}
 		t := &p.slots[j]
 		if t.waiting--; t.waiting == 0 {
-			x.start(r, t)
+			x.start(r, j)
 		}
 	}
-	if s.idx == p.base {
+	if idx := int(s.idx); idx == p.base {
 		// Retire the finished ops at the bottom of the window and load
 		// as many new ones.
-		for p.base < p.next && p.slots[p.basePos].done {
+		for p.base < p.next && p.slots[p.basePos].done() {
 			p.base++
 			if p.basePos++; p.basePos == p.cap {
 				p.basePos = 0
 			}
 		}
 		for p.next < p.n && p.next-p.base < p.cap {
-			x.load(r, s.idx)
+			x.load(r, idx)
 		}
 	}
 	if p.left == 0 {
@@ -454,14 +510,20 @@ func (x *executor) done(r, k int) {
 	}
 }
 
-func (x *executor) start(r int, s *slot) {
+// start starts the op in window position k of rank r.
+func (x *executor) start(r int, k int32) {
 	if x.err != nil {
 		return
 	}
-	s.started = true
+	p := &x.ranks[r]
+	s := &p.slots[k]
+	s.bits |= opStarted
 	m := x.m
-	s.start = m.Eng.Now()
+	if p.starts != nil {
+		p.starts[k] = m.Eng.Now()
+	}
 	fin := s.fin
+	label := x.labels[s.label]
 	var err error
 	switch s.kind {
 	case Launch:
@@ -488,15 +550,15 @@ func (x *executor) start(r int, s *slot) {
 			}
 			m.Eng.After(m.ReduceTime(inputs, n), fin)
 		case s.kind == Read:
-			err = m.Read(r, s.src.mem(), n, x.kernels[s.kernel], s.label, fin)
+			err = m.Read(r, s.src.mem(), n, x.kernels[s.kernel], label, fin)
 		case s.kind == Write:
-			err = m.Write(r, s.dst.mem(), n, x.kernels[s.kernel], s.label, fin)
+			err = m.Write(r, s.dst.mem(), n, x.kernels[s.kernel], label, fin)
 		default:
 			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, s.idx, s.kind)
 		}
 	case Signal:
 		f := x.flagVars[s.flag]
-		v := s.n + int64(x.ranks[r].iter)*x.stride[s.flag]
+		v := s.n + int64(p.iter)*x.stride[s.flag]
 		if s.bits&opInline != 0 {
 			f.Set(v)
 		} else {
@@ -510,27 +572,28 @@ func (x *executor) start(r int, s *slot) {
 			m.Eng.After(d, fin)
 		}
 	case Wait:
-		v := s.n + int64(x.ranks[r].iter)*x.stride[s.flag]
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.flag], v, s, fin)
+		v := s.n + int64(p.iter)*x.stride[s.flag]
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.flag], v, &p.names[k], fin)
 	}
 	if err != nil {
-		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, s.label, err))
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, label, err))
 	}
 }
 
 func (x *executor) copyOp(r int, s *slot) error {
 	n := sim.Bytes(s.n)
+	label := x.labels[s.label]
 	src, dst := s.src.mem(), s.dst.mem()
 	own := func(a hw.Mem) bool { return !a.Host && a.Rank == r }
 	switch {
 	case own(src) && dst.Host:
-		return x.m.Copy(r, hw.D2H, 0, n, s.label, s.fin)
+		return x.m.Copy(r, hw.D2H, 0, n, label, s.fin)
 	case src.Host && own(dst):
-		return x.m.Copy(r, hw.H2D, 0, n, s.label, s.fin)
+		return x.m.Copy(r, hw.H2D, 0, n, label, s.fin)
 	case own(src) && !dst.Host:
-		return x.m.Copy(r, hw.P2P, dst.Rank, n, s.label, s.fin)
+		return x.m.Copy(r, hw.P2P, dst.Rank, n, label, s.fin)
 	}
-	op, _, err := x.src.load(r, s.idx)
+	op, _, err := x.src.load(r, int(s.idx))
 	if err != nil {
 		return err
 	}
@@ -554,7 +617,7 @@ func (x *executor) windowStall() error {
 		for _, d := range op.After {
 			if d >= p.base {
 				dp := (p.basePos + d - p.base) % p.cap
-				ready = ready && p.slots[dp].done
+				ready = ready && p.slots[dp].done()
 			}
 		}
 		if ready {
@@ -586,7 +649,7 @@ func (x *executor) deadlock() error {
 	for r := range x.ranks {
 		p := &x.ranks[r]
 		for i := p.base; i < p.next && len(idle) < 5; i++ {
-			if s := &p.slots[i%p.cap]; !s.started {
+			if s := &p.slots[i%p.cap]; !s.started() {
 				idle = append(idle, fmt.Sprintf("rank %d op %d", r, i))
 			}
 		}

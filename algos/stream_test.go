@@ -3,6 +3,7 @@ package algos
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -183,4 +184,9 @@ func TestStreamRejectsBadDeclarations(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Run(m, bad, RunOptions{})
 	require.ErrorContains(t, err, "rank 0 op 0 depends on op 1, which is not an earlier op")
+}
+
+// A window slot fills one cache line.
+func TestSlotIsOneCacheLine(t *testing.T) {
+	require.Equal(t, uintptr(64), unsafe.Sizeof(slot{}))
 }
