@@ -89,6 +89,11 @@ type Machine struct {
 	linkRes [][2]sim.ResourceID // by link ID: A→B, B→A (equal for memory links)
 	routes  map[[2]topology.NodeID]*path
 	p2p     map[[2]int]error // p2pCheck results by (rank, peer)
+	// lastPath[r] is the path GPU r's memory last took (to lastTo[r]):
+	// ranks of a collective mostly talk to the same peer, and this spares
+	// the map lookup.
+	lastPath []*path
+	lastTo   []Mem
 }
 
 // path is a route prepared for flows: resources in both directions.
@@ -181,6 +186,9 @@ func (m *Machine) LocalSocket(r int) int { return m.Top.GPU(r).Socket }
 
 // path returns the prepared route between two memories seen from a GPU.
 func (m *Machine) path(from, to Mem) (*path, error) {
+	if r := from.Rank; !from.Host && r >= 0 && r < len(m.lastPath) && m.lastTo[r] == to && m.lastPath[r] != nil {
+		return m.lastPath[r], nil
+	}
 	a, err := m.node(from)
 	if err != nil {
 		return nil, err
@@ -191,6 +199,7 @@ func (m *Machine) path(from, to Mem) (*path, error) {
 	}
 	key := [2]topology.NodeID{a, b}
 	if p, ok := m.routes[key]; ok {
+		m.remember(from, to, p)
 		return p, nil
 	}
 	mode := topology.RouteAny
@@ -233,7 +242,18 @@ func (m *Machine) path(from, to Mem) (*path, error) {
 		}
 	}
 	m.routes[key] = p
+	m.remember(from, to, p)
 	return p, nil
+}
+
+func (m *Machine) remember(from, to Mem, p *path) {
+	if !from.Host {
+		if m.lastPath == nil {
+			m.lastPath = make([]*path, m.Top.NumGPUs())
+			m.lastTo = make([]Mem, m.Top.NumGPUs())
+		}
+		m.lastPath[from.Rank], m.lastTo[from.Rank] = p, to
+	}
 }
 
 // access kinds, for wire weights.
