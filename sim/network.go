@@ -176,6 +176,7 @@ type Network struct {
 	classes           []int
 	dueIdx            []int32
 	dueRefs           []dueRef
+	byIDScratch       []*Flow
 	free              []*Flow // finished Launch records, for reuse
 	reshareFn, tickFn func()
 	// reference makes every reshare solve every component from scratch
@@ -754,6 +755,37 @@ func (n *Network) takeDue(now Time, done []*Flow) []*Flow {
 			}
 		}
 	}
+	done = n.appendByID(done, refs)
+	clear(refs)
+	n.dueRefs = refs[:0]
+	return done
+}
+
+// appendByID appends the flows of refs to done in ID order. Flows that
+// finish together mostly started together, with IDs in a narrow range:
+// those are placed by ID directly, others sorted.
+func (n *Network) appendByID(done []*Flow, refs []dueRef) []*Flow {
+	lo, hi := refs[0].id, refs[0].id
+	for _, e := range refs {
+		lo, hi = min(lo, e.id), max(hi, e.id)
+	}
+	if span := hi - lo + 1; span <= FlowID(4*len(refs)) {
+		if cap(n.byIDScratch) < int(span) {
+			n.byIDScratch = make([]*Flow, span)
+		}
+		slots := n.byIDScratch[:span] // all nil: cleared after each use
+		for _, e := range refs {
+			slots[e.id-lo] = e.f
+		}
+		for _, f := range slots {
+			if f != nil {
+				done = append(done, f)
+			}
+		}
+		clear(slots)
+		n.byIDScratch = slots[:0]
+		return done
+	}
 	slices.SortFunc(refs, func(a, b dueRef) int {
 		switch {
 		case a.id < b.id:
@@ -766,8 +798,6 @@ func (n *Network) takeDue(now Time, done []*Flow) []*Flow {
 	for _, e := range refs {
 		done = append(done, e.f)
 	}
-	clear(refs)
-	n.dueRefs = refs[:0]
 	return done
 }
 
