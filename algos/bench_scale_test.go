@@ -2,8 +2,13 @@ package algos_test
 
 import (
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
@@ -15,7 +20,7 @@ import (
 // cuts the allreduce into; each runs its own ring.
 const scaleChunks = 4
 
-// ringChunks builds the benchmark's ring allreduce, the way ASTRA-sim's
+// ringStream generates the benchmark's ring allreduce, the way ASTRA-sim's
 // analytical backend runs it: the data is cut into scaleChunks chunks and
 // each chunk is an independent ring allreduce of n parts over the ring
 // r → r+1, 2(n−1) steps of one part each (reduce-scatter, then
@@ -26,47 +31,157 @@ const scaleChunks = 4
 // There are no FIFO credits (unbounded receive buffers) and no reduction
 // compute, as in the analytical peer.
 //
+// The ops are generated on demand (algos.Stream), step-major: step s of
+// chunks 0…3, then step s+1, so that a window of a few steps holds every
+// op a rank has in flight. At 1024 ranks the schedule has 25 million ops,
+// which stored would take gigabytes.
+//
 // algos' own ring (channels=1, proto=simple) is not used because its
 // slicing does not give 4 chunks: 1 MiB is one slice per step at every
 // size, 1 GiB 2–8 slices per step depending on the rank count, and each
 // slice costs about seven ops (credits, heads, local copies).
-func ringChunks(n int, bytes int64) *algos.Schedule {
-	const elem = 2
-	b := algos.NewBuilder("ring4", n, bytes, elem)
-	kern := hw.Kernel{Blocks: 1, Threads: 512}
-	cOff, cLen := algos.Split(bytes, elem, scaleChunks)
+type ringStream struct {
+	n          int
+	bytes      int64
+	window     int
+	kern       hw.Kernel
+	names      [scaleChunks]string
+	off, ln    [scaleChunks][]int64 // each chunk's parts: offset in the buffer, length
+	flags      []algos.StreamFlag   // chunk c's flag on GPU r is flags[c*n+r]; "ready" on GPU r is flags[4n+r]
+	opsPerRank int
+	// checked adds what makes the schedule a correct allreduce in
+	// algos.Check's eyes: a start barrier (each rank tells the previous
+	// one that its buffer is ready for this allreduce, and waits for the
+	// next rank's word before writing to it) and, at the end, a wait per
+	// chunk for the last part to arrive. The benchmark runs without them,
+	// as the peer does (its time, the last delivery, is the same but for
+	// the barrier and one poll).
+	checked bool
+	pre     int // ops before step 0: 2 when checked
+	core    int // ops of the steps
+}
+
+const ringElem = 2
+
+func newRingStream(n int, bytes int64, checked bool) *ringStream {
+	st := &ringStream{n: n, bytes: bytes, window: 32, kern: hw.Kernel{Blocks: 1, Threads: 512}, checked: checked}
+	cOff, cLen := algos.Split(bytes, ringElem, scaleChunks)
 	for c := 0; c < scaleChunks; c++ {
-		pOff, pLen := algos.Split(cLen[c], elem, n)
-		name := "chunk" + strconv.Itoa(c)
-		for r := 0; r < n; r++ {
-			to := (r + 1) % n
-			in := algos.Flag{At: hw.GPUMem(r), Name: name}
-			out := algos.Flag{At: hw.GPUMem(to), Name: name}
-			prev := -1
-			for s := 0; s < 2*(n-1); s++ {
-				x := ((r-s)%n + n) % n
-				off, ln := cOff[c]+pOff[x], pLen[x]
-				var deps []int
-				if s > 0 {
-					deps = []int{b.Add(r, algos.Op{Kind: algos.Wait, Flag: in, Value: int64(s), Kernel: kern}, prev)}
-				}
-				src := b.In(r, off, ln)
-				if s >= n-1 {
-					src = b.Out(r, off, ln)
-				}
-				prev = b.Add(r, algos.Op{Kind: algos.Write, Src: src, Dst: algos.On(to, name, off, ln), Kernel: kern}, deps...)
-				b.Add(r, algos.Op{Kind: algos.Signal, Flag: out, Value: int64(s + 1), Inline: true, Kernel: kern}, prev)
-			}
+		st.names[c] = "chunk" + strconv.Itoa(c)
+		pOff, pLen := algos.Split(cLen[c], ringElem, n)
+		st.off[c], st.ln[c] = make([]int64, n), pLen
+		for x := range pOff {
+			st.off[c][x] = cOff[c] + pOff[x]
 		}
 	}
-	return b.Schedule()
+	for c := 0; c < scaleChunks; c++ {
+		for r := 0; r < n; r++ {
+			st.flags = append(st.flags, algos.StreamFlag{Flag: algos.Flag{At: hw.GPUMem(r), Name: st.names[c]}, Stride: int64(2 * (n - 1))})
+		}
+	}
+	if checked {
+		st.pre = 2
+		for r := 0; r < n; r++ {
+			st.flags = append(st.flags, algos.StreamFlag{Flag: algos.Flag{At: hw.GPUMem(r), Name: "ready"}, Stride: 1})
+		}
+	}
+	if n > 1 {
+		// Step 0 is a write and a signal per chunk, every later step a
+		// wait, a write and a signal.
+		st.core = scaleChunks * (2 + 3*(2*(n-1)-1))
+		st.opsPerRank = st.pre + st.core
+		if checked {
+			st.opsPerRank += scaleChunks
+		}
+	}
+	return st
+}
+
+func (st *ringStream) Header() algos.Schedule {
+	return algos.Schedule{Algo: "ring4", Ranks: st.n, Bytes: st.bytes, Elem: ringElem, Input: "buf", Output: "buf"}
+}
+
+func (st *ringStream) Len(int) int               { return st.opsPerRank }
+func (st *ringStream) Window() int               { return st.window }
+func (st *ringStream) Flags() []algos.StreamFlag { return st.flags }
+
+// index returns the index of op k (0 wait, 1 write, 2 signal; step 0 has
+// no wait) of chunk c at step s, counted from the first op of step 0.
+func ringIndex(s, c, k int) int {
+	if s == 0 {
+		return 2*c + k - 1
+	}
+	return 2*scaleChunks + (s-1)*3*scaleChunks + 3*c + k
+}
+
+func (st *ringStream) Op(r, i int, op *algos.Op) int {
+	n := st.n
+	to := r + 1
+	if to == n {
+		to = 0
+	}
+	op.Kernel = st.kern
+	if i < st.pre {
+		if i == 0 {
+			op.Kind, op.Value, op.Inline = algos.Signal, 1, true
+			return 4*n + (r+n-1)%n
+		}
+		op.Kind, op.Value = algos.Wait, 1
+		return 4*n + r
+	}
+	i -= st.pre
+	if i >= st.core {
+		c := i - st.core
+		op.Kind, op.Value = algos.Wait, int64(2*(n-1))
+		op.After = append(op.After, st.pre+ringIndex(2*n-3, c, 2))
+		return c*n + r
+	}
+	var s, c, k int
+	if i < 2*scaleChunks {
+		s, c, k = 0, i/2, i%2+1
+	} else {
+		j := i - 2*scaleChunks
+		s, c, k = 1+j/(3*scaleChunks), j%(3*scaleChunks)/3, j%3
+	}
+	switch k {
+	case 0:
+		op.Kind, op.Value = algos.Wait, int64(s)
+		op.After = append(op.After, st.pre+ringIndex(s-1, c, 1))
+		return c*n + r
+	case 1:
+		x := r - s
+		for x < 0 {
+			x += n
+		}
+		off, ln := st.off[c][x], st.ln[c][x]
+		op.Kind = algos.Write
+		op.Src = algos.On(r, "buf", off, ln)
+		op.Dst = algos.On(to, "buf", off, ln)
+		op.Accumulate = s < n-1 // reduce-scatter
+		if s > 0 {
+			op.After = append(op.After, st.pre+i-1)
+		} else if st.checked {
+			op.After = append(op.After, 1)
+		}
+		return -1
+	default:
+		op.Kind, op.Value, op.Inline = algos.Signal, int64(s+1), true
+		op.After = append(op.After, st.pre+i-1)
+		return c*n + to
+	}
 }
 
 // BenchmarkRingAllreduce simulates one ring allreduce of 4 chunks on a
 // ring of n GPUs (topology.Ring: NVLink bonds between neighbours), the
-// peer's configuration. The schedule is planned once outside the timed
-// loop; each iteration builds a fresh machine and runs it. algos.Check is
-// not run (it is O(ops²)).
+// peer's configuration. Each iteration builds a fresh machine and runs the
+// streamed schedule on it, so the schedule's generation is timed with the
+// run. algos.Check is not run (it is O(ops²)); TestRingStreamChecks checks
+// small rings.
+//
+// Besides time, allocations and events it reports peak-heap-MiB: the
+// largest heap (bytes of live and not yet collected objects,
+// runtime/metrics /memory/classes/heap/objects:bytes) sampled every
+// millisecond while the benchmark ran, machine and schedule included.
 func BenchmarkRingAllreduce(b *testing.B) {
 	for _, n := range []int{8, 64, 256, 512, 1024} {
 		top, err := topology.Ring(n)
@@ -75,15 +190,15 @@ func BenchmarkRingAllreduce(b *testing.B) {
 		}
 		for _, size := range []sim.Bytes{sim.MiB, sim.GiB} {
 			b.Run(fmt.Sprintf("ranks=%d/size=%s", n, sizeName(size)), func(b *testing.B) {
-				s := ringChunks(n, int64(size))
 				b.ReportAllocs()
+				peak := sampleHeap()
 				var events uint64
 				for b.Loop() {
 					m, err := hw.New(top)
 					if err != nil {
 						b.Fatal(err)
 					}
-					res, err := algos.Run(m, s, algos.RunOptions{EventLimit: 1 << 40})
+					res, err := algos.RunStream(m, newRingStream(n, int64(size), false), algos.RunOptions{EventLimit: 1 << 40})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -91,8 +206,36 @@ func BenchmarkRingAllreduce(b *testing.B) {
 				}
 				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 				b.ReportMetric(float64(events)/float64(b.N), "events/op")
+				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MiB")
 			})
 		}
+	}
+}
+
+// sampleHeap starts sampling the heap's size every millisecond; the
+// function it returns stops sampling and returns the largest size seen.
+func sampleHeap() func() uint64 {
+	runtime.GC()
+	stop, out := make(chan struct{}), make(chan uint64)
+	go func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var peak uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		return <-out
 	}
 }
 
@@ -103,22 +246,61 @@ func sizeName(b sim.Bytes) string {
 	return strconv.FormatInt(int64(b/sim.MiB), 10) + "MiB"
 }
 
-// The benchmark's schedule is a correct allreduce and finishes, on a small ring.
-func TestRingChunksRuns(t *testing.T) {
-	top, err := topology.Ring(6)
-	if err != nil {
-		t.Fatal(err)
+// The benchmark's schedule is a correct allreduce (the checker's verdict on
+// the stored ops), on small rings.
+func TestRingStreamChecks(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 6} {
+		st := newRingStream(n, 1<<20+2*int64(n), true)
+		s, err := algos.Materialize(st)
+		require.NoError(t, err)
+		require.Equal(t, st.Len(0), len(s.Programs[0]))
+		require.NoError(t, algos.Check(s), "ranks %d", n)
 	}
-	s := ringChunks(6, 1<<20)
+}
+
+// Streamed and stored, the benchmark's schedule gives bit-identical
+// results: time, per-allreduce ends, event counts and every op's span, for
+// single and back-to-back allreduces.
+func TestRingStreamMatchesStored(t *testing.T) {
+	for _, n := range []int{2, 3, 6, 16, 32} {
+		top, err := topology.Ring(n)
+		require.NoError(t, err)
+		for _, bytes := range []int64{1 << 20, 3<<20 + 2*1234, 1 << 30} {
+			for _, opt := range []algos.RunOptions{
+				{},
+				{Iterations: 3, Spans: true},
+				{Iterations: 2, Gap: 5 * sim.Microsecond, Launch: hw.Eager},
+			} {
+				name := fmt.Sprintf("ranks %d, %d B, %d allreduces", n, bytes, opt.Iterations)
+				st := newRingStream(n, bytes, opt.Iterations == 3)
+				s, err := algos.Materialize(st)
+				require.NoError(t, err)
+				m, err := hw.New(top)
+				require.NoError(t, err)
+				want, err := algos.Run(m, s, opt)
+				require.NoError(t, err, name)
+				m, err = hw.New(top)
+				require.NoError(t, err)
+				got, err := algos.RunStream(m, st, opt)
+				require.NoError(t, err, name)
+				require.Equal(t, want, got, name)
+				require.Positive(t, got.Time, name)
+			}
+		}
+	}
+}
+
+// A window too small to hold what a rank has in flight stops the run with
+// an error naming the op, instead of timing it late.
+func TestRingStreamWindowTooSmall(t *testing.T) {
+	top, err := topology.Ring(8)
+	require.NoError(t, err)
+	st := newRingStream(8, 1<<20, false)
+	st.window = 6
 	m, err := hw.New(top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := algos.Run(m, s, algos.RunOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Time <= 0 {
-		t.Fatalf("time %v", res.Time)
-	}
+	require.NoError(t, err)
+	_, err = algos.RunStream(m, st, algos.RunOptions{})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "outside the window of 6 ops")
+	require.Contains(t, err.Error(), "rank 0 op")
 }

@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -71,6 +72,85 @@ func (r *Result) SteadyUs() float64 {
 // Run executes s on machine m (which must be fresh) and returns its timing.
 // A schedule that deadlocks stops with an error listing the blocked waits.
 func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {
+	src, err := newScheduleSource(s)
+	if err != nil {
+		return nil, err
+	}
+	return run(m, src, opt)
+}
+
+// A source gives the executor each rank's ops: a stored schedule, whose
+// ops are all present from the start, or a Stream that generates them.
+type source interface {
+	info() *Schedule // the header (Algo, Ranks …)
+	// size returns rank r's program length and how many of its ops are
+	// kept at once (the window).
+	size(r int) (n, window int)
+	flags() []Flag    // by flag ID
+	strides() []int64 // by flag ID: the largest value signalled in one allreduce
+	// load returns op i of rank r and its flag ID (−1 when it has none).
+	// The op may be overwritten by the next load: the executor copies
+	// what it needs.
+	load(r, i int) (*Op, int32, error)
+	// check runs once every rank has finished.
+	check() error
+}
+
+// scheduleSource serves a stored schedule: the window is the whole program.
+type scheduleSource struct {
+	s      *Schedule
+	keys   []Flag
+	stride []int64
+	flagOf [][]int32 // each Signal/Wait op's flag ID, resolved once
+}
+
+func newScheduleSource(s *Schedule) (*scheduleSource, error) {
+	src := &scheduleSource{s: s, flagOf: make([][]int32, len(s.Programs))}
+	ids := map[Flag]int32{}
+	for r, prog := range s.Programs {
+		src.flagOf[r] = make([]int32, len(prog))
+		for i := range prog {
+			op := &prog[i]
+			for _, d := range op.After {
+				if d < 0 || d >= i {
+					return nil, fmt.Errorf("algos: run %s: rank %d op %d depends on op %d, which is not an earlier op of the rank", s.Algo, r, i, d)
+				}
+			}
+			id := int32(-1)
+			if op.Kind == Signal || op.Kind == Wait {
+				var ok bool
+				if id, ok = ids[op.Flag]; !ok {
+					id = int32(len(src.keys))
+					ids[op.Flag] = id
+					src.keys = append(src.keys, op.Flag)
+					src.stride = append(src.stride, 0)
+				}
+				if op.Kind == Signal {
+					src.stride[id] = max(src.stride[id], op.Value)
+				}
+			}
+			src.flagOf[r][i] = id
+		}
+	}
+	return src, nil
+}
+
+func (src *scheduleSource) info() *Schedule { return src.s }
+
+func (src *scheduleSource) size(r int) (int, int) {
+	n := len(src.s.Programs[r])
+	return n, n
+}
+
+func (src *scheduleSource) flags() []Flag    { return src.keys }
+func (src *scheduleSource) strides() []int64 { return src.stride }
+func (src *scheduleSource) check() error     { return nil }
+func (src *scheduleSource) load(r, i int) (*Op, int32, error) {
+	return &src.s.Programs[r][i], src.flagOf[r][i], nil
+}
+
+func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
+	s := src.info()
 	if opt.Iterations <= 0 {
 		opt.Iterations = 1
 	}
@@ -87,26 +167,29 @@ func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {
 		opt.IssueInterval = 0
 	}
 	m.Eng.SetEventLimit(opt.EventLimit)
-	x := &executor{m: m, s: s, opt: opt, flags: map[Flag]*sim.FlagVar{}, stride: map[Flag]int64{}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
-	for _, prog := range s.Programs {
-		for _, op := range prog {
-			if op.Kind == Signal {
-				x.stride[op.Flag] = max(x.stride[op.Flag], op.Value)
-			}
+	x := &executor{m: m, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(), kernelID: map[hw.Kernel]int32{}, labels: []string{""}, labelID: map[string]int32{"": 0}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
+	for _, f := range src.flags() {
+		x.flagVars = append(x.flagVars, sim.NewFlag(m.Eng, f.String()))
+	}
+	x.ranks = make([]rankRun, s.Ranks)
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		p.n, p.cap = src.size(r)
+		p.cap = max(1, min(p.cap, p.n))
+		if p.n > math.MaxInt32 {
+			return nil, fmt.Errorf("algos: run %s: rank %d has %d ops, more than %d", s.Algo, r, p.n, math.MaxInt32)
+		}
+		p.slots = make([]slot, p.cap)
+		p.names = make([]slotName, p.cap)
+		if opt.Spans {
+			p.starts = make([]sim.Time, p.cap)
+		}
+		for k := range p.slots {
+			p.names[k] = slotName{x: x, r: int32(r), k: int32(k)}
+			p.slots[k].fin = func() { x.done(r, k) }
 		}
 	}
-	x.opFlag = make([][]*sim.FlagVar, s.Ranks)
-	for q, prog := range s.Programs {
-		x.opFlag[q] = make([]*sim.FlagVar, len(prog))
-		for i, op := range prog {
-			if op.Kind == Signal || op.Kind == Wait {
-				x.opFlag[q][i] = x.flag(op.Flag)
-			}
-		}
-	}
-	x.state = make([][]opState, s.Ranks)
-	for r := range s.Programs {
-		x.state[r] = make([]opState, len(s.Programs[r]))
+	for r := range x.ranks {
 		x.startIter(r, 0)
 	}
 	if err := m.Eng.Run(); err != nil {
@@ -116,34 +199,110 @@ func Run(m *hw.Machine, s *Schedule, opt RunOptions) (*Result, error) {
 		return nil, x.err
 	}
 	if x.finished < s.Ranks {
+		if err := x.windowStall(); err != nil {
+			return nil, err
+		}
 		return nil, x.deadlock()
+	}
+	if err := src.check(); err != nil {
+		return nil, err
 	}
 	x.res.Events = m.Eng.Processed()
 	return x.res, nil
 }
 
-type opState struct {
-	waiting int // deps not yet done
-	done    bool
-	start   sim.Time
-	started bool
+// slot holds one op of a rank's window while it is in flight: a compact
+// copy of what starting it needs, in one 64-byte cache line (the source is
+// asked again for the whole op only to word an error).
+type slot struct {
+	kind    OpKind
+	bits    uint8 // opAccumulate, opInline, opAtomic, opDone, opStarted
+	nsucc   uint16
+	waiting int32 // deps not yet done
+	flag    int32 // flag ID of a Signal or Wait, or −1
+	kernel  int32 // index in executor.kernels
+	src     xmem  // Src.Buf.At
+	dst     xmem  // Dst.Buf.At; Flag.At for a Signal or Wait
+	label   int32 // index in executor.labels
+	idx     int32 // the op's index in the rank's program
+	// Window positions of the waiting ops that depend on this one: the
+	// first ones here, the others in rankRun.more.
+	succ [3]int32
+	n    int64  // Src.Len; Value for a Signal or Wait; Dur for a Compute
+	fin  func() // completion callback, made once per slot
+}
+
+const (
+	opAccumulate = 1 << iota
+	opInline
+	opAtomic
+	opDone
+	opStarted
+)
+
+func (s *slot) done() bool    { return s.bits&opDone != 0 }
+func (s *slot) started() bool { return s.bits&opStarted != 0 }
+
+// xmem is a hw.Mem in 32 bits: a GPU rank (≥ 0) or −1 − socket (host).
+type xmem int32
+
+func toXmem(m hw.Mem) (xmem, bool) {
+	v := m.Rank
+	if m.Host {
+		v = -1 - m.Socket
+	}
+	return xmem(v), v >= math.MinInt32 && v <= math.MaxInt32
+}
+
+func (v xmem) mem() hw.Mem {
+	if v < 0 {
+		return hw.HostMem(int(-1 - v))
+	}
+	return hw.GPUMem(int(v))
+}
+
+// slotName names the op waiting in a slot in deadlock reports, formatted
+// only then.
+type slotName struct {
+	x    *executor
+	r, k int32
+}
+
+func (w *slotName) String() string {
+	s := &w.x.ranks[w.r].slots[w.k]
+	return fmt.Sprintf("rank %d op %d [%s]", w.r, s.idx, w.x.labels[s.label])
+}
+
+// rankRun is one rank's program in progress: ops [base, next) are held in
+// slots, op i in slot i mod cap; ops before base are done, ops from next
+// are not yet loaded.
+type rankRun struct {
+	n, cap           int
+	iter, left       int
+	base, next       int
+	basePos, nextPos int
+	slots            []slot
+	more             [][]int32  // by window position: successors beyond slot.succ (made when needed)
+	names            []slotName // by window position
+	starts           []sim.Time // by window position: when the op started (for spans)
 }
 
 type executor struct {
 	m        *hw.Machine
-	s        *Schedule
+	src      source
+	algo     string
+	nranks   int
 	opt      RunOptions
-	flags    map[Flag]*sim.FlagVar
-	opFlag   [][]*sim.FlagVar // each Signal/Wait op's flag, resolved once
-	stride   map[Flag]int64
-	state    [][]opState
-	iter     []int
-	left     []int
+	flagVars []*sim.FlagVar // by flag ID
+	stride   []int64        // by flag ID
+	kernels  []hw.Kernel    // the distinct kernels of the ops loaded
+	kernelID map[hw.Kernel]int32
+	labels   []string // the distinct labels of the ops loaded
+	labelID  map[string]int32
+	ranks    []rankRun
 	finished int
 	err      error
 	res      *Result
-	succ     [][][]int
-	fins     [][]func() // each op's completion callback
 }
 
 func (x *executor) fail(err error) {
@@ -152,70 +311,132 @@ func (x *executor) fail(err error) {
 	}
 }
 
-func (x *executor) flag(f Flag) *sim.FlagVar {
-	v, ok := x.flags[f]
-	if !ok {
-		v = sim.NewFlag(x.m.Eng, f.String())
-		x.flags[f] = v
-	}
-	return v
-}
-
 // startIter begins allreduce it on rank r.
 func (x *executor) startIter(r, it int) {
-	if x.iter == nil {
-		x.iter = make([]int, x.s.Ranks)
-		x.left = make([]int, x.s.Ranks)
-		x.succ = make([][][]int, x.s.Ranks)
-		x.fins = make([][]func(), x.s.Ranks)
-		for q, prog := range x.s.Programs {
-			// Successor lists in one backing array per rank (counted first).
-			count := make([]int, len(prog))
-			total := 0
-			for _, op := range prog {
-				for _, d := range op.After {
-					count[d]++
-					total++
-				}
-			}
-			flat := make([]int, total)
-			x.succ[q] = make([][]int, len(prog))
-			at := 0
-			for i, c := range count {
-				x.succ[q][i] = flat[at : at : at+c]
-				at += c
-			}
-			for i, op := range prog {
-				for _, d := range op.After {
-					x.succ[q][d] = append(x.succ[q][d], i)
-				}
-			}
-			// One completion callback per op, reused by every iteration.
-			x.fins[q] = make([]func(), len(prog))
-			for i := range prog {
-				x.fins[q][i] = func() { x.done(q, i) }
-			}
-		}
-	}
-	x.iter[r] = it
-	prog := x.s.Programs[r]
-	x.left[r] = len(prog)
-	if len(prog) == 0 {
+	p := &x.ranks[r]
+	p.iter = it
+	p.left = p.n
+	if p.n == 0 {
 		x.endIter(r)
 		return
 	}
-	for i := range prog {
-		x.state[r][i] = opState{waiting: len(prog[i].After)}
-	}
-	for i := range prog {
-		if len(prog[i].After) == 0 {
-			x.start(r, i)
-		}
+	p.base, p.next, p.basePos, p.nextPos = 0, 0, 0, 0
+	for p.next < p.n && p.next-p.base < p.cap {
+		x.load(r, -1)
 	}
 }
 
+// load brings op next of rank r into the window. cur is the op whose
+// completion is being handled (−1 at the start of an allreduce): an op
+// whose deps are all done may start only if cur is one of them (it is
+// the one that finished last), or if it has none and the allreduce is
+// starting; otherwise it should have started earlier, and the window was
+// too small to see it.
+func (x *executor) load(r, cur int) {
+	p := &x.ranks[r]
+	j, k := p.next, p.nextPos
+	p.next++
+	if p.nextPos++; p.nextPos == p.cap {
+		p.nextPos = 0
+	}
+	s := &p.slots[k]
+	op, flag, err := x.src.load(r, j)
+	if err != nil {
+		x.fail(err)
+		return
+	}
+	if err := x.fill(s, op, flag); err != nil {
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d: %w", x.algo, r, j, err))
+		return
+	}
+	s.idx = int32(j)
+	s.nsucc = 0
+	waiting := int32(0)
+	byCur := false
+	for _, d := range op.After {
+		if d == cur {
+			byCur = true
+		}
+		if d < p.base {
+			continue // retired, hence done
+		}
+		dp := k - (j - d)
+		if dp < 0 {
+			dp += p.cap
+		}
+		if t := &p.slots[dp]; !t.done() {
+			x.addSucc(p, t, dp, int32(k))
+			waiting++
+		}
+	}
+	s.waiting = waiting
+	if waiting > 0 {
+		return
+	}
+	if (len(op.After) == 0 && cur < 0) || byCur {
+		x.start(r, int32(k))
+		return
+	}
+	x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s) was ready before %v but outside the window of %d ops, which unfinished earlier ops filled; starting it late would change the result: the stream needs a larger window",
+		x.algo, r, j, op.Label, x.m.Eng.Now(), p.cap))
+}
+
+// fill copies into s what starting op needs.
+func (x *executor) fill(s *slot, op *Op, flag int32) error {
+	s.kind, s.flag = op.Kind, flag
+	s.bits = 0
+	if op.Accumulate {
+		s.bits |= opAccumulate
+	}
+	if op.Inline {
+		s.bits |= opInline
+	}
+	if op.Atomic {
+		s.bits |= opAtomic
+	}
+	var ok1, ok2 bool
+	s.src, ok1 = toXmem(op.Src.Buf.At)
+	s.dst, ok2 = toXmem(op.Dst.Buf.At)
+	switch op.Kind {
+	case Signal, Wait:
+		s.n = op.Value
+		s.dst, ok2 = toXmem(op.Flag.At)
+	case Compute:
+		s.n = int64(op.Dur)
+	default:
+		s.n = op.Src.Len
+	}
+	if !ok1 || !ok2 {
+		return fmt.Errorf("memory %s or %s out of range", op.Src.Buf.At, op.Dst.Buf.At)
+	}
+	// Labels are few: the empty one, the last one, else a lookup.
+	if op.Label == "" {
+		s.label = 0
+	} else if l := s.label; x.labels[l] != op.Label {
+		id, ok := x.labelID[op.Label]
+		if !ok {
+			id = int32(len(x.labels))
+			x.labels = append(x.labels, op.Label)
+			x.labelID[op.Label] = id
+		}
+		s.label = id
+	}
+	// Kernels are few: the last one used, else a lookup.
+	if k := s.kernel; int(k) < len(x.kernels) && x.kernels[k] == op.Kernel {
+		return nil
+	}
+	id, ok := x.kernelID[op.Kernel]
+	if !ok {
+		id = int32(len(x.kernels))
+		x.kernels = append(x.kernels, op.Kernel)
+		x.kernelID[op.Kernel] = id
+	}
+	s.kernel = id
+	return nil
+}
+
 func (x *executor) endIter(r int) {
-	it := x.iter[r]
+	it := x.ranks[r].iter
 	now := x.m.Eng.Now()
 	x.res.PerIter[it] = max(x.res.PerIter[it], now)
 	if it+1 < x.opt.Iterations {
@@ -233,135 +454,212 @@ func (x *executor) endIter(r int) {
 	x.finished++
 }
 
-func (x *executor) done(r, i int) {
-	st := &x.state[r][i]
-	st.done = true
-	if x.opt.Spans {
-		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: i, Iter: x.iter[r], Start: st.start, End: x.m.Eng.Now()})
+// addSucc records that the op in window position k waits for t (at dp).
+func (x *executor) addSucc(p *rankRun, t *slot, dp int, k int32) {
+	if t.nsucc < uint16(len(t.succ)) {
+		t.succ[t.nsucc] = k
+	} else {
+		if p.more == nil {
+			p.more = make([][]int32, p.cap)
+		}
+		i := int(t.nsucc) - len(t.succ)
+		if i == 0 {
+			p.more[dp] = p.more[dp][:0]
+		}
+		p.more[dp] = append(p.more[dp], k)
 	}
-	x.left[r]--
-	for _, j := range x.succ[r][i] {
-		if x.state[r][j].waiting--; x.state[r][j].waiting == 0 {
+	t.nsucc++
+}
+
+// done handles the completion of the op in slot k of rank r.
+func (x *executor) done(r, k int) {
+	p := &x.ranks[r]
+	s := &p.slots[k]
+	s.bits |= opDone
+	if x.opt.Spans {
+		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: int(s.idx), Iter: p.iter, Start: p.starts[k], End: x.m.Eng.Now()})
+	}
+	p.left--
+	for i := 0; i < int(s.nsucc); i++ {
+		var j int32
+		if i < len(s.succ) {
+			j = s.succ[i]
+		} else {
+			j = p.more[k][i-len(s.succ)]
+		}
+		t := &p.slots[j]
+		if t.waiting--; t.waiting == 0 {
 			x.start(r, j)
 		}
 	}
-	if x.left[r] == 0 {
+	if idx := int(s.idx); idx == p.base {
+		// Retire the finished ops at the bottom of the window and load
+		// as many new ones.
+		for p.base < p.next && p.slots[p.basePos].done() {
+			p.base++
+			if p.basePos++; p.basePos == p.cap {
+				p.basePos = 0
+			}
+		}
+		for p.next < p.n && p.next-p.base < p.cap {
+			x.load(r, idx)
+		}
+	}
+	if p.left == 0 {
 		x.endIter(r)
 	}
 }
 
-func (x *executor) start(r, i int) {
+// start starts the op in window position k of rank r.
+func (x *executor) start(r int, k int32) {
 	if x.err != nil {
 		return
 	}
-	op := &x.s.Programs[r][i]
-	st := &x.state[r][i]
-	st.started = true
-	st.start = x.m.Eng.Now()
+	p := &x.ranks[r]
+	s := &p.slots[k]
+	s.bits |= opStarted
 	m := x.m
-	fin := x.fins[r][i]
-	local := func(b Range) bool { return !b.Buf.At.Host && b.Buf.At.Rank == r }
-	label := op.Label
+	if p.starts != nil {
+		p.starts[k] = m.Eng.Now()
+	}
+	fin := s.fin
+	label := x.labels[s.label]
 	var err error
-	switch op.Kind {
+	switch s.kind {
 	case Launch:
 		m.Eng.After(m.LaunchCost(x.opt.Launch), fin)
 	case Compute:
-		m.Eng.After(op.Dur, fin)
+		m.Eng.After(sim.Duration(s.n), fin)
 	case Fence:
 		var d sim.Duration
-		d, err = m.FenceCost(r, op.Dst.Buf.At)
+		d, err = m.FenceCost(r, s.dst.mem())
 		if err == nil {
 			m.Eng.After(d, fin)
 		}
 	case Read, Write, Copy, Reduce:
-		n := sim.Bytes(op.Src.Len)
+		n := sim.Bytes(s.n)
 		switch {
 		case n == 0:
 			m.Eng.After(0, fin)
-		case op.Kind == Copy:
-			err = x.copyOp(r, op, label, fin)
-		case local(op.Src) && local(op.Dst):
+		case s.kind == Copy:
+			err = x.copyOp(r, s)
+		case s.src == xmem(r) && s.dst == xmem(r):
 			inputs := 1
-			if op.Accumulate || op.Kind == Reduce {
+			if s.bits&opAccumulate != 0 || s.kind == Reduce {
 				inputs = 2
 			}
 			m.Eng.After(m.ReduceTime(inputs, n), fin)
-		case op.Kind == Read:
-			err = m.Read(r, op.Src.Buf.At, n, op.Kernel, label, fin)
-		case op.Kind == Write:
-			err = m.Write(r, op.Dst.Buf.At, n, op.Kernel, label, fin)
+		case s.kind == Read:
+			err = m.Read(r, s.src.mem(), n, x.kernels[s.kernel], label, fin)
+		case s.kind == Write:
+			err = m.Write(r, s.dst.mem(), n, x.kernels[s.kernel], label, fin)
 		default:
-			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.s.Algo, r, i, op.Kind)
+			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, s.idx, s.kind)
 		}
 	case Signal:
-		v := op.Value + int64(x.iter[r])*x.stride[op.Flag]
-		if op.Inline {
-			x.opFlag[r][i].Set(v)
+		f := x.flagVars[s.flag]
+		v := s.n + int64(p.iter)*x.stride[s.flag]
+		if s.bits&opInline != 0 {
+			f.Set(v)
 		} else {
-			err = m.SignalFlag(r, op.Flag.At, x.opFlag[r][i], v)
+			err = m.SignalFlag(r, s.dst.mem(), f, v)
 		}
 		var d sim.Duration
-		if op.Atomic && err == nil {
-			d, err = m.RoundTrip(r, op.Flag.At)
+		if s.bits&opAtomic != 0 && err == nil {
+			d, err = m.RoundTrip(r, s.dst.mem())
 		}
 		if err == nil {
 			m.Eng.After(d, fin)
 		}
 	case Wait:
-		v := op.Value + int64(x.iter[r])*x.stride[op.Flag]
-		err = m.WaitFlag(r, op.Flag.At, x.opFlag[r][i], v, waiter{r, i, op.Label}, fin)
+		v := s.n + int64(p.iter)*x.stride[s.flag]
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.flag], v, &p.names[k], fin)
 	}
 	if err != nil {
-		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.s.Algo, r, i, op.Label, err))
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, label, err))
 	}
 }
 
-func (x *executor) copyOp(r int, op *Op, label string, fin func()) error {
-	n := sim.Bytes(op.Src.Len)
-	src, dst := op.Src.Buf.At, op.Dst.Buf.At
+func (x *executor) copyOp(r int, s *slot) error {
+	n := sim.Bytes(s.n)
+	label := x.labels[s.label]
+	src, dst := s.src.mem(), s.dst.mem()
 	own := func(a hw.Mem) bool { return !a.Host && a.Rank == r }
 	switch {
 	case own(src) && dst.Host:
-		return x.m.Copy(r, hw.D2H, 0, n, label, fin)
+		return x.m.Copy(r, hw.D2H, 0, n, label, s.fin)
 	case src.Host && own(dst):
-		return x.m.Copy(r, hw.H2D, 0, n, label, fin)
+		return x.m.Copy(r, hw.H2D, 0, n, label, s.fin)
 	case own(src) && !dst.Host:
-		return x.m.Copy(r, hw.P2P, dst.Rank, n, label, fin)
+		return x.m.Copy(r, hw.P2P, dst.Rank, n, label, s.fin)
+	}
+	op, _, err := x.src.load(r, int(s.idx))
+	if err != nil {
+		return err
 	}
 	return fmt.Errorf("copy %s ← %s: the copy engine of rank %d moves its own memory to host or peer, or host to its own", op.Dst, op.Src, r)
+}
+
+// windowStall reports a rank whose window is full while the first op
+// beyond it has all its deps done: the run stalled because the window was
+// too small, not because the schedule deadlocks.
+func (x *executor) windowStall() error {
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		if p.next >= p.n || p.next-p.base < p.cap || x.finishedRank(r) {
+			continue
+		}
+		op, _, err := x.src.load(r, p.next)
+		if err != nil {
+			return err
+		}
+		ready := true
+		for _, d := range op.After {
+			if d >= p.base {
+				dp := (p.basePos + d - p.base) % p.cap
+				ready = ready && p.slots[dp].done()
+			}
+		}
+		if ready {
+			return fmt.Errorf("algos: run %s: rank %d op %d (%s) is ready but outside the window of %d ops, which unfinished earlier ops (from op %d) fill: the run stalled; the stream needs a larger window",
+				x.algo, r, p.next, op.Label, p.cap, p.base)
+		}
+	}
+	return nil
+}
+
+func (x *executor) finishedRank(r int) bool {
+	p := &x.ranks[r]
+	return p.iter == x.opt.Iterations-1 && p.left == 0
 }
 
 // deadlock describes what is still blocked after the engine ran dry.
 func (x *executor) deadlock() error {
 	var blocked []string
-	keys := make([]Flag, 0, len(x.flags))
-	for f := range x.flags {
-		keys = append(keys, f)
+	keys := x.src.flags()
+	ids := make([]int, len(keys))
+	for i := range ids {
+		ids[i] = i
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, f := range keys {
-		blocked = append(blocked, x.flags[f].Blocked()...)
+	sort.Slice(ids, func(i, j int) bool { return keys[ids[i]].String() < keys[ids[j]].String() })
+	for _, id := range ids {
+		blocked = append(blocked, x.flagVars[id].Blocked()...)
 	}
 	var idle []string
-	for r := range x.state {
-		for i, st := range x.state[r] {
-			if !st.started && len(idle) < 5 {
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		for i := p.base; i < p.next && len(idle) < 5; i++ {
+			if s := &p.slots[i%p.cap]; !s.started() {
 				idle = append(idle, fmt.Sprintf("rank %d op %d", r, i))
 			}
+		}
+		if p.next < p.n && !x.finishedRank(r) && len(idle) < 5 {
+			idle = append(idle, fmt.Sprintf("rank %d ops %d–%d (not yet loaded)", r, p.next, p.n-1))
 		}
 	}
 	if len(blocked) > 8 {
 		blocked = append(blocked[:8], fmt.Sprintf("… %d more", len(blocked)-8))
 	}
 	return fmt.Errorf("algos: run %s: deadlock: the engine ran out of events with %d of %d ranks unfinished; blocked waits: %s; not started: %s",
-		x.s.Algo, x.s.Ranks-x.finished, x.s.Ranks, strings.Join(blocked, "; "), strings.Join(idle, ", "))
+		x.algo, x.nranks-x.finished, x.nranks, strings.Join(blocked, "; "), strings.Join(idle, ", "))
 }
-
-// waiter names a waiting op in deadlock reports, formatted only then.
-type waiter struct {
-	rank, op int
-	label    string
-}
-
-func (w waiter) String() string { return fmt.Sprintf("rank %d op %d [%s]", w.rank, w.op, w.label) }

@@ -92,6 +92,11 @@ type Machine struct {
 	// capGroups: the shared rate-cap resource of each Kernel.CapGroup
 	// (its capacity is the RateCap of the group's first transfer).
 	capGroups map[string]sim.ResourceID
+	// lastPath[r] is the path GPU r's memory last took (to lastTo[r]):
+	// ranks of a collective mostly talk to the same peer, and this spares
+	// the map lookup.
+	lastPath []*path
+	lastTo   []Mem
 }
 
 // path is a route prepared for flows: resources in both directions.
@@ -184,6 +189,9 @@ func (m *Machine) LocalSocket(r int) int { return m.Top.GPU(r).Socket }
 
 // path returns the prepared route between two memories seen from a GPU.
 func (m *Machine) path(from, to Mem) (*path, error) {
+	if r := from.Rank; !from.Host && r >= 0 && r < len(m.lastPath) && m.lastTo[r] == to && m.lastPath[r] != nil {
+		return m.lastPath[r], nil
+	}
 	a, err := m.node(from)
 	if err != nil {
 		return nil, err
@@ -194,6 +202,7 @@ func (m *Machine) path(from, to Mem) (*path, error) {
 	}
 	key := [2]topology.NodeID{a, b}
 	if p, ok := m.routes[key]; ok {
+		m.remember(from, to, p)
 		return p, nil
 	}
 	mode := topology.RouteAny
@@ -236,7 +245,18 @@ func (m *Machine) path(from, to Mem) (*path, error) {
 		}
 	}
 	m.routes[key] = p
+	m.remember(from, to, p)
 	return p, nil
+}
+
+func (m *Machine) remember(from, to Mem, p *path) {
+	if !from.Host {
+		if m.lastPath == nil {
+			m.lastPath = make([]*path, m.Top.NumGPUs())
+			m.lastTo = make([]Mem, m.Top.NumGPUs())
+		}
+		m.lastPath[from.Rank], m.lastTo[from.Rank] = p, to
+	}
 }
 
 // access kinds, for wire weights.

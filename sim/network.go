@@ -164,7 +164,7 @@ type Network struct {
 	pending  bool   // a reshare is queued for this instant
 	tickSeq  uint64 // sequence number of the one completion event that counts
 	// Flows that have a rate, by (finish, ID): the next completion is due[0].
-	due []*Flow
+	due []dueRef
 	// What changed since the last reshare: resources whose flows changed,
 	// and started flows without a route (each its own component).
 	dirtyRes   []*Resource
@@ -174,6 +174,9 @@ type Network struct {
 	queue, act, touch []*Resource
 	comp, all, done   []*Flow
 	classes           []int
+	dueIdx            []int32
+	dueRefs           []dueRef
+	byIDScratch       []*Flow
 	free              []*Flow // finished Launch records, for reuse
 	reshareFn, tickFn func()
 	// reference makes every reshare solve every component from scratch
@@ -404,12 +407,8 @@ func (n *Network) onTick() {
 		return // superseded by a later reshare
 	}
 	now := n.eng.Now()
-	done := n.done[:0]
-	for len(n.due) > 0 && n.due[0].finish <= now {
-		done = append(done, n.popDue())
-	}
 	// Take the finished flows' load off before they report, then report in ID order.
-	slices.SortFunc(done, byID)
+	done := n.takeDue(now, n.done[:0])
 	for _, f := range done {
 		n.detach(f)
 	}
@@ -681,35 +680,134 @@ func (n *Network) updateLoads(now Time, all []*Flow, touch []*Resource) {
 	}
 }
 
-// The due heap: flows with a rate, by (finish, ID).
+// The due heap: flows with a rate, by (finish, ID), 4-ary, keys kept in
+// the entries so that comparisons need not load the flows.
 
-func dueLess(a, b *Flow) bool {
+type dueRef struct {
+	finish Time
+	id     FlowID
+	f      *Flow
+}
+
+func dueLess(a, b *dueRef) bool {
 	if a.finish != b.finish {
 		return a.finish < b.finish
 	}
-	return a.ID < b.ID
+	return a.id < b.id
 }
 
 // fixDue inserts f into the due heap or restores the heap after its finish changed.
 func (n *Network) fixDue(f *Flow) {
 	if f.heap < 0 {
-		f.heap = int32(len(n.due))
-		n.due = append(n.due, f)
-		n.dueUp(int(f.heap))
+		n.due = append(n.due, dueRef{finish: f.finish, id: f.ID, f: f})
+		n.dueUp(len(n.due) - 1)
 		return
 	}
 	i := int(f.heap)
+	n.due[i].finish = f.finish
 	n.dueUp(i)
 	n.dueDown(int(f.heap))
 }
 
+// takeDue appends to done the flows due by now, in ID order, taken out of
+// the heap. When many finish at once (symmetric machines finish thousands
+// of flows at one instant) they are found by a walk of the heap from its
+// root and the rest is heapified again, instead of popping them one by one.
+func (n *Network) takeDue(now Time, done []*Flow) []*Flow {
+	h := n.due
+	if len(h) == 0 || h[0].finish > now {
+		return done
+	}
+	// The due entries form a subtree at the root.
+	idx := append(n.dueIdx[:0], 0)
+	for q := 0; q < len(idx); q++ {
+		for c := 4*int(idx[q]) + 1; c <= 4*int(idx[q])+4 && c < len(h); c++ {
+			if h[c].finish <= now {
+				idx = append(idx, int32(c))
+			}
+		}
+	}
+	n.dueIdx = idx
+	refs := n.dueRefs[:0]
+	if len(idx)*8 < len(h) {
+		for range idx {
+			f := n.popDue()
+			refs = append(refs, dueRef{id: f.ID, f: f})
+		}
+	} else {
+		for _, i := range idx {
+			refs = append(refs, h[i])
+			h[i].f.heap = -1
+			h[i].f = nil
+		}
+		kept := h[:0]
+		for _, e := range h {
+			if e.f != nil {
+				e.f.heap = int32(len(kept))
+				kept = append(kept, e)
+			}
+		}
+		clear(h[len(kept):])
+		n.due = kept
+		if len(kept) > 1 {
+			for i := (len(kept) - 2) / 4; i >= 0; i-- {
+				n.dueDown(i)
+			}
+		}
+	}
+	done = n.appendByID(done, refs)
+	clear(refs)
+	n.dueRefs = refs[:0]
+	return done
+}
+
+// appendByID appends the flows of refs to done in ID order. Flows that
+// finish together mostly started together, with IDs in a narrow range:
+// those are placed by ID directly, others sorted.
+func (n *Network) appendByID(done []*Flow, refs []dueRef) []*Flow {
+	lo, hi := refs[0].id, refs[0].id
+	for _, e := range refs {
+		lo, hi = min(lo, e.id), max(hi, e.id)
+	}
+	if span := hi - lo + 1; span <= FlowID(4*len(refs)) {
+		if cap(n.byIDScratch) < int(span) {
+			n.byIDScratch = make([]*Flow, span)
+		}
+		slots := n.byIDScratch[:span] // all nil: cleared after each use
+		for _, e := range refs {
+			slots[e.id-lo] = e.f
+		}
+		for _, f := range slots {
+			if f != nil {
+				done = append(done, f)
+			}
+		}
+		clear(slots)
+		n.byIDScratch = slots[:0]
+		return done
+	}
+	slices.SortFunc(refs, func(a, b dueRef) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	for _, e := range refs {
+		done = append(done, e.f)
+	}
+	return done
+}
+
 func (n *Network) popDue() *Flow {
 	h := n.due
-	top := h[0]
+	top := h[0].f
 	last := len(h) - 1
 	h[0] = h[last]
-	h[0].heap = 0
-	h[last] = nil
+	h[0].f.heap = 0
+	h[last] = dueRef{}
 	n.due = h[:last]
 	if last > 0 {
 		n.dueDown(0)
@@ -720,40 +818,42 @@ func (n *Network) popDue() *Flow {
 
 func (n *Network) dueUp(i int) {
 	h := n.due
-	f := h[i]
+	x := h[i]
 	for i > 0 {
-		p := (i - 1) / 2
-		if !dueLess(f, h[p]) {
+		p := (i - 1) / 4
+		if !dueLess(&x, &h[p]) {
 			break
 		}
 		h[i] = h[p]
-		h[i].heap = int32(i)
+		h[i].f.heap = int32(i)
 		i = p
 	}
-	h[i] = f
-	f.heap = int32(i)
+	h[i] = x
+	x.f.heap = int32(i)
 }
 
 func (n *Network) dueDown(i int) {
 	h := n.due
 	k := len(h)
-	f := h[i]
+	x := h[i]
 	for {
-		l := 2*i + 1
-		if l >= k {
+		c := 4*i + 1
+		if c >= k {
 			break
 		}
-		m := l
-		if r := l + 1; r < k && dueLess(h[r], h[l]) {
-			m = r
+		m := c
+		for j := c + 1; j < c+4 && j < k; j++ {
+			if dueLess(&h[j], &h[m]) {
+				m = j
+			}
 		}
-		if !dueLess(h[m], f) {
+		if !dueLess(&h[m], &x) {
 			break
 		}
 		h[i] = h[m]
-		h[i].heap = int32(i)
+		h[i].f.heap = int32(i)
 		i = m
 	}
-	h[i] = f
-	f.heap = int32(i)
+	h[i] = x
+	x.f.heap = int32(i)
 }

@@ -256,3 +256,38 @@ func TestDurationString(t *testing.T) {
 	_, err := FromSeconds(math.NaN())
 	assert.Error(t, err)
 }
+
+// takeDue finds exactly the flows due, in ID order, whether it pops them one by one (a
+// few) or walks the heap and heapifies the rest (many), and leaves a valid
+// heap with every flow's position right.
+func TestTakeDueTakesExactlyTheDueFlows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := 0; trial < 200; trial++ {
+		n := NewNetwork(NewEngine())
+		var flows []*Flow
+		for i := 0; i < 1+rng.IntN(300); i++ {
+			f := &Flow{ID: FlowID(i + 1), heap: -1, finish: Time(rng.IntN(1 + trial%20))}
+			flows = append(flows, f)
+			n.fixDue(f)
+		}
+		now := Time(rng.IntN(20))
+		got := map[FlowID]bool{}
+		prev := FlowID(0)
+		for _, f := range n.takeDue(now, nil) {
+			require.Greater(t, f.ID, prev, "ID order")
+			prev = f.ID
+			require.LessOrEqual(t, f.finish, now)
+			require.Equal(t, int32(-1), f.heap)
+			got[f.ID] = true
+		}
+		for _, f := range flows {
+			require.Equal(t, f.finish <= now, got[f.ID], "flow %d finishing at %d, now %d", f.ID, f.finish, now)
+		}
+		for i, e := range n.due {
+			require.Equal(t, int32(i), e.f.heap)
+			if i > 0 {
+				require.False(t, dueLess(&e, &n.due[(i-1)/4]), "heap order at %d", i)
+			}
+		}
+	}
+}

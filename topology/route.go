@@ -1,9 +1,9 @@
 package topology
 
 import (
-	"container/heap"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/arsim/arsim/sim"
 )
@@ -58,19 +58,15 @@ func (t *Topology) Route(a, b NodeID, mode RouteMode) (Route, error) {
 	if a == b {
 		return Route{}, nil
 	}
-	type label struct {
-		lat  sim.Duration
-		hops int
-		prev int // link ID, -1 none
-		done bool
-		set  bool
-	}
-	lab := make([]label, len(t.nodes))
-	lab[a] = label{set: true, prev: -1}
-	pq := &nodeHeap{}
-	heap.Push(pq, hitem{id: a})
-	for pq.Len() > 0 {
-		it := heap.Pop(pq).(hitem)
+	sc := routeScratchPool.Get().(*routeScratch)
+	defer routeScratchPool.Put(sc)
+	lab := sc.labels(len(t.nodes))
+	lab[a] = routeLabel{set: true, prev: -1}
+	pq := &sc.pq
+	*pq = (*pq)[:0]
+	pq.push(hitem{id: a})
+	for len(*pq) > 0 {
+		it := pq.pop()
 		u := it.id
 		if lab[u].done {
 			continue
@@ -97,8 +93,8 @@ func (t *Topology) Route(a, b NodeID, mode RouteMode) (Route, error) {
 				continue
 			}
 			if !v.set || lat < v.lat || (lat == v.lat && h < v.hops) {
-				*v = label{lat: lat, hops: h, prev: e.link, set: true}
-				heap.Push(pq, hitem{id: e.to, lat: lat, hops: h})
+				*v = routeLabel{lat: lat, hops: h, prev: e.link, set: true}
+				pq.push(hitem{id: e.to, lat: lat, hops: h})
 			}
 		}
 	}
@@ -127,25 +123,85 @@ type hitem struct {
 	hops int
 }
 
+type routeLabel struct {
+	lat  sim.Duration
+	hops int
+	prev int // link ID, -1 none
+	done bool
+	set  bool
+}
+
+// routeScratch is Route's working memory, reused between calls (a
+// topology may be routed from several goroutines, hence the pool): at a
+// thousand GPUs a route's labels are 40 KB.
+type routeScratch struct {
+	lab []routeLabel
+	pq  nodeHeap
+}
+
+var routeScratchPool = sync.Pool{New: func() any { return new(routeScratch) }}
+
+func (sc *routeScratch) labels(n int) []routeLabel {
+	if cap(sc.lab) < n {
+		sc.lab = make([]routeLabel, n)
+	}
+	sc.lab = sc.lab[:n]
+	clear(sc.lab)
+	return sc.lab
+}
+
+// nodeHeap is a binary heap of items ordered by (latency, hops, node): a
+// total order, since a node is pushed again only with a better label.
 type nodeHeap []hitem
 
-func (h nodeHeap) Len() int { return len(h) }
-func (h nodeHeap) Less(i, j int) bool {
-	if h[i].lat != h[j].lat {
-		return h[i].lat < h[j].lat
+func (a hitem) less(b hitem) bool {
+	if a.lat != b.lat {
+		return a.lat < b.lat
 	}
-	if h[i].hops != h[j].hops {
-		return h[i].hops < h[j].hops
+	if a.hops != b.hops {
+		return a.hops < b.hops
 	}
-	return h[i].id < h[j].id
+	return a.id < b.id
 }
-func (h nodeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *nodeHeap) Push(x any)   { *h = append(*h, x.(hitem)) }
-func (h *nodeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *nodeHeap) push(x hitem) {
+	*h = append(*h, x)
+	q := *h
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q[i].less(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *nodeHeap) pop() hitem {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	*h = q
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && q[r].less(q[l]) {
+			m = r
+		}
+		if !q[m].less(q[i]) {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	return top
 }
 
 // HostMemoryOf returns the host memory node of a socket.

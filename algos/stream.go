@@ -1,0 +1,166 @@
+package algos
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/hw"
+)
+
+// Stream is a schedule generated op by op while it runs, for schedules too
+// large to store (a ring of 1024 ranks has 25 million ops). The executor
+// keeps at most Window consecutive ops of each rank at once: it loads op i
+// of a rank when every op before i − Window has finished, and forgets an
+// op once it and every op before it have finished. RunStream times a
+// stream exactly as Run times the same ops stored (Materialize): when an op
+// would have started while still outside the window, the run stops with an
+// error naming it, instead of starting it late.
+//
+// Op must return the same op for the same (r, i) every time it is asked:
+// the executor asks again for every allreduce of a run.
+type Stream interface {
+	// Header returns the schedule's description without programs: Algo,
+	// Ranks, Bytes, Elem, Input, Output and Notes.
+	Header() Schedule
+	// Len returns the number of ops in rank r's program.
+	Len(r int) int
+	// Window is how many consecutive ops of one rank the executor holds at
+	// once (≥ 1). It must cover the ops a rank can have in flight: an op
+	// is only seen once the ops Window before it have all finished.
+	Window() int
+	// Flags lists every flag the ops signal or wait on; ops name them by
+	// index. Flags must be distinct.
+	Flags() []StreamFlag
+	// Op writes op i of rank r into op and returns, for a Signal or Wait,
+	// the index in Flags of its flag (op.Flag is set from it), else −1.
+	// op arrives zeroed except for After, an empty slice whose storage may
+	// be reused (append to it). After may only name earlier ops of the
+	// rank.
+	Op(r, i int, op *Op) int
+}
+
+// StreamFlag is a flag of a Stream and its epoch stride: the largest
+// value signalled to it in one allreduce (what Run derives from the stored
+// ops, and adds per allreduce in back-to-back runs). RunStream checks it.
+type StreamFlag struct {
+	Flag   Flag
+	Stride int64
+}
+
+// RunStream executes the stream st on machine m (which must be fresh), as
+// Run does a stored schedule, keeping only each rank's window of ops.
+func RunStream(m *hw.Machine, st Stream, opt RunOptions) (*Result, error) {
+	src, err := newStreamSource(st)
+	if err != nil {
+		return nil, err
+	}
+	return run(m, src, opt)
+}
+
+// Materialize generates every op of st into an ordinary schedule (for
+// Check, Run and comparisons on small instances).
+func Materialize(st Stream) (*Schedule, error) {
+	src, err := newStreamSource(st)
+	if err != nil {
+		return nil, err
+	}
+	s := src.head
+	s.Programs = make([][]Op, s.Ranks)
+	for r := range s.Programs {
+		n := st.Len(r)
+		s.Programs[r] = make([]Op, n)
+		for i := 0; i < n; i++ {
+			op, _, err := src.load(r, i)
+			if err != nil {
+				return nil, err
+			}
+			s.Programs[r][i] = *op
+			s.Programs[r][i].After = append([]int(nil), op.After...)
+		}
+	}
+	if err := src.check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// streamSource serves a Stream to the executor, one op at a time.
+type streamSource struct {
+	st      Stream
+	head    *Schedule
+	sflags  []StreamFlag
+	keys    []Flag
+	stride  []int64
+	seen    []int64 // the largest value loaded per flag, checked against stride
+	window  int
+	scratch Op
+}
+
+func newStreamSource(st Stream) (*streamSource, error) {
+	h := st.Header()
+	src := &streamSource{st: st, head: &h, sflags: st.Flags(), window: st.Window()}
+	if h.Ranks < 0 {
+		return nil, fmt.Errorf("algos: stream %s: %d ranks", h.Algo, h.Ranks)
+	}
+	if src.window < 1 {
+		return nil, fmt.Errorf("algos: stream %s: window must be ≥ 1, got %d", h.Algo, src.window)
+	}
+	ids := make(map[Flag]int, len(src.sflags))
+	for i, f := range src.sflags {
+		if j, dup := ids[f.Flag]; dup {
+			return nil, fmt.Errorf("algos: stream %s: flags %d and %d are both %s", h.Algo, j, i, f.Flag)
+		}
+		ids[f.Flag] = i
+		src.keys = append(src.keys, f.Flag)
+		src.stride = append(src.stride, f.Stride)
+	}
+	src.seen = make([]int64, len(src.sflags))
+	return src, nil
+}
+
+func (src *streamSource) info() *Schedule { return src.head }
+
+func (src *streamSource) size(r int) (int, int) {
+	n := src.st.Len(r)
+	return n, min(src.window, n)
+}
+
+func (src *streamSource) flags() []Flag    { return src.keys }
+func (src *streamSource) strides() []int64 { return src.stride }
+
+func (src *streamSource) load(r, i int) (*Op, int32, error) {
+	op := &src.scratch
+	after := op.After[:0]
+	*op = Op{After: after}
+	id := src.st.Op(r, i, op)
+	for _, d := range op.After {
+		if d < 0 || d >= i {
+			return nil, 0, fmt.Errorf("algos: stream %s: rank %d op %d depends on op %d, which is not an earlier op of the rank", src.head.Algo, r, i, d)
+		}
+	}
+	if op.Kind != Signal && op.Kind != Wait {
+		return op, -1, nil
+	}
+	if id < 0 || id >= len(src.sflags) {
+		return nil, 0, fmt.Errorf("algos: stream %s: rank %d op %d (%s) names flag %d of %d", src.head.Algo, r, i, op.Kind, id, len(src.sflags))
+	}
+	op.Flag = src.keys[id]
+	if op.Kind == Signal {
+		if op.Value > src.stride[id] {
+			return nil, 0, fmt.Errorf("algos: stream %s: rank %d op %d signals %s = %d, above the flag's declared stride %d", src.head.Algo, r, i, op.Flag, op.Value, src.stride[id])
+		}
+		src.seen[id] = max(src.seen[id], op.Value)
+	}
+	return op, int32(id), nil
+}
+
+// check verifies, once every op has been loaded, that each flag's
+// declared stride is the largest value signalled to it, as Run would have
+// derived it.
+func (src *streamSource) check() error {
+	for id, v := range src.seen {
+		if v != src.stride[id] {
+			return fmt.Errorf("algos: stream %s: flag %s declares stride %d but its largest signalled value is %d", src.head.Algo, src.keys[id], src.stride[id], v)
+		}
+	}
+	return nil
+}
