@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -209,6 +210,22 @@ func TestSweepParallelEqualsSerial(t *testing.T) {
 	par, err := Sweep(context.Background(), cfg)
 	require.NoError(t, err)
 	assert.Equal(t, goldenTable(serial), goldenTable(par))
+}
+
+// The verify pass gives the same results whether its algorithms run one at
+// a time or in parallel.
+func TestVerifyParallelEqualsSerial(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	names := []string{"two_stage", "one_stage", "tree", "two_shot_push", "nccl"}
+	prev := runtime.GOMAXPROCS(1)
+	serial, err := Verify(VerifyConfig{Top: top, Tokens: 3}, names)
+	runtime.GOMAXPROCS(4)
+	require.NoError(t, err)
+	par, err := Verify(VerifyConfig{Top: top, Tokens: 3}, names)
+	runtime.GOMAXPROCS(prev)
+	require.NoError(t, err)
+	assert.Equal(t, serial, par)
 }
 
 // At 43 KB on the headline machine, one-stage beats NCCL as it configures
