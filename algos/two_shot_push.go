@@ -43,7 +43,34 @@ func (twoShotPush) Describe() string {
 }
 
 func (twoShotPush) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), barrierOption)
+	return []OptionSpec{
+		{Name: "blocks", Doc: "thread blocks per GPU (default PyTorch's: up to 24, see TorchSymmMemLaunch)"},
+		{Name: "threads", Doc: "threads per block (default PyTorch's: one per 16-byte pack of a shard, at most 1024)"},
+		{Name: "barrier", Values: []string{"atomic", "flag"}, Default: "atomic",
+			Doc: "atomic: PyTorch's compare-and-swap signals (its kernel); flag: vLLM's posted flag stores"},
+	}
+}
+
+// TorchSymmMemLaunch is PyTorch's launch configuration for its
+// symmetric-memory one-shot and two-shot allreduce kernels
+// (torch/csrc/distributed/c10d/symm_mem/CUDASymmetricMemoryOps.cu,
+// init_elementwise_launch_config): 16-byte packs, split into world parts
+// for two-shot; one block with one thread per pack (at least world, rounded
+// to a warp) when that fits in the thread limit, else up to 24 blocks of
+// the limit (512 threads one-shot, 1024 two-shot).
+func TorchSymmMemLaunch(bytes int64, world int, twoShot bool) (blocks, threads int) {
+	maxThreads, splits := int64(512), int64(1)
+	if twoShot {
+		maxThreads, splits = 1024, int64(world)
+	}
+	packs := (bytes + 15) / 16
+	perSplit := (packs + splits - 1) / splits
+	if perSplit <= maxThreads {
+		t := max(perSplit, int64(world))
+		t = (t + 31) / 32 * 32
+		return 1, int(t)
+	}
+	return int(min(24, (perSplit+maxThreads-1)/maxThreads)), int(maxThreads)
 }
 
 func (twoShotPush) Plan(req Request) (*Schedule, error) {
@@ -51,13 +78,17 @@ func (twoShotPush) Plan(req Request) (*Schedule, error) {
 	es := req.DType.Size()
 	b := NewBuilder("two_shot_push", n, req.Bytes, es)
 	b.s.Output = b.s.Input // in place
-	k := pullKernel(req.Bytes, req)
-	k.LoadsInFlight = 1 // one independent load per rank in each loop body
+	blocks, threads := TorchSymmMemLaunch(req.Bytes, n, true)
+	k := hw.Kernel{Blocks: req.IntOpt("blocks", blocks), Threads: req.IntOpt("threads", threads), ReduceLoop: true,
+		LoadsInFlight: 1} // one independent load per rank in each loop body
 	off, size := Split(req.Bytes, es, n)
 	b.Note("%d blocks × %d threads per GPU; rank r reduces shard r (%d B, last %d B) from %d peers and pushes it to them",
 		k.Blocks, k.Threads, size[0], size[n-1], n-1)
 	launch := b.Launches()
-	barrier := barrierFunc(b, req)
+	barrier := b.AtomicBarrier
+	if req.Opt("barrier", "atomic") == "flag" {
+		barrier = b.Barrier
+	}
 	start := barrier("start", 1, k, "start barrier", launch)
 	ends := make([][]int, n)
 	for r := 0; r < n; r++ {

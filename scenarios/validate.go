@@ -384,9 +384,12 @@ func (t *twin) allreduce() string {
 			return fmt.Sprintf("torch_symm_mem algo %q is not simulated (one_shot, two_shot)", r.Algo)
 		}
 		t.note = map[string]string{"one_stage": "modelled as vLLM 1-stage", "two_shot_push": "modelled as two_shot_push (PyTorch's in-place kernel)"}[algo] + " with PyTorch's launch configuration"
-		blocks, threads := torchSymmMemLaunch(r.Bytes, r.World, algo == "two_shot_push")
-		opts["blocks"], opts["threads"] = strconv.Itoa(blocks), strconv.Itoa(threads)
-		opts["barrier"] = "atomic" // put_signal / wait_signal are compare-and-swap loops
+		if algo == "one_stage" {
+			// two_shot_push has PyTorch's launch and barriers by default.
+			blocks, threads := algos.TorchSymmMemLaunch(r.Bytes, r.World, false)
+			opts["blocks"], opts["threads"] = strconv.Itoa(blocks), strconv.Itoa(threads)
+			opts["barrier"] = "atomic" // put_signal / wait_signal are compare-and-swap loops
+		}
 	case "arsim_flag_one_shot", "arsim_flag_two_shot", "host_staged_one_shot":
 		shot := "one"
 		if r.Impl == "arsim_flag_two_shot" {
@@ -806,26 +809,4 @@ func extraFloat(r trace.Record, name string) float64 {
 		return 0
 	}
 	return f
-}
-
-// torchSymmMemLaunch is PyTorch's launch configuration for its
-// symmetric-memory one-shot and two-shot allreduce kernels
-// (torch/csrc/distributed/c10d/symm_mem/CUDASymmetricMemoryOps.cu,
-// init_elementwise_launch_config): 16-byte packs, split into world parts
-// for two-shot; one block with one thread per pack (at least world, rounded
-// to a warp) when that fits in the thread limit, else up to 24 blocks of
-// the limit (512 threads one-shot, 1024 two-shot).
-func torchSymmMemLaunch(bytes int64, world int, twoShot bool) (blocks, threads int) {
-	maxThreads, splits := int64(512), int64(1)
-	if twoShot {
-		maxThreads, splits = 1024, int64(world)
-	}
-	packs := (bytes + 15) / 16
-	perSplit := (packs + splits - 1) / splits
-	if perSplit <= maxThreads {
-		t := max(perSplit, int64(world))
-		t = (t + 31) / 32 * 32
-		return 1, int(t)
-	}
-	return int(min(24, (perSplit+maxThreads-1)/maxThreads)), int(maxThreads)
 }
