@@ -523,7 +523,6 @@ func (x *executor) start(r int, k int32) {
 		p.starts[k] = m.Eng.Now()
 	}
 	fin := s.fin
-	label := x.labels[s.label]
 	var err error
 	switch s.kind {
 	case Launch:
@@ -550,9 +549,9 @@ func (x *executor) start(r int, k int32) {
 			}
 			m.Eng.After(m.ReduceTime(inputs, n), fin)
 		case s.kind == Read:
-			err = m.Read(r, s.src.mem(), n, x.kernels[s.kernel], label, fin)
+			err = m.Read(r, s.src.mem(), n, x.kernels[s.kernel], x.labels[s.label], fin)
 		case s.kind == Write:
-			err = m.Write(r, s.dst.mem(), n, x.kernels[s.kernel], label, fin)
+			err = m.Write(r, s.dst.mem(), n, x.kernels[s.kernel], x.labels[s.label], fin)
 		default:
 			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, s.idx, s.kind)
 		}
@@ -576,7 +575,7 @@ func (x *executor) start(r int, k int32) {
 		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.flag], v, &p.names[k], fin)
 	}
 	if err != nil {
-		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, label, err))
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, x.labels[s.label], err))
 	}
 }
 

@@ -269,7 +269,7 @@ func (n *Network) start(spec FlowSpec, pooled bool) (*Flow, error) {
 	if spec.Latency < 0 {
 		return nil, fmt.Errorf("sim: flow %q: latency must be ≥ 0, got %v", spec.Label, spec.Latency)
 	}
-	if spec.Cap < 0 || math.IsNaN(float64(spec.Cap)) || math.IsInf(float64(spec.Cap), 0) {
+	if !(spec.Cap >= 0 && spec.Cap <= math.MaxFloat64) { // NaN fails both
 		return nil, fmt.Errorf("sim: flow %q: cap must be a finite rate ≥ 0, got %v", spec.Label, float64(spec.Cap))
 	}
 	if len(spec.Route) == 0 && spec.Cap == 0 && spec.Bytes > 0 {
@@ -279,7 +279,7 @@ func (n *Network) start(spec FlowSpec, pooled bool) (*Flow, error) {
 		if _, err := n.resource(h.Res); err != nil {
 			return nil, fmt.Errorf("sim: flow %q hop %d: %w", spec.Label, i, err)
 		}
-		if h.Weight < 0 || math.IsNaN(h.Weight) || math.IsInf(h.Weight, 0) {
+		if !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
 			return nil, fmt.Errorf("sim: flow %q hop %d (%s): weight must be finite and ≥ 0, got %v", spec.Label, i, n.res[h.Res].Name, h.Weight)
 		}
 	}
@@ -294,7 +294,10 @@ func (n *Network) start(spec FlowSpec, pooled bool) (*Flow, error) {
 	} else {
 		f = new(Flow)
 	}
-	*f = Flow{ID: n.nextID, Spec: spec, Start: now, remaining: float64(spec.Bytes), since: now, active: true, pooled: pooled, heap: -1, index: -1}
+	// f is zero (new, or cleared when it last finished): set what is not.
+	f.ID, f.Spec, f.Start = n.nextID, spec, now
+	f.remaining, f.since = float64(spec.Bytes), now
+	f.active, f.pooled, f.heap, f.index = true, pooled, -1, -1
 	// The flow keeps its own copy of the route, weights normalised.
 	var route []Hop
 	if k := len(spec.Route); k <= inlineHops {
