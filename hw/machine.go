@@ -90,7 +90,7 @@ type Machine struct {
 	routes  map[[2]topology.NodeID]*path
 	p2p     map[[2]int]error // p2pCheck results by (rank, peer)
 	// capGroups: the shared rate-cap resource of each Kernel.CapGroup
-	// (its capacity is the RateCap of the group's first transfer).
+	// (every transfer of a group must ask for the same RateCap).
 	capGroups map[string]sim.ResourceID
 	// lastPath[r] is the path GPU r's memory last took (to lastTo[r]):
 	// ranks of a collective mostly talk to the same peer, and this spares
@@ -388,6 +388,7 @@ type Kernel struct {
 	// with the same group together (those in flight share it) instead of
 	// a limit on each: a protocol loop whose throughput is bounded however
 	// many of its steps are in flight at once (NCCL LL on one connection).
+	// Every transfer of a group must carry the same RateCap.
 	CapGroup string
 	// ReduceLoop: the loads feed a load-reduce-store loop, whose every
 	// iteration adds gpu.reduce_loop_overhead (gpu.reduce_loop_overhead_pcie
@@ -407,7 +408,11 @@ func (m *Machine) capped(route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, s
 		return route, min(capr, k.RateCap), nil
 	}
 	id, ok := m.capGroups[k.CapGroup]
-	if !ok {
+	if ok {
+		if c := m.Net.Resource(id).Capacity; c != k.RateCap {
+			return nil, 0, fmt.Errorf("hw: rate cap group %s: a transfer asks for %v, the group was made with %v", k.CapGroup, k.RateCap, c)
+		}
+	} else {
 		var err error
 		id, err = m.Net.AddResource("cap:"+k.CapGroup, k.RateCap)
 		if err != nil {

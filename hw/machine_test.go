@@ -186,3 +186,16 @@ func TestRateCapGroupIsShared(t *testing.T) {
 		assert.InDelta(t, xfer(2*bytes)-xfer(bytes), sim.Duration(grouped[i]-alone[i]).Micros(), 0.01, "grouped %d", i)
 	}
 }
+
+// A cap group used with two different caps is an error, not a silent
+// choice of the first.
+func TestRateCapGroupMustAgree(t *testing.T) {
+	top, err := topology.Load("h200x2")
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	k := Kernel{Blocks: 1, Threads: 512, RateCap: 10 * sim.GBps, CapGroup: "conn"}
+	require.NoError(t, m.Write(0, GPUMem(1), sim.KiB, k, "a", nil))
+	k.RateCap = 20 * sim.GBps
+	assert.ErrorContains(t, m.Write(0, GPUMem(1), sim.KiB, k, "b", nil), "rate cap group conn")
+}
