@@ -45,8 +45,20 @@ def cmd_nccl(a, budget=None, sequence_only=False):
     cfgs = None
     if a.configs and not sequence_only:
         cfgs = [tuple(c.split("/")) for c in a.configs.split(",")]
+    extra_env = {}
+    for kv in a.env or []:
+        k, sep, v = kv.partition("=")
+        if not sep or not k.startswith("NCCL_") or k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_P2P_DISABLE"):
+            raise SystemExit(f"--env {kv!r}: expected NCCL_NAME=value (ALGO/PROTO go through --configs, "
+                             "P2P_DISABLE through --transports)")
+        extra_env[k] = v
+    sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else None
+    launches = tuple(a.launches.split(","))
+    if any(l not in ("cudagraph", "eager") for l in launches):
+        raise SystemExit(f"--launches {a.launches!r}: cudagraph and/or eager")
     nccl_bench.run(a.out, a.quick, transports=tuple(a.transports.split(",")),
-                   budget_s=budget or a.budget_s, isolation=a.isolation, configs=cfgs, sequence_only=sequence_only)
+                   budget_s=budget or a.budget_s, isolation=a.isolation, configs=cfgs, sequence_only=sequence_only,
+                   extra_env=extra_env, sizes=sizes, launches=launches)
 
 
 def cmd_nccl_seq(a, budget=None):
@@ -108,6 +120,12 @@ def main(argv=None):
     p.add_argument("--configs", default=None, help="NCCL configs algo/proto,… (default: auto + ring/tree × ll/ll128/simple)")
     p.add_argument("--isolation", choices=("group", "process"), default="group",
                    help="NCCL: one process per transport with a communicator per config, or a process per config")
+    p.add_argument("--env", action="append", metavar="NCCL_NAME=VALUE",
+                   help="NCCL: extra environment for every NCCL process (repeatable), e.g. NCCL_NTHREADS=128; "
+                        "recorded in each record's nccl_env (and max_channels for NCCL_MAX_NCHANNELS)")
+    p.add_argument("--sizes", default=None, help="NCCL: only these bf16 sizes in bytes, comma-separated (no fp16/fp32, "
+                                                 "no verify-pass sequences)")
+    p.add_argument("--launches", default="cudagraph,eager", help="NCCL: cudagraph and/or eager")
     p.add_argument("--phases", default="system,memcpy,sm,flag-kernels,nccl", help="phases run by `all`")
     p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "nccl-seq", "all",
                                    "merge"))

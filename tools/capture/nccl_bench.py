@@ -25,8 +25,11 @@ SEQ_WARMUP = 2    # untimed sequence runs / graph replays before timing
 SEQ_REPS = 10     # timed sequence runs / graph replays, each with its own event pair
 
 
-def size_plan(quick, transport, algo, proto):
-    """(dtype, bytes) list: bf16 everywhere, fp16/fp32 at a subset of sizes, caps per protocol."""
+def size_plan(quick, transport, algo, proto, sizes=None):
+    """(dtype, bytes) list: bf16 everywhere, fp16/fp32 at a subset of sizes, caps per protocol; or only the bf16
+    sizes asked for."""
+    if sizes:
+        return [("bf16", n) for n in sizes]
     if quick:
         bf = [8, 512, 14336, 43008, 1 << 20]
         other = [512, 43008]
@@ -140,6 +143,10 @@ def worker(rank, world, job):
             if confirmed is not None:
                 r["env_confirmed"] = confirmed
             r["nccl_comm"] = comm
+            if job.get("extra_env"):
+                r["nccl_env"] = dict(job["extra_env"])
+                if "NCCL_MAX_NCHANNELS" in job["extra_env"]:
+                    r["max_channels"] = int(job["extra_env"]["NCCL_MAX_NCHANNELS"])
             rec.emit(r)
 
     def sequence(group, launch):
@@ -231,8 +238,8 @@ def worker(rank, world, job):
         if job.get("env_preset") and env and after is not None:
             confirmed = after > 0
         comm = "process" if job.get("env_preset") else ("default" if group is None else "new_group")
-        for launch in (() if job.get("sequence_only") else ("cudagraph", "eager")):
-            for dtype, nbytes in size_plan(quick, transport, algo, proto):
+        for launch in (() if job.get("sequence_only") else job.get("launches", ("cudagraph", "eager"))):
+            for dtype, nbytes in size_plan(quick, transport, algo, proto, job.get("sizes")):
                 if time.time() > t_end:
                     break
                 try:
@@ -272,8 +279,10 @@ def run_job(job, world):
 
 
 def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="group", configs=None,
-        sequence_only=False):
-    """sequence_only: only the allreduce_sequence records (default communicator, auto/auto), per transport."""
+        sequence_only=False, extra_env=None, sizes=None, launches=("cudagraph", "eager")):
+    """sequence_only: only the allreduce_sequence records (default communicator, auto/auto), per transport.
+    extra_env: NCCL variables set in every NCCL process (recorded in nccl_env); sizes: only these bf16 sizes
+    (and no sequences); launches: which of cudagraph / eager to time."""
     import torch
     world = torch.cuda.device_count()
     if world < 2:
@@ -293,6 +302,7 @@ def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="gro
                "NCCL_GRAPH_DUMP_FILE": os.path.join(logdir, f"nccl_graph_{transport}.xml")}
         if transport == "shm":
             env.update({"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "0"})
+        env.update(extra_env or {})
         # share the remaining budget between the remaining transports
         left = budget_s - (time.time() - t_start)
         share = left / (len(transports) - ti)
@@ -305,7 +315,9 @@ def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="gro
                 jenv.update(_env_for(*cg[0]))
             job = {"env": jenv, "env_preset": isolation == "process", "port": port, "out": out_dir, "tag": transport, "transport": transport,
                    "quick": quick, "configs": cg, "t_end": t_end, "timeout": int(t_end - time.time() + 60),
-                   "sequence": isolation == "group" or cg[0] == ("auto", "auto"), "sequence_only": sequence_only}
+                   "sequence": (isolation == "group" or cg[0] == ("auto", "auto")) and not sizes,
+                   "sequence_only": sequence_only, "extra_env": dict(extra_env or {}), "sizes": sizes,
+                   "launches": tuple(launches)}
             port += 1
             t0 = time.time()
             codes = run_job(job, world)
