@@ -29,6 +29,7 @@ func (nccl) Options() []OptionSpec {
 		{Name: "proto", Values: []string{"ll", "ll128", "simple"}, Doc: "force the protocol (NCCL_PROTO)"},
 		{Name: "algo", Values: []string{"ring", "tree"}, Doc: "force the algorithm (NCCL_ALGO)"},
 		{Name: "channels", Doc: "force the channel count (default: NCCL's choice for the size)"},
+		{Name: "nthreads", Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
 	}
 }
 
@@ -241,6 +242,7 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		RingBwIntra: g.BwIntra, TreeBwIntra: g.BwIntra,
 		CPU:          vendor,
 		LL128Enabled: ncclmodel.LL128DefaultEnabled(intraNV, sm),
+		NThreads:     req.IntOpt("nthreads", 0),
 	}
 	protoForced, algoForced := "", ""
 	if v, ok := req.Opts["proto"]; ok {

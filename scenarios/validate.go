@@ -371,6 +371,28 @@ func (t *twin) allreduce() string {
 		if r.MaxChannels > 0 {
 			opts["channels"] = strconv.Itoa(r.MaxChannels)
 		}
+		// NCCL variables the capture set beyond ALGO/PROTO (tools/capture --env).
+		if raw, ok := r.Extra["nccl_env"]; ok {
+			var env map[string]string
+			if err := json.Unmarshal(raw, &env); err != nil {
+				return fmt.Sprintf("nccl_env is not an object of strings: %v", err)
+			}
+			keys := make([]string, 0, len(env))
+			for k := range env {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				switch k {
+				case "NCCL_NTHREADS":
+					opts["nthreads"] = env[k]
+					t.group += " nthreads=" + env[k]
+				case "NCCL_MAX_NCHANNELS": // max_channels carries it
+				default:
+					return fmt.Sprintf("NCCL setting %s=%s is not modelled", k, env[k])
+				}
+			}
+		}
 	case "torch_symm_mem":
 		if r.Transport != "p2p" {
 			return fmt.Sprintf("torch_symm_mem over %q is not simulated (p2p)", r.Transport)

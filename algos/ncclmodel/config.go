@@ -67,6 +67,11 @@ type Config struct {
 	// Algos is an allow-list like NCCL_ALGO="ring". Default (nil or empty):
 	// Tree and Ring.
 	Algos []Algo
+	// NThreads is NCCL_NTHREADS: the block size before the size-based
+	// halving for Simple (ring and tree) and LL (tuning.cc getNthreads;
+	// LL128 has its own variable). Default 0: unset. Otherwise 64..512, a
+	// multiple of 32.
+	NThreads int
 }
 
 // LL128DefaultEnabled is NCCL's default (NCCL_PROTO unset) LL128 rule for a
@@ -116,6 +121,10 @@ func (c Config) Validate() error {
 	}
 	if c.SM < 60 {
 		return fmt.Errorf("ncclmodel: SM must be ≥ 60 (e.g. 90 for sm_90), got %d", c.SM)
+	}
+	if c.NThreads != 0 && (c.NThreads < 2*warpSize || c.NThreads > simpleMaxNThreads || c.NThreads%warpSize != 0) {
+		return fmt.Errorf("ncclmodel: NThreads (NCCL_NTHREADS) must be 0 (unset) or a multiple of %d in %d..%d, got %d",
+			warpSize, 2*warpSize, simpleMaxNThreads, c.NThreads)
 	}
 	if c.RingChannels < 1 || c.RingChannels > maxChannels/2 {
 		return fmt.Errorf("ncclmodel: RingChannels must be in 1..%d, got %d", maxChannels/2, c.RingChannels)

@@ -59,14 +59,18 @@ func Tune(c Config) (*Model, error) {
 		m.channels = min(maxChannels, 2*m.channels)
 	}
 
-	// Max threads (tuning.cc, NCCL_NTHREADS unset): Ring/Simple drops to 256
+	// Max threads (tuning.cc): with NCCL_NTHREADS unset, Ring/Simple drops to 256
 	// when the whole ring graph carries no more than PCI_BW (12 GB/s).
 	ringSimpleThreads := simpleMaxNThreads
 	if c.RingBwIntra*float64(c.RingChannels) <= pciBw {
 		ringSimpleThreads = 256
 	}
-	m.maxThreads[Ring] = [NumProtos]int{llMaxNThreads, ll128MaxNThreads, ringSimpleThreads}
-	m.maxThreads[Tree] = [NumProtos]int{llMaxNThreads, ll128MaxNThreads, simpleMaxNThreads}
+	treeSimpleThreads, llThreads := simpleMaxNThreads, llMaxNThreads
+	if c.NThreads > 0 { // NCCL_NTHREADS replaces the defaults of Simple and LL
+		ringSimpleThreads, treeSimpleThreads, llThreads = c.NThreads, c.NThreads, c.NThreads
+	}
+	m.maxThreads[Ring] = [NumProtos]int{llThreads, ll128MaxNThreads, ringSimpleThreads}
+	m.maxThreads[Tree] = [NumProtos]int{llThreads, ll128MaxNThreads, treeSimpleThreads}
 	for _, a := range algoList {
 		m.threshold[a] = [NumProtos]int64{llThreadThreshold, ll128ThreadThreshold, simpleThreadThreshold}
 	}
