@@ -323,3 +323,32 @@ func TestFormatLayout(t *testing.T) {
 		"    AllReduce |    20.8/   5.8 |    40.6/   0.0 |    64.4/  22.1 |    20.6/  13.7 |    49.0/   0.0 |    88.2/  27.4 |\n")
 	assert.Contains(t, b.String(), "threadThresholds 8/8/64 | 64/8/64 | 512 | 512\n")
 }
+
+// NCCL_NTHREADS sets the block size of Simple (ring and tree) and LL, not
+// LL128 (tuning.cc getNthreads), as NCCL 2.28.9's TUNING table shows with
+// NCCL_NTHREADS=128 on two H200s (testdata/h200x2-arsim/nccl_simple_threads.jsonl):
+// Max NThreads 128 | 640 | 128 for Tree and Ring. With fewer threads the
+// halving rule keeps more channels: 32 KiB runs on 4 channels of 128 (+32)
+// threads, as NCCL logged ({0..3}), instead of 1 channel of 512 (+32).
+func TestNThreads(t *testing.T) {
+	c := Config{NRanks: 2, SM: 90, IntraNVLink: true, RingChannels: 12, TreeChannels: 12,
+		RingBwIntra: 30, TreeBwIntra: 30, LL128Enabled: true, Protocols: []Proto{Simple}, Algos: []Algo{Ring}}
+	def, err := Tune(c)
+	require.NoError(t, err)
+	c.NThreads = 128
+	m, err := Tune(c)
+	require.NoError(t, err)
+	for _, a := range []Algo{Tree, Ring} {
+		assert.Equal(t, 128, m.MaxThreads(a, Simple))
+		assert.Equal(t, 128, m.MaxThreads(a, LL))
+		assert.Equal(t, 640, m.MaxThreads(a, LL128))
+	}
+	d, got := def.Choose(32768), m.Choose(32768)
+	assert.Equal(t, [2]int{1, 544}, [2]int{d.Channels, d.Threads})
+	assert.Equal(t, [2]int{4, 160}, [2]int{got.Channels, got.Threads})
+	for _, bad := range []int{32, 100, 544, -64} {
+		c.NThreads = bad
+		_, err := Tune(c)
+		assert.ErrorContains(t, err, "NCCL_NTHREADS", "%d", bad)
+	}
+}
