@@ -114,27 +114,38 @@ func ringIndex(s, c, k int) int {
 	return 2*scaleChunks + (s-1)*3*scaleChunks + 3*c + k
 }
 
-func (st *ringStream) Op(r, i int, op *algos.Op) int {
+// Tables: buffer r is "buf" on GPU r; one kernel; no labels.
+func (st *ringStream) Tables() algos.StreamTables {
+	t := algos.StreamTables{Kernels: []hw.Kernel{st.kern}}
+	for r := 0; r < st.n; r++ {
+		t.Bufs = append(t.Bufs, algos.Buf{At: hw.GPUMem(r), Name: "buf"})
+	}
+	return t
+}
+
+func (st *ringStream) CompactOp(r, i int, op *algos.StreamOp) {
 	n := st.n
 	to := r + 1
 	if to == n {
 		to = 0
 	}
-	op.Kernel = st.kern
 	if i < st.pre {
 		if i == 0 {
 			op.Kind, op.Value, op.Inline = algos.Signal, 1, true
-			return 4*n + (r+n-1)%n
+			op.Flag = int32(4*n + (r+n-1)%n)
+			return
 		}
 		op.Kind, op.Value = algos.Wait, 1
-		return 4*n + r
+		op.Flag = int32(4*n + r)
+		return
 	}
 	i -= st.pre
 	if i >= st.core {
 		c := i - st.core
 		op.Kind, op.Value = algos.Wait, int64(2*(n-1))
 		op.After = append(op.After, st.pre+ringIndex(2*n-3, c, 2))
-		return c*n + r
+		op.Flag = int32(c*n + r)
+		return
 	}
 	var s, c, k int
 	if i < 2*scaleChunks {
@@ -147,28 +158,43 @@ func (st *ringStream) Op(r, i int, op *algos.Op) int {
 	case 0:
 		op.Kind, op.Value = algos.Wait, int64(s)
 		op.After = append(op.After, st.pre+ringIndex(s-1, c, 1))
-		return c*n + r
+		op.Flag = int32(c*n + r)
 	case 1:
 		x := r - s
 		for x < 0 {
 			x += n
 		}
-		off, ln := st.off[c][x], st.ln[c][x]
+		off := st.off[c][x]
 		op.Kind = algos.Write
-		op.Src = algos.On(r, "buf", off, ln)
-		op.Dst = algos.On(to, "buf", off, ln)
+		op.Src, op.Dst = int32(r), int32(to)
+		op.SrcOff, op.DstOff, op.Len = off, off, st.ln[c][x]
 		op.Accumulate = s < n-1 // reduce-scatter
 		if s > 0 {
 			op.After = append(op.After, st.pre+i-1)
 		} else if st.checked {
 			op.After = append(op.After, 1)
 		}
-		return -1
 	default:
 		op.Kind, op.Value, op.Inline = algos.Signal, int64(s+1), true
 		op.After = append(op.After, st.pre+i-1)
-		return c*n + to
+		op.Flag = int32(c*n + to)
 	}
+}
+
+// Op is CompactOp in full.
+func (st *ringStream) Op(r, i int, op *algos.Op) int {
+	var c algos.StreamOp
+	c.After = op.After
+	st.CompactOp(r, i, &c)
+	op.Kind, op.Accumulate, op.Inline, op.Value, op.After = c.Kind, c.Accumulate, c.Inline, c.Value, c.After
+	op.Kernel = st.kern
+	switch c.Kind {
+	case algos.Write:
+		op.Src = algos.On(int(c.Src), "buf", c.SrcOff, c.Len)
+		op.Dst = algos.On(int(c.Dst), "buf", c.DstOff, c.Len)
+		return -1
+	}
+	return int(c.Flag)
 }
 
 // BenchmarkRingAllreduce simulates one ring allreduce of 4 chunks on a

@@ -92,6 +92,9 @@ type source interface {
 	// The op may be overwritten by the next load: the executor copies
 	// what it needs.
 	load(r, i int) (*Op, int32, error)
+	// fill writes what the executor needs of op i of rank r into slot s
+	// and returns the op's deps (valid until the next fill or load).
+	fill(x *executor, r, i int, s *slot, c *slotCold) ([]int, error)
 	// check runs once every rank has finished.
 	check() error
 }
@@ -149,6 +152,11 @@ func (src *scheduleSource) load(r, i int) (*Op, int32, error) {
 	return &src.s.Programs[r][i], src.flagOf[r][i], nil
 }
 
+func (src *scheduleSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]int, error) {
+	op := &src.s.Programs[r][i]
+	return op.After, x.fill(s, c, op, src.flagOf[r][i], r, i)
+}
+
 func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 	s := src.info()
 	if opt.Iterations <= 0 {
@@ -172,6 +180,7 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 		x.flagVars = append(x.flagVars, sim.NewFlag(m.Eng, f.String()))
 	}
 	x.ranks = make([]rankRun, s.Ranks)
+	maxCap := 0
 	for r := range x.ranks {
 		p := &x.ranks[r]
 		p.n, p.cap = src.size(r)
@@ -179,14 +188,20 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 		if p.n > math.MaxInt32 {
 			return nil, fmt.Errorf("algos: run %s: rank %d has %d ops, more than %d", s.Algo, r, p.n, math.MaxInt32)
 		}
-		p.slots = make([]slot, p.cap)
+		maxCap = max(maxCap, p.cap)
 		p.names = make([]slotName, p.cap)
 		if opt.Spans {
 			p.starts = make([]sim.Time, p.cap)
 		}
-		for k := range p.slots {
+		for k := range p.names {
 			p.names[k] = slotName{x: x, r: int32(r), k: int32(k)}
-			p.slots[k].fin = func() { x.done(r, k) }
+		}
+	}
+	x.slots = make([]slot, maxCap*s.Ranks)
+	x.cold = make([]slotCold, maxCap*s.Ranks)
+	for r := range x.ranks {
+		for k := range x.ranks[r].cap {
+			x.cold[k*s.Ranks+r].fin = func() { x.done(r, int32(k)) }
 		}
 	}
 	for r := range x.ranks {
@@ -212,24 +227,32 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 }
 
 // slot holds one op of a rank's window while it is in flight: a compact
-// copy of what starting it needs, in one 64-byte cache line (the source is
-// asked again for the whole op only to word an error).
+// copy of what starting and finishing it needs, in 32 bytes (two to a
+// cache line); what only some starts need is in its slotCold. The slots
+// of all ranks are interleaved, window position first (executor.slots):
+// ranks of a symmetric collective run the same op at the same instant, in
+// rank order, and so touch consecutive slots. The source is asked again
+// for the whole op only to word an error.
 type slot struct {
 	kind    OpKind
 	bits    uint8 // opAccumulate, opInline, opAtomic, opDone, opStarted
 	nsucc   uint16
 	waiting int32 // deps not yet done
-	flag    int32 // flag ID of a Signal or Wait, or −1
-	kernel  int32 // index in executor.kernels
-	src     xmem  // Src.Buf.At
-	dst     xmem  // Dst.Buf.At; Flag.At for a Signal or Wait
-	label   int32 // index in executor.labels
-	idx     int32 // the op's index in the rank's program
+	// a is Src.Buf.At (an xmem) of a Read, Write, Copy or Reduce, the
+	// flag ID of a Signal or Wait.
+	a   int32
+	dst xmem  // Dst.Buf.At; Flag.At for a Signal or Wait
+	n   int64 // Src.Len; Value for a Signal or Wait; Dur for a Compute
 	// Window positions of the waiting ops that depend on this one: the
 	// first ones here, the others in rankRun.more.
-	succ [3]int32
-	n    int64  // Src.Len; Value for a Signal or Wait; Dur for a Compute
-	fin  func() // completion callback, made once per slot
+	succ [2]int32
+}
+
+// slotCold is the rest of a slot.
+type slotCold struct {
+	kernel int32  // index in executor.kernels
+	label  int32  // index in executor.labels
+	fin    func() // completion callback, made once per slot
 }
 
 const (
@@ -269,8 +292,8 @@ type slotName struct {
 }
 
 func (w *slotName) String() string {
-	s := &w.x.ranks[w.r].slots[w.k]
-	return fmt.Sprintf("rank %d op %d [%s]", w.r, s.idx, w.x.labels[s.label])
+	x, r := w.x, int(w.r)
+	return fmt.Sprintf("rank %d op %d [%s]", r, x.opIndex(r, w.k), x.labels[x.coldOf(r, w.k).label])
 }
 
 // rankRun is one rank's program in progress: ops [base, next) are held in
@@ -281,7 +304,6 @@ type rankRun struct {
 	iter, left       int
 	base, next       int
 	basePos, nextPos int
-	slots            []slot
 	more             [][]int32  // by window position: successors beyond slot.succ (made when needed)
 	names            []slotName // by window position
 	starts           []sim.Time // by window position: when the op started (for spans)
@@ -300,9 +322,27 @@ type executor struct {
 	labels   []string // the distinct labels of the ops loaded
 	labelID  map[string]int32
 	ranks    []rankRun
+	slots    []slot     // slot k of rank r at k × nranks + r
+	cold     []slotCold // likewise
 	finished int
 	err      error
 	res      *Result
+}
+
+// slot returns window position k of rank r.
+func (x *executor) slot(r int, k int32) *slot { return &x.slots[int(k)*x.nranks+r] }
+
+func (x *executor) coldOf(r int, k int32) *slotCold { return &x.cold[int(k)*x.nranks+r] }
+
+// opIndex returns the index in rank r's program of the op in window
+// position k.
+func (x *executor) opIndex(r int, k int32) int {
+	p := &x.ranks[r]
+	d := int(k) - p.basePos
+	if d < 0 {
+		d += p.cap
+	}
+	return p.base + d
 }
 
 func (x *executor) fail(err error) {
@@ -339,21 +379,17 @@ func (x *executor) load(r, cur int) {
 	if p.nextPos++; p.nextPos == p.cap {
 		p.nextPos = 0
 	}
-	s := &p.slots[k]
-	op, flag, err := x.src.load(r, j)
+	s := x.slot(r, int32(k))
+	c := x.coldOf(r, int32(k))
+	after, err := x.src.fill(x, r, j, s, c)
 	if err != nil {
 		x.fail(err)
 		return
 	}
-	if err := x.fill(s, op, flag); err != nil {
-		x.fail(fmt.Errorf("algos: run %s: rank %d op %d: %w", x.algo, r, j, err))
-		return
-	}
-	s.idx = int32(j)
 	s.nsucc = 0
 	waiting := int32(0)
 	byCur := false
-	for _, d := range op.After {
+	for _, d := range after {
 		if d == cur {
 			byCur = true
 		}
@@ -364,7 +400,7 @@ func (x *executor) load(r, cur int) {
 		if dp < 0 {
 			dp += p.cap
 		}
-		if t := &p.slots[dp]; !t.done() {
+		if t := x.slot(r, int32(dp)); !t.done() {
 			x.addSucc(p, t, dp, int32(k))
 			waiting++
 		}
@@ -373,17 +409,17 @@ func (x *executor) load(r, cur int) {
 	if waiting > 0 {
 		return
 	}
-	if (len(op.After) == 0 && cur < 0) || byCur {
+	if (len(after) == 0 && cur < 0) || byCur {
 		x.start(r, int32(k))
 		return
 	}
 	x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s) was ready before %v but outside the window of %d ops, which unfinished earlier ops filled; starting it late would change the result: the stream needs a larger window",
-		x.algo, r, j, op.Label, x.m.Eng.Now(), p.cap))
+		x.algo, r, j, x.labels[c.label], x.m.Eng.Now(), p.cap))
 }
 
-// fill copies into s what starting op needs.
-func (x *executor) fill(s *slot, op *Op, flag int32) error {
-	s.kind, s.flag = op.Kind, flag
+// fill copies into s and c what starting op (op i of rank r) needs.
+func (x *executor) fill(s *slot, c *slotCold, op *Op, flag int32, r, i int) error {
+	s.kind = op.Kind
 	s.bits = 0
 	if op.Accumulate {
 		s.bits |= opAccumulate
@@ -395,11 +431,13 @@ func (x *executor) fill(s *slot, op *Op, flag int32) error {
 		s.bits |= opAtomic
 	}
 	var ok1, ok2 bool
-	s.src, ok1 = toXmem(op.Src.Buf.At)
+	var src xmem
+	src, ok1 = toXmem(op.Src.Buf.At)
+	s.a = int32(src)
 	s.dst, ok2 = toXmem(op.Dst.Buf.At)
 	switch op.Kind {
 	case Signal, Wait:
-		s.n = op.Value
+		s.a, s.n = flag, op.Value
 		s.dst, ok2 = toXmem(op.Flag.At)
 	case Compute:
 		s.n = int64(op.Dur)
@@ -407,32 +445,42 @@ func (x *executor) fill(s *slot, op *Op, flag int32) error {
 		s.n = op.Src.Len
 	}
 	if !ok1 || !ok2 {
-		return fmt.Errorf("memory %s or %s out of range", op.Src.Buf.At, op.Dst.Buf.At)
+		return fmt.Errorf("algos: run %s: rank %d op %d: memory %s or %s out of range", x.algo, r, i, op.Src.Buf.At, op.Dst.Buf.At)
 	}
 	// Labels are few: the empty one, the last one, else a lookup.
 	if op.Label == "" {
-		s.label = 0
-	} else if l := s.label; x.labels[l] != op.Label {
-		id, ok := x.labelID[op.Label]
-		if !ok {
-			id = int32(len(x.labels))
-			x.labels = append(x.labels, op.Label)
-			x.labelID[op.Label] = id
-		}
-		s.label = id
+		c.label = 0
+	} else if l := c.label; x.labels[l] != op.Label {
+		c.label = x.label(op.Label)
 	}
 	// Kernels are few: the last one used, else a lookup.
-	if k := s.kernel; int(k) < len(x.kernels) && x.kernels[k] == op.Kernel {
+	if k := c.kernel; int(k) < len(x.kernels) && x.kernels[k] == op.Kernel {
 		return nil
 	}
-	id, ok := x.kernelID[op.Kernel]
+	c.kernel = x.kernel(op.Kernel)
+	return nil
+}
+
+// label returns the ID of label l, interning it.
+func (x *executor) label(l string) int32 {
+	id, ok := x.labelID[l]
+	if !ok {
+		id = int32(len(x.labels))
+		x.labels = append(x.labels, l)
+		x.labelID[l] = id
+	}
+	return id
+}
+
+// kernel returns the ID of kernel k, interning it.
+func (x *executor) kernel(k hw.Kernel) int32 {
+	id, ok := x.kernelID[k]
 	if !ok {
 		id = int32(len(x.kernels))
-		x.kernels = append(x.kernels, op.Kernel)
-		x.kernelID[op.Kernel] = id
+		x.kernels = append(x.kernels, k)
+		x.kernelID[k] = id
 	}
-	s.kernel = id
-	return nil
+	return id
 }
 
 func (x *executor) endIter(r int) {
@@ -472,12 +520,13 @@ func (x *executor) addSucc(p *rankRun, t *slot, dp int, k int32) {
 }
 
 // done handles the completion of the op in slot k of rank r.
-func (x *executor) done(r, k int) {
+func (x *executor) done(r int, k int32) {
 	p := &x.ranks[r]
-	s := &p.slots[k]
+	s := x.slot(r, k)
 	s.bits |= opDone
+	idx := x.opIndex(r, k)
 	if x.opt.Spans {
-		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: int(s.idx), Iter: p.iter, Start: p.starts[k], End: x.m.Eng.Now()})
+		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: idx, Iter: p.iter, Start: p.starts[k], End: x.m.Eng.Now()})
 	}
 	p.left--
 	for i := 0; i < int(s.nsucc); i++ {
@@ -487,15 +536,15 @@ func (x *executor) done(r, k int) {
 		} else {
 			j = p.more[k][i-len(s.succ)]
 		}
-		t := &p.slots[j]
+		t := x.slot(r, j)
 		if t.waiting--; t.waiting == 0 {
 			x.start(r, j)
 		}
 	}
-	if idx := int(s.idx); idx == p.base {
+	if idx == p.base {
 		// Retire the finished ops at the bottom of the window and load
 		// as many new ones.
-		for p.base < p.next && p.slots[p.basePos].done() {
+		for p.base < p.next && x.slot(r, int32(p.basePos)).done() {
 			p.base++
 			if p.basePos++; p.basePos == p.cap {
 				p.basePos = 0
@@ -516,13 +565,14 @@ func (x *executor) start(r int, k int32) {
 		return
 	}
 	p := &x.ranks[r]
-	s := &p.slots[k]
+	s := x.slot(r, k)
 	s.bits |= opStarted
 	m := x.m
 	if p.starts != nil {
 		p.starts[k] = m.Eng.Now()
 	}
-	fin := s.fin
+	c := x.coldOf(r, k)
+	fin := c.fin
 	var err error
 	switch s.kind {
 	case Launch:
@@ -541,23 +591,23 @@ func (x *executor) start(r int, k int32) {
 		case n == 0:
 			m.Eng.After(0, fin)
 		case s.kind == Copy:
-			err = x.copyOp(r, s)
-		case s.src == xmem(r) && s.dst == xmem(r):
+			err = x.copyOp(r, k, s, c)
+		case s.a == int32(r) && s.dst == xmem(r):
 			inputs := 1
 			if s.bits&opAccumulate != 0 || s.kind == Reduce {
 				inputs = 2
 			}
 			m.Eng.After(m.ReduceTime(inputs, n), fin)
 		case s.kind == Read:
-			err = m.Read(r, s.src.mem(), n, x.kernels[s.kernel], x.labels[s.label], fin)
+			err = m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], fin)
 		case s.kind == Write:
-			err = m.Write(r, s.dst.mem(), n, x.kernels[s.kernel], x.labels[s.label], fin)
+			err = m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], fin)
 		default:
-			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, s.idx, s.kind)
+			err = fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, x.opIndex(r, k), s.kind)
 		}
 	case Signal:
-		f := x.flagVars[s.flag]
-		v := s.n + int64(p.iter)*x.stride[s.flag]
+		f := x.flagVars[s.a]
+		v := s.n + int64(p.iter)*x.stride[s.a]
 		if s.bits&opInline != 0 {
 			f.Set(v)
 		} else {
@@ -571,28 +621,28 @@ func (x *executor) start(r int, k int32) {
 			m.Eng.After(d, fin)
 		}
 	case Wait:
-		v := s.n + int64(p.iter)*x.stride[s.flag]
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.flag], v, &p.names[k], fin)
+		v := s.n + int64(p.iter)*x.stride[s.a]
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], fin)
 	}
 	if err != nil {
-		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, s.idx, x.labels[s.label], err))
+		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, x.opIndex(r, k), x.labels[c.label], err))
 	}
 }
 
-func (x *executor) copyOp(r int, s *slot) error {
+func (x *executor) copyOp(r int, k int32, s *slot, c *slotCold) error {
 	n := sim.Bytes(s.n)
-	label := x.labels[s.label]
-	src, dst := s.src.mem(), s.dst.mem()
+	label := x.labels[c.label]
+	src, dst := xmem(s.a).mem(), s.dst.mem()
 	own := func(a hw.Mem) bool { return !a.Host && a.Rank == r }
 	switch {
 	case own(src) && dst.Host:
-		return x.m.Copy(r, hw.D2H, 0, n, label, s.fin)
+		return x.m.Copy(r, hw.D2H, 0, n, label, c.fin)
 	case src.Host && own(dst):
-		return x.m.Copy(r, hw.H2D, 0, n, label, s.fin)
+		return x.m.Copy(r, hw.H2D, 0, n, label, c.fin)
 	case own(src) && !dst.Host:
-		return x.m.Copy(r, hw.P2P, dst.Rank, n, label, s.fin)
+		return x.m.Copy(r, hw.P2P, dst.Rank, n, label, c.fin)
 	}
-	op, _, err := x.src.load(r, int(s.idx))
+	op, _, err := x.src.load(r, x.opIndex(r, k))
 	if err != nil {
 		return err
 	}
@@ -616,7 +666,7 @@ func (x *executor) windowStall() error {
 		for _, d := range op.After {
 			if d >= p.base {
 				dp := (p.basePos + d - p.base) % p.cap
-				ready = ready && p.slots[dp].done()
+				ready = ready && x.slot(r, int32(dp)).done()
 			}
 		}
 		if ready {
@@ -648,7 +698,7 @@ func (x *executor) deadlock() error {
 	for r := range x.ranks {
 		p := &x.ranks[r]
 		for i := p.base; i < p.next && len(idle) < 5; i++ {
-			if s := &p.slots[i%p.cap]; !s.started() {
+			if s := x.slot(r, int32(i%p.cap)); !s.started() {
 				idle = append(idle, fmt.Sprintf("rank %d op %d", r, i))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
 )
 
 // Stream is a schedule generated op by op while it runs, for schedules too
@@ -36,6 +37,51 @@ type Stream interface {
 	// be reused (append to it). After may only name earlier ops of the
 	// rank.
 	Op(r, i int, op *Op) int
+}
+
+// CompactStream is a Stream that can also write its ops in a compact form,
+// which RunStream then uses instead of Op: a few integers per op, with
+// buffers, kernels and labels named by their index in tables the stream
+// gives once. Filling a StreamOp costs a fraction of filling an Op (about
+// 90 bytes against 300, no strings, no structs compared), which matters
+// when a run loads tens of millions of ops. Op and CompactOp must describe
+// the same op: Materialize uses Op.
+type CompactStream interface {
+	Stream
+	// Tables returns the buffers, kernels and labels that compact ops
+	// name by index. It is called once per run.
+	Tables() StreamTables
+	// CompactOp writes op i of rank r into op, which arrives zeroed except
+	// for After, an empty slice whose storage may be reused (append to it).
+	CompactOp(r, i int, op *StreamOp)
+}
+
+// StreamTables are what compact ops name by index. An empty Kernels or
+// Labels stands for one entry, the zero Kernel or the empty label.
+type StreamTables struct {
+	Bufs    []Buf
+	Kernels []hw.Kernel
+	Labels  []string
+}
+
+// StreamOp is an Op in compact form (see CompactStream). Fields mean what
+// Op's do; those an op's kind does not use are ignored.
+type StreamOp struct {
+	Kind                       OpKind
+	Accumulate, Inline, Atomic bool
+	// Src and Dst: buffers, by index in Bufs (Read, Write, Copy, Reduce;
+	// Dst alone for a Fence), with the ranges' offsets and common length.
+	Src, Dst       int32
+	SrcOff, DstOff int64
+	Len            int64
+	// Flag (index in Flags) and Value, for Signal and Wait.
+	Flag  int32
+	Value int64
+	// Dur of a Compute.
+	Dur sim.Duration
+	// Kernel and Label, by index in Kernels and Labels.
+	Kernel, Label int32
+	After         []int
 }
 
 // StreamFlag is a flag of a Stream and its epoch stride: the largest
@@ -93,6 +139,16 @@ type streamSource struct {
 	seen    []int64 // the largest value loaded per flag, checked against stride
 	window  int
 	scratch Op
+	// The compact form, when the stream has one.
+	cst     CompactStream
+	tables  StreamTables
+	cop     StreamOp
+	flagMem []xmem  // by flag ID
+	flagOK  []bool  // whether the flag's memory fits an xmem
+	bufMem  []xmem  // by buffer index
+	bufOK   []bool  // whether the buffer's memory fits an xmem
+	kmap    []int32 // executor kernel ID by table index (made on first use)
+	lmap    []int32 // executor label ID by table index
 }
 
 func newStreamSource(st Stream) (*streamSource, error) {
@@ -114,6 +170,26 @@ func newStreamSource(st Stream) (*streamSource, error) {
 		src.stride = append(src.stride, f.Stride)
 	}
 	src.seen = make([]int64, len(src.sflags))
+	if cst, ok := st.(CompactStream); ok {
+		src.cst = cst
+		src.tables = cst.Tables()
+		if len(src.tables.Kernels) == 0 {
+			src.tables.Kernels = []hw.Kernel{{}}
+		}
+		if len(src.tables.Labels) == 0 {
+			src.tables.Labels = []string{""}
+		}
+		for _, f := range src.keys {
+			v, ok := toXmem(f.At) // checked when an op uses it
+			src.flagMem = append(src.flagMem, v)
+			src.flagOK = append(src.flagOK, ok)
+		}
+		for _, b := range src.tables.Bufs {
+			v, ok := toXmem(b.At)
+			src.bufMem = append(src.bufMem, v)
+			src.bufOK = append(src.bufOK, ok)
+		}
+	}
 	return src, nil
 }
 
@@ -151,6 +227,86 @@ func (src *streamSource) load(r, i int) (*Op, int32, error) {
 		src.seen[id] = max(src.seen[id], op.Value)
 	}
 	return op, int32(id), nil
+}
+
+// fill writes op i of rank r into slot s, from the compact form when the
+// stream has one, and returns the op's deps.
+func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]int, error) {
+	if src.cst == nil {
+		op, id, err := src.load(r, i)
+		if err != nil {
+			return nil, err
+		}
+		return op.After, x.fill(s, c, op, id, r, i)
+	}
+	if src.kmap == nil {
+		for _, k := range src.tables.Kernels {
+			src.kmap = append(src.kmap, x.kernel(k))
+		}
+		for _, l := range src.tables.Labels {
+			src.lmap = append(src.lmap, x.label(l))
+		}
+	}
+	op := &src.cop
+	after := op.After[:0]
+	*op = StreamOp{After: after}
+	src.cst.CompactOp(r, i, op)
+	for _, d := range op.After {
+		if d < 0 || d >= i {
+			return nil, fmt.Errorf("algos: stream %s: rank %d op %d depends on op %d, which is not an earlier op of the rank", src.head.Algo, r, i, d)
+		}
+	}
+	if uint32(op.Kernel) >= uint32(len(src.kmap)) || uint32(op.Label) >= uint32(len(src.lmap)) {
+		return nil, fmt.Errorf("algos: stream %s: rank %d op %d names kernel %d of %d, label %d of %d", src.head.Algo, r, i, op.Kernel, len(src.kmap), op.Label, len(src.lmap))
+	}
+	s.kind = op.Kind
+	s.bits = 0
+	if op.Accumulate {
+		s.bits |= opAccumulate
+	}
+	if op.Inline {
+		s.bits |= opInline
+	}
+	if op.Atomic {
+		s.bits |= opAtomic
+	}
+	c.kernel, c.label = src.kmap[op.Kernel], src.lmap[op.Label]
+	switch op.Kind {
+	case Signal, Wait:
+		id := op.Flag
+		if uint32(id) >= uint32(len(src.sflags)) {
+			return nil, fmt.Errorf("algos: stream %s: rank %d op %d (%s) names flag %d of %d", src.head.Algo, r, i, op.Kind, id, len(src.sflags))
+		}
+		if op.Kind == Signal {
+			if op.Value > src.stride[id] {
+				return nil, fmt.Errorf("algos: stream %s: rank %d op %d signals %s = %d, above the flag's declared stride %d", src.head.Algo, r, i, src.keys[id], op.Value, src.stride[id])
+			}
+			src.seen[id] = max(src.seen[id], op.Value)
+		}
+		s.a, s.n, s.dst = id, op.Value, src.flagMem[id]
+		if !src.flagOK[id] {
+			return nil, fmt.Errorf("algos: run %s: rank %d op %d: memory %s out of range", src.head.Algo, r, i, src.keys[id].At)
+		}
+	case Compute:
+		s.n = int64(op.Dur)
+	case Launch:
+	default:
+		nb := int32(len(src.bufMem))
+		if op.Dst < 0 || op.Dst >= nb || (op.Kind != Fence && (op.Src < 0 || op.Src >= nb)) {
+			return nil, fmt.Errorf("algos: stream %s: rank %d op %d names buffers %d and %d of %d", src.head.Algo, r, i, op.Src, op.Dst, nb)
+		}
+		s.n, s.dst = op.Len, src.bufMem[op.Dst]
+		if !src.bufOK[op.Dst] {
+			return nil, fmt.Errorf("algos: run %s: rank %d op %d: memory %s out of range", src.head.Algo, r, i, src.tables.Bufs[op.Dst].At)
+		}
+		if op.Kind != Fence {
+			s.a = int32(src.bufMem[op.Src])
+			if !src.bufOK[op.Src] {
+				return nil, fmt.Errorf("algos: run %s: rank %d op %d: memory %s out of range", src.head.Algo, r, i, src.tables.Bufs[op.Src].At)
+			}
+		}
+	}
+	return op.After, nil
 }
 
 // check verifies, once every op has been loaded, that each flag's

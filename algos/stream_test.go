@@ -186,7 +186,106 @@ func TestStreamRejectsBadDeclarations(t *testing.T) {
 	require.ErrorContains(t, err, "rank 0 op 0 depends on op 1, which is not an earlier op")
 }
 
-// A window slot fills one cache line.
-func TestSlotIsOneCacheLine(t *testing.T) {
-	require.Equal(t, uintptr(64), unsafe.Sizeof(slot{}))
+// A window slot fills half a cache line.
+func TestSlotIsHalfACacheLine(t *testing.T) {
+	require.Equal(t, uintptr(32), unsafe.Sizeof(slot{}))
+}
+
+// compactStream serves a stored schedule in compact form (CompactStream),
+// interning its buffers, kernels and labels.
+type compactStream struct {
+	*storedStream
+	tables StreamTables
+	bufs   map[Buf]int32
+	kerns  map[hw.Kernel]int32
+	labels map[string]int32
+}
+
+func newCompactStream(s *Schedule, window int) *compactStream {
+	st := &compactStream{storedStream: newStoredStream(s, window), bufs: map[Buf]int32{}, kerns: map[hw.Kernel]int32{}, labels: map[string]int32{}}
+	for _, prog := range s.Programs {
+		for _, op := range prog {
+			for _, b := range []Buf{op.Src.Buf, op.Dst.Buf} {
+				if _, ok := st.bufs[b]; !ok {
+					st.bufs[b] = int32(len(st.tables.Bufs))
+					st.tables.Bufs = append(st.tables.Bufs, b)
+				}
+			}
+			if _, ok := st.kerns[op.Kernel]; !ok {
+				st.kerns[op.Kernel] = int32(len(st.tables.Kernels))
+				st.tables.Kernels = append(st.tables.Kernels, op.Kernel)
+			}
+			if _, ok := st.labels[op.Label]; !ok {
+				st.labels[op.Label] = int32(len(st.tables.Labels))
+				st.tables.Labels = append(st.tables.Labels, op.Label)
+			}
+		}
+	}
+	return st
+}
+
+func (st *compactStream) Tables() StreamTables { return st.tables }
+
+func (st *compactStream) CompactOp(r, i int, op *StreamOp) {
+	o := &st.s.Programs[r][i]
+	op.Kind, op.Accumulate, op.Inline, op.Atomic = o.Kind, o.Accumulate, o.Inline, o.Atomic
+	op.Src, op.Dst = st.bufs[o.Src.Buf], st.bufs[o.Dst.Buf]
+	op.SrcOff, op.DstOff, op.Len = o.Src.Off, o.Dst.Off, o.Src.Len
+	op.Value, op.Dur = o.Value, o.Dur
+	op.Kernel, op.Label = st.kerns[o.Kernel], st.labels[o.Label]
+	op.After = append(op.After, o.After...)
+	if o.Kind == Signal || o.Kind == Wait {
+		op.Flag = int32(st.ids[o.Flag])
+	}
+}
+
+// Every algorithm, served as a compact stream, runs bit-identically to its
+// stored schedule.
+func TestCompactStreamMatchesStoredSchedules(t *testing.T) {
+	runs := 0
+	for _, preset := range []string{"h200x8-nvswitch", "rtxpro6000x8-2numa"} {
+		for _, name := range Names() {
+			for _, ranks := range []int{2, 3, 8} {
+				r := req(t, preset, ranks, 1<<20, nil)
+				s, err := Plan(name, r)
+				if err != nil {
+					continue
+				}
+				for _, opt := range []RunOptions{{Launch: hw.Graph}, {Iterations: 3, Launch: hw.Eager, Spans: true}} {
+					what := fmt.Sprintf("%s %s ranks %d, %d allreduces", preset, name, ranks, opt.Iterations)
+					m, err := hw.New(r.Top)
+					require.NoError(t, err)
+					want, err := Run(m, s, opt)
+					require.NoError(t, err, what)
+					m, err = hw.New(r.Top)
+					require.NoError(t, err)
+					got, err := RunStream(m, newCompactStream(s, 1<<30), opt)
+					require.NoError(t, err, what)
+					require.Equal(t, want, got, what)
+					runs++
+				}
+			}
+		}
+	}
+	require.Positive(t, runs)
+}
+
+// A compact stream that names a buffer, kernel, label or flag it does not
+// have is refused.
+func TestCompactStreamRejectsBadIndices(t *testing.T) {
+	r := req(t, "h200x8-nvswitch", 2, 4096, nil)
+	s := plan(t, "one_stage", r)
+	run := func(st Stream) error {
+		m, err := hw.New(r.Top)
+		require.NoError(t, err)
+		_, err = RunStream(m, st, RunOptions{})
+		return err
+	}
+	st := newCompactStream(s, 16)
+	require.NoError(t, run(st))
+	st.tables.Labels = st.tables.Labels[:1]
+	require.ErrorContains(t, run(st), "names kernel")
+	st = newCompactStream(s, 16)
+	st.tables.Bufs = st.tables.Bufs[:1]
+	require.ErrorContains(t, run(st), "names buffers")
 }

@@ -251,18 +251,20 @@ func (n *Network) resource(id ResourceID) (*Resource, error) {
 // Start begins a flow now. It returns an error, and starts nothing, when the
 // spec is invalid: negative bytes or latency, a route naming an unknown
 // resource, a negative weight, or neither a route nor a cap.
-func (n *Network) Start(spec FlowSpec) (*Flow, error) { return n.start(spec, false) }
+func (n *Network) Start(spec FlowSpec) (*Flow, error) { return n.start(&spec, false) }
 
 // Launch is Start for callers that do not keep the flow: the network
 // reuses the flow's record once it has finished, so a long run allocates
 // no memory per flow. Observers must not keep the *Flow they are given
 // beyond the call.
 func (n *Network) Launch(spec FlowSpec) error {
-	_, err := n.start(spec, true)
+	_, err := n.start(&spec, true)
 	return err
 }
 
-func (n *Network) start(spec FlowSpec, pooled bool) (*Flow, error) {
+// start takes the spec by reference (it copies it into the flow): Launch,
+// inlined into its callers, then passes the caller's spec without a copy.
+func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	if spec.Bytes < 0 {
 		return nil, fmt.Errorf("sim: flow %q: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
 	}
@@ -294,8 +296,8 @@ func (n *Network) start(spec FlowSpec, pooled bool) (*Flow, error) {
 	} else {
 		f = new(Flow)
 	}
-	// f is zero (new, or cleared when it last finished): set what is not.
-	f.ID, f.Spec, f.Start = n.nextID, spec, now
+	// f is new or cleared when it last finished: set what is not zero.
+	f.ID, f.Spec, f.Start = n.nextID, *spec, now
 	f.remaining, f.since = float64(spec.Bytes), now
 	f.active, f.pooled, f.heap, f.index = true, pooled, -1, -1
 	// The flow keeps its own copy of the route, weights normalised.
@@ -396,9 +398,21 @@ func (n *Network) finish(f *Flow, now Time) {
 		n.eng.After(f.Spec.Latency, done)
 	}
 	if f.pooled {
-		*f = Flow{}
+		f.clear()
 		n.free = append(n.free, f)
 	}
+}
+
+// clear readies a finished flow's record for reuse without rewriting all
+// of it: what observers can see is zeroed (finish zeroed the rate and the
+// bytes left), references are dropped, and the solver's scratch (next,
+// frozen, the visit stamp) and the inline hop buffers are left, as start
+// and solve write them before they are read.
+func (f *Flow) clear() {
+	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
+	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Meta = "", nil, nil, nil
+	f.heap, f.index, f.active, f.pooled = 0, 0, false, false
+	f.slots = nil
 }
 
 // onTick completes the flows due now and reshares the rest. Only the
