@@ -417,19 +417,25 @@ func (x *executor) load(r, cur int) {
 		x.algo, r, j, x.labels[c.label], x.m.Eng.Now(), p.cap))
 }
 
+// opBits packs an op's flags into a slot's bits (done and started clear).
+func opBits(accumulate, inline, atomic bool) uint8 {
+	var b uint8
+	if accumulate {
+		b |= opAccumulate
+	}
+	if inline {
+		b |= opInline
+	}
+	if atomic {
+		b |= opAtomic
+	}
+	return b
+}
+
 // fill copies into s and c what starting op (op i of rank r) needs.
 func (x *executor) fill(s *slot, c *slotCold, op *Op, flag int32, r, i int) error {
 	s.kind = op.Kind
-	s.bits = 0
-	if op.Accumulate {
-		s.bits |= opAccumulate
-	}
-	if op.Inline {
-		s.bits |= opInline
-	}
-	if op.Atomic {
-		s.bits |= opAtomic
-	}
+	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic)
 	var ok1, ok2 bool
 	var src xmem
 	src, ok1 = toXmem(op.Src.Buf.At)

@@ -260,16 +260,7 @@ func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]in
 		return nil, fmt.Errorf("algos: stream %s: rank %d op %d names kernel %d of %d, label %d of %d", src.head.Algo, r, i, op.Kernel, len(src.kmap), op.Label, len(src.lmap))
 	}
 	s.kind = op.Kind
-	s.bits = 0
-	if op.Accumulate {
-		s.bits |= opAccumulate
-	}
-	if op.Inline {
-		s.bits |= opInline
-	}
-	if op.Atomic {
-		s.bits |= opAtomic
-	}
+	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic)
 	c.kernel, c.label = src.kmap[op.Kernel], src.lmap[op.Label]
 	switch op.Kind {
 	case Signal, Wait:
