@@ -539,13 +539,17 @@ func (c *calib) fitOne(ps *topology.Params, name string, cur *[]float64, dep *[]
 	}
 	*cur = next
 	status = "fitted"
-	width := xhi - xlo
+	// At a bound when within two search tolerances of it (the golden
+	// section converges to within one of a bound it is pressed against). A
+	// share of the range instead would call 9 µs "at the bound" of a
+	// 0–10,000 µs parameter.
+	near := 2 * tol
 	switch {
-	case sp.toX(best.v)-xlo <= 1e-3*width:
+	case sp.toX(best.v)-xlo <= near:
 		status = "pinned at lower bound " + strconv.FormatFloat(sp.lo, 'g', -1, 64)
-	case xhi-sp.toX(best.v) <= 1e-3*width && sp.limitNote != "":
+	case xhi-sp.toX(best.v) <= near && sp.limitNote != "":
 		status = "pinned at search limit " + strconv.FormatFloat(sp.hi, 'g', -1, 64) + ": " + sp.limitNote
-	case xhi-sp.toX(best.v) <= 1e-3*width:
+	case xhi-sp.toX(best.v) <= near:
 		status = "pinned at upper bound " + strconv.FormatFloat(sp.hi, 'g', -1, 64)
 	}
 	return status, true

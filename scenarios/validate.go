@@ -465,7 +465,7 @@ func (t *twin) allreduce() string {
 		case "nccl":
 			issueParam = "torch.nccl_eager_issue"
 		case "torch_symm_mem":
-			issueParam = "torch.symm_mem_eager_issue"
+			issueParam = "torch.symm_mem_" + r.Algo + "_eager_issue"
 		}
 	}
 	world, bytes := r.World, r.Bytes

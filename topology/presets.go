@@ -151,7 +151,7 @@ func buildLayout(name string, ps *Params, l layout) (*Topology, error) {
 // Sources used in parameter tables.
 const (
 	srcPCIeSpec   = "spec: PCI-SIG base spec; Intel AN 708 (TLP overhead 20–24 B)"
-	srcH200Cap    = "our capture: testdata/h200x2"
+	srcOwnCap     = "our capture: testdata/h200x2-arsim/"
 	srcRTX6K      = "published: rtx6kpro wiki hardware pages"
 	srcEstimate   = "estimate: "
 	srcRTXSpec    = "spec: RTX PRO 6000 Blackwell (188 SMs, 512-bit GDDR7 at 28 Gbps)"
@@ -170,7 +170,7 @@ func commonParams() *Params {
 	for _, x := range []Param{
 		// PCIe protocol.
 		p("pcie.tlp_overhead", "B", 24, 0, 64, srcPCIeSpec, "header+framing+LCRC bytes per TLP (4-DW header)"),
-		p("pcie.link_efficiency", "ratio", 0.9547, 0.5, 1, fromH200("our capture: h200x2 ce_h2d 54.9 GB/s at 256-B TLPs ⇒ DLLP/SKP share 4.5 %"), "share of raw link time left to TLPs after DLLPs and ordered sets"),
+		p("pcie.link_efficiency", "ratio", 0.9635, 0.5, 1, fromH200(srcOwnCap+"measurements.jsonl host_link_concurrency ce_h2d, 1 GPU: 55.39 GB/s at 256-B TLPs ⇒ DLLP/SKP share 3.6 %"), "share of raw link time left to TLPs after DLLPs and ordered sets"),
 		p("pcie.ce_payload", "B", 256, 64, 4096, "spec: typical max payload size 256 B (facts §3.1)", "TLP payload of copy-engine transfers"),
 		p("pcie.sm_write_payload", "B", 128, 16, 4096, "estimate: GPU-issued peer writes are 64–128 B TLPs (facts §3.1)", "TLP payload of SM stores over PCIe"),
 		p("pcie.read_completion_payload", "B", 128, 16, 4096, "estimate: read completion boundary 128 B (facts §3.1)", "completion payload of SM loads over PCIe"),
@@ -193,9 +193,9 @@ func commonParams() *Params {
 		// GPU.
 		p("gpu.sms", "count", 188, 1, 0, srcRTXSpec, "streaming multiprocessors"),
 		p("gpu.mem_bandwidth", "GB/s", 1792, 1, 0, srcRTXSpec, "local memory bandwidth"),
-		p("gpu.mem_latency", "ns", 150, 0, 5000, srcEstimate+"taken equal to H200's 146 ns local pointer chase (testdata/h200x2)", "local memory access time"),
-		p("gpu.loads_in_flight", "count", 1.85, 0.1, 64, srcEstimate+"from H200 capture: 1 block × 512 threads reads 17.7 GB/s over an 854-ns round trip", "16-byte loads each thread keeps in flight"),
-		p("gpu.sm_store_bandwidth", "GB/s", 50, 1, 0, srcEstimate+"from H200 capture: one block writes peer memory at 49.9 GB/s", "remote (peer or host) store rate of one SM"),
+		p("gpu.mem_latency", "ns", 150, 0, 5000, srcEstimate+"taken equal to H200's 146 ns local pointer chase ("+srcOwnCap+"measurements.jsonl)", "local memory access time"),
+		p("gpu.loads_in_flight", "count", 1.86, 0.1, 64, srcEstimate+"from H200 ("+srcOwnCap+"measurements.jsonl): 1 block × 512 threads reads 17.8 GB/s over an 854-ns round trip", "16-byte loads each thread keeps in flight"),
+		p("gpu.sm_store_bandwidth", "GB/s", 50.3, 1, 0, srcEstimate+"from H200 ("+srcOwnCap+"measurements.jsonl): one block writes peer memory at 50.3 GB/s", "remote (peer or host) store rate of one SM"),
 		p("gpu.launch_eager", "µs", 5, 0, 1000, "published: CUDA kernel launch overhead ~5 µs (rtx6kpro; pegainfer 4–6 µs)", "back-to-back eager kernel launch interval"),
 		p("gpu.launch_graph", "µs", 0.51, 0, 1000, fromH200("our capture: h200x2-arsim micro2, graph of 100 empty kernels, 0.511 µs per node"), "per-kernel gap inside a replayed CUDA graph"),
 		p("gpu.reduce_loop_overhead", "ns", 121, 0, 100000, fromH200("our capture: h200x2-arsim micro2 read_reduce 1×512 over NVLink, 971 ns per iteration − 850 ns round trip"), "time a pull-and-reduce loop iteration adds to its remote load's round trip"),
@@ -204,8 +204,14 @@ func commonParams() *Params {
 		p("gpu.fence_extra_nvlink", "ns", 70, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence to peer memory (919 ns) − peer round trip (850 ns)"), "a system-scope fence after stores over NVLink: this beyond the round trip"),
 		p("gpu.fence_extra_pcie", "ns", 290, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence to pinned host memory (1393 ns) − host round trip (1104 ns)"), "a system-scope fence after stores over PCIe: this beyond the round trip"),
 		p("gpu.kernel_prologue", "µs", 1.5, 0, 100, fromH200("our capture: h200x2-arsim flag one-shot over NVLink, 1 KiB, 1×512 (4.31 µs) minus every other modelled part (graph gap, two barriers, one pull): one record; every other record is out of sample for it"), "device time a kernel spends beyond the graph gap before and after its useful work (argument, pointer and epoch loads; draining stores at its end)"),
-		p("torch.nccl_eager_issue", "µs", 37.1, 0, 10000, fromH200("our capture: median of h200x2 eager NCCL p2p allreduce ≤ 4 KiB"), "host time to issue one eager NCCL allreduce through PyTorch"),
-		p("torch.symm_mem_eager_issue", "µs", 10.9, 0, 10000, fromH200("our capture: median of h200x2 eager symmetric-memory allreduce ≤ 4 KiB"), "host time to issue one eager symmetric-memory allreduce"),
+		// Host costs of PyTorch calls differ from one process launch to the
+		// next and between machine instances of the same type (see
+		// testdata/h200x2-arsim/README.md): each value is a median over
+		// several fresh processes, and a host-paced record of another
+		// process can sit 30 % or more from it.
+		p("torch.nccl_eager_issue", "µs", 41.3, 0, 10000, fromH200(srcOwnCap+"host_costs.jsonl, median of 48 eager NCCL auto allreduces ≤ 4 KiB in 12 process launches (p2p and shm; per-process medians 27.6–47.6 µs)"), "host time to issue one eager NCCL allreduce through PyTorch"),
+		p("torch.symm_mem_one_shot_eager_issue", "µs", 13.6, 0, 10000, fromH200(srcOwnCap+"host_costs.jsonl, median of 42 eager one_shot_all_reduce ≤ 4 KiB in 6 process launches (per-process medians 12.5–15.4 µs)"), "host time to issue one eager symmetric-memory one-shot allreduce (it allocates its output)"),
+		p("torch.symm_mem_two_shot_eager_issue", "µs", 9.6, 0, 10000, fromH200(srcOwnCap+"host_costs.jsonl, median of 42 eager two_shot_all_reduce_ ≤ 4 KiB in 6 process launches (per-process medians 8.7–10.0 µs)"), "host time to issue one eager symmetric-memory two-shot allreduce (in place)"),
 		p("gpu.max_blocks_per_sm", "count", 1, 1, 64, srcEstimate+"custom-allreduce kernels use __launch_bounds__(512,1)", "resident blocks per SM for communication kernels"),
 		// Copy engines.
 		p("ce.window", "B", 262144, 4096, 0, srcEstimate+"copy engine keeps enough reads in flight to saturate x16", "bytes in flight of a copy-engine read"),
@@ -213,15 +219,17 @@ func commonParams() *Params {
 		p("ce.p2p_setup", "µs", 1.65, 0, 1000, fromH200("our capture: h200x2-arsim raw cudaMemcpyAsync p2p 1 MiB − transfer time"), "device-side fixed cost of a P2P copy-engine transfer"),
 		p("host.cuda_launch_issue", "µs", 4.15, 0, 1000, fromH200("our capture: h200x2-arsim micro2, back-to-back eager launches of an empty kernel through CuPy (4.03–4.30 µs)"), "host time to issue one eager kernel launch through the CUDA driver API"),
 		p("host.cuda_memcpy_issue", "µs", 2.1, 0, 1000, fromH200("our capture: h200x2-arsim raw cudaMemcpyAsync d2h/p2p floors 2.1–2.2 µs"), "host time to issue one eager cudaMemcpyAsync"),
-		// PyTorch's tensor.copy_ path (the shared h200x2 capture) costs more
-		// on the host than cudaMemcpyAsync, and for peer copies adds work the
-		// device waits for.
-		p("torch.copy_issue_h2d", "µs", 7.125, 0, 1000, fromH200("our capture: median of h200x2 eager h2d tensor.copy_ 4 B–64 KiB"), "host time to issue one eager H2D tensor.copy_"),
-		p("torch.copy_issue_d2h", "µs", 4.2, 0, 1000, fromH200("our capture: median of h200x2 eager d2h tensor.copy_ 4 B–64 KiB"), "host time to issue one eager D2H tensor.copy_"),
-		p("torch.copy_issue_p2p", "µs", 14.117, 0, 1000, fromH200("our capture: median of h200x2 eager p2p tensor.copy_ 4 B–64 KiB"), "host time to issue one eager P2P tensor.copy_"),
-		p("torch.p2p_copy_overhead", "µs", 12.0, 0, 1000, fromH200("our capture: h200x2 tensor.copy_ p2p minus h200x2-arsim cudaMemcpyAsync p2p, up to 512 KiB"), "serialized extra time of a P2P tensor.copy_"),
-		p("torch.p2p_copy_overhead_large", "µs", 14.8, 0, 1000, fromH200("our capture: same difference, median over 1–256 MiB"), "serialized extra time of a P2P tensor.copy_ of ≥ 1 MiB"),
-		p("torch.p2p_copy_large", "B", 1048576, 1, 0, fromH200("our capture: the difference steps up between 512 KiB and 1 MiB"), "size from which the large P2P overhead applies"),
+		// PyTorch's tensor.copy_ path costs more on the host than
+		// cudaMemcpyAsync, and for peer copies adds work the device waits
+		// for. Medians over 7 process launches on two machine instances
+		// (host_costs*.jsonl); one launch on the first instance took 20.9 µs
+		// per small peer copy where the six on the second took 11.3–12.4.
+		p("torch.copy_issue_h2d", "µs", 3.71, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl, median of eager h2d tensor.copy_ 4 B–64 KiB"), "host time to issue one eager H2D tensor.copy_"),
+		p("torch.copy_issue_d2h", "µs", 3.68, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl, median of eager d2h tensor.copy_ 4 B–64 KiB"), "host time to issue one eager D2H tensor.copy_"),
+		p("torch.copy_issue_p2p", "µs", 12.1, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl, median of eager p2p tensor.copy_ 4 B–64 KiB"), "host time to issue one eager P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead", "µs", 9.91, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl tensor.copy_ p2p (median over processes per size) minus measurements.jsonl cudaMemcpyAsync p2p, median over 4 B–256 KiB"), "serialized extra time of a P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead_large", "µs", 14.2, 0, 1000, fromH200(srcOwnCap+"same difference, median over 512 KiB–256 MiB"), "serialized extra time of a P2P tensor.copy_ from torch.p2p_copy_large on"),
+		p("torch.p2p_copy_large", "B", 524288, 1, 0, fromH200(srcOwnCap+"host_costs*.jsonl: the difference steps up from 10.4 to 14.4 µs between 256 and 512 KiB"), "size from which the large P2P overhead applies"),
 		// NCCL's fixed cost per call (kernel prologue and epilogue, work
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.
@@ -235,10 +243,10 @@ func commonParams() *Params {
 		p("nccl.base_latency.tree.simple", "µs", 8.4, 0, 1000, srcNCCLBase, "NCCL tree Simple fixed cost per call"),
 		// NVLink (none unless a preset sets a count).
 		p("nvlink.count", "count", 0, 0, 64, "spec: RTX PRO 6000 has no NVLink", "NVLinks per GPU"),
-		p("nvlink.link_bandwidth", "GB/s", 26.562, 1, 0, "spec: NVLink 4 per link per direction (nvidia-smi nvlink -s on h200x2)", "one NVLink, per direction"),
-		p("nvlink.latency", "ns", 354, 0, 5000, "our capture: h200x2 (peer pointer chase 854 ns − local 146 ns) / 2", "GPU to GPU one way over NVLink (through the NVSwitch)"),
-		p("nvlink.sm_efficiency", "ratio", 0.73, 0.1, 1, "our capture: h200x2 264-block peer reads/writes 349 GB/s of 478 raw", "payload share of NVLink for SM loads/stores"),
-		p("nvlink.ce_efficiency", "ratio", 0.83, 0.1, 1, "our capture: h200x2 p2p memcpy slope 396 GB/s of 478 raw", "payload share of NVLink for copy-engine transfers"),
+		p("nvlink.link_bandwidth", "GB/s", 26.562, 1, 0, "spec: NVLink 4 per link per direction (nvidia-smi nvlink -s, "+srcOwnCap+"system/nvlink_status.txt)", "one NVLink, per direction"),
+		p("nvlink.latency", "ns", 354, 0, 5000, srcOwnCap+"measurements.jsonl (peer pointer chase 853.7 ns − local 146.2 ns) / 2", "GPU to GPU one way over NVLink (through the NVSwitch)"),
+		p("nvlink.sm_efficiency", "ratio", 0.737, 0.1, 1, srcOwnCap+"measurements.jsonl 264×512 peer reads/writes 351.8/352.9 GB/s of 478.1 raw", "payload share of NVLink for SM loads/stores"),
+		p("nvlink.ce_efficiency", "ratio", 0.84, 0.1, 1, srcOwnCap+"measurements.jsonl cudaMemcpyAsync p2p slope 64→256 MiB, 401.6 GB/s of 478.1 raw", "payload share of NVLink for copy-engine transfers"),
 	} {
 		ps.Add(x)
 	}
@@ -288,12 +296,12 @@ func h200Params() *Params {
 		set("gpu.sms", 132, "spec: H200 SXM (132 SMs)"),
 		set("nccl.ll_max_bw", 141, "published: NCCL 2.30 tuning.cc llMaxBws, Hopper single node"),
 		set("gpu.mem_bandwidth", 4800, "spec: H200 HBM3e 4.8 TB/s"),
-		set("gpu.mem_latency", 145.7, srcH200Cap+" pointer_chase local"),
-		set("gpu.loads_in_flight", 1.85, srcH200Cap+" sm_access read peer 1×512: 17.7 GB/s × 854 ns / (512 × 16 B)"),
-		set("gpu.sm_store_bandwidth", 50, srcH200Cap+" sm_access write peer 1×512: 49.9 GB/s"),
-		set("gpu.launch_eager", 8.4, srcH200Cap+" empty_kernel"),
-		set("pcie.gpu_port_latency", 172, srcH200Cap+" pointer_chase host 1094 ns = 2×(port+bridge+fabric) + DRAM"),
-		set("hostmem.bandwidth", 156, srcH200Cap+" host_link_concurrency ce_bidir 2 GPUs: 156.3 GB/s"),
+		set("gpu.mem_latency", 146.2, srcOwnCap+"measurements.jsonl pointer_chase local 146.16 ns"),
+		set("gpu.loads_in_flight", 1.86, srcOwnCap+"measurements.jsonl sm_access read peer 1×512: 17.81 GB/s × 853.7 ns / (512 × 16 B)"),
+		set("gpu.sm_store_bandwidth", 50.3, srcOwnCap+"measurements.jsonl sm_access write peer 1×512: 50.31 GB/s"),
+		set("gpu.launch_eager", 6.22, srcOwnCap+"measurements.jsonl empty_kernel single: one launch between two events, 6.22 µs"),
+		set("pcie.gpu_port_latency", 168, srcOwnCap+"measurements.jsonl pointer_chase host 1085.9 ns = 2×(port+bridge+fabric) + DRAM"),
+		set("hostmem.bandwidth", 157.6, srcOwnCap+"measurements.jsonl host_link_concurrency ce_bidir 2 GPUs: 157.6 GB/s"),
 		set("nvlink.count", 18, "spec: H200 SXM, 18 NVLinks (nvidia-smi topo: NV18)"),
 		set("p2p.through_host_bridge", 1, srcEstimate+"one socket, NVML reports P2P OK"),
 		set("p2p.across_sockets", 1, srcEstimate+"assumed allowed"),

@@ -3,7 +3,7 @@
 
   python3 capture.py [--out DIR] [--quick] [--budget-s S] SUBCOMMAND
 
-subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, nccl-seq, all, merge
+subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, nccl-seq, torch, nccl-host, all, merge
 Raw records go to DIR/*.jsonl (flushed per record), failures to DIR/*.errors.jsonl; `merge`
 (run by `all` at the end) writes DIR/measurements.jsonl with only valid format-v1 records.
 """
@@ -66,6 +66,18 @@ def cmd_nccl_seq(a, budget=None):
     cmd_nccl(a, budget, sequence_only=True)
 
 
+def cmd_torch(a, budget=None):
+    import torch_ops
+    from common import Deadline
+    torch_ops.run(a.out, a.quick, a.reps, Deadline(budget or a.budget_s), tuple(a.torch_parts.split(",")))
+
+
+def cmd_nccl_host(a, budget=None):
+    import torch_ops
+    sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else [8, 64, 512, 4096, 32768, 262144]
+    torch_ops.run_nccl_host(a.out, a.quick, a.reps, budget or a.budget_s or 300, sizes)
+
+
 def cmd_merge(a):
     import validate
     n, bad, extra = validate.merge(a.out, os.path.join(a.out, "measurements.jsonl"), a.system_id)
@@ -95,6 +107,13 @@ def cmd_all(a):
                 m = cmd_micro2(a, m)
             elif ph == "flag-kernels":
                 cmd_flag(a)
+            elif ph in ("torch", "nccl-host"):
+                left = (a.budget_s - (time.time() - t0)) if a.budget_s else None
+                share = None
+                if left:
+                    rest = [q for q in phases[phases.index(ph):] if q in ("torch", "nccl-host", "nccl", "nccl-seq")]
+                    share = max(30, (left - 20) / len(rest))
+                (cmd_torch if ph == "torch" else cmd_nccl_host)(a, budget=share)
             elif ph in ("nccl", "nccl-seq"):
                 if m is not None:
                     try:
@@ -126,15 +145,19 @@ def main(argv=None):
     p.add_argument("--sizes", default=None, help="NCCL: only these bf16 sizes in bytes, comma-separated (no fp16/fp32, "
                                                  "no verify-pass sequences)")
     p.add_argument("--launches", default="cudagraph,eager", help="NCCL: cudagraph and/or eager")
+    p.add_argument("--reps", type=int, default=3, help="torch / nccl-host: fresh process launches (host costs "
+                                                          "differ between processes)")
+    p.add_argument("--torch-parts", default="copy,symm", help="torch: copy (tensor.copy_ sweeps) and/or symm "
+                                                                  "(symmetric-memory allreduce)")
     p.add_argument("--phases", default="system,memcpy,sm,flag-kernels,nccl", help="phases run by `all`")
-    p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "nccl-seq", "all",
-                                   "merge"))
+    p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "nccl-seq", "torch",
+                                   "nccl-host", "all", "merge"))
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     if a.system_id:
         os.environ["ARSIM_SYSTEM_ID"] = a.system_id
     {"system": cmd_system, "memcpy": cmd_memcpy, "sm": cmd_sm, "micro2": cmd_micro2, "flag-kernels": cmd_flag,
-     "nccl": cmd_nccl, "nccl-seq": cmd_nccl_seq, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
+     "nccl": cmd_nccl, "nccl-seq": cmd_nccl_seq, "torch": cmd_torch, "nccl-host": cmd_nccl_host, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

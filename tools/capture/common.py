@@ -23,6 +23,8 @@ class Recorder:
 
     def emit(self, rec):
         r = {"system": os.environ.get("ARSIM_SYSTEM_ID", DEFAULT_SYSTEM_ID)}  # read per record: --system-id sets it after import
+        if os.environ.get("ARSIM_PROCESS_REP"):  # torch_ops.run_nccl_host: which fresh process launch this is
+            r["process_rep"] = int(os.environ["ARSIM_PROCESS_REP"])
         r.update(rec)
         for k in ("us", "us_min", "us_max", "gbps", "gbps_total", "gbps_per_gpu", "one_way_us",
                   "one_way_us_min", "one_way_us_max", "ns_per_step", "ns_per_step_globaltimer", "max_abs_err",

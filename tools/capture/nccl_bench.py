@@ -128,7 +128,7 @@ def worker(rank, world, job):
         x = torch.randn(elems, device=dev).to(tdt[dtype])
         if launch == "eager":
             fn = lambda: dist.all_reduce(x, group=group)
-            med, lo, hi, it = timed(fn)
+            med, lo, hi, it = timed(fn, *job.get("eager_timing", (2.0, 200)))
         else:
             g = capture_allreduces(x, group, K)
             med, lo, hi, it = timed(g.replay, target_ms=3.0, max_iters=50)
@@ -279,10 +279,11 @@ def run_job(job, world):
 
 
 def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="group", configs=None,
-        sequence_only=False, extra_env=None, sizes=None, launches=("cudagraph", "eager")):
+        sequence_only=False, extra_env=None, sizes=None, launches=("cudagraph", "eager"), eager_timing=None):
     """sequence_only: only the allreduce_sequence records (default communicator, auto/auto), per transport.
     extra_env: NCCL variables set in every NCCL process (recorded in nccl_env); sizes: only these bf16 sizes
-    (and no sequences); launches: which of cudagraph / eager to time."""
+    (and no sequences); launches: which of cudagraph / eager to time; eager_timing: (ms per trial, max iterations)
+    for eager calls, default (2.0, 200)."""
     import torch
     world = torch.cuda.device_count()
     if world < 2:
@@ -318,6 +319,8 @@ def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="gro
                    "sequence": (isolation == "group" or cg[0] == ("auto", "auto")) and not sizes,
                    "sequence_only": sequence_only, "extra_env": dict(extra_env or {}), "sizes": sizes,
                    "launches": tuple(launches)}
+            if eager_timing:
+                job["eager_timing"] = tuple(eager_timing)
             port += 1
             t0 = time.time()
             codes = run_job(job, world)
