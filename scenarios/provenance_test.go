@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"math"
 	"regexp"
 	"strconv"
 	"testing"
@@ -40,32 +41,65 @@ func readOwn(t *testing.T, files ...string) []trace.Record {
 	return all
 }
 
-// The host-issue parameters of the h200x2 preset are the medians this test
-// recomputes from the committed captures, rounded to three significant
-// digits; the test fails when a value and its capture drift apart.
+// hostLeases are the host-cost captures, one file per machine instance
+// (lease) of the h200x2 machine type: a host's cost per PyTorch call
+// differs more between instances than between processes on one.
+var hostLeases = []string{"host_costs_a.jsonl", "host_costs_b.jsonl", "host_costs_c.jsonl", "host_costs_d.jsonl", "host_costs_e.jsonl"}
+
+// The host-issue parameters of the h200x2 preset are what this test
+// recomputes from the committed captures: the median over machine
+// instances of each instance's median (every instance counts once, however
+// many processes it ran), rounded to three significant digits. The test
+// fails when a value and its captures drift apart.
 func TestH200HostCostsComeFromOwnCaptures(t *testing.T) {
 	pr, err := topology.Lookup("h200x2")
 	require.NoError(t, err)
 	ps := pr.DefaultParams()
-	host := readOwn(t, "host_costs.jsonl", "host_costs_copies.jsonl")
+	leases := make([][]trace.Record, len(hostLeases))
+	for i, f := range hostLeases {
+		leases[i] = readOwn(t, f)
+	}
 	main := readOwn(t, "measurements.jsonl")
 
-	sel := func(keep func(r trace.Record) bool) []float64 {
-		var v []float64
-		for _, r := range host {
-			if keep(r) {
-				v = append(v, r.Us)
+	// acrossLeases returns the median over leases of each lease's median
+	// of the kept records, and how many leases had any.
+	acrossLeases := func(keep func(r trace.Record) bool) (float64, int) {
+		var meds []float64
+		for _, recs := range leases {
+			var v []float64
+			for _, r := range recs {
+				if keep(r) {
+					v = append(v, r.Us)
+				}
+			}
+			if len(v) > 0 {
+				meds = append(meds, median(v))
 			}
 		}
-		return v
+		return median(meds), len(meds)
+	}
+	fastestLease := func(keep func(r trace.Record) bool) (float64, int) {
+		best, n := math.Inf(1), 0
+		for _, recs := range leases {
+			var v []float64
+			for _, r := range recs {
+				if keep(r) {
+					v = append(v, r.Us)
+				}
+			}
+			if len(v) > 0 {
+				best, n = math.Min(best, median(v)), n+1
+			}
+		}
+		return best, n
 	}
 	copyRec := func(dir string) func(r trace.Record) bool {
 		return func(r trace.Record) bool {
 			return r.Kind == trace.KindMemcpy && r.Dir == dir && extraString(r, "api") == "torch.copy_"
 		}
 	}
-	small := func(dir string) []float64 {
-		return sel(func(r trace.Record) bool { return copyRec(dir)(r) && r.Bytes <= 65536 })
+	small := func(dir string) func(r trace.Record) bool {
+		return func(r trace.Record) bool { return copyRec(dir)(r) && r.Bytes <= 65536 }
 	}
 	eagerAR := func(impl, algo string) func(r trace.Record) bool {
 		return func(r trace.Record) bool {
@@ -73,14 +107,11 @@ func TestH200HostCostsComeFromOwnCaptures(t *testing.T) {
 		}
 	}
 
-	// PyTorch's peer copy minus cudaMemcpyAsync of the same size (the
-	// median over process launches at each size), below and from the step.
-	p2p := map[int64][]float64{}
-	for _, r := range host {
-		if copyRec("p2p")(r) {
-			p2p[r.Bytes] = append(p2p[r.Bytes], r.Us)
-		}
-	}
+	// PyTorch's peer copy minus cudaMemcpyAsync of the same size, below and
+	// from the step. Each size takes the fastest lease's median: every
+	// lease's time is at least the device's time plus the overhead, and the
+	// slower hosts (19.5 µs per small peer copy on three of five leases)
+	// hide the device side under their issue cost.
 	raw := map[int64]float64{}
 	for _, r := range main {
 		if r.Kind == trace.KindMemcpy && r.Dir == "p2p" && extraString(r, "api") == "cudaMemcpyAsync" && extraInt(r, "streams", 1) == 1 {
@@ -89,35 +120,44 @@ func TestH200HostCostsComeFromOwnCaptures(t *testing.T) {
 	}
 	large := ps.Get("torch.p2p_copy_large")
 	var below, above []float64
-	for b, v := range p2p {
+	sizes := 0
+	for b := int64(4); b <= 256<<20; b *= 2 {
+		v, n := fastestLease(func(r trace.Record) bool { return copyRec("p2p")(r) && r.Bytes == b })
+		require.Equalf(t, len(hostLeases), n, "p2p copies of %d B", b)
 		c, ok := raw[b]
 		require.Truef(t, ok, "no cudaMemcpyAsync p2p record of %d B", b)
+		sizes++
 		if float64(b) < large {
-			below = append(below, median(v)-c)
+			below = append(below, v-c)
 		} else {
-			above = append(above, median(v)-c)
+			above = append(above, v-c)
 		}
 	}
+	require.Equal(t, 27, sizes)
 
-	want := []struct {
-		param string
-		n     int // records (or, for the differences, sizes) behind the value
-		min   int // and at least how many there must be
-		value float64
-	}{
-		{"torch.copy_issue_h2d", len(small("h2d")), 100, median(small("h2d"))},
-		{"torch.copy_issue_d2h", len(small("d2h")), 100, median(small("d2h"))},
-		{"torch.copy_issue_p2p", len(small("p2p")), 100, median(small("p2p"))},
-		{"torch.p2p_copy_overhead", len(below), 8, median(below)},
-		{"torch.p2p_copy_overhead_large", len(above), 8, median(above)},
-		{"torch.nccl_eager_issue", len(sel(eagerAR("nccl", "auto"))), 40, median(sel(eagerAR("nccl", "auto")))},
-		{"torch.symm_mem_one_shot_eager_issue", len(sel(eagerAR("torch_symm_mem", "one_shot"))), 40, median(sel(eagerAR("torch_symm_mem", "one_shot")))},
-		{"torch.symm_mem_two_shot_eager_issue", len(sel(eagerAR("torch_symm_mem", "two_shot"))), 40, median(sel(eagerAR("torch_symm_mem", "two_shot")))},
+	type derived struct {
+		param  string
+		value  float64
+		n, min int // leases (for the differences: sizes) behind the value, and at least how many
+	}
+	lease := func(param string, keep func(r trace.Record) bool, min int) derived {
+		v, n := acrossLeases(keep)
+		return derived{param, v, n, min}
+	}
+	want := []derived{
+		lease("torch.copy_issue_h2d", small("h2d"), 5),
+		lease("torch.copy_issue_d2h", small("d2h"), 5),
+		lease("torch.copy_issue_p2p", small("p2p"), 5),
+		{"torch.p2p_copy_overhead", median(below), len(below), 8},
+		{"torch.p2p_copy_overhead_large", median(above), len(above), 8},
+		lease("torch.nccl_eager_issue", eagerAR("nccl", "auto"), 4),
+		lease("torch.symm_mem_one_shot_eager_issue", eagerAR("torch_symm_mem", "one_shot"), 4),
+		lease("torch.symm_mem_two_shot_eager_issue", eagerAR("torch_symm_mem", "two_shot"), 4),
 	}
 	for _, w := range want {
 		got := ps.Get(w.param)
 		assert.InDeltaf(t, round3(w.value), got, 1e-9, "%s: preset %g, captures give %g", w.param, got, w.value)
-		assert.GreaterOrEqualf(t, w.n, w.min, "%s from too few records", w.param)
+		assert.GreaterOrEqualf(t, w.n, w.min, "%s from too few leases or sizes", w.param)
 	}
 }
 

@@ -205,13 +205,13 @@ func commonParams() *Params {
 		p("gpu.fence_extra_pcie", "ns", 290, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence to pinned host memory (1393 ns) − host round trip (1104 ns)"), "a system-scope fence after stores over PCIe: this beyond the round trip"),
 		p("gpu.kernel_prologue", "µs", 1.5, 0, 100, fromH200("our capture: h200x2-arsim flag one-shot over NVLink, 1 KiB, 1×512 (4.31 µs) minus every other modelled part (graph gap, two barriers, one pull): one record; every other record is out of sample for it"), "device time a kernel spends beyond the graph gap before and after its useful work (argument, pointer and epoch loads; draining stores at its end)"),
 		// Host costs of PyTorch calls differ from one process launch to the
-		// next and between machine instances of the same type (see
-		// testdata/h200x2-arsim/README.md): each value is a median over
-		// several fresh processes, and a host-paced record of another
-		// process can sit 30 % or more from it.
-		p("torch.nccl_eager_issue", "µs", 41.3, 0, 10000, fromH200(srcOwnCap+"host_costs.jsonl, median of 48 eager NCCL auto allreduces ≤ 4 KiB in 12 process launches (p2p and shm; per-process medians 27.6–47.6 µs)"), "host time to issue one eager NCCL allreduce through PyTorch"),
-		p("torch.symm_mem_one_shot_eager_issue", "µs", 13.6, 0, 10000, fromH200(srcOwnCap+"host_costs.jsonl, median of 42 eager one_shot_all_reduce ≤ 4 KiB in 6 process launches (per-process medians 12.5–15.4 µs)"), "host time to issue one eager symmetric-memory one-shot allreduce (it allocates its output)"),
-		p("torch.symm_mem_two_shot_eager_issue", "µs", 9.6, 0, 10000, fromH200(srcOwnCap+"host_costs.jsonl, median of 42 eager two_shot_all_reduce_ ≤ 4 KiB in 6 process launches (per-process medians 8.7–10.0 µs)"), "host time to issue one eager symmetric-memory two-shot allreduce (in place)"),
+		// next and, more, between machine instances of the same type
+		// (testdata/h200x2-arsim/README.md): each value is the median over
+		// instances of each instance's median, and a host-paced record of
+		// another process or instance can sit 30 % or more from it.
+		p("torch.nccl_eager_issue", "µs", 41.3, 0, 10000, fromH200(srcOwnCap+"host_costs_[a-e].jsonl: eager NCCL auto allreduce ≤ 4 KiB, median over 4 machine instances of each one's median (41.3, 41.4, 37.0, 42.9 µs; 30 process launches, per-process medians 25.0–48.6 µs)"), "host time to issue one eager NCCL allreduce through PyTorch"),
+		p("torch.symm_mem_one_shot_eager_issue", "µs", 13.0, 0, 10000, fromH200(srcOwnCap+"host_costs_[a-e].jsonl: eager one_shot_all_reduce ≤ 4 KiB, median over 4 machine instances (13.6, 9.1, 13.5, 12.5 µs; 15 process launches)"), "host time to issue one eager symmetric-memory one-shot allreduce (it allocates its output)"),
+		p("torch.symm_mem_two_shot_eager_issue", "µs", 9.34, 0, 10000, fromH200(srcOwnCap+"host_costs_[a-e].jsonl: eager two_shot_all_reduce_ ≤ 4 KiB, median over 4 machine instances (9.6, 8.1, 9.5, 9.2 µs; 15 process launches)"), "host time to issue one eager symmetric-memory two-shot allreduce (in place)"),
 		p("gpu.max_blocks_per_sm", "count", 1, 1, 64, srcEstimate+"custom-allreduce kernels use __launch_bounds__(512,1)", "resident blocks per SM for communication kernels"),
 		// Copy engines.
 		p("ce.window", "B", 262144, 4096, 0, srcEstimate+"copy engine keeps enough reads in flight to saturate x16", "bytes in flight of a copy-engine read"),
@@ -221,15 +221,13 @@ func commonParams() *Params {
 		p("host.cuda_memcpy_issue", "µs", 2.1, 0, 1000, fromH200("our capture: h200x2-arsim raw cudaMemcpyAsync d2h/p2p floors 2.1–2.2 µs"), "host time to issue one eager cudaMemcpyAsync"),
 		// PyTorch's tensor.copy_ path costs more on the host than
 		// cudaMemcpyAsync, and for peer copies adds work the device waits
-		// for. Medians over 7 process launches on two machine instances
-		// (host_costs*.jsonl); one launch on the first instance took 20.9 µs
-		// per small peer copy where the six on the second took 11.3–12.4.
-		p("torch.copy_issue_h2d", "µs", 3.71, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl, median of eager h2d tensor.copy_ 4 B–64 KiB"), "host time to issue one eager H2D tensor.copy_"),
-		p("torch.copy_issue_d2h", "µs", 3.68, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl, median of eager d2h tensor.copy_ 4 B–64 KiB"), "host time to issue one eager D2H tensor.copy_"),
-		p("torch.copy_issue_p2p", "µs", 12.1, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl, median of eager p2p tensor.copy_ 4 B–64 KiB"), "host time to issue one eager P2P tensor.copy_"),
-		p("torch.p2p_copy_overhead", "µs", 9.91, 0, 1000, fromH200(srcOwnCap+"host_costs*.jsonl tensor.copy_ p2p (median over processes per size) minus measurements.jsonl cudaMemcpyAsync p2p, median over 4 B–256 KiB"), "serialized extra time of a P2P tensor.copy_"),
-		p("torch.p2p_copy_overhead_large", "µs", 14.2, 0, 1000, fromH200(srcOwnCap+"same difference, median over 512 KiB–256 MiB"), "serialized extra time of a P2P tensor.copy_ from torch.p2p_copy_large on"),
-		p("torch.p2p_copy_large", "B", 524288, 1, 0, fromH200(srcOwnCap+"host_costs*.jsonl: the difference steps up from 10.4 to 14.4 µs between 256 and 512 KiB"), "size from which the large P2P overhead applies"),
+		// for (the overhead, seen on the instance whose host was fastest).
+		p("torch.copy_issue_h2d", "µs", 6.55, 0, 1000, fromH200(srcOwnCap+"host_costs_[a-e].jsonl: eager h2d tensor.copy_ 4 B–64 KiB, median over 5 machine instances (7.6, 3.7, 6.3, 6.6, 7.2 µs)"), "host time to issue one eager H2D tensor.copy_"),
+		p("torch.copy_issue_d2h", "µs", 6.01, 0, 1000, fromH200(srcOwnCap+"host_costs_[a-e].jsonl: eager d2h tensor.copy_ 4 B–64 KiB, median over 5 machine instances (4.0, 3.7, 6.0, 6.0, 6.2 µs)"), "host time to issue one eager D2H tensor.copy_"),
+		p("torch.copy_issue_p2p", "µs", 19.5, 0, 1000, fromH200(srcOwnCap+"host_costs_[a-e].jsonl: eager p2p tensor.copy_ 4 B–64 KiB, median over 5 machine instances (20.9, 12.0, 18.7, 19.5, 19.6 µs)"), "host time to issue one eager P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead", "µs", 9.81, 0, 1000, fromH200(srcOwnCap+"host_costs_[a-e].jsonl tensor.copy_ p2p (the fastest instance's median per size) minus measurements.jsonl cudaMemcpyAsync p2p, median over 4 B–256 KiB"), "serialized extra time of a P2P tensor.copy_"),
+		p("torch.p2p_copy_overhead_large", "µs", 13.2, 0, 1000, fromH200(srcOwnCap+"the same difference, median over 512 KiB–256 MiB"), "serialized extra time of a P2P tensor.copy_ from torch.p2p_copy_large on"),
+		p("torch.p2p_copy_large", "B", 524288, 1, 0, fromH200(srcOwnCap+"host_costs_[a-e].jsonl: the difference steps up from 10.3 to 13.6 µs between 256 and 512 KiB"), "size from which the large P2P overhead applies"),
 		// NCCL's fixed cost per call (kernel prologue and epilogue, work
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.
