@@ -20,6 +20,9 @@ type CalibrateOptions struct {
 	// HoldoutEvery: every HoldoutEvery-th simulable record (in line order)
 	// is held out of the fit and only scored (default 3; 1 is refused).
 	HoldoutEvery int
+	// Preset, if set, names the preset every record is simulated on,
+	// whatever its system id (arsim calibrate --topology).
+	Preset string
 	// Base are the parameters to start from, by preset name (default: the
 	// preset's defaults).
 	Base map[string]*topology.Params
@@ -242,9 +245,13 @@ func Calibrate(recs []trace.Record, opts CalibrateOptions) (*Calibration, error)
 	}
 	c := &calib{opts: opts}
 	skipped := 0
+	override, err := overridePreset(opts.Preset)
+	if err != nil {
+		return nil, err
+	}
 	var prepared []*twin
 	for _, r := range recs {
-		t, why := prepare(r)
+		t, why := prepare(r, override)
 		if why != "" {
 			skipped++
 			continue

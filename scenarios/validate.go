@@ -32,6 +32,10 @@ type ValidateOptions struct {
 	File string
 	// Progress, if set, is called after each record with (done, total).
 	Progress func(done, total int)
+	// Preset, if set, names the preset every record is simulated on,
+	// whatever its system id (for a capture of a machine that no preset
+	// declares; arsim validate --topology).
+	Preset string
 }
 
 // ValidatedRecord is one measured record beside its simulated twin.
@@ -147,14 +151,17 @@ const validateIterations = 3
 
 // prepare maps a record onto its twin, or returns why it cannot be
 // simulated.
-func prepare(r trace.Record) (*twin, string) {
+func prepare(r trace.Record, override *topology.Preset) (*twin, string) {
 	measured, unit, err := r.Primary()
 	if err != nil {
 		return nil, err.Error()
 	}
-	p, ok := topology.ForSystem(r.System)
+	p, ok := override, override != nil
 	if !ok {
-		return nil, fmt.Sprintf("no preset models system %q (arsim topology list; a preset declares its trace system ids)", r.System)
+		p, ok = topology.ForSystem(r.System)
+	}
+	if !ok {
+		return nil, fmt.Sprintf("no preset models system %q (a preset declares its trace system ids; --topology names one for every record)", r.System)
 	}
 	t := &twin{rec: r, preset: p, unit: unit, measured: measured}
 	switch r.Kind {
@@ -636,6 +643,10 @@ func simulateAll(twins []*twin, top func(*twin) (*topology.Topology, error), par
 // is listed in Skipped with the reason, never dropped. Records are run in
 // parallel; the result is the same for any Parallel and in line order.
 func Validate(recs []trace.Record, opts ValidateOptions) (*Validation, error) {
+	override, err := overridePreset(opts.Preset)
+	if err != nil {
+		return nil, err
+	}
 	for name, ps := range opts.Params {
 		if ps == nil {
 			continue
@@ -652,7 +663,7 @@ func Validate(recs []trace.Record, opts ValidateOptions) (*Validation, error) {
 		skipped []Skipped
 	)
 	for _, r := range recs {
-		t, why := prepare(r)
+		t, why := prepare(r, override)
 		if why != "" {
 			skipped = append(skipped, Skipped{File: opts.File, Line: r.Line, Kind: string(r.Kind), Reason: why})
 			continue
@@ -831,4 +842,17 @@ func extraFloat(r trace.Record, name string) float64 {
 		return 0
 	}
 	return f
+}
+
+// overridePreset looks up the preset named by a --topology override; nil
+// for none.
+func overridePreset(name string) (*topology.Preset, error) {
+	if name == "" {
+		return nil, nil
+	}
+	p, err := topology.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: %w", err)
+	}
+	return p, nil
 }

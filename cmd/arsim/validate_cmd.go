@@ -68,11 +68,22 @@ func readTraces(paths []string, skipBad bool) ([]traceFile, error) {
 
 // presetParams returns the parameters of every preset the records use,
 // with the parameter file applied when one is given.
-func presetParams(files []traceFile, paramsFile string) (map[string]*topology.Params, error) {
+func presetParams(files []traceFile, paramsFile, override string) (map[string]*topology.Params, error) {
 	out := map[string]*topology.Params{}
+	var forced *topology.Preset
+	if override != "" {
+		p, err := topology.Lookup(override)
+		if err != nil {
+			return nil, badInputf("--topology: %v", err)
+		}
+		forced = p
+	}
 	for _, f := range files {
 		for _, r := range f.recs {
-			p, ok := topology.ForSystem(r.System)
+			p, ok := forced, forced != nil
+			if !ok {
+				p, ok = topology.ForSystem(r.System)
+			}
 			if !ok || out[p.Name] != nil {
 				continue
 			}
@@ -89,13 +100,14 @@ func presetParams(files []traceFile, paramsFile string) (map[string]*topology.Pa
 }
 
 func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("validate", "validate --traces FILE [--traces FILE …] [--params FILE] [--format table|json] [--plot FILE.svg|.png] [--skip-bad]",
+	fs := newFlags("validate", "validate --traces FILE [--traces FILE …] [--topology PRESET] [--params FILE] [--format table|json] [--plot FILE.svg|.png] [--skip-bad]",
 		[]string{"arsim validate --traces testdata/h200x2/measurements.jsonl",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --plot validate.svg",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params --format json"}, errOut)
 	var traces fileList
 	fs.Var(&traces, "traces", "measured trace, JSON Lines v1 (repeat for several files)")
 	params := fs.String("params", "", "parameter file overriding the values of the preset(s) the traces use")
+	topo := fs.String("topology", "", "simulate every record on this preset, whatever its system id (for a machine no preset declares)")
 	format := fs.String("format", "table", "output: table or json")
 	plotFile := fs.String("plot", "", "also draw simulated versus measured to this .svg or .png file")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines (and list them) instead of failing")
@@ -118,7 +130,7 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
-	ps, err := presetParams(files, *params)
+	ps, err := presetParams(files, *params, *topo)
 	if err != nil {
 		return err
 	}
@@ -136,7 +148,7 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		o := scenarios.ValidateOptions{Params: ps, Parallel: *parallel, File: f.path}
+		o := scenarios.ValidateOptions{Params: ps, Parallel: *parallel, File: f.path, Preset: *topo}
 		if bar != nil && total > 0 {
 			base := offset
 			o.Progress = func(done, _ int) { bar(base+done, total) }
@@ -253,8 +265,12 @@ func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validatio
 	if bl := badLines(files); len(bl) > 0 {
 		fmt.Fprintf(&b, "  bad lines skipped  %d\n", len(bl))
 	}
-	fmt.Fprintf(&b, "  median |error|     %.1f%%\n", s.MedianAbsErrorPct)
-	fmt.Fprintf(&b, "  p95 |error|        %.1f%%\n", s.P95AbsErrorPct)
+	if s.Count == 0 {
+		b.WriteString("  median |error|     – (no record simulated)\n  p95 |error|        –\n")
+	} else {
+		fmt.Fprintf(&b, "  median |error|     %.1f%%\n", s.MedianAbsErrorPct)
+		fmt.Fprintf(&b, "  p95 |error|        %.1f%%\n", s.P95AbsErrorPct)
+	}
 	if s.HostPacedCount > 0 {
 		fmt.Fprintf(&b, "  device-paced       %d: median |error| %.1f%%, p95 %.1f%% (the machine model sets the value)\n", s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs)
 		fmt.Fprintf(&b, "  host-paced         %d: median |error| %.1f%%, p95 %.1f%% (eager calls and copies: the value is a host issue-cost parameter)\n", s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs)
@@ -405,7 +421,7 @@ func plotValidation(path string, v *scenarios.Validation) error {
 }
 
 func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--params FILE] [--skip-bad]",
+	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--topology PRESET] [--params FILE] [--skip-bad]",
 		[]string{"arsim calibrate --traces testdata/h200x2/measurements.jsonl --fit 'pcie.link_efficiency,torch.copy_issue_*' --params-out fitted.params",
 			"arsim calibrate --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --fit 'gpu.launch_*,nvlink.*' --params-out h200.params --holdout-every 4",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params"}, errOut)
@@ -415,6 +431,7 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	paramsOut := fs.String("params-out", "", "write the fitted parameter file here (loads with --params)")
 	holdout := fs.Int("holdout-every", 3, "hold every N-th simulable record out of the fit and report its error")
 	params := fs.String("params", "", "parameter file to start from instead of the preset's defaults")
+	topo := fs.String("topology", "", "simulate every record on this preset, whatever its system id")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines instead of failing")
 	sweeps := fs.Int("sweeps", 3, "coordinate-descent sweeps over the parameters")
 	maxEvals := fs.Int("max-evals", 600, "cap on parameter settings simulated (bounds the run time)")
@@ -444,7 +461,7 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	if err != nil {
 		return err
 	}
-	base, err := presetParams(files, *params)
+	base, err := presetParams(files, *params, *topo)
 	if err != nil {
 		return err
 	}
@@ -454,7 +471,7 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 		recs = append(recs, f.recs...)
 		names = append(names, f.path)
 	}
-	opts := scenarios.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: base, File: strings.Join(names, ", "),
+	opts := scenarios.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: base, Preset: *topo, File: strings.Join(names, ", "),
 		Sweeps: *sweeps, MaxEvals: *maxEvals, Parallel: *parallel}
 	if isTerminal(errOut) {
 		opts.Progress = func(msg string) { fmt.Fprintf(errOut, "\r\033[K%s", msg) }

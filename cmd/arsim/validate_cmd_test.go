@@ -143,3 +143,47 @@ func TestCalibrateCLI(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "records simulated  419")
 }
+
+// TestValidateTopologyOverride: a capture of a machine no preset declares is
+// skipped with the reason, and --topology simulates it on the named preset
+// (validate and calibrate); an unknown name is an input error.
+func TestValidateTopologyOverride(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "mybox.jsonl")
+	var lines []string
+	for _, us := range []string{"40.0", "44.0", "38.0"} {
+		lines = append(lines, `{"system": "my-box", "kind": "allreduce", "clock": "device_events", "launch": "eager", "world": 2, "dtype": "bf16", "bytes": 64, "impl": "nccl", "algo": "auto", "proto": "auto", "transport": "p2p", "us": `+us+`, "us_min": 30, "us_max": 50}`)
+	}
+	require.NoError(t, os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+
+	out, _, err := runValidateCLI("validate", "--traces", f)
+	require.NoError(t, err)
+	assert.Contains(t, out, "records simulated  0")
+	assert.Contains(t, out, "– (no record simulated)")
+	assert.Contains(t, out, `no preset models system "my-box"`)
+
+	out, _, err = runValidateCLI("validate", "--traces", f, "--topology", "h200x2", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		Records []map[string]any `json:"records"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Len(t, doc.Records, 3)
+	for _, r := range doc.Records {
+		assert.Equal(t, "my-box", r["system"])
+		assert.InDelta(t, 41.3, r["predicted"].(float64), 1e-9) // torch.nccl_eager_issue: host-paced
+	}
+
+	pout := filepath.Join(dir, "fitted.params")
+	out, _, err = runValidateCLI("calibrate", "--traces", f, "--topology", "h200x2", "--fit", "torch.nccl_eager_issue", "--params-out", pout, "--holdout-every", "2")
+	require.NoError(t, err)
+	assert.Contains(t, out, "torch.nccl_eager_issue")
+	written, err := os.ReadFile(pout)
+	require.NoError(t, err)
+	assert.Contains(t, string(written), "torch.nccl_eager_issue")
+
+	_, _, err = runValidateCLI("validate", "--traces", f, "--topology", "nope")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), `unknown preset "nope"`)
+}
