@@ -235,7 +235,7 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 // for the whole op only to word an error.
 type slot struct {
 	kind    OpKind
-	bits    uint8 // opAccumulate, opInline, opAtomic, opDone, opStarted
+	bits    uint8 // opAccumulate, opInline, opAtomic, opDone, opStarted, opBlockSync
 	nsucc   uint16
 	waiting int32 // deps not yet done
 	// a is Src.Buf.At (an xmem) of a Read, Write, Copy or Reduce, the
@@ -261,6 +261,7 @@ const (
 	opAtomic
 	opDone
 	opStarted
+	opBlockSync
 )
 
 func (s *slot) done() bool    { return s.bits&opDone != 0 }
@@ -418,8 +419,11 @@ func (x *executor) load(r, cur int) {
 }
 
 // opBits packs an op's flags into a slot's bits (done and started clear).
-func opBits(accumulate, inline, atomic bool) uint8 {
+func opBits(accumulate, inline, atomic, blockSync bool) uint8 {
 	var b uint8
+	if blockSync {
+		b |= opBlockSync
+	}
 	if accumulate {
 		b |= opAccumulate
 	}
@@ -435,7 +439,7 @@ func opBits(accumulate, inline, atomic bool) uint8 {
 // fill copies into s and c what starting op (op i of rank r) needs.
 func (x *executor) fill(s *slot, c *slotCold, op *Op, flag int32, r, i int) error {
 	s.kind = op.Kind
-	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic)
+	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync)
 	var ok1, ok2 bool
 	var src xmem
 	src, ok1 = toXmem(op.Src.Buf.At)
@@ -628,7 +632,11 @@ func (x *executor) start(r int, k int32) {
 		}
 	case Wait:
 		v := s.n + int64(p.iter)*x.stride[s.a]
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], fin)
+		var extra sim.Duration
+		if s.bits&opBlockSync != 0 {
+			extra = m.BarrierWaitExtra(s.bits&opAtomic != 0)
+		}
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, fin)
 	}
 	if err != nil {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, x.opIndex(r, k), x.labels[c.label], err))

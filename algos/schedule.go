@@ -87,7 +87,14 @@ type Op struct {
 	// Atomic: the Signal is a compare-and-swap on the flag's memory that
 	// the issuing thread waits for (PyTorch's symmetric-memory put_signal):
 	// the op ends one round trip after it starts, the flag lands one way.
+	// On a BlockSync Wait: the poll is a compare-and-swap that consumes
+	// the token (wait_signal), slower than a load (gpu.atomic_poll_extra).
 	Atomic bool
+	// BlockSync: the Wait ends a barrier of the whole thread block with
+	// its peers (Builder.Barrier, Builder.AtomicBarrier): the block's
+	// threads meet at __syncthreads around the flag exchange, which adds
+	// gpu.barrier_sync after the flag is seen.
+	BlockSync bool
 	// Dur is the duration of a Compute.
 	Dur sim.Duration
 	// Kernel is the launch configuration of the issuing kernel (it sets
@@ -239,7 +246,8 @@ func (b *Builder) barrier(name string, v int64, k hw.Kernel, label string, after
 			if atomic {
 				wdep = []int{sig[p]} // the same thread signals, then waits
 			}
-			done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("%s[%d]", name, p)}, Value: v, Kernel: k, Label: label}, wdep...))
+			done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("%s[%d]", name, p)}, Value: v,
+				Atomic: atomic, BlockSync: true, Kernel: k, Label: label}, wdep...))
 		}
 	}
 	return done

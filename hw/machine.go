@@ -44,6 +44,7 @@ type Physics struct {
 	ReduceLoopOverhead, ReduceLoopExtraPCIe sim.Duration
 	FenceLocal, FenceExtraNVLink            sim.Duration
 	FenceExtraPCIe, KernelPrologue          sim.Duration
+	BarrierSync, AtomicPollExtra            sim.Duration
 	CEWindow                                float64
 	CESetup, CEP2PSetup                     sim.Duration
 	NVLinkSMEff, NVLinkCEEff                float64
@@ -69,7 +70,8 @@ func resolve(ps *topology.Params) Physics {
 		ReduceLoopOverhead: ns(g("gpu.reduce_loop_overhead")), ReduceLoopExtraPCIe: ns(g("gpu.reduce_loop_extra_pcie")),
 		FenceLocal: ns(g("gpu.fence_sys_local")), FenceExtraNVLink: ns(g("gpu.fence_extra_nvlink")), FenceExtraPCIe: ns(g("gpu.fence_extra_pcie")),
 		KernelPrologue: us(g("gpu.kernel_prologue")),
-		CEWindow:       g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		BarrierSync:    ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
+		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
@@ -665,14 +667,29 @@ func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64) error {
 }
 
 // WaitFlag calls fn once flag f (in memory at) holds value, as seen by a
-// poll loop on rank r: one poll round trip after the value lands.
-func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.Stringer, fn func()) error {
+// poll loop on rank r: one poll round trip after the value lands, plus
+// extra (a block-wide barrier's synchronisation; see BarrierWaitExtra).
+func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.Stringer, extra sim.Duration, fn func()) error {
 	rtt, err := m.RoundTrip(r, at)
 	if err != nil {
 		return err
 	}
-	f.Wait(value, rtt, who, fn)
+	f.Wait(value, rtt+extra, who, fn)
 	return nil
+}
+
+// BarrierWaitExtra is what a wait that ends a thread block's barrier with
+// its peers adds to seeing the flag: the block's threads meet at
+// __syncthreads around the flag exchange (gpu.barrier_sync), and a
+// compare-and-swap poll, which consumes the token, is slower than a load
+// (gpu.atomic_poll_extra). Measured on h200x2 (barrier.jsonl): a flag
+// barrier between two GPUs 779 ns, a compare-and-swap one 1225 ns.
+func (m *Machine) BarrierWaitExtra(atomic bool) sim.Duration {
+	d := m.Phys.BarrierSync
+	if atomic {
+		d += m.Phys.AtomicPollExtra
+	}
+	return d
 }
 
 // LaunchMode is how a kernel is launched.

@@ -202,6 +202,20 @@ func prepare(r trace.Record, override *topology.Preset) (*twin, string) {
 		}
 		t.sim = func(top *topology.Topology) (float64, error) { return hw.FenceNs(top, r.Target) }
 		return t, ""
+	case trace.KindBarrier:
+		t.group = fmt.Sprintf("barrier %s stride %d", r.Barrier, r.StrideWords)
+		if r.World < 2 {
+			return nil, "a barrier needs two ranks or more"
+		}
+		if r.Launch != "" && r.Launch != "cudagraph" {
+			return nil, "only barrier kernels replayed in CUDA graphs are modelled"
+		}
+		atomic := r.Barrier == "cas"
+		t.note = "per launch: the graph gap, the kernel prologue and barriers_per_launch block barriers; where the signal slots lie is not modelled"
+		t.sim = func(top *topology.Topology) (float64, error) {
+			return barrierKernelUs(top, r.World, r.Blocks, r.Threads, r.BarriersPerLaunch, atomic)
+		}
+		return t, ""
 	case trace.KindEmptyKernel:
 		t.group = "empty_kernel"
 		if r.Launch == "cudagraph" {
@@ -855,4 +869,31 @@ func overridePreset(name string) (*topology.Preset, error) {
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}
 	return p, nil
+}
+
+// barrierKernelUs is the time per launch, in µs, of back-to-back graph
+// launches of a kernel whose blocks meet their peers in nb barriers in a
+// row (tools/capture barrier): compare-and-swap tokens when atomic, epoch
+// flags otherwise.
+func barrierKernelUs(top *topology.Topology, world, blocks, threads, nb int, atomic bool) (float64, error) {
+	b := algos.NewBuilder("barrier", world, 0, 1)
+	deps := b.Launches()
+	k := hw.Kernel{Blocks: blocks, Threads: threads}
+	for i := 0; i < nb; i++ {
+		name := fmt.Sprintf("barrier%d", i)
+		if atomic {
+			deps = b.AtomicBarrier(name, 1, k, "barrier", deps)
+		} else {
+			deps = b.Barrier(name, 1, k, "barrier", deps)
+		}
+	}
+	m, err := hw.New(top)
+	if err != nil {
+		return 0, err
+	}
+	res, err := algos.Run(m, b.Schedule(), algos.RunOptions{Iterations: validateIterations, Launch: hw.Graph})
+	if err != nil {
+		return 0, err
+	}
+	return res.SteadyUs(), nil
 }

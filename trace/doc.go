@@ -35,13 +35,17 @@
 //	flag_pingpong          via one_way_us | one_way_us_min note                 one_way_us, "us"
 //	empty_kernel           us | us_min us_max                                   us, "us"
 //	host_link_concurrency  what gpus gbps_per_gpu gbps_total | bytes_per_gpu    gbps_total, "GB/s"
+//	fence (arsim)          target variant threads ns_per_iter                   ns_per_iter, "ns"
+//	barrier (arsim)        world barrier stride_words blocks threads            us, "us" (per launch)
+//	                       barriers_per_launch us | launch us_min us_max
 //
 // Enumerations: impl nccl, torch_symm_mem, host_staged_one_shot; algo ring,
 // tree, auto, one_shot, two_shot; proto ll, ll128, simple, auto; transport
 // p2p, shm, host_memory; launch cudagraph, eager; dtype bf16, fp16, fp32,
 // fp64, fp8, int8, uint8, int32, uint32, int64, uint64; engine copy_engine;
 // dir h2d, d2h, p2p; op read, write; target host, local, peer; via host,
-// peer; what ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write. Sizes, counts,
+// peer; what ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write; barrier cas,
+// flag. Sizes, counts,
 // times and bandwidths must be positive, and us_min ≤ us ≤ us_max.
 //
 // # nccl-tests text output (ReadNCCLTests)

@@ -29,12 +29,17 @@ const (
 	// KindFence is the cost of a memory fence after stores (tools/capture
 	// micro2): ns_per_iter of a loop of store(s) + fence to target memory.
 	KindFence Kind = "fence"
+	// KindBarrier is a kernel whose thread blocks meet their peers in
+	// barriers_per_launch barriers in a row (tools/capture barrier): us per
+	// launch inside a CUDA graph; `barrier` is "cas" (PyTorch's
+	// compare-and-swap tokens) or "flag" (vLLM's epoch flags).
+	KindBarrier Kind = "barrier"
 )
 
 // Kinds returns every kind of JSON Lines v1, in the order FORMAT.md lists them.
 func Kinds() []Kind {
 	return []Kind{KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess,
-		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency, KindFence}
+		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency, KindFence, KindBarrier}
 }
 
 // Clock is how a record's time was taken (its "clock" field).
@@ -127,6 +132,15 @@ type Record struct {
 	// NsPerIter is the fence record's time per loop iteration, in ns.
 	NsPerIter float64
 
+	// Barrier is the barrier record's kind of barrier: "cas" or "flag".
+	Barrier string
+	// StrideWords is the barrier record's distance between signal slots,
+	// in 4-byte words (1: slots share cache lines; 32: a line each).
+	StrideWords int
+	// BarriersPerLaunch is how many barriers one launch of the barrier
+	// record's kernel runs.
+	BarriersPerLaunch int
+
 	// Via is where the flag_pingpong flags live: "host" or "peer".
 	Via string
 	// OneWayUs is the flag_pingpong one-way time (round trip / 2), median;
@@ -214,6 +228,9 @@ var fieldDefs = []fieldDef{
 	{name: "ns_per_step", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
 	{name: "variant", typ: jString, enum: []string{"16x16B", "16x16B+fence_sys", "st_release_sys", "store", "store+fence_gpu", "store+fence_sys"}, str: func(r *Record) *string { return &r.Variant }},
 	{name: "ns_per_iter", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIter }},
+	{name: "barrier", typ: jString, enum: []string{"cas", "flag"}, str: func(r *Record) *string { return &r.Barrier }},
+	{name: "stride_words", typ: jInt, i32: func(r *Record) *int { return &r.StrideWords }},
+	{name: "barriers_per_launch", typ: jInt, i32: func(r *Record) *int { return &r.BarriersPerLaunch }},
 	{name: "via", typ: jString, enum: []string{"host", "peer"}, str: func(r *Record) *string { return &r.Via }},
 	{name: "one_way_us", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
 	{name: "one_way_us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
@@ -255,6 +272,7 @@ var required = map[Kind][]string{
 	KindEmptyKernel:         {"us"},
 	KindHostLinkConcurrency: {"what", "gpus", "gbps_per_gpu", "gbps_total"},
 	KindFence:               {"target", "variant", "threads", "ns_per_iter"},
+	KindBarrier:             {"world", "barrier", "stride_words", "blocks", "threads", "barriers_per_launch", "us"},
 }
 
 // isZero reports whether the field is unset in r.
@@ -356,7 +374,7 @@ func (r *Record) validate() error {
 func (r Record) Primary() (value float64, unit string, err error) {
 	var field string
 	switch r.Kind {
-	case KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess, KindEmptyKernel:
+	case KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess, KindEmptyKernel, KindBarrier:
 		value, unit, field = r.Us, "us", "us"
 	case KindPointerChase:
 		value, unit, field = r.NsPerStep, "ns", "ns_per_step"

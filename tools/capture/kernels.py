@@ -392,3 +392,43 @@ READ_REDUCE(read_reduce_vol, LD_VOL)
 READ_ONLY(read_only_plain, LD_PLAIN)
 READ_ONLY(read_only_vol, LD_VOL)
 '''
+
+# Barrier cost versus thread blocks (capture.py barrier). Every block of every rank meets every other rank once
+# per barrier through its own signal slot. sig_tab[p] is rank p's signal array (uint32); the slot rank p reads
+# for the signal of rank src in block b is index (b * MAXW + src) * stride, so stride 1 packs 32 slots (4 blocks ×
+# 8 source ranks) into each 128-byte line and stride 32 gives each (block, src) its own line.
+#   kind 0, "cas": PyTorch symmetric memory's token barrier: atomicCAS_system(peer slot, 0 -> 1) until it succeeds,
+#           then atomicCAS_system(own slot, 1 -> 0) until it succeeds (each signal is a token the waiter consumes).
+#   kind 1, "flag": vLLM's epoch barrier: a volatile store of the epoch into the peer's slot, then a volatile poll
+#           of the own slot until it reaches the epoch.
+# nb barriers run back to back inside one launch, each between two __syncthreads.
+BARRIER_SRC = r'''
+#define MAXW 8
+#define SPIN_LIMIT 2000000LL
+
+extern "C" __global__ void barrier_k(const unsigned long long* __restrict__ sig_tab, int rank, int world, int nb,
+                                     int stride, int kind, unsigned int* epoch, int* err) {
+  const int b = blockIdx.x;
+  const unsigned int e0 = epoch[b];
+  for (int i = 0; i < nb; i++) {
+    __syncthreads();
+    const int p = threadIdx.x;
+    if (p < world && p != rank) {
+      unsigned int* remote = (unsigned int*)sig_tab[p] + ((size_t)b * MAXW + rank) * stride;
+      unsigned int* local = (unsigned int*)sig_tab[rank] + ((size_t)b * MAXW + p) * stride;
+      long long spins = 0;
+      if (kind == 0) {
+        while (atomicCAS_system(remote, 0u, 1u) != 0u) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+        spins = 0;
+        while (atomicCAS_system(local, 1u, 0u) != 1u) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+      } else {
+        const unsigned int e = e0 + (unsigned int)i + 1u;
+        *(volatile unsigned int*)remote = e;
+        while ((int)(*(volatile unsigned int*)local - e) < 0) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) epoch[b] = e0 + (unsigned int)nb;
+}
+'''

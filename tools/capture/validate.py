@@ -2,7 +2,7 @@
 import glob, json, os, sys
 
 KINDS = {"allreduce", "allreduce_sequence", "memcpy", "sm_access", "pointer_chase", "flag_pingpong",
-         "empty_kernel", "host_link_concurrency", "fence"}
+         "empty_kernel", "host_link_concurrency", "fence", "barrier"}
 CLOCKS = {"device_events", "host", "sm_clock64"}
 REQ = {
     "allreduce": ["world", "dtype", "bytes", "impl", "algo", "transport", "launch", "us", "us_min", "us_max"],
@@ -15,6 +15,7 @@ REQ = {
     "empty_kernel": ["us", "us_min"],
     "host_link_concurrency": ["what", "gpus", "bytes_per_gpu", "gbps_per_gpu", "gbps_total"],
     "fence": ["target", "variant", "threads", "ns_per_iter"],
+    "barrier": ["world", "barrier", "stride_words", "blocks", "threads", "barriers_per_launch", "us", "us_min", "us_max"],
 }
 ENUMS = {
     "impl": {"nccl", "torch_symm_mem", "host_staged_one_shot", "arsim_flag_one_shot", "arsim_flag_two_shot"},
