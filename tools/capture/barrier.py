@@ -17,6 +17,7 @@ import statistics, time
 import numpy as np
 
 from common import Recorder, log, summarize
+from flagar import time_batches
 import kernels
 
 MAXW = 8
@@ -99,28 +100,7 @@ class Barriers:
         batch()
         for r in range(W):
             self.dev[r]["stream"].synchronize()
-        t0 = time.perf_counter(); batch()
-        for r in range(W):
-            self.dev[r]["stream"].synchronize()
-        reps = int(min(max(3e-3 / max(time.perf_counter() - t0, 1e-6), 2), 50))
-        evs = []
-        for r in range(W):
-            with cp.cuda.Device(r):
-                evs.append((cp.cuda.Event(), cp.cuda.Event()))
-        per_rank = [[] for _ in range(W)]
-        for _ in range(5):
-            for r in range(W):
-                with cp.cuda.Device(r):
-                    evs[r][0].record(self.dev[r]["stream"])
-            for _ in range(reps):
-                batch()
-            for r in range(W):
-                with cp.cuda.Device(r):
-                    evs[r][1].record(self.dev[r]["stream"])
-            for r in range(W):
-                self.dev[r]["stream"].synchronize()
-            for r in range(W):
-                per_rank[r].append(cp.cuda.get_elapsed_time(evs[r][0], evs[r][1]) * 1000.0 / (reps * K))
+        per_rank, reps = time_batches(cp, [self.dev[r]["stream"] for r in range(W)], batch, K)
         err = max(int(self.dev[r]["err"].get()[0]) for r in range(W))
         med, lo, hi = summarize(per_rank[0])
         return med, lo, hi, [round(statistics.median(x), 4) for x in per_rank], reps, bool(err)

@@ -67,6 +67,24 @@ def pow_sizes(lo, hi, factor=2):
         s *= factor
 
 
+def spawn_and_wait(target, arg_tuples, t_end, what):
+    """Start one spawned process per argument tuple, wait for all until t_end + 30 s, kill the stuck ones;
+    returns their exit codes."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    ps = [ctx.Process(target=target, args=a) for a in arg_tuples]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(timeout=max(5, t_end + 30 - time.time()))
+    for p in ps:
+        if p.is_alive():
+            log("killing stuck", what, p.pid)
+            p.kill()
+            p.join(5)
+    return [p.exitcode for p in ps]
+
+
 class Deadline:
     """Wall-clock budget for a phase: measurements check it and skip what no longer fits."""
 

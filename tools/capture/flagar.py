@@ -35,6 +35,35 @@ def vllm_blocks(npacks, threads=512, limit=36):
     return max(1, min(limit, (npacks + threads - 1) // threads))
 
 
+def time_batches(cp, streams, batch, ops, trials=5):
+    """Per-op time on every GPU of `batch()` (one CUDA-graph launch per GPU of `ops` ops each): reps chosen so a
+    trial lasts ~3 ms, then `trials` trials timed with events on each GPU's stream. Returns (per_rank lists of
+    us per op, reps)."""
+    def sync():
+        for s in streams:
+            s.synchronize()
+    t0 = time.perf_counter(); batch(); sync()
+    reps = int(min(max(3e-3 / max(time.perf_counter() - t0, 1e-6), 2), 50))
+    evs = []
+    for r in range(len(streams)):
+        with cp.cuda.Device(r):
+            evs.append((cp.cuda.Event(), cp.cuda.Event()))
+    per_rank = [[] for _ in streams]
+    for _ in range(trials):
+        for r, s in enumerate(streams):
+            with cp.cuda.Device(r):
+                evs[r][0].record(s)
+        for _ in range(reps):
+            batch()
+        for r, s in enumerate(streams):
+            with cp.cuda.Device(r):
+                evs[r][1].record(s)
+        sync()
+        for r in range(len(streams)):
+            per_rank[r].append(cp.cuda.get_elapsed_time(evs[r][0], evs[r][1]) * 1000.0 / (reps * ops))
+    return per_rank, reps
+
+
 class FlagAllreduce:
     def __init__(self, out_dir, quick=False):
         import cupy as cp
@@ -188,27 +217,7 @@ class FlagAllreduce:
             cp.cuda.Device(r).synchronize()
         one_batch(); self._sync()
         exact_g, err_g = self._check(nbytes, ref)
-        # choose reps so a trial lasts ~3 ms
-        evs = []
-        for r in range(W):
-            with cp.cuda.Device(r):
-                evs.append((cp.cuda.Event(), cp.cuda.Event()))
-        t0 = time.perf_counter(); one_batch(); self._sync()
-        per_batch = time.perf_counter() - t0
-        reps = int(min(max(3e-3 / max(per_batch, 1e-6), 2), 50))
-        per_rank = [[] for _ in range(W)]
-        for _ in range(5):
-            for r in range(W):
-                with cp.cuda.Device(r):
-                    evs[r][0].record(self.dev[r]["stream"])
-            for _ in range(reps):
-                one_batch()
-            for r in range(W):
-                with cp.cuda.Device(r):
-                    evs[r][1].record(self.dev[r]["stream"])
-            self._sync()
-            for r in range(W):
-                per_rank[r].append(cp.cuda.get_elapsed_time(evs[r][0], evs[r][1]) * 1000.0 / (reps * K))
+        per_rank, reps = time_batches(cp, [self.dev[r]["stream"] for r in range(W)], one_batch, K)
         errflag = max(int(self.dev[r]["err"].get()[0]) for r in range(W))
         med, lo, hi = summarize(per_rank[0])
         self.rec.emit({"kind": "allreduce", "clock": "device_events", "launch": launch, "world": W,

@@ -10,7 +10,7 @@ Rank 0 writes records straight to OUT/nccl_<transport>.jsonl, flushed per record
 """
 import glob, json, os, statistics, sys, time
 
-from common import Recorder, log, summarize
+from common import Recorder, log, spawn_and_wait, summarize
 
 K = 20
 CONFIGS = [("auto", "auto"), ("ring", "ll"), ("ring", "ll128"), ("ring", "simple"),
@@ -263,19 +263,7 @@ def worker(rank, world, job):
 
 
 def run_job(job, world):
-    import torch.multiprocessing as mp
-    ctx = mp.get_context("spawn")
-    ps = [ctx.Process(target=worker, args=(r, world, job)) for r in range(world)]
-    for p in ps:
-        p.start()
-    for p in ps:
-        p.join(timeout=max(5, job["t_end"] + 30 - time.time()))
-    for p in ps:
-        if p.is_alive():
-            log("killing stuck NCCL worker", p.pid)
-            p.kill()
-            p.join(5)
-    return [p.exitcode for p in ps]
+    return spawn_and_wait(worker, [(r, world, job) for r in range(world)], job["t_end"], "NCCL worker")
 
 
 def run(out_dir, quick, transports=("p2p", "shm"), budget_s=None, isolation="group", configs=None,

@@ -21,7 +21,7 @@ us = median trial / iterations.
 """
 import os, time
 
-from common import Recorder, log, pow_sizes, summarize
+from common import Recorder, log, pow_sizes, spawn_and_wait, summarize
 
 GRAPH_OPS = 20
 SYMM_OPS = (("one_shot", "one_shot_all_reduce"), ("two_shot", "two_shot_all_reduce_"))
@@ -156,11 +156,9 @@ def _symm_worker(rank, world, job):
 
 def symm_reps(out_dir, quick, reps, deadline):
     import torch
-    import torch.multiprocessing as mp
     world = torch.cuda.device_count()
     if world < 2:
         raise RuntimeError("symmetric-memory allreduce needs >= 2 GPUs")
-    ctx = mp.get_context("spawn")
     for rep in range(reps):
         left = deadline.left()
         if left < 30:
@@ -170,17 +168,8 @@ def symm_reps(out_dir, quick, reps, deadline):
         job = {"out": out_dir, "quick": quick, "rep": rep, "port": 29700 + rep, "t_end": time.time() + share - 15,
                "timeout": int(share)}
         t0 = time.time()
-        ps = [ctx.Process(target=_symm_worker, args=(r, world, job)) for r in range(world)]
-        for p in ps:
-            p.start()
-        for p in ps:
-            p.join(timeout=max(5, job["t_end"] + 30 - time.time()))
-        for p in ps:
-            if p.is_alive():
-                log("killing stuck symm worker", p.pid)
-                p.kill()
-                p.join(5)
-        log(f"symm rep {rep}: exit {[p.exitcode for p in ps]} in {time.time() - t0:.1f}s")
+        codes = spawn_and_wait(_symm_worker, [(r, world, job) for r in range(world)], job["t_end"], "symm worker")
+        log(f"symm rep {rep}: exit {codes} in {time.time() - t0:.1f}s")
 
 
 def _copy_proc(out_dir, quick, t_end, rep):
@@ -190,8 +179,6 @@ def _copy_proc(out_dir, quick, t_end, rep):
 
 def copy_reps(out_dir, quick, reps, deadline):
     """The tensor.copy_ sweeps, each in a fresh process (PyTorch's host cost differs between processes)."""
-    import multiprocessing as mp
-    ctx = mp.get_context("spawn")
     for rep in range(reps):
         left = deadline.left()
         if left < 10:
@@ -199,14 +186,9 @@ def copy_reps(out_dir, quick, reps, deadline):
             return
         share = min(left, left / (reps - rep) * 1.5) if left != float("inf") else 120
         t0 = time.time()
-        p = ctx.Process(target=_copy_proc, args=(out_dir, quick, time.time() + share - 5, rep))
-        p.start()
-        p.join(timeout=share + 10)
-        if p.is_alive():
-            log("killing stuck copy process", p.pid)
-            p.kill()
-            p.join(5)
-        log(f"copy rep {rep}: exit {p.exitcode} in {time.time() - t0:.1f}s")
+        t_end = time.time() + share - 5
+        codes = spawn_and_wait(_copy_proc, [(out_dir, quick, t_end, rep)], t_end, "copy process")
+        log(f"copy rep {rep}: exit {codes} in {time.time() - t0:.1f}s")
 
 
 def run(out_dir, quick, reps, deadline, parts=("copy", "symm")):
