@@ -1,6 +1,10 @@
 package algos
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/hw"
+)
 
 // oneStage is vLLM / SGLang "1-stage" (cross_device_reduce_1stage): a
 // start barrier, every rank pulls every peer's whole buffer with 16-byte
@@ -17,8 +21,14 @@ func (oneStage) Describe() string {
 }
 
 func (oneStage) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), barrierOption)
+	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, endReleaseOption)
 }
+
+// endReleaseOption: PyTorch's one-shot ends with sync_remote_blocks of
+// acquire-release order, whose release waits until the kernel's output
+// stores are visible system-wide; vLLM's end barrier is relaxed.
+var endReleaseOption = OptionSpec{Name: "end_release", Values: []string{"false", "true"}, Default: "false",
+	Doc: "true: the end barrier first makes the output stores visible system-wide (a fence), as PyTorch's one-shot does"}
 
 var pullOptions = []OptionSpec{
 	{Name: "blocks", Doc: "thread blocks per GPU (default min(36, ceil(bytes/16/threads)), as vLLM)"},
@@ -47,6 +57,11 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 			p := (r + i) % n // rotated peer order spreads the load
 			ends[r] = append(ends[r], b.Add(r, Op{Kind: Read, Accumulate: true, Src: b.In(p, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: k,
 				Label: fmt.Sprintf("pull rank %d", p)}, own))
+		}
+	}
+	if req.Opt("end_release", "false") == "true" {
+		for r := 0; r < n; r++ {
+			ends[r] = []int{fence(b, r, hw.GPUMem(r), ends[r]...)}
 		}
 	}
 	barrier("end", 1, k, "end barrier", ends)

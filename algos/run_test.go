@@ -37,3 +37,24 @@ func TestRunReportsDeadlock(t *testing.T) {
 	assert.Contains(t, err.Error(), "rank 1 op")
 	assert.Contains(t, err.Error(), "gpu1:ghost ≥ 1 (holds 0)")
 }
+
+// PyTorch's one-shot (one_stage with end_release): its acquire-release end
+// barrier waits for the output stores, a system-scope fence to the rank's
+// own memory (gpu.fence_sys_local) that vLLM's relaxed end barrier does not
+// pay. The schedule stays correct.
+func TestOneStageEndRelease(t *testing.T) {
+	opts := map[string]string{"barrier": "atomic"}
+	plain := req(t, "h200x2", 2, 1024, opts)
+	rel := req(t, "h200x2", 2, 1024, map[string]string{"barrier": "atomic", "end_release": "true"})
+	require.NoError(t, Check(plan(t, "one_stage", rel)))
+	fences := 0
+	for _, op := range plan(t, "one_stage", rel).Programs[0] {
+		if op.Kind == Fence {
+			fences++
+			assert.Equal(t, hw.GPUMem(0), op.Dst.Buf.At)
+		}
+	}
+	assert.Equal(t, 1, fences)
+	d := runUs(t, "one_stage", rel, 3) - runUs(t, "one_stage", plain, 3)
+	assert.InDelta(t, rel.Top.Params.Get("gpu.fence_sys_local")/1000, d, 0.05, "one fence on the critical path")
+}

@@ -432,6 +432,10 @@ func (t *twin) allreduce() string {
 			blocks, threads := algos.TorchSymmMemLaunch(r.Bytes, r.World, false)
 			opts["blocks"], opts["threads"] = strconv.Itoa(blocks), strconv.Itoa(threads)
 			opts["barrier"] = "atomic" // put_signal / wait_signal are compare-and-swap loops
+			// Its end barrier is sync_remote_blocks<acq_rel>: the release
+			// waits for the output stores. The start barrier's release has no
+			// stores of the kernel before it.
+			opts["end_release"] = "true"
 		}
 	case "arsim_flag_one_shot", "arsim_flag_two_shot", "host_staged_one_shot":
 		shot := "one"
