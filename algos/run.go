@@ -591,7 +591,7 @@ func (x *executor) start(r int, k int32) {
 		m.Eng.After(sim.Duration(s.n), fin)
 	case Fence:
 		var d sim.Duration
-		d, err = m.FenceCost(r, s.dst.mem())
+		d, err = m.FenceAfterLanding(r, s.dst.mem())
 		if err == nil {
 			m.Eng.After(d, fin)
 		}

@@ -234,7 +234,7 @@ func commonParams() *Params {
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.
 		p("nccl.ll_max_bw", "GB/s", 282, 1, 0, "published: NCCL 2.30 tuning.cc llMaxBws, Blackwell single node (2 × 141)", "most NCCL's LL protocol moves per rank, all channels together"),
-		p("nccl.simple_step_sync", "µs", 3.72, 0, 100, fromH200("our capture: fitted by arsim calibrate on testdata/h200x2-arsim/nccl_simple_threads.jsonl (NCCL 2.28.9 ring and tree Simple, 2 KiB–256 KiB, NCCL_NTHREADS 64–512 and 1 channel; 40 records fit, 20 held out: median |error| 21.2 % → 4.8 %); the estimate it replaces, 1.2 µs from tuning.cc's Simple-over-LL hop latency, was too low on every Simple record"), "per-step overhead of NCCL's Simple protocol beyond its fence and flag"),
+		p("nccl.simple_step_sync", "µs", 4.47, 0, 100, fromH200(srcOwnCap+"nccl_simple_threads.jsonl, fitted by arsim calibrate --fit nccl.simple_step_sync --holdout-every 3 (NCCL 2.28.9 ring and tree Simple, 2 KiB–256 KiB, NCCL_NTHREADS 64–512 and 1 channel; 40 records fit, 20 held out: median |error| 7.9 % → 4.1 %). Refitted when fences stopped counting the stores' flight twice (was 3.72 µs, fitted with the double count; 1.2 µs from tuning.cc's Simple-over-LL hop latency before that, too low on every Simple record)"), "per-step overhead of NCCL's Simple protocol beyond its fence and flag"),
 		p("nccl.base_latency.ring.ll", "µs", 6.6, 0, 1000, srcNCCLBase, "NCCL ring LL fixed cost per call"),
 		p("nccl.base_latency.ring.ll128", "µs", 14.0, 0, 1000, srcNCCLBase, "NCCL ring LL128 fixed cost per call"),
 		p("nccl.base_latency.ring.simple", "µs", 8.4, 0, 1000, srcNCCLBase, "NCCL ring Simple fixed cost per call"),
