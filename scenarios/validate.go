@@ -224,8 +224,12 @@ func prepare(r trace.Record, override *topology.Preset) (*twin, string) {
 			t.sim = func(top *topology.Topology) (float64, error) { return hw.GraphKernelGapUs(top) }
 			return t, ""
 		}
-		if extraString(r, "mode") == "single" {
-			return nil, "one eager launch timed alone (events around it) is not modelled; back-to-back launches are"
+		// Eager launches are host costs: the value is a host parameter.
+		hostPaced := func(f func(*topology.Topology) (float64, error)) func(*topology.Topology) (float64, bool, error) {
+			return func(top *topology.Topology) (float64, bool, error) {
+				v, err := f(top)
+				return v, true, err
+			}
 		}
 		if extraString(r, "mode") == "back_to_back" {
 			// tools/capture launches through CuPy, not PyTorch.
@@ -234,13 +238,18 @@ func prepare(r trace.Record, override *topology.Preset) (*twin, string) {
 			if extraFloat(r, "prefill_us") > 0 {
 				return nil, "eager launches queued behind a device-side spin measure the device gap, not the host; not modelled"
 			}
-			t.sim = func(top *topology.Topology) (float64, error) { return hw.RawLaunchIntervalUs(top) }
+			t.paced = hostPaced(hw.RawLaunchIntervalUs)
 			return t, ""
 		}
-		if mode := extraString(r, "mode"); mode != "" {
+		switch mode := extraString(r, "mode"); mode {
+		case "", "single":
+			// One launch between two events (the shared set's method, and
+			// tools/capture's mode single): gpu.launch_eager.
+			t.note = "one eager launch between two events (gpu.launch_eager)"
+		default:
 			t.note = "capture mode " + mode + "; modelled as one eager launch (gpu.launch_eager)"
 		}
-		t.sim = func(top *topology.Topology) (float64, error) { return hw.EmptyKernelUs(top) }
+		t.paced = hostPaced(hw.EmptyKernelUs)
 		return t, ""
 	case trace.KindHostLinkConcurrency:
 		t.group = "host_link_concurrency " + r.What

@@ -66,6 +66,7 @@ func TestValidateShared(t *testing.T) {
 			// A host cost (one eager launch between two events), held out:
 			// 8.4 µs on the shared set's host, 6.2 µs on ours.
 			require.True(t, ok, "line %d", r.Line)
+			assert.True(t, vr.HostPaced, "an eager launch is a host cost")
 		case trace.KindSMAccess, trace.KindFlagPingpong, trace.KindHostLinkConcurrency:
 			if r.Kind == trace.KindSMAccess && r.Target == "local" {
 				continue
