@@ -432,3 +432,305 @@ extern "C" __global__ void barrier_k(const unsigned long long* __restrict__ sig_
   if (threadIdx.x == 0) epoch[b] = e0 + (unsigned int)nb;
 }
 '''
+
+# Per-block loop rates, polls and atomics (capture.py perblock; one GPU). Every kernel times itself per block with
+# clock64 (thread 0, between __syncthreads where the whole block takes part) into res[2*block] (cycles) and
+# res[2*block+1] (a value that keeps the loop alive). Spin loops have a bail-out counter that sets *err.
+PERBLOCK_SRC = r'''
+#define SPIN_LIMIT 20000000LL
+
+__device__ __forceinline__ unsigned long long pb_gtimer() {
+  unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
+}
+__device__ __forceinline__ unsigned ld_vol(const unsigned* p) {
+  unsigned v; asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
+__device__ __forceinline__ unsigned ld_acq(const unsigned* p) {
+  unsigned v; asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
+__device__ __forceinline__ unsigned ld_rlx(const unsigned* p) {
+  unsigned v; asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
+__device__ __forceinline__ void st_vol(unsigned* p, unsigned v) {
+  asm volatile("st.volatile.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_rel(unsigned* p, unsigned v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 ld_vol4(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_vol4(uint4* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+__device__ __forceinline__ void fence_sc_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
+
+extern "C" __global__ void pb_clk_cal(long long cycles, long long* res) {
+  unsigned long long g0 = pb_gtimer();
+  long long c0 = clock64(), c1 = c0;
+  while (c1 - c0 < cycles) c1 = clock64();
+  unsigned long long g1 = pb_gtimer();
+  res[0] = c1 - c0; res[1] = (long long)(g1 - g0);
+}
+
+// ---- polls and atomics: thread 0 of every block issues `iters` dependent requests to its word ---------------
+// word of block b: base + b * spacing_words (0: every block the same word). op: 0 ld.volatile, 1 ld.acquire.sys,
+// 2 ld.relaxed.sys, 3 atomicAdd_system(+1), 4 atomicCAS_system that never matches (reads, writes nothing).
+// The next address depends on the value returned (the words never have the top bit set), as in a spin loop.
+extern "C" __global__ void pb_poll(unsigned* base, int spacing_words, int op, int iters, long long* res) {
+  if (threadIdx.x != 0) return;
+  unsigned* p = base + (size_t)blockIdx.x * spacing_words;
+  unsigned v = 0, acc = 0;
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    unsigned* q = p + ((v >> 31) & 1u);
+    if (op == 0) v = ld_vol(q);
+    else if (op == 1) v = ld_acq(q);
+    else if (op == 2) v = ld_rlx(q);
+    else if (op == 3) v = atomicAdd_system(q, 1u) & 0x7fffffffu;
+    else v = atomicCAS_system(q, 0xffffffffu, 0u);
+    acc += v;
+  }
+  long long c1 = clock64();
+  res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc;
+}
+
+// ---- ping-pong between pairs of blocks of one GPU through flags (host or local memory) ------------------------
+// Blocks 0..pairs-1 lead, blocks pairs..2*pairs-1 follow; pair k's flags at words (2k)*sp and (2k+1)*sp.
+// mode 0: st.volatile + ld.volatile poll (vLLM's start barrier); 1: st.release.sys + ld.acquire.sys;
+// 2: st.volatile + __threadfence_system() + ld.volatile.
+extern "C" __global__ void pb_pingpong(unsigned* flags, int pairs, int sp, int n, unsigned e0, int mode, int* err,
+                                       long long* res) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x, k = b % pairs, lead = b < pairs;
+  unsigned* mine = flags + (size_t)(2 * k + (lead ? 0 : 1)) * sp;
+  unsigned* theirs = flags + (size_t)(2 * k + (lead ? 1 : 0)) * sp;
+  long long spins = 0;
+  long long c0 = clock64();
+  for (int i = 1; i <= n; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (lead) {
+      if (mode == 1) st_rel(theirs, e); else { st_vol(theirs, e); if (mode == 2) __threadfence_system(); }
+    }
+    if (mode == 1) { while (ld_acq(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto done; } } }
+    else { while (ld_vol(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto done; } } }
+    if (!lead) {
+      if (mode == 1) st_rel(theirs, e); else { st_vol(theirs, e); if (mode == 2) __threadfence_system(); }
+    }
+  }
+done:
+  res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
+}
+
+// ---- NCCL LL-style loops: one 16-B line (8 B data + two 4-B flags) per thread per iteration ------------------
+// op bits: 1 RECV (spin with a volatile 16-B load on the own recv line until both flags match, as readLL),
+// 2 SRC (8-B load of the user buffer, issued before the recv poll as NCCL's DataLoader does), 4 SEND (volatile
+// 16-B store of data + flags, as storeLL), 8 OUT (8-B store of the result to the local output).
+// Thread t of block b handles line (b * iters + i) * blockDim.x + t in iteration i (coalesced per iteration).
+extern "C" __global__ void __launch_bounds__(1024) pb_ll(const uint4* recv, const uint2* src, uint4* dst, uint2* out,
+                                                         int iters, int op, unsigned flag, int* err, long long* res) {
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const size_t k = ((size_t)blockIdx.x * iters + i) * blockDim.x + threadIdx.x;
+    uint2 s = make_uint2(0u, 0u), d;
+    if (op & 2) s = src[k];
+    if (op & 1) {
+      uint4 v;
+      do { v = ld_vol4(recv + k); } while ((v.y != flag || v.w != flag) && ++spins < SPIN_LIMIT);
+      d = make_uint2(v.x + s.x, v.z + s.y);
+    } else {
+      d = s;
+    }
+    if (op & 4) st_vol4(dst + k, make_uint4(d.x, flag, d.y, flag));
+    if (op & 8) out[k] = d;
+    acc += d.x;
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
+// ---- NCCL LL128-style loop: each thread moves 8 u64 per iteration (4 16-B volatile loads in flight), the last u64
+// of every 8-thread group's 128-B line... simplified per thread: the 4th vector's .w word carries the flag; the thread
+// spins until its last vector holds the flag, then stores its 4 vectors (data + flag) to dst. op bit 2 adds an 8-u64
+// load of the user buffer (reduce), issued first.
+extern "C" __global__ void __launch_bounds__(1024) pb_ll128(const uint4* recv, const uint4* src, uint4* dst,
+                                                            int iters, int op, unsigned flag, int* err, long long* res) {
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const size_t k = (((size_t)blockIdx.x * iters + i) * blockDim.x + threadIdx.x) * 4;
+    uint4 s[4], v[4];
+    if (op & 2) {
+      #pragma unroll
+      for (int u = 0; u < 4; u++) s[u] = src[k + u];
+    } else {
+      #pragma unroll
+      for (int u = 0; u < 4; u++) s[u] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    do {
+      #pragma unroll
+      for (int u = 0; u < 4; u++) v[u] = ld_vol4(recv + k + u);
+    } while (v[3].w != flag && ++spins < SPIN_LIMIT);
+    #pragma unroll
+    for (int u = 0; u < 4; u++) {
+      uint4 d = make_uint4(v[u].x + s[u].x, v[u].y + s[u].y, v[u].z + s[u].z, u == 3 ? flag : v[u].w + s[u].w);
+      st_vol4(dst + k + u, d);
+      acc += d.x;
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
+// ---- Simple-style copy: U independent 16-B loads per source in flight per thread, then U stores ---------------
+// S sources (a; b too when S == 2), host sources read with ld.volatile (vol_a / vol_b), destination d.
+// Each block copies its own range of iters * U * blockDim.x int4 (coalesced per u), starting at elements off.
+template <int U, int S>
+__device__ __forceinline__ void copy_loop(const uint4* a, const uint4* b, uint4* d, int iters, int vol_a, int vol_b,
+                                          long long* res) {
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  const size_t base = (size_t)blockIdx.x * iters * U * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    uint4 v[U];
+    const size_t k0 = base + (size_t)i * U * blockDim.x + threadIdx.x;
+    #pragma unroll
+    for (int u = 0; u < U; u++) v[u] = vol_a ? ld_vol4(a + k0 + u * blockDim.x) : a[k0 + u * blockDim.x];
+    if (S == 2) {
+      uint4 w[U];
+      #pragma unroll
+      for (int u = 0; u < U; u++) w[u] = vol_b ? ld_vol4(b + k0 + u * blockDim.x) : b[k0 + u * blockDim.x];
+      #pragma unroll
+      for (int u = 0; u < U; u++) { v[u].x += w[u].x; v[u].y += w[u].y; v[u].z += w[u].z; v[u].w += w[u].w; }
+    }
+    #pragma unroll
+    for (int u = 0; u < U; u++) { d[k0 + u * blockDim.x] = v[u]; acc += v[u].x; }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+#define COPY_K(U, S) \
+extern "C" __global__ void __launch_bounds__(1024) pb_copy_##U##_##S(const uint4* a, const uint4* b, uint4* d, \
+    long long off, int iters, int vol_a, int vol_b, long long* res) { \
+  copy_loop<U, S>(a + off, b + off, d + off, iters, vol_a, vol_b, res); \
+}
+COPY_K(1, 1) COPY_K(2, 1) COPY_K(4, 1) COPY_K(8, 1)
+COPY_K(1, 2) COPY_K(2, 2) COPY_K(4, 2) COPY_K(8, 2)
+
+// ---- Simple's per-slice bookkeeping: thread 0 waits on a counter (already satisfied), block barrier, the block
+// copies slice16 int4 (unroll 8 from local src to dst), block barrier, thread 0 fences (0 none, 1 fence.acq_rel.sys,
+// 2 fence.sc.sys) and stores the step into flag (same memory as dst). One slice per step, `steps` steps.
+extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned* ctr, const uint4* src, uint4* dst,
+    unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
+  unsigned acc = 0;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int s = 0; s < steps; s++) {
+    if (threadIdx.x == 0) {
+      while (ld_vol(ctr) < (unsigned)s) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+    }
+    __syncthreads();
+    const size_t base = (size_t)s * slice16;
+    for (int c = 0; c < slice16; c += 8 * blockDim.x) {   // coalesced: element c + u * blockDim.x + t
+      uint4 v[8];
+      #pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const int j = c + u * blockDim.x + threadIdx.x;
+        v[u] = j < slice16 ? src[base + j] : make_uint4(0u, 0u, 0u, 0u);
+      }
+      #pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const int j = c + u * blockDim.x + threadIdx.x;
+        if (j < slice16) { dst[base + j] = v[u]; acc += v[u].x; }
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (fence == 1) fence_acq_rel_sys(); else if (fence == 2) fence_sc_sys();
+      st_vol(flag, (unsigned)s + 1u);
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
+// ---- fences after stores: thread t stores nst 16-B vectors to dst (coalesced), then fence (1 acq_rel.sys,
+// 2 sc.sys, 0 none), iters times. Timed per block.
+extern "C" __global__ void __launch_bounds__(1024) pb_fence(uint4* dst, int nst, int fence, int iters, long long* res) {
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    for (int k = 0; k < nst; k++) st_vol4(dst + (size_t)k * blockDim.x + threadIdx.x, make_uint4(i, k, threadIdx.x, 1u));
+    if (fence == 1) fence_acq_rel_sys(); else if (fence == 2) fence_sc_sys();
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
+
+// ---- pull-and-reduce over ranks, as a one-shot kernel's loop: ptrs[r] for r < world (rank 0 local HBM, the others
+// pinned host memory read with ld.volatile). runtime: for (r < world) acc += load(ptrs[r][i]) with world known only
+// at run time (arsim's flag kernels); unrolled: all loads issued before the adds (vLLM's packed_reduce<ngpus>).
+__device__ __forceinline__ uint4 ldr(const uint4* p, int vol) { return vol ? ld_vol4(p) : *p; }
+__device__ __forceinline__ void add4(uint4& a, uint4 b) { a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w; }
+extern "C" __global__ void __launch_bounds__(1024) pb_pull_runtime(const uint4* p0, const uint4* p1, const uint4* p2,
+    const uint4* p3, int world, uint4* out, int iters, long long* res) {
+  const uint4* ptrs[4] = {p0, p1, p2, p3};
+  __syncthreads();
+  long long c0 = clock64();
+  const size_t base = (size_t)blockIdx.x * iters * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    const size_t k = base + (size_t)i * blockDim.x + threadIdx.x;
+    uint4 acc = make_uint4(0u, 0u, 0u, 0u);
+    for (int r = 0; r < world; r++) add4(acc, ldr(ptrs[r] + k, r > 0));
+    out[k] = acc;
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
+template <int W>
+__device__ __forceinline__ void pull_unrolled(const uint4* const* ptrs, uint4* out, int iters, long long* res) {
+  __syncthreads();
+  long long c0 = clock64();
+  const size_t base = (size_t)blockIdx.x * iters * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    const size_t k = base + (size_t)i * blockDim.x + threadIdx.x;
+    uint4 v[W];
+    #pragma unroll
+    for (int r = 0; r < W; r++) v[r] = ldr(ptrs[r] + k, r > 0);
+    uint4 acc = v[0];
+    #pragma unroll
+    for (int r = 1; r < W; r++) add4(acc, v[r]);
+    out[k] = acc;
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
+extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled2(const uint4* p0, const uint4* p1, const uint4* p2,
+    const uint4* p3, int world, uint4* out, int iters, long long* res) {
+  const uint4* ptrs[4] = {p0, p1, p2, p3}; pull_unrolled<2>(ptrs, out, iters, res);
+}
+extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled4(const uint4* p0, const uint4* p1, const uint4* p2,
+    const uint4* p3, int world, uint4* out, int iters, long long* res) {
+  const uint4* ptrs[4] = {p0, p1, p2, p3}; pull_unrolled<4>(ptrs, out, iters, res);
+}
+'''

@@ -2,7 +2,7 @@
 import glob, json, os, sys
 
 KINDS = {"allreduce", "allreduce_sequence", "memcpy", "sm_access", "pointer_chase", "flag_pingpong",
-         "empty_kernel", "host_link_concurrency", "fence", "barrier"}
+         "empty_kernel", "host_link_concurrency", "fence", "barrier", "poll", "block_pingpong", "loop"}
 CLOCKS = {"device_events", "host", "sm_clock64"}
 REQ = {
     "allreduce": ["world", "dtype", "bytes", "impl", "algo", "transport", "launch", "us", "us_min", "us_max"],
@@ -15,6 +15,9 @@ REQ = {
     "empty_kernel": ["us", "us_min"],
     "host_link_concurrency": ["what", "gpus", "bytes_per_gpu", "gbps_per_gpu", "gbps_total"],
     "fence": ["target", "variant", "threads", "ns_per_iter"],
+    "poll": ["target", "request", "spacing_bytes", "blocks", "ns_per_op"],
+    "block_pingpong": ["target", "mode", "spacing_bytes", "pairs", "one_way_ns"],
+    "loop": ["loop", "blocks", "threads", "ns_per_iter"],
     "barrier": ["world", "barrier", "stride_words", "blocks", "threads", "barriers_per_launch", "us", "us_min", "us_max"],
 }
 ENUMS = {
@@ -29,6 +32,8 @@ ENUMS = {
     "target": {"host", "local", "peer"},
     "via": {"host", "peer"},
     "dtype": {"bf16", "fp16", "fp32"},
+    "request": {"load_volatile", "load_acquire", "load_relaxed", "atomic_add", "atomic_cas"},
+    "loop": {"ll", "ll128", "copy", "simple_step", "fence", "pull"},
     "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write"},
 }
 

@@ -1,0 +1,384 @@
+"""perblock: what one thread block can do, on one GPU (capture.py perblock; CuPy, kernels.py: PERBLOCK_SRC).
+
+Why: a kernel's rate is the sum over its thread blocks of what each keeps in flight over what each loop iteration
+waits on, and polls and atomics are requests that queue at the memory they touch. These records measure the terms
+on GPU 0 alone, with pinned host memory standing in for memory across PCIe:
+
+  poll            B blocks, thread 0 each, issue dependent loads (volatile / acquire / relaxed) or system atomics
+                  (add, compare-and-swap that never matches) to one shared word, or each to its own word 32, 128 or
+                  4096 bytes apart, in host or local memory: ns per request, per block
+  block_pingpong  pairs of blocks of the GPU exchange flags (host or local memory; vLLM's volatile flag, release /
+                  acquire, volatile + system fence) while the other pairs do the same: one-way ns
+  loop ll         NCCL LL-style loops, one 16-B line per thread per iteration (recv / send / recv-send /
+                  recv-reduce-send / recv-reduce-copy-send), lines in host or local memory, 64-1024 threads,
+                  1-132 blocks: ns per iteration per block
+  loop copy       Simple-style copies with 1, 2, 4, 8 independent 16-B loads in flight per source, 1 or 2 sources,
+                  host or local sources and destinations, 128/512 threads, 1-132 blocks
+  loop simple_step  Simple's per-slice bookkeeping: a counter poll, two block barriers, a slice copy, a fence
+                  (none / acq_rel.sys / sc.sys) and a flag store, per step
+  loop fence      a fence (none / acq_rel.sys / sc.sys) after 1 or 16 stores per thread to host or local memory
+  loop pull       a one-shot's pull-and-reduce over world 2 or 4 sources (rank 0 local, the others host memory):
+                  loop over ranks bounded at run time, or unrolled with every load issued before the adds
+
+Timing: clock64 per block (thread 0, between block barriers where the whole block takes part), converted with the
+SM clock measured against %globaltimer in the same run; every configuration is launched once to warm up, then
+`TRIALS` times; a record's value is the median over trials of the median over blocks (`_max`: the slowest block).
+"""
+import statistics, time
+import numpy as np
+
+from common import Recorder, log
+import kernels
+from micro import HostBuf
+
+TRIALS = 5
+BLOCKS = [1, 2, 4, 8, 16, 32, 66, 132]
+POLL_OPS = ["load_volatile", "load_acquire", "load_relaxed", "atomic_add", "atomic_cas"]
+PP_MODES = ["volatile", "release_acquire", "volatile_fence"]
+LL_OPS = {"recv": 1 | 8, "send": 2 | 4, "recv_send": 1 | 4, "recv_reduce_send": 1 | 2 | 4,
+          "recv_reduce_copy_send": 1 | 2 | 4 | 8}
+FENCES = ["none", "acq_rel", "sc"]
+MB = 1 << 20
+
+
+class PerBlock:
+    def __init__(self, out_dir, quick=False):
+        import cupy as cp
+        self.cp, self.quick = cp, quick
+        self.rec = Recorder(out_dir, "perblock")
+        with cp.cuda.Device(0):
+            self.mod = cp.RawModule(code=kernels.PERBLOCK_SRC, options=("-std=c++17",))
+            self.s = cp.cuda.Stream(non_blocking=True)
+            self.res = cp.zeros(2 * 1024, dtype=cp.int64)
+            self.err = cp.zeros(1, dtype=cp.int32)
+            props = cp.cuda.runtime.getDeviceProperties(0)
+            self.sms = props["multiProcessorCount"]
+        self.ghz = None
+        self.big = (64 if quick else 256) * MB
+        self.h = {}  # host buffers by role
+        self.d = {}  # device buffers by role
+
+    def fn(self, name):
+        return self.mod.get_function(name)
+
+    def calibrate(self, tag):
+        cp = self.cp
+        vals = []
+        with cp.cuda.Device(0):
+            for _ in range(3):
+                self.fn("pb_clk_cal")((1,), (1,), (np.int64(20_000_000), self.res), stream=self.s)
+                self.s.synchronize()
+                c, g = (int(x) for x in self.res[:2].get())
+                vals.append(c / g)
+        self.ghz = statistics.median(vals)
+        self.rec.emit({"kind": "device_info", "clock": "sm_clock64", "what": "sm_clock_calibration", "tag": tag,
+                       "clock_ghz_measured": self.ghz, "trials_ghz": vals, "sms": self.sms})
+        log("perblock sm clock", tag, f"{self.ghz:.4f} GHz")
+
+    # ---------- buffers ---------------------------------------------------------------------------------------
+    def host(self, role, nbytes):
+        if role not in self.h:
+            self.h[role] = HostBuf(nbytes)
+        return self.h[role]
+
+    def dev(self, role, nbytes):
+        cp = self.cp
+        if role not in self.d:
+            with cp.cuda.Device(0):
+                self.d[role] = cp.zeros(nbytes // 4, dtype=cp.uint32)
+        return self.d[role]
+
+    def ptr(self, where, role, nbytes):
+        return np.uint64(self.host(role, nbytes).ptr) if where == "host" else self.dev(role, nbytes)
+
+    def fill(self, where, role, nbytes, words):
+        """Fill a buffer with a repeating pattern of uint32 words."""
+        cp = self.cp
+        pat = np.array(words, dtype=np.uint32)
+        if where == "host":
+            a = self.host(role, nbytes).array(np.uint32)
+            n = a.size // pat.size * pat.size
+            with cp.cuda.Device(0):
+                a[:n] = cp.tile(cp.asarray(pat), n // pat.size)
+                cp.cuda.Device(0).synchronize()
+        else:
+            a = self.dev(role, nbytes)
+            n = a.size // pat.size * pat.size
+            with cp.cuda.Device(0):
+                a[:n] = cp.tile(cp.asarray(pat), n // pat.size)
+                cp.cuda.Device(0).synchronize()
+
+    # ---------- running -------------------------------------------------------------------------------------------
+    def trials(self, launch, blocks, per):
+        """Warm-up, then TRIALS launches; per(block cycles) -> value per block. Returns (median over trials of the
+        median over blocks, min, max over trials of that, median over trials of the slowest block, block 0)."""
+        cp = self.cp
+        meds, slow, b0 = [], [], []
+        with cp.cuda.Device(0):
+            self.err[...] = 0
+            launch(); self.s.synchronize()
+            for _ in range(TRIALS):
+                launch(); self.s.synchronize()
+                cyc = self.res[:2 * blocks].get()[0::2]
+                vals = [per(int(c)) for c in cyc]
+                meds.append(statistics.median(vals))
+                slow.append(max(vals))
+                b0.append(vals[0])
+            err = int(self.err.get()[0])
+        return statistics.median(meds), min(meds), max(meds), statistics.median(slow), statistics.median(b0), bool(err)
+
+    def emit(self, rec, vals, unit):
+        med, lo, hi, slow, b0, err = vals
+        rec.update({"clock": "sm_clock64", unit: med, unit + "_min": lo, unit + "_max": hi,
+                    unit + "_slowest_block": slow, unit + "_block0": b0, "clock_ghz": self.ghz,
+                    "trials": TRIALS, "spin_timeout": err})
+        self.rec.emit(rec)
+
+    # ---------- polls and atomics -----------------------------------------------------------------------------------
+    def polls(self):
+        cp = self.cp
+        k = self.fn("pb_poll")
+        blocks = [1, 8, 66] if self.quick else BLOCKS
+        for target in ("host", "local"):
+            buf = self.ptr(target, "poll", 1 * MB)
+            for spacing in (0, 4, 8, 16, 32, 128, 4096):
+                for op_i, op in enumerate(POLL_OPS):
+                    if spacing in (4, 8, 16) and (target == "local" or op_i not in (0, 3)):
+                        continue  # packed words: volatile loads and atomics of host memory only
+                    for b in blocks:
+                        def meas(target=target, buf=buf, spacing=spacing, op_i=op_i, op=op, b=b):
+                            self.fill(target, "poll", 1 * MB, [0])
+                            sw = spacing // 4
+
+                            def launch(iters):
+                                k((b,), (32,), (buf, np.int32(sw), np.int32(op_i), np.int32(iters), self.res),
+                                  stream=self.s)
+                            # choose iters so the slowest block runs ~4 ms
+                            with cp.cuda.Device(0):
+                                launch(16); self.s.synchronize()
+                                cyc = max(int(c) for c in self.res[:2 * b].get()[0::2])
+                            est = cyc / self.ghz / 16
+                            iters = int(min(max(4e6 / max(est, 1.0), 32), 4000))
+                            vals = self.trials(lambda: launch(iters), b, lambda c: c / self.ghz / iters)
+                            self.emit({"kind": "poll", "target": target, "request": op, "spacing_bytes": spacing,
+                                       "blocks": b, "threads": 32, "iters": iters}, vals, "ns_per_op")
+                        self.rec.guard(f"poll {target} {op} {spacing} {b}", meas)
+
+    def pingpong(self):
+        k = self.fn("pb_pingpong")
+        pairs_l = [1, 8, 33] if self.quick else [1, 2, 4, 8, 16, 33, 66]
+        for target in ("host", "local"):
+            buf = self.ptr(target, "pp", 1 * MB)
+            self.fill(target, "pp", 1 * MB, [0])
+            e0 = [0]
+            for mode_i, mode in enumerate(PP_MODES):
+                for spacing in (4, 128):
+                    for pairs in pairs_l:
+                        if 2 * pairs > self.sms:
+                            continue
+
+                        def meas(target=target, buf=buf, mode_i=mode_i, mode=mode, spacing=spacing, pairs=pairs):
+                            n = 500 if target == "host" else 2000
+
+                            def launch():
+                                k((2 * pairs,), (32,), (buf, np.int32(pairs), np.int32(spacing // 4), np.int32(n),
+                                                        np.uint32(e0[0]), np.int32(mode_i), self.err, self.res),
+                                  stream=self.s)
+                                e0[0] += n
+                            vals = self.trials(launch, pairs, lambda c: c / self.ghz / n / 2)
+                            self.emit({"kind": "block_pingpong", "target": target, "mode": mode,
+                                       "spacing_bytes": spacing, "pairs": pairs, "blocks": 2 * pairs, "threads": 32,
+                                       "round_trips": n}, vals, "one_way_ns")
+                        self.rec.guard(f"pingpong {target} {mode} {spacing} {pairs}", meas)
+
+    # ---------- LL loops ------------------------------------------------------------------------------------------
+    def ll(self):
+        k = self.fn("pb_ll")
+        flag = 1
+        nb = 96 * MB
+        for where in ("host", "local"):
+            self.fill(where, "llrecv", nb, [7, flag, 9, flag])
+        combos = [("recv", "local", "none"), ("recv", "host", "none"),
+                  ("send", "none", "local"), ("send", "none", "host"),
+                  ("recv_send", "local", "local"), ("recv_send", "host", "local"),
+                  ("recv_send", "local", "host"), ("recv_send", "host", "host"),
+                  ("recv_reduce_send", "local", "local"), ("recv_reduce_send", "host", "local"),
+                  ("recv_reduce_send", "local", "host"), ("recv_reduce_send", "host", "host"),
+                  ("recv_reduce_copy_send", "local", "local"), ("recv_reduce_copy_send", "host", "host")]
+        src = self.dev("llsrc", nb)
+        out = self.dev("llout", nb)
+
+        def run(op, recv, dst, b, t, iters):
+            rp = self.ptr(recv if recv != "none" else "local", "llrecv", nb)
+            dp = self.ptr(dst if dst != "none" else "local", "lldst", nb)
+
+            def launch():
+                k((b,), (t,), (rp, src, dp, out, np.int32(iters), np.int32(LL_OPS[op]), np.uint32(flag), self.err,
+                               self.res), stream=self.s)
+            vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+            self.emit({"kind": "loop", "loop": "ll", "ll_op": op, "recv": recv, "dst": dst, "blocks": b, "threads": t,
+                       "iters": iters, "bytes_per_thread_iter": 8}, vals, "ns_per_iter")
+
+        threads = [128, 512] if self.quick else [64, 128, 256, 512, 1024]
+        for op, recv, dst in combos:
+            for t in threads:
+                self.rec.guard(f"ll {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 256)
+        blocks = [1, 8, 66] if self.quick else BLOCKS
+        for op, recv, dst in [("recv_reduce_send", "local", "local"), ("recv_reduce_send", "host", "host"),
+                              ("recv", "host", "none"), ("send", "none", "host")]:
+            for b in blocks:
+                self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
+
+    def ll128(self):
+        k = self.fn("pb_ll128")
+        flag = 1
+        nb = 96 * MB
+        for where in ("host", "local"):
+            self.fill(where, "llrecv", nb, [7, 8, 9, flag])
+        src = self.dev("llsrc", nb)
+
+        def run(op, recv, dst, b, t, iters):
+            rp = self.ptr(recv, "llrecv", nb)
+            dp = self.ptr(dst, "lldst", nb)
+
+            def launch():
+                k((b,), (t,), (rp, src, dp, np.int32(iters), np.int32(op), np.uint32(flag), self.err, self.res),
+                  stream=self.s)
+            vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+            self.emit({"kind": "loop", "loop": "ll128", "ll_op": "recv_reduce_send" if op & 2 else "recv_send",
+                       "recv": recv, "dst": dst, "blocks": b, "threads": t, "iters": iters,
+                       "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
+
+        for op in (1, 3):
+            for recv, dst in (("local", "local"), ("host", "host"), ("local", "host")):
+                for t in ([640] if self.quick else [64, 128, 256, 640]):
+                    self.rec.guard(f"ll128 {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 64)
+        for b in ([1, 8] if self.quick else BLOCKS):
+            self.rec.guard(f"ll128 3 local local {b}x640", run, 3, "local", "local", b, 640, 16)
+
+    # ---------- Simple-style copies -----------------------------------------------------------------------------------
+    def copies(self):
+        cp = self.cp
+        nb = self.big
+        for where in ("host", "local"):
+            self.fill(where, "cpa", nb, [0x01010101])
+        self.fill("local", "cpb", nb, [0x02020202])
+        off = [0]
+
+        def run(U, S, src, dst, b, t, iters):
+            k = self.fn(f"pb_copy_{U}_{S}")
+            a = self.ptr(src, "cpa", nb)
+            bb = self.dev("cpb", nb)
+            d = self.ptr(dst, "cpd", nb)
+            span = b * iters * U * t  # int4 per launch
+            n16 = nb // 16
+
+            def launch():
+                if off[0] + span > n16:
+                    off[0] = 0
+                k((b,), (t,), (a, bb, d, np.int64(off[0]), np.int32(iters), np.int32(src == "host"), np.int32(0),
+                               self.res), stream=self.s)
+                off[0] += span  # fresh data every launch: no L2 reuse between launches
+            vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+            self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": src, "dst": dst,
+                       "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}, vals,
+                      "ns_per_iter")
+
+        pairs = [("local", "local"), ("host", "local"), ("local", "host")]
+        for U in (1, 2, 4, 8):
+            for S in (1, 2):
+                for src, dst in pairs:
+                    for t in ([512] if self.quick else [128, 512]):
+                        iters = max(8, 256 // U)
+                        self.rec.guard(f"copy U{U} S{S} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t, iters)
+        blocks = [1, 8, 66] if self.quick else BLOCKS
+        for U in (1, 8):
+            for src, dst in pairs:
+                for b in blocks:
+                    self.rec.guard(f"copy U{U} {src}->{dst} {b}x512", run, U, 1, src, dst, b, 512, max(4, 64 // U))
+        del cp
+
+    def simple_steps(self):
+        k = self.fn("pb_simple_step")
+        nb = 64 * MB
+        self.fill("local", "ssctr", 4096, [0x7fffffff])
+        ctr = self.dev("ssctr", 4096)
+        src = self.dev("sssrc", nb)
+        steps = 200
+        for dst in ("local", "host"):
+            d = self.ptr(dst, "ssdst", nb)
+            fl = self.ptr(dst, "ssflag", 4096)
+            for slice_bytes in (0, 4096, 65536):
+                for f_i, f in enumerate(FENCES):
+                    for t in ([512] if self.quick else [128, 256, 512]):
+                        def meas(dst=dst, d=d, fl=fl, slice_bytes=slice_bytes, f_i=f_i, f=f, t=t):
+                            def launch():
+                                k((1,), (t,), (ctr, src, d, fl, np.int32(steps), np.int32(slice_bytes // 16),
+                                               np.int32(f_i), self.err, self.res), stream=self.s)
+                            vals = self.trials(launch, 1, lambda c: c / self.ghz / steps)
+                            self.emit({"kind": "loop", "loop": "simple_step", "dst": dst, "slice_bytes": slice_bytes,
+                                       "fence": f, "blocks": 1, "threads": t, "steps": steps}, vals, "ns_per_iter")
+                        self.rec.guard(f"simple_step {dst} {slice_bytes} {f} {t}", meas)
+
+    def fences(self):
+        k = self.fn("pb_fence")
+        iters = 200
+        for dst in ("local", "host"):
+            d = self.ptr(dst, "fdst", 16 * MB)
+            for nst in (0, 1, 16):
+                for f_i, f in enumerate(FENCES):
+                    for t in (1, 32, 512):
+                        def meas(dst=dst, d=d, nst=nst, f_i=f_i, f=f, t=t):
+                            def launch():
+                                k((1,), (t,), (d, np.int32(nst), np.int32(f_i), np.int32(iters), self.res),
+                                  stream=self.s)
+                            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+                            self.emit({"kind": "loop", "loop": "fence", "dst": dst, "stores_per_thread": nst,
+                                       "fence": f, "blocks": 1, "threads": t, "iters": iters}, vals, "ns_per_iter")
+                        self.rec.guard(f"fence {dst} {nst} {f} {t}", meas)
+
+    def pulls(self):
+        nb = 64 * MB
+        self.fill("local", "pl0", nb, [1])
+        for i in (1, 2, 3):
+            self.fill("host", f"pl{i}", nb, [i + 1])
+        p = [self.dev("pl0", nb)] + [self.ptr("host", f"pl{i}", nb) for i in (1, 2, 3)]
+        out = self.dev("plout", nb)
+        for variant in ("runtime", "unrolled"):
+            for world in (2, 4):
+                name = "pb_pull_runtime" if variant == "runtime" else f"pb_pull_unrolled{world}"
+                k = self.fn(name)
+                for t in (128, 512):
+                    for b in (1, 8):
+                        iters = 64
+
+                        def meas(k=k, variant=variant, world=world, t=t, b=b):
+                            def launch():
+                                k((b,), (t,), (p[0], p[1], p[2], p[3], np.int32(world), out, np.int32(iters),
+                                               self.res), stream=self.s)
+                            vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                            self.emit({"kind": "loop", "loop": "pull", "loop_bound": variant, "world": world,
+                                       "src": "local+host", "blocks": b, "threads": t, "iters": iters,
+                                       "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
+                        self.rec.guard(f"pull {variant} {world} {b}x{t}", meas)
+
+    def free(self):
+        for h in self.h.values():
+            h.free()
+        self.h.clear()
+        self.d.clear()
+
+
+def run(out_dir, quick):
+    t_all = time.time()
+    pb = PerBlock(out_dir, quick)
+    pb.rec.guard("calibrate", pb.calibrate, "start")
+    if pb.ghz is None:
+        raise RuntimeError("perblock: SM clock calibration failed")
+    for name in ("fences", "simple_steps", "pulls", "ll", "ll128", "copies", "pingpong", "polls"):
+        t0 = time.time()
+        pb.rec.guard(name, getattr(pb, name))
+        log("perblock", name, f"{time.time() - t0:.1f}s,", pb.rec.n, "records so far")
+    pb.rec.guard("calibrate", pb.calibrate, "end")
+    pb.free()
+    log("perblock done", f"{time.time() - t_all:.1f}s;", pb.rec.n, "records,", pb.rec.nerr, "errors")
