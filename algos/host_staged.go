@@ -57,12 +57,12 @@ func hostBarrier(b *Builder, m func(r int) hw.Mem, name string, v int64, k hw.Ke
 	for r := 0; r < n; r++ {
 		for p := 0; p < n; p++ {
 			if p != r {
-				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r)}, Value: v, Kernel: k, Label: label}, after[r]...)
+				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r), Sector: fmt.Sprintf("%s.sig%d", name, p)}, Value: v, Kernel: k, Label: label}, after[r]...)
 			}
 		}
 		for p := 0; p < n; p++ {
 			if p != r {
-				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p)}, Value: v, Kernel: k, Label: label}, after[r]...))
+				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p), Sector: fmt.Sprintf("%s.sig%d", name, r)}, Value: v, Kernel: k, Label: label}, after[r]...))
 			}
 		}
 	}

@@ -274,7 +274,8 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 			}
 			return shm
 		},
-		chain: true,
+		chain:  true,
+		unroll: simpleUnroll(top),
 	}
 	over := "p2p"
 	switch {

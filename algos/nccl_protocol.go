@@ -140,6 +140,9 @@ type ncclSpec struct {
 	// chain: the tree is NCCL's single-node chain instead of the double
 	// binary tree (tree only).
 	chain bool
+	// unroll: Simple's 16-byte loads in flight per thread and source
+	// (ncclCollUnroll).
+	unroll int
 }
 
 // commonSpec reads the options ring and tree share.
@@ -157,6 +160,7 @@ func commonSpec(req Request, algo string) (ncclSpec, error) {
 		threads:   req.IntOpt("threads", p.defaultThreads()),
 		channels:  req.IntOpt("channels", 2),
 		transport: func(int, int) transport { return t },
+		unroll:    simpleUnroll(req.Top),
 	}, nil
 }
 
@@ -213,15 +217,27 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 	b := NewBuilder(spec.algo, req.Ranks, req.Bytes, req.DType.Size())
 	pl := &ncclPlanner{b: b, req: req, spec: spec, launch: make([]int, req.Ranks),
 		kern: hw.Kernel{Blocks: 1, Threads: spec.threads, Wire: spec.proto.wire()}}
-	if spec.proto == protoLL {
+	switch spec.proto {
+	case protoLL:
 		// NCCL's LL moves at most llMaxBw in all (its tuning model's
 		// ceiling for LL, from measurement): each channel gets its share.
 		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll_max_bw")) * sim.GBps / sim.Rate(max(spec.channels, 1))
+	case protoLL128:
+		// NCCL's own per-channel ceiling of LL128 (its tuning model's
+		// perChMaxRingLL128Bw).
+		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll128_channel_bw")) * sim.GBps
 	}
 	// NCCL's fixed cost per call beyond the data steps (kernel prologue,
 	// work descriptors, channel setup, epilogue): the base latency of
 	// NCCL's own tuning model, per algorithm and protocol.
 	base := sim.Micros(req.Top.Params.Get("nccl.base_latency." + algo + "." + spec.proto.String()))
+	if spec.proto == protoSimple {
+		// What two-GPU captures of Simple need beyond the base latency and
+		// the measured per-step mechanisms, charged once per call (a
+		// per-step charge would multiply at eight ranks what two ranks
+		// cannot tell apart from a fixed cost).
+		base += sim.Micros(req.Top.Params.Get("nccl.simple_call_extra"))
+	}
 	for r := 0; r < req.Ranks; r++ {
 		l := b.Add(r, Op{Kind: Launch, Label: "launch"})
 		pl.launch[r] = b.Add(r, Op{Kind: Compute, Dur: base, Label: "NCCL kernel setup (base latency)"}, l)
@@ -253,10 +269,32 @@ func (c *conn) slot(k int, n int64) Range {
 	return Range{Buf: Buf{At: c.buf, Name: c.id}, Off: int64((k-1)%c.slots) * c.slotLen, Len: n}
 }
 
+// loopKern is the planner's kernel for a transfer whose per-thread loop
+// bounds its rate (package hw, LoopRate): LL's line loop, waiting on the
+// memory its lines (or sources) live in, or Simple's unrolled copy of
+// sources inputs per element (NCCL's prims_ll.h and prims_simple.h;
+// reduceCopy in common_kernel.h); share is the fraction of the block's
+// threads on it. LL128 is bounded by NCCL's own per-channel ceiling
+// instead (no LL128 loop is measured).
+func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel {
+	k := pl.kern
+	k.Share = share
+	switch pl.spec.proto {
+	case protoLL:
+		k.Loop, k.LoopAt = hw.LoopLL, at
+	case protoSimple:
+		k.Loop, k.LoopAt, k.Unroll, k.Sources = hw.LoopSimple, at, pl.spec.unroll, sources
+	}
+	return k
+}
+
 // send posts src (on the sender's GPU) as the connection's next step,
 // after deps; it waits for the slot to be free first (head ≥ step −
-// slots). It returns the index of the write.
-func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, deps ...int) int {
+// slots). sources > 0: the step's loop (its sources in the sender's
+// memory, sources inputs per element) bounds the write; 0: the loop that
+// produced src carried the bound already (an SHM step forwarding what its
+// receive loop loaded). It returns the index of the write.
+func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, sources int, deps ...int) int {
 	c.sent++
 	k := c.sent
 	r := c.from
@@ -266,9 +304,12 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, dep
 	}
 	kern := pl.kern
 	kern.Share = share
+	if sources > 0 {
+		kern = pl.loopKern(hw.GPUMem(r), sources, share)
+	}
 	if kern.RateCap > 0 {
-		// LL's ceiling bounds the connection, however many of its FIFO
-		// steps are in flight at once.
+		// LL's and LL128's ceilings bound the connection, however many of
+		// its FIFO steps are in flight at once.
 		kern.CapGroup = c.id
 	}
 	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label}, after...)
@@ -276,9 +317,9 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, dep
 	if !pl.spec.proto.inline() {
 		// Simple: the data must be visible at the receiver before the tail
 		// flag, so every step pays a fence before its flag, and the
-		// protocol's per-step barriers and bookkeeping.
+		// protocol's per-step bookkeeping.
 		flagAfter = fence(pl.b, r, c.buf, w)
-		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Micros(pl.req.Top.Params.Get("nccl.simple_step_sync")), Label: label + " Simple step sync"}, flagAfter)
+		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Nanos(pl.req.Top.Params.Get("nccl.simple_step_overhead")), Label: label + " Simple step bookkeeping"}, flagAfter)
 	}
 	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label + " tail"}, flagAfter)
 	return w
@@ -287,7 +328,7 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, dep
 // recv waits for the connection's next step of n bytes and returns where
 // the data can be used locally and the op after which it can: the FIFO
 // slot itself for P2P, or, for SHM, a local copy loaded from host memory.
-func (pl *ncclPlanner) recv(c *conn, n int64, label string) (Range, int) {
+func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label string) (Range, int) {
 	c.recvd++
 	k := c.recvd
 	r := c.to
@@ -297,7 +338,8 @@ func (pl *ncclPlanner) recv(c *conn, n int64, label string) (Range, int) {
 		return slot, w
 	}
 	tmp := On(r, c.id+".tmp", slot.Off, n)
-	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: pl.kern, Label: label + " load"}, w)
+	// The receive loop polls and loads the lines in host memory.
+	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: pl.loopKern(c.buf, 1, share), Label: label + " load"}, w)
 	return tmp, rd
 }
 
@@ -336,6 +378,18 @@ func (pl *ncclPlanner) local(r int, kind OpKind, dst, src Range, label string, d
 	return pl.b.Add(r, Op{Kind: kind, Src: src, Dst: dst, Kernel: pl.kern, Label: label}, deps...)
 }
 
+// store is the last pass of received data into the output when no send
+// follows it (NCCL's recv): over P2P it is the receive loop itself (it
+// polls the lines in the rank's own FIFO), so the loop bounds it; over SHM
+// the receive loop was the load from host memory (recv).
+func (pl *ncclPlanner) store(c *conn, dst, src Range, share float64, label string, deps ...int) int {
+	k := pl.kern
+	if c.tr == p2p {
+		k = pl.loopKern(hw.GPUMem(c.to), 1, share)
+	}
+	return pl.b.Add(c.to, Op{Kind: Read, Src: src, Dst: dst, Kernel: k, Label: label}, deps...)
+}
+
 // ncclLevel maps a path class to NCCL's path type number (graph.h):
 // NVL 1, PIX 4, PXB 5, PHB 8 (NODE is PHB in NCCL), SYS 9.
 func ncclLevel(c topology.PathClass) int {
@@ -353,3 +407,13 @@ func ncclLevel(c topology.PathClass) int {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// simpleUnroll is NCCL Simple's 16-byte loads in flight per thread and
+// source: ncclCollUnroll() in src/device/common_kernel.h / collectives.h,
+// 4 before sm80, 8 from sm80 on (NCCL 2.30).
+func simpleUnroll(top *topology.Topology) int {
+	if sm, _ := smFromSMs(int(top.Params.Get("gpu.sms"))); sm < 80 {
+		return 4
+	}
+	return 8
+}

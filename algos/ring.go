@@ -139,10 +139,20 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 			x := ((r-s)%n + n) % n
 			for j := 0; j < K; j++ {
 				if s == 0 {
-					pl.send(conns[r], b.In(r, sOff[x][j], sLen[x][j]), 1, name(s, j))
+					pl.send(conns[r], b.In(r, sOff[x][j], sLen[x][j]), 1, name(s, j), 1)
 					continue
 				}
-				w := pl.send(conns[r], src[r][j], 1, name(s, j), ready[r][j])
+				// recvReduceSend loads the received slot and the input
+				// (2 sources), recvCopySend the received slot (1); over
+				// SHM the receive loop bounded the step already.
+				srcs := 1
+				if s < n-1 {
+					srcs = 2
+				}
+				if conns[r].tr == shm || conns[(r-1+n)%n].tr == shm {
+					srcs = 0
+				}
+				w := pl.send(conns[r], src[r][j], 1, name(s, j), srcs, ready[r][j])
 				pend[r][j] = append(pend[r][j], w)
 			}
 		}
@@ -162,7 +172,7 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 			for j := 0; j < K; j++ {
 				lbl := name(s, j)
 				off, ln := sOff[x][j], sLen[x][j]
-				data, got := pl.recv(in, ln, lbl)
+				data, got := pl.recv(in, ln, 1, lbl)
 				switch {
 				case s < n-2:
 					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl+" reduce", got)
@@ -175,7 +185,7 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", got)
 					src[r][j], ready[r][j], pend[r][j] = data, got, []int{cp}
 				default:
-					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", got)
+					cp := pl.store(in, b.Out(r, off, ln), data, 1, lbl+" store", got)
 					pend[r][j] = []int{cp}
 				}
 			}

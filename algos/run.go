@@ -177,7 +177,7 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 	m.Eng.SetEventLimit(opt.EventLimit)
 	x := &executor{m: m, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(), kernelID: map[hw.Kernel]int32{}, labels: []string{""}, labelID: map[string]int32{"": 0}, res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
 	for _, f := range src.flags() {
-		x.flagVars = append(x.flagVars, sim.NewFlag(m.Eng, f.String()))
+		x.flagVars = append(x.flagVars, m.NewFlag(f.String(), f.At, f.Sector))
 	}
 	x.ranks = make([]rankRun, s.Ranks)
 	maxCap := 0
@@ -607,7 +607,11 @@ func (x *executor) start(r int, k int32) {
 			if s.bits&opAccumulate != 0 || s.kind == Reduce {
 				inputs = 2
 			}
-			m.Eng.After(m.ReduceTime(inputs, n), fin)
+			var d sim.Duration
+			d, err = m.LocalTime(r, inputs, n, x.kernels[c.kernel])
+			if err == nil {
+				m.Eng.After(d, fin)
+			}
 		case s.kind == Read:
 			err = m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], fin)
 		case s.kind == Write:
@@ -636,7 +640,7 @@ func (x *executor) start(r int, k int32) {
 		if s.bits&opBlockSync != 0 {
 			extra = m.BarrierWaitExtra(s.bits&opAtomic != 0)
 		}
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, fin)
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, hw.Poll{Atomic: s.bits&opAtomic != 0}, fin)
 	}
 	if err != nil {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, x.opIndex(r, k), x.labels[c.label], err))

@@ -26,10 +26,16 @@ type Range struct {
 
 func (r Range) String() string { return fmt.Sprintf("%s[%d:%d]", r.Buf, r.Off, r.Off+r.Len) }
 
-// Flag names a flag: the memory it lives in and a name.
+// Flag names a flag: the memory it lives in and a name. Flags of one
+// memory with the same non-empty Sector share a 32-byte sector in each
+// thread block (a barrier's slots that one block polls, laid out together
+// as vLLM's, PyTorch's and arsim's kernels do); where polls queue at the
+// memory (pinned host memory), the pollers of one sector wait for each
+// other (see package hw, WaitFlag).
 type Flag struct {
-	At   hw.Mem
-	Name string
+	At     hw.Mem
+	Name   string
+	Sector string
 }
 
 func (f Flag) String() string { return f.At.String() + ":" + f.Name }
@@ -236,7 +242,7 @@ func (b *Builder) barrier(name string, v int64, k hw.Kernel, label string, after
 			if p == r {
 				continue
 			}
-			sig[p] = b.Add(r, Op{Kind: Signal, Flag: Flag{At: hw.GPUMem(p), Name: fmt.Sprintf("%s[%d]", name, r)}, Value: v, Atomic: atomic, Kernel: k, Label: label}, dep...)
+			sig[p] = b.Add(r, Op{Kind: Signal, Flag: Flag{At: hw.GPUMem(p), Name: fmt.Sprintf("%s[%d]", name, r), Sector: fmt.Sprintf("%s>%d", name, p)}, Value: v, Atomic: atomic, Kernel: k, Label: label}, dep...)
 		}
 		for p := 0; p < n; p++ {
 			if p == r {
@@ -246,7 +252,7 @@ func (b *Builder) barrier(name string, v int64, k hw.Kernel, label string, after
 			if atomic {
 				wdep = []int{sig[p]} // the same thread signals, then waits
 			}
-			done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("%s[%d]", name, p)}, Value: v,
+			done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("%s[%d]", name, p), Sector: fmt.Sprintf("%s>%d", name, r)}, Value: v,
 				Atomic: atomic, BlockSync: true, Kernel: k, Label: label}, wdep...))
 		}
 	}

@@ -99,6 +99,30 @@ func treeParents(n, t int, chain bool) []int {
 	})
 }
 
+// treeSplit is the share of a non-root rank's threads that reduce up in
+// NCCL's tree (runTreeSplit, src/device/all_reduce.h): for Simple
+// nthreads/2, plus 64 from 256 threads on; for LL and LL128 70 %, rounded
+// down to whole warps (448 of 640 threads); the rest broadcast down.
+func treeSplit(p ncclProto, threads int) float64 {
+	split := threads * 7 / (10 * 32) * 32
+	if p == protoSimple {
+		split = threads / 2
+		if split >= 256 {
+			split += 64
+		}
+	}
+	return float64(split) / float64(threads)
+}
+
+// sendSources is the sources a tree send's loop loads: 0 when it forwards
+// what an SHM receive loop loaded (that loop bounded the step), else n.
+func sendSources(out, in *conn, n int) int {
+	if out.tr == shm || in.tr == shm {
+		return 0
+	}
+	return n
+}
+
 func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 	n := req.Ranks
 	trees := [2][]int{treeParents(n, 0, spec.chain), treeParents(n, 1, spec.chain)}
@@ -149,6 +173,12 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 				down[r] = pl.newConn(fmt.Sprintf("tree.ch%d.down", ch), p, r, slotLen)
 			}
 		}
+		// Every rank but the root splits its threads: nthreadsSplit of them
+		// reduce up, the rest broadcast down, at the same time
+		// (runTreeSplit in src/device/all_reduce.h); the root's threads do
+		// both in one loop.
+		upShare := treeSplit(spec.proto, spec.threads)
+		downShare := 1 - upShare
 		for j := 0; j < S; j++ {
 			off, l := sOff[j], sLen[j]
 			// Reduce up.
@@ -156,19 +186,23 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 			for r := 0; r < n; r++ {
 				lbl := fmt.Sprintf("up ch%d slice %d", ch, j)
 				if len(kids[r]) == 0 {
-					pl.send(up[r], b.In(r, off, l), 1, lbl)
+					pl.send(up[r], b.In(r, off, l), upShare, lbl, 1)
 					continue
 				}
 				cp := pl.local(r, Read, b.Out(r, off, l), b.In(r, off, l), lbl+" own", pl.launch[r])
 				for _, k := range kids[r] {
 					klbl := fmt.Sprintf("%s from %d", lbl, k)
-					data, got := pl.recv(up[k], l, klbl)
+					share := upShare
+					if r == root {
+						share = 1
+					}
+					data, got := pl.recv(up[k], l, share, klbl)
 					red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl+" reduce", cp, got)
 					pl.release(up[k], klbl, red)
 					sum[r] = append(sum[r], red)
 				}
 				if r != root {
-					pl.send(up[r], b.Out(r, off, l), 1, lbl, sum[r]...)
+					pl.send(up[r], b.Out(r, off, l), upShare, lbl, sendSources(up[r], up[kids[r][0]], 2), sum[r]...)
 				}
 			}
 			// Broadcast down.
@@ -177,14 +211,14 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 				share := 1 / float64(max(1, len(kids[r])))
 				if r == root {
 					for _, k := range kids[r] {
-						pl.send(down[k], b.Out(r, off, l), share, fmt.Sprintf("%s to %d", lbl, k), sum[r]...)
+						pl.send(down[k], b.Out(r, off, l), share, fmt.Sprintf("%s to %d", lbl, k), 1, sum[r]...)
 					}
 					continue
 				}
-				data, got := pl.recv(down[r], l, lbl)
-				uses := []int{pl.local(r, Read, b.Out(r, off, l), data, lbl+" store", got)}
+				data, got := pl.recv(down[r], l, downShare, lbl)
+				uses := []int{pl.store(down[r], b.Out(r, off, l), data, downShare, lbl+" store", got)}
 				for _, k := range kids[r] {
-					uses = append(uses, pl.send(down[k], data, share, fmt.Sprintf("%s to %d", lbl, k), got))
+					uses = append(uses, pl.send(down[k], data, share*downShare, fmt.Sprintf("%s to %d", lbl, k), sendSources(down[k], down[r], 1), got))
 				}
 				pl.release(down[r], lbl, uses...)
 			}

@@ -44,7 +44,13 @@ type Physics struct {
 	ReduceLoopOverhead, ReduceLoopExtraPCIe sim.Duration
 	FenceLocal, FenceExtraNVLink            sim.Duration
 	FenceExtraPCIe, KernelPrologue          sim.Duration
+	FencePCIeRoundTrip                      bool
+	FencePostedExtra                        sim.Duration
 	BarrierSync, AtomicPollExtra            sim.Duration
+	HostPollService, HostAtomicService      sim.Duration
+	LLIterOverhead, LLIterPerWarp           sim.Duration
+	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
+	SMLoadRate                              sim.Rate
 	CEWindow                                float64
 	CESetup, CEP2PSetup                     sim.Duration
 	NVLinkSMEff, NVLinkCEEff                float64
@@ -69,9 +75,14 @@ func resolve(ps *topology.Params) Physics {
 		LaunchEager: us(g("gpu.launch_eager")), LaunchGraph: us(g("gpu.launch_graph")),
 		ReduceLoopOverhead: ns(g("gpu.reduce_loop_overhead")), ReduceLoopExtraPCIe: ns(g("gpu.reduce_loop_extra_pcie")),
 		FenceLocal: ns(g("gpu.fence_sys_local")), FenceExtraNVLink: ns(g("gpu.fence_extra_nvlink")), FenceExtraPCIe: ns(g("gpu.fence_extra_pcie")),
-		KernelPrologue: us(g("gpu.kernel_prologue")),
-		BarrierSync:    ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
-		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		KernelPrologue:     us(g("gpu.kernel_prologue")),
+		FencePCIeRoundTrip: g("gpu.fence_pcie_round_trip") != 0, FencePostedExtra: ns(g("gpu.fence_posted_extra")),
+		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
+		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
+		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
+		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),
+		SMLoadRate: sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
+		CEWindow:   g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
@@ -99,6 +110,11 @@ type Machine struct {
 	// the map lookup.
 	lastPath []*path
 	lastTo   []Mem
+	// flagGroups: the sector group of each flag made by NewFlag with one;
+	// pollers: the waits polling each sector group of host memory now.
+	flagGroups map[*sim.FlagVar]string
+	pollers    map[sectorKey]int // poll loops on each sector group now
+	waits      map[pollerKey]int // pending waits of each poll loop
 }
 
 // path is a route prepared for flows: resources in both directions.
@@ -397,6 +413,18 @@ type Kernel struct {
 	// over PCIe) to the load round trip: the in-flight bytes turn over once
 	// per round trip plus that.
 	ReduceLoop bool
+	// Loop is the per-thread loop the transfer runs in (see LoopRate):
+	// its rate bounds the transfer, and, for a loop with a wire factor,
+	// the SM's store rate counts wire bytes.
+	Loop LoopKind
+	// LoopAt is where the loop's iteration waits: the memory its LL lines
+	// live in (the incoming FIFO), or its sources' memory (Simple).
+	LoopAt Mem
+	// Unroll: 16-byte loads per source each thread keeps in flight
+	// (LoopSimple).
+	Unroll int
+	// Sources: loads per output element (1 copy, 2 reduction; LoopSimple).
+	Sources int
 }
 
 // capped applies the kernel's RateCap to a transfer: on the flow itself,
@@ -475,6 +503,14 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	}
 	sms := min(k.Blocks, m.Phys.SMs)
 	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
+	if k.Loop != LoopNone {
+		capr /= sim.Rate(k.wire()) // the SMs store wire bytes (LL's flags, LL128's flag words)
+		loop, err := m.LoopRate(r, k)
+		if err != nil {
+			return err
+		}
+		capr = min(capr, loop)
+	}
 	if p.smp && !dst.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
@@ -521,6 +557,13 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		}
 	}
 	capr := sim.Rate(inflight / rtt.Seconds())
+	if k.Loop != LoopNone {
+		loop, err := m.LoopRate(r, k)
+		if err != nil {
+			return err
+		}
+		capr = min(capr, loop)
+	}
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
@@ -675,18 +718,6 @@ func (m *Machine) StoreLanding(r int, at Mem) (sim.Duration, error) {
 	return p.latency + m.memLatency(at), nil
 }
 
-// WaitFlag calls fn once flag f (in memory at) holds value, as seen by a
-// poll loop on rank r: one poll round trip after the value lands, plus
-// extra (a block-wide barrier's synchronisation; see BarrierWaitExtra).
-func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.Stringer, extra sim.Duration, fn func()) error {
-	rtt, err := m.RoundTrip(r, at)
-	if err != nil {
-		return err
-	}
-	f.Wait(value, rtt+extra, who, fn)
-	return nil
-}
-
 // BarrierWaitExtra is what a wait that ends a thread block's barrier with
 // its peers adds to seeing the flag: the block's threads meet at
 // __syncthreads around the flag exchange (gpu.barrier_sync), and a
@@ -726,16 +757,23 @@ func (m *Machine) LaunchCost(LaunchMode) sim.Duration {
 // to memory at: the stores must be acknowledged, about one round trip to
 // that memory plus a per-fabric extra, and never less than a fence after
 // local stores (gpu.fence_sys_local). Measured on h200x2 (micro2.jsonl):
-// local 583 ns, peer over NVLink 919 ns, pinned host memory 1393 ns.
+// local 583 ns, peer over NVLink 919 ns, pinned host memory 1393 ns. Over
+// PCIe, whether the fence waits for that round trip is a property of the
+// platform (gpu.fence_pcie_round_trip): the single H200 of
+// testdata/h200x1-arsim fences stores to host memory in 616 ns, its local
+// fence (518 ns) plus gpu.fence_posted_extra, without a round trip.
 func (m *Machine) FenceCost(r int, at Mem) (sim.Duration, error) {
 	if !at.Host && at.Rank == r {
 		return m.Phys.FenceLocal, nil
 	}
-	rtt, err := m.RoundTrip(r, at)
+	p, err := m.path(GPUMem(r), at)
 	if err != nil {
 		return 0, err
 	}
-	p, err := m.path(GPUMem(r), at)
+	if !p.nvlink() && !m.Phys.FencePCIeRoundTrip {
+		return m.Phys.FenceLocal + m.Phys.FencePostedExtra, nil
+	}
+	rtt, err := m.RoundTrip(r, at)
 	if err != nil {
 		return 0, err
 	}

@@ -181,7 +181,7 @@ func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, er
 		}
 		from, to := k%2, 1-k%2
 		keep(m.SignalFlag(from, where[to], flags[to], int64(k+1)))
-		keep(m.WaitFlag(to, where[to], flags[to], int64(k+1), sim.Name(fmt.Sprintf("gpu%d", to)), 0, func() { hop(k + 1) }))
+		keep(m.WaitFlag(to, where[to], flags[to], int64(k+1), sim.Name(fmt.Sprintf("gpu%d", to)), 0, Poll{}, func() { hop(k + 1) }))
 	}
 	hop(0)
 	if err := m.Eng.Run(); err != nil {

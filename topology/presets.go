@@ -152,6 +152,7 @@ func buildLayout(name string, ps *Params, l layout) (*Topology, error) {
 const (
 	srcPCIeSpec   = "spec: PCI-SIG base spec; Intel AN 708 (TLP overhead 20–24 B)"
 	srcOwnCap     = "our capture: testdata/h200x2-arsim/"
+	srcH200x1Cap  = "our capture: testdata/h200x1-arsim/"
 	srcRTX6K      = "published: rtx6kpro wiki hardware pages"
 	srcEstimate   = "estimate: "
 	srcRTXSpec    = "spec: RTX PRO 6000 Blackwell (188 SMs, 512-bit GDDR7 at 28 Gbps)"
@@ -186,6 +187,8 @@ func commonParams() *Params {
 		p("smp.p2p_flow_cap", "GB/s", 50.5, 1, 0, "published: dual Turin cross-NUMA P2P 50.2–51.0 GB/s (rtx6kpro pcie-bandwidth)", "one P2P flow crossing sockets"),
 		p("hostmem.bandwidth", "GB/s", 400, 1, 0, srcEstimate+"12-channel DDR5-6000 = 576 GB/s peak, ~70 % usable", "DRAM of one socket, reads and writes together"),
 		p("hostmem.latency", "ns", 110, 0, 5000, srcEstimate+"loaded DDR5 access", "DRAM access time seen by a PCIe read"),
+		p("hostmem.poll_service", "ns", 950, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl poll: B blocks loading one word of pinned host memory, 8–132 blocks, slope of ns per load against blocks (least squares through 0, volatile, acquire and relaxed loads)"), "time pinned host memory takes per load to one 32-byte sector: the loads of many pollers of one sector are served one after another"),
+		p("hostmem.atomic_service", "ns", 992, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl poll: B blocks' system-scope atomicAdd / atomicCAS on one word of pinned host memory, 8–132 blocks, slope against blocks"), "time pinned host memory takes per system-scope atomic to one 128-byte line: atomics to one line are served one after another"),
 		p("p2p.through_host_bridge", "bool", 1, 0, 1, "published: P2P through the root complex works on RTX PRO 6000 EPYC hosts (rtx6kpro)", "GPU P2P allowed across host bridges"),
 		p("p2p.across_sockets", "bool", 1, 0, 1, "published: cross-NUMA P2P measured at 39–51 GB/s (rtx6kpro)", "GPU P2P allowed across sockets"),
 		p("collapse.enabled", "bool", 0, 0, 1, "published: seen on some switch platforms only (rtx6kpro collapse-report); off by default", "posted-write collapse"),
@@ -195,6 +198,11 @@ func commonParams() *Params {
 		p("gpu.mem_bandwidth", "GB/s", 1792, 1, 0, srcRTXSpec, "local memory bandwidth"),
 		p("gpu.mem_latency", "ns", 150, 0, 5000, srcEstimate+"taken equal to H200's 146 ns local pointer chase ("+srcOwnCap+"measurements.jsonl)", "local memory access time"),
 		p("gpu.loads_in_flight", "count", 1.86, 0.1, 64, srcEstimate+"from H200 ("+srcOwnCap+"measurements.jsonl): 1 block × 512 threads reads 17.8 GB/s over an 854-ns round trip", "16-byte loads each thread keeps in flight"),
+		p("gpu.sm_load_bandwidth", "GB/s", 48.35, 1, 0, fromH200(srcH200x1Cap+"perblock.jsonl loop copy: 1 block × 512 threads, 8 loads of 16 B in flight per thread, local to local, 64 KiB per 1355.5-ns iteration"), "the most one SM loads from memory per second (a block's loop; shared by its sources)"),
+		p("gpu.ll_iter_overhead", "ns", 126.6, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl loop ll recv_reduce_send, lines and destination in local memory, 1 block × 64–1024 threads: least-squares intercept 270.5 ns over warps, minus the local round trip 143.9 ns (pointer_chase, same run)"), "what one NCCL LL loop iteration adds to the round trip of its line load"),
+		p("gpu.ll_iter_per_warp", "ns", 4.04, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl loop ll recv_reduce_send, local, 1 block × 64–1024 threads: least-squares slope of ns per iteration over warps"), "what each warp of the block adds to one LL loop iteration (instruction issue)"),
+		p("gpu.vector_load_extra_pcie", "ns", 207.2, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl micro2 read_only_loop of host memory, 1 × 32 threads, 16-B volatile loads: 1325.7 ns per iteration, minus pointer_chase host 1118.5 ns"), "what a warp-wide 16-byte load adds over PCIe to a dependent load's round trip (its 512 bytes come back in several completions)"),
+		p("gpu.copy_iter_overhead", "ns", 252.8, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl loop copy, 1 load of 16 B per thread, local to local, 1 × 128 threads: 396.75 ns per iteration minus pointer_chase local 143.9 ns"), "what one iteration of a copy loop adds to the round trip of its loads (memory beyond L2, store, loop)"),
 		p("gpu.sm_store_bandwidth", "GB/s", 50.3, 1, 0, srcEstimate+"from H200 ("+srcOwnCap+"measurements.jsonl): one block writes peer memory at 50.3 GB/s", "remote (peer or host) store rate of one SM"),
 		p("gpu.launch_eager", "µs", 5, 0, 1000, "published: CUDA kernel launch overhead ~5 µs (rtx6kpro; pegainfer 4–6 µs)", "back-to-back eager kernel launch interval"),
 		p("gpu.launch_graph", "µs", 0.51, 0, 1000, fromH200("our capture: h200x2-arsim micro2, graph of 100 empty kernels, 0.511 µs per node"), "per-kernel gap inside a replayed CUDA graph"),
@@ -203,6 +211,8 @@ func commonParams() *Params {
 		p("gpu.fence_sys_local", "ns", 583, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence, store + __threadfence_system to local HBM"), "system-scope fence after stores to the GPU's own memory"),
 		p("gpu.fence_extra_nvlink", "ns", 70, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence to peer memory (919 ns) − peer round trip (850 ns)"), "a system-scope fence after stores over NVLink: this beyond the round trip"),
 		p("gpu.fence_extra_pcie", "ns", 290, 0, 100000, fromH200("our capture: h200x2-arsim micro2 fence to pinned host memory (1393 ns) − host round trip (1104 ns)"), "a system-scope fence after stores over PCIe: this beyond the round trip"),
+		p("gpu.fence_pcie_round_trip", "bool", 0, 0, 1, srcEstimate+"as the single H200 without NVLink peers of "+srcH200x1Cap+"perblock.jsonl (micro2 fence: 616 ns after a store to host memory, 518 ns to local): a GPU without NVLink peer mappings; the two NVLink-connected H200s of testdata/h200x2-arsim wait a round trip (1393 ns)", "whether a system-scope fence after stores over PCIe waits for their round trip (1) or only for the GPU's own ordering (0)"),
+		p("gpu.fence_posted_extra", "ns", 98, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl micro2 fence: store + __threadfence_system to host memory 615.9 ns − to local memory 517.7 ns"), "what a system-scope fence after stores over PCIe adds to a local fence when it does not wait for their round trip"),
 		p("gpu.barrier_sync", "ns", 133, 0, 100000, fromH200(srcOwnCap+"barrier.jsonl: a flag barrier between the two GPUs, 1 block × 512 threads, takes 779 ns (17 against 1 barrier per launch), the model's flag exchange 646 ns"), "what a thread block's barrier with its peers adds after the flag is seen: the block's __syncthreads around the flag exchange"),
 		p("gpu.atomic_poll_extra", "ns", 91.9, 0, 100000, fromH200(srcOwnCap+"barrier.jsonl: a compare-and-swap barrier, 1 block × 512 threads, takes 1225 ns, the model's exchange with gpu.barrier_sync 1133 ns"), "what a compare-and-swap poll that consumes a barrier token adds over a load poll"),
 		p("gpu.kernel_prologue", "µs", 1.27, 0, 100, fromH200(srcOwnCap+"measurements.jsonl line 39, flag one-shot over NVLink, 1 KiB, 1×512 (4.31 µs) minus every other modelled part (graph gap, two barriers with their block synchronisation, one pull): one record; every other record is out of sample for it. The barrier-only kernel of barrier.jsonl spends 0.81 µs here (2.10 µs per launch − 0.51 gap − 0.78 barrier)"), "device time a kernel spends beyond the graph gap before and after its useful work (argument, pointer and epoch loads; draining stores at its end)"),
@@ -234,7 +244,9 @@ func commonParams() *Params {
 		// descriptors, channel setup), charged once per allreduce before
 		// the data steps. NCCL's own tuning model calls it baseLat.
 		p("nccl.ll_max_bw", "GB/s", 282, 1, 0, "published: NCCL 2.30 tuning.cc llMaxBws, Blackwell single node (2 × 141)", "most NCCL's LL protocol moves per rank, all channels together"),
-		p("nccl.simple_step_sync", "µs", 4.47, 0, 100, fromH200(srcOwnCap+"nccl_simple_threads.jsonl, fitted by arsim calibrate --fit nccl.simple_step_sync --holdout-every 3 (NCCL 2.28.9 ring and tree Simple, 2 KiB–256 KiB, NCCL_NTHREADS 64–512 and 1 channel; 40 records fit, 20 held out: median |error| 7.9 % → 4.1 %). Refitted when fences stopped counting the stores' flight twice (was 3.72 µs, fitted with the double count; 1.2 µs from tuning.cc's Simple-over-LL hop latency before that, too low on every Simple record)"), "per-step overhead of NCCL's Simple protocol beyond its fence and flag"),
+		p("nccl.simple_step_overhead", "ns", 354, 0, 100000, fromH200(srcH200x1Cap+"perblock.jsonl loop simple_step, 1 block × 512 threads, no data, no fence: a poll of the step counter, two block barriers and the flag store, 354 ns per step"), "NCCL Simple's per-step bookkeeping beyond its data and its fence (waitPeer's poll, the block barriers, postPeer's store)"),
+		p("nccl.simple_call_extra", "µs", 7.27, 0, 1000, fromH200(srcOwnCap+"measurements.jsonl and nccl_simple_threads.jsonl: NCCL ring and tree Simple in CUDA graphs, bf16, ≤ 256 KiB, P2P over NVLink and SHM (112 records): median of measured − simulated with this at 0; fitted, per call, not explained by the per-step mechanisms measured on one GPU"), "NCCL Simple's fixed cost per call beyond NCCL's own base latency and its steps"),
+		p("nccl.ll128_channel_bw", "GB/s", 40, 1, 0, "published: NCCL 2.30 tuning.cc perChMaxRingLL128Bws, Blackwell", "NCCL's own ceiling of LL128 per channel"),
 		p("nccl.base_latency.ring.ll", "µs", 6.6, 0, 1000, srcNCCLBase, "NCCL ring LL fixed cost per call"),
 		p("nccl.base_latency.ring.ll128", "µs", 14.0, 0, 1000, srcNCCLBase, "NCCL ring LL128 fixed cost per call"),
 		p("nccl.base_latency.ring.simple", "µs", 8.4, 0, 1000, srcNCCLBase, "NCCL ring Simple fixed cost per call"),
@@ -295,6 +307,7 @@ func h200Params() *Params {
 	return with(func() *Params { return h200Measured(commonParams()) },
 		set("gpu.sms", 132, "spec: H200 SXM (132 SMs)"),
 		set("nccl.ll_max_bw", 141, "published: NCCL 2.30 tuning.cc llMaxBws, Hopper single node"),
+		set("nccl.ll128_channel_bw", 36.7, "published: NCCL 2.30 tuning.cc perChMaxRingLL128Bws, Hopper"),
 		set("gpu.mem_bandwidth", 4800, "spec: H200 HBM3e 4.8 TB/s"),
 		set("gpu.mem_latency", 146.2, srcOwnCap+"measurements.jsonl pointer_chase local 146.16 ns"),
 		set("gpu.loads_in_flight", 1.86, srcOwnCap+"measurements.jsonl sm_access read peer 1×512: 17.81 GB/s × 853.7 ns / (512 × 16 B)"),
@@ -306,6 +319,7 @@ func h200Params() *Params {
 		set("p2p.through_host_bridge", 1, srcEstimate+"one socket, NVML reports P2P OK"),
 		set("p2p.across_sockets", 1, srcEstimate+"assumed allowed"),
 		set("smp.bandwidth", 60, srcEstimate+"Sapphire/Emerald Rapids UPI 2.0, ~60 GB/s per direction for PCIe P2P"),
+		set("gpu.fence_pcie_round_trip", 1, srcOwnCap+"micro2.jsonl fence: store + __threadfence_system to pinned host memory 1393 ns = host round trip 1104 ns + 290 ns"),
 	)()
 }
 
@@ -338,6 +352,7 @@ func init() {
 		params: with(commonParams,
 			set("gpu.sms", 108, "spec: A800 (GA100, 108 SMs)"),
 			set("nccl.ll_max_bw", 87.7, "published: NCCL 2.30 tuning.cc llMaxBws, Ampere single node"),
+			set("nccl.ll128_channel_bw", 20, "published: NCCL 2.30 tuning.cc perChMaxRingLL128Bws, Ampere"),
 			set("gpu.mem_bandwidth", 1935, "spec: A800 PCIe 80 GB HBM2e 1,935 GB/s"),
 			set("gpu.launch_eager", 5, srcEstimate+"typical eager launch"),
 			set("smp.bandwidth", 40, srcEstimate+"Ice Lake UPI, 3 links, PCIe P2P share"),
@@ -353,6 +368,7 @@ func init() {
 		params: with(commonParams,
 			set("gpu.sms", 80, "spec: V100 (80 SMs)"),
 			set("nccl.ll_max_bw", 39, "published: NCCL 2.30 tuning.cc llMaxBws, Volta single node"),
+			set("nccl.ll128_channel_bw", 20, "published: NCCL 2.30 tuning.cc perChMaxRingLL128Bws, Volta"),
 			set("gpu.mem_bandwidth", 900, "spec: V100 HBM2 900 GB/s"),
 			set("gpu.launch_eager", 5, srcEstimate+"typical eager launch"),
 			set("hostmem.bandwidth", 100, srcEstimate+"6-channel DDR4-2666 per socket"),

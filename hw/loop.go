@@ -1,0 +1,130 @@
+package hw
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// A kernel's rate is the sum over its thread blocks of what each block's
+// loop moves per iteration over the time an iteration takes; the sum is
+// then shared on the links like any flow. Kernel.Loop names the loop a
+// transfer runs in; LoopRate turns it into a rate bound. Each loop's terms
+// come from the code that runs it (NCCL's primitives, cited where the
+// planners build them) and each time from a measurement on one GPU
+// (testdata/h200x1-arsim):
+//
+//   - LoopLL, NCCL's LL protocol (prims_ll.h): each thread moves one 16-byte
+//     line, 8 bytes of data, per iteration, and its volatile poll of the
+//     line keeps one line in flight. An iteration waits one round trip of a
+//     warp-wide 16-byte load to the memory the lines live in
+//     (Kernel.LoopAt), plus gpu.ll_iter_overhead and gpu.ll_iter_per_warp
+//     for each warp of the block.
+//   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
+//     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
+//     block's loads turn over Threads × 16 B × Unroll per round trip to
+//     the sources' memory plus gpu.copy_iter_overhead; an SM loads at most
+//     gpu.sm_load_bandwidth, shared by Kernel.Sources sources, and stores at
+//     most gpu.sm_store_bandwidth.
+//
+// A loop's rate is in payload bytes per second for the whole kernel (its
+// resident blocks, times Kernel.Share).
+
+// LoopKind is the per-thread loop a transfer runs in.
+type LoopKind uint8
+
+// Loop kinds.
+const (
+	// LoopNone: no loop bound beyond Little's law on reads and the SM
+	// store rate on writes.
+	LoopNone LoopKind = iota
+	// LoopLL: NCCL LL, one 16-byte line (8 B of data) per thread per
+	// iteration, polled until its flags match.
+	LoopLL
+	// LoopSimple: an unrolled copy or reduction, Unroll 16-byte loads per
+	// source in flight per thread (NCCL Simple, custom copy kernels).
+	LoopSimple
+)
+
+// String returns none, ll or simple.
+func (k LoopKind) String() string { return [...]string{"none", "ll", "simple"}[k] }
+
+// llIterTime is one LL loop iteration of a block of threads threads whose
+// lines live in memory at.
+func (m *Machine) llIterTime(r int, at Mem, threads int) (sim.Duration, error) {
+	rtt, err := m.vectorRoundTrip(r, at)
+	if err != nil {
+		return 0, err
+	}
+	warps := (threads + 31) / 32
+	return rtt + m.Phys.LLIterOverhead + sim.Duration(warps)*m.Phys.LLIterPerWarp, nil
+}
+
+// vectorRoundTrip is the round trip of a warp-wide 16-byte load by rank r
+// of memory at: a dependent load's round trip, plus, over PCIe, what
+// splitting a warp's 512 bytes into read completions adds
+// (gpu.vector_load_extra_pcie).
+func (m *Machine) vectorRoundTrip(r int, at Mem) (sim.Duration, error) {
+	rtt, err := m.RoundTrip(r, at)
+	if err != nil {
+		return 0, err
+	}
+	if at.Host || at.Rank != r {
+		p, err := m.path(GPUMem(r), at)
+		if err != nil {
+			return 0, err
+		}
+		if !p.nvlink() {
+			rtt += m.Phys.VectorLoadExtraPCIe
+		}
+	}
+	return rtt, nil
+}
+
+// LoopRate is the most the kernel's loop moves for one transfer of rank r,
+// in payload bytes per second over all its resident blocks (times
+// k.Share); 0 when k.Loop is LoopNone.
+func (m *Machine) LoopRate(r int, k Kernel) (sim.Rate, error) {
+	if k.Loop == LoopNone {
+		return 0, nil
+	}
+	blocks := min(k.Blocks, m.Phys.SMs*m.Phys.MaxBlocksPerSM)
+	threads := float64(k.Threads) * k.share()
+	switch k.Loop {
+	case LoopLL:
+		it, err := m.llIterTime(r, k.LoopAt, k.Threads)
+		if err != nil {
+			return 0, err
+		}
+		return sim.Rate(float64(blocks) * threads * 8 / it.Seconds()), nil
+	case LoopSimple:
+		rtt, err := m.vectorRoundTrip(r, k.LoopAt)
+		if err != nil {
+			return 0, err
+		}
+		unroll := float64(max(k.Unroll, 1))
+		sources := float64(max(k.Sources, 1))
+		it := rtt + m.Phys.CopyIterOverhead
+		perBlock := min(threads*16*unroll/it.Seconds(),
+			float64(m.Phys.SMLoadRate)*k.share()/sources,
+			float64(m.Phys.SMStoreRate)*k.share())
+		return sim.Rate(float64(blocks) * perBlock), nil
+	}
+	return 0, fmt.Errorf("hw: unknown loop kind %d", k.Loop)
+}
+
+// LocalTime is how long rank r takes to reduce inputs sources of bytes
+// each into its own memory (inputs 1: a copy): at the GPU's memory
+// bandwidth (ReduceTime), and no faster than the kernel's loop moves them.
+func (m *Machine) LocalTime(r, inputs int, bytes sim.Bytes, k Kernel) (sim.Duration, error) {
+	d := m.ReduceTime(inputs, bytes)
+	rate, err := m.LoopRate(r, k)
+	if err != nil || rate <= 0 {
+		return d, err
+	}
+	l, err := sim.FromSeconds(float64(bytes) / float64(rate))
+	if err != nil {
+		return 0, fmt.Errorf("hw: local %d B at %v: %w", bytes, rate, err)
+	}
+	return max(d, l), nil
+}

@@ -1,0 +1,116 @@
+package hw
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// Polls are requests. A thread spinning on a flag issues one load after
+// another to the flag's memory; each is a request that the memory serves.
+// Pinned host memory serves the loads to one 32-byte sector one after
+// another, each taking about a round trip (hostmem.poll_service), and
+// system-scope atomics one after another per 128-byte line
+// (hostmem.atomic_service); requests to distinct sectors pipeline (measured
+// on H200: no queuing from 1 to 132 blocks, each on its own sector). So a
+// poll loop's period is not one round trip but
+//
+//	max(round trip, pollers of the sector × service time)
+//
+// and a wait ends one period after the flag lands. GPU memory serves polls
+// and atomics from 1 to 132 blocks, on one word or apart, without queuing
+// (measured), so flags in GPU memory keep the plain round trip.
+//
+// The pollers of a sector are counted as the poll loops are: the waits of
+// one rank on one flag are one loop, standing for one poller per thread
+// block, each block on its own sector (the slot
+// layout of vLLM's, PyTorch's and arsim's barriers: a block's slots sit
+// together, blocks apart), so the blocks do not queue behind each other;
+// waits on flags declared in the same sector group (NewFlag) share their
+// block's sector, so the W−1 slots a block polls in one barrier queue.
+
+// pollerKey is one rank's poll loop on one flag.
+type pollerKey struct {
+	rank int
+	flag *sim.FlagVar
+}
+
+// sectorKey names one sector group of one memory.
+type sectorKey struct {
+	at    Mem
+	group string
+}
+
+// NewFlag makes a flag that lives in memory at. Flags with the same
+// non-empty group in the same memory share one sector per block (a
+// barrier's slots that one block polls); an empty group gives the flag a
+// sector of its own.
+func (m *Machine) NewFlag(name string, at Mem, group string) *sim.FlagVar {
+	f := sim.NewFlag(m.Eng, name)
+	if group != "" {
+		if m.flagGroups == nil {
+			m.flagGroups = map[*sim.FlagVar]string{}
+		}
+		m.flagGroups[f] = group
+	}
+	return f
+}
+
+// Poll describes the poll loop of a wait.
+type Poll struct {
+	// Atomic: the poll is a compare-and-swap (PyTorch's wait_signal),
+	// served per 128-byte line (hostmem.atomic_service).
+	Atomic bool
+}
+
+// pollService returns the time memory at spends per request to one sector
+// (line, for atomics), 0 when it serves polls without queuing.
+func (m *Machine) pollService(at Mem, atomic bool) sim.Duration {
+	if !at.Host {
+		return 0
+	}
+	if atomic {
+		return m.Phys.HostAtomicService
+	}
+	return m.Phys.HostPollService
+}
+
+// WaitFlag calls fn once flag f (in memory at) holds value, as seen by the
+// poll loops of rank r: one poll period after the value lands (see the
+// package's note on polls), plus extra (a block-wide barrier's
+// synchronisation; see BarrierWaitExtra).
+func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.Stringer, extra sim.Duration, p Poll, fn func()) error {
+	rtt, err := m.RoundTrip(r, at)
+	if err != nil {
+		return err
+	}
+	svc := m.pollService(at, p.Atomic)
+	if svc == 0 {
+		f.Wait(value, rtt+extra, who, fn)
+		return nil
+	}
+	if m.pollers == nil {
+		m.pollers = map[sectorKey]int{}
+		m.waits = map[pollerKey]int{}
+	}
+	sk := sectorKey{at: at, group: m.flagGroups[f]}
+	if sk.group == "" {
+		sk.group = "\x00" + f.Name // a sector of its own
+	}
+	// Waits of one rank on one flag are one poll loop (NCCL's step waits
+	// on a FIFO's tail are pending together but polled by one thread).
+	pk := pollerKey{rank: r, flag: f}
+	if m.waits[pk]++; m.waits[pk] == 1 {
+		m.pollers[sk]++
+	}
+	f.Wait(value, 0, who, func() {
+		period := max(rtt, sim.Duration(m.pollers[sk])*svc)
+		m.Eng.After(period+extra, func() {
+			if m.waits[pk]--; m.waits[pk] == 0 {
+				m.pollers[sk]--
+			}
+			fn()
+		})
+	})
+	return nil
+}
