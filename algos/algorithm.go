@@ -219,8 +219,19 @@ func pullKernel(bytes int64, req Request) hw.Kernel {
 	packs := (bytes + 15) / 16
 	blocks := int(min(36, (packs+int64(threads)-1)/int64(threads)))
 	blocks = req.IntOpt("blocks", max(blocks, 1))
-	return hw.Kernel{Blocks: blocks, Threads: threads, ReduceLoop: true}
+	k := hw.Kernel{Blocks: blocks, Threads: threads, ReduceLoop: true}
+	if req.Opt("rank_loop", "unrolled") == "runtime" {
+		k.Loop, k.Ranks = hw.LoopRanks, req.Ranks
+	}
+	return k
 }
+
+// rankLoopOption: whether a pull kernel's loop over ranks is unrolled at
+// compile time (vLLM's packed_reduce<ngpus>, PyTorch's kernels: every
+// peer's load in flight at once) or bounded at run time (one load after
+// another, as arsim's capture kernels in tools/capture do).
+var rankLoopOption = OptionSpec{Name: "rank_loop", Values: []string{"unrolled", "runtime"}, Default: "unrolled",
+	Doc: "unrolled: the loop over ranks is compiled for the world size (loads in flight together); runtime: bounded at run time (loads one after another)"}
 
 // fence adds a system-scope fence on rank r after the listed ops, for
 // stores that went to memory at, and returns its index: those stores are

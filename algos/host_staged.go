@@ -46,7 +46,9 @@ func (h hostStaged) Describe() string {
 	return "custom one-shot through pinned host memory: stage input in host RAM, flag barrier in host RAM, pull peers' copies (no P2P needed)"
 }
 
-func (hostStaged) Options() []OptionSpec { return pullOptions }
+func (hostStaged) Options() []OptionSpec {
+	return append(append([]OptionSpec(nil), pullOptions...), rankLoopOption)
+}
 
 // hostBarrier: every rank writes v into its slot of every peer's flag
 // array, which lives in host memory on the peer's socket, then polls its
@@ -80,6 +82,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 		k = pullKernel(max(req.Bytes/int64(n), 16), req)
 	}
 	k.LoadsInFlight = 1 // one load per rank in flight in each loop body
+	k.RanksInHost = true // the peers' copies are staged in host memory
 	b.Note("%d blocks × %d threads per GPU; staging buffers and flags in host memory of each rank's socket", k.Blocks, k.Threads)
 	launch := b.Launches()
 	if !h.two {

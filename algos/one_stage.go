@@ -21,7 +21,7 @@ func (oneStage) Describe() string {
 }
 
 func (oneStage) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, endReleaseOption)
+	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, endReleaseOption, rankLoopOption)
 }
 
 // endReleaseOption: PyTorch's one-shot ends with sync_remote_blocks of

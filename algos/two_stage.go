@@ -48,7 +48,7 @@ func (twoStage) Describe() string {
 }
 
 func (twoStage) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, OptionSpec{Name: "end_barrier", Values: []string{"no", "yes"}, Default: "no",
+	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, rankLoopOption, OptionSpec{Name: "end_barrier", Values: []string{"no", "yes"}, Default: "no",
 		Doc: "add a final barrier (vLLM has none; the project's captured kernel has one)"})
 }
 

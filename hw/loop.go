@@ -44,10 +44,21 @@ const (
 	// LoopSimple: an unrolled copy or reduction, Unroll 16-byte loads per
 	// source in flight per thread (NCCL Simple, custom copy kernels).
 	LoopSimple
+	// LoopRanks: a pull-and-reduce loop over Kernel.Ranks buffers — the
+	// rank's own and its peers' (in their GPU memory, or in host memory
+	// with Kernel.RanksInHost) — whose loop over ranks is bounded at run
+	// time, so each iteration loads one 16-byte vector per buffer one after
+	// another: it waits the sum of their round trips plus
+	// gpu.reduce_loop_overhead. Each buffer's transfer moves Threads × 16
+	// bytes per iteration. (Loops unrolled over a world size known when
+	// compiled, as vLLM's packed_reduce<ngpus> and PyTorch's kernels are,
+	// issue every load first and wait one round trip: LoopNone with
+	// Kernel.ReduceLoop.)
+	LoopRanks
 )
 
-// String returns none, ll or simple.
-func (k LoopKind) String() string { return [...]string{"none", "ll", "simple"}[k] }
+// String returns none, ll, simple or ranks.
+func (k LoopKind) String() string { return [...]string{"none", "ll", "simple", "ranks"}[k] }
 
 // llIterTime is one LL loop iteration of a block of threads threads whose
 // lines live in memory at.
@@ -109,15 +120,57 @@ func (m *Machine) LoopRate(r int, k Kernel) (sim.Rate, error) {
 			float64(m.Phys.SMLoadRate)*k.share()/sources,
 			float64(m.Phys.SMStoreRate)*k.share())
 		return sim.Rate(float64(blocks) * perBlock), nil
+	case LoopRanks:
+		it, err := m.rankLoopTime(r, k)
+		if err != nil {
+			return 0, err
+		}
+		return sim.Rate(float64(blocks) * float64(k.Threads) * 16 / it.Seconds()), nil
 	}
 	return 0, fmt.Errorf("hw: unknown loop kind %d", k.Loop)
 }
 
+// rankLoopTime is one iteration of a LoopRanks loop of rank r: the round
+// trips to every buffer in turn, plus the loop's own overhead
+// (gpu.reduce_loop_overhead, and gpu.reduce_loop_extra_pcie once when a
+// buffer is across PCIe).
+func (m *Machine) rankLoopTime(r int, k Kernel) (sim.Duration, error) {
+	it := m.Phys.GPUMemLatency + m.Phys.ReduceLoopOverhead
+	pcie := false
+	for q := 0; q < k.Ranks; q++ {
+		if q == r {
+			continue
+		}
+		at := GPUMem(q)
+		if k.RanksInHost {
+			at = HostMem(m.LocalSocket(q))
+		}
+		rtt, err := m.vectorRoundTrip(r, at)
+		if err != nil {
+			return 0, err
+		}
+		it += rtt
+		p, err := m.path(GPUMem(r), at)
+		if err != nil {
+			return 0, err
+		}
+		pcie = pcie || !p.nvlink()
+	}
+	if pcie {
+		it += m.Phys.ReduceLoopExtraPCIe
+	}
+	return it, nil
+}
+
 // LocalTime is how long rank r takes to reduce inputs sources of bytes
 // each into its own memory (inputs 1: a copy): at the GPU's memory
-// bandwidth (ReduceTime), and no faster than the kernel's loop moves them.
+// bandwidth (ReduceTime), and no faster than the kernel's loop moves them
+// (but for LoopRanks, whose iteration time counts the own load).
 func (m *Machine) LocalTime(r, inputs int, bytes sim.Bytes, k Kernel) (sim.Duration, error) {
 	d := m.ReduceTime(inputs, bytes)
+	if k.Loop == LoopRanks {
+		return d, nil // the peers' loads carry the loop's time, the rank's own load included
+	}
 	rate, err := m.LoopRate(r, k)
 	if err != nil || rate <= 0 {
 		return d, err

@@ -425,6 +425,9 @@ type Kernel struct {
 	Unroll int
 	// Sources: loads per output element (1 copy, 2 reduction; LoopSimple).
 	Sources int
+	// Ranks and RanksInHost: the buffers a LoopRanks loop visits.
+	Ranks       int
+	RanksInHost bool
 }
 
 // capped applies the kernel's RateCap to a transfer: on the flow itself,
@@ -503,7 +506,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	}
 	sms := min(k.Blocks, m.Phys.SMs)
 	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
-	if k.Loop != LoopNone {
+	if k.Loop == LoopLL || k.Loop == LoopSimple {
 		capr /= sim.Rate(k.wire()) // the SMs store wire bytes (LL's flags, LL128's flag words)
 		loop, err := m.LoopRate(r, k)
 		if err != nil {

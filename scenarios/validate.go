@@ -465,6 +465,9 @@ func (t *twin) allreduce() string {
 		default:
 			return fmt.Sprintf("%s over %q is not simulated (p2p, host_memory)", r.Impl, r.Transport)
 		}
+		if r.Impl != "host_staged_one_shot" {
+			opts["rank_loop"] = "runtime" // tools/capture's kernels loop over ranks with a run-time bound
+		}
 		t.note = "modelled as " + algo
 	default:
 		return fmt.Sprintf("allreduce impl %q is not simulated (nccl, torch_symm_mem, arsim_flag_one_shot, arsim_flag_two_shot, host_staged_one_shot)", r.Impl)
