@@ -81,7 +81,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 	if h.two {
 		k = pullKernel(max(req.Bytes/int64(n), 16), req)
 	}
-	k.LoadsInFlight = 1 // one load per rank in flight in each loop body
+	k.LoadsInFlight = 1  // one load per rank in flight in each loop body
 	k.RanksInHost = true // the peers' copies are staged in host memory
 	b.Note("%d blocks × %d threads per GPU; staging buffers and flags in host memory of each rank's socket", k.Blocks, k.Threads)
 	launch := b.Launches()
