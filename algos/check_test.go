@@ -86,7 +86,7 @@ func TestValidateErrors(t *testing.T) {
 		{func(r *Request) { r.Ranks = 1 }, "needs at least 2 ranks, got 1"},
 		{func(r *Request) { r.Ranks = 9 }, "9 ranks but topology rtxpro6000x8-2numa has 8 GPUs"},
 		{func(r *Request) { r.DType = "int4" }, `dtype "int4" is not one of bf16, fp16, fp32`},
-		{func(r *Request) { r.Opts = map[string]string{"proto": "ll"} }, `one_stage has no option "proto" (options: blocks, threads, barrier, end_release)`},
+		{func(r *Request) { r.Opts = map[string]string{"proto": "ll"} }, `one_stage has no option "proto" (options: blocks, threads, barrier, end_release, rank_loop)`},
 		{func(r *Request) { r.Opts = map[string]string{"blocks": "-3"} }, `option blocks="-3" must be a positive integer`},
 	}
 	for _, c := range bad {
