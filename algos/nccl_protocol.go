@@ -257,10 +257,13 @@ func (pl *ncclPlanner) newConn(name string, from, to int, slotLen int64) *conn {
 		c.tail = Flag{At: c.buf, Name: id + ".tail"}
 		c.head = Flag{At: hw.GPUMem(from), Name: id + ".head"}
 	} else {
-		// SHM: FIFO, tail and head in the sender's host memory.
-		c.buf = hw.HostMem(pl.req.Top.GPU(from).Socket)
+		// SHM: the FIFO and its tail in the host memory of the receiver's
+		// socket, the head in the sender's (NCCL_SHM_LOCALITY's default 2,
+		// receiver side: src/transport/shm.cc), so a FIFO across sockets
+		// is crossed by the sender's posted stores and read locally.
+		c.buf = hw.HostMem(pl.req.Top.GPU(to).Socket)
 		c.tail = Flag{At: c.buf, Name: id + ".tail"}
-		c.head = Flag{At: c.buf, Name: id + ".head"}
+		c.head = Flag{At: hw.HostMem(pl.req.Top.GPU(from).Socket), Name: id + ".head"}
 	}
 	return c
 }
@@ -338,8 +341,12 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label string) (Rang
 		return slot, w
 	}
 	tmp := On(r, c.id+".tmp", slot.Off, n)
-	// The receive loop polls and loads the lines in host memory.
-	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: pl.loopKern(c.buf, 1, share), Label: label + " load"}, w)
+	// The receive loop polls and loads the lines in host memory. LL and
+	// LL128 lines carry their flags: the poll that saw the tail was the
+	// load of the data, so the load pays no second round trip.
+	kern := pl.loopKern(c.buf, 1, share)
+	kern.Polled = pl.spec.proto.inline()
+	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: kern, Label: label + " load"}, w)
 	return tmp, rd
 }
 

@@ -425,6 +425,10 @@ type Kernel struct {
 	Unroll int
 	// Sources: loads per output element (1 copy, 2 reduction; LoopSimple).
 	Sources int
+	// Polled: the loads are the ones a poll loop has just made (NCCL LL
+	// lines carry their own flags): the wait before them paid the round
+	// trip, and the data streams at the read's rate from the start.
+	Polled bool
 	// Ranks and RanksInHost: the buffers a LoopRanks loop visits.
 	Ranks       int
 	RanksInHost bool
@@ -578,6 +582,10 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		Label: label, Kind: sim.Read,
 		Route: route, Bytes: bytes, Cap: capr,
 		Latency: p.latency, Done: done,
+	}
+	if k.Polled {
+		spec.Latency = 0
+		return m.startAfter(0, spec)
 	}
 	// The first request reaches the data one way plus a memory access in.
 	return m.startAfter(p.latency+m.memLatency(src), spec)
