@@ -22,10 +22,12 @@ import (
 //     for each warp of the block.
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
-//     block's loads turn over Threads × 16 B × Unroll per round trip to
-//     the sources' memory plus gpu.copy_iter_overhead; an SM loads at most
-//     gpu.sm_load_bandwidth, shared by Kernel.Sources sources, and stores at
-//     most gpu.sm_store_bandwidth.
+//     block's loads turn over Threads × 16 B × Unroll per iteration: a
+//     round trip to the sources' memory, gpu.copy_iter_overhead and the
+//     issue of the further loads (gpu.vector_issue, gpu.vector_issue_per_warp);
+//     an SM loads at most gpu.sm_load_bandwidth, shared by Kernel.Sources
+//     sources, and stores at most gpu.sm_store_bandwidth. The loop's first
+//     stores wait for its first loads (one iteration).
 //
 // A loop's rate is in payload bytes per second for the whole kernel (its
 // resident blocks, times Kernel.Share).
@@ -59,6 +61,31 @@ const (
 
 // String returns none, ll, simple or ranks.
 func (k LoopKind) String() string { return [...]string{"none", "ll", "simple", "ranks"}[k] }
+
+// copyIterTime is one iteration of a LoopSimple loop of rank r: the round
+// trip of its loads, gpu.copy_iter_overhead, and the issue of every
+// further 16-byte load per thread (Unroll × Sources of them),
+// gpu.vector_issue plus gpu.vector_issue_per_warp per warp each.
+func (m *Machine) copyIterTime(r int, k Kernel) (sim.Duration, error) {
+	return m.copyIterTimeFor(r, k, 0)
+}
+
+// copyIterTimeFor is copyIterTime for a loop over bytes bytes (0: any
+// number): a thread issues no more loads than its share of them.
+func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duration, error) {
+	rtt, err := m.vectorRoundTrip(r, k.LoopAt)
+	if err != nil {
+		return 0, err
+	}
+	unroll := max(k.Unroll, 1)
+	if bytes > 0 {
+		threads := int64(max(1, k.Threads*max(k.Blocks, 1)))
+		unroll = int(min(int64(unroll), max(1, (int64(bytes)/16+threads-1)/threads)))
+	}
+	vectors := unroll*max(k.Sources, 1) - 1
+	warps := sim.Duration((int(float64(k.Threads)*k.share()) + 31) / 32)
+	return rtt + m.Phys.CopyIterOverhead + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp), nil
+}
 
 // llIterTime is one LL loop iteration of a block of threads threads whose
 // lines live in memory at.
@@ -109,13 +136,12 @@ func (m *Machine) LoopRate(r int, k Kernel) (sim.Rate, error) {
 		}
 		return sim.Rate(float64(blocks) * threads * 8 / it.Seconds()), nil
 	case LoopSimple:
-		rtt, err := m.vectorRoundTrip(r, k.LoopAt)
+		it, err := m.copyIterTime(r, k)
 		if err != nil {
 			return 0, err
 		}
 		unroll := float64(max(k.Unroll, 1))
 		sources := float64(max(k.Sources, 1))
-		it := rtt + m.Phys.CopyIterOverhead
 		perBlock := min(threads*16*unroll/it.Seconds(),
 			float64(m.Phys.SMLoadRate)*k.share()/sources,
 			float64(m.Phys.SMStoreRate)*k.share())

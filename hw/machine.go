@@ -51,6 +51,8 @@ type Physics struct {
 	LLIterOverhead, LLIterPerWarp           sim.Duration
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
 	SMLoadRate                              sim.Rate
+	VectorIssue, VectorIssuePerWarp         sim.Duration
+	PollLoopOverhead                        sim.Duration
 	CEWindow                                float64
 	CESetup, CEP2PSetup                     sim.Duration
 	NVLinkSMEff, NVLinkCEEff                float64
@@ -81,8 +83,10 @@ func resolve(ps *topology.Params) Physics {
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),
-		SMLoadRate: sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
-		CEWindow:   g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
+		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
+		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")),
+		CEWindow:         g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
@@ -529,12 +533,20 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	if !dst.Host {
 		class = p.destHB
 	}
-	err = m.Net.Launch(sim.FlowSpec{
+	spec := sim.FlowSpec{
 		Label: label, Kind: sim.Write, Class: class,
 		Route: route, Bytes: bytes, Cap: capr,
 		Latency: p.latency + m.memLatency(dst), Done: done,
-	})
-	return err
+	}
+	if k.Loop == LoopSimple {
+		// A copy loop's first stores wait for its first loads.
+		it, err := m.copyIterTimeFor(r, k, bytes)
+		if err != nil {
+			return err
+		}
+		return m.startAfter(it, spec)
+	}
+	return m.Net.Launch(spec)
 }
 
 // Read pulls bytes from memory src into rank r with SM loads and calls done

@@ -75,6 +75,22 @@ func (m *Machine) pollService(at Mem, atomic bool) sim.Duration {
 	return m.Phys.HostPollService
 }
 
+// pollPeriod is the period of a poll loop with a round trip of rtt, one
+// of pollers loops on its sector, each request served in svc.
+func pollPeriod(rtt sim.Duration, pollers int, svc sim.Duration) sim.Duration {
+	return max(rtt, sim.Duration(pollers)*svc)
+}
+
+// PollPeriod is the period of the poll loops of rank r on memory at when
+// pollers loops poll one sector (line, for atomics) of it.
+func (m *Machine) PollPeriod(r int, at Mem, pollers int, atomic bool) (sim.Duration, error) {
+	rtt, err := m.RoundTrip(r, at)
+	if err != nil {
+		return 0, err
+	}
+	return pollPeriod(rtt, pollers, m.pollService(at, atomic)), nil
+}
+
 // WaitFlag calls fn once flag f (in memory at) holds value, as seen by the
 // poll loops of rank r: one poll period after the value lands (see the
 // package's note on polls), plus extra (a block-wide barrier's
@@ -104,7 +120,7 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 		m.pollers[sk]++
 	}
 	f.Wait(value, 0, who, func() {
-		period := max(rtt, sim.Duration(m.pollers[sk])*svc)
+		period := pollPeriod(rtt, m.pollers[sk], svc)
 		m.Eng.After(period+extra, func() {
 			if m.waits[pk]--; m.waits[pk] == 0 {
 				m.pollers[sk]--

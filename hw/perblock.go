@@ -1,0 +1,279 @@
+package hw
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+// The simulated twins of the per-block measurements of one GPU
+// (tools/capture perblock: record kinds poll, block_pingpong and loop).
+// Each twin builds its GPU's situation from the machine's own primitives —
+// the poll loops of WaitFlag, the loop rates of LoopRate, reads and writes
+// as flows — on GPU 0 of a topology and its host memory, and returns the
+// record's value: ns per request, one-way ns, or ns per loop iteration of
+// one block.
+
+// PerBlock is what a twin needs of a per-block record.
+type PerBlock struct {
+	Kind    string // poll, block_pingpong, loop
+	Target  string // poll, block_pingpong: host or local
+	Request string // poll: load_volatile, load_acquire, load_relaxed, atomic_add, atomic_cas
+	Spacing int    // poll, block_pingpong: bytes between the blocks' words (0: one shared word)
+	Mode    string // block_pingpong: volatile, release_acquire, volatile_fence
+	Pairs   int    // block_pingpong
+	Loop    string // loop: ll, copy, simple_step, fence, pull
+	LLOp    string // loop ll: recv, send, recv_send, recv_reduce_send, recv_reduce_copy_send
+	Recv    string // loop ll: host, local, none
+	Dst     string // loop ll, copy, simple_step, fence: host, local, none
+	Src     string // loop copy: host, local
+	Unroll  int    // loop copy
+	Sources int    // loop copy
+	Bound   string // loop pull: runtime or unrolled
+	World   int    // loop pull
+	Slice   int64  // loop simple_step: bytes per step
+	Fence   string // loop simple_step, fence: none, acq_rel, sc
+	Stores  int    // loop fence: stores per thread before the fence
+	Blocks  int
+	Threads int
+	Iters   int // loop: iterations per block
+}
+
+// ErrNotModelled marks a per-block record the model does not cover.
+var ErrNotModelled = errors.New("not modelled")
+
+func mem(where string) Mem {
+	if where == "host" {
+		return HostMem(0)
+	}
+	return GPUMem(0)
+}
+
+// PerBlockValue simulates one per-block record on GPU 0 of top.
+func PerBlockValue(top *topology.Topology, rec PerBlock) (float64, error) {
+	m, err := New(top)
+	if err != nil {
+		return 0, err
+	}
+	switch rec.Kind {
+	case "poll":
+		return m.pollTwin(rec)
+	case "block_pingpong":
+		return m.pingpongTwin(rec)
+	case "loop":
+		switch rec.Loop {
+		case "ll":
+			return m.llTwin(rec)
+		case "copy":
+			return m.copyTwin(rec)
+		case "pull":
+			return m.pullTwin(rec)
+		case "simple_step":
+			return m.simpleStepTwin(rec)
+		case "fence":
+			return m.fenceTwin(rec)
+		}
+		return 0, fmt.Errorf("hw: loop %q: %w", rec.Loop, ErrNotModelled)
+	}
+	return 0, fmt.Errorf("hw: per-block kind %q: %w", rec.Kind, ErrNotModelled)
+}
+
+func nsOf(d sim.Duration) float64 { return float64(d) / float64(sim.Nanosecond) }
+
+// sharers is how many of n blocks, spacing bytes apart (0: all on one
+// word), fall on one unit of unit bytes.
+func sharers(n, spacing, unit int) int {
+	if spacing <= 0 {
+		return n
+	}
+	return max(1, min(n, unit/spacing))
+}
+
+func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
+	atomic := rec.Request == "atomic_add" || rec.Request == "atomic_cas"
+	unit := 32
+	if atomic {
+		unit = 128
+	}
+	// The capture's poll loop computes its next address from the value it
+	// loaded and picks the request kind in the loop: gpu.poll_loop_overhead
+	// per iteration beyond the round trip (a barrier's bare spin on a
+	// compare does without it).
+	at := mem(rec.Target)
+	rtt, err := m.RoundTrip(0, at)
+	if err != nil {
+		return 0, err
+	}
+	d := pollPeriod(rtt+m.Phys.PollLoopOverhead, sharers(rec.Blocks, rec.Spacing, unit), m.pollService(at, atomic))
+	return nsOf(d), nil
+}
+
+// pingpongTwin: one way is a flag store landing, then the poll loop's
+// period; a release store fences first (st.release.sys waits as a system
+// fence does). The pairs' flags sit spacing bytes apart, two per pair, so
+// 32/spacing pollers share a sector. A fence after the store overlaps the
+// partner's reply; that is not modelled.
+func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
+	if rec.Mode == "volatile_fence" {
+		return 0, fmt.Errorf("hw: ping-pong with a fence after the store: %w", ErrNotModelled)
+	}
+	at := mem(rec.Target)
+	land, err := m.StoreLanding(0, at)
+	if err != nil {
+		return 0, err
+	}
+	period, err := m.PollPeriod(0, at, sharers(2*rec.Pairs, rec.Spacing, 32), false)
+	if err != nil {
+		return 0, err
+	}
+	d := land + period
+	if rec.Mode == "release_acquire" {
+		f, err := m.FenceCost(0, at)
+		if err != nil {
+			return 0, err
+		}
+		d += f
+	}
+	return nsOf(d), nil
+}
+
+// perIter runs transfers started by start on the machine's engine and
+// returns the time per loop iteration.
+func (m *Machine) perIter(iters int, start func(done func()) error) (float64, error) {
+	if err := start(func() {}); err != nil {
+		return 0, err
+	}
+	if err := m.Eng.Run(); err != nil {
+		return 0, err
+	}
+	return nsOf(sim.Duration(m.Eng.Now())) / float64(iters), nil
+}
+
+// llTwin: B blocks of T threads each move iters lines per thread; the
+// lines are polled (and so loaded) from the recv memory, stored to the
+// destination, both at the LL loop's rate and sharing the links.
+func (m *Machine) llTwin(rec PerBlock) (float64, error) {
+	at := mem(rec.Recv)
+	if rec.Recv == "none" {
+		at = GPUMem(0) // a send loop waits on its source, in local memory
+	}
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at}
+	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 8 * int64(rec.Iters))
+	return m.perIter(rec.Iters, func(done func()) error {
+		n := 0
+		if rec.Recv == "host" {
+			k := k
+			k.Polled = true
+			if err := m.Read(0, at, data, k, "ll recv", done); err != nil {
+				return err
+			}
+			n++
+		}
+		if rec.Dst == "host" {
+			if err := m.Write(0, HostMem(0), data, k, "ll send", done); err != nil {
+				return err
+			}
+			n++
+		}
+		if n == 0 {
+			d, err := m.LocalTime(0, 1, data, k)
+			if err != nil {
+				return err
+			}
+			m.Eng.After(d, done)
+		}
+		return nil
+	})
+}
+
+// copyTwin: an unrolled copy loop from the source memory to the
+// destination.
+func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
+		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1))}
+	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(max(rec.Unroll, 1)) * int64(rec.Iters))
+	return m.perIter(rec.Iters, func(done func()) error {
+		switch {
+		case rec.Src == "host":
+			return m.Read(0, HostMem(0), data, k, "copy", done)
+		case rec.Dst == "host":
+			return m.Write(0, HostMem(0), data, k, "copy", done)
+		}
+		d, err := m.LocalTime(0, rec.Sources, data, k)
+		if err != nil {
+			return err
+		}
+		m.Eng.After(d, done)
+		return nil
+	})
+}
+
+// pullTwin: a one-shot's pull-and-reduce over World buffers, rank 0's own
+// in local memory and the others in host memory, with the loop over ranks
+// bounded at run time (one load after another: the iteration waits every
+// round trip in turn) or unrolled (every load in flight: one round trip);
+// the host buffers' loads share the GPU's link as reads.
+func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
+	v, err := m.vectorRoundTrip(0, HostMem(0))
+	if err != nil {
+		return 0, err
+	}
+	it := v + m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe
+	if rec.Bound == "runtime" {
+		it += m.Phys.GPUMemLatency + sim.Duration(rec.World-2)*v
+	}
+	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
+		RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds())}
+	return m.perIter(rec.Iters, func(done func()) error {
+		for q := 1; q < rec.World; q++ {
+			if err := m.Read(0, HostMem(0), per, k, "pull", done); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// simpleStepTwin: NCCL Simple's bookkeeping per step, the slice copied by
+// the block's unrolled loop (8 loads in flight per thread) and the fence.
+func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
+	d := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
+	if rec.Slice > 0 {
+		// The slice's copy: its first loads' iteration, then the loop's rate.
+		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1}
+		rate, err := m.LoopRate(0, k)
+		if err != nil {
+			return 0, err
+		}
+		it, err := m.copyIterTimeFor(0, k, sim.Bytes(rec.Slice))
+		if err != nil {
+			return 0, err
+		}
+		c, err := sim.FromSeconds(float64(rec.Slice) / float64(rate))
+		if err != nil {
+			return 0, err
+		}
+		d += it + c
+	}
+	if rec.Fence != "none" {
+		f, err := m.FenceCost(0, mem(rec.Dst))
+		if err != nil {
+			return 0, err
+		}
+		d += f
+	}
+	return nsOf(d), nil
+}
+
+// fenceTwin: a system-scope fence after a store by each thread.
+func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
+	if rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32 {
+		return 0, fmt.Errorf("hw: fence after %d stores by %d threads, fence %s: the stores' issue is not modelled: %w",
+			rec.Stores, rec.Threads, rec.Fence, ErrNotModelled)
+	}
+	f, err := m.FenceCost(0, mem(rec.Dst))
+	return nsOf(f), err
+}
