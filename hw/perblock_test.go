@@ -91,7 +91,7 @@ func h200x1(t *testing.T) *topology.Topology {
 	for name, v := range map[string]float64{
 		"gpu.mem_latency":           143.9, // pointer_chase local
 		"pcie.gpu_port_latency":     184.3, // pointer_chase host 1118.5 ns (h200x2: 1085.9 ns at 168 ns)
-		"gpu.fence_sys_local":       517.7, // micro2 fence store+fence_sys local
+		"gpu.fence_sys_local":       515.8, // micro2 fence store+fence_sys local
 		"gpu.fence_pcie_round_trip": 0,     // micro2 fence to host 615.9 ns: no round trip
 	} {
 		require.NoError(t, ps.Set(name, v, "our capture: testdata/h200x1-arsim/perblock.jsonl, this machine instance"))
@@ -263,5 +263,105 @@ func TestPerBlockDump(t *testing.T) {
 		}
 		fmt.Printf("%-5s %-4s %-16s %-6s %-5s %-5s U%d S%d %-8s w%d sl%-6d %-7s %3dx%-4d pairs%-2d sp%-4d meas %8.1f sim %8.1f %+6.1f%%\n",
 			r.Kind[:4], r.Loop, r.LLOp+r.Request+r.Mode, r.Recv+r.Src, r.Dst, r.Target, r.Unroll, r.Sources, r.Bound, r.World, r.Slice, r.Fence, r.Blocks, r.Threads, r.Pairs, r.Spacing, r.measured, sim, (sim/r.measured-1)*100)
+	}
+}
+
+// Every per-block parameter equals what its fitted side of the one-GPU
+// capture gives, recomputed here from the records (so no value can drift
+// to a predicted side or be typed in by hand).
+func TestPerBlockParametersComeFromTheirFittedSide(t *testing.T) {
+	recs := readPerBlock(t)
+	ps := h200x1(t).Params
+	var chaseLocal, chaseHost, readOnlyHost, fenceLocal, fenceHost float64
+	for _, r := range recs {
+		switch {
+		case r.Kind == "pointer_chase" && r.Target == "local":
+			chaseLocal = r.NsPerStep
+		case r.Kind == "pointer_chase" && r.Target == "host":
+			chaseHost = r.NsPerStep
+		case r.Kind == "sm_access" && r.Op == "read_only_loop" && r.Target == "host" && r.Blocks == 1 && r.Threads == 32:
+			readOnlyHost = r.NsKernel
+		case r.Kind == "fence" && r.Variant == "store+fence_sys" && r.Threads == 1 && r.Target == "local":
+			fenceLocal = r.NsPerIter
+		case r.Kind == "fence" && r.Variant == "store+fence_sys" && r.Threads == 1 && r.Target == "host":
+			fenceHost = r.NsPerIter
+		}
+	}
+	require.NotZero(t, chaseLocal*chaseHost*readOnlyHost*fenceLocal*fenceHost)
+	throughOrigin := func(sel func(pbRecord) bool) float64 {
+		var xy, xx float64
+		for _, r := range recs {
+			if sel(r) {
+				xy += float64(r.Blocks) * r.measured
+				xx += float64(r.Blocks * r.Blocks)
+			}
+		}
+		return xy / xx
+	}
+	line := func(sel func(pbRecord) (x, y float64, ok bool)) (a, b float64) {
+		var xs, ys []float64
+		for _, r := range recs {
+			if x, y, ok := sel(r); ok {
+				xs, ys = append(xs, x), append(ys, y)
+			}
+		}
+		var mx, my float64
+		for i := range xs {
+			mx, my = mx+xs[i], my+ys[i]
+		}
+		mx, my = mx/float64(len(xs)), my/float64(len(xs))
+		var sxy, sxx float64
+		for i := range xs {
+			sxy += (xs[i] - mx) * (ys[i] - my)
+			sxx += (xs[i] - mx) * (xs[i] - mx)
+		}
+		b = sxy / sxx
+		return my - b*mx, b
+	}
+	fitted := func(param string) func(pbRecord) bool {
+		return func(r pbRecord) bool { fittedSide(&r); return strings.Contains(r.fittedFor, param) }
+	}
+	llA, llB := line(func(r pbRecord) (float64, float64, bool) {
+		fittedSide(&r)
+		return float64((r.Threads + 31) / 32), r.measured, strings.Contains(r.fittedFor, "gpu.ll_iter")
+	})
+	vecA, vecB := line(func(r pbRecord) (float64, float64, bool) {
+		ok := r.Kind == "loop" && r.Loop == "copy" && r.Sources == 1 && r.Src == "local" && r.Dst == "local" &&
+			r.Blocks == 1 && r.Unroll > 1 && !(r.Unroll == 8 && r.Threads == 512)
+		return float64(r.Threads / 32), (r.measured - 396.7529) / float64(r.Unroll-1), ok
+	})
+	one := func(param string) float64 {
+		for _, r := range recs {
+			if fitted(param)(r) {
+				return r.measured
+			}
+		}
+		t.Fatalf("no fitted record for %s", param)
+		return 0
+	}
+	var pollLocal float64
+	for _, r := range recs {
+		if r.Kind == "poll" && r.Target == "local" && r.Request == "load_volatile" && r.Spacing == 0 && r.Blocks == 1 {
+			pollLocal = r.measured
+		}
+	}
+	for name, want := range map[string]float64{
+		"hostmem.poll_service":       throughOrigin(fitted("hostmem.poll_service")),
+		"hostmem.atomic_service":     throughOrigin(fitted("hostmem.atomic_service")),
+		"gpu.ll_iter_overhead":       llA - chaseLocal,
+		"gpu.ll_iter_per_warp":       llB,
+		"gpu.copy_iter_overhead":     one("gpu.copy_iter_overhead") - chaseLocal,
+		"gpu.sm_load_bandwidth":      512 * 16 * 8 / one("gpu.sm_load_bandwidth"),
+		"nccl.simple_step_overhead":  one("nccl.simple_step_overhead"),
+		"gpu.vector_issue":           vecA,
+		"gpu.vector_issue_per_warp":  vecB,
+		"gpu.vector_load_extra_pcie": readOnlyHost - chaseHost,
+		"gpu.fence_posted_extra":     fenceHost - fenceLocal,
+		"gpu.poll_loop_overhead":     pollLocal - chaseLocal,
+	} {
+		got := ps.Get(name)
+		assert.InEpsilon(t, want, got, 0.01, "%s: the capture gives %.4g, the preset has %.4g", name, want, got)
+		p, _ := ps.Lookup(name)
+		assert.Contains(t, p.Source, "testdata/h200x1-arsim/perblock.jsonl", name)
 	}
 }
