@@ -53,6 +53,7 @@ type Physics struct {
 	SMLoadRate                              sim.Rate
 	VectorIssue, VectorIssuePerWarp         sim.Duration
 	PollLoopOverhead                        sim.Duration
+	IOMMUHostLatency                        sim.Duration
 	CEWindow                                float64
 	CESetup, CEP2PSetup                     sim.Duration
 	NVLinkSMEff, NVLinkCEEff                float64
@@ -85,8 +86,8 @@ func resolve(ps *topology.Params) Physics {
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),
 		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
-		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")),
-		CEWindow:         g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
+		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
@@ -362,7 +363,9 @@ func (m *Machine) withRequests(h []sim.Hop, p *path, granule float64) []sim.Hop 
 
 func (m *Machine) memLatency(x Mem) sim.Duration {
 	if x.Host {
-		return m.Phys.HostMemLatency
+		// A host whose IOMMU translates the GPUs' accesses (no
+		// pass-through) adds a translation to each (platform.iommu_host_latency).
+		return m.Phys.HostMemLatency + m.Phys.IOMMUHostLatency
 	}
 	return m.Phys.GPUMemLatency
 }

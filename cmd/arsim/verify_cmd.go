@@ -342,8 +342,11 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 			header = true
 		}
 		kind := "measured"
-		if p.Launch == "estimate" {
+		switch p.Launch {
+		case "estimate":
 			kind = "an estimate, not a measurement"
+		case "attribution":
+			kind = "the source's share of a measured pass, not a measured allreduce"
 		}
 		fmt.Fprintf(out, "  %-28s published %9.1f %s (%s; %s), simulated %9.1f %s: %+.0f%%\n", what, p.Value, unit, kind, p.Source, sim, unit, (sim-p.Value)/p.Value*100)
 	}
