@@ -29,6 +29,8 @@ func (nccl) Options() []OptionSpec {
 		{Name: "proto", Values: []string{"ll", "ll128", "simple"}, Doc: "force the protocol (NCCL_PROTO)"},
 		{Name: "algo", Values: []string{"ring", "tree"}, Doc: "force the algorithm (NCCL_ALGO)"},
 		{Name: "channels", Doc: "force the channel count (default: NCCL's choice for the size)"},
+		{Name: "min_channels", Doc: "NCCL_MIN_NCHANNELS: at least this many channels at run time (1..64)"},
+		{Name: "max_channels", Doc: "NCCL_MAX_NCHANNELS: at most this many channels, in the search and at run time (1..64)"},
 		{Name: "nthreads", Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
 	}
 }
@@ -243,6 +245,8 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		CPU:          vendor,
 		LL128Enabled: ncclmodel.LL128DefaultEnabled(intraNV, sm),
 		NThreads:     req.IntOpt("nthreads", 0),
+		MinChannels:  req.IntOpt("min_channels", 0),
+		MaxChannels:  req.IntOpt("max_channels", 0),
 	}
 	protoForced, algoForced := "", ""
 	if v, ok := req.Opts["proto"]; ok {

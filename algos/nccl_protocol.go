@@ -309,6 +309,7 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, sou
 	kern.Share = share
 	if sources > 0 {
 		kern = pl.loopKern(hw.GPUMem(r), sources, share)
+		kern.LoopGroup = c.id // the steps in flight share the block's loop
 	}
 	if kern.RateCap > 0 {
 		// LL's and LL128's ceilings bound the connection, however many of
@@ -346,6 +347,7 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label string) (Rang
 	// load of the data, so the load pays no second round trip.
 	kern := pl.loopKern(c.buf, 1, share)
 	kern.Polled = pl.spec.proto.inline()
+	kern.LoopGroup = c.id + ".recv"
 	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: kern, Label: label + " load"}, w)
 	return tmp, rd
 }

@@ -436,6 +436,11 @@ type Kernel struct {
 	// lines carry their own flags): the wait before them paid the round
 	// trip, and the data streams at the read's rate from the start.
 	Polled bool
+	// LoopGroup, if set, makes the loop's rate a limit on all the
+	// transfers of the group together (the steps in flight that one
+	// block's loop moves, as an NCCL connection's FIFO steps) instead of
+	// on each.
+	LoopGroup string
 	// Ranks and RanksInHost: the buffers a LoopRanks loop visits.
 	Ranks       int
 	RanksInHost bool
@@ -466,6 +471,37 @@ func (m *Machine) capped(route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, s
 			m.capGroups = map[string]sim.ResourceID{}
 		}
 		m.capGroups[k.CapGroup] = id
+	}
+	out := make([]sim.Hop, len(route), len(route)+1)
+	copy(out, route)
+	return append(out, sim.Hop{Res: id, Weight: 1}), capr, nil
+}
+
+// loopBound applies the kernel's loop rate (LoopRate) to a transfer: on the
+// flow itself, or, with a LoopGroup, as one more hop over a resource of
+// that capacity which every transfer of the group crosses.
+func (m *Machine) loopBound(r int, route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, sim.Rate, error) {
+	if k.Loop == LoopNone {
+		return route, capr, nil
+	}
+	loop, err := m.LoopRate(r, k)
+	if err != nil || loop <= 0 {
+		return route, capr, err
+	}
+	if k.LoopGroup == "" {
+		return route, min(capr, loop), nil
+	}
+	key := fmt.Sprintf("loop:%d:%s@%d", r, k.LoopGroup, int64(loop))
+	id, ok := m.capGroups[key]
+	if !ok {
+		id, err = m.Net.AddResource(key, loop)
+		if err != nil {
+			return nil, 0, fmt.Errorf("hw: loop group %s: %w", k.LoopGroup, err)
+		}
+		if m.capGroups == nil {
+			m.capGroups = map[string]sim.ResourceID{}
+		}
+		m.capGroups[key] = id
 	}
 	out := make([]sim.Hop, len(route), len(route)+1)
 	copy(out, route)
@@ -519,11 +555,6 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
 	if k.Loop == LoopLL || k.Loop == LoopSimple {
 		capr /= sim.Rate(k.wire()) // the SMs store wire bytes (LL's flags, LL128's flag words)
-		loop, err := m.LoopRate(r, k)
-		if err != nil {
-			return err
-		}
-		capr = min(capr, loop)
 	}
 	if p.smp && !dst.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
@@ -531,6 +562,12 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	route, capr, err := m.capped(m.route(p, smStore, k.wire(), false), capr, k)
 	if err != nil {
 		return err
+	}
+	if k.Loop != LoopRanks { // a pull loop bounds its loads, not the kernel's stores
+		route, capr, err = m.loopBound(r, route, capr, k)
+		if err != nil {
+			return err
+		}
 	}
 	class := 0
 	if !dst.Host {
@@ -579,17 +616,14 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		}
 	}
 	capr := sim.Rate(inflight / rtt.Seconds())
-	if k.Loop != LoopNone {
-		loop, err := m.LoopRate(r, k)
-		if err != nil {
-			return err
-		}
-		capr = min(capr, loop)
-	}
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
 	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
+	if err != nil {
+		return err
+	}
+	route, capr, err = m.loopBound(r, route, capr, k)
 	if err != nil {
 		return err
 	}

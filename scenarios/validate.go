@@ -399,7 +399,7 @@ func (t *twin) allreduce() string {
 			return fmt.Sprintf("nccl proto %q is not simulated", r.Proto)
 		}
 		if r.MaxChannels > 0 {
-			opts["channels"] = strconv.Itoa(r.MaxChannels)
+			opts["max_channels"] = strconv.Itoa(r.MaxChannels) // NCCL_MAX_NCHANNELS: a cap, not a forced count
 		}
 		// NCCL variables the capture set beyond ALGO/PROTO (tools/capture --env).
 		if raw, ok := r.Extra["nccl_env"]; ok {

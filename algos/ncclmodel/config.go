@@ -72,6 +72,11 @@ type Config struct {
 	// LL128 has its own variable). Default 0: unset. Otherwise 64..512, a
 	// multiple of 32.
 	NThreads int
+	// MinChannels and MaxChannels are NCCL_MIN_NCHANNELS and
+	// NCCL_MAX_NCHANNELS: the search looks for at most MaxChannels graph
+	// channels, and the runtime channel count is clamped to
+	// [MinChannels, MaxChannels] after NCCL's duplication. 0: unset.
+	MinChannels, MaxChannels int
 }
 
 // LL128DefaultEnabled is NCCL's default (NCCL_PROTO unset) LL128 rule for a
@@ -121,6 +126,10 @@ func (c Config) Validate() error {
 	}
 	if c.SM < 60 {
 		return fmt.Errorf("ncclmodel: SM must be ≥ 60 (e.g. 90 for sm_90), got %d", c.SM)
+	}
+	if c.MinChannels < 0 || c.MinChannels > maxChannels || c.MaxChannels < 0 || c.MaxChannels > maxChannels {
+		return fmt.Errorf("ncclmodel: MinChannels and MaxChannels (NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS) must be 0 (unset) or 1..%d, got %d and %d",
+			maxChannels, c.MinChannels, c.MaxChannels)
 	}
 	if c.NThreads != 0 && (c.NThreads < 2*warpSize || c.NThreads > simpleMaxNThreads || c.NThreads%warpSize != 0) {
 		return fmt.Errorf("ncclmodel: NThreads (NCCL_NTHREADS) must be 0 (unset) or a multiple of %d in %d..%d, got %d",

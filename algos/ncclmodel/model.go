@@ -50,6 +50,9 @@ func Tune(c Config) (*Model, error) {
 	// init.cc: comm->nChannels = treeGraph->nChannels = ringGraph->nChannels =
 	// min(tree, ring), before ncclTopoTuneModel runs.
 	m.graphCh = min(c.RingChannels, c.TreeChannels)
+	if c.MaxChannels > 0 { // the search's maxChannels (search.cc)
+		m.graphCh = min(m.graphCh, c.MaxChannels)
+	}
 	// connect.cc: "Duplication should be complete now",
 	// nChannels = min(MAXCHANNELS, nChannels*2).
 	m.channels = min(maxChannels, 2*m.graphCh)
@@ -57,6 +60,13 @@ func Tune(c Config) (*Model, error) {
 	// BW on <8 PPN" (sm ≥ 90, several nodes, ring bwIntra > 45).
 	if c.SM >= 90 && nNodes > 1 && c.RingBwIntra > 45.0 && m.channels < 16 {
 		m.channels = min(maxChannels, 2*m.channels)
+	}
+	// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (init.cc, connect.cc).
+	if c.MinChannels > 0 {
+		m.channels = max(m.channels, c.MinChannels)
+	}
+	if c.MaxChannels > 0 {
+		m.channels = min(m.channels, c.MaxChannels)
 	}
 
 	// Max threads (tuning.cc): with NCCL_NTHREADS unset, Ring/Simple drops to 256
@@ -202,8 +212,8 @@ func (m *Model) GraphChannels() int { return m.graphCh }
 // Channels returns comm->nChannels, the runtime channel count that
 // topoGetAlgoInfo starts from: the graph channels doubled (connect.cc),
 // capped at MAXCHANNELS = 64, doubled once more on multi-node sm ≥ 90
-// systems with ring bwIntra > 45 GB/s while below 16. NCCL_MIN_NCHANNELS /
-// NCCL_MAX_NCHANNELS are not modelled.
+// systems with ring bwIntra > 45 GB/s while below 16, then clamped to
+// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (Config.MinChannels, MaxChannels).
 func (m *Model) Channels() int { return m.channels }
 
 // Latency returns comm->latencies[AllReduce][a][p] in µs.
