@@ -2,6 +2,7 @@ package algos
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"math/bits"
 	"sort"
@@ -65,6 +66,16 @@ func Check(s *Schedule) error {
 		if err != nil {
 			return err
 		}
+		touching := 0
+		for _, nd := range c.nodes {
+			if touches(nd) {
+				touching++
+			}
+		}
+		if touching > maxCheckTouching {
+			return fmt.Errorf("algos: check %s: %w: %d ops that touch memory over %d back-to-back allreduces, more than %d; check a smaller message size",
+				s.Algo, ErrTooLarge, touching, iters, maxCheckTouching)
+		}
 		if err := c.order(); err != nil {
 			return err
 		}
@@ -90,6 +101,15 @@ func Check(s *Schedule) error {
 // maxCheckIters bounds the back-to-back allreduces the checker runs for a
 // schedule with rotating buffers or data-carried waits.
 const maxCheckIters = 24
+
+// maxCheckTouching bounds the memory-touching ops (over all the calls run)
+// the checker takes on: its ancestor sets grow with their square (32768
+// of them take 128 MiB).
+const maxCheckTouching = 32768
+
+// ErrTooLarge is returned (wrapped) by Check for a schedule too large to
+// check; callers that sweep sizes may stop there.
+var ErrTooLarge = errors.New("too large to check")
 
 // shape is what Check learns about a schedule before it unrolls it.
 type shape struct {
@@ -211,7 +231,16 @@ type checker struct {
 	nodes []node
 	id    map[[3]int]int
 	topo  []int
-	anc   [][]uint64 // ancestors bitset per node
+	// uni[v] is node v's index among the nodes that touch memory (ops
+	// that read or write bytes, data-carried waits, the user's input
+	// writes and output reads), −1 for the others (launches, flags,
+	// fences); anc[v] holds v's ancestors among those. Only they take part
+	// in races and in the distance between calls, so the bitsets span
+	// them alone, and a node that touches no memory drops its set once
+	// its successors have read it.
+	uni    []int
+	perUni int // memory-touching nodes per allreduce
+	anc    [][]uint64
 }
 
 func (c *checker) name(n int) string {
@@ -359,29 +388,78 @@ func (c *checker) order() error {
 		}
 		return fmt.Errorf("algos: check %s: deadlock: the waits form a cycle; blocked: %s", c.s.Algo, strings.Join(stuck, "; "))
 	}
-	words := (n + 63) / 64
+	c.uni = make([]int, n)
+	count := 0
+	for v, nd := range c.nodes {
+		c.uni[v] = -1
+		if touches(nd) {
+			c.uni[v] = count
+			count++
+		}
+	}
+	c.perUni = count / c.iters
+	words := (count + 63) / 64
+	refs := make([]int, n)
+	for v := range succ {
+		refs[v] = len(succ[v])
+	}
+	var free [][]uint64
 	c.anc = make([][]uint64, n)
 	for _, v := range c.topo {
-		a := make([]uint64, words)
+		var a []uint64
+		if k := len(free); k > 0 {
+			a, free = free[k-1], free[:k-1]
+			clear(a)
+		} else {
+			a = make([]uint64, words)
+		}
 		for _, u := range c.nodes[v].preds {
 			for w, x := range c.anc[u] {
 				a[w] |= x
 			}
-			a[u/64] |= 1 << (u % 64)
+			if i := c.uni[u]; i >= 0 {
+				a[i/64] |= 1 << (i % 64)
+			}
+			if refs[u]--; refs[u] == 0 && c.uni[u] < 0 {
+				free = append(free, c.anc[u])
+				c.anc[u] = nil
+			}
 		}
 		c.anc[v] = a
+		if len(succ[v]) == 0 && c.uni[v] < 0 {
+			free = append(free, a)
+			c.anc[v] = nil
+		}
 	}
 	return nil
 }
 
-func (c *checker) before(a, b int) bool { return c.anc[b][a/64]&(1<<(a%64)) != 0 }
+// touches reports whether a node reads or writes bytes.
+func touches(nd node) bool {
+	if nd.op == nil {
+		return true // the user's input write or output read
+	}
+	switch nd.op.Kind {
+	case Read, Write, Copy, Reduce:
+		return true
+	case Wait:
+		return nd.op.Src.Len > 0
+	}
+	return false
+}
 
-// distance returns the smallest d ≥ 1 such that every node of allreduce 0
-// is an ancestor of every node of allreduce d, or 0 if no d < iters is.
-// The nodes of allreduce 0 are the first ones (newChecker adds them in
-// allreduce order).
+// before reports whether a is an ancestor of b; both touch memory.
+func (c *checker) before(a, b int) bool {
+	i := c.uni[a]
+	return c.anc[b][i/64]&(1<<(i%64)) != 0
+}
+
+// distance returns the smallest d ≥ 1 such that every memory-touching node
+// of allreduce 0 is an ancestor of every such node of allreduce d, or 0 if
+// no d < iters is. newChecker adds nodes in allreduce order, so allreduce
+// k's memory-touching nodes hold indices [k·perUni, (k+1)·perUni).
 func (c *checker) distance() int {
-	per := len(c.nodes) / c.iters
+	per := c.perUni
 	full, rest := per/64, per%64
 	covers := func(a []uint64) bool {
 		for w := 0; w < full; w++ {
@@ -392,10 +470,13 @@ func (c *checker) distance() int {
 		m := uint64(1)<<uint(rest) - 1
 		return rest == 0 || a[full]&m == m
 	}
+	nodes := len(c.nodes) / c.iters
 	for d := 1; d < c.iters; d++ {
 		ok := true
-		for v := d * per; v < (d+1)*per && ok; v++ {
-			ok = covers(c.anc[v])
+		for v := d * nodes; v < (d+1)*nodes && ok; v++ {
+			if c.uni[v] >= 0 {
+				ok = covers(c.anc[v])
+			}
 		}
 		if ok {
 			return d
