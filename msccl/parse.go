@@ -53,7 +53,7 @@ type Step struct {
 // Limits on what Parse accepts, so that a hostile or broken file cannot
 // make the importer (or the checker after it) run out of memory.
 const (
-	maxGPUs   = 64    // the checker's limit
+	maxGPUs   = 64 // the checker's limit
 	maxChunks = 1 << 16
 	maxSteps  = 1 << 16 // all steps of all thread blocks
 	maxTBs    = 256     // per GPU
