@@ -555,3 +555,18 @@ func (a ipcStaged) flat(req Request) *Schedule {
 	}
 	return b.Schedule()
 }
+
+// Islands groups ranks 0…n−1 of top into islands: by "socket" (CPU
+// socket), or by "switch" (GPUs behind one PCIe switch, else by socket,
+// as hierarchical does). Islands are ordered by their lowest rank,
+// members by rank; they may differ in size.
+func Islands(top *topology.Topology, n int, by string) ([][]int, error) {
+	switch by {
+	case "socket":
+		return socketIslands(top, n), nil
+	case "switch":
+		isl, _, err := islands(top, n)
+		return isl, err
+	}
+	return nil, fmt.Errorf("algos: islands by %q: want socket or switch", by)
+}
