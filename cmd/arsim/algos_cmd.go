@@ -36,7 +36,11 @@ func cmdAlgos(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, a.Describe(), strings.Join(opts, " "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nAlso by name, in every command: %s.\n", loaderNames())
+	return nil
 }
 
 // checkSizes are the message sizes `arsim check` proves: one element, odd
