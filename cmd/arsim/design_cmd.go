@@ -170,9 +170,9 @@ func writeDesignJSON(out io.Writer, topo string, n int, b int64, res *design.Res
 		Binds   string        `json:"binds"`
 	}
 	type failed struct {
-		Name  string        `json:"name"`
+		Name   string        `json:"name"`
 		Params design.Params `json:"params"`
-		Error string        `json:"error"`
+		Error  string        `json:"error"`
 	}
 	type builtin struct {
 		Name string  `json:"name"`
