@@ -236,7 +236,7 @@ func (a ipcIslandsPush) Plan(req Request) (*Schedule, error) {
 		first := -1
 		for d := 0; d < g; d++ {
 			q := isl[i][(j-d+g)%g]
-			got := b.DataWait(r, ipcFlag(r, q, "in"), 1, ipcSlot(r, q, S, off[j], size[j]), k, fmt.Sprintf("spin on rank %d's chunk", q), launch)
+			got := b.DataWait(r, ipcFlag(r, q, "in"), 1, ipcSlot(r, q, S, off[j], size[j]), k, fmt.Sprintf("spin on the chunk from rank %d", q), launch)
 			var x int
 			if first < 0 {
 				x = b.Add(r, Op{Kind: Read, Src: ipcSlot(r, q, S, off[j], size[j]), Dst: sum, Kernel: k, Label: "island sum: own chunk"}, got)
@@ -245,7 +245,7 @@ func (a ipcIslandsPush) Plan(req Request) (*Schedule, error) {
 				x = b.Add(r, Op{Kind: Reduce, Src: ipcSlot(r, q, S, off[j], size[j]), Dst: sum, Kernel: k, Label: fmt.Sprintf("island sum: rank %d", q)}, got, first)
 			}
 			sums = append(sums, x)
-			b.Clear(r, ipcSlot(r, q, S, off[j], size[j]), k, fmt.Sprintf("write +0.0 back (rank %d's chunk)", q), x)
+			b.Clear(r, ipcSlot(r, q, S, off[j], size[j]), k, fmt.Sprintf("write +0.0 back (chunk from rank %d)", q), x)
 		}
 		// 3. Exchange island sums with the counterparts.
 		final := []int{b.Add(r, Op{Kind: Read, Src: sum, Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: "final: island sum"}, sums...)}
@@ -256,10 +256,10 @@ func (a ipcIslandsPush) Plan(req Request) (*Schedule, error) {
 		}
 		for d := 1; d < m; d++ {
 			x := isl[(i-d+m)%m][j]
-			got := b.DataWait(r, ipcFlag(r, x, "cross"), 1, ipcSlot(r, x, S, off[j], size[j]), k, fmt.Sprintf("spin on counterpart rank %d's sum", x), launch)
-			f := b.Add(r, Op{Kind: Reduce, Src: ipcSlot(r, x, S, off[j], size[j]), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: fmt.Sprintf("final: add rank %d's island sum", x)}, got, final[0])
+			got := b.DataWait(r, ipcFlag(r, x, "cross"), 1, ipcSlot(r, x, S, off[j], size[j]), k, fmt.Sprintf("spin on the island sum from rank %d", x), launch)
+			f := b.Add(r, Op{Kind: Reduce, Src: ipcSlot(r, x, S, off[j], size[j]), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: fmt.Sprintf("final: add the island sum from rank %d", x)}, got, final[0])
 			final = append(final, f)
-			b.Clear(r, ipcSlot(r, x, S, off[j], size[j]), k, fmt.Sprintf("write +0.0 back (rank %d's sum)", x), f)
+			b.Clear(r, ipcSlot(r, x, S, off[j], size[j]), k, fmt.Sprintf("write +0.0 back (island sum from rank %d)", x), f)
 		}
 		// 4. The final chunk to the island peers.
 		for d := 1; d < g; d++ {
@@ -453,7 +453,7 @@ func (a ipcStaged) islands(req Request, isl [][]int, by string) *Schedule {
 		f := b.Add(r, Op{Kind: Read, Src: slot(r, r, j), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: "final: island sum"}, pair[r]...)
 		fs := []int{f}
 		for _, x := range counterparts(r) {
-			fs = append(fs, b.Add(r, Op{Kind: Reduce, Src: slot(r, x, j), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: fmt.Sprintf("final: add rank %d's island sum", x)}, f))
+			fs = append(fs, b.Add(r, Op{Kind: Reduce, Src: slot(r, x, j), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: fmt.Sprintf("final: add the island sum from rank %d", x)}, f))
 		}
 		keep := b.Add(r, Op{Kind: Read, Src: b.Out(r, off[j], size[j]), Dst: slot(r, r, j), Kernel: k, Label: "final chunk to own slot"}, fs...)
 		cur[r] = []int{fence(b, r, hw.GPUMem(r), keep)}
@@ -520,14 +520,14 @@ func (a ipcStaged) flat(req Request) *Schedule {
 		var sums []int
 		for d := 0; d < n; d++ {
 			q := (r - d + n) % n
-			got := b.DataWait(r, ipcFlag(r, q, "rs"), 1, slot(r, q, r), k, fmt.Sprintf("spin on rank %d's chunk", q), cur[r]...)
+			got := b.DataWait(r, ipcFlag(r, q, "rs"), 1, slot(r, q, r), k, fmt.Sprintf("spin on the chunk from rank %d", q), cur[r]...)
 			var x int
 			if first < 0 {
 				x = b.Add(r, Op{Kind: Read, Src: slot(r, q, r), Dst: b.Out(r, off[r], size[r]), Kernel: k, Label: "sum: own chunk"}, got)
 				first = x
 			} else {
-				x = b.Add(r, Op{Kind: Reduce, Src: slot(r, q, r), Dst: b.Out(r, off[r], size[r]), Kernel: k, Label: fmt.Sprintf("sum: rank %d's chunk", q)}, got, first)
-				b.Clear(r, slot(r, q, r), k, fmt.Sprintf("write +0.0 back (rank %d's chunk)", q), x)
+				x = b.Add(r, Op{Kind: Reduce, Src: slot(r, q, r), Dst: b.Out(r, off[r], size[r]), Kernel: k, Label: fmt.Sprintf("sum: chunk from rank %d", q)}, got, first)
+				b.Clear(r, slot(r, q, r), k, fmt.Sprintf("write +0.0 back (chunk from rank %d)", q), x)
 			}
 			sums = append(sums, x)
 		}

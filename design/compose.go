@@ -268,7 +268,7 @@ func composeIslands(p Params, req algos.Request) (*algos.Schedule, error) {
 			i, j := where[r][0], where[r][1]
 			tmp := algos.On(r, "tmp", 0, size[j])
 			for _, x := range counterparts(r) {
-				free := b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: gpu(r), Name: fmt.Sprintf("dx.free[%d]", x)}, Value: 1, Kernel: k, Label: fmt.Sprintf("rank %d's exchange slot free", x)}, launch[r]...)
+				free := b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: gpu(r), Name: fmt.Sprintf("dx.free[%d]", x)}, Value: 1, Kernel: k, Label: fmt.Sprintf("exchange slot free at rank %d", x)}, launch[r]...)
 				w := b.Add(r, algos.Op{Kind: algos.Write, Src: tmp, Dst: algos.On(x, "dx.recv", int64(i)*S, size[j]), Kernel: wk, Label: fmt.Sprintf("exchange push to rank %d", x)}, append([]int{free}, rs[r]...)...)
 				b.Add(r, algos.Op{Kind: algos.Signal, Flag: algos.Flag{At: gpu(x), Name: fmt.Sprintf("dx.ex[%d]", r)}, Value: 1, Kernel: wk, Label: fmt.Sprintf("exchange flag to rank %d", x)}, w)
 			}

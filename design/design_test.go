@@ -122,7 +122,7 @@ func TestCheckerCatchesComposedExchangeWithoutFreeWait(t *testing.T) {
 	require.NoError(t, err)
 	for r := range s.Programs {
 		for i, op := range s.Programs[r] {
-			if strings.HasSuffix(op.Label, "exchange slot free") {
+			if strings.HasPrefix(op.Label, "exchange slot free at") {
 				s.Programs[r][i] = algos.Op{Kind: algos.Compute, After: op.After, Label: "removed"}
 			}
 		}
