@@ -86,12 +86,21 @@ func Names() []string {
 	return out
 }
 
-// Lookup returns the algorithm called name or an error listing the valid ones.
+// Lookup returns the algorithm called name — a registered one, or one a
+// loader makes from a prefixed name such as file:ring.xml (RegisterLoader)
+// — or an error listing the valid ones.
 func Lookup(name string) (Algorithm, error) {
 	if a, ok := registry[name]; ok {
 		return a, nil
 	}
-	return nil, fmt.Errorf("algos: unknown algorithm %q (valid: %s)", name, strings.Join(Names(), ", "))
+	if a, ok, err := load(name); ok {
+		return a, err
+	}
+	more := ""
+	if ps := LoaderPrefixes(); len(ps) > 0 {
+		more = "; or " + strings.Join(ps, "…, ") + "…"
+	}
+	return nil, fmt.Errorf("algos: unknown algorithm %q (valid: %s%s)", name, strings.Join(Names(), ", "), more)
 }
 
 // Validate checks the parts of a request every algorithm shares, and the

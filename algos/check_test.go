@@ -110,3 +110,28 @@ func TestAtomicBarriersCheck(t *testing.T) {
 		}
 	}
 }
+
+// A rotating buffer needs a bound on how far one rank runs ahead of
+// another. Two ranks that never synchronise give none: the checker says
+// so instead of proving reuse for the calls it happened to run.
+func TestCheckerRefusesUnboundedRotation(t *testing.T) {
+	b := NewBuilder("lonely", 2, 64, 2)
+	for r := 0; r < 2; r++ {
+		tmp := On(r, "tmp", 0, 64).Rotating(2, 0)
+		x := b.Add(r, Op{Kind: Read, Src: b.In(r, 0, 64), Dst: tmp})
+		b.Add(r, Op{Kind: Read, Src: tmp, Dst: b.Out(r, 0, 64)}, x)
+	}
+	err := Check(b.Schedule())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "algos: check lonely: allreduce 1 is not ordered before all of allreduce 24: nothing bounds how far one rank runs ahead of another")
+}
+
+// The rotation's copies print as what call k uses.
+func TestRotatingBufferNames(t *testing.T) {
+	x := On(3, "lamport", 0, 16).Rotating(3, 2)
+	assert.Equal(t, "gpu3:lamport{k+2 mod 3}[0:16]", x.String())
+	assert.Equal(t, "lamport{2/3}", x.Buf.Copy(0).Name)
+	assert.Equal(t, "lamport{0/3}", x.Buf.Copy(1).Name)
+	assert.Equal(t, "lamport{1/3}", x.Buf.Copy(5).Name)
+	assert.Equal(t, "tmp", On(0, "tmp", 0, 1).Buf.Copy(7).Name)
+}

@@ -8,11 +8,14 @@
 // compute for a while — with explicit dependencies ([Op.After]) inside the
 // rank and flags between ranks. Algorithms never touch the engine.
 //
-// Before any timing, [Check] executes a schedule symbolically, twice back
-// to back with the same buffers, and proves that every rank ends with the
-// sum of all ranks' inputs for every element, that nothing is read before
-// it is written or overwritten while another rank may still read it, and
-// that every wait is satisfied. [Run] then executes it on a [hw.Machine].
+// Before any timing, [Check] executes a schedule symbolically, back to back
+// with the same buffers (twice, or for schedules with rotating buffers or
+// data-carried completion as many calls as cover every phase of the
+// rotation), and proves that every rank ends with the sum of all ranks'
+// inputs for every element, that nothing is read before it is written or
+// overwritten while another rank may still read it, that every wait is
+// satisfied, and that a poll on data (a Lamport sentinel) can only end on
+// the data of its own call. [Run] then executes it on a [hw.Machine].
 //
 // Adding an algorithm is one file with a type implementing Algorithm and
 // one Register call in its init function; [Names] lists the registry in

@@ -14,9 +14,58 @@ import (
 type Buf struct {
 	At   hw.Mem
 	Name string
+	// Rotate > 1 makes Name stand for Rotate copies of the buffer that
+	// back-to-back allreduces use in turn: allreduce k (counted from 0)
+	// uses copy (k + Shift) mod Rotate. TensorRT-LLM's Lamport buffers
+	// rotate three copies, FlashInfer's PCIe IPC scratch two (its per-call
+	// epoch). 0 or 1: a single buffer. The copies live in the same memory,
+	// so the executor times them alike; the checker tells them apart
+	// (Copy).
+	Rotate, Shift int
 }
 
-func (b Buf) String() string { return b.At.String() + ":" + b.Name }
+func (b Buf) String() string {
+	s := b.At.String() + ":" + b.Name
+	if b.Rotate > 1 {
+		if b.Shift == 0 {
+			return s + fmt.Sprintf("{k mod %d}", b.Rotate)
+		}
+		return s + fmt.Sprintf("{k%+d mod %d}", b.Shift, b.Rotate)
+	}
+	return s
+}
+
+// Copy returns the buffer allreduce k (from 0) uses: b itself, or for a
+// rotating buffer its copy (k + Shift) mod Rotate as a buffer of its own,
+// named "name{c/Rotate}".
+func (b Buf) Copy(k int) Buf {
+	if b.Rotate <= 1 {
+		return Buf{At: b.At, Name: b.Name}
+	}
+	c := ((k+b.Shift)%b.Rotate + b.Rotate) % b.Rotate
+	return Buf{At: b.At, Name: fmt.Sprintf("%s{%d/%d}", b.Name, c, b.Rotate)}
+}
+
+// Rotating returns r on a buffer of n copies used in turn, allreduce k
+// using copy (k + shift) mod n (see Buf.Rotate).
+func (r Range) Rotating(n, shift int) Range {
+	r.Buf.Rotate, r.Buf.Shift = n, shift
+	return r
+}
+
+// SentinelName is the buffer name of a clear's source: a Range of this
+// name on the rank's own GPU holds, in every byte, the value a protocol
+// reserves for "not written yet" (−0.0 in TensorRT-LLM's Lamport buffers,
+// +0.0 in FlashInfer's PCIe IPC scratch), as a store loop would write it
+// from registers. A Read or Write from it re-arms its Dst for a
+// data-carried wait (see Op); the executor times it as a local store pass.
+const SentinelName = "sentinel"
+
+// Sentinel returns n bytes of the sentinel source on GPU r.
+func Sentinel(r int, n int64) Range { return On(r, SentinelName, 0, n) }
+
+// IsSentinel reports whether x is the sentinel source.
+func (r Range) IsSentinel() bool { return !r.Buf.At.Host && r.Buf.Name == SentinelName }
 
 // Range is a byte range of a buffer.
 type Range struct {
@@ -57,7 +106,8 @@ const (
 	Reduce
 	// Signal: the rank sets Flag to Value.
 	Signal
-	// Wait: the rank waits until Flag holds at least Value.
+	// Wait: the rank waits until Flag holds at least Value. With Src
+	// set, the wait is data-carried (see Op.Src).
 	Wait
 	// Compute: the rank is busy for Dur.
 	Compute
@@ -75,7 +125,19 @@ func (k OpKind) String() string { return opNames[k] }
 type Op struct {
 	Kind OpKind
 	// Src and Dst: the byte ranges moved (Read, Write, Copy, Reduce).
-	// Lengths are equal.
+	// Lengths are equal. A Src of the sentinel source (Sentinel) makes the
+	// op a clear: Dst is re-armed with the protocol's "not written" value.
+	//
+	// On a Wait, a Src of non-zero length makes the wait data-carried: the
+	// rank polls those bytes until none holds the sentinel (TensorRT-LLM's
+	// Lamport one-shot, FlashInfer's PCIe IPC kernels). The writer marks
+	// the landing with an Inline Signal right after its Write, on the flag
+	// the wait names, so it is timed as an inline flag that lands with the
+	// data (NCCL's LL lines do the same). The checker holds such a wait to
+	// what the bytes carry: they are polled (a read), every store into
+	// polled bytes must find them holding the sentinel (re-armed since
+	// their last use), and when the wait ends they hold this allreduce's
+	// data.
 	Src, Dst Range
 	// Accumulate: Dst becomes Dst + Src (a reduction in registers on the
 	// way), instead of a copy of Src. Concurrent accumulations into one
@@ -181,6 +243,26 @@ func (b *Builder) Launches() [][]int {
 		out[r] = []int{b.Add(r, Op{Kind: Launch, Label: "launch"})}
 	}
 	return out
+}
+
+// Clear adds to rank r's program a store pass that re-arms dst with the
+// sentinel (a local or remote store of the sentinel source), after the
+// listed ops, and returns its index.
+func (b *Builder) Clear(r int, dst Range, k hw.Kernel, label string, after ...int) int {
+	return b.Add(r, Op{Kind: Write, Src: Sentinel(r, dst.Len), Dst: dst, Kernel: k, Label: label}, after...)
+}
+
+// Carry adds the landing mark of a data-carried transfer: an inline
+// signal of value v on flag f, set the moment the write it follows has
+// landed. It returns its index.
+func (b *Builder) Carry(r int, f Flag, v int64, k hw.Kernel, label string, write int) int {
+	return b.Add(r, Op{Kind: Signal, Flag: f, Value: v, Inline: true, Kernel: k, Label: label}, write)
+}
+
+// DataWait adds a data-carried wait on rank r: it polls watch until no
+// byte holds the sentinel, the landing marked by value v on flag f.
+func (b *Builder) DataWait(r int, f Flag, v int64, watch Range, k hw.Kernel, label string, after ...int) int {
+	return b.Add(r, Op{Kind: Wait, Flag: f, Value: v, Src: watch, Kernel: k, Label: label}, after...)
 }
 
 // Last returns the index of rank r's last op, or -1.

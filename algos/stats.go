@@ -9,6 +9,9 @@ type ScheduleStats struct {
 	// (a wait depends on the signal that satisfies it): the rounds of
 	// synchronisation an allreduce pays at least.
 	ChainWaits int
+	// DataWaits is how many waits of that chain are data-carried (a poll
+	// on the data itself, Op.Src): they cost no flag write of their own.
+	DataWaits int
 	// MaxRankBytes is the most bytes any rank moves to or from memory that
 	// is not its own (reads, writes and copies), both directions.
 	MaxRankBytes int64
@@ -60,15 +63,15 @@ func Stats(s *Schedule) ScheduleStats {
 		st.MaxRankIn = max(st.MaxRankIn, in)
 		st.MaxRankOut = max(st.MaxRankOut, out)
 	}
-	st.ChainWaits = chainWaits(s)
+	st.ChainWaits, st.DataWaits = chainWaits(s)
 	return st
 }
 
 // chainWaits is the longest chain of waits in one allreduce, following
 // program dependencies and, for each wait, the signal with the smallest
-// value that satisfies it. Ops that sit on a cycle (a broken schedule) are
-// left out.
-func chainWaits(s *Schedule) int {
+// value that satisfies it, and how many of that chain's waits are
+// data-carried. Ops that sit on a cycle (a broken schedule) are left out.
+func chainWaits(s *Schedule) (int, int) {
 	type id struct{ r, i int }
 	type sig struct {
 		v  int64
@@ -101,32 +104,41 @@ func chainWaits(s *Schedule) int {
 		}
 		return p
 	}
-	depth := map[id]int{}
+	type chain struct{ waits, data int }
+	longer := func(a, b chain) bool { return a.waits > b.waits || a.waits == b.waits && a.data > b.data }
+	depth := map[id]chain{}
 	state := map[id]uint8{} // 1 visiting, 2 done
-	best := 0
-	var visit func(n id) int
-	visit = func(n id) int {
+	var best chain
+	var visit func(n id) chain
+	visit = func(n id) chain {
 		switch state[n] {
 		case 2:
 			return depth[n]
 		case 1:
-			return 0 // cycle: ignore
+			return chain{} // cycle: ignore
 		}
 		state[n] = 1
-		d := 0
+		var d chain
 		for _, p := range preds(n.r, n.i) {
-			d = max(d, visit(p))
+			if x := visit(p); longer(x, d) {
+				d = x
+			}
 		}
-		if s.Programs[n.r][n.i].Kind == Wait {
-			d++
+		if op := s.Programs[n.r][n.i]; op.Kind == Wait {
+			d.waits++
+			if op.Src.Len > 0 {
+				d.data++
+			}
 		}
 		state[n], depth[n] = 2, d
 		return d
 	}
 	for r, prog := range s.Programs {
 		for i := range prog {
-			best = max(best, visit(id{r, i}))
+			if x := visit(id{r, i}); longer(x, best) {
+				best = x
+			}
 		}
 	}
-	return best
+	return best.waits, best.data
 }

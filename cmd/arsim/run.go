@@ -52,6 +52,7 @@ func commands() []command {
 		{"algos", "list the allreduce algorithms", cmdAlgos},
 		{"check", "prove every algorithm's schedule correct over world sizes and message sizes", cmdCheck},
 		{"explain", "print an algorithm's schedule step by step", cmdExplain},
+		{"design", "search checked schedules for the fastest on a machine at a message size", cmdDesign},
 		{"topology", "list, show or import machine topologies", cmdTopology},
 		{"validate", "compare the simulator with measured traces, record by record", cmdValidate},
 		{"calibrate", "fit machine parameters to measured traces (with a held-out check)", cmdCalibrate},

@@ -231,53 +231,19 @@ func explainWin(cfg scenarios.VerifyConfig, a, b string) string {
 	return fmt.Sprintf("%s %s; %s %s (%.0f GB/s of payload per GPU link direction).", a, sa, b, sb, rate)
 }
 
-// scheduleShape says what costs the schedule pays: rounds of flag waits
-// one after another, and the bytes through the busiest GPU link direction
-// with the time they take at the link's payload rate.
+// scheduleShape says what costs the schedule pays (algos.Binds): rounds
+// of flag waits one after another, and the bytes through the busiest GPU
+// link direction with the time they take at the link's payload rate.
 func scheduleShape(cfg scenarios.VerifyConfig, name string, rate float64) (string, error) {
 	s, err := algos.Plan(name, algos.Request{Top: cfg.Top, Ranks: cfg.Top.NumGPUs(), Bytes: scenarios.BytesPerAllreduce(cfg.Tokens), DType: algos.BF16, Launch: cfg.Launch, Opts: cfg.Opts})
 	if err != nil {
 		return "", err
 	}
-	st := algos.Stats(s)
-	busiest := max(st.MaxRankIn, st.MaxRankOut)
-	rounds := fmt.Sprintf("%d flag rounds", st.ChainWaits)
-	if st.ChainWaits == 1 {
-		rounds = "1 flag round"
-	}
-	fences := ""
-	switch {
-	case st.RemoteFences == 1:
-		fences = ", and fences its stores to 1 other memory (a round trip)"
-	case st.RemoteFences > 1:
-		fences = fmt.Sprintf(", and fences its stores to %d other memories (a round trip each)", st.RemoteFences)
-	}
-	return fmt.Sprintf("waits through %s in a row and moves %v through its busiest GPU link direction (≥ %.1f µs, %s)%s",
-		rounds, sim.Bytes(busiest), float64(busiest)/rate/1e3, st.Where, fences), nil
+	return algos.Binds(algos.Stats(s), rate), nil
 }
 
-// gpuLinkGBps is the payload rate of GPU 0's widest link: NVLink at its SM
-// efficiency, or PCIe after TLP overhead, both from the machine's parameters.
-func gpuLinkGBps(t *topology.Topology) float64 {
-	g := t.GPUs()[0]
-	ps := t.Params
-	best := 0.0
-	for _, l := range t.Links() {
-		if l.A != g && l.B != g {
-			continue
-		}
-		r := l.Bandwidth.GB()
-		switch l.Type {
-		case topology.NVLink:
-			r *= ps.Get("nvlink.sm_efficiency")
-		case topology.PCIe:
-			pl := ps.Get("pcie.read_completion_payload")
-			r *= pl / (pl + ps.Get("pcie.tlp_overhead")) * ps.Get("pcie.link_efficiency")
-		}
-		best = max(best, r)
-	}
-	return best
-}
+// gpuLinkGBps is the payload rate of GPU 0's widest link (algos.PayloadGBps).
+func gpuLinkGBps(t *topology.Topology) float64 { return algos.PayloadGBps(t) }
 
 // writeDisagreements prints the published figures for this machine beside
 // the simulation, with the error, whether they agree or not.
