@@ -2,7 +2,10 @@ package algos
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -55,4 +58,40 @@ func Binds(st ScheduleStats, rate float64) string {
 	}
 	return fmt.Sprintf("waits through %s in a row and moves %v through its busiest GPU link direction (≥ %.1f µs, %s)%s",
 		rounds, sim.Bytes(busiest), float64(busiest)/rate/1e3, st.Where, fences)
+}
+
+// LoopBinds says what the per-block loops of rank 0's program allow on
+// machine top (hw.Machine.LoopRate): for each kernel whose transfers a
+// loop bounds, its blocks × threads, the loop and the most it moves; ""
+// when no transfer runs in a loop. It is the per-block part of what binds
+// a schedule.
+func LoopBinds(s *Schedule, top *topology.Topology) (string, error) {
+	if len(s.Programs) == 0 {
+		return "", nil
+	}
+	m, err := hw.New(top)
+	if err != nil {
+		return "", err
+	}
+	seen := map[hw.Kernel]bool{}
+	var parts []string
+	for _, op := range s.Programs[0] {
+		k := op.Kernel
+		if k.Loop == hw.LoopNone || seen[k] || (op.Kind != Read && op.Kind != Write && op.Kind != Reduce) {
+			continue
+		}
+		seen[k] = true
+		rate, err := m.LoopRate(0, k)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, fmt.Sprintf("%s loop of %d × %d threads on %s at most %.1f GB/s",
+			k.Loop, k.Blocks, k.Threads, k.LoopAt, float64(rate)/1e9))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	return "per-block loops: " + strings.Join(parts, "; "), nil
 }

@@ -332,6 +332,9 @@ func (c *Config) one(req algos.Request, p Params, stage int) Candidate {
 	x.Checked = true
 	x.Us, x.Err = c.time(s)
 	x.Binds = algos.Binds(algos.Stats(s), algos.PayloadGBps(c.Top))
+	if lb, err := algos.LoopBinds(s, c.Top); err == nil && lb != "" {
+		x.Binds += "; " + lb
+	}
 	return x
 }
 

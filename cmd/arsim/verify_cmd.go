@@ -239,7 +239,11 @@ func scheduleShape(cfg scenarios.VerifyConfig, name string, rate float64) (strin
 	if err != nil {
 		return "", err
 	}
-	return algos.Binds(algos.Stats(s), rate), nil
+	b := algos.Binds(algos.Stats(s), rate)
+	if lb, err := algos.LoopBinds(s, cfg.Top); err == nil && lb != "" {
+		b += "; " + lb
+	}
+	return b, nil
 }
 
 // gpuLinkGBps is the payload rate of GPU 0's widest link (algos.PayloadGBps).
