@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/arsim/arsim/sim"
@@ -39,7 +41,7 @@ var presets = map[string]*Preset{}
 func register(p *Preset) { presets[p.Name] = p }
 
 // Presets returns the preset names, sorted.
-func Presets() []string { return sortedKeys(presets) }
+func Presets() []string { return slices.Sorted(maps.Keys(presets)) }
 
 // Lookup returns the preset called name, or an error listing the valid names.
 func Lookup(name string) (*Preset, error) {
