@@ -153,12 +153,12 @@ func importParams(opts ImportOptions) (*Params, string, error) {
 		return commonParams(), "GPU and host parameters are the preset defaults for a PCIe Gen5 GPU on an AMD EPYC host (commonParams); pass --params to change them", nil
 	}
 	ps := opts.Params.Clone()
-	if err := ps.Validate(); err != nil {
+	if err := ps.validate(); err != nil {
 		return nil, "", err
 	}
 	for _, n := range importParamNames {
 		if _, ok := ps.Lookup(n); !ok {
-			return nil, "", fmt.Errorf("topology: the parameters given have no %s", n)
+			return nil, "", fmt.Errorf("the parameters given have no %s", n)
 		}
 	}
 	return ps, "parameters are the ones given (not the preset defaults)", nil
@@ -344,13 +344,6 @@ func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
 		CollapseRate:         gbps("collapse.bandwidth"),
 	}
 	return b.Build()
-}
-
-// wrapBuild adds the file name to a Builder error.
-func wrapBuild(file string, err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "topology: ")
-	return fmt.Errorf("topology: %s: %s", file, msg)
 }
 
 // gbString prints a GB/s value without trailing zeros.

@@ -43,6 +43,14 @@ func (n *xnode) label() string {
 // maxXMLDepth bounds element nesting (real files nest a few levels).
 const maxXMLDepth = 64
 
+// xmlSyntaxError is encoding/xml's syntax error told as this reader's other
+// errors are ("line N: …"), still matchable with errors.As.
+type xmlSyntaxError struct{ *xml.SyntaxError }
+
+func (e xmlSyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+func (e xmlSyntaxError) Unwrap() error { return e.SyntaxError }
+
 // parseXMLTree reads the document into a tree, keeping line numbers.
 func parseXMLTree(data []byte) (*xnode, error) {
 	d := xml.NewDecoder(bytes.NewReader(data))
@@ -52,6 +60,9 @@ func parseXMLTree(data []byte) (*xnode, error) {
 		tok, err := d.Token()
 		if err == io.EOF {
 			break
+		}
+		if se, ok := errors.AsType[*xml.SyntaxError](err); ok {
+			return nil, xmlSyntaxError{se}
 		}
 		if err != nil {
 			return nil, err
@@ -124,7 +135,7 @@ func ImportNCCLXML(r io.Reader, name string, opts ImportOptions) (*Topology, err
 	}
 	root, err := parseXMLTree(data)
 	if err != nil {
-		return nil, fmt.Errorf("topology: %s: malformed XML: %v", name, strings.TrimPrefix(err.Error(), "XML syntax error on "))
+		return nil, fmt.Errorf("topology: %s: malformed XML: %w", name, err)
 	}
 	im := &ncclImport{file: name, notes: &noteList{}, busids: map[string]*xnode{}, ignored: map[string]*xmlGPU{}}
 	return im.build(root, opts)
@@ -141,7 +152,7 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 	}
 	ps, psNote, err := importParams(opts)
 	if err != nil {
-		return nil, fmt.Errorf("topology: %s: %v", im.file, strings.TrimPrefix(err.Error(), "topology: "))
+		return nil, fmt.Errorf("topology: %s: %w", im.file, err)
 	}
 	spec := &hostSpec{}
 	var vendors []string
@@ -228,7 +239,7 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 
 	t, err := buildImported(topoName(im.file), ps, spec)
 	if err != nil {
-		return nil, wrapBuild(im.file, err)
+		return nil, fmt.Errorf("topology: %s: %w", im.file, err)
 	}
 	t.Description = fmt.Sprintf("imported from %s (NCCL topology XML): %d GPUs, %d socket(s)", im.file, len(im.gpus), len(spec.sockets))
 	t.Notes = im.notes.list()
@@ -401,7 +412,7 @@ func (im *ncclImport) pciLink(n *xnode) (gen, width int, err error) {
 	if w < 0 {
 		return 0, 0, im.errf(n, "link_width %d is negative", w)
 	}
-	if _, rerr := PCIeRate(gen, w); rerr != nil {
+	if _, rerr := pcieRate(gen, w); rerr != nil {
 		return 0, 0, im.errf(n, "link_width %d is not one of 1, 2, 4, 8, 16, 32", w)
 	}
 	return gen, w, nil

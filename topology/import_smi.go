@@ -348,12 +348,12 @@ func buildSMI(m *smiMatrix, file string, opts ImportOptions, notes *noteList) (*
 	if width == 0 {
 		width = 16
 	}
-	if _, err := PCIeRate(gen, width); err != nil {
-		return nil, fmt.Errorf("topology: %s: import options: %v", file, strings.TrimPrefix(err.Error(), "topology: "))
+	if _, err := pcieRate(gen, width); err != nil {
+		return nil, fmt.Errorf("topology: %s: import options: %w", file, err)
 	}
 	ps, psNote, err := importParams(opts)
 	if err != nil {
-		return nil, fmt.Errorf("topology: %s: %v", file, strings.TrimPrefix(err.Error(), "topology: "))
+		return nil, fmt.Errorf("topology: %s: %w", file, err)
 	}
 	lv := func(i, j int) int { return classLevel(m.cells[i][j]) }
 
@@ -595,14 +595,14 @@ func buildSMI(m *smiMatrix, file string, opts ImportOptions, notes *noteList) (*
 
 	t, err := buildImported(topoName(file), ps, spec)
 	if err != nil {
-		return nil, wrapBuild(file, err)
+		return nil, fmt.Errorf("topology: %s: %w", file, err)
 	}
 	t.Description = fmt.Sprintf("imported from %s (nvidia-smi topo -m): %d GPUs, %d socket(s)", file, n, len(sockets))
 	t.Notes = notes.list()
 	// The machine must give back the matrix.
 	got, err := t.ClassMatrix()
 	if err != nil {
-		return nil, wrapBuild(file, err)
+		return nil, fmt.Errorf("topology: %s: %w", file, err)
 	}
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {

@@ -105,14 +105,23 @@ func (ps *Params) Names() []string {
 // All returns the parameters in definition order. The slice is a copy.
 func (ps *Params) All() []Param { return append([]Param(nil), ps.list...) }
 
-// Validate checks every value against its range.
+// Validate checks every value against its range, and that every
+// parameter has a source.
 func (ps *Params) Validate() error {
+	if err := ps.validate(); err != nil {
+		return fmt.Errorf("topology: %w", err)
+	}
+	return nil
+}
+
+// validate is Validate with errors that name no package.
+func (ps *Params) validate() error {
 	for _, p := range ps.list {
 		if math.IsNaN(p.Value) || p.Value < p.Min || (p.Max != 0 && p.Value > p.Max) {
-			return fmt.Errorf("topology: parameter %s = %v %s is outside its physical range [%v, %v]", p.Name, p.Value, p.Unit, p.Min, rangeMax(p.Max))
+			return fmt.Errorf("parameter %s = %v %s is outside its physical range [%v, %v]", p.Name, p.Value, p.Unit, p.Min, rangeMax(p.Max))
 		}
 		if p.Source == "" {
-			return fmt.Errorf("topology: parameter %s has no source", p.Name)
+			return fmt.Errorf("parameter %s has no source", p.Name)
 		}
 	}
 	return nil
