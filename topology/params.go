@@ -127,21 +127,32 @@ func (ps *Params) validate() error {
 	return nil
 }
 
-// WriteTable prints the parameters as an aligned table: name, value, unit, source.
+// WriteTable prints the parameters as an aligned table: name, value, unit,
+// range (lo..hi; lo.. for no upper bound) and source.
 func (ps *Params) WriteTable(w io.Writer) error {
 	width := 4
 	for _, p := range ps.list {
 		width = max(width, len(p.Name))
 	}
-	if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %s\n", width, "name", "value", "unit", "source"); err != nil {
+	if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %-13s  %s\n", width, "name", "value", "unit", "range", "source"); err != nil {
 		return err
 	}
 	for _, p := range ps.list {
-		if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %s\n", width, p.Name, strconv.FormatFloat(p.Value, 'g', 6, 64), p.Unit, p.Source); err != nil {
+		if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %-13s  %s\n", width, p.Name, strconv.FormatFloat(p.Value, 'g', 6, 64), p.Unit, p.Range(), p.Source); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Range is the physical range as the parameter tables write it: lo..hi,
+// or lo.. when there is no upper bound.
+func (p Param) Range() string {
+	r := strconv.FormatFloat(p.Min, 'g', -1, 64) + ".."
+	if p.Max != 0 {
+		r += strconv.FormatFloat(p.Max, 'g', -1, 64)
+	}
+	return r
 }
 
 // WriteFile writes the parameters in the text form ReadOverrides reads:
