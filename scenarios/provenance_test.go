@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"math"
 	"regexp"
 	"strconv"
@@ -94,15 +95,15 @@ func TestH200HostCostsComeFromOwnCaptures(t *testing.T) {
 	}
 	copyRec := func(dir string) func(r trace.Record) bool {
 		return func(r trace.Record) bool {
-			return r.Kind == trace.KindMemcpy && r.Dir == dir && extraString(r, "api") == "torch.copy_"
+			return r.Kind == trace.KindMemcpy && r.Dir == dir && r.API == "torch.copy_"
 		}
 	}
 	small := func(dir string) func(r trace.Record) bool {
 		return func(r trace.Record) bool { return copyRec(dir)(r) && r.Bytes <= 65536 }
 	}
-	eagerAR := func(impl, algo string) func(r trace.Record) bool {
+	eagerAR := func(impl trace.Impl, algo string) func(r trace.Record) bool {
 		return func(r trace.Record) bool {
-			return r.Kind == trace.KindAllreduce && r.Launch == "eager" && r.Impl == impl && r.Algo == algo && r.Bytes <= 4096
+			return r.Kind == trace.KindAllreduce && r.Launch == trace.LaunchEager && r.Impl == impl && r.Algo == algo && r.Bytes <= 4096
 		}
 	}
 
@@ -113,7 +114,7 @@ func TestH200HostCostsComeFromOwnCaptures(t *testing.T) {
 	// hide the device side under their issue cost.
 	raw := map[int64]float64{}
 	for _, r := range main {
-		if r.Kind == trace.KindMemcpy && r.Dir == "p2p" && extraString(r, "api") == "cudaMemcpyAsync" && extraInt(r, "streams", 1) == 1 {
+		if r.Kind == trace.KindMemcpy && r.Dir == "p2p" && r.API == "cudaMemcpyAsync" && cmp.Or(r.Streams, 1) == 1 {
 			raw[r.Bytes] = r.Us
 		}
 	}
@@ -222,7 +223,7 @@ func TestH200KernelPrologueFromItsRecord(t *testing.T) {
 			rec = r
 		}
 	}
-	require.Equal(t, "arsim_flag_one_shot", rec.Impl)
+	require.Equal(t, trace.ImplFlagOneShot, rec.Impl)
 	require.EqualValues(t, 1024, rec.Bytes)
 	v, err := Validate([]trace.Record{rec}, ValidateOptions{})
 	require.NoError(t, err)

@@ -24,8 +24,9 @@ import (
 // capture turns out reproducible.
 func TestEagerNCCLCapturesDisagree(t *testing.T) {
 	type key struct {
-		algo, proto, transport string
-		bytes                  int64
+		algo, proto string
+		transport   trace.Transport
+		bytes       int64
 	}
 	load := func(path string) map[key]float64 {
 		recs, _, err := trace.ReadJSONLFile(path, trace.ReadOptions{})

@@ -1,10 +1,12 @@
 package scenarios
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,7 +192,7 @@ func prepare(r trace.Record, override *topology.Preset) (*twin, string) {
 		return t, ""
 	case trace.KindFlagPingpong:
 		t.group = "flag_pingpong " + r.Via
-		rounds := extraInt(r, "round_trips", 2000)
+		rounds := cmp.Or(r.RoundTrips, 2000)
 		t.sim = func(top *topology.Topology) (float64, error) { return hw.FlagPingPongUs(top, r.Via, rounds) }
 		return t, ""
 	case trace.KindFence:
@@ -231,17 +233,17 @@ func prepare(r trace.Record, override *topology.Preset) (*twin, string) {
 				return v, true, err
 			}
 		}
-		if extraString(r, "mode") == "back_to_back" {
+		if r.Mode == "back_to_back" {
 			// tools/capture launches through CuPy, not PyTorch.
 			t.group += " driver API"
 			t.note = "back-to-back eager launches through the CUDA driver API (host.cuda_launch_issue)"
-			if extraFloat(r, "prefill_us") > 0 {
+			if r.PrefillUs > 0 {
 				return nil, "eager launches queued behind a device-side spin measure the device gap, not the host; not modelled"
 			}
 			t.paced = hostPaced(hw.RawLaunchIntervalUs)
 			return t, ""
 		}
-		switch mode := extraString(r, "mode"); mode {
+		switch mode := r.Mode; mode {
 		case "", "single":
 			// One launch between two events (the shared set's method, and
 			// tools/capture's mode single): gpu.launch_eager.
@@ -270,7 +272,7 @@ func prepare(r trace.Record, override *topology.Preset) (*twin, string) {
 
 func (t *twin) memcpy() string {
 	r := t.rec
-	streams := extraInt(r, "streams", 1)
+	streams := cmp.Or(r.Streams, 1)
 	t.group = "memcpy " + r.Dir
 	if streams > 1 {
 		t.group += " multi-stream"
@@ -279,7 +281,7 @@ func (t *twin) memcpy() string {
 		return "copy-engine memcpy inside a CUDA graph is not modelled (only eager issue)"
 	}
 	if r.Dir == "bidir" {
-		n := max(extraInt(r, "transfers", 2), 2)
+		n := max(cmp.Or(r.Transfers, 2), 2)
 		dirs := make([]hw.CopyDir, n)
 		for i := range dirs {
 			dirs[i] = hw.CopyDir(i % 2) // H2D, D2H, H2D, …
@@ -295,7 +297,7 @@ func (t *twin) memcpy() string {
 	}
 	if streams <= 1 {
 		api := hw.TorchCopy
-		if extraString(r, "api") == "cudaMemcpyAsync" {
+		if r.API == "cudaMemcpyAsync" {
 			api = hw.CUDAMemcpy
 			t.group += " cudaMemcpyAsync"
 		} else {
@@ -311,7 +313,7 @@ func (t *twin) memcpy() string {
 		}
 		return ""
 	}
-	transfers := extraInt(r, "transfers", streams)
+	transfers := cmp.Or(r.Transfers, streams)
 	t.note = fmt.Sprintf("%d concurrent copies of %d B on one GPU, timed from first start to last end", transfers, r.Bytes)
 	t.sim = func(top *topology.Topology) (float64, error) {
 		dirs := make([]hw.CopyDir, transfers)
@@ -353,7 +355,7 @@ func (t *twin) allreduce() string {
 	if r.Proto != "" {
 		t.group += " " + r.Proto
 	}
-	t.group += " " + r.Transport + " " + r.Launch
+	t.group += " " + r.Transport.String() + " " + r.Launch.String()
 	var launch hw.LaunchMode
 	switch r.Launch {
 	case "cudagraph":
@@ -402,16 +404,8 @@ func (t *twin) allreduce() string {
 			opts["channels"] = strconv.Itoa(r.MaxChannels)
 		}
 		// NCCL variables the capture set beyond ALGO/PROTO (tools/capture --env).
-		if raw, ok := r.Extra["nccl_env"]; ok {
-			var env map[string]string
-			if err := json.Unmarshal(raw, &env); err != nil {
-				return fmt.Sprintf("nccl_env is not an object of strings: %v", err)
-			}
-			keys := make([]string, 0, len(env))
-			for k := range env {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+		if env := r.NCCLEnv; env != nil {
+			keys := slices.Sorted(maps.Keys(env))
 			for _, k := range keys {
 				switch k {
 				case "NCCL_NTHREADS":
@@ -542,28 +536,6 @@ func (t *twin) allreduce() string {
 		}
 	}
 	return ""
-}
-
-// extraInt reads an integer field the trace package keeps undecoded.
-func extraInt(r trace.Record, name string, def int) int {
-	raw, ok := r.Extra[name]
-	if !ok {
-		return def
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f <= 0 || f != math.Trunc(f) {
-		return def
-	}
-	return int(f)
-}
-
-// extraString reads a string field the trace package keeps undecoded.
-func extraString(r trace.Record, name string) string {
-	var s string
-	if raw, ok := r.Extra[name]; ok {
-		_ = json.Unmarshal(raw, &s)
-	}
-	return s
 }
 
 // topologies builds each preset once, from opts' parameters or defaults.
@@ -856,19 +828,6 @@ func maxOf(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
-}
-
-// extraFloat reads a number the trace package keeps undecoded; 0 if absent.
-func extraFloat(r trace.Record, name string) float64 {
-	raw, ok := r.Extra[name]
-	if !ok {
-		return 0
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return 0
-	}
-	return f
 }
 
 // overridePreset looks up the preset named by a --topology override; nil
