@@ -1,21 +1,13 @@
-package trace
+package viz
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
-)
 
-// Slice is one interval on a timeline track, for WritePerfetto.
-type Slice struct {
-	Group string // a process in the viewer: "rank 0", "links"
-	Track string // a thread inside it: "ops", "gpu0→hb0"
-	Name  string
-	Start float64 // µs
-	Dur   float64 // µs, ≥ 0
-	Args  map[string]any
-}
+	"github.com/arsim/arsim/scenarios"
+)
 
 type chromeEvent struct {
 	Name string         `json:"name"`
@@ -32,7 +24,7 @@ type chromeEvent struct {
 // Groups become processes and tracks threads, numbered in order of first
 // appearance. Slices that overlap on one track are spread over extra lanes
 // ("ops #2", …) so that no two slices on one thread overlap.
-func WritePerfetto(w io.Writer, slices []Slice) error {
+func WritePerfetto(w io.Writer, slices []scenarios.Slice) error {
 	type key struct{ g, t string }
 	order := make([]int, len(slices))
 	for i := range order {
@@ -67,7 +59,7 @@ func WritePerfetto(w io.Writer, slices []Slice) error {
 	for _, i := range order {
 		s := slices[i]
 		if s.Dur < 0 || s.Start < 0 {
-			return fmt.Errorf("trace: timeline slice %q on %s/%s: negative time (start %v, dur %v)", s.Name, s.Group, s.Track, s.Start, s.Dur)
+			return fmt.Errorf("viz: timeline slice %q on %s/%s: negative time (start %v, dur %v)", s.Name, s.Group, s.Track, s.Start, s.Dur)
 		}
 		pid := pidOf(s.Group)
 		lane := lanes.place(s)
@@ -91,7 +83,7 @@ func WritePerfetto(w io.Writer, slices []Slice) error {
 // arrive in order of start time.
 type laneSet map[[2]string][]float64
 
-func (ls laneSet) place(s Slice) int {
+func (ls laneSet) place(s scenarios.Slice) int {
 	k := [2]string{s.Group, s.Track}
 	for l, end := range ls[k] {
 		if end <= s.Start {
