@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/validate"
 )
 
 // DrawSweep draws time per allreduce against message size, log-log, one
@@ -61,7 +62,7 @@ var kindPalette = []color.Color{
 
 // DrawValidation draws simulated against measured, log-log, one colour per
 // record kind, with the identity line, to an .svg or .png file.
-func DrawValidation(path string, v *scenarios.Validation) error {
+func DrawValidation(path string, v *validate.Validation) error {
 	p := plot.New()
 	p.Title.Text = "arsim validate: simulated versus measured"
 	p.X.Label.Text = "measured (µs; pointer_chase ns; host_link_concurrency GB/s)"

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/validate"
 )
 
 var slices3 = []scenarios.Slice{
@@ -71,5 +72,5 @@ func TestDrawPictures(t *testing.T) {
 	assert.ErrorContains(t, DrawTimeline(filepath.Join(dir, "e.svg"), "empty", nil), "no slices")
 	rows := []scenarios.SweepRow{{Algo: "a", Bytes: 1024, Us: 3}, {Algo: "a", Bytes: 2048, Us: 4}, {Algo: "b", Bytes: 1024, Us: 5}}
 	require.NoError(t, DrawSweep(filepath.Join(dir, "s.svg"), "test", []string{"a", "b"}, rows))
-	assert.ErrorContains(t, DrawValidation(filepath.Join(dir, "v.svg"), &scenarios.Validation{}), "no record was simulated")
+	assert.ErrorContains(t, DrawValidation(filepath.Join(dir, "v.svg"), &validate.Validation{}), "no record was simulated")
 }

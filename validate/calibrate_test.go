@@ -1,4 +1,4 @@
-package scenarios
+package validate
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func synthetic(t *testing.T, ps *topology.Params, scale float64, kinds ...trace.
 			}
 		}
 	}
-	v, err := Validate(keep, ValidateOptions{Params: map[string]*topology.Params{"h200x2": ps}})
+	v, err := Run(keep, Options{Params: map[string]*topology.Params{"h200x2": ps}})
 	require.NoError(t, err)
 	pred := map[int]float64{}
 	for _, vr := range v.Records {

@@ -1,15 +1,17 @@
-package hw
+package validate
 
 import (
 	"fmt"
 
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
 
-// The functions below are the simulated twins of the measurement kinds of
-// trace format v1 (see testdata/h200x2 and trace.Record). Each builds a fresh
-// machine, runs the measurement and returns the value the capture reports.
+// The simulated twins of the micro-measurement kinds of trace format v1
+// (memcpy, sm_access, pointer_chase, flag_pingpong, fence, empty_kernel,
+// host_link_concurrency). Each builds a fresh machine, runs the
+// measurement and returns the value the capture reports.
 
 // CopyAPI is the host API that issues copies.
 type CopyAPI uint8
@@ -25,8 +27,8 @@ const (
 // MemcpyIssueUs is the host's issue interval, in µs, of eager copies
 // through api in direction dir: MemcpyEager's floor when the host, not the
 // copy engine, paces them.
-func MemcpyIssueUs(top *topology.Topology, dir CopyDir, api CopyAPI) (float64, error) {
-	m, err := New(top)
+func MemcpyIssueUs(top *topology.Topology, dir hw.CopyDir, api CopyAPI) (float64, error) {
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
@@ -42,20 +44,20 @@ func MemcpyIssueUs(top *topology.Topology, dir CopyDir, api CopyAPI) (float64, e
 // order, so the mean is the larger of the issue interval and the device
 // time per copy. PyTorch's peer copies also add work the device waits for
 // (torch.p2p_copy_overhead*).
-func MemcpyEager(top *topology.Topology, dir CopyDir, bytes sim.Bytes, api CopyAPI) (float64, error) {
+func MemcpyEager(top *topology.Topology, dir hw.CopyDir, bytes sim.Bytes, api CopyAPI) (float64, error) {
 	const n, warm = 12, 4
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
-	if dir == P2P && m.NumRanks() < 2 {
-		return 0, fmt.Errorf("hw: %s: p2p memcpy needs two GPUs", top.Name)
+	if dir == hw.P2P && m.NumRanks() < 2 {
+		return 0, fmt.Errorf("validate: %s: p2p memcpy needs two GPUs", top.Name)
 	}
 	issue := m.Phys.CUDAMemcpyIssue
 	var extra sim.Duration
 	if api == TorchCopy {
 		issue = m.Phys.TorchIssue[dir]
-		if dir == P2P {
+		if dir == hw.P2P {
 			extra = m.Phys.TorchP2POverhead
 			if bytes >= m.Phys.TorchP2PLargeFrom {
 				extra = m.Phys.TorchP2PLarge
@@ -97,16 +99,16 @@ func MemcpyEager(top *topology.Topology, dir CopyDir, bytes sim.Bytes, api CopyA
 // on rank 0 reading or writing bytes of target memory with 16-byte accesses
 // ("host": NUMA-local pinned memory; "peer": rank 1's memory).
 func SMAccessGBps(top *topology.Topology, write bool, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
-	at, err := m.target("sm_access", target, false)
+	at, err := targetMem(m, "sm_access", target, false)
 	if err != nil {
 		return 0, err
 	}
 	var end sim.Time
-	k := Kernel{Blocks: blocks, Threads: threads}
+	k := hw.Kernel{Blocks: blocks, Threads: threads}
 	if write {
 		err = m.Write(0, at, bytes, k, "sm_write", func() { end = m.Eng.Now() })
 	} else {
@@ -124,11 +126,11 @@ func SMAccessGBps(top *topology.Topology, write bool, target string, blocks, thr
 // PointerChaseNs returns the time of one dependent 8-byte load by rank 0 of
 // target memory ("host", "peer", "local"), in ns: one read round trip.
 func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
-	at, err := m.target("pointer_chase", target, true)
+	at, err := targetMem(m, "pointer_chase", target, true)
 	if err != nil {
 		return 0, err
 	}
@@ -144,24 +146,24 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 // memory; via "peer": each GPU polls a flag in its own memory that the other
 // writes remotely.
 func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
 	if m.NumRanks() < 2 {
-		return 0, fmt.Errorf("hw: %s: flag ping-pong needs two GPUs", top.Name)
+		return 0, fmt.Errorf("validate: %s: flag ping-pong needs two GPUs", top.Name)
 	}
 	if rounds <= 0 {
-		return 0, fmt.Errorf("hw: flag ping-pong needs rounds > 0, got %d", rounds)
+		return 0, fmt.Errorf("validate: flag ping-pong needs rounds > 0, got %d", rounds)
 	}
-	var where [2]Mem
+	var where [2]hw.Mem
 	switch via {
 	case "host":
-		where = [2]Mem{HostMem(m.LocalSocket(0)), HostMem(m.LocalSocket(0))}
+		where = [2]hw.Mem{hw.HostMem(m.LocalSocket(0)), hw.HostMem(m.LocalSocket(0))}
 	case "peer":
-		where = [2]Mem{GPUMem(0), GPUMem(1)}
+		where = [2]hw.Mem{hw.GPUMem(0), hw.GPUMem(1)}
 	default:
-		return 0, fmt.Errorf("hw: flag ping-pong via %q is not one of host, peer", via)
+		return 0, fmt.Errorf("validate: flag ping-pong via %q is not one of host, peer", via)
 	}
 	flags := [2]*sim.FlagVar{sim.NewFlag(m.Eng, "flag0"), sim.NewFlag(m.Eng, "flag1")}
 	var runErr error
@@ -195,7 +197,7 @@ func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, er
 
 // EmptyKernelUs returns the time of one eager launch of an empty kernel, in µs.
 func EmptyKernelUs(top *topology.Topology) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
@@ -207,34 +209,34 @@ func EmptyKernelUs(top *topology.Topology) (float64, error) {
 // each way on two streams; SM kernels: 264 blocks × 512 threads), and
 // returns the total rate in GB/s: gpus × bytes / time of the slowest.
 func HostLinkGBps(top *topology.Topology, what string, gpus int, bytesPerGPU sim.Bytes) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
 	if gpus <= 0 || gpus > m.NumRanks() {
-		return 0, fmt.Errorf("hw: %s: host_link_concurrency with %d GPUs, machine has %d", top.Name, gpus, m.NumRanks())
+		return 0, fmt.Errorf("validate: %s: host_link_concurrency with %d GPUs, machine has %d", top.Name, gpus, m.NumRanks())
 	}
 	var end sim.Time
 	fin := func() { end = max(end, m.Eng.Now()) }
-	k := Kernel{Blocks: 264, Threads: 512}
+	k := hw.Kernel{Blocks: 264, Threads: 512}
 	for r := 0; r < gpus; r++ {
-		host := HostMem(m.LocalSocket(r))
+		host := hw.HostMem(m.LocalSocket(r))
 		switch what {
 		case "ce_h2d":
-			err = m.Copy(r, H2D, 0, bytesPerGPU, "h2d", fin)
+			err = m.Copy(r, hw.H2D, 0, bytesPerGPU, "h2d", fin)
 		case "ce_d2h":
-			err = m.Copy(r, D2H, 0, bytesPerGPU, "d2h", fin)
+			err = m.Copy(r, hw.D2H, 0, bytesPerGPU, "d2h", fin)
 		case "ce_bidir":
-			err = m.Copy(r, H2D, 0, bytesPerGPU/2, "h2d", fin)
+			err = m.Copy(r, hw.H2D, 0, bytesPerGPU/2, "h2d", fin)
 			if err == nil {
-				err = m.Copy(r, D2H, 0, bytesPerGPU/2, "d2h", fin)
+				err = m.Copy(r, hw.D2H, 0, bytesPerGPU/2, "d2h", fin)
 			}
 		case "sm_read":
 			err = m.Read(r, host, bytesPerGPU, k, "sm_read", fin)
 		case "sm_write":
 			err = m.Write(r, host, bytesPerGPU, k, "sm_write", fin)
 		default:
-			return 0, fmt.Errorf("hw: host_link_concurrency %q is not one of ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write", what)
+			return 0, fmt.Errorf("validate: host_link_concurrency %q is not one of ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write", what)
 		}
 		if err != nil {
 			return 0, err
@@ -246,24 +248,24 @@ func HostLinkGBps(top *topology.Topology, what string, gpus int, bytesPerGPU sim
 	return float64(gpus) * float64(bytesPerGPU) / sim.Duration(end).Seconds() / 1e9, nil
 }
 
-// target names the memory a micro measurement on rank 0 touches: "host"
+// targetMem names the memory a micro measurement on rank 0 touches: "host"
 // (NUMA-local pinned memory), "peer" (rank 1) or, where allowed, "local".
-func (m *Machine) target(kind, name string, local bool) (Mem, error) {
+func targetMem(m *hw.Machine, kind, name string, local bool) (hw.Mem, error) {
 	switch {
 	case name == "host":
-		return HostMem(m.LocalSocket(0)), nil
+		return hw.HostMem(m.LocalSocket(0)), nil
 	case name == "peer":
 		if m.NumRanks() < 2 {
-			return Mem{}, fmt.Errorf("hw: %s: %s of a peer needs two GPUs", m.Top.Name, kind)
+			return hw.Mem{}, fmt.Errorf("validate: %s: %s of a peer needs two GPUs", m.Top.Name, kind)
 		}
-		return GPUMem(1), nil
+		return hw.GPUMem(1), nil
 	case name == "local" && local:
-		return GPUMem(0), nil
+		return hw.GPUMem(0), nil
 	}
 	if local {
-		return Mem{}, fmt.Errorf("hw: %s target %q is not one of host, peer, local", kind, name)
+		return hw.Mem{}, fmt.Errorf("validate: %s target %q is not one of host, peer, local", kind, name)
 	}
-	return Mem{}, fmt.Errorf("hw: %s target %q is not simulated (host, peer)", kind, name)
+	return hw.Mem{}, fmt.Errorf("validate: %s target %q is not simulated (host, peer)", kind, name)
 }
 
 // ReduceLoopGBps returns the rate, in GB/s, of one kernel of blocks ×
@@ -272,16 +274,16 @@ func (m *Machine) target(kind, name string, local bool) (Mem, error) {
 // (and one locally), adds and stores: one remote load in flight per thread,
 // turned over once per round trip plus gpu.reduce_loop_overhead.
 func ReduceLoopGBps(top *topology.Topology, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
-	at, err := m.target("sm_access read_reduce", target, false)
+	at, err := targetMem(m, "sm_access read_reduce", target, false)
 	if err != nil {
 		return 0, err
 	}
 	var end sim.Time
-	k := Kernel{Blocks: blocks, Threads: threads, LoadsInFlight: 1, ReduceLoop: true}
+	k := hw.Kernel{Blocks: blocks, Threads: threads, LoadsInFlight: 1, ReduceLoop: true}
 	if err := m.Read(0, at, bytes, k, "read_reduce", func() { end = m.Eng.Now() }); err != nil {
 		return 0, err
 	}
@@ -294,7 +296,7 @@ func ReduceLoopGBps(top *topology.Topology, target string, blocks, threads int, 
 // GraphKernelGapUs returns the time per kernel of a replayed CUDA graph
 // of empty kernels, in µs (gpu.launch_graph).
 func GraphKernelGapUs(top *topology.Topology) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
@@ -304,11 +306,11 @@ func GraphKernelGapUs(top *topology.Topology) (float64, error) {
 // FenceNs returns the cost, in ns, of a system-scope fence on rank 0 after
 // stores to target memory ("local", "peer", "host").
 func FenceNs(top *topology.Topology, target string) (float64, error) {
-	m, err := New(top)
+	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
 	}
-	at, err := m.target("fence", target, true)
+	at, err := targetMem(m, "fence", target, true)
 	if err != nil {
 		return 0, err
 	}

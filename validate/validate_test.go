@@ -1,8 +1,9 @@
-package scenarios
+package validate
 
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +29,7 @@ func sharedRecords(t *testing.T) []trace.Record {
 // requires.
 func TestValidateShared(t *testing.T) {
 	recs := sharedRecords(t)
-	v, err := Validate(recs, ValidateOptions{File: "h200x2"})
+	v, err := Run(recs, Options{File: "h200x2"})
 	require.NoError(t, err)
 	assert.Equal(t, 423, v.Summary.Count+v.Summary.Skipped)
 	assert.Equal(t, len(v.Records), v.Summary.Count)
@@ -52,7 +53,7 @@ func TestValidateShared(t *testing.T) {
 		assert.Equal(t, "local HBM streaming is not modelled", s.Reason, "line %d", s.Line)
 	}
 
-	byLine := map[int]ValidatedRecord{}
+	byLine := map[int]Compared{}
 	for _, r := range v.Records {
 		byLine[r.Line] = r
 	}
@@ -107,9 +108,9 @@ func TestValidateShared(t *testing.T) {
 // TestValidateDeterministic: the result does not depend on parallelism.
 func TestValidateDeterministic(t *testing.T) {
 	recs := sharedRecords(t)
-	a, err := Validate(recs, ValidateOptions{Parallel: 1})
+	a, err := Run(recs, Options{Parallel: 1})
 	require.NoError(t, err)
-	b, err := Validate(recs, ValidateOptions{Parallel: 8})
+	b, err := Run(recs, Options{Parallel: 8})
 	require.NoError(t, err)
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
@@ -120,7 +121,7 @@ func TestValidateDeterministic(t *testing.T) {
 // error_pct follows its formula.
 func TestValidateJSONShape(t *testing.T) {
 	recs := sharedRecords(t)
-	v, err := Validate(recs[:40], ValidateOptions{})
+	v, err := Run(recs[:40], Options{})
 	require.NoError(t, err)
 	raw, err := json.Marshal(v)
 	require.NoError(t, err)
@@ -156,7 +157,7 @@ func TestValidateSkips(t *testing.T) {
 			Transport: "p2p", Launch: "cudagraph", World: 8, Dtype: "bf16", Bytes: 4096, Us: 9},
 		{Line: 4, System: "h200x2-vm", Kind: trace.KindEmptyKernel, Clock: trace.ClockDeviceEvents, Us: 8},
 	}
-	v, err := Validate(recs, ValidateOptions{})
+	v, err := Run(recs, Options{})
 	require.NoError(t, err)
 	require.Len(t, v.Records, 1)
 	assert.Equal(t, 4, v.Records[0].Line)
@@ -167,6 +168,45 @@ func TestValidateSkips(t *testing.T) {
 	assert.Equal(t, 3, v.Skipped[2].Line)
 	assert.Contains(t, v.Skipped[2].Reason, "simulation failed")
 	require.Len(t, v.Summary.SkippedByReason, 3)
+	// The reasons are error values.
+	assert.ErrorIs(t, v.Skipped[0].Err, ErrNoPreset)
+	assert.ErrorIs(t, v.Skipped[1].Err, ErrNotModelled)
+	assert.ErrorIs(t, v.Skipped[2].Err, ErrSimulation)
+	var se *SkipError
+	require.ErrorAs(t, v.Skipped[2].Err, &se)
+	assert.Equal(t, v.Skipped[2].Reason, se.Reason)
+	assert.Equal(t, "simulation failed: "+se.Cause.Error(), se.Reason)
+}
+
+// Every kind of the trace format has a twin registered, and no twin is
+// registered for a kind the format does not have.
+func TestEveryKindHasATwin(t *testing.T) {
+	assert.ElementsMatch(t, trace.Kinds(), Kinds())
+}
+
+// A twin's skip reasons are errors.Is-able: what the model does not cover,
+// and what a record lacks.
+func TestTwinSkipReasons(t *testing.T) {
+	for _, tc := range []struct {
+		rec  trace.Record
+		want error
+		text string
+	}{
+		{trace.Record{Kind: trace.KindSMAccess, Target: "local"}, ErrNotModelled, "local HBM streaming is not modelled"},
+		{trace.Record{Kind: trace.KindFence, Variant: "store"}, ErrNotModelled, `fence variant "store" is not modelled (only system-scope fences are)`},
+		{trace.Record{Kind: trace.KindBarrier, World: 1}, ErrBadRecord, "a barrier needs two ranks or more"},
+		{trace.Record{Kind: trace.KindMemcpy, Launch: trace.LaunchCUDAGraph}, ErrNotModelled, "copy-engine memcpy inside a CUDA graph is not modelled (only eager issue)"},
+		{trace.Record{Kind: trace.KindEmptyKernel, Launch: trace.LaunchEager, Mode: "back_to_back", PrefillUs: 3000}, ErrNotModelled, "eager launches queued behind a device-side spin"},
+		{trace.Record{Kind: trace.KindAllreduce, Impl: trace.ImplNCCL, Algo: "ring", Proto: "ll", Transport: trace.TransportP2P, Launch: trace.LaunchEager, Dtype: "bf16",
+			NCCLEnv: map[string]string{"NCCL_BUFFSIZE": "4194304"}}, ErrNotModelled, "NCCL setting NCCL_BUFFSIZE=4194304 is not modelled"},
+		{trace.Record{Kind: trace.KindAllreduce, Impl: trace.ImplTorchSymmMem, Algo: "one_shot", Transport: trace.TransportSHM, Launch: trace.LaunchEager, Dtype: "bf16"}, ErrNotModelled, `torch_symm_mem over "shm" is not simulated (p2p)`},
+	} {
+		_, err := twins[tc.rec.Kind](tc.rec)
+		require.Error(t, err, tc.text)
+		assert.ErrorIs(t, err, tc.want, tc.text)
+		assert.ErrorContains(t, err, tc.text)
+		assert.True(t, strings.HasPrefix(err.Error(), "validate: "), err.Error())
+	}
 }
 
 func TestNearestRank(t *testing.T) {
@@ -190,10 +230,10 @@ func TestValidateParams(t *testing.T) {
 	require.NoError(t, err)
 	ps := p.DefaultParams()
 	require.NoError(t, ps.Set("gpu.launch_eager", 6.2, "test"))
-	v, err := Validate([]trace.Record{rec}, ValidateOptions{Params: map[string]*topology.Params{"h200x2": ps}})
+	v, err := Run([]trace.Record{rec}, Options{Params: map[string]*topology.Params{"h200x2": ps}})
 	require.NoError(t, err)
 	require.Len(t, v.Records, 1)
 	assert.InDelta(t, 0, v.Records[0].ErrorPct, 1e-9)
-	_, err = Validate([]trace.Record{rec}, ValidateOptions{Params: map[string]*topology.Params{"nosuch": ps}})
+	_, err = Run([]trace.Record{rec}, Options{Params: map[string]*topology.Params{"nosuch": ps}})
 	assert.ErrorContains(t, err, "nosuch")
 }

@@ -1,4 +1,4 @@
-package scenarios
+package validate
 
 import (
 	"fmt"

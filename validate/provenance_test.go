@@ -1,4 +1,4 @@
-package scenarios
+package validate
 
 import (
 	"cmp"
@@ -195,9 +195,9 @@ func TestH200BarrierCostsComeFromOwnCapture(t *testing.T) {
 	model := func(ps *topology.Params, atomic bool) float64 {
 		top, err := pr.BuildWith(ps)
 		require.NoError(t, err)
-		a, err := barrierKernelUs(top, 2, 1, 512, 1, atomic)
+		a, err := BarrierKernelUs(top, 2, 1, 512, 1, atomic)
 		require.NoError(t, err)
-		b, err := barrierKernelUs(top, 2, 1, 512, 17, atomic)
+		b, err := BarrierKernelUs(top, 2, 1, 512, 17, atomic)
 		require.NoError(t, err)
 		return (b - a) / 16 * 1000
 	}
@@ -225,7 +225,7 @@ func TestH200KernelPrologueFromItsRecord(t *testing.T) {
 	}
 	require.Equal(t, trace.ImplFlagOneShot, rec.Impl)
 	require.EqualValues(t, 1024, rec.Bytes)
-	v, err := Validate([]trace.Record{rec}, ValidateOptions{})
+	v, err := Run([]trace.Record{rec}, Options{})
 	require.NoError(t, err)
 	require.Len(t, v.Records, 1)
 	assert.InDelta(t, 0, v.Records[0].ErrorPct, 0.5)

@@ -1,11 +1,8 @@
-package hw
+package validate
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -13,32 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
 )
-
-// rec holds the fields of a trace record that the micro twins need. The
-// full reader is package trace; hw cannot import it without a cycle risk,
-// and these tests need only a few fields.
-type rec struct {
-	Kind        string  `json:"kind"`
-	Dir         string  `json:"dir"`
-	Bytes       int64   `json:"bytes"`
-	US          float64 `json:"us"`
-	Op          string  `json:"op"`
-	Target      string  `json:"target"`
-	Blocks      int     `json:"blocks"`
-	Threads     int     `json:"threads"`
-	GBps        float64 `json:"gbps"`
-	NsPerStep   float64 `json:"ns_per_step"`
-	Via         string  `json:"via"`
-	OneWayUs    float64 `json:"one_way_us"`
-	What        string  `json:"what"`
-	GPUs        int     `json:"gpus"`
-	BytesPerGPU int64   `json:"bytes_per_gpu"`
-	GBpsTotal   float64 `json:"gbps_total"`
-	line        int
-}
 
 // row is one measured-versus-simulated comparison.
 type row struct {
@@ -49,25 +25,20 @@ type row struct {
 
 func (r row) errPct() float64 { return (r.simulated - r.measured) / r.measured * 100 }
 
-// twins simulates every record of path that needs no algorithm.
-func twins(t *testing.T, top *topology.Topology, path string) []row {
-	f, err := os.Open(path)
+// microRows simulates every record of path that needs no algorithm
+// through the micro twins directly.
+func microRows(t *testing.T, top *topology.Topology, path string) []row {
+	recs, _, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
 	require.NoError(t, err)
-	defer f.Close()
 	var rows []row
-	sc := bufio.NewScanner(f)
-	line := 0
-	for sc.Scan() {
-		line++
-		var r rec
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), "line %d", line)
+	for _, r := range recs {
 		var sim_, meas float64
 		var what string
 		switch r.Kind {
-		case "memcpy":
-			dir := map[string]CopyDir{"h2d": H2D, "d2h": D2H, "p2p": P2P}[r.Dir]
+		case trace.KindMemcpy:
+			dir := map[string]hw.CopyDir{"h2d": hw.H2D, "d2h": hw.D2H, "p2p": hw.P2P}[r.Dir]
 			sim_, err = MemcpyEager(top, dir, sim.Bytes(r.Bytes), TorchCopy)
-			meas, what = r.US, fmt.Sprintf("memcpy %s %d B (µs)", r.Dir, r.Bytes)
+			meas, what = r.Us, fmt.Sprintf("memcpy %s %d B (µs)", r.Dir, r.Bytes)
 			// Host path: up to 128 KiB the copy engine needs about as long as
 			// the host takes to issue the next copy or less (H2D 128 KiB:
 			// 2.4 µs of transfer + 1.4 µs setup against 3.7–7.6 µs of issue
@@ -78,31 +49,31 @@ func twins(t *testing.T, top *topology.Topology, path string) []row {
 			require.NoError(t, err)
 			rows = append(rows, row{what: what, measured: meas, simulated: sim_, floor: floor})
 			continue
-		case "sm_access":
+		case trace.KindSMAccess:
 			if r.Target == "local" {
-				continue // local HBM streaming is not modelled (see micro.go)
+				continue // local HBM streaming is not modelled
 			}
 			sim_, err = SMAccessGBps(top, r.Op == "write", r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
-			meas, what = r.GBps, fmt.Sprintf("sm_access %s %s %d×%d (GB/s)", r.Op, r.Target, r.Blocks, r.Threads)
-		case "pointer_chase":
+			meas, what = r.Gbps, fmt.Sprintf("sm_access %s %s %d×%d (GB/s)", r.Op, r.Target, r.Blocks, r.Threads)
+		case trace.KindPointerChase:
 			sim_, err = PointerChaseNs(top, r.Target)
 			meas, what = r.NsPerStep, "pointer_chase "+r.Target+" (ns)"
-		case "flag_pingpong":
+		case trace.KindFlagPingpong:
 			sim_, err = FlagPingPongUs(top, r.Via, 2000)
 			meas, what = r.OneWayUs, "flag_pingpong "+r.Via+" (µs one way)"
-		case "empty_kernel":
+		case trace.KindEmptyKernel:
 			sim_, err = EmptyKernelUs(top)
-			meas, what = r.US, "empty_kernel (µs)"
+			meas, what = r.Us, "empty_kernel (µs)"
 			require.NoError(t, err)
 			rows = append(rows, row{what: what, measured: meas, simulated: sim_, floor: true})
 			continue
-		case "host_link_concurrency":
+		case trace.KindHostLinkConcurrency:
 			sim_, err = HostLinkGBps(top, r.What, r.GPUs, sim.Bytes(r.BytesPerGPU))
-			meas, what = r.GBpsTotal, fmt.Sprintf("host_link %s %d GPUs (GB/s total)", r.What, r.GPUs)
+			meas, what = r.GbpsTotal, fmt.Sprintf("host_link %s %d GPUs (GB/s total)", r.What, r.GPUs)
 		default:
 			continue
 		}
-		require.NoError(t, err, "line %d %s", line, what)
+		require.NoError(t, err, "line %d %s", r.Line, what)
 		rows = append(rows, row{what: what, measured: meas, simulated: sim_})
 	}
 	return rows
@@ -112,7 +83,7 @@ func twins(t *testing.T, top *topology.Topology, path string) []row {
 // the shared h200x2 set that needs no algorithm: copy-engine transfers
 // versus size, SM reads and writes of host and peer memory, the host link
 // with one and two GPUs, pointer chases and flag ping-pong. No parameter
-// comes from this set (scenarios' provenance test), so it is held out.
+// comes from this set (the provenance test), so it is held out.
 // Device-bound records must agree within 10 % each.
 //
 // Host-path records (eager copies of 4 B–128 KiB, which take the host's
@@ -126,7 +97,7 @@ func twins(t *testing.T, top *topology.Topology, path string) []row {
 func TestH200x2MicroMeasurements(t *testing.T) {
 	top, err := topology.Load("h200x2")
 	require.NoError(t, err)
-	rows := twins(t, top, "../testdata/h200x2/measurements.jsonl")
+	rows := microRows(t, top, "../testdata/h200x2/measurements.jsonl")
 	require.NotEmpty(t, rows)
 	var abs []float64
 	devices := 0
@@ -161,7 +132,7 @@ func TestH200x2OwnTorchCopies(t *testing.T) {
 	require.NoError(t, err)
 	var all []row
 	for _, f := range []string{"host_costs_a.jsonl", "host_costs_b.jsonl", "host_costs_c.jsonl", "host_costs_d.jsonl", "host_costs_e.jsonl"} {
-		all = append(all, twins(t, top, "../testdata/h200x2-arsim/"+f)...)
+		all = append(all, microRows(t, top, "../testdata/h200x2-arsim/"+f)...)
 	}
 	require.Len(t, all, 16*81)
 	// One row per direction and size: the median over process launches

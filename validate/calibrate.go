@@ -1,11 +1,10 @@
-package scenarios
+package validate
 
 import (
 	"fmt"
 	"io"
 	"math"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/arsim/arsim/topology"
@@ -81,7 +80,7 @@ type Calibration struct {
 	HeldOutBefore ErrorStats    `json:"held_out_before"`
 	HeldOutAfter  ErrorStats    `json:"held_out_after"`
 	Params        []FittedParam `json:"params"`
-	// Skipped records could not be simulated at the start (see Validate).
+	// Skipped records could not be simulated at the start (see Run).
 	Skipped     int `json:"skipped"`
 	Evaluations int `json:"evaluations"`
 	Sweeps      int `json:"sweeps"`
@@ -96,7 +95,7 @@ type Calibration struct {
 // calib holds the state of one calibration.
 type calib struct {
 	preset   *topology.Preset
-	twins    []*twin
+	twins    []*Twin
 	fit      []int // indices into twins
 	opts     CalibrateOptions
 	evals    int
@@ -116,11 +115,11 @@ func (c *calib) predict(ps *topology.Params, idx []int) []float64 {
 		}
 		return out
 	}
-	sub := make([]*twin, len(idx))
+	sub := make([]*Twin, len(idx))
 	for i, k := range idx {
 		sub[i] = c.twins[k]
 	}
-	res := simulateAll(sub, func(*twin) (*topology.Topology, error) { return top, nil }, c.opts.Parallel, false, nil)
+	res := simulateAll(sub, func(*Twin) (*topology.Topology, error) { return top, nil }, c.opts.Parallel, false, nil)
 	for i, o := range res {
 		if o.err != nil {
 			out[i] = math.NaN()
@@ -164,7 +163,7 @@ func (c *calib) stats(idx []int, preds []float64) ErrorStats {
 // matches nothing (with the parameter names).
 func MatchParams(ps *topology.Params, patterns []string) ([]string, error) {
 	if len(patterns) == 0 {
-		return nil, fmt.Errorf("scenarios: calibrate: no parameters to fit (want glob patterns, e.g. pcie.*; parameters: %s)", strings.Join(ps.Names(), ", "))
+		return nil, fmt.Errorf("validate: calibrate: no parameters to fit (want glob patterns, e.g. pcie.*; parameters: %s)", strings.Join(ps.Names(), ", "))
 	}
 	chosen := map[string]bool{}
 	for _, pat := range patterns {
@@ -172,7 +171,7 @@ func MatchParams(ps *topology.Params, patterns []string) ([]string, error) {
 		for _, name := range ps.Names() {
 			ok, err := path.Match(pat, name)
 			if err != nil {
-				return nil, fmt.Errorf("scenarios: calibrate: pattern %q: %v", pat, err)
+				return nil, fmt.Errorf("validate: calibrate: pattern %q: %w", pat, err)
 			}
 			if ok {
 				chosen[name] = true
@@ -180,7 +179,7 @@ func MatchParams(ps *topology.Params, patterns []string) ([]string, error) {
 			}
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("scenarios: calibrate: pattern %q matches no parameter (parameters: %s)", pat, strings.Join(ps.Names(), ", "))
+			return nil, fmt.Errorf("validate: calibrate: pattern %q matches no parameter (parameters: %s)", pat, strings.Join(ps.Names(), ", "))
 		}
 	}
 	var out []string
@@ -190,33 +189,6 @@ func MatchParams(ps *topology.Params, patterns []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// space is a parameter's search interval, in log space when its lower bound
-// is positive.
-type space struct {
-	lo, hi    float64 // in the parameter's unit
-	log       bool
-	integer   bool
-	limitNote string // why hi is what it is, when not a physical bound
-}
-
-func (s space) toX(v float64) float64 {
-	if s.log {
-		return math.Log(v)
-	}
-	return v
-}
-
-func (s space) fromX(x float64) float64 {
-	v := x
-	if s.log {
-		v = math.Exp(x)
-	}
-	if s.integer {
-		v = math.Round(v)
-	}
-	return min(max(v, s.lo), s.hi)
 }
 
 // Calibrate fits the parameters matching opts.Fit to the records by
@@ -235,7 +207,7 @@ func Calibrate(recs []trace.Record, opts CalibrateOptions) (*Calibration, error)
 		opts.HoldoutEvery = 3
 	}
 	if opts.HoldoutEvery < 2 {
-		return nil, fmt.Errorf("scenarios: calibrate: holdout-every must be ≥ 2 (every k-th record is held out), got %d", opts.HoldoutEvery)
+		return nil, fmt.Errorf("validate: calibrate: holdout-every must be ≥ 2 (every k-th record is held out), got %d", opts.HoldoutEvery)
 	}
 	if opts.Sweeps <= 0 {
 		opts.Sweeps = 3
@@ -244,26 +216,9 @@ func Calibrate(recs []trace.Record, opts CalibrateOptions) (*Calibration, error)
 		opts.MaxEvals = 600
 	}
 	c := &calib{opts: opts}
-	skipped := 0
-	override, err := overridePreset(opts.Preset)
+	skipped, err := c.prepare(recs)
 	if err != nil {
 		return nil, err
-	}
-	var prepared []*twin
-	for _, r := range recs {
-		t, why := prepare(r, override)
-		if why != "" {
-			skipped++
-			continue
-		}
-		if c.preset != nil && t.preset != c.preset {
-			return nil, fmt.Errorf("scenarios: calibrate: records of presets %s and %s: calibrate one machine at a time", c.preset.Name, t.preset.Name)
-		}
-		c.preset = t.preset
-		prepared = append(prepared, t)
-	}
-	if c.preset == nil {
-		return nil, fmt.Errorf("scenarios: calibrate: none of the %d records can be simulated", len(recs))
 	}
 	defaults := c.preset.DefaultParams()
 	base := defaults.Clone()
@@ -274,81 +229,20 @@ func Calibrate(recs []trace.Record, opts CalibrateOptions) (*Calibration, error)
 	if err != nil {
 		return nil, err
 	}
-	// The simulable records: those that run at the starting parameters.
-	c.twins = prepared
-	all := make([]int, len(prepared))
+	all := make([]int, len(c.twins))
 	for i := range all {
 		all[i] = i
 	}
-	c.measured = make([]float64, len(prepared))
-	for i, t := range prepared {
-		c.measured[i] = t.measured
-	}
 	start := c.predict(base, all)
-	var ok []int
-	for i, p := range start {
-		if math.IsNaN(p) {
-			skipped++
-			continue
-		}
-		ok = append(ok, i)
+	held, failed, err := c.split(start)
+	if err != nil {
+		return nil, err
 	}
-	if len(ok) < 2 {
-		return nil, fmt.Errorf("scenarios: calibrate: only %d record(s) can be simulated; need a fit set and a held-out set", len(ok))
-	}
-	var held []int
-	for j, i := range ok {
-		if (j+1)%opts.HoldoutEvery == 0 {
-			held = append(held, i)
-		} else {
-			c.fit = append(c.fit, i)
-		}
-	}
-	pick := func(preds []float64, idx []int) []float64 {
-		out := make([]float64, len(idx))
-		for j, i := range idx {
-			out[j] = preds[i]
-		}
-		return out
-	}
-	cal := &Calibration{Preset: c.preset.Name, File: opts.File, Skipped: skipped, defaults: defaults}
+	cal := &Calibration{Preset: c.preset.Name, File: opts.File, Skipped: skipped + failed, defaults: defaults}
 	cal.FitBefore = c.stats(c.fit, pick(start, c.fit))
 	cal.HeldOutBefore = c.stats(held, pick(start, held))
-
-	// Coordinate descent. cur holds the fit records' predictions at ps.
 	ps := base.Clone()
-	cur := pick(start, c.fit)
-	results := make([]FittedParam, len(names))
-	affected := make([][]int, len(names)) // positions in c.fit
-	for i, name := range names {
-		p, _ := base.Lookup(name)
-		results[i] = FittedParam{Name: name, Unit: p.Unit, Min: p.Min, Max: p.Max, Default: p.Value, Fitted: p.Value, Source: p.Source}
-	}
-	sweeps := 0
-	for sweep := 0; sweep < opts.Sweeps && !c.capHit; sweep++ {
-		sweeps++
-		moved := false
-		for i, name := range names {
-			if c.capHit {
-				break
-			}
-			if opts.Progress != nil {
-				opts.Progress(fmt.Sprintf("sweep %d: %s", sweep+1, name))
-			}
-			status, changed := c.fitOne(ps, name, &cur, &affected[i], sweep == 0)
-			switch {
-			case status == "" && results[i].Status == "":
-				results[i].Status = "not searched: evaluation cap reached"
-			case changed || (sweep == 0 && status != ""):
-				results[i].Status = status
-			}
-			results[i].Records = len(affected[i])
-			moved = moved || changed
-		}
-		if !moved {
-			break
-		}
-	}
+	results, sweeps := c.descend(ps, names, pick(start, c.fit))
 	final := c.predict(ps, all)
 	cal.FitAfter = c.stats(c.fit, pick(final, c.fit))
 	cal.HeldOutAfter = c.stats(held, pick(final, held))
@@ -377,189 +271,113 @@ func Calibrate(recs []trace.Record, opts CalibrateOptions) (*Calibration, error)
 	return cal, nil
 }
 
+// prepare maps the records onto their twins (all of one preset) and
+// returns how many have none.
+func (c *calib) prepare(recs []trace.Record) (skipped int, err error) {
+	override, err := overridePreset(c.opts.Preset)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range recs {
+		t, err := prepare(r, override)
+		if err != nil {
+			skipped++
+			continue
+		}
+		if c.preset != nil && t.preset != c.preset {
+			return 0, fmt.Errorf("validate: calibrate: records of presets %s and %s: calibrate one machine at a time", c.preset.Name, t.preset.Name)
+		}
+		c.preset = t.preset
+		c.twins = append(c.twins, t)
+	}
+	if c.preset == nil {
+		return 0, fmt.Errorf("validate: calibrate: none of the %d records can be simulated", len(recs))
+	}
+	c.measured = make([]float64, len(c.twins))
+	for i, t := range c.twins {
+		c.measured[i] = t.measured
+	}
+	return skipped, nil
+}
+
+// split divides the records that simulate at the starting parameters
+// (start) into the fit set (c.fit) and every HoldoutEvery-th, held out; it
+// returns the held-out ones and how many failed.
+func (c *calib) split(start []float64) (held []int, failed int, err error) {
+	var ok []int
+	for i, p := range start {
+		if math.IsNaN(p) {
+			failed++
+			continue
+		}
+		ok = append(ok, i)
+	}
+	if len(ok) < 2 {
+		return nil, 0, fmt.Errorf("validate: calibrate: only %d record(s) can be simulated; need a fit set and a held-out set", len(ok))
+	}
+	for j, i := range ok {
+		if (j+1)%c.opts.HoldoutEvery == 0 {
+			held = append(held, i)
+		} else {
+			c.fit = append(c.fit, i)
+		}
+	}
+	return held, failed, nil
+}
+
+// descend runs the sweeps of coordinate descent over names from ps (which
+// it updates), cur being the fit records' predictions at ps; it returns
+// each parameter's outcome (Fitted and Source still to fill) and the
+// sweeps run.
+func (c *calib) descend(ps *topology.Params, names []string, cur []float64) ([]FittedParam, int) {
+	results := make([]FittedParam, len(names))
+	affected := make([][]int, len(names)) // positions in c.fit
+	for i, name := range names {
+		p, _ := ps.Lookup(name)
+		results[i] = FittedParam{Name: name, Unit: p.Unit, Min: p.Min, Max: p.Max, Default: p.Value, Fitted: p.Value, Source: p.Source}
+	}
+	sweeps := 0
+	for sweep := 0; sweep < c.opts.Sweeps && !c.capHit; sweep++ {
+		sweeps++
+		moved := false
+		for i, name := range names {
+			if c.capHit {
+				break
+			}
+			if c.opts.Progress != nil {
+				c.opts.Progress(fmt.Sprintf("sweep %d: %s", sweep+1, name))
+			}
+			status, changed := c.fitOne(ps, name, &cur, &affected[i], sweep == 0)
+			switch {
+			case status == "" && results[i].Status == "":
+				results[i].Status = "not searched: evaluation cap reached"
+			case changed || (sweep == 0 && status != ""):
+				results[i].Status = status
+			}
+			results[i].Records = len(affected[i])
+			moved = moved || changed
+		}
+		if !moved {
+			break
+		}
+	}
+	return results, sweeps
+}
+
+// pick returns preds at the indices idx.
+func pick(preds []float64, idx []int) []float64 {
+	out := make([]float64, len(idx))
+	for j, i := range idx {
+		out[j] = preds[i]
+	}
+	return out
+}
+
 func orUnnamed(f string) string {
 	if f == "" {
 		return "the given traces"
 	}
 	return f
-}
-
-// fitOne searches one parameter, updating ps and cur (the fit records'
-// predictions) when a better value is found. dep holds the fit positions
-// that depend on the parameter; it is found on the first sweep.
-func (c *calib) fitOne(ps *topology.Params, name string, cur *[]float64, dep *[]int, first bool) (status string, changed bool) {
-	p, _ := ps.Lookup(name)
-	if p.Unit == "bool" {
-		return "not fitted: a switch (bool), not a quantity", false
-	}
-	sp := space{lo: p.Min, hi: p.Max, integer: p.Unit == "count" && p.Value == math.Trunc(p.Value)}
-	if sp.hi == 0 {
-		sp.hi = 4 * p.Value
-		sp.limitNote = "4× the starting value (no physical upper bound)"
-		if sp.hi <= sp.lo {
-			return "not fitted: no upper bound and a starting value of 0", false
-		}
-	}
-	sp.log = sp.lo > 0
-	xlo, xhi := sp.toX(sp.lo), sp.toX(sp.hi)
-	fitIdx := c.fit
-	eval := func(v float64, pos []int) []float64 {
-		q := ps.Clone()
-		if err := q.Set(name, v, ""); err != nil {
-			out := make([]float64, len(pos))
-			for i := range out {
-				out[i] = math.NaN()
-			}
-			return out
-		}
-		idx := make([]int, len(pos))
-		for i, k := range pos {
-			idx[i] = fitIdx[k]
-		}
-		return c.predict(q, idx)
-	}
-	const gridN = 9
-	gridV := make([]float64, gridN)
-	for g := range gridV {
-		gridV[g] = sp.fromX(xlo + (xhi-xlo)*float64(g)/(gridN-1))
-	}
-	allPos := make([]int, len(fitIdx))
-	for i := range allPos {
-		allPos[i] = i
-	}
-	gridPreds := make([][]float64, gridN)
-	if first {
-		// Which fit records depend on the parameter: those whose prediction
-		// moves anywhere on the grid.
-		for g, v := range gridV {
-			gridPreds[g] = eval(v, allPos)
-		}
-		*dep = (*dep)[:0]
-		for k := range allPos {
-			for g := range gridV {
-				a, b := gridPreds[g][k], (*cur)[k]
-				if math.IsNaN(a) || math.Abs(a-b) > 1e-9*math.Abs(b) {
-					*dep = append(*dep, k)
-					break
-				}
-			}
-		}
-		for g := range gridPreds {
-			sub := make([]float64, len(*dep))
-			for j, k := range *dep {
-				sub[j] = gridPreds[g][k]
-			}
-			gridPreds[g] = sub
-		}
-	} else {
-		for g, v := range gridV {
-			if c.evals >= c.opts.MaxEvals {
-				c.capHit = true
-				return "", false
-			}
-			gridPreds[g] = eval(v, *dep)
-		}
-	}
-	pos := *dep
-	if len(pos) == 0 {
-		return "no effect", false
-	}
-	idx := make([]int, len(pos))
-	for j, k := range pos {
-		idx[j] = fitIdx[k]
-	}
-	curSub := make([]float64, len(pos))
-	for j, k := range pos {
-		curSub[j] = (*cur)[k]
-	}
-	type point struct {
-		x, v, f float64
-		preds   []float64
-	}
-	best := point{x: sp.toX(p.Value), v: p.Value, f: c.objective(idx, curSub), preds: curSub}
-	startF := best.f
-	bestG := -1
-	gf := make([]float64, gridN)
-	for g := range gridV {
-		gf[g] = c.objective(idx, gridPreds[g])
-		if gf[g] < best.f {
-			best = point{x: sp.toX(gridV[g]), v: gridV[g], f: gf[g], preds: gridPreds[g]}
-			bestG = g
-		}
-	}
-	// Golden-section search between the neighbours of the best scan point
-	// (or of the starting value).
-	centre := best.x
-	if bestG < 0 {
-		centre = min(max(sp.toX(p.Value), xlo), xhi)
-	}
-	step := (xhi - xlo) / (gridN - 1)
-	a, b := max(xlo, centre-step), min(xhi, centre+step)
-	tol := 1e-5 * (xhi - xlo)
-	if sp.integer {
-		tol = 0.5
-		if sp.log {
-			tol = math.Log1p(0.5 / max(p.Value, 1))
-		}
-	}
-	invPhi := (math.Sqrt(5) - 1) / 2
-	try := func(x float64) (float64, bool) {
-		if c.evals >= c.opts.MaxEvals {
-			c.capHit = true
-			return math.Inf(1), false
-		}
-		v := sp.fromX(x)
-		preds := eval(v, pos)
-		f := c.objective(idx, preds)
-		if f < best.f {
-			best = point{x: x, v: v, f: f, preds: preds}
-		}
-		return f, true
-	}
-	x1, x2 := b-invPhi*(b-a), a+invPhi*(b-a)
-	f1, ok1 := try(x1)
-	f2, ok2 := try(x2)
-	for ok1 && ok2 && b-a > tol {
-		if f1 <= f2 {
-			b, x2, f2 = x2, x1, f1
-			x1 = b - invPhi*(b-a)
-			f1, ok1 = try(x1)
-		} else {
-			a, x1, f1 = x1, x2, f2
-			x2 = a + invPhi*(b-a)
-			f2, ok2 = try(x2)
-		}
-	}
-	if !(best.f < startF) || best.v == p.Value {
-		return "unchanged", false
-	}
-	// Keep the value only if the fit set as a whole does not get worse.
-	next := append([]float64(nil), (*cur)...)
-	for j, k := range pos {
-		next[k] = best.preds[j]
-	}
-	if c.objective(fitIdx, next) > c.objective(fitIdx, *cur) {
-		return "unchanged", false
-	}
-	if err := ps.Set(name, best.v, ""); err != nil {
-		return "not fitted: " + err.Error(), false
-	}
-	*cur = next
-	status = "fitted"
-	// At a bound when within two search tolerances of it (the golden
-	// section converges to within one of a bound it is pressed against). A
-	// share of the range instead would call 9 µs "at the bound" of a
-	// 0–10,000 µs parameter.
-	near := 2 * tol
-	switch {
-	case sp.toX(best.v)-xlo <= near:
-		status = "pinned at lower bound " + strconv.FormatFloat(sp.lo, 'g', -1, 64)
-	case xhi-sp.toX(best.v) <= near && sp.limitNote != "":
-		status = "pinned at search limit " + strconv.FormatFloat(sp.hi, 'g', -1, 64) + ": " + sp.limitNote
-	case xhi-sp.toX(best.v) <= near:
-		status = "pinned at upper bound " + strconv.FormatFloat(sp.hi, 'g', -1, 64)
-	}
-	return status, true
 }
 
 // WriteParams writes the calibrated parameters in topology's parameter
