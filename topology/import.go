@@ -248,9 +248,9 @@ type nvPort struct {
 	perLink sim.Rate
 }
 
-// buildImported builds spec with parameters ps; errors from Builder are
-// returned as they are (the caller adds the file name).
-func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
+// gpuSockets returns each GPU's socket, refusing a GPU placed twice or on
+// no host bridge.
+func (spec *hostSpec) gpuSockets() ([]int, error) {
 	gpuSocket := make([]int, spec.gpus)
 	for i := range gpuSocket {
 		gpuSocket[i] = -1
@@ -284,7 +284,16 @@ func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
 			return nil, fmt.Errorf("gpu%d is on no host bridge", i)
 		}
 	}
+	return gpuSocket, nil
+}
 
+// buildImported builds spec with parameters ps; errors from Builder are
+// returned as they are (the caller adds the file name).
+func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
+	gpuSocket, err := spec.gpuSockets()
+	if err != nil {
+		return nil, err
+	}
 	b := NewBuilder(name, ps)
 	ns := sim.Nanos
 	gbps := func(n string) sim.Rate { return sim.Rate(ps.Get(n)) * sim.GBps }

@@ -182,92 +182,111 @@ func ReadKinetoFile(path string, opts ReadOptions) (KinetoTrace, []BadLine, erro
 // splitTraceEvents returns the raw events of a trace and the line each
 // starts on.
 func splitTraceEvents(data []byte, name string) ([]json.RawMessage, []int, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	syntax := func(err error) error {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			off := min(int(se.Offset), len(data))
-			return &ParseError{File: name, Line: 1 + bytes.Count(data[:off], []byte{'\n'}), Msg: "bad JSON: " + se.Error()}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return &ParseError{File: name, Line: 1 + bytes.Count(data, []byte{'\n'}), Msg: "bad JSON: unexpected end of input"}
-		}
-		return &ParseError{File: name, Msg: "bad JSON: " + err.Error()}
-	}
-	tok, err := dec.Token()
+	sp := &eventSplitter{data: data, name: name, dec: json.NewDecoder(bytes.NewReader(data)), lastLine: 1}
+	tok, err := sp.dec.Token()
 	if err != nil {
-		return nil, nil, syntax(err)
-	}
-	var (
-		raws     []json.RawMessage
-		lines    []int
-		lastOff  int
-		lastLine = 1
-	)
-	readArray := func() error {
-		for dec.More() {
-			off := int(dec.InputOffset())
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return syntax(err)
-			}
-			for off < len(data) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
-				off++
-			}
-			lastLine += bytes.Count(data[lastOff:off], []byte{'\n'})
-			lastOff = off
-			raws = append(raws, raw)
-			lines = append(lines, lastLine)
-		}
-		if _, err := dec.Token(); err != nil { // ']'
-			return syntax(err)
-		}
-		return nil
+		return nil, nil, sp.syntax(err)
 	}
 	switch tok {
 	case json.Delim('['):
-		if err := readArray(); err != nil {
-			return nil, nil, err
-		}
+		err = sp.readArray()
 	case json.Delim('{'):
-		found := false
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, nil, syntax(err)
-			}
-			if key, _ := kt.(string); key == "traceEvents" && !found {
-				t, err := dec.Token()
-				if err != nil {
-					return nil, nil, syntax(err)
-				}
-				if t != json.Delim('[') {
-					return nil, nil, &ParseError{File: name, Field: "traceEvents", Msg: "want array"}
-				}
-				if err := readArray(); err != nil {
-					return nil, nil, err
-				}
-				found = true
-				continue
-			}
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, nil, syntax(err)
-			}
-		}
-		if _, err := dec.Token(); err != nil { // '}'
-			return nil, nil, syntax(err)
-		}
-		if !found {
-			return nil, nil, &ParseError{File: name, Field: "traceEvents", Msg: "missing"}
-		}
+		err = sp.readObject()
 	default:
-		return nil, nil, &ParseError{File: name, Msg: "want a JSON object with traceEvents, or an array of events"}
+		err = &ParseError{File: name, Msg: "want a JSON object with traceEvents, or an array of events"}
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := sp.dec.Token(); err != io.EOF {
 		return nil, nil, &ParseError{File: name, Msg: "bad JSON: data after the trace"}
 	}
-	return raws, lines, nil
+	return sp.raws, sp.lines, nil
+}
+
+// eventSplitter walks a trace's JSON, keeping each event undecoded with
+// the line it starts on.
+type eventSplitter struct {
+	data     []byte
+	name     string
+	dec      *json.Decoder
+	raws     []json.RawMessage
+	lines    []int
+	lastOff  int
+	lastLine int
+}
+
+// syntax reports a JSON error at its line.
+func (sp *eventSplitter) syntax(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off := min(int(se.Offset), len(sp.data))
+		return &ParseError{File: sp.name, Line: 1 + bytes.Count(sp.data[:off], []byte{'\n'}), Msg: "bad JSON: " + se.Error()}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &ParseError{File: sp.name, Line: 1 + bytes.Count(sp.data, []byte{'\n'}), Msg: "bad JSON: unexpected end of input"}
+	}
+	return &ParseError{File: sp.name, Msg: "bad JSON: " + err.Error()}
+}
+
+// readArray reads the events of an array whose '[' has been read, and its
+// ']'.
+func (sp *eventSplitter) readArray() error {
+	for sp.dec.More() {
+		off := int(sp.dec.InputOffset())
+		var raw json.RawMessage
+		if err := sp.dec.Decode(&raw); err != nil {
+			return sp.syntax(err)
+		}
+		for off < len(sp.data) && strings.IndexByte(" \t\r\n,", sp.data[off]) >= 0 {
+			off++
+		}
+		sp.lastLine += bytes.Count(sp.data[sp.lastOff:off], []byte{'\n'})
+		sp.lastOff = off
+		sp.raws = append(sp.raws, raw)
+		sp.lines = append(sp.lines, sp.lastLine)
+	}
+	if _, err := sp.dec.Token(); err != nil { // ']'
+		return sp.syntax(err)
+	}
+	return nil
+}
+
+// readObject reads an object whose '{' has been read, the events of its
+// (first) traceEvents array, and its '}'; other members are skipped.
+func (sp *eventSplitter) readObject() error {
+	found := false
+	for sp.dec.More() {
+		kt, err := sp.dec.Token()
+		if err != nil {
+			return sp.syntax(err)
+		}
+		if key, _ := kt.(string); key == "traceEvents" && !found {
+			t, err := sp.dec.Token()
+			if err != nil {
+				return sp.syntax(err)
+			}
+			if t != json.Delim('[') {
+				return &ParseError{File: sp.name, Field: "traceEvents", Msg: "want array"}
+			}
+			if err := sp.readArray(); err != nil {
+				return err
+			}
+			found = true
+			continue
+		}
+		var skip json.RawMessage
+		if err := sp.dec.Decode(&skip); err != nil {
+			return sp.syntax(err)
+		}
+	}
+	if _, err := sp.dec.Token(); err != nil { // '}'
+		return sp.syntax(err)
+	}
+	if !found {
+		return &ParseError{File: sp.name, Field: "traceEvents", Msg: "missing"}
+	}
+	return nil
 }
 
 type evKind int
@@ -311,47 +330,19 @@ func decodeKinetoEvent(raw json.RawMessage, line int) (*kEvent, evKind, error) {
 	cat, _ := optString(obj, "cat")
 	name, nameErr := optString(obj, "name")
 	ev.ph, ev.cat, ev.name = ph, cat, name
-	kind := evOther
-	switch {
-	case ph == "X" && strings.EqualFold(cat, "kernel") && isNCCLKernelName(name):
-		kind = evKernel
-	case ph == "X" && name == "record_param_comms":
-		kind = evRPC
-	case ph == "X" && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") && isLaunchName(name):
-		kind = evLaunch
-	case (ph == "s" || ph == "f") && cat == "ac2g":
-		kind = evFlowStart
-		if ph == "f" {
-			kind = evFlowEnd
-		}
-	default:
+	kind := classifyEvent(ph, cat, name)
+	if kind == evOther {
 		return nil, evOther, nil
 	}
-	if nameErr != nil && kind != evFlowStart && kind != evFlowEnd {
+	flow := kind == evFlowStart || kind == evFlowEnd
+	if nameErr != nil && !flow {
 		return nil, kind, nameErr
 	}
-	var err error
-	if ev.ts, err = reqNumber(obj, "ts"); err != nil {
+	if err := ev.decodeTiming(obj, flow); err != nil {
 		return nil, kind, err
 	}
-	if kind != evFlowStart && kind != evFlowEnd {
-		if ev.dur, err = reqNumber(obj, "dur"); err != nil {
-			return nil, kind, err
-		}
-		if ev.dur < 0 {
-			return nil, kind, fieldErrf("dur", "must be >= 0, got %v", ev.dur)
-		}
-	}
-	if ev.pid, err = idString(obj, "pid"); err != nil {
-		return nil, kind, err
-	}
-	if ev.tid, err = idString(obj, "tid"); err != nil {
-		return nil, kind, err
-	}
-	if n, err := strconv.ParseInt(ev.pid, 10, 64); err == nil {
-		ev.hasPid, ev.pidNum = true, n
-	}
-	if kind == evFlowStart || kind == evFlowEnd {
+	if flow {
+		var err error
 		if ev.id, err = idString(obj, "id"); err != nil {
 			return nil, kind, err
 		}
@@ -360,37 +351,93 @@ func decodeKinetoEvent(raw json.RawMessage, line int) (*kEvent, evKind, error) {
 		}
 		return ev, kind, nil
 	}
+	if err := ev.decodeArgs(obj, kind); err != nil {
+		return nil, kind, err
+	}
+	return ev, kind, nil
+}
+
+// classifyEvent says which of the events that matter an event is, by its
+// phase, category and name.
+func classifyEvent(ph, cat, name string) evKind {
+	switch {
+	case ph == "X" && strings.EqualFold(cat, "kernel") && isNCCLKernelName(name):
+		return evKernel
+	case ph == "X" && name == "record_param_comms":
+		return evRPC
+	case ph == "X" && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") && isLaunchName(name):
+		return evLaunch
+	case ph == "s" && cat == "ac2g":
+		return evFlowStart
+	case ph == "f" && cat == "ac2g":
+		return evFlowEnd
+	}
+	return evOther
+}
+
+// decodeTiming reads ts, dur (not for flow events: they have none), pid
+// and tid.
+func (ev *kEvent) decodeTiming(obj map[string]json.RawMessage, flow bool) error {
+	var err error
+	if ev.ts, err = reqNumber(obj, "ts"); err != nil {
+		return err
+	}
+	if !flow {
+		if ev.dur, err = reqNumber(obj, "dur"); err != nil {
+			return err
+		}
+		if ev.dur < 0 {
+			return fieldErrf("dur", "must be >= 0, got %v", ev.dur)
+		}
+	}
+	if ev.pid, err = idString(obj, "pid"); err != nil {
+		return err
+	}
+	if ev.tid, err = idString(obj, "tid"); err != nil {
+		return err
+	}
+	if n, err := strconv.ParseInt(ev.pid, 10, 64); err == nil {
+		ev.hasPid, ev.pidNum = true, n
+	}
+	return nil
+}
+
+// decodeArgs reads the args of a kernel, launch or record_param_comms: the
+// correlation and External ids, a kernel's device and launch dimensions,
+// and the collective's metadata.
+func (ev *kEvent) decodeArgs(obj map[string]json.RawMessage, kind evKind) error {
 	if a, ok := obj["args"]; ok {
 		if jsonTypeOf(a) != "object" {
-			return nil, kind, fieldErrf("args", "want object, got %s", jsonTypeOf(a))
+			return fieldErrf("args", "want object, got %s", jsonTypeOf(a))
 		}
 		if err := json.Unmarshal(a, &ev.args); err != nil {
-			return nil, kind, fieldErrf("args", "%v", err)
+			return fieldErrf("args", "%v", err)
 		}
 	}
+	var err error
 	if ev.corr, err = argInt(ev.args, "correlation"); err != nil {
-		return nil, kind, err
+		return err
 	}
 	if ev.ext, err = argInt(ev.args, "External id", "external id"); err != nil {
-		return nil, kind, err
+		return err
 	}
 	if kind == evKernel {
 		if ev.dev, err = argInt(ev.args, "device"); err != nil {
-			return nil, kind, err
+			return err
 		}
 		ev.devInArg = ev.dev >= 0
 		for _, k := range []string{"grid", "block"} {
 			if _, err := argDim0(ev.args, k); err != nil {
-				return nil, kind, err
+				return err
 			}
 		}
 	}
 	if kind == evKernel || kind == evRPC {
 		if _, _, err := commsMeta(ev.args); err != nil {
-			return nil, kind, err
+			return err
 		}
 	}
-	return ev, kind, nil
+	return nil
 }
 
 func optString(obj map[string]json.RawMessage, key string) (string, error) {

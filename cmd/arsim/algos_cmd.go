@@ -63,34 +63,11 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var worlds []int
-	for _, s := range splitList(*ranksFlag) {
-		var n int
-		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 2 {
-			return badInputf("check: --ranks %q: world sizes are integers ≥ 2", s)
-		}
-		worlds = append(worlds, n)
+	worlds, err := parseWorlds(*ranksFlag)
+	if err != nil {
+		return err
 	}
-	sort.Ints(worlds)
 	tops := map[int]*topology.Topology{}
-	topFor := func(n int) (*topology.Topology, error) {
-		name := "rtxpro6000x8-2numa"
-		if n > 8 {
-			name = fmt.Sprintf("fabric:%d", n)
-		}
-		if t, ok := tops[n]; ok {
-			return t, nil
-		}
-		var t *topology.Topology
-		var err error
-		if n > 8 {
-			t, err = topology.SwitchFabric(n, 4)
-		} else {
-			t, err = topology.Load(name)
-		}
-		tops[n] = t
-		return t, err
-	}
 	checked, skipped := 0, 0
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ALGORITHM\tRANKS\tSIZES CHECKED\tRESULT")
@@ -102,34 +79,17 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 				skipped++
 				continue
 			}
-			t, err := topFor(n)
+			t, err := checkTopology(tops, n)
 			if err != nil {
 				return err
 			}
-			count := 0
-			refused := ""
-			for i, b := range checkSizes() {
-				if b > limit {
-					continue
-				}
-				s, err := algos.Plan(name, algos.Request{Top: t, Ranks: n, Bytes: b, DType: algos.BF16, Launch: hw.Graph})
-				if err != nil && i == 0 {
-					// The algorithm refuses this world size on this machine
-					// (e.g. islands of unequal size): not a schedule to check.
-					refused = err.Error()
-					break
-				}
-				if err != nil {
-					return fmt.Errorf("check: %s, %d ranks, %d B: plan: %w", name, n, b, err)
-				}
-				if err := algos.Check(s); err != nil {
-					return fmt.Errorf("check: %s, %d ranks, %d B: %w", name, n, b, err)
-				}
-				count++
-				checked++
+			count, refused, err := checkSchedules(name, t, n, limit)
+			if err != nil {
+				return err
 			}
-			if refused != "" {
-				fmt.Fprintf(tw, "%s\t%d\t-\tnot allowed on %s: %s\n", name, n, t.Name, refused)
+			checked += count
+			if refused != nil {
+				fmt.Fprintf(tw, "%s\t%d\t-\tnot allowed on %s: %v\n", name, n, t.Name, refused)
 				skipped++
 				continue
 			}
@@ -141,6 +101,61 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	fmt.Fprintf(out, "\n%d schedules proved correct (sum at every rank, no races across two back-to-back runs, no deadlock); %d algorithm × world-size pairs not allowed\n", checked, skipped)
 	return nil
+}
+
+// parseWorlds reads --ranks: world sizes ≥ 2, returned sorted.
+func parseWorlds(list string) ([]int, error) {
+	var worlds []int
+	for _, s := range splitList(list) {
+		var n int
+		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 2 {
+			return nil, badInputf("check: --ranks %q: world sizes are integers ≥ 2", s)
+		}
+		worlds = append(worlds, n)
+	}
+	sort.Ints(worlds)
+	return worlds, nil
+}
+
+// checkTopology is the machine check plans n ranks on (the headline preset
+// up to 8 GPUs, a switch fabric beyond), built once per size into tops.
+func checkTopology(tops map[int]*topology.Topology, n int) (*topology.Topology, error) {
+	if t, ok := tops[n]; ok {
+		return t, nil
+	}
+	var t *topology.Topology
+	var err error
+	if n > 8 {
+		t, err = topology.SwitchFabric(n, 4)
+	} else {
+		t, err = topology.Load("rtxpro6000x8-2numa")
+	}
+	tops[n] = t
+	return t, err
+}
+
+// checkSchedules plans and checks algorithm name on n ranks of t at every
+// size up to limit and returns how many it proved; refused is why the
+// algorithm will not plan this world size on this machine at all (e.g.
+// islands of unequal size: not a schedule to check).
+func checkSchedules(name string, t *topology.Topology, n int, limit int64) (count int, refused, err error) {
+	for i, b := range checkSizes() {
+		if b > limit {
+			continue
+		}
+		s, err := algos.Plan(name, algos.Request{Top: t, Ranks: n, Bytes: b, DType: algos.BF16, Launch: hw.Graph})
+		if err != nil && i == 0 {
+			return 0, err, nil
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("check: %s, %d ranks, %d B: plan: %w", name, n, b, err)
+		}
+		if err := algos.Check(s); err != nil {
+			return 0, nil, fmt.Errorf("check: %s, %d ranks, %d B: %w", name, n, b, err)
+		}
+		count++
+	}
+	return count, nil, nil
 }
 
 func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error {
