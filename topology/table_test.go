@@ -40,7 +40,7 @@ func TestParameterTables(t *testing.T) {
 }
 
 // A source says where a value comes from, not how it came to be: no
-// history ("was 3.72 µs", "refitted", "session", "issue #").
+// history (a former value, "refitted", "session", "issue #").
 var historyWords = regexp.MustCompile(`(?i)\bwas \d|\brefitted\b|\bsession\b|\bissue #|\bpreviously\b|\bbefore this\b`)
 
 func TestSourcesTellNoHistory(t *testing.T) {
