@@ -1,5 +1,7 @@
-// Package trace reads measured traces of real GPU hosts into typed values,
-// so that the simulator's predictions can be checked against them.
+// Package trace is the formats of measured traces of real GPU hosts: it
+// reads them into typed values, so that the simulator's predictions can be
+// checked against them (package validate), and writes JSON Lines back.
+// It knows the formats only: nothing here simulates or draws.
 //
 // It reads three formats. Every reader takes the input, a name used in
 // error messages (usually the file's path) and ReadOptions; each has a
