@@ -61,7 +61,8 @@ type Algorithm interface {
 	Options() []OptionSpec
 	// Plan returns the schedule for req, or an error naming what is wrong.
 	Plan(req Request) (*Schedule, error)
-	// MinRanks and PowerOfTwo say which world sizes the algorithm allows.
+	// WorldSizes says whether the algorithm allows a world of n ranks: nil,
+	// or an error naming the sizes it takes (embed anyRanks for every size).
 	WorldSizes(n int) error
 }
 

@@ -17,6 +17,26 @@
 // satisfied, and that a poll on data (a Lamport sentinel) can only end on
 // the data of its own call. [Run] then executes it on a [hw.Machine].
 //
+// # Flags and epochs
+//
+// A flag is a counter in memory that ranks signal and wait on. Its values
+// count within one allreduce, from 1:
+//
+//   - a Signal sets the flag to Value (> 0); a Wait waits until the flag
+//     holds Value or more (> 0);
+//   - every value a Wait waits for is signalled within the same allreduce,
+//     and the first value that satisfies a Wait is set by exactly one op
+//     (two ops setting it would make the wait ambiguous): Check refuses
+//     either mistake by name;
+//   - a flag's stride is the largest value signalled to it in one
+//     allreduce. In back-to-back allreduces the executor and the checker
+//     add iteration × stride to every value of that flag, so allreduce k
+//     waits for Value + k × stride and never mistakes an earlier
+//     allreduce's signal for its own; the schedule itself never counts
+//     across allreduces;
+//   - a [Stream] declares each flag's stride ([StreamFlag]); a signal above
+//     it, or a declared stride that no op reaches, is an error of the run.
+//
 // Adding an algorithm is one file with a type implementing Algorithm and
 // one Register call in its init function; [Names] lists the registry in
 // sorted order.

@@ -16,15 +16,19 @@
 //     write that lands one route latency plus a memory access after it is
 //     sent; a wait ends when the flag lands plus one poll round trip to the
 //     memory that holds it.
-//   - [Machine.Launch] and [Machine.Compute]: kernel launches (eager or in a
-//     CUDA graph) and local work such as reductions at memory bandwidth.
+//   - [Machine.LaunchCost] and [Machine.IssueInterval]: what a kernel
+//     launch adds on the device (the gap between kernels and the kernel's
+//     prologue) and the host's interval between eager calls.
+//   - [Machine.FenceCost]: a system-scope fence after stores, about one
+//     round trip to the memory stored to plus a per-fabric extra.
+//   - [Machine.ReduceTime]: local work, a reduction at memory bandwidth.
 //
 // On PCIe each payload byte puts (payload + TLP overhead) / payload / link
 // efficiency wire bytes on the link, with the payload size of the access
 // kind (copy engine, SM store, read completion); on NVLink the access kind's
 // measured efficiency. All values come from the topology's parameters.
 //
-// The functions in micro.go simulate the measurement kinds of the trace
-// format (memcpy, sm_access, pointer_chase, flag_pingpong, empty_kernel,
-// host_link_concurrency) so they can be compared with real captures.
+// The simulated twins of the measurement kinds of the trace format (a copy,
+// a pointer chase, a flag ping-pong, …), built on these actions, are in
+// package validate.
 package hw

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/pmezard/go-difflib/difflib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,20 +32,38 @@ func suiteSizes() []int64 {
 	return s
 }
 
-// sweeps caches one sweep per preset for the whole test binary.
-var sweeps = map[string][]SweepRow{}
+// presetSweep is one preset's sweep of every algorithm, run once for the
+// whole test binary by whichever test needs it first.
+type presetSweep struct {
+	once sync.Once
+	rows []SweepRow
+	err  error
+}
+
+var (
+	sweepsMu sync.Mutex
+	sweeps   = map[string]*presetSweep{}
+)
 
 func sweepOf(t *testing.T, preset string) []SweepRow {
 	t.Helper()
-	if rows, ok := sweeps[preset]; ok {
-		return rows
+	sweepsMu.Lock()
+	ps, ok := sweeps[preset]
+	if !ok {
+		ps = &presetSweep{}
+		sweeps[preset] = ps
 	}
-	top, err := topology.Load(preset)
-	require.NoError(t, err)
-	rows, err := Sweep(context.Background(), SweepConfig{Top: top, Algos: algos.Names(), Sizes: suiteSizes()})
-	require.NoError(t, err)
-	sweeps[preset] = rows
-	return rows
+	sweepsMu.Unlock()
+	ps.once.Do(func() {
+		top, err := topology.Load(preset)
+		if err != nil {
+			ps.err = err
+			return
+		}
+		ps.rows, ps.err = Sweep(context.Background(), SweepConfig{Top: top, Algos: algos.Names(), Sizes: suiteSizes()})
+	})
+	require.NoError(t, ps.err)
+	return ps.rows
 }
 
 // goldenTable renders rows with fixed precision, sorted by algorithm then
@@ -68,23 +88,57 @@ func firstLine(s string) string {
 	return s
 }
 
-// TestGoldenSweeps compares every preset's sweep with its golden table.
-// Regenerate with `go test ./scenarios -run Golden -update` and review the diff.
+// goldenPath is the golden sweep of one algorithm on one preset: each
+// algorithm owns its folder, so a new algorithm adds its files and changes
+// no other.
+func goldenPath(algo, preset string) string {
+	return filepath.Join("testdata", "sweep", algo, preset+".golden")
+}
+
+// TestGoldenSweeps compares each algorithm's sweep on each preset with its
+// golden table, one parallel subtest per pair (algorithm/preset), and shows
+// a mismatch as a unified diff. Regenerate with
+// `go test ./scenarios -run Golden -update` and review the diff.
 func TestGoldenSweeps(t *testing.T) {
-	for _, preset := range topology.Presets() {
-		t.Run(preset, func(t *testing.T) {
-			got := goldenTable(sweepOf(t, preset))
-			path := filepath.Join("testdata", "sweep_"+preset+".golden")
-			if *update {
-				require.NoError(t, os.MkdirAll("testdata", 0o755))
-				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-				return
+	for _, algo := range algos.Names() {
+		t.Run(algo, func(t *testing.T) {
+			t.Parallel()
+			for _, preset := range topology.Presets() {
+				t.Run(preset, func(t *testing.T) {
+					t.Parallel()
+					var mine []SweepRow
+					for _, r := range sweepOf(t, preset) {
+						if r.Algo == algo {
+							mine = append(mine, r)
+						}
+					}
+					checkGolden(t, goldenPath(algo, preset), goldenTable(mine))
+				})
 			}
-			want, err := os.ReadFile(path)
-			require.NoError(t, err, "missing golden file: run go test ./scenarios -run Golden -update")
-			assert.Equal(t, string(want), got, "sweep of %s changed; if intended, rerun with -update and review the diff", preset)
 		})
 	}
+}
+
+// checkGolden compares got with the golden file at path (or rewrites it
+// under -update) and reports a difference as a unified diff.
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file: run go test ./scenarios -run Golden -update")
+	if string(want) == got {
+		return
+	}
+	diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(string(want)), B: difflib.SplitLines(got),
+		FromFile: path, ToFile: "simulated", Context: 2,
+	})
+	require.NoError(t, err)
+	t.Errorf("%s changed; if intended, rerun with -update and review the diff:\n%s", path, diff)
 }
 
 // TestComparisonTables prints, per preset, the winner at each size and the
@@ -262,4 +316,15 @@ func TestNCCLP2PLevelSysLL(t *testing.T) {
 	assert.Less(t, ll, shm/1.5)
 	assert.InDelta(t, 25, ll, 12.5, "published 20–25 µs for tuned NCCL at 16–64 KB")
 	t.Logf("43 KB: nccl p2p_level=sys proto=ll %.1f µs (published 20–25), default shm %.1f µs (published 200–250)", ll, shm)
+}
+
+// Every folder of golden sweeps belongs to a registered algorithm, so that
+// a renamed or removed algorithm leaves no stale tables behind.
+func TestGoldenSweepsHaveAnAlgorithm(t *testing.T) {
+	dirs, err := os.ReadDir(filepath.Join("testdata", "sweep"))
+	require.NoError(t, err)
+	for _, d := range dirs {
+		_, err := algos.Lookup(d.Name())
+		assert.NoError(t, err, "testdata/sweep/%s has no algorithm", d.Name())
+	}
 }

@@ -7,18 +7,28 @@ import (
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
-	"github.com/arsim/arsim/trace"
 )
 
+// Slice is one interval on a timeline track (viz writes them as a
+// Perfetto trace or draws them).
+type Slice struct {
+	Group string // a process in the viewer: "rank 0", "links"
+	Track string // a thread inside it: "ops", "gpu0→hb0"
+	Name  string
+	Start float64 // µs
+	Dur   float64 // µs, ≥ 0
+	Args  map[string]any
+}
+
 // linkLog collects each resource's busy intervals.
-type linkLog struct{ slices []trace.Slice }
+type linkLog struct{ slices []Slice }
 
 func (l *linkLog) FlowStarted(sim.Time, *sim.Flow)     {}
 func (l *linkLog) FlowRateChanged(sim.Time, *sim.Flow) {}
 func (l *linkLog) FlowFinished(sim.Time, *sim.Flow)    {}
 func (l *linkLog) ResourceBusy(r *sim.Resource, from, to sim.Time, load sim.Rate) {
 	dur := to.Sub(from)
-	l.slices = append(l.slices, trace.Slice{
+	l.slices = append(l.slices, Slice{
 		Group: "links", Track: r.Name, Name: fmt.Sprintf("%.1f GB/s", load.GB()),
 		Start: sim.Duration(from).Micros(), Dur: dur.Micros(),
 		Args: map[string]any{"wire_bytes": int64(float64(load) * dur.Seconds()), "gbps": load.GB(), "utilisation": float64(load) / float64(r.Capacity)},
@@ -28,7 +38,7 @@ func (l *linkLog) ResourceBusy(r *sim.Resource, from, to sim.Time, load sim.Rate
 // Timeline runs iters allreduces of bytes with algo and returns the
 // timeline: one track per rank (its operations) and one per link direction
 // (busy intervals with bytes and GB/s), plus the result.
-func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) ([]trace.Slice, *algos.Result, error) {
+func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) ([]Slice, *algos.Result, error) {
 	if ranks == 0 {
 		ranks = top.NumGPUs()
 	}
@@ -46,14 +56,14 @@ func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launc
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []trace.Slice
+	var out []Slice
 	for _, sp := range res.Spans {
 		op := s.Programs[sp.Rank][sp.Op]
 		name := op.Kind.String()
 		if op.Label != "" {
 			name += ": " + op.Label
 		}
-		out = append(out, trace.Slice{
+		out = append(out, Slice{
 			Group: fmt.Sprintf("rank %d", sp.Rank), Track: "ops", Name: name,
 			Start: sim.Duration(sp.Start).Micros(), Dur: sp.End.Sub(sp.Start).Micros(),
 			Args: map[string]any{"op": sp.Op, "allreduce": sp.Iter + 1, "detail": op.String()},

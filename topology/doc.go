@@ -10,9 +10,12 @@
 //
 // Every number comes from a [Param]: a name, a unit, a value, a physical
 // range and a source (spec, published measurement, our capture, or an
-// estimate said to be one). [Preset.BuildWith] rebuilds a machine with
-// overridden parameters (calibration, what-ifs); [Params.WriteTable] prints
-// them with their sources.
+// estimate said to be one). The presets' tables are text files compiled
+// into the package, one parameter per line (params/base.txt, read by
+// [ReadTable]; a800.txt, v100.txt and h200.txt change values in the form of
+// a parameter file, [ReadOverrides]). [Preset.BuildWith] rebuilds a machine
+// with overridden parameters (calibration, what-ifs); [Params.WriteTable]
+// prints them with their ranges and sources.
 //
 // Routes are deterministic: least one-way latency, then fewest hops, ties
 // broken by lower device IDs. GPU pairs get nvidia-smi's path classes (NV#,

@@ -157,7 +157,7 @@ func (t *Topology) checkConnected() error {
 			}
 		}
 		if err := t.hostReachable(a, pcieComp); err != nil {
-			return fmt.Errorf("topology %s: %s has no path to host memory: %v", t.Name, t.nodes[a].Name, err)
+			return fmt.Errorf("topology %s: %s has no path to host memory: %w", t.Name, t.nodes[a].Name, err)
 		}
 	}
 	return nil

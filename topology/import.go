@@ -153,12 +153,12 @@ func importParams(opts ImportOptions) (*Params, string, error) {
 		return commonParams(), "GPU and host parameters are the preset defaults for a PCIe Gen5 GPU on an AMD EPYC host (commonParams); pass --params to change them", nil
 	}
 	ps := opts.Params.Clone()
-	if err := ps.Validate(); err != nil {
+	if err := ps.validate(); err != nil {
 		return nil, "", err
 	}
 	for _, n := range importParamNames {
 		if _, ok := ps.Lookup(n); !ok {
-			return nil, "", fmt.Errorf("topology: the parameters given have no %s", n)
+			return nil, "", fmt.Errorf("the parameters given have no %s", n)
 		}
 	}
 	return ps, "parameters are the ones given (not the preset defaults)", nil
@@ -248,9 +248,9 @@ type nvPort struct {
 	perLink sim.Rate
 }
 
-// buildImported builds spec with parameters ps; errors from Builder are
-// returned as they are (the caller adds the file name).
-func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
+// gpuSockets returns each GPU's socket, refusing a GPU placed twice or on
+// no host bridge.
+func (spec *hostSpec) gpuSockets() ([]int, error) {
 	gpuSocket := make([]int, spec.gpus)
 	for i := range gpuSocket {
 		gpuSocket[i] = -1
@@ -284,7 +284,16 @@ func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
 			return nil, fmt.Errorf("gpu%d is on no host bridge", i)
 		}
 	}
+	return gpuSocket, nil
+}
 
+// buildImported builds spec with parameters ps; errors from Builder are
+// returned as they are (the caller adds the file name).
+func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
+	gpuSocket, err := spec.gpuSockets()
+	if err != nil {
+		return nil, err
+	}
 	b := NewBuilder(name, ps)
 	ns := sim.Nanos
 	gbps := func(n string) sim.Rate { return sim.Rate(ps.Get(n)) * sim.GBps }
@@ -344,13 +353,6 @@ func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
 		CollapseRate:         gbps("collapse.bandwidth"),
 	}
 	return b.Build()
-}
-
-// wrapBuild adds the file name to a Builder error.
-func wrapBuild(file string, err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "topology: ")
-	return fmt.Errorf("topology: %s: %s", file, msg)
 }
 
 // gbString prints a GB/s value without trailing zeros.

@@ -2,10 +2,13 @@ package topology
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +46,14 @@ func (n *xnode) label() string {
 // maxXMLDepth bounds element nesting (real files nest a few levels).
 const maxXMLDepth = 64
 
+// xmlSyntaxError is encoding/xml's syntax error told as this reader's other
+// errors are ("line N: …"), still matchable with errors.As.
+type xmlSyntaxError struct{ *xml.SyntaxError }
+
+func (e xmlSyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+func (e xmlSyntaxError) Unwrap() error { return e.SyntaxError }
+
 // parseXMLTree reads the document into a tree, keeping line numbers.
 func parseXMLTree(data []byte) (*xnode, error) {
 	d := xml.NewDecoder(bytes.NewReader(data))
@@ -52,6 +63,9 @@ func parseXMLTree(data []byte) (*xnode, error) {
 		tok, err := d.Token()
 		if err == io.EOF {
 			break
+		}
+		if se, ok := errors.AsType[*xml.SyntaxError](err); ok {
+			return nil, xmlSyntaxError{se}
 		}
 		if err != nil {
 			return nil, err
@@ -124,12 +138,14 @@ func ImportNCCLXML(r io.Reader, name string, opts ImportOptions) (*Topology, err
 	}
 	root, err := parseXMLTree(data)
 	if err != nil {
-		return nil, fmt.Errorf("topology: %s: malformed XML: %v", name, strings.TrimPrefix(err.Error(), "XML syntax error on "))
+		return nil, fmt.Errorf("topology: %s: malformed XML: %w", name, err)
 	}
 	im := &ncclImport{file: name, notes: &noteList{}, busids: map[string]*xnode{}, ignored: map[string]*xmlGPU{}}
 	return im.build(root, opts)
 }
 
+// build reads the <system> tree: sockets and their PCIe trees, the GPUs in
+// rank order, then their NVLinks.
 func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) {
 	if root.name != "system" {
 		return nil, fmt.Errorf("topology: %s: root element is <%s>, want <system version=\"1\">", im.file, root.name)
@@ -141,8 +157,33 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 	}
 	ps, psNote, err := importParams(opts)
 	if err != nil {
-		return nil, fmt.Errorf("topology: %s: %v", im.file, strings.TrimPrefix(err.Error(), "topology: "))
+		return nil, fmt.Errorf("topology: %s: %w", im.file, err)
 	}
+	spec, vendors, err := im.sockets(root)
+	if err != nil {
+		return nil, err
+	}
+	if err := im.rankOrder(); err != nil {
+		return nil, err
+	}
+	spec.gpus = len(im.gpus)
+	if err := im.nvlinks(spec, ps, opts.Params != nil); err != nil {
+		return nil, err
+	}
+	im.noteHost(spec, ps, vendors)
+	im.notes.add(psNote)
+	t, err := buildImported(topoName(im.file), ps, spec)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %s: %w", im.file, err)
+	}
+	t.Description = fmt.Sprintf("imported from %s (NCCL topology XML): %d GPUs, %d socket(s)", im.file, len(im.gpus), len(spec.sockets))
+	t.Notes = im.notes.list()
+	return t, nil
+}
+
+// sockets reads each <cpu> as a socket whose top-level <pci> elements are
+// its host bridges; it returns the layout and the CPU vendors named.
+func (im *ncclImport) sockets(root *xnode) (*hostSpec, []string, error) {
 	spec := &hostSpec{}
 	var vendors []string
 	for _, c := range root.kids {
@@ -155,7 +196,7 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 		if v, ok := c.attr("numaid"); ok {
 			k, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || k < -1 {
-				return nil, im.errf(c, "numaid %q is not a NUMA node number", v)
+				return nil, nil, im.errf(c, "numaid %q is not a NUMA node number", v)
 			}
 			numa = k
 		}
@@ -173,7 +214,7 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 			case "pci":
 				d, err := im.pci(k, 0)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				if d != nil {
 					hbs = append(hbs, []*devSpec{d})
@@ -187,19 +228,23 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 		spec.sockets = append(spec.sockets, hbs)
 	}
 	if len(spec.sockets) == 0 {
-		return nil, fmt.Errorf("topology: %s: no <cpu> elements under <system>", im.file)
+		return nil, nil, fmt.Errorf("topology: %s: no <cpu> elements under <system>", im.file)
 	}
+	return spec, vendors, nil
+}
+
+// rankOrder numbers the GPUs found in rank order, refusing a rank used twice.
+func (im *ncclImport) rankOrder() error {
 	if len(im.gpus) == 0 {
-		return nil, fmt.Errorf("topology: %s: no GPUs (no <gpu> with a rank ≥ 0 under a <pci> of a <cpu>)", im.file)
+		return fmt.Errorf("topology: %s: no GPUs (no <gpu> with a rank ≥ 0 under a <pci> of a <cpu>)", im.file)
 	}
 	if len(im.gpus) > maxImportGPUs {
-		return nil, fmt.Errorf("topology: %s: %d GPUs; at most %d are supported", im.file, len(im.gpus), maxImportGPUs)
+		return fmt.Errorf("topology: %s: %d GPUs; at most %d are supported", im.file, len(im.gpus), maxImportGPUs)
 	}
-	// Rank order.
 	sort.SliceStable(im.gpus, func(a, b int) bool { return im.gpus[a].rank < im.gpus[b].rank })
 	for i, g := range im.gpus {
 		if i > 0 && im.gpus[i-1].rank == g.rank {
-			return nil, im.errf(g.el, "rank %d is also the rank of the GPU at %s", g.rank, im.gpus[i-1].pci.label())
+			return im.errf(g.el, "rank %d is also the rank of the GPU at %s", g.rank, im.gpus[i-1].pci.label())
 		}
 		g.idx = i
 		g.dev.gpu = i
@@ -207,32 +252,21 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 			im.notes.add("GPU ranks are not 0…n-1: GPUs numbered in rank order")
 		}
 	}
-	spec.gpus = len(im.gpus)
-	if err := im.nvlinks(spec, ps, opts.Params != nil); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// noteHost lists what the XML does not say about the host side.
+func (im *ncclImport) noteHost(spec *hostSpec, ps *Params, vendors []string) {
 	im.notes.add("each top-level <pci> under a <cpu> taken to be on its own host bridge (CPU root port): GPUs under different ones are NODE")
 	if len(spec.sockets) > 1 {
 		nccl := "NCCL itself assumes 16 GB/s for AMD (AMD_BW) and 6–40 GB/s for Intel QPI/UPI by CPU model"
-		for _, v := range vendors {
-			if v == "AuthenticAMD" {
-				nccl = "NCCL itself assumes AMD_BW = 16 GB/s for AMD xGMI"
-				break
-			}
+		if slices.Contains(vendors, "AuthenticAMD") {
+			nccl = "NCCL itself assumes AMD_BW = 16 GB/s for AMD xGMI"
 		}
 		im.notes.add(fmt.Sprintf("the XML gives no socket interconnect speed: sockets joined in a chain at smp.bandwidth %s GB/s, latency %s ns from the parameters (%s)",
 			gbString(ps.Get("smp.bandwidth")), gbString(ps.Get("smp.latency")), nccl))
 	}
 	im.notes.add("latencies, host memory and CPU fabric are not in the XML: taken from the parameters")
-	im.notes.add(psNote)
-
-	t, err := buildImported(topoName(im.file), ps, spec)
-	if err != nil {
-		return nil, wrapBuild(im.file, err)
-	}
-	t.Description = fmt.Sprintf("imported from %s (NCCL topology XML): %d GPUs, %d socket(s)", im.file, len(im.gpus), len(spec.sockets))
-	t.Notes = im.notes.list()
-	return t, nil
 }
 
 // pci reads a <pci> element; it returns nil for a subtree with no GPUs.
@@ -258,62 +292,10 @@ func (im *ncclImport) pci(n *xnode, depth int) (*devSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if class>>16 == 0x03 { // a GPU
-		var gpuEl *xnode
-		for _, k := range n.kids {
-			switch k.name {
-			case "gpu":
-				if gpuEl != nil {
-					return nil, im.errf(n, "two <gpu> elements under one <pci>")
-				}
-				gpuEl = k
-			case "nic":
-				im.notes.add("ignored <nic>/<net> elements: NICs are not simulated")
-			default:
-				im.notes.addItem("ignored-gpu-pci", "ignored elements under a GPU's <pci> (%s)", "<"+k.name+">")
-			}
-		}
-		if gpuEl == nil {
-			im.notes.addItem("no-gpu", "GPU-class <pci> without a <gpu> element ignored (%s)", busid)
-			return nil, nil
-		}
-		g := &xmlGPU{el: gpuEl, pci: n, busid: busid}
-		rv, ok := gpuEl.attr("rank")
-		if !ok {
-			return nil, im.errf(gpuEl, "no rank attribute (under %s)", n.label())
-		}
-		rank, err := strconv.Atoi(strings.TrimSpace(rv))
-		if err != nil || rank < -1 {
-			return nil, im.errf(gpuEl, "rank %q is not a rank (an integer ≥ 0, or -1 for a GPU not used)", rv)
-		}
-		g.rank = rank
-		if sv, ok := gpuEl.attr("sm"); ok {
-			sm, err := strconv.Atoi(strings.TrimSpace(sv))
-			if err != nil || sm <= 0 || sm > 10000 {
-				return nil, im.errf(gpuEl, "sm %q is not a compute capability like 90", sv)
-			}
-			g.sm = sm
-		}
-		for _, k := range gpuEl.kids {
-			switch k.name {
-			case "nvlink":
-				g.nvlinks = append(g.nvlinks, k)
-			case "c2c":
-				im.notes.add("ignored <c2c> (Grace C2C) links")
-			default:
-				im.notes.addItem("ignored-gpu", "ignored elements under <gpu> (%s)", "<"+k.name+">")
-			}
-		}
-		if rank == -1 {
-			im.notes.addItem("rank-1", "GPUs with rank -1 ignored, as NCCL does (%s)", busid)
-			im.ignored[busid] = g
-			return nil, nil
-		}
-		g.dev = &devSpec{gpu: -1, gen: gen, width: width}
-		im.gpus = append(im.gpus, g)
-		return g.dev, nil
-	}
-	if class == 0x068000 {
+	switch {
+	case class>>16 == 0x03:
+		return im.gpuPCI(n, busid, &devSpec{gpu: -1, gen: gen, width: width})
+	case class == 0x068000:
 		im.notes.addItem("nvs-pci", "NVSwitch <pci> devices ignored (%s): NVSwitches come from the GPUs' <nvlink> elements", busid)
 		return nil, nil
 	}
@@ -345,6 +327,64 @@ func (im *ncclImport) pci(n *xnode, depth int) (*devSpec, error) {
 		return nil, nil
 	}
 	return sw, nil
+}
+
+// gpuPCI reads the <gpu> under a GPU-class <pci> n; it returns dev, the
+// GPU's link, or nil for a GPU that is not used (rank -1) or absent.
+func (im *ncclImport) gpuPCI(n *xnode, busid string, dev *devSpec) (*devSpec, error) {
+	var gpuEl *xnode
+	for _, k := range n.kids {
+		switch k.name {
+		case "gpu":
+			if gpuEl != nil {
+				return nil, im.errf(n, "two <gpu> elements under one <pci>")
+			}
+			gpuEl = k
+		case "nic":
+			im.notes.add("ignored <nic>/<net> elements: NICs are not simulated")
+		default:
+			im.notes.addItem("ignored-gpu-pci", "ignored elements under a GPU's <pci> (%s)", "<"+k.name+">")
+		}
+	}
+	if gpuEl == nil {
+		im.notes.addItem("no-gpu", "GPU-class <pci> without a <gpu> element ignored (%s)", busid)
+		return nil, nil
+	}
+	g := &xmlGPU{el: gpuEl, pci: n, busid: busid}
+	rv, ok := gpuEl.attr("rank")
+	if !ok {
+		return nil, im.errf(gpuEl, "no rank attribute (under %s)", n.label())
+	}
+	rank, err := strconv.Atoi(strings.TrimSpace(rv))
+	if err != nil || rank < -1 {
+		return nil, im.errf(gpuEl, "rank %q is not a rank (an integer ≥ 0, or -1 for a GPU not used)", rv)
+	}
+	g.rank = rank
+	if sv, ok := gpuEl.attr("sm"); ok {
+		sm, err := strconv.Atoi(strings.TrimSpace(sv))
+		if err != nil || sm <= 0 || sm > 10000 {
+			return nil, im.errf(gpuEl, "sm %q is not a compute capability like 90", sv)
+		}
+		g.sm = sm
+	}
+	for _, k := range gpuEl.kids {
+		switch k.name {
+		case "nvlink":
+			g.nvlinks = append(g.nvlinks, k)
+		case "c2c":
+			im.notes.add("ignored <c2c> (Grace C2C) links")
+		default:
+			im.notes.addItem("ignored-gpu", "ignored elements under <gpu> (%s)", "<"+k.name+">")
+		}
+	}
+	if rank == -1 {
+		im.notes.addItem("rank-1", "GPUs with rank -1 ignored, as NCCL does (%s)", busid)
+		im.ignored[busid] = g
+		return nil, nil
+	}
+	g.dev = dev
+	im.gpus = append(im.gpus, g)
+	return g.dev, nil
 }
 
 // pciLink reads link_speed and link_width.
@@ -401,7 +441,7 @@ func (im *ncclImport) pciLink(n *xnode) (gen, width int, err error) {
 	if w < 0 {
 		return 0, 0, im.errf(n, "link_width %d is negative", w)
 	}
-	if _, rerr := PCIeRate(gen, w); rerr != nil {
+	if _, rerr := pcieRate(gen, w); rerr != nil {
 		return 0, 0, im.errf(n, "link_width %d is not one of 1, 2, 4, 8, 16, 32", w)
 	}
 	return gen, w, nil
@@ -425,6 +465,19 @@ func nvlinkRate(sm int) (float64, string) {
 	return 26.562, "GPU without sm attribute: NVLink taken as 26.562 GB/s per link per direction (NVLink 4)"
 }
 
+// gpuPair is an ordered pair of GPU indices (rank order).
+type gpuPair struct{ a, b int }
+
+// nvlinkSet is what the GPUs' <nvlink> elements list: links to other GPUs
+// by ordered pair (as each GPU lists them), and links to NVSwitches, one
+// switch per target busid.
+type nvlinkSet struct {
+	directed map[gpuPair]int
+	pairEl   map[gpuPair]*xnode // the first element listing each pair
+	nvsIndex map[string]int
+	nvsPorts []map[int]int // switch → GPU → count
+}
+
 // nvlinks resolves the GPUs' <nvlink> elements into direct links and
 // NVSwitches.
 func (im *ncclImport) nvlinks(spec *hostSpec, ps *Params, given bool) error {
@@ -440,108 +493,22 @@ func (im *ncclImport) nvlinks(spec *hostSpec, ps *Params, given bool) error {
 		im.notes.add(note)
 		return sim.Rate(v) * sim.GBps
 	}
-	type pair struct{ a, b int }
-	directed := map[pair]int{}
-	pairEl := map[pair]*xnode{}
-	nvsIndex := map[string]int{}
-	var nvsPorts []map[int]int // switch → GPU → count
+	set := &nvlinkSet{directed: map[gpuPair]int{}, pairEl: map[gpuPair]*xnode{}, nvsIndex: map[string]int{}}
 	for _, g := range im.gpus {
 		for _, l := range g.nvlinks {
-			cv, ok := l.attr("count")
-			if !ok {
-				return im.errf(l, "no count attribute (on %s)", g.pci.label())
-			}
-			count, err := strconv.Atoi(strings.TrimSpace(cv))
-			if err != nil {
-				return im.errf(l, "count %q is not a number of links", cv)
-			}
-			if count <= 0 || count > 64 {
-				return im.errf(l, "count %d: an NVLink count must be 1–64", count)
-			}
-			target, _ := l.attr("target")
-			target = strings.ToLower(strings.TrimSpace(target))
-			if target == "" {
-				return im.errf(l, "no target busid")
-			}
-			tv, ok := l.attr("tclass")
-			if !ok {
-				return im.errf(l, "no tclass attribute")
-			}
-			tclass, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(tv)), "0x"), 16, 32)
-			if err != nil {
-				return im.errf(l, "tclass %q is not a hex PCI class", tv)
-			}
-			switch {
-			case tclass == 0x068000:
-				k, ok := nvsIndex[target]
-				if !ok {
-					k = len(nvsPorts)
-					nvsIndex[target] = k
-					nvsPorts = append(nvsPorts, map[int]int{})
-				}
-				nvsPorts[k][g.idx] += count
-				if nvsPorts[k][g.idx] > 64 {
-					return im.errf(l, "more than 64 NVLinks from %s to one NVSwitch", g.pci.label())
-				}
-			case tclass>>16 == 0x03:
-				if target == g.busid {
-					return im.errf(l, "an NVLink from a GPU to itself")
-				}
-				peer, ok := byBus[target]
-				if !ok {
-					if _, ig := im.ignored[target]; ig {
-						im.notes.add("NVLinks to GPUs with rank -1 ignored")
-						continue
-					}
-					return im.errf(l, "target %s is not a GPU in the file", target)
-				}
-				p := pair{g.idx, peer.idx}
-				directed[p] += count
-				if directed[p] > 64 {
-					return im.errf(l, "more than 64 NVLinks between two GPUs")
-				}
-				if _, ok := pairEl[p]; !ok {
-					pairEl[p] = l
-				}
-			case tclass == 0x068001:
-				im.notes.add("ignored NVLinks to CPUs (tclass 0x068001)")
-			default:
-				im.notes.addItem("nv-other", "ignored NVLinks to devices of other classes (%s)", tv)
+			if err := im.nvlink(set, g, l, byBus); err != nil {
+				return err
 			}
 		}
 	}
-	var keys []pair
-	for p := range directed {
-		if p.a < p.b || directed[pair{p.b, p.a}] == 0 {
-			keys = append(keys, p)
-		}
+	if err := im.directLinks(spec, set, rate); err != nil {
+		return err
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].a != keys[j].a {
-			return keys[i].a < keys[j].a
-		}
-		return keys[i].b < keys[j].b
-	})
-	for _, p := range keys {
-		c, back := directed[p], directed[pair{p.b, p.a}]
-		if back != 0 && back != c {
-			return im.errf(pairEl[pair{p.b, p.a}], "count %d, but the GPU at %s lists %d NVLinks the other way", back, im.gpus[p.a].pci.label(), c)
-		}
-		if back == 0 {
-			im.notes.add("some NVLinks are listed by one GPU only: taken as links both ways")
-		}
-		a, b := min(p.a, p.b), max(p.a, p.b)
-		spec.direct = append(spec.direct, nvPair{a: a, b: b, count: c, perLink: min(rate(im.gpus[a]), rate(im.gpus[b]))})
-	}
+	nvsPorts := set.nvsPorts
 	counts := map[int]bool{}
 	for _, ports := range nvsPorts {
-		var gs []int
-		for g := range ports {
-			gs = append(gs, g)
-		}
-		sort.Ints(gs)
 		var list []nvPort
-		for _, g := range gs {
+		for _, g := range slices.Sorted(maps.Keys(ports)) {
 			list = append(list, nvPort{gpu: g, count: ports[g], perLink: rate(im.gpus[g])})
 			counts[ports[g]] = true
 		}
@@ -568,6 +535,101 @@ func (im *ncclImport) nvlinks(spec *hostSpec, ps *Params, given bool) error {
 				_ = ps.Set("nvlink.link_bandwidth", float64(r/sim.GBps), "imported from "+im.file+" (NVLink generation of the GPUs' sm)")
 			}
 		}
+	}
+	return nil
+}
+
+// nvlink reads one <nvlink> element l of GPU g into set.
+func (im *ncclImport) nvlink(set *nvlinkSet, g *xmlGPU, l *xnode, byBus map[string]*xmlGPU) error {
+	cv, ok := l.attr("count")
+	if !ok {
+		return im.errf(l, "no count attribute (on %s)", g.pci.label())
+	}
+	count, err := strconv.Atoi(strings.TrimSpace(cv))
+	if err != nil {
+		return im.errf(l, "count %q is not a number of links", cv)
+	}
+	if count <= 0 || count > 64 {
+		return im.errf(l, "count %d: an NVLink count must be 1–64", count)
+	}
+	target, _ := l.attr("target")
+	target = strings.ToLower(strings.TrimSpace(target))
+	if target == "" {
+		return im.errf(l, "no target busid")
+	}
+	tv, ok := l.attr("tclass")
+	if !ok {
+		return im.errf(l, "no tclass attribute")
+	}
+	tclass, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(tv)), "0x"), 16, 32)
+	if err != nil {
+		return im.errf(l, "tclass %q is not a hex PCI class", tv)
+	}
+	switch {
+	case tclass == 0x068000:
+		k, ok := set.nvsIndex[target]
+		if !ok {
+			k = len(set.nvsPorts)
+			set.nvsIndex[target] = k
+			set.nvsPorts = append(set.nvsPorts, map[int]int{})
+		}
+		set.nvsPorts[k][g.idx] += count
+		if set.nvsPorts[k][g.idx] > 64 {
+			return im.errf(l, "more than 64 NVLinks from %s to one NVSwitch", g.pci.label())
+		}
+	case tclass>>16 == 0x03:
+		if target == g.busid {
+			return im.errf(l, "an NVLink from a GPU to itself")
+		}
+		peer, ok := byBus[target]
+		if !ok {
+			if _, ig := im.ignored[target]; ig {
+				im.notes.add("NVLinks to GPUs with rank -1 ignored")
+				return nil
+			}
+			return im.errf(l, "target %s is not a GPU in the file", target)
+		}
+		p := gpuPair{g.idx, peer.idx}
+		set.directed[p] += count
+		if set.directed[p] > 64 {
+			return im.errf(l, "more than 64 NVLinks between two GPUs")
+		}
+		if _, ok := set.pairEl[p]; !ok {
+			set.pairEl[p] = l
+		}
+	case tclass == 0x068001:
+		im.notes.add("ignored NVLinks to CPUs (tclass 0x068001)")
+	default:
+		im.notes.addItem("nv-other", "ignored NVLinks to devices of other classes (%s)", tv)
+	}
+	return nil
+}
+
+// directLinks adds the GPU-to-GPU links, each pair once, in pair order;
+// the two GPUs must agree on the count where both list the pair.
+func (im *ncclImport) directLinks(spec *hostSpec, set *nvlinkSet, rate func(*xmlGPU) sim.Rate) error {
+	var keys []gpuPair
+	for p := range set.directed {
+		if p.a < p.b || set.directed[gpuPair{p.b, p.a}] == 0 {
+			keys = append(keys, p)
+		}
+	}
+	slices.SortFunc(keys, func(x, y gpuPair) int {
+		if x.a != y.a {
+			return cmp.Compare(x.a, y.a)
+		}
+		return cmp.Compare(x.b, y.b)
+	})
+	for _, p := range keys {
+		c, back := set.directed[p], set.directed[gpuPair{p.b, p.a}]
+		if back != 0 && back != c {
+			return im.errf(set.pairEl[gpuPair{p.b, p.a}], "count %d, but the GPU at %s lists %d NVLinks the other way", back, im.gpus[p.a].pci.label(), c)
+		}
+		if back == 0 {
+			im.notes.add("some NVLinks are listed by one GPU only: taken as links both ways")
+		}
+		a, b := min(p.a, p.b), max(p.a, p.b)
+		spec.direct = append(spec.direct, nvPair{a: a, b: b, count: c, perLink: min(rate(im.gpus[a]), rate(im.gpus[b]))})
 	}
 	return nil
 }

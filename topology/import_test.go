@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -467,4 +468,26 @@ func TestImportSMIPIXPairsSharingAHostBridge(t *testing.T) {
 	classes(t, top, map[[2]int]string{{0, 1}: "PIX", {0, 2}: "PHB", {0, 4}: "SYS", {6, 7}: "PIX"})
 	assert.Equal(t, 2, countKind(top, HostBridge))
 	assert.Equal(t, 4, countKind(top, PCIeSwitch))
+}
+
+// Errors keep their causes: a malformed file's XML error is encoding/xml's
+// (errors.As), and the package prefix appears once.
+func TestImportErrorsWrapTheirCause(t *testing.T) {
+	_, err := ImportNCCLXML(strings.NewReader(`<system version="1"><cpu></system>`), "h.xml", ImportOptions{})
+	var se *xml.SyntaxError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 1, se.Line)
+	_, _, err = ImportFile(td("pcie8_2socket_topo_m.txt"), ImportOptions{PCIeGen: 9})
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "topology: "), err.Error())
+	ps := commonParams()
+	require.NoError(t, ps.Set("smp.bandwidth", 40, "test"))
+	bad := &Params{}
+	for _, p := range ps.All() {
+		if p.Name != "nvlink.count" {
+			bad.Add(p)
+		}
+	}
+	_, _, err = ImportFile(td("pcie8_2socket_topo_m.txt"), ImportOptions{Params: bad})
+	assert.EqualError(t, err, "topology: "+td("pcie8_2socket_topo_m.txt")+": the parameters given have no nvlink.count")
 }

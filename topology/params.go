@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -106,34 +105,54 @@ func (ps *Params) Names() []string {
 // All returns the parameters in definition order. The slice is a copy.
 func (ps *Params) All() []Param { return append([]Param(nil), ps.list...) }
 
-// Validate checks every value against its range.
+// Validate checks every value against its range, and that every
+// parameter has a source.
 func (ps *Params) Validate() error {
+	if err := ps.validate(); err != nil {
+		return fmt.Errorf("topology: %w", err)
+	}
+	return nil
+}
+
+// validate is Validate with errors that name no package.
+func (ps *Params) validate() error {
 	for _, p := range ps.list {
 		if math.IsNaN(p.Value) || p.Value < p.Min || (p.Max != 0 && p.Value > p.Max) {
-			return fmt.Errorf("topology: parameter %s = %v %s is outside its physical range [%v, %v]", p.Name, p.Value, p.Unit, p.Min, rangeMax(p.Max))
+			return fmt.Errorf("parameter %s = %v %s is outside its physical range [%v, %v]", p.Name, p.Value, p.Unit, p.Min, rangeMax(p.Max))
 		}
 		if p.Source == "" {
-			return fmt.Errorf("topology: parameter %s has no source", p.Name)
+			return fmt.Errorf("parameter %s has no source", p.Name)
 		}
 	}
 	return nil
 }
 
-// WriteTable prints the parameters as an aligned table: name, value, unit, source.
+// WriteTable prints the parameters as an aligned table: name, value, unit,
+// range (lo..hi; lo.. for no upper bound) and source.
 func (ps *Params) WriteTable(w io.Writer) error {
 	width := 4
 	for _, p := range ps.list {
 		width = max(width, len(p.Name))
 	}
-	if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %s\n", width, "name", "value", "unit", "source"); err != nil {
+	if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %-13s  %s\n", width, "name", "value", "unit", "range", "source"); err != nil {
 		return err
 	}
 	for _, p := range ps.list {
-		if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %s\n", width, p.Name, strconv.FormatFloat(p.Value, 'g', 6, 64), p.Unit, p.Source); err != nil {
+		if _, err := fmt.Fprintf(w, "%-*s  %12s  %-6s  %-13s  %s\n", width, p.Name, strconv.FormatFloat(p.Value, 'g', 6, 64), p.Unit, p.Range(), p.Source); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Range is the physical range as the parameter tables write it: lo..hi,
+// or lo.. when there is no upper bound.
+func (p Param) Range() string {
+	r := strconv.FormatFloat(p.Min, 'g', -1, 64) + ".."
+	if p.Max != 0 {
+		r += strconv.FormatFloat(p.Max, 'g', -1, 64)
+	}
+	return r
 }
 
 // WriteFile writes the parameters in the text form ReadOverrides reads:
@@ -203,14 +222,4 @@ func (ps *Params) Apply(ovs []Override, file string) error {
 		}
 	}
 	return nil
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/arsim/arsim/internal/minheap"
 	"github.com/arsim/arsim/sim"
 )
 
@@ -63,10 +64,10 @@ func (t *Topology) Route(a, b NodeID, mode RouteMode) (Route, error) {
 	lab := sc.labels(len(t.nodes))
 	lab[a] = routeLabel{set: true, prev: -1}
 	pq := &sc.pq
-	*pq = (*pq)[:0]
-	pq.push(hitem{id: a})
-	for len(*pq) > 0 {
-		it := pq.pop()
+	pq.Reset()
+	pq.Push(hitem{id: a})
+	for pq.Len() > 0 {
+		it := pq.Pop()
 		u := it.id
 		if lab[u].done {
 			continue
@@ -94,7 +95,7 @@ func (t *Topology) Route(a, b NodeID, mode RouteMode) (Route, error) {
 			}
 			if !v.set || lat < v.lat || (lat == v.lat && h < v.hops) {
 				*v = routeLabel{lat: lat, hops: h, prev: e.link, set: true}
-				pq.push(hitem{id: e.to, lat: lat, hops: h})
+				pq.Push(hitem{id: e.to, lat: lat, hops: h})
 			}
 		}
 	}
@@ -136,7 +137,7 @@ type routeLabel struct {
 // thousand GPUs a route's labels are 40 KB.
 type routeScratch struct {
 	lab []routeLabel
-	pq  nodeHeap
+	pq  minheap.Heap[hitem]
 }
 
 var routeScratchPool = sync.Pool{New: func() any { return new(routeScratch) }}
@@ -150,11 +151,10 @@ func (sc *routeScratch) labels(n int) []routeLabel {
 	return sc.lab
 }
 
-// nodeHeap is a binary heap of items ordered by (latency, hops, node): a
-// total order, since a node is pushed again only with a better label.
-type nodeHeap []hitem
-
-func (a hitem) less(b hitem) bool {
+// Less orders route labels by (latency, hops, node): a total order, since a
+// node is pushed again only with a better label, so the order of pops does
+// not depend on the heap's layout.
+func (a hitem) Less(b hitem) bool {
 	if a.lat != b.lat {
 		return a.lat < b.lat
 	}
@@ -162,46 +162,6 @@ func (a hitem) less(b hitem) bool {
 		return a.hops < b.hops
 	}
 	return a.id < b.id
-}
-
-func (h *nodeHeap) push(x hitem) {
-	*h = append(*h, x)
-	q := *h
-	i := len(q) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q[i].less(q[p]) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *nodeHeap) pop() hitem {
-	q := *h
-	top := q[0]
-	n := len(q) - 1
-	q[0] = q[n]
-	q = q[:n]
-	*h = q
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && q[r].less(q[l]) {
-			m = r
-		}
-		if !q[m].less(q[i]) {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-	return top
 }
 
 // HostMemoryOf returns the host memory node of a socket.

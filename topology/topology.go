@@ -211,6 +211,16 @@ func (b *Builder) link(l Link) {
 // Gen6: FLIT mode, 236 of 256 bytes carry TLPs). Source: PCI-SIG base specs;
 // Gen5 x16 = 63.0 GB/s per direction.
 func PCIeRate(gen, width int) (sim.Rate, error) {
+	r, err := pcieRate(gen, width)
+	if err != nil {
+		return 0, fmt.Errorf("topology: %w", err)
+	}
+	return r, nil
+}
+
+// pcieRate is PCIeRate with errors that name no package, for callers here
+// that add their own context.
+func pcieRate(gen, width int) (sim.Rate, error) {
 	var gts, code float64
 	switch gen {
 	case 1:
@@ -226,21 +236,21 @@ func PCIeRate(gen, width int) (sim.Rate, error) {
 	case 6:
 		gts, code = 64, 236.0/256
 	default:
-		return 0, fmt.Errorf("topology: PCIe generation %d is not one of 1–6", gen)
+		return 0, fmt.Errorf("PCIe generation %d is not one of 1–6", gen)
 	}
 	switch width {
 	case 1, 2, 4, 8, 16, 32:
 	default:
-		return 0, fmt.Errorf("topology: PCIe width x%d is not one of x1, x2, x4, x8, x16, x32", width)
+		return 0, fmt.Errorf("PCIe width x%d is not one of x1, x2, x4, x8, x16, x32", width)
 	}
 	return sim.Rate(gts * code / 8 * float64(width) * 1e9), nil
 }
 
 // PCIeLink joins a and b with a PCIe link of the given generation and width.
 func (b *Builder) PCIeLink(a, c NodeID, gen, width int, latency sim.Duration) {
-	r, err := PCIeRate(gen, width)
+	r, err := pcieRate(gen, width)
 	if err != nil {
-		b.errs = append(b.errs, fmt.Sprintf("link %s-%s: %v", b.nodeName(a), b.nodeName(c), strings.TrimPrefix(err.Error(), "topology: ")))
+		b.errs = append(b.errs, fmt.Sprintf("link %s-%s: %v", b.nodeName(a), b.nodeName(c), err))
 		return
 	}
 	b.link(Link{A: a, B: c, Type: PCIe, Gen: gen, Width: width, Bandwidth: r, Latency: latency})

@@ -1,5 +1,7 @@
-// Package trace reads measured traces of real GPU hosts into typed values,
-// so that the simulator's predictions can be checked against them.
+// Package trace is the formats of measured traces of real GPU hosts: it
+// reads them into typed values, so that the simulator's predictions can be
+// checked against them (package validate), and writes JSON Lines back.
+// It knows the formats only: nothing here simulates or draws.
 //
 // It reads three formats. Every reader takes the input, a name used in
 // error messages (usually the file's path) and ReadOptions; each has a
@@ -25,28 +27,33 @@
 //	kind                   fields                                              Primary()
 //	allreduce              impl algo transport launch world dtype bytes us      us, "us"
 //	                       proto (required for impl nccl) | us_min us_max
-//	                       blocks threads max_channels
+//	                       blocks threads max_channels nccl_env
 //	allreduce_sequence     impl algo transport launch world dtype count tokens  us, "us" (whole sequence)
-//	                       hidden bytes us proto (nccl) | us_min us_max
-//	memcpy                 dir bytes us | engine launch us_min us_max           us, "us"
+//	                       hidden bytes us proto (nccl) | us_min us_max nccl_env
+//	memcpy                 dir bytes us | engine launch api streams transfers   us, "us"
+//	                       us_min us_max
 //	sm_access              op target blocks threads bytes us                    us, "us"
 //	                       | bytes_per_access gbps us_min us_max
 //	pointer_chase          target ns_per_step                                   ns_per_step, "ns"
-//	flag_pingpong          via one_way_us | one_way_us_min note                 one_way_us, "us"
-//	empty_kernel           us | us_min us_max                                   us, "us"
+//	flag_pingpong          via one_way_us | one_way_us_min round_trips note     one_way_us, "us"
+//	empty_kernel           us | launch mode prefill_us us_min us_max            us, "us"
 //	host_link_concurrency  what gpus gbps_per_gpu gbps_total | bytes_per_gpu    gbps_total, "GB/s"
 //	fence (arsim)          target variant threads ns_per_iter                   ns_per_iter, "ns"
 //	barrier (arsim)        world barrier stride_words blocks threads            us, "us" (per launch)
 //	                       barriers_per_launch us | launch us_min us_max
 //
-// Enumerations: impl nccl, torch_symm_mem, host_staged_one_shot; algo ring,
-// tree, auto, one_shot, two_shot; proto ll, ll128, simple, auto; transport
-// p2p, shm, host_memory; launch cudagraph, eager; dtype bf16, fp16, fp32,
-// fp64, fp8, int8, uint8, int32, uint32, int64, uint64; engine copy_engine;
-// dir h2d, d2h, p2p; op read, write; target host, local, peer; via host,
-// peer; what ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write; barrier cas,
-// flag. Sizes, counts,
-// times and bandwidths must be positive, and us_min ≤ us ≤ us_max.
+// Enumerations: impl ([Impl]) nccl, torch_symm_mem, host_staged_one_shot,
+// arsim_flag_one_shot, arsim_flag_two_shot; algo ring, tree, auto,
+// one_shot, two_shot; proto ll, ll128, simple, auto; transport
+// ([Transport]) p2p, shm, host_memory; launch ([Launch]) cudagraph, eager;
+// dtype bf16, fp16, fp32, fp64, fp8, int8, uint8, int32, uint32, int64,
+// uint64; engine copy_engine; dir h2d, d2h, p2p, bidir; api cudaMemcpyAsync,
+// torch.copy_; op read, read_only_loop, read_reduce, write; target host,
+// local, peer; via host, peer; what ce_h2d, ce_d2h, ce_bidir, sm_read,
+// sm_write; barrier cas, flag; mode single, back_to_back, graph_replay.
+// nccl_env is an object of strings (NCCL variables by name). Sizes, counts,
+// times and bandwidths must be positive (prefill_us may be 0), and us_min ≤
+// us ≤ us_max. [WriteJSONL] writes records back in this format.
 //
 // # nccl-tests text output (ReadNCCLTests)
 //

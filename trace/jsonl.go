@@ -71,24 +71,22 @@ type Record struct {
 	Kind Kind
 	// Clock is how the time was taken.
 	Clock Clock
-	// Launch is "cudagraph" or "eager".
-	Launch string
+	// Launch is how kernels were launched: in a CUDA graph or eagerly.
+	Launch Launch
 
 	// Us is the median time in µs (the whole sequence for
 	// allreduce_sequence); UsMin and UsMax are the fastest and slowest trial.
 	Us, UsMin, UsMax float64
 
-	// Impl is "nccl", "torch_symm_mem", "host_staged_one_shot", or the
-	// project's own flag-protocol kernels "arsim_flag_one_shot" and
-	// "arsim_flag_two_shot" (tools/capture).
-	Impl string
+	// Impl is the allreduce implementation measured.
+	Impl Impl
 	// Algo is "ring", "tree", "auto", "one_shot" or "two_shot".
 	Algo string
 	// Proto is the NCCL protocol "ll", "ll128", "simple" or "auto"; "" for
 	// kernels that are not NCCL's.
 	Proto string
-	// Transport is "p2p", "shm" or "host_memory".
-	Transport string
+	// Transport is how the allreduce's data moved between GPUs.
+	Transport Transport
 	// World is the number of GPUs taking part.
 	World int
 	// Dtype is the element type, e.g. "bf16".
@@ -109,10 +107,15 @@ type Record struct {
 	// Engine is the memcpy engine ("copy_engine").
 	Engine string
 	// Dir is the memcpy direction: "h2d", "d2h", "p2p", or "bidir" (an
-	// h2d and a d2h copy at once; tools/capture). An optional "api" field
-	// (kept in Extra) says how copies were issued: "cudaMemcpyAsync"
-	// (tools/capture) or, when absent, PyTorch's tensor.copy_.
+	// h2d and a d2h copy at once; tools/capture).
 	Dir string
+	// API says how copies were issued: "cudaMemcpyAsync" (tools/capture)
+	// or "torch.copy_"; "" is taken as PyTorch's tensor.copy_.
+	API string
+	// Streams is how many streams a memcpy record ran copies on at once;
+	// Transfers how many copies it ran in all (a bidir record: half each
+	// way). 0: not given.
+	Streams, Transfers int
 
 	// Op is the sm_access operation: "read" or "write".
 	Op string
@@ -146,6 +149,9 @@ type Record struct {
 	// OneWayUs is the flag_pingpong one-way time (round trip / 2), median;
 	// OneWayUsMin the fastest trial.
 	OneWayUs, OneWayUsMin float64
+	// RoundTrips is how many round trips a flag_pingpong record timed; 0:
+	// not given.
+	RoundTrips int
 	// Note is free text.
 	Note string
 
@@ -159,6 +165,18 @@ type Record struct {
 	// GbpsPerGPU and GbpsTotal are the host_link_concurrency bandwidths in GB/s.
 	GbpsPerGPU, GbpsTotal float64
 
+	// Mode is how an empty_kernel record launched its kernels: "single"
+	// (one launch between two events), "back_to_back" (eager launches in
+	// a row) or "graph_replay"; "" is taken as single.
+	Mode string
+	// PrefillUs is the device-side spin, in µs, queued before the timed
+	// launches of an empty_kernel record; 0: none.
+	PrefillUs float64
+
+	// NCCLEnv are the NCCL environment variables the capture set beyond
+	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.
+	NCCLEnv map[string]string
+
 	// Extra holds the fields this package does not know, undecoded; nil
 	// when there are none.
 	Extra map[string]json.RawMessage
@@ -171,29 +189,30 @@ const (
 	jString jtype = iota
 	jNumber
 	jInt
+	jObject // an object of strings
 )
 
 func (t jtype) String() string {
-	switch t {
-	case jString:
-		return "string"
-	case jNumber:
-		return "number"
-	default:
-		return "integer"
-	}
+	return [...]string{jString: "string", jNumber: "number", jInt: "integer", jObject: "object"}[t]
+}
+
+// json is the JSON type of a value of t.
+func (t jtype) json() string {
+	return [...]string{jString: "string", jNumber: "number", jInt: "number", jObject: "object"}[t]
 }
 
 // fieldDef describes one field of JSON Lines v1. Exactly one of str, num,
-// i32 and i64 is set.
+// i32, i64 and obj is set.
 type fieldDef struct {
-	name string
-	typ  jtype
-	enum []string // allowed values of a string field; nil: any non-empty string
-	str  func(*Record) *string
-	num  func(*Record) *float64
-	i32  func(*Record) *int
-	i64  func(*Record) *int64
+	name   string
+	typ    jtype
+	enum   []string // allowed values of a string field; nil: any non-empty string
+	zeroOK bool     // a number that may be 0 (and then reads as not given)
+	str    func(*Record) *string
+	num    func(*Record) *float64
+	i32    func(*Record) *int
+	i64    func(*Record) *int64
+	obj    func(*Record) *map[string]string
 }
 
 // fieldDefs lists the fields of JSON Lines v1 in a fixed order, so that
@@ -202,14 +221,14 @@ var fieldDefs = []fieldDef{
 	{name: "system", typ: jString, str: func(r *Record) *string { return &r.System }},
 	{name: "kind", typ: jString, enum: kindValues(), str: func(r *Record) *string { return (*string)(&r.Kind) }},
 	{name: "clock", typ: jString, enum: []string{"device_events", "host", "sm_clock64"}, str: func(r *Record) *string { return (*string)(&r.Clock) }},
-	{name: "launch", typ: jString, enum: []string{"cudagraph", "eager"}, str: func(r *Record) *string { return &r.Launch }},
+	{name: "launch", typ: jString, enum: names(Launches()), str: func(r *Record) *string { return (*string)(&r.Launch) }},
 	{name: "us", typ: jNumber, num: func(r *Record) *float64 { return &r.Us }},
 	{name: "us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMin }},
 	{name: "us_max", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMax }},
-	{name: "impl", typ: jString, enum: []string{"arsim_flag_one_shot", "arsim_flag_two_shot", "host_staged_one_shot", "nccl", "torch_symm_mem"}, str: func(r *Record) *string { return &r.Impl }},
+	{name: "impl", typ: jString, enum: names(Impls()), str: func(r *Record) *string { return (*string)(&r.Impl) }},
 	{name: "algo", typ: jString, enum: []string{"auto", "one_shot", "ring", "tree", "two_shot"}, str: func(r *Record) *string { return &r.Algo }},
 	{name: "proto", typ: jString, enum: []string{"auto", "ll", "ll128", "simple"}, str: func(r *Record) *string { return &r.Proto }},
-	{name: "transport", typ: jString, enum: []string{"host_memory", "p2p", "shm"}, str: func(r *Record) *string { return &r.Transport }},
+	{name: "transport", typ: jString, enum: names(Transports()), str: func(r *Record) *string { return (*string)(&r.Transport) }},
 	{name: "world", typ: jInt, i32: func(r *Record) *int { return &r.World }},
 	{name: "dtype", typ: jString, enum: []string{"bf16", "fp16", "fp32", "fp64", "fp8", "int8", "int32", "int64", "uint8", "uint32", "uint64"}, str: func(r *Record) *string { return &r.Dtype }},
 	{name: "bytes", typ: jInt, i64: func(r *Record) *int64 { return &r.Bytes }},
@@ -240,6 +259,13 @@ var fieldDefs = []fieldDef{
 	{name: "bytes_per_gpu", typ: jInt, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
 	{name: "gbps_per_gpu", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
 	{name: "gbps_total", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsTotal }},
+	{name: "api", typ: jString, enum: []string{"cudaMemcpyAsync", "torch.copy_"}, str: func(r *Record) *string { return &r.API }},
+	{name: "streams", typ: jInt, i32: func(r *Record) *int { return &r.Streams }},
+	{name: "transfers", typ: jInt, i32: func(r *Record) *int { return &r.Transfers }},
+	{name: "round_trips", typ: jInt, i32: func(r *Record) *int { return &r.RoundTrips }},
+	{name: "mode", typ: jString, enum: []string{"back_to_back", "graph_replay", "single"}, str: func(r *Record) *string { return &r.Mode }},
+	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
+	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }
 
 // fieldIndex maps a field name to its definition.
@@ -284,8 +310,10 @@ func (d *fieldDef) isZero(r *Record) bool {
 		return *d.num(r) == 0
 	case d.i32 != nil:
 		return *d.i32(r) == 0
-	default:
+	case d.i64 != nil:
 		return *d.i64(r) == 0
+	default:
+		return len(*d.obj(r)) == 0
 	}
 }
 
@@ -299,14 +327,14 @@ func (d *fieldDef) checkValue(r *Record) error {
 		}
 	case d.num != nil:
 		v := *d.num(r)
-		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return fieldErrf(d.name, "must be > 0, got %v", v)
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (v == 0 && !d.zeroOK) {
+			return fieldErrf(d.name, "must be %s, got %v", d.least(), v)
 		}
 	case d.i32 != nil:
 		if v := *d.i32(r); v <= 0 {
 			return fieldErrf(d.name, "must be > 0, got %d", v)
 		}
-	default:
+	case d.i64 != nil:
 		if v := *d.i64(r); v <= 0 {
 			return fieldErrf(d.name, "must be > 0, got %d", v)
 		}
@@ -415,10 +443,17 @@ func jsonTypeOf(raw json.RawMessage) string {
 	}
 }
 
+// least says what a number must be: "> 0", or "≥ 0" where 0 is allowed.
+func (d *fieldDef) least() string {
+	if d.zeroOK {
+		return "≥ 0"
+	}
+	return "> 0"
+}
+
 // set decodes raw into the field of r that d describes.
 func (d *fieldDef) set(r *Record, raw json.RawMessage) error {
-	got := jsonTypeOf(raw)
-	if wantStr := d.typ == jString; wantStr != (got == "string") || (!wantStr && got != "number") {
+	if got := jsonTypeOf(raw); got != d.typ.json() {
 		return fieldErrf(d.name, "want %s, got %s", d.typ, got)
 	}
 	switch d.typ {
@@ -436,8 +471,8 @@ func (d *fieldDef) set(r *Record, raw json.RawMessage) error {
 		if err != nil || math.IsInf(v, 0) {
 			return fieldErrf(d.name, "want finite number, got %s", raw)
 		}
-		if v <= 0 {
-			return fieldErrf(d.name, "must be > 0, got %v", v)
+		if v < 0 || (v == 0 && !d.zeroOK) {
+			return fieldErrf(d.name, "must be %s, got %v", d.least(), v)
 		}
 		*d.num(r) = v
 	case jInt:
@@ -460,6 +495,14 @@ func (d *fieldDef) set(r *Record, raw json.RawMessage) error {
 			*d.i32(r) = int(v)
 		} else {
 			*d.i64(r) = v
+		}
+	case jObject:
+		var m map[string]string
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fieldErrf(d.name, "want an object of strings: %v", err)
+		}
+		if len(m) > 0 {
+			*d.obj(r) = m
 		}
 	}
 	return nil

@@ -44,14 +44,14 @@ func TestReadJSONLH200x2Fields(t *testing.T) {
 
 	ar := line(302)
 	assert.Equal(t, KindAllreduce, ar.Kind)
-	assert.Equal(t, "cudagraph", ar.Launch)
+	assert.Equal(t, LaunchCUDAGraph, ar.Launch)
 	assert.Equal(t, 2, ar.World)
 	assert.Equal(t, "bf16", ar.Dtype)
 	assert.Equal(t, int64(8388608), ar.Bytes)
-	assert.Equal(t, "nccl", ar.Impl)
+	assert.Equal(t, ImplNCCL, ar.Impl)
 	assert.Equal(t, "ring", ar.Algo)
 	assert.Equal(t, "ll", ar.Proto)
-	assert.Equal(t, "p2p", ar.Transport)
+	assert.Equal(t, TransportP2P, ar.Transport)
 
 	seq := line(244)
 	assert.Equal(t, KindAllreduceSequence, seq.Kind)

@@ -2,13 +2,11 @@ package trace
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -183,92 +181,111 @@ func ReadKinetoFile(path string, opts ReadOptions) (KinetoTrace, []BadLine, erro
 // splitTraceEvents returns the raw events of a trace and the line each
 // starts on.
 func splitTraceEvents(data []byte, name string) ([]json.RawMessage, []int, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	syntax := func(err error) error {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			off := min(int(se.Offset), len(data))
-			return &ParseError{File: name, Line: 1 + bytes.Count(data[:off], []byte{'\n'}), Msg: "bad JSON: " + se.Error()}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return &ParseError{File: name, Line: 1 + bytes.Count(data, []byte{'\n'}), Msg: "bad JSON: unexpected end of input"}
-		}
-		return &ParseError{File: name, Msg: "bad JSON: " + err.Error()}
-	}
-	tok, err := dec.Token()
+	sp := &eventSplitter{data: data, name: name, dec: json.NewDecoder(bytes.NewReader(data)), lastLine: 1}
+	tok, err := sp.dec.Token()
 	if err != nil {
-		return nil, nil, syntax(err)
-	}
-	var (
-		raws     []json.RawMessage
-		lines    []int
-		lastOff  int
-		lastLine = 1
-	)
-	readArray := func() error {
-		for dec.More() {
-			off := int(dec.InputOffset())
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return syntax(err)
-			}
-			for off < len(data) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
-				off++
-			}
-			lastLine += bytes.Count(data[lastOff:off], []byte{'\n'})
-			lastOff = off
-			raws = append(raws, raw)
-			lines = append(lines, lastLine)
-		}
-		if _, err := dec.Token(); err != nil { // ']'
-			return syntax(err)
-		}
-		return nil
+		return nil, nil, sp.syntax(err)
 	}
 	switch tok {
 	case json.Delim('['):
-		if err := readArray(); err != nil {
-			return nil, nil, err
-		}
+		err = sp.readArray()
 	case json.Delim('{'):
-		found := false
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, nil, syntax(err)
-			}
-			if key, _ := kt.(string); key == "traceEvents" && !found {
-				t, err := dec.Token()
-				if err != nil {
-					return nil, nil, syntax(err)
-				}
-				if t != json.Delim('[') {
-					return nil, nil, &ParseError{File: name, Field: "traceEvents", Msg: "want array"}
-				}
-				if err := readArray(); err != nil {
-					return nil, nil, err
-				}
-				found = true
-				continue
-			}
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, nil, syntax(err)
-			}
-		}
-		if _, err := dec.Token(); err != nil { // '}'
-			return nil, nil, syntax(err)
-		}
-		if !found {
-			return nil, nil, &ParseError{File: name, Field: "traceEvents", Msg: "missing"}
-		}
+		err = sp.readObject()
 	default:
-		return nil, nil, &ParseError{File: name, Msg: "want a JSON object with traceEvents, or an array of events"}
+		err = &ParseError{File: name, Msg: "want a JSON object with traceEvents, or an array of events"}
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := sp.dec.Token(); err != io.EOF {
 		return nil, nil, &ParseError{File: name, Msg: "bad JSON: data after the trace"}
 	}
-	return raws, lines, nil
+	return sp.raws, sp.lines, nil
+}
+
+// eventSplitter walks a trace's JSON, keeping each event undecoded with
+// the line it starts on.
+type eventSplitter struct {
+	data     []byte
+	name     string
+	dec      *json.Decoder
+	raws     []json.RawMessage
+	lines    []int
+	lastOff  int
+	lastLine int
+}
+
+// syntax reports a JSON error at its line.
+func (sp *eventSplitter) syntax(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off := min(int(se.Offset), len(sp.data))
+		return &ParseError{File: sp.name, Line: 1 + bytes.Count(sp.data[:off], []byte{'\n'}), Msg: "bad JSON: " + se.Error()}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &ParseError{File: sp.name, Line: 1 + bytes.Count(sp.data, []byte{'\n'}), Msg: "bad JSON: unexpected end of input"}
+	}
+	return &ParseError{File: sp.name, Msg: "bad JSON: " + err.Error()}
+}
+
+// readArray reads the events of an array whose '[' has been read, and its
+// ']'.
+func (sp *eventSplitter) readArray() error {
+	for sp.dec.More() {
+		off := int(sp.dec.InputOffset())
+		var raw json.RawMessage
+		if err := sp.dec.Decode(&raw); err != nil {
+			return sp.syntax(err)
+		}
+		for off < len(sp.data) && strings.IndexByte(" \t\r\n,", sp.data[off]) >= 0 {
+			off++
+		}
+		sp.lastLine += bytes.Count(sp.data[sp.lastOff:off], []byte{'\n'})
+		sp.lastOff = off
+		sp.raws = append(sp.raws, raw)
+		sp.lines = append(sp.lines, sp.lastLine)
+	}
+	if _, err := sp.dec.Token(); err != nil { // ']'
+		return sp.syntax(err)
+	}
+	return nil
+}
+
+// readObject reads an object whose '{' has been read, the events of its
+// (first) traceEvents array, and its '}'; other members are skipped.
+func (sp *eventSplitter) readObject() error {
+	found := false
+	for sp.dec.More() {
+		kt, err := sp.dec.Token()
+		if err != nil {
+			return sp.syntax(err)
+		}
+		if key, _ := kt.(string); key == "traceEvents" && !found {
+			t, err := sp.dec.Token()
+			if err != nil {
+				return sp.syntax(err)
+			}
+			if t != json.Delim('[') {
+				return &ParseError{File: sp.name, Field: "traceEvents", Msg: "want array"}
+			}
+			if err := sp.readArray(); err != nil {
+				return err
+			}
+			found = true
+			continue
+		}
+		var skip json.RawMessage
+		if err := sp.dec.Decode(&skip); err != nil {
+			return sp.syntax(err)
+		}
+	}
+	if _, err := sp.dec.Token(); err != nil { // '}'
+		return sp.syntax(err)
+	}
+	if !found {
+		return &ParseError{File: sp.name, Field: "traceEvents", Msg: "missing"}
+	}
+	return nil
 }
 
 type evKind int
@@ -312,47 +329,19 @@ func decodeKinetoEvent(raw json.RawMessage, line int) (*kEvent, evKind, error) {
 	cat, _ := optString(obj, "cat")
 	name, nameErr := optString(obj, "name")
 	ev.ph, ev.cat, ev.name = ph, cat, name
-	kind := evOther
-	switch {
-	case ph == "X" && strings.EqualFold(cat, "kernel") && isNCCLKernelName(name):
-		kind = evKernel
-	case ph == "X" && name == "record_param_comms":
-		kind = evRPC
-	case ph == "X" && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") && isLaunchName(name):
-		kind = evLaunch
-	case (ph == "s" || ph == "f") && cat == "ac2g":
-		kind = evFlowStart
-		if ph == "f" {
-			kind = evFlowEnd
-		}
-	default:
+	kind := classifyEvent(ph, cat, name)
+	if kind == evOther {
 		return nil, evOther, nil
 	}
-	if nameErr != nil && kind != evFlowStart && kind != evFlowEnd {
+	flow := kind == evFlowStart || kind == evFlowEnd
+	if nameErr != nil && !flow {
 		return nil, kind, nameErr
 	}
-	var err error
-	if ev.ts, err = reqNumber(obj, "ts"); err != nil {
+	if err := ev.decodeTiming(obj, flow); err != nil {
 		return nil, kind, err
 	}
-	if kind != evFlowStart && kind != evFlowEnd {
-		if ev.dur, err = reqNumber(obj, "dur"); err != nil {
-			return nil, kind, err
-		}
-		if ev.dur < 0 {
-			return nil, kind, fieldErrf("dur", "must be >= 0, got %v", ev.dur)
-		}
-	}
-	if ev.pid, err = idString(obj, "pid"); err != nil {
-		return nil, kind, err
-	}
-	if ev.tid, err = idString(obj, "tid"); err != nil {
-		return nil, kind, err
-	}
-	if n, err := strconv.ParseInt(ev.pid, 10, 64); err == nil {
-		ev.hasPid, ev.pidNum = true, n
-	}
-	if kind == evFlowStart || kind == evFlowEnd {
+	if flow {
+		var err error
 		if ev.id, err = idString(obj, "id"); err != nil {
 			return nil, kind, err
 		}
@@ -361,37 +350,93 @@ func decodeKinetoEvent(raw json.RawMessage, line int) (*kEvent, evKind, error) {
 		}
 		return ev, kind, nil
 	}
+	if err := ev.decodeArgs(obj, kind); err != nil {
+		return nil, kind, err
+	}
+	return ev, kind, nil
+}
+
+// classifyEvent says which of the events that matter an event is, by its
+// phase, category and name.
+func classifyEvent(ph, cat, name string) evKind {
+	switch {
+	case ph == "X" && strings.EqualFold(cat, "kernel") && isNCCLKernelName(name):
+		return evKernel
+	case ph == "X" && name == "record_param_comms":
+		return evRPC
+	case ph == "X" && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") && isLaunchName(name):
+		return evLaunch
+	case ph == "s" && cat == "ac2g":
+		return evFlowStart
+	case ph == "f" && cat == "ac2g":
+		return evFlowEnd
+	}
+	return evOther
+}
+
+// decodeTiming reads ts, dur (not for flow events: they have none), pid
+// and tid.
+func (ev *kEvent) decodeTiming(obj map[string]json.RawMessage, flow bool) error {
+	var err error
+	if ev.ts, err = reqNumber(obj, "ts"); err != nil {
+		return err
+	}
+	if !flow {
+		if ev.dur, err = reqNumber(obj, "dur"); err != nil {
+			return err
+		}
+		if ev.dur < 0 {
+			return fieldErrf("dur", "must be >= 0, got %v", ev.dur)
+		}
+	}
+	if ev.pid, err = idString(obj, "pid"); err != nil {
+		return err
+	}
+	if ev.tid, err = idString(obj, "tid"); err != nil {
+		return err
+	}
+	if n, err := strconv.ParseInt(ev.pid, 10, 64); err == nil {
+		ev.hasPid, ev.pidNum = true, n
+	}
+	return nil
+}
+
+// decodeArgs reads the args of a kernel, launch or record_param_comms: the
+// correlation and External ids, a kernel's device and launch dimensions,
+// and the collective's metadata.
+func (ev *kEvent) decodeArgs(obj map[string]json.RawMessage, kind evKind) error {
 	if a, ok := obj["args"]; ok {
 		if jsonTypeOf(a) != "object" {
-			return nil, kind, fieldErrf("args", "want object, got %s", jsonTypeOf(a))
+			return fieldErrf("args", "want object, got %s", jsonTypeOf(a))
 		}
 		if err := json.Unmarshal(a, &ev.args); err != nil {
-			return nil, kind, fieldErrf("args", "%v", err)
+			return fieldErrf("args", "%v", err)
 		}
 	}
+	var err error
 	if ev.corr, err = argInt(ev.args, "correlation"); err != nil {
-		return nil, kind, err
+		return err
 	}
 	if ev.ext, err = argInt(ev.args, "External id", "external id"); err != nil {
-		return nil, kind, err
+		return err
 	}
 	if kind == evKernel {
 		if ev.dev, err = argInt(ev.args, "device"); err != nil {
-			return nil, kind, err
+			return err
 		}
 		ev.devInArg = ev.dev >= 0
 		for _, k := range []string{"grid", "block"} {
 			if _, err := argDim0(ev.args, k); err != nil {
-				return nil, kind, err
+				return err
 			}
 		}
 	}
 	if kind == evKernel || kind == evRPC {
 		if _, _, err := commsMeta(ev.args); err != nil {
-			return nil, kind, err
+			return err
 		}
 	}
-	return ev, kind, nil
+	return nil
 }
 
 func optString(obj map[string]json.RawMessage, key string) (string, error) {
@@ -524,358 +569,4 @@ func prefixArgs(err error) error {
 		return &fieldError{field: "args." + fe.field, msg: fe.msg}
 	}
 	return err
-}
-
-// kernelName is what an NCCL kernel's name says.
-type kernelName struct {
-	coll, op, dtype, algo, proto string
-}
-
-var (
-	twoTokenAlgos = []string{"COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE"}
-	protos        = []string{"LL", "LL128", "SIMPLE"}
-)
-
-// parseKernelName reads ncclDevKernel_<Coll>_<Op>_<ty>_<ALGO>_<PROTO>
-// (NCCL ≥ 2.19; AllGather and Broadcast have no op or type),
-// ncclKernel_<Coll>_<ALGO>_<PROTO>_<Op>_<type> (older) and
-// ncclSymkDevKernel_<Coll>_<algo...>_<op>_<ty>. Parts it cannot read are "".
-func parseKernelName(full string) kernelName {
-	n := strings.TrimPrefix(full, "void ")
-	if i := strings.IndexByte(n, '('); i >= 0 {
-		n = n[:i]
-	}
-	var k kernelName
-	var prefix string
-	for _, p := range ncclKernelPrefixes {
-		if strings.HasPrefix(n, p) {
-			prefix = p
-			break
-		}
-	}
-	toks := strings.Split(strings.TrimPrefix(n, prefix), "_")
-	if len(toks) == 0 || toks[0] == "" || strings.HasPrefix(toks[0], "Generic") {
-		return k
-	}
-	k.coll = strings.ToLower(toks[0])
-	rest := toks[1:]
-	algoLen := func(ts []string) int {
-		if len(ts) >= 2 && slices.Contains(twoTokenAlgos, ts[0]+"_"+ts[1]) {
-			return 2
-		}
-		return 1
-	}
-	switch prefix {
-	case "ncclSymkDevKernel_":
-		if len(rest) >= 3 {
-			k.dtype = normDtype(rest[len(rest)-1])
-			k.op = strings.ToLower(rest[len(rest)-2])
-			k.algo = strings.ToLower(strings.Join(rest[:len(rest)-2], "_"))
-		}
-	case "ncclKernel_":
-		if len(rest) == 0 {
-			return k
-		}
-		al := min(algoLen(rest), len(rest))
-		k.algo = strings.ToLower(strings.Join(rest[:al], "_"))
-		rest = rest[al:]
-		if len(rest) > 0 && slices.Contains(protos, rest[0]) {
-			k.proto = strings.ToLower(rest[0])
-			rest = rest[1:]
-		}
-		if len(rest) >= 2 {
-			k.op = strings.ToLower(rest[0])
-			k.dtype = normDtype(strings.Join(rest[1:], "_"))
-		}
-	default:
-		if len(rest) > 0 && slices.Contains(protos, rest[len(rest)-1]) {
-			k.proto = strings.ToLower(rest[len(rest)-1])
-			rest = rest[:len(rest)-1]
-		}
-		if len(rest) >= 3 && slices.Contains(twoTokenAlgos, rest[len(rest)-2]+"_"+rest[len(rest)-1]) {
-			k.algo = strings.ToLower(rest[len(rest)-2] + "_" + rest[len(rest)-1])
-			rest = rest[:len(rest)-2]
-		} else if len(rest) > 0 {
-			k.algo = strings.ToLower(rest[len(rest)-1])
-			rest = rest[:len(rest)-1]
-		}
-		if len(rest) >= 2 {
-			k.op = strings.ToLower(rest[0])
-			k.dtype = normDtype(strings.Join(rest[1:], "_"))
-		}
-	}
-	return k
-}
-
-// dtypeSizes maps NCCL's short type names to their sizes in bytes.
-var dtypeSizes = map[string]int64{
-	"i8": 1, "u8": 1, "f8e4m3": 1, "f8e5m2": 1,
-	"f16": 2, "bf16": 2, "i16": 2,
-	"i32": 4, "u32": 4, "f32": 4,
-	"i64": 8, "u64": 8, "f64": 8,
-}
-
-// dtypeAliases maps the spellings of NCCL's old kernel names, c10
-// ScalarType names and torch dtype names (all lower case) to NCCL's short
-// names.
-var dtypeAliases = map[string]string{
-	// NCCL ≤ 2.18 kernel names.
-	"int8_t": "i8", "uint8_t": "u8", "int32_t": "i32", "uint32_t": "u32",
-	"int64_t": "i64", "uint64_t": "u64", "half": "f16", "float": "f32",
-	"double": "f64", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "f8e4m3",
-	"__nv_fp8_e5m2": "f8e5m2",
-	// c10 ScalarType names (lower-cased) not already above.
-	"char": "i8", "byte": "u8", "bool": "u8", "short": "i16", "int": "i32",
-	"long": "i64",
-	// torch dtype names.
-	"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64",
-	"int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64",
-	"uint32": "u32", "uint64": "u64", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
-}
-
-// normDtype returns NCCL's short name for a type spelling; the spelling,
-// lower-cased, when it is unknown.
-func normDtype(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "torch."), "c10::")
-	if _, ok := dtypeSizes[s]; ok {
-		return s
-	}
-	if a, ok := dtypeAliases[s]; ok {
-		return a
-	}
-	return s
-}
-
-// normColl returns the collective family of a record_param_comms
-// "Collective name" or a kernel's collective, for matching: "allreduce",
-// "allgather", "reducescatter", "broadcast", "reduce", "sendrecv".
-func normColl(s string) string {
-	s = strings.ReplaceAll(strings.ToLower(s), "_", "")
-	for _, suf := range []string{"coalesced", "base", "intotensor", "tensor"} {
-		s = strings.TrimSuffix(s, suf)
-	}
-	switch s {
-	case "send", "recv", "alltoall", "alltoallv", "gather", "scatter":
-		return "sendrecv"
-	}
-	return s
-}
-
-// linkKineto turns the decoded events into collectives.
-func linkKineto(kernels, rpcs, launches, flowS, flowF []*kEvent) KinetoTrace {
-	rpcByExt := map[int64]*kEvent{}
-	for _, r := range rpcs {
-		if r.ext >= 0 {
-			if _, dup := rpcByExt[r.ext]; !dup {
-				rpcByExt[r.ext] = r
-			}
-		}
-	}
-	launchByCorr := map[int64]*kEvent{}
-	for _, l := range launches {
-		if l.corr >= 0 {
-			if _, dup := launchByCorr[l.corr]; !dup {
-				launchByCorr[l.corr] = l
-			}
-		}
-	}
-	startByID := map[string]*kEvent{}
-	for _, s := range flowS {
-		if _, dup := startByID[s.id]; !dup {
-			startByID[s.id] = s
-		}
-	}
-	// enclosing returns the latest-starting event of evs on pid/tid whose
-	// span holds ts.
-	enclosing := func(evs []*kEvent, pid, tid string, ts float64) *kEvent {
-		var best *kEvent
-		for _, e := range evs {
-			if e.pid == pid && e.tid == tid && e.ts <= ts && ts <= e.ts+e.dur {
-				if best == nil || e.ts > best.ts {
-					best = e
-				}
-			}
-		}
-		return best
-	}
-	// launchOf finds the launch of kernel k.
-	launchOf := func(k *kEvent) *kEvent {
-		if k.corr >= 0 {
-			if l := launchByCorr[k.corr]; l != nil {
-				return l
-			}
-		}
-		for _, f := range flowF {
-			if f.pid == k.pid && f.tid == k.tid && k.ts <= f.ts && f.ts <= k.ts+k.dur {
-				if s := startByID[f.id]; s != nil {
-					return enclosing(launches, s.pid, s.tid, s.ts)
-				}
-			}
-		}
-		return nil
-	}
-
-	out := KinetoTrace{Collectives: make([]KinetoCollective, len(kernels))}
-	for i, k := range kernels {
-		kn := parseKernelName(k.name)
-		c := KinetoCollective{
-			Line: k.line, Kernel: k.name, Name: normCollName(kn.coll), Algo: kn.algo, Proto: kn.proto,
-			Dtype: kn.dtype, Op: kn.op, StartUs: k.ts, DurationUs: k.dur, Device: -1, Seq: -1,
-		}
-		c.Channels, _ = argDim0(k.args, "grid")
-		c.Threads, _ = argDim0(k.args, "block")
-		switch {
-		case k.devInArg && k.dev <= math.MaxInt32:
-			c.Device = int(k.dev)
-		case k.hasPid && k.pidNum >= 0 && k.pidNum <= math.MaxInt32:
-			c.Device = int(k.pidNum)
-		}
-		if meta, ok, _ := commsMeta(k.args); ok {
-			applyMeta(&c, meta, "kernel_args")
-		} else if r, how := directRPC(k, launchOf(k), rpcByExt, rpcs, enclosing); r != nil {
-			meta, _, _ := commsMeta(r.args)
-			applyMeta(&c, meta, how)
-			r.used = true
-		}
-		out.Collectives[i] = c
-	}
-	matchByOrder(kernels, rpcs, out.Collectives)
-
-	order := make([]int, len(kernels))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		ca, cb := &out.Collectives[a], &out.Collectives[b]
-		return cmp.Or(cmp.Compare(ca.Device, cb.Device), cmp.Compare(ca.StartUs, cb.StartUs), cmp.Compare(ca.Line, cb.Line))
-	})
-	sorted := make([]KinetoCollective, len(order))
-	for i, j := range order {
-		sorted[i] = out.Collectives[j]
-	}
-	out.Collectives = sorted
-	for _, c := range out.Collectives {
-		switch {
-		case c.Match == "":
-			out.Warnings = append(out.Warnings, fmt.Sprintf(
-				"kernel %s on device %d at %.3f us (line %d): no record_param_comms gives its size; Bytes is 0",
-				c.Kernel, c.Device, c.StartUs, c.Line))
-		case c.Bytes == 0:
-			out.Warnings = append(out.Warnings, fmt.Sprintf(
-				"kernel %s on device %d at %.3f us (line %d): its record_param_comms (%s) has no element count or a dtype of unknown size (%q); Bytes is 0",
-				c.Kernel, c.Device, c.StartUs, c.Line, c.Match, c.Dtype))
-		}
-	}
-	return out
-}
-
-// normCollName turns a kernel's collective ("allreduce") into the
-// output name; kernels and ops use the same spelling.
-func normCollName(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "") }
-
-// directRPC finds the record_param_comms that launched kernel k: by
-// External id, of the kernel or of its launch, or as the op enclosing the
-// launch, and says which way it found it.
-func directRPC(k, launch *kEvent, byExt map[int64]*kEvent, rpcs []*kEvent,
-	enclosing func([]*kEvent, string, string, float64) *kEvent) (*kEvent, string) {
-	if k.ext >= 0 {
-		if r := byExt[k.ext]; r != nil {
-			return r, "external_id"
-		}
-	}
-	if launch == nil {
-		return nil, ""
-	}
-	if launch.ext >= 0 {
-		if r := byExt[launch.ext]; r != nil {
-			return r, "external_id"
-		}
-	}
-	if r := enclosing(rpcs, launch.pid, launch.tid, launch.ts); r != nil {
-		return r, "correlation"
-	}
-	return nil, ""
-}
-
-func applyMeta(c *KinetoCollective, m commsMetaT, how string) {
-	c.Match = how
-	if c.Name == "" {
-		c.Name = normColl(m.coll)
-	}
-	dt := c.Dtype
-	if m.dtype != "" {
-		if d := normDtype(m.dtype); dtypeSizes[d] != 0 || dt == "" {
-			dt = d
-		}
-	}
-	if c.Dtype == "" {
-		c.Dtype = dt
-	}
-	if size, ok := dtypeSizes[dt]; ok && m.nelems > 0 && m.nelems <= math.MaxInt64/size {
-		c.Bytes = m.nelems * size
-	}
-	if m.groupSize > 0 && m.groupSize <= math.MaxInt32 {
-		c.GroupSize = int(m.groupSize)
-	}
-	c.ProcessGroup = m.pg
-	c.Seq = m.seq
-}
-
-// matchByOrder gives each kernel still without a size the next unused
-// record_param_comms of the same collective: per device when the kernels
-// sit on one device, else per device d using the ops whose "Rank" is d.
-func matchByOrder(kernels, rpcs []*kEvent, cs []KinetoCollective) {
-	devices := map[int]bool{}
-	for i := range cs {
-		devices[cs[i].Device] = true
-	}
-	type key struct {
-		dev  int
-		coll string
-	}
-	queues := map[key][]*kEvent{}
-	sortedRPCs := slices.Clone(rpcs)
-	slices.SortStableFunc(sortedRPCs, func(a, b *kEvent) int { return cmp.Compare(a.ts, b.ts) })
-	for _, r := range sortedRPCs {
-		if r.used {
-			continue
-		}
-		meta, _, _ := commsMeta(r.args)
-		coll := normColl(meta.coll)
-		if coll == "" {
-			continue
-		}
-		if len(devices) == 1 {
-			for d := range devices {
-				queues[key{d, coll}] = append(queues[key{d, coll}], r)
-			}
-			continue
-		}
-		rank, err := argInt(r.args, "Rank")
-		if err != nil || rank < 0 || rank > math.MaxInt32 {
-			continue
-		}
-		queues[key{int(rank), coll}] = append(queues[key{int(rank), coll}], r)
-	}
-	idx := make([]int, len(kernels))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(cs[a].StartUs, cs[b].StartUs) })
-	for _, i := range idx {
-		c := &cs[i]
-		if c.Match != "" || c.Name == "" {
-			continue
-		}
-		k := key{c.Device, normColl(c.Name)}
-		q := queues[k]
-		if len(q) == 0 {
-			continue
-		}
-		meta, _, _ := commsMeta(q[0].args)
-		applyMeta(c, meta, "order")
-		q[0].used = true
-		queues[k] = q[1:]
-	}
 }

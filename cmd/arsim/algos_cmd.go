@@ -79,34 +79,11 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var worlds []int
-	for _, s := range splitList(*ranksFlag) {
-		var n int
-		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 2 {
-			return badInputf("check: --ranks %q: world sizes are integers ≥ 2", s)
-		}
-		worlds = append(worlds, n)
+	worlds, err := parseWorlds(*ranksFlag)
+	if err != nil {
+		return err
 	}
-	sort.Ints(worlds)
 	tops := map[int]*topology.Topology{}
-	topFor := func(n int) (*topology.Topology, error) {
-		name := "rtxpro6000x8-2numa"
-		if n > 8 {
-			name = fmt.Sprintf("fabric:%d", n)
-		}
-		if t, ok := tops[n]; ok {
-			return t, nil
-		}
-		var t *topology.Topology
-		var err error
-		if n > 8 {
-			t, err = topology.SwitchFabric(n, 4)
-		} else {
-			t, err = topology.Load(name)
-		}
-		tops[n] = t
-		return t, err
-	}
 	checked, skipped := 0, 0
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ALGORITHM\tRANKS\tSIZES CHECKED\tRESULT")
@@ -118,38 +95,17 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 				skipped++
 				continue
 			}
-			t, err := topFor(n)
+			t, err := checkTopology(tops, n)
 			if err != nil {
 				return err
 			}
-			count := 0
-			refused, tooLarge := "", ""
-			for i, b := range sizesFor(a, algos.BF16.Size()) {
-				if b > limit {
-					continue
-				}
-				s, err := algos.Plan(name, algos.Request{Top: t, Ranks: n, Bytes: b, DType: algos.BF16, Launch: hw.Graph})
-				if err != nil && i == 0 {
-					// The algorithm refuses this world size on this machine
-					// (e.g. islands of unequal size): not a schedule to check.
-					refused = err.Error()
-					break
-				}
-				if err != nil {
-					return fmt.Errorf("check: %s, %d ranks, %d B: plan: %w", name, n, b, err)
-				}
-				if err := algos.Check(s); err != nil {
-					if errors.Is(err, algos.ErrTooLarge) && count > 0 {
-						tooLarge = fmt.Sprintf(" (up to %v; from %v the schedule is too large for the checker)", sim.Bytes(sizesBelow(a, b)), sim.Bytes(b))
-						break
-					}
-					return fmt.Errorf("check: %s, %d ranks, %d B: %w", name, n, b, err)
-				}
-				count++
-				checked++
+			count, refused, tooLarge, err := checkSchedules(a, name, t, n, limit)
+			if err != nil {
+				return err
 			}
-			if refused != "" {
-				fmt.Fprintf(tw, "%s\t%d\t-\tnot allowed on %s: %s\n", name, n, t.Name, refused)
+			checked += count
+			if refused != nil {
+				fmt.Fprintf(tw, "%s\t%d\t-\tnot allowed on %s: %v\n", name, n, t.Name, refused)
 				skipped++
 				continue
 			}
@@ -191,6 +147,65 @@ func sizesBelow(a algos.Algorithm, b int64) int64 {
 		}
 	}
 	return last
+}
+
+// parseWorlds reads --ranks: world sizes ≥ 2, returned sorted.
+func parseWorlds(list string) ([]int, error) {
+	var worlds []int
+	for _, s := range splitList(list) {
+		var n int
+		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 2 {
+			return nil, badInputf("check: --ranks %q: world sizes are integers ≥ 2", s)
+		}
+		worlds = append(worlds, n)
+	}
+	sort.Ints(worlds)
+	return worlds, nil
+}
+
+// checkTopology is the machine check plans n ranks on (the headline preset
+// up to 8 GPUs, a switch fabric beyond), built once per size into tops.
+func checkTopology(tops map[int]*topology.Topology, n int) (*topology.Topology, error) {
+	if t, ok := tops[n]; ok {
+		return t, nil
+	}
+	var t *topology.Topology
+	var err error
+	if n > 8 {
+		t, err = topology.SwitchFabric(n, 4)
+	} else {
+		t, err = topology.Load("rtxpro6000x8-2numa")
+	}
+	tops[n] = t
+	return t, err
+}
+
+// checkSchedules plans and checks algorithm a (called name) on n ranks of
+// t at every size up to limit and returns how many it proved; refused is
+// why the algorithm will not plan this world size on this machine at all
+// (e.g. islands of unequal size: not a schedule to check); tooLarge says
+// from which size the schedules outgrow the checker, if they do.
+func checkSchedules(a algos.Algorithm, name string, t *topology.Topology, n int, limit int64) (count int, refused error, tooLarge string, err error) {
+	for i, b := range sizesFor(a, algos.BF16.Size()) {
+		if b > limit {
+			continue
+		}
+		s, err := algos.Plan(name, algos.Request{Top: t, Ranks: n, Bytes: b, DType: algos.BF16, Launch: hw.Graph})
+		if err != nil && i == 0 {
+			return 0, err, "", nil
+		}
+		if err != nil {
+			return 0, nil, "", fmt.Errorf("check: %s, %d ranks, %d B: plan: %w", name, n, b, err)
+		}
+		if err := algos.Check(s); err != nil {
+			if errors.Is(err, algos.ErrTooLarge) && count > 0 {
+				return count, nil, fmt.Sprintf(" (up to %v; from %v the schedule is too large for the checker)", sim.Bytes(sizesBelow(a, b)), sim.Bytes(b)), nil
+			}
+			return 0, nil, "", fmt.Errorf("check: %s, %d ranks, %d B: %w", name, n, b, err)
+		}
+		count++
+	}
+	return count, nil, "", nil
 }
 
 func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error {

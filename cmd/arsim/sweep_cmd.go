@@ -13,13 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/viz"
 )
 
 func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -78,7 +74,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if *plotFile != "" {
-		if err := plotSweep(*plotFile, t.Name, names, rows); err != nil {
+		if err := viz.DrawSweep(*plotFile, t.Name, names, rows); err != nil {
 			return err
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", *plotFile)
@@ -232,37 +228,4 @@ func writeSweepTable(out io.Writer, topo string, names []string, sizes []int64, 
 		fmt.Fprintln(out, e)
 	}
 	return nil
-}
-
-func plotSweep(path, topo string, names []string, rows []scenarios.SweepRow) error {
-	p := plot.New()
-	p.Title.Text = "Allreduce latency on " + topo
-	p.X.Label.Text = "message size (bytes)"
-	p.Y.Label.Text = "time per allreduce (µs)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), vg.Points(10)
-	for i, n := range names {
-		var xy plotter.XYs
-		for _, r := range rows {
-			if r.Algo == n && r.Err == nil {
-				xy = append(xy, plotter.XY{X: float64(r.Bytes), Y: r.Us})
-			}
-		}
-		if len(xy) == 0 {
-			continue
-		}
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return err
-		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i / 7)
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(n, l)
-	}
-	p.Add(plotter.NewGrid())
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }

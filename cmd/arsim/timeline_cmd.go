@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/arsim/arsim/scenarios"
-	"github.com/arsim/arsim/trace"
+	"github.com/arsim/arsim/viz"
 )
 
 func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -58,7 +58,7 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	w := bufio.NewWriter(f)
-	if err := trace.WritePerfetto(w, slices); err != nil {
+	if err := viz.WritePerfetto(w, slices); err != nil {
 		f.Close()
 		return err
 	}
@@ -71,7 +71,7 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	if *picture != "" {
 		title := fmt.Sprintf("%s, %d B, %s (%.2f µs per allreduce)", *algo, b, t.Name, res.MeanUs())
-		if err := trace.RenderTimeline(*picture, title, slices); err != nil {
+		if err := viz.DrawTimeline(*picture, title, slices); err != nil {
 			return err
 		}
 	}

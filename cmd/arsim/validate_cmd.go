@@ -6,98 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
-	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/arsim/arsim/scenarios"
-	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
+	"github.com/arsim/arsim/validate"
+	"github.com/arsim/arsim/viz"
 )
-
-// fileList is a repeatable flag.
-type fileList []string
-
-func (f *fileList) String() string { return strings.Join(*f, ",") }
-func (f *fileList) Set(s string) error {
-	if s == "" {
-		return fmt.Errorf("empty file name")
-	}
-	*f = append(*f, s)
-	return nil
-}
-
-// traceFile is one trace read for validate or calibrate.
-type traceFile struct {
-	path string
-	recs []trace.Record
-	bad  []trace.BadLine
-}
-
-// readTraces reads every file; a malformed line is an input error unless
-// skipBad, when it is kept in bad.
-func readTraces(paths []string, skipBad bool) ([]traceFile, error) {
-	if len(paths) == 0 {
-		return nil, badInputf("no trace: give --traces FILE (JSON Lines v1, e.g. testdata/h200x2/measurements.jsonl)")
-	}
-	var out []traceFile
-	for _, p := range paths {
-		recs, bad, err := trace.ReadJSONLFile(p, trace.ReadOptions{SkipBad: skipBad})
-		if err != nil {
-			if _, isParse := err.(*trace.ParseError); isParse && !skipBad {
-				return nil, badInputf("%v (--skip-bad skips malformed lines)", err)
-			}
-			return nil, badInput(err)
-		}
-		out = append(out, traceFile{path: p, recs: recs, bad: bad})
-	}
-	return out, nil
-}
-
-// presetParams returns the parameters of every preset the records use,
-// with the parameter file applied when one is given.
-func presetParams(files []traceFile, paramsFile, override string) (map[string]*topology.Params, error) {
-	out := map[string]*topology.Params{}
-	var forced *topology.Preset
-	if override != "" {
-		p, err := topology.Lookup(override)
-		if err != nil {
-			return nil, badInputf("--topology: %v", err)
-		}
-		forced = p
-	}
-	for _, f := range files {
-		for _, r := range f.recs {
-			p, ok := forced, forced != nil
-			if !ok {
-				p, ok = topology.ForSystem(r.System)
-			}
-			if !ok || out[p.Name] != nil {
-				continue
-			}
-			ps := p.DefaultParams()
-			if paramsFile != "" {
-				if err := applyParamsFile(ps, paramsFile); err != nil {
-					return nil, fmt.Errorf("preset %s: %w", p.Name, err)
-				}
-			}
-			out[p.Name] = ps
-		}
-	}
-	return out, nil
-}
 
 func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("validate", "validate --traces FILE [--traces FILE …] [--topology PRESET] [--params FILE] [--format table|json] [--plot FILE.svg|.png] [--skip-bad]",
@@ -142,28 +61,28 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if isTerminal(errOut) {
 		bar = progressBar(errOut)
 	}
-	var vs []*scenarios.Validation
+	var vs []*validate.Validation
 	offset := 0
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		o := scenarios.ValidateOptions{Params: ps, Parallel: *parallel, File: f.path, Preset: *topo}
+		o := validate.Options{Params: ps, Parallel: *parallel, File: f.path, Preset: *topo}
 		if bar != nil && total > 0 {
 			base := offset
 			o.Progress = func(done, _ int) { bar(base+done, total) }
 		}
-		v, err := scenarios.Validate(f.recs, o)
+		v, err := validate.Run(f.recs, o)
 		if err != nil {
 			return err
 		}
 		offset += len(f.recs)
 		vs = append(vs, v)
 	}
-	return reportValidation(out, errOut, files, scenarios.MergeValidations(vs...), *format, *plotFile)
+	return reportValidation(out, errOut, files, validate.Merge(vs...), *format, *plotFile)
 }
 
-func reportValidation(out, errOut io.Writer, files []traceFile, v *scenarios.Validation, format, plotFile string) error {
+func reportValidation(out, errOut io.Writer, files []traceFile, v *validate.Validation, format, plotFile string) error {
 	var err error
 	if format == "json" {
 		err = writeValidateJSON(out, files, v)
@@ -174,7 +93,7 @@ func reportValidation(out, errOut io.Writer, files []traceFile, v *scenarios.Val
 		return err
 	}
 	if plotFile != "" {
-		if err := plotValidation(plotFile, v); err != nil {
+		if err := viz.DrawValidation(plotFile, v); err != nil {
 			return err
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", plotFile)
@@ -198,18 +117,18 @@ func badLines(files []traceFile) []badLineJSON {
 	return out
 }
 
-func writeValidateJSON(out io.Writer, files []traceFile, v *scenarios.Validation) error {
+func writeValidateJSON(out io.Writer, files []traceFile, v *validate.Validation) error {
 	var paths []string
 	for _, f := range files {
 		paths = append(paths, f.path)
 	}
 	doc := struct {
-		Files    []string                    `json:"files"`
-		Records  []scenarios.ValidatedRecord `json:"records"`
-		Skipped  []scenarios.Skipped         `json:"skipped"`
-		BadLines []badLineJSON               `json:"bad_lines"`
-		Summary  scenarios.Summary           `json:"summary"`
-		Groups   []scenarios.GroupSummary    `json:"groups"`
+		Files    []string                `json:"files"`
+		Records  []validate.Compared     `json:"records"`
+		Skipped  []validate.Skipped      `json:"skipped"`
+		BadLines []badLineJSON           `json:"bad_lines"`
+		Summary  validate.Summary        `json:"summary"`
+		Groups   []validate.GroupSummary `json:"groups"`
 	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
@@ -226,7 +145,7 @@ func fmtPct(p *float64) string {
 	return fmt.Sprintf("%+.1f%%", *p)
 }
 
-func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validation) error {
+func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation) error {
 	var b bytes.Buffer
 	multi := len(files) > 1
 	var names []string
@@ -234,23 +153,11 @@ func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validatio
 		names = append(names, f.path)
 	}
 	fmt.Fprintf(&b, "Measured versus simulated: %s\n\n", strings.Join(names, ", "))
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	if multi {
-		fmt.Fprint(tw, "file\t")
-	}
-	fmt.Fprintln(tw, "line\tgroup\tmeasured\tsimulated\tunit\terror\tnccl_model error\t")
-	for _, r := range v.Records {
-		if multi {
-			fmt.Fprintf(tw, "%s\t", filepath.Base(filepath.Dir(r.File))+"/"+filepath.Base(r.File))
-		}
-		e := r.ErrorPct
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Line, r.Group, fmtVal(r.Measured), fmtVal(r.Predicted), r.Unit, fmtPct(&e), fmtPct(r.ModelErrorPct))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writeComparedRecords(&b, v.Records, multi); err != nil {
 		return err
 	}
 	fmt.Fprintf(&b, "\nGroups, worst median |error| first\n\n")
-	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "group\trecords\tmedian error\tmedian |error|\tmax |error|\tnccl_model median |error|\t")
 	for _, g := range v.Groups {
 		fmt.Fprintf(tw, "%s\t%d\t%+.1f%%\t%.1f%%\t%.1f%%\t%s\t\n", g.Group, g.Count, g.MedianErrorPct, g.MedianAbsErrorPct, g.MaxAbsErrorPct, strings.TrimPrefix(fmtPct(g.ModelMedianAbs), "+"))
@@ -258,27 +165,7 @@ func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validatio
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	s := v.Summary
-	fmt.Fprintf(&b, "\nSummary\n")
-	fmt.Fprintf(&b, "  records simulated  %d\n", s.Count)
-	fmt.Fprintf(&b, "  records skipped    %d\n", s.Skipped)
-	if bl := badLines(files); len(bl) > 0 {
-		fmt.Fprintf(&b, "  bad lines skipped  %d\n", len(bl))
-	}
-	if s.Count == 0 {
-		b.WriteString("  median |error|     – (no record simulated)\n  p95 |error|        –\n")
-	} else {
-		fmt.Fprintf(&b, "  median |error|     %.1f%%\n", s.MedianAbsErrorPct)
-		fmt.Fprintf(&b, "  p95 |error|        %.1f%%\n", s.P95AbsErrorPct)
-	}
-	if s.HostPacedCount > 0 {
-		fmt.Fprintf(&b, "  device-paced       %d: median |error| %.1f%%, p95 %.1f%% (the machine model sets the value)\n", s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs)
-		fmt.Fprintf(&b, "  host-paced         %d: median |error| %.1f%%, p95 %.1f%% (eager calls and copies: the value is a host issue-cost parameter)\n", s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs)
-	}
-	if s.ModelMedianAbs != nil {
-		fmt.Fprintf(&b, "  NCCL records       %d: arsim median |error| %.1f%%, p95 %.1f%%; nccl_model (NCCL's own estimate) median %.1f%%, p95 %.1f%%\n",
-			s.ModelCount, *s.OursOnModelRecordsMedian, *s.OursOnModelRecordsP95, *s.ModelMedianAbs, *s.ModelP95Abs)
-	}
+	writeValidateSummary(&b, v.Summary, len(badLines(files)))
 	if len(v.Skipped) > 0 {
 		fmt.Fprintf(&b, "\nSkipped (%d)\n", len(v.Skipped))
 		var items []lineItem
@@ -287,28 +174,74 @@ func writeValidateTable(out io.Writer, files []traceFile, v *scenarios.Validatio
 		}
 		writeByReason(&b, items, multi)
 	}
-	if len(files) > 0 {
-		var items []lineItem
-		for _, f := range files {
-			for _, bl := range f.bad {
-				msg := bl.Err.Error()
-				var pe *trace.ParseError
-				if errors.As(bl.Err, &pe) {
-					msg = pe.Msg
-					if pe.Field != "" {
-						msg = fmt.Sprintf("field %q: %s", pe.Field, pe.Msg)
-					}
-				}
-				items = append(items, lineItem{f.path, bl.Line, msg})
-			}
-		}
-		if len(items) > 0 {
-			fmt.Fprintf(&b, "\nBad lines skipped (%d)\n", len(items))
-			writeByReason(&b, items, multi)
-		}
+	if items := badLineItems(files); len(items) > 0 {
+		fmt.Fprintf(&b, "\nBad lines skipped (%d)\n", len(items))
+		writeByReason(&b, items, multi)
 	}
 	_, err := out.Write(b.Bytes())
 	return err
+}
+
+// writeComparedRecords writes one row per record compared (with its file
+// when there are several).
+func writeComparedRecords(b *bytes.Buffer, recs []validate.Compared, multi bool) error {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	if multi {
+		fmt.Fprint(tw, "file\t")
+	}
+	fmt.Fprintln(tw, "line\tgroup\tmeasured\tsimulated\tunit\terror\tnccl_model error\t")
+	for _, r := range recs {
+		if multi {
+			fmt.Fprintf(tw, "%s\t", filepath.Base(filepath.Dir(r.File))+"/"+filepath.Base(r.File))
+		}
+		e := r.ErrorPct
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Line, r.Group, fmtVal(r.Measured), fmtVal(r.Predicted), r.Unit, fmtPct(&e), fmtPct(r.ModelErrorPct))
+	}
+	return tw.Flush()
+}
+
+// writeValidateSummary writes the summary: counts, errors, and the errors
+// of host-paced, device-paced and NCCL records apart.
+func writeValidateSummary(b *bytes.Buffer, s validate.Summary, bad int) {
+	fmt.Fprintf(b, "\nSummary\n")
+	fmt.Fprintf(b, "  records simulated  %d\n", s.Count)
+	fmt.Fprintf(b, "  records skipped    %d\n", s.Skipped)
+	if bad > 0 {
+		fmt.Fprintf(b, "  bad lines skipped  %d\n", bad)
+	}
+	if s.Count == 0 {
+		b.WriteString("  median |error|     – (no record simulated)\n  p95 |error|        –\n")
+	} else {
+		fmt.Fprintf(b, "  median |error|     %.1f%%\n", s.MedianAbsErrorPct)
+		fmt.Fprintf(b, "  p95 |error|        %.1f%%\n", s.P95AbsErrorPct)
+	}
+	if s.HostPacedCount > 0 {
+		fmt.Fprintf(b, "  device-paced       %d: median |error| %.1f%%, p95 %.1f%% (the machine model sets the value)\n", s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs)
+		fmt.Fprintf(b, "  host-paced         %d: median |error| %.1f%%, p95 %.1f%% (eager calls and copies: the value is a host issue-cost parameter)\n", s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs)
+	}
+	if s.ModelMedianAbs != nil {
+		fmt.Fprintf(b, "  NCCL records       %d: arsim median |error| %.1f%%, p95 %.1f%%; nccl_model (NCCL's own estimate) median %.1f%%, p95 %.1f%%\n",
+			s.ModelCount, *s.OursOnModelRecordsMedian, *s.OursOnModelRecordsP95, *s.ModelMedianAbs, *s.ModelP95Abs)
+	}
+}
+
+// badLineItems lists the malformed lines skipped, each with its problem
+// (the field and message, without the file and line).
+func badLineItems(files []traceFile) []lineItem {
+	var items []lineItem
+	for _, f := range files {
+		for _, bl := range f.bad {
+			msg := bl.Err.Error()
+			if pe, ok := errors.AsType[*trace.ParseError](bl.Err); ok {
+				msg = pe.Msg
+				if pe.Field != "" {
+					msg = fmt.Sprintf("field %q: %s", pe.Field, pe.Msg)
+				}
+			}
+			items = append(items, lineItem{f.path, bl.Line, msg})
+		}
+	}
+	return items
 }
 
 // lineItem is a line of a file with a reason.
@@ -363,172 +296,4 @@ func lineRanges(ls []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
-}
-
-// kindPalette has one distinct colour per trace kind (Tableau 10).
-var kindPalette = []color.Color{
-	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
-	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
-	color.RGBA{227, 119, 194, 255}, color.RGBA{23, 190, 207, 255}, color.RGBA{188, 189, 34, 255},
-	color.RGBA{127, 127, 127, 255},
-}
-
-// plotValidation draws simulated versus measured, log-log, one colour per
-// kind, with the identity line.
-func plotValidation(path string, v *scenarios.Validation) error {
-	p := plot.New()
-	p.Title.Text = "arsim validate: simulated versus measured"
-	p.X.Label.Text = "measured (µs; pointer_chase ns; host_link_concurrency GB/s)"
-	p.Y.Label.Text = "simulated (same unit)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
-	byKind := map[string]plotter.XYs{}
-	var kinds []string
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, r := range v.Records {
-		if _, ok := byKind[r.Kind]; !ok {
-			kinds = append(kinds, r.Kind)
-		}
-		byKind[r.Kind] = append(byKind[r.Kind], plotter.XY{X: r.Measured, Y: r.Predicted})
-		lo = min(lo, r.Measured, r.Predicted)
-		hi = max(hi, r.Measured, r.Predicted)
-	}
-	if len(kinds) == 0 {
-		return fmt.Errorf("validate: nothing to plot: no record was simulated")
-	}
-	sort.Strings(kinds)
-	id, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
-	if err != nil {
-		return err
-	}
-	id.Color = color.Gray{Y: 120}
-	id.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(plotter.NewGrid(), id)
-	p.Legend.Add("simulated = measured", id)
-	for i, k := range kinds {
-		sc, err := plotter.NewScatter(byKind[k])
-		if err != nil {
-			return err
-		}
-		sc.GlyphStyle.Color = kindPalette[i%len(kindPalette)]
-		sc.GlyphStyle.Shape = draw.CircleGlyph{}
-		sc.GlyphStyle.Radius = vg.Points(2)
-		p.Add(sc)
-		p.Legend.Add(fmt.Sprintf("%s (%d)", k, len(byKind[k])), sc)
-	}
-	return p.Save(7*vg.Inch, 7*vg.Inch, path)
-}
-
-func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--topology PRESET] [--params FILE] [--skip-bad]",
-		[]string{"arsim calibrate --traces testdata/h200x2/measurements.jsonl --fit 'pcie.link_efficiency,torch.copy_issue_*' --params-out fitted.params",
-			"arsim calibrate --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --fit 'gpu.launch_*,nvlink.*' --params-out h200.params --holdout-every 4",
-			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params"}, errOut)
-	var traces fileList
-	fs.Var(&traces, "traces", "measured trace, JSON Lines v1 (repeat for several files)")
-	fit := fs.String("fit", "", "parameters to fit: glob patterns over names (arsim topology show), comma-separated")
-	paramsOut := fs.String("params-out", "", "write the fitted parameter file here (loads with --params)")
-	holdout := fs.Int("holdout-every", 3, "hold every N-th simulable record out of the fit and report its error")
-	params := fs.String("params", "", "parameter file to start from instead of the preset's defaults")
-	topo := fs.String("topology", "", "simulate every record on this preset, whatever its system id")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines instead of failing")
-	sweeps := fs.Int("sweeps", 3, "coordinate-descent sweeps over the parameters")
-	maxEvals := fs.Int("max-evals", 600, "cap on parameter settings simulated (bounds the run time)")
-	parallel := fs.Int("parallel", 0, "records simulated at once (default: all cores); output does not depend on it")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return badInputf("calibrate: unexpected argument %q", fs.Arg(0))
-	}
-	if strings.TrimSpace(*fit) == "" {
-		return badInputf("calibrate: --fit is required (glob patterns over parameter names, e.g. pcie.link_efficiency,gpu.launch_*)")
-	}
-	if *paramsOut == "" {
-		return badInputf("calibrate: --params-out FILE is required")
-	}
-	if *holdout < 2 {
-		return badInputf("calibrate: --holdout-every must be ≥ 2, got %d", *holdout)
-	}
-	if *sweeps < 1 || *maxEvals < 1 {
-		return badInputf("calibrate: --sweeps and --max-evals must be ≥ 1")
-	}
-	if err := checkWritable(*paramsOut); err != nil {
-		return err
-	}
-	files, err := readTraces(traces, *skipBad)
-	if err != nil {
-		return err
-	}
-	base, err := presetParams(files, *params, *topo)
-	if err != nil {
-		return err
-	}
-	var recs []trace.Record
-	var names []string
-	for _, f := range files {
-		recs = append(recs, f.recs...)
-		names = append(names, f.path)
-	}
-	opts := scenarios.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: base, Preset: *topo, File: strings.Join(names, ", "),
-		Sweeps: *sweeps, MaxEvals: *maxEvals, Parallel: *parallel}
-	if isTerminal(errOut) {
-		opts.Progress = func(msg string) { fmt.Fprintf(errOut, "\r\033[K%s", msg) }
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	t0 := time.Now()
-	cal, err := scenarios.Calibrate(recs, opts)
-	if opts.Progress != nil {
-		fmt.Fprint(errOut, "\r\033[K")
-	}
-	if err != nil {
-		return badInput(err)
-	}
-	elapsed := time.Since(t0)
-	var buf bytes.Buffer
-	if err := cal.WriteParams(&buf); err != nil {
-		return err
-	}
-	if err := os.WriteFile(*paramsOut, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("calibrate: %w", err)
-	}
-	if err := writeCalibration(out, cal); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\n%d parameter settings simulated in %d sweep(s), %.1f s%s\nwrote %s (load it with --params %s)\n",
-		cal.Evaluations, cal.Sweeps, elapsed.Seconds(), map[bool]string{true: " (stopped at --max-evals)", false: ""}[cal.EvalCapHit], *paramsOut, *paramsOut)
-	return nil
-}
-
-func writeCalibration(out io.Writer, c *scenarios.Calibration) error {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "Calibration of preset %s on %s\n\n", c.Preset, c.File)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "parameter\tunit\tdefault\tfitted\tchange\trecords\tstatus\t")
-	for _, p := range c.Params {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.2f%%\t%d\t%s\t\n", p.Name, p.Unit, strconv.FormatFloat(p.Default, 'g', 6, 64), strconv.FormatFloat(p.Fitted, 'g', 6, 64), p.ChangePct, p.Records, p.Status)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(&b, "\n(records: fit records whose prediction depends on the parameter)\n\n")
-	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "records\tcount\tmedian |error| before\tafter\tp95 |error| before\tafter\t")
-	for _, row := range []struct {
-		name          string
-		before, after scenarios.ErrorStats
-	}{{"fit", c.FitBefore, c.FitAfter}, {"held out", c.HeldOutBefore, c.HeldOutAfter}} {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f%%\t%.2f%%\t%.2f%%\t%.2f%%\t\n", row.name, row.before.Count, row.before.MedianAbsPct, row.after.MedianAbsPct, row.before.P95AbsPct, row.after.P95AbsPct)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if c.Skipped > 0 {
-		fmt.Fprintf(&b, "(%d records cannot be simulated and were left out; arsim validate lists why)\n", c.Skipped)
-	}
-	_, err := out.Write(b.Bytes())
-	return err
 }

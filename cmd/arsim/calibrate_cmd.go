@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/arsim/arsim/trace"
+	"github.com/arsim/arsim/validate"
+)
+
+func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--topology PRESET] [--params FILE] [--skip-bad]",
+		[]string{"arsim calibrate --traces testdata/h200x2/measurements.jsonl --fit 'pcie.link_efficiency,torch.copy_issue_*' --params-out fitted.params",
+			"arsim calibrate --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --fit 'gpu.launch_*,nvlink.*' --params-out h200.params --holdout-every 4",
+			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params"}, errOut)
+	var traces fileList
+	fs.Var(&traces, "traces", "measured trace, JSON Lines v1 (repeat for several files)")
+	fit := fs.String("fit", "", "parameters to fit: glob patterns over names (arsim topology show), comma-separated")
+	paramsOut := fs.String("params-out", "", "write the fitted parameter file here (loads with --params)")
+	holdout := fs.Int("holdout-every", 3, "hold every N-th simulable record out of the fit and report its error")
+	params := fs.String("params", "", "parameter file to start from instead of the preset's defaults")
+	topo := fs.String("topology", "", "simulate every record on this preset, whatever its system id")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines instead of failing")
+	sweeps := fs.Int("sweeps", 3, "coordinate-descent sweeps over the parameters")
+	maxEvals := fs.Int("max-evals", 600, "cap on parameter settings simulated (bounds the run time)")
+	parallel := fs.Int("parallel", 0, "records simulated at once (default: all cores); output does not depend on it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkCalibrateFlags(fs.Args(), *fit, *paramsOut, *holdout, *sweeps, *maxEvals); err != nil {
+		return err
+	}
+	files, err := readTraces(traces, *skipBad)
+	if err != nil {
+		return err
+	}
+	base, err := presetParams(files, *params, *topo)
+	if err != nil {
+		return err
+	}
+	var recs []trace.Record
+	var names []string
+	for _, f := range files {
+		recs = append(recs, f.recs...)
+		names = append(names, f.path)
+	}
+	opts := validate.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: base, Preset: *topo, File: strings.Join(names, ", "),
+		Sweeps: *sweeps, MaxEvals: *maxEvals, Parallel: *parallel}
+	if isTerminal(errOut) {
+		opts.Progress = func(msg string) { fmt.Fprintf(errOut, "\r\033[K%s", msg) }
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	cal, err := validate.Calibrate(recs, opts)
+	if opts.Progress != nil {
+		fmt.Fprint(errOut, "\r\033[K")
+	}
+	if err != nil {
+		return badInput(err)
+	}
+	elapsed := time.Since(t0)
+	var buf bytes.Buffer
+	if err := cal.WriteParams(&buf); err != nil {
+		return err
+	}
+	if err := os.WriteFile(*paramsOut, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	if err := writeCalibration(out, cal); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%d parameter settings simulated in %d sweep(s), %.1f s%s\nwrote %s (load it with --params %s)\n",
+		cal.Evaluations, cal.Sweeps, elapsed.Seconds(), map[bool]string{true: " (stopped at --max-evals)", false: ""}[cal.EvalCapHit], *paramsOut, *paramsOut)
+	return nil
+}
+
+// checkCalibrateFlags refuses what calibrate cannot run with.
+func checkCalibrateFlags(rest []string, fit, paramsOut string, holdout, sweeps, maxEvals int) error {
+	if len(rest) > 0 {
+		return badInputf("calibrate: unexpected argument %q", rest[0])
+	}
+	if strings.TrimSpace(fit) == "" {
+		return badInputf("calibrate: --fit is required (glob patterns over parameter names, e.g. pcie.link_efficiency,gpu.launch_*)")
+	}
+	if paramsOut == "" {
+		return badInputf("calibrate: --params-out FILE is required")
+	}
+	if holdout < 2 {
+		return badInputf("calibrate: --holdout-every must be ≥ 2, got %d", holdout)
+	}
+	if sweeps < 1 || maxEvals < 1 {
+		return badInputf("calibrate: --sweeps and --max-evals must be ≥ 1")
+	}
+	return checkWritable(paramsOut)
+}
+
+func writeCalibration(out io.Writer, c *validate.Calibration) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Calibration of preset %s on %s\n\n", c.Preset, c.File)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "parameter\tunit\tdefault\tfitted\tchange\trecords\tstatus\t")
+	for _, p := range c.Params {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.2f%%\t%d\t%s\t\n", p.Name, p.Unit, strconv.FormatFloat(p.Default, 'g', 6, 64), strconv.FormatFloat(p.Fitted, 'g', 6, 64), p.ChangePct, p.Records, p.Status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\n(records: fit records whose prediction depends on the parameter)\n\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "records\tcount\tmedian |error| before\tafter\tp95 |error| before\tafter\t")
+	for _, row := range []struct {
+		name          string
+		before, after validate.ErrorStats
+	}{{"fit", c.FitBefore, c.FitAfter}, {"held out", c.HeldOutBefore, c.HeldOutAfter}} {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f%%\t%.2f%%\t%.2f%%\t%.2f%%\t\n", row.name, row.before.Count, row.before.MedianAbsPct, row.after.MedianAbsPct, row.before.P95AbsPct, row.after.P95AbsPct)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c.Skipped > 0 {
+		fmt.Fprintf(&b, "(%d records cannot be simulated and were left out; arsim validate lists why)\n", c.Skipped)
+	}
+	_, err := out.Write(b.Bytes())
+	return err
+}

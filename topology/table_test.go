@@ -1,0 +1,111 @@
+package topology
+
+import (
+	"bytes"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The tables are read as data: every parameter of base.txt has a doc line,
+// a known unit and a source, and the files of changes name only
+// parameters of base.txt, each with its own source.
+func TestParameterTables(t *testing.T) {
+	base := mustTable("base.txt")
+	units := []string{"B", "ns", "µs", "GB/s", "ratio", "count", "bool"}
+	for _, p := range base.All() {
+		assert.NotEmpty(t, p.Doc, "%s has no doc line", p.Name)
+		assert.Contains(t, units, p.Unit, p.Name)
+		assert.NotEmpty(t, p.Source, p.Name)
+	}
+	files, err := fs.Glob(tableFiles, "params/*.txt")
+	require.NoError(t, err)
+	require.Contains(t, files, "params/base.txt")
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "params/")
+		if name == "base.txt" {
+			continue
+		}
+		for _, o := range mustOverrides(name) {
+			_, ok := base.Lookup(o.Name)
+			assert.True(t, ok, "%s line %d: %s is not in base.txt", name, o.Line, o.Name)
+			assert.NotEmpty(t, o.Source, "%s line %d: %s has no source", name, o.Line, o.Name)
+		}
+	}
+}
+
+// A source says where a value comes from, not how it came to be: no
+// history (a former value, "refitted", "session", "issue #").
+var historyWords = regexp.MustCompile(`(?i)\bwas \d|\brefitted\b|\bsession\b|\bissue #|\bpreviously\b|\bbefore this\b`)
+
+func TestSourcesTellNoHistory(t *testing.T) {
+	for _, name := range Presets() {
+		pr, err := Lookup(name)
+		require.NoError(t, err)
+		for _, p := range pr.DefaultParams().All() {
+			assert.False(t, historyWords.MatchString(p.Source), "%s: %s: source tells history: %q", name, p.Name, p.Source)
+		}
+	}
+}
+
+// WriteTable prints what ReadTable reads back: the same names, values,
+// units, ranges and sources.
+func TestWriteTableReadsBack(t *testing.T) {
+	ps := mustTable("base.txt")
+	var buf bytes.Buffer
+	require.NoError(t, ps.WriteTable(&buf))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, len(ps.Names())+1)
+	back, err := ReadTable(strings.NewReader(strings.Join(lines[1:], "\n")), "shown")
+	require.NoError(t, err)
+	for _, p := range ps.All() {
+		q, ok := back.Lookup(p.Name)
+		require.True(t, ok, p.Name)
+		p.Doc = ""
+		if p.Value != q.Value { // printed to 6 significant digits
+			assert.InEpsilon(t, p.Value, q.Value, 1e-5, p.Name)
+			q.Value = p.Value
+		}
+		assert.Equal(t, p, q)
+	}
+}
+
+func TestReadTableRefusesMalformedLines(t *testing.T) {
+	for line, want := range map[string]string{
+		"a.b 1 B":                       `want "name value unit lo..hi source"`,
+		"a.b x B 0..1 spec":             `value "x" is not a number`,
+		"a.b 1 B 0-1 spec":              `range "0-1" is not lo..hi`,
+		"a.b 1 B x..1 spec":             "lower bound is not a number",
+		"a.b 1 B 0..0 spec":             "upper bound is not a number above 0",
+		"a.b 1 B 0..1":                  "a.b: no source",
+		"a.b 5 B 0..1 spec":             "outside its physical range",
+		"a.b 1 B 0..1 s\na.b 1 B 0.. s": "defined twice",
+	} {
+		_, err := ReadTable(strings.NewReader(line), "t.txt")
+		require.Error(t, err, line)
+		assert.ErrorContains(t, err, "topology: t.txt:")
+		assert.ErrorContains(t, err, want, line)
+	}
+}
+
+func FuzzReadTable(f *testing.F) {
+	seed, err := tableFiles.ReadFile("params/base.txt")
+	require.NoError(f, err)
+	f.Add(string(seed))
+	f.Add("# doc\na.b 1 B 0.. source\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		ps, err := ReadTable(strings.NewReader(in), "fuzz")
+		if err != nil {
+			require.True(t, strings.HasPrefix(err.Error(), "topology: fuzz"), err.Error())
+			return
+		}
+		require.NoError(t, ps.Validate())
+		names := ps.Names()
+		require.Len(t, slices.Compact(slices.Sorted(slices.Values(names))), len(names))
+	})
+}

@@ -1,0 +1,266 @@
+package validate
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// allreduce and allreduce_sequence: the implementation measured is mapped
+// onto the algorithm that models it (implChoices, one per impl) and run
+// back to back, iterations times, or count times for a sequence, whose
+// whole time is compared. Eager calls are paced by the host API that
+// issues them. NCCL records also get NCCL's own estimate.
+func init() {
+	Register(trace.KindAllreduce, allreduceTwin)
+	Register(trace.KindAllreduceSequence, allreduceTwin)
+}
+
+// iterations of back-to-back allreduces whose mean is compared with one
+// allreduce record (the capture's `us` is a mean over back-to-back ops).
+const iterations = 3
+
+// choice is how an allreduce record is simulated.
+type choice struct {
+	algo  string
+	opts  map[string]string
+	note  string
+	group string // added to the record's group, e.g. " nthreads=128"
+}
+
+// implChoices map each implementation onto the algorithm that models it,
+// or say why there is none.
+var implChoices = map[trace.Impl]func(trace.Record) (choice, error){
+	trace.ImplNCCL:              ncclChoice,
+	trace.ImplTorchSymmMem:      symmMemChoice,
+	trace.ImplFlagOneShot:       flagKernelChoice,
+	trace.ImplFlagTwoShot:       flagKernelChoice,
+	trace.ImplHostStagedOneShot: flagKernelChoice,
+}
+
+func allreduceTwin(r trace.Record) (*Twin, error) {
+	t := &Twin{Group: fmt.Sprintf("%s %s/%s", r.Kind, r.Impl, r.Algo)}
+	if r.Proto != "" {
+		t.Group += " " + r.Proto
+	}
+	t.Group += " " + r.Transport.String() + " " + r.Launch.String()
+	launch, ok := map[trace.Launch]hw.LaunchMode{trace.LaunchCUDAGraph: hw.Graph, trace.LaunchEager: hw.Eager}[r.Launch]
+	if !ok {
+		return nil, badRecord("launch %q is not one of cudagraph, eager", r.Launch)
+	}
+	dt := algos.DType(r.Dtype)
+	if dt.Size() == 0 {
+		return nil, notModelled("dtype %q is not simulated (bf16, fp16, fp32)", r.Dtype)
+	}
+	iters := iterations
+	if r.Kind == trace.KindAllreduceSequence {
+		if r.Impl != trace.ImplNCCL {
+			return nil, notModelled("allreduce_sequence of impl %q is not simulated (nccl only)", r.Impl)
+		}
+		iters = r.Count
+	}
+	pick, ok := implChoices[r.Impl]
+	if !ok {
+		return nil, notModelled("allreduce impl %q is not simulated (nccl, torch_symm_mem, arsim_flag_one_shot, arsim_flag_two_shot, host_staged_one_shot)", r.Impl)
+	}
+	c, err := pick(r)
+	if err != nil {
+		return nil, err
+	}
+	t.Group += c.group
+	t.Note = c.note
+	if err := c.launchConfig(r, t); err != nil {
+		return nil, err
+	}
+	req := func(top *topology.Topology) algos.Request {
+		return algos.Request{Top: top, Ranks: r.World, Bytes: r.Bytes, DType: dt, Launch: launch, Opts: c.opts}
+	}
+	t.Sim = c.simulate(r, req, launch, iters)
+	if c.algo == "nccl" {
+		count := 1.0
+		if r.Kind == trace.KindAllreduceSequence {
+			count = float64(r.Count)
+		}
+		t.Model = func(top *topology.Topology) (float64, error) {
+			us, _, err := algos.NCCLModel(req(top))
+			return us * count, err
+		}
+	}
+	return t, nil
+}
+
+// launchConfig passes the record's blocks and threads to the algorithm
+// where it takes them, and notes where it does not.
+func (c *choice) launchConfig(r trace.Record, t *Twin) error {
+	a, err := algos.Lookup(c.algo)
+	if err != nil {
+		return &SkipError{Why: ErrNotModelled, Reason: err.Error(), Cause: err}
+	}
+	accepts := map[string]bool{}
+	for _, o := range a.Options() {
+		accepts[o.Name] = true
+	}
+	var ignored []string
+	for name, v := range map[string]int{"blocks": r.Blocks, "threads": r.Threads} {
+		if v <= 0 {
+			continue
+		}
+		if accepts[name] {
+			c.opts[name] = strconv.Itoa(v)
+		} else {
+			ignored = append(ignored, name)
+		}
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		t.Note = strings.TrimSpace(t.Note + "; " + c.algo + " takes no " + strings.Join(ignored, "/") + " option: record's value ignored")
+	}
+	return nil
+}
+
+// simulate runs iters allreduces back to back: the steady-state time per
+// allreduce, or the whole sequence's time for a sequence record. An eager
+// call is paced by the host's issue interval of the API that made it;
+// the value is host-paced when back-to-back calls end exactly one issue
+// interval apart (the device finished each before the host issued the
+// next).
+func (c *choice) simulate(r trace.Record, req func(*topology.Topology) algos.Request, launch hw.LaunchMode, iters int) func(*topology.Topology) (float64, bool, error) {
+	issueParam := ""
+	if launch == hw.Eager {
+		switch r.Impl {
+		case trace.ImplNCCL:
+			issueParam = "torch.nccl_eager_issue"
+		case trace.ImplTorchSymmMem:
+			issueParam = "torch.symm_mem_" + r.Algo + "_eager_issue"
+		}
+	}
+	return func(top *topology.Topology) (float64, bool, error) {
+		s, err := algos.Plan(c.algo, req(top))
+		if err != nil {
+			return 0, false, err
+		}
+		m, err := hw.New(top)
+		if err != nil {
+			return 0, false, err
+		}
+		ro := algos.RunOptions{Iterations: iters, Launch: launch}
+		if issueParam != "" {
+			ro.IssueInterval = sim.Micros(top.Params.Get(issueParam))
+		}
+		res, err := algos.Run(m, s, ro)
+		if err != nil {
+			return 0, false, err
+		}
+		host := issueParam != "" && iters > 1 && math.Abs(res.SteadyUs()-ro.IssueInterval.Micros()) <= 1e-6*ro.IssueInterval.Micros()
+		if r.Kind == trace.KindAllreduceSequence {
+			return sim.Duration(res.Time).Micros(), host, nil
+		}
+		return res.SteadyUs(), host, nil
+	}
+}
+
+// ncclChoice: NCCL, with the capture's algorithm, protocol, channel limit
+// and NCCL variables as options; SHM by NCCL's P2P level.
+func ncclChoice(r trace.Record) (choice, error) {
+	c := choice{algo: "nccl", opts: map[string]string{}}
+	switch r.Transport {
+	case trace.TransportSHM:
+		c.opts["p2p_level"] = "loc"
+	case trace.TransportP2P:
+	default:
+		return c, notModelled("nccl over transport %q is not simulated (p2p, shm)", r.Transport)
+	}
+	if r.Algo == "ring" || r.Algo == "tree" {
+		c.opts["algo"] = r.Algo
+	} else if r.Algo != "auto" {
+		return c, notModelled("nccl algo %q is not simulated (ring, tree, auto)", r.Algo)
+	}
+	switch r.Proto {
+	case "ll", "ll128", "simple":
+		c.opts["proto"] = r.Proto
+	case "auto", "":
+	default:
+		return c, notModelled("nccl proto %q is not simulated", r.Proto)
+	}
+	if r.MaxChannels > 0 {
+		c.opts["max_channels"] = strconv.Itoa(r.MaxChannels) // NCCL_MAX_NCHANNELS: a cap, not a forced count
+	}
+	// NCCL variables the capture set beyond ALGO/PROTO (tools/capture --env).
+	for _, k := range slices.Sorted(maps.Keys(r.NCCLEnv)) {
+		switch v := r.NCCLEnv[k]; k {
+		case "NCCL_NTHREADS":
+			c.opts["nthreads"] = v
+			c.group += " nthreads=" + v
+		case "NCCL_MAX_NCHANNELS": // max_channels carries it
+		default:
+			return c, notModelled("NCCL setting %s=%s is not modelled", k, v)
+		}
+	}
+	return c, nil
+}
+
+// symmMemChoice: PyTorch's symmetric-memory kernels. Its one-shot is
+// vLLM's one-stage with PyTorch's launch configuration and barriers; its
+// two-shot is two_shot_push, which has both by default.
+func symmMemChoice(r trace.Record) (choice, error) {
+	if r.Transport != trace.TransportP2P {
+		return choice{}, notModelled("torch_symm_mem over %q is not simulated (p2p)", r.Transport)
+	}
+	c := choice{opts: map[string]string{}}
+	switch r.Algo {
+	case "one_shot":
+		c.algo = "one_stage"
+		c.note = "modelled as vLLM 1-stage with PyTorch's launch configuration"
+		blocks, threads := algos.TorchSymmMemLaunch(r.Bytes, r.World, false)
+		c.opts["blocks"], c.opts["threads"] = strconv.Itoa(blocks), strconv.Itoa(threads)
+		c.opts["barrier"] = "atomic" // put_signal / wait_signal are compare-and-swap loops
+		// Its end barrier is sync_remote_blocks<acq_rel>: the release waits
+		// for the output stores. The start barrier's release has no stores
+		// of the kernel before it.
+		c.opts["end_release"] = "true"
+	case "two_shot":
+		c.algo = "two_shot_push"
+		c.note = "modelled as two_shot_push (PyTorch's in-place kernel) with PyTorch's launch configuration"
+	default:
+		return c, notModelled("torch_symm_mem algo %q is not simulated (one_shot, two_shot)", r.Algo)
+	}
+	return c, nil
+}
+
+// flagKernelChoice: the project's own flag kernels (tools/capture), GPU to
+// GPU or through host memory.
+func flagKernelChoice(r trace.Record) (choice, error) {
+	shot := "one"
+	if r.Impl == trace.ImplFlagTwoShot {
+		shot = "two"
+	}
+	c := choice{opts: map[string]string{}}
+	switch r.Transport {
+	case trace.TransportP2P:
+		c.algo = map[string]string{"one": "one_stage", "two": "two_stage"}[shot]
+		if shot == "two" {
+			c.opts["end_barrier"] = "yes" // tools/capture's two-shot ends with a barrier
+		}
+	case trace.TransportHostMemory:
+		c.algo = "host_" + shot + "_shot"
+		if _, err := algos.Lookup(c.algo); err != nil {
+			return c, notModelled("algorithm %s (a flag kernel exchanging through host memory) is not registered", c.algo)
+		}
+	default:
+		return c, notModelled("%s over %q is not simulated (p2p, host_memory)", r.Impl, r.Transport)
+	}
+	if r.Impl != trace.ImplHostStagedOneShot {
+		c.opts["rank_loop"] = "runtime" // tools/capture's kernels loop over ranks with a run-time bound
+	}
+	c.note = "modelled as " + c.algo
+	return c, nil
+}

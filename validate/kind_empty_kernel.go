@@ -1,0 +1,41 @@
+package validate
+
+import (
+	"github.com/arsim/arsim/trace"
+)
+
+// empty_kernel: the gap per kernel of a replayed CUDA graph (a device
+// cost), or eager launches, which are host costs: one launch between two
+// events (gpu.launch_eager) or launches back to back through the CUDA
+// driver API (host.cuda_launch_issue).
+func init() { Register(trace.KindEmptyKernel, emptyKernelTwin) }
+
+func emptyKernelTwin(r trace.Record) (*Twin, error) {
+	t := &Twin{Group: "empty_kernel"}
+	if r.Launch == trace.LaunchCUDAGraph {
+		t.Group += " cudagraph"
+		t.Note = "per kernel of a replayed CUDA graph (gpu.launch_graph)"
+		t.Sim = device(GraphKernelGapUs)
+		return t, nil
+	}
+	if r.Mode == "back_to_back" {
+		// tools/capture launches through CuPy, not PyTorch.
+		t.Group += " driver API"
+		t.Note = "back-to-back eager launches through the CUDA driver API (host.cuda_launch_issue)"
+		if r.PrefillUs > 0 {
+			return nil, notModelled("eager launches queued behind a device-side spin measure the device gap, not the host; not modelled")
+		}
+		t.Sim = hostPaced(RawLaunchIntervalUs)
+		return t, nil
+	}
+	switch r.Mode {
+	case "", "single":
+		// One launch between two events (the shared set's method, and
+		// tools/capture's mode single).
+		t.Note = "one eager launch between two events (gpu.launch_eager)"
+	default:
+		t.Note = "capture mode " + r.Mode + "; modelled as one eager launch (gpu.launch_eager)"
+	}
+	t.Sim = hostPaced(EmptyKernelUs)
+	return t, nil
+}

@@ -1,0 +1,132 @@
+package validate
+
+import (
+	"errors"
+	"math"
+	"sort"
+)
+
+func errPct(pred, meas float64) float64 { return (pred - meas) / meas * 100 }
+
+// summarize fills Summary and Groups from Records and Skipped.
+func (v *Validation) summarize() {
+	if v.Records == nil {
+		v.Records = []Compared{}
+	}
+	if v.Skipped == nil {
+		v.Skipped = []Skipped{}
+	}
+	s := Summary{Count: len(v.Records), Skipped: len(v.Skipped)}
+	var abs, modelAbs, oursOnModel, hostAbs, devAbs []float64
+	groups := map[string]*struct{ errs, abs, model []float64 }{}
+	var order []string
+	for _, r := range v.Records {
+		a := math.Abs(r.ErrorPct)
+		abs = append(abs, a)
+		if r.HostPaced {
+			hostAbs = append(hostAbs, a)
+		} else {
+			devAbs = append(devAbs, a)
+		}
+		g, ok := groups[r.Group]
+		if !ok {
+			g = &struct{ errs, abs, model []float64 }{}
+			groups[r.Group] = g
+			order = append(order, r.Group)
+		}
+		g.errs = append(g.errs, r.ErrorPct)
+		g.abs = append(g.abs, a)
+		if r.ModelErrorPct != nil {
+			m := math.Abs(*r.ModelErrorPct)
+			modelAbs = append(modelAbs, m)
+			oursOnModel = append(oursOnModel, a)
+			g.model = append(g.model, m)
+		}
+	}
+	s.MedianAbsErrorPct, s.P95AbsErrorPct = median(abs), nearestRank(abs, 95)
+	s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs = len(hostAbs), median(hostAbs), nearestRank(hostAbs, 95)
+	s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs = len(devAbs), median(devAbs), nearestRank(devAbs, 95)
+	s.ModelCount = len(modelAbs)
+	if len(modelAbs) > 0 {
+		s.ModelMedianAbs, s.ModelP95Abs = ptrTo(median(modelAbs)), ptrTo(nearestRank(modelAbs, 95))
+		s.OursOnModelRecordsMedian, s.OursOnModelRecordsP95 = ptrTo(median(oursOnModel)), ptrTo(nearestRank(oursOnModel, 95))
+	}
+	reasons := map[string]int{}
+	for _, sk := range v.Skipped {
+		reasons[sk.class()]++
+	}
+	for reason, n := range reasons {
+		s.SkippedByReason = append(s.SkippedByReason, ReasonCount{Reason: reason, Count: n})
+	}
+	sort.Slice(s.SkippedByReason, func(i, j int) bool {
+		a, b := s.SkippedByReason[i], s.SkippedByReason[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Reason < b.Reason
+	})
+	v.Summary = s
+	v.Groups = v.Groups[:0]
+	for _, name := range order {
+		g := groups[name]
+		gs := GroupSummary{Group: name, Count: len(g.errs), MedianErrorPct: median(g.errs), MedianAbsErrorPct: median(g.abs), MaxAbsErrorPct: maxOf(g.abs)}
+		if len(g.model) > 0 {
+			gs.ModelMedianAbs = ptrTo(median(g.model))
+		}
+		v.Groups = append(v.Groups, gs)
+	}
+	sort.SliceStable(v.Groups, func(i, j int) bool {
+		a, b := v.Groups[i], v.Groups[j]
+		if a.MedianAbsErrorPct != b.MedianAbsErrorPct {
+			return a.MedianAbsErrorPct > b.MedianAbsErrorPct
+		}
+		return a.Group < b.Group
+	})
+}
+
+// class is the skip's reason as the summary counts it: a failed
+// simulation by the package that failed, any other by its reason.
+func (s Skipped) class() string {
+	if se, ok := errors.AsType[*SkipError](s.Err); ok {
+		return se.class()
+	}
+	return s.Reason
+}
+
+func ptrTo(v float64) *float64 { return &v }
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), 0 for none. xs is not modified.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// nearestRank returns the p-th percentile of xs by the nearest-rank
+// method: the ⌈p/100 × n⌉-th smallest value; 0 for none.
+func nearestRank(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	k := int(math.Ceil(p / 100 * float64(len(s))))
+	k = min(max(k, 1), len(s))
+	return s[k-1]
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}

@@ -1,0 +1,335 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// Options control Run.
+type Options struct {
+	// Params are the parameter sets to build presets with, by preset name
+	// (the preset's defaults with overrides applied). A preset not named
+	// here is built from its defaults.
+	Params map[string]*topology.Params
+	// Parallel records simulated at once (default GOMAXPROCS). The result
+	// does not depend on it.
+	Parallel int
+	// File names the trace in the result (Compared.File); optional.
+	File string
+	// Progress, if set, is called after each record with (done, total).
+	Progress func(done, total int)
+	// Preset, if set, names the preset every record is simulated on,
+	// whatever its system id (for a capture of a machine that no preset
+	// declares; arsim validate --topology).
+	Preset string
+}
+
+// Compared is one measured record beside its simulated twin.
+type Compared struct {
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line"`
+	Kind   string `json:"kind"`
+	System string `json:"system"`
+	// Group is kind × implementation/algorithm × protocol × transport ×
+	// launch for allreduces, kind × direction/target/operation for the
+	// micro kinds, e.g. "allreduce nccl/ring ll shm cudagraph".
+	Group string `json:"group"`
+	// Unit is the unit of Measured and Predicted (Record.Primary).
+	Unit      string  `json:"unit"`
+	Measured  float64 `json:"measured"`
+	Predicted float64 `json:"predicted"`
+	// ErrorPct is (Predicted − Measured) / Measured × 100.
+	ErrorPct float64 `json:"error_pct"`
+	// ModelPredicted and ModelErrorPct are NCCL's own analytic estimate
+	// (algos.NCCLModel) for NCCL records; nil otherwise.
+	ModelPredicted *float64 `json:"nccl_model,omitempty"`
+	ModelErrorPct  *float64 `json:"nccl_model_error_pct,omitempty"`
+	// Note says how the record was modelled, where that is not obvious.
+	Note string `json:"note,omitempty"`
+	// HostPaced: the simulated value is the host's issue interval (an
+	// eager call the device finished before the host issued the next), so
+	// it rests on a host-cost parameter, not on the machine model.
+	HostPaced bool `json:"host_paced,omitempty"`
+}
+
+// Skipped is a record that could not be simulated, and why.
+type Skipped struct {
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line"`
+	Kind   string `json:"kind,omitempty"`
+	Reason string `json:"reason"`
+	// Err is the reason as an error, a *SkipError: errors.Is(Err,
+	// ErrNotModelled) and the like.
+	Err error `json:"-"`
+}
+
+// Summary sums up a validation.
+type Summary struct {
+	Count             int     `json:"count"`
+	Skipped           int     `json:"skipped"`
+	MedianAbsErrorPct float64 `json:"median_abs_error_pct"`
+	P95AbsErrorPct    float64 `json:"p95_abs_error_pct"`
+	// ModelCount, ModelMedianAbs and ModelP95Abs are over the NCCL
+	// records that have both a simulated time and NCCL's own estimate;
+	// OursOnModelRecords* are arsim's errors over the same records.
+	ModelCount               int           `json:"nccl_model_count"`
+	ModelMedianAbs           *float64      `json:"nccl_model_median_abs_error_pct,omitempty"`
+	ModelP95Abs              *float64      `json:"nccl_model_p95_abs_error_pct,omitempty"`
+	OursOnModelRecordsMedian *float64      `json:"arsim_median_abs_error_pct_on_nccl_records,omitempty"`
+	OursOnModelRecordsP95    *float64      `json:"arsim_p95_abs_error_pct_on_nccl_records,omitempty"`
+	SkippedByReason          []ReasonCount `json:"skipped_by_reason,omitempty"`
+	// HostPaced* are over the records whose simulated value is a host
+	// issue interval (Compared.HostPaced); DevicePaced* over the
+	// rest, whose value the machine model sets.
+	HostPacedCount       int     `json:"host_paced_count"`
+	HostPacedMedianAbs   float64 `json:"host_paced_median_abs_error_pct"`
+	HostPacedP95Abs      float64 `json:"host_paced_p95_abs_error_pct"`
+	DevicePacedCount     int     `json:"device_paced_count"`
+	DevicePacedMedianAbs float64 `json:"device_paced_median_abs_error_pct"`
+	DevicePacedP95Abs    float64 `json:"device_paced_p95_abs_error_pct"`
+}
+
+// ReasonCount is how many records were skipped for one reason.
+type ReasonCount struct {
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+}
+
+// GroupSummary sums up the records of one group.
+type GroupSummary struct {
+	Group             string   `json:"group"`
+	Count             int      `json:"count"`
+	MedianErrorPct    float64  `json:"median_error_pct"`
+	MedianAbsErrorPct float64  `json:"median_abs_error_pct"`
+	MaxAbsErrorPct    float64  `json:"max_abs_error_pct"`
+	ModelMedianAbs    *float64 `json:"nccl_model_median_abs_error_pct,omitempty"`
+}
+
+// Validation is the outcome of Run: every record either in Records or
+// in Skipped, both in line order.
+type Validation struct {
+	Records []Compared `json:"records"`
+	Skipped []Skipped  `json:"skipped"`
+	Summary Summary    `json:"summary"`
+	// Groups, worst median |error| first.
+	Groups []GroupSummary `json:"groups"`
+}
+
+// Run simulates the twin of every record and compares it with the measured
+// value (Record.Primary). Each record's system id picks the preset that
+// declares it (topology.ForSystem). A record that cannot be simulated is
+// listed in Skipped with the reason, never dropped. Records are run in
+// parallel; the result is the same for any Parallel and in line order.
+func Run(recs []trace.Record, opts Options) (*Validation, error) {
+	override, err := overridePreset(opts.Preset)
+	if err != nil {
+		return nil, err
+	}
+	for name, ps := range opts.Params {
+		if ps == nil {
+			continue
+		}
+		if _, err := topology.Lookup(name); err != nil {
+			return nil, fmt.Errorf("validate: parameters for %w", err)
+		}
+	}
+	recs = append([]trace.Record(nil), recs...)
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Line < recs[j].Line })
+	cache := &topoCache{params: opts.Params}
+	var (
+		ts      []*Twin
+		skipped []Skipped
+	)
+	for _, r := range recs {
+		t, err := prepare(r, override)
+		if err != nil {
+			skipped = append(skipped, skip(opts.File, r, err))
+			continue
+		}
+		ts = append(ts, t)
+	}
+	outs := simulateAll(ts, func(t *Twin) (*topology.Topology, error) { return cache.get(t.preset) }, opts.Parallel, true, opts.Progress)
+	v := &Validation{}
+	for i, t := range ts {
+		o := outs[i]
+		if o.err != nil {
+			skipped = append(skipped, skip(opts.File, t.rec, simulationFailed(o.err)))
+			continue
+		}
+		c := Compared{File: opts.File, Line: t.rec.Line, Kind: string(t.rec.Kind), System: t.rec.System, Group: t.Group,
+			Unit: t.unit, Measured: t.measured, Predicted: o.pred, ErrorPct: errPct(o.pred, t.measured), Note: t.Note, HostPaced: o.hostPaced}
+		if o.model != nil {
+			e := errPct(*o.model, t.measured)
+			c.ModelPredicted, c.ModelErrorPct = o.model, &e
+		}
+		v.Records = append(v.Records, c)
+	}
+	sort.SliceStable(skipped, func(i, j int) bool { return skipped[i].Line < skipped[j].Line })
+	v.Skipped = skipped
+	v.summarize()
+	return v, nil
+}
+
+// skip lists record r of file as skipped for err, a *SkipError.
+func skip(file string, r trace.Record, err error) Skipped {
+	s := Skipped{File: file, Line: r.Line, Kind: string(r.Kind), Reason: err.Error(), Err: err}
+	if se, ok := errors.AsType[*SkipError](err); ok {
+		s.Reason = se.Reason
+	}
+	return s
+}
+
+// Merge joins validations of several files (records and skipped in the
+// order given) and recomputes the summary and groups.
+func Merge(vs ...*Validation) *Validation {
+	out := &Validation{}
+	for _, v := range vs {
+		out.Records = append(out.Records, v.Records...)
+		out.Skipped = append(out.Skipped, v.Skipped...)
+	}
+	out.summarize()
+	return out
+}
+
+// prepare maps a record onto its twin, or returns why it cannot be
+// simulated (a *SkipError).
+func prepare(r trace.Record, override *topology.Preset) (*Twin, error) {
+	measured, unit, err := r.Primary()
+	if err != nil {
+		return nil, &SkipError{Why: ErrBadRecord, Reason: err.Error(), Cause: err}
+	}
+	p, ok := override, override != nil
+	if !ok {
+		p, ok = topology.ForSystem(r.System)
+	}
+	if !ok {
+		return nil, &SkipError{Why: ErrNoPreset, Reason: fmt.Sprintf("no preset models system %q (a preset declares its trace system ids; --topology names one for every record)", r.System)}
+	}
+	f, ok := twins[r.Kind]
+	if !ok {
+		return nil, notModelled("kind %q is not simulated", r.Kind)
+	}
+	t, err := f(r)
+	if err != nil {
+		return nil, err
+	}
+	t.rec, t.preset, t.unit, t.measured = r, p, unit, measured
+	return t, nil
+}
+
+// overridePreset looks up the preset named by a --topology override; nil
+// for none.
+func overridePreset(name string) (*topology.Preset, error) {
+	if name == "" {
+		return nil, nil
+	}
+	p, err := topology.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	return p, nil
+}
+
+// topoCache builds each preset once, from the options' parameters or its
+// defaults.
+type topoCache struct {
+	params map[string]*topology.Params
+	mu     sync.Mutex
+	built  map[string]*topology.Topology
+	errs   map[string]error
+}
+
+func (c *topoCache) get(p *topology.Preset) (*topology.Topology, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.built[p.Name]; ok {
+		return t, nil
+	}
+	if err, ok := c.errs[p.Name]; ok {
+		return nil, err
+	}
+	ps := c.params[p.Name]
+	if ps == nil {
+		ps = p.DefaultParams()
+	}
+	t, err := p.BuildWith(ps)
+	if c.built == nil {
+		c.built, c.errs = map[string]*topology.Topology{}, map[string]error{}
+	}
+	if err != nil {
+		c.errs[p.Name] = err
+		return nil, err
+	}
+	c.built[p.Name] = t
+	return t, nil
+}
+
+// outcome is the simulation of one twin.
+type outcome struct {
+	pred      float64
+	hostPaced bool
+	err       error
+	model     *float64
+}
+
+// simulateOne runs one twin. A panic inside the simulator becomes the
+// record's error, so that one bad record cannot end a whole validation.
+func simulateOne(tw *Twin, t *topology.Topology, withModel bool) (o outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			o = outcome{err: fmt.Errorf("simulator panic: %v", p)}
+		}
+	}()
+	o.pred, o.hostPaced, o.err = tw.Sim(t)
+	if o.err == nil && (o.pred <= 0 || math.IsNaN(o.pred) || math.IsInf(o.pred, 0)) {
+		o.err = fmt.Errorf("simulated value %v is not a positive number", o.pred)
+	}
+	if withModel && tw.Model != nil && o.err == nil {
+		if us, err := tw.Model(t); err == nil && us > 0 {
+			o.model = &us
+		}
+	}
+	return o
+}
+
+// simulateAll runs every twin on the topology top(twin) in parallel, keeping
+// order.
+func simulateAll(ts []*Twin, top func(*Twin) (*topology.Topology, error), parallel int, withModel bool, progress func(done, total int)) []outcome {
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	out := make([]outcome, len(ts))
+	var g errgroup.Group
+	g.SetLimit(parallel)
+	var mu sync.Mutex
+	done := 0
+	for i, tw := range ts {
+		g.Go(func() error {
+			o := &out[i]
+			t, err := top(tw)
+			if err != nil {
+				o.err = err
+			} else {
+				*o = simulateOne(tw, t, withModel)
+			}
+			if progress != nil {
+				mu.Lock()
+				done++
+				progress(done, len(ts))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return out
+}
