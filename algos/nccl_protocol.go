@@ -315,6 +315,12 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, sou
 		// LL's and LL128's ceilings bound the connection, however many of
 		// its FIFO steps are in flight at once.
 		kern.CapGroup = c.id
+		if pl.spec.proto == protoLL128 {
+			// LL128's ceiling is a channel's (one block's): a connection
+			// driven by a share of the block's threads (the tree's up and
+			// down groups) gets that share of it.
+			kern.RateCap = sim.Rate(float64(kern.RateCap) * share)
+		}
 	}
 	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label}, after...)
 	flagAfter := w

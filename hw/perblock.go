@@ -51,6 +51,23 @@ func mem(where string) Mem {
 	return GPUMem(0)
 }
 
+// Modelled says whether the model covers the record: nil, or an error
+// wrapping ErrNotModelled that says why not.
+func (rec PerBlock) Modelled() error {
+	switch {
+	case rec.Kind == "loop" && rec.Loop == "ll128":
+		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
+	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
+		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):
+		return fmt.Errorf("a fence after %d stores by %d threads (fence %s): the stores' issue is not modelled: %w",
+			rec.Stores, rec.Threads, rec.Fence, ErrNotModelled)
+	case rec.Kind != "poll" && rec.Kind != "block_pingpong" && rec.Kind != "loop":
+		return fmt.Errorf("per-block kind %q: %w", rec.Kind, ErrNotModelled)
+	}
+	return nil
+}
+
 // PerBlockValue simulates one per-block record on GPU 0 of top.
 func PerBlockValue(top *topology.Topology, rec PerBlock) (float64, error) {
 	m, err := New(top)
@@ -116,8 +133,8 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 // 32/spacing pollers share a sector. A fence after the store overlaps the
 // partner's reply; that is not modelled.
 func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
-	if rec.Mode == "volatile_fence" {
-		return 0, fmt.Errorf("hw: ping-pong with a fence after the store: %w", ErrNotModelled)
+	if err := rec.Modelled(); err != nil {
+		return 0, fmt.Errorf("hw: %w", err)
 	}
 	at := mem(rec.Target)
 	land, err := m.StoreLanding(0, at)
@@ -270,9 +287,8 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 
 // fenceTwin: a system-scope fence after a store by each thread.
 func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
-	if rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32 {
-		return 0, fmt.Errorf("hw: fence after %d stores by %d threads, fence %s: the stores' issue is not modelled: %w",
-			rec.Stores, rec.Threads, rec.Fence, ErrNotModelled)
+	if err := rec.Modelled(); err != nil {
+		return 0, fmt.Errorf("hw: %w", err)
 	}
 	f, err := m.FenceCost(0, mem(rec.Dst))
 	return nsOf(f), err

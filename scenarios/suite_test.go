@@ -103,7 +103,7 @@ func TestGoldenSweeps(t *testing.T) {
 	for _, algo := range algos.Names() {
 		t.Run(algo, func(t *testing.T) {
 			t.Parallel()
-			for _, preset := range topology.Presets() {
+			for _, preset := range sweepPresets(t) {
 				t.Run(preset, func(t *testing.T) {
 					t.Parallel()
 					var mine []SweepRow
@@ -141,10 +141,25 @@ func checkGolden(t *testing.T, path, got string) {
 	t.Errorf("%s changed; if intended, rerun with -update and review the diff:\n%s", path, diff)
 }
 
+// sweepPresets are the presets the suite sweeps: those with at least two
+// GPUs (a one-GPU preset models per-block measurements, not allreduces).
+func sweepPresets(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, p := range topology.Presets() {
+		top, err := topology.Load(p)
+		require.NoError(t, err)
+		if top.NumGPUs() >= 2 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // TestComparisonTables prints, per preset, the winner at each size and the
 // crossovers — the tables a person reads with `go test ./scenarios -v`.
 func TestComparisonTables(t *testing.T) {
-	for _, preset := range topology.Presets() {
+	for _, preset := range sweepPresets(t) {
 		rows := sweepOf(t, preset)
 		win := Winners(rows)
 		var b strings.Builder

@@ -220,6 +220,13 @@ func init() {
 		layout:      layout{sockets: 1, gpusPerSocket: 2, gpuGen: 5, gpuWidth: 16, nvswitch: true},
 	})
 	register(&Preset{
+		Name:        "h200x1",
+		Description: "1 × H200 SXM in a VM without NVLink peers, Gen5 x16 host link, one socket (the machine of testdata/h200x1-arsim: per-block measurements)",
+		SystemIDs:   []string{"h200x1-vm"},
+		params:      withChanges(h200Params, "h200x1.txt"),
+		layout:      layout{sockets: 1, gpusPerSocket: 1, gpuGen: 5, gpuWidth: 16},
+	})
+	register(&Preset{
 		Name:        "h200x8-nvswitch",
 		Description: "8 × H200 SXM on NVSwitch (18 NVLinks each), Gen5 x16 host links, GPUs 0–3 on socket 0 and 4–7 on socket 1",
 		params:      h200Params,

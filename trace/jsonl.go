@@ -34,12 +34,24 @@ const (
 	// launch inside a CUDA graph; `barrier` is "cas" (PyTorch's
 	// compare-and-swap tokens) or "flag" (vLLM's epoch flags).
 	KindBarrier Kind = "barrier"
+	// KindPoll is what one GPU's polls and atomics cost (tools/capture
+	// perblock): ns_per_op of `request`s by thread 0 of each of `blocks`
+	// blocks to words spacing_bytes apart (0: one shared word).
+	KindPoll Kind = "poll"
+	// KindBlockPingpong is a flag exchange between pairs of thread blocks
+	// of one GPU (tools/capture perblock): one_way_ns, `pairs` at once.
+	KindBlockPingpong Kind = "block_pingpong"
+	// KindLoop is one thread block's loop iteration (tools/capture
+	// perblock): ns_per_iter of a `loop` (ll, ll128, copy, simple_step,
+	// fence, pull) at `blocks` × `threads`.
+	KindLoop Kind = "loop"
 )
 
 // Kinds returns every kind of JSON Lines v1, in the order FORMAT.md lists them.
 func Kinds() []Kind {
 	return []Kind{KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess,
-		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency, KindFence, KindBarrier}
+		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency, KindFence, KindBarrier,
+		KindPoll, KindBlockPingpong, KindLoop}
 }
 
 // Clock is how a record's time was taken (its "clock" field).
@@ -173,6 +185,23 @@ type Record struct {
 	// launches of an empty_kernel record; 0: none.
 	PrefillUs float64
 
+	// The per-block records (poll, block_pingpong, loop; tools/capture
+	// perblock): Request is a poll's request ("load_volatile",
+	// "load_acquire", "load_relaxed", "atomic_add", "atomic_cas"),
+	// SpacingBytes the distance between the blocks' words (0: one shared
+	// word), Pairs the ping-pong's pairs of blocks, Loop the loop measured,
+	// LLOp an LL loop's operation, Recv / Dst / Src the memories its lines,
+	// destination and sources live in ("host", "local", "none",
+	// "local+host"), Unroll and Sources a copy loop's loads in flight per
+	// source and its sources, LoopBound a pull loop's "runtime" or
+	// "unrolled" loop over ranks, SliceBytes a Simple step's slice, Fence
+	// the fence ("none", "acq_rel", "sc"), StoresPerThread the stores before
+	// a fence, Iters the iterations per block; NsPerOp and OneWayNs the
+	// values (NsPerIter for loops).
+	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence                    string
+	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters int
+	NsPerOp, OneWayNs                                                        float64
+
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.
 	NCCLEnv map[string]string
@@ -263,7 +292,24 @@ var fieldDefs = []fieldDef{
 	{name: "streams", typ: jInt, i32: func(r *Record) *int { return &r.Streams }},
 	{name: "transfers", typ: jInt, i32: func(r *Record) *int { return &r.Transfers }},
 	{name: "round_trips", typ: jInt, i32: func(r *Record) *int { return &r.RoundTrips }},
-	{name: "mode", typ: jString, enum: []string{"back_to_back", "graph_replay", "single"}, str: func(r *Record) *string { return &r.Mode }},
+	{name: "mode", typ: jString, enum: []string{"back_to_back", "graph_replay", "release_acquire", "single", "volatile", "volatile_fence"}, str: func(r *Record) *string { return &r.Mode }},
+	{name: "request", typ: jString, enum: []string{"atomic_add", "atomic_cas", "load_acquire", "load_relaxed", "load_volatile"}, str: func(r *Record) *string { return &r.Request }},
+	{name: "spacing_bytes", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
+	{name: "pairs", typ: jInt, i32: func(r *Record) *int { return &r.Pairs }},
+	{name: "loop", typ: jString, enum: []string{"copy", "fence", "ll", "ll128", "pull", "simple_step"}, str: func(r *Record) *string { return &r.Loop }},
+	{name: "ll_op", typ: jString, enum: []string{"recv", "recv_reduce_copy_send", "recv_reduce_send", "recv_send", "send"}, str: func(r *Record) *string { return &r.LLOp }},
+	{name: "recv", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Recv }},
+	{name: "dst", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Dst }},
+	{name: "src", typ: jString, enum: []string{"host", "local", "local+host"}, str: func(r *Record) *string { return &r.Src }},
+	{name: "unroll", typ: jInt, i32: func(r *Record) *int { return &r.Unroll }},
+	{name: "sources", typ: jInt, i32: func(r *Record) *int { return &r.Sources }},
+	{name: "loop_bound", typ: jString, enum: []string{"runtime", "unrolled"}, str: func(r *Record) *string { return &r.LoopBound }},
+	{name: "slice_bytes", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.SliceBytes }},
+	{name: "fence", typ: jString, enum: []string{"acq_rel", "none", "sc"}, str: func(r *Record) *string { return &r.Fence }},
+	{name: "stores_per_thread", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.StoresPerThread }},
+	{name: "iters", typ: jInt, i32: func(r *Record) *int { return &r.Iters }},
+	{name: "ns_per_op", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
+	{name: "one_way_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
 	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }
@@ -299,6 +345,9 @@ var required = map[Kind][]string{
 	KindHostLinkConcurrency: {"what", "gpus", "gbps_per_gpu", "gbps_total"},
 	KindFence:               {"target", "variant", "threads", "ns_per_iter"},
 	KindBarrier:             {"world", "barrier", "stride_words", "blocks", "threads", "barriers_per_launch", "us"},
+	KindPoll:                {"target", "request", "blocks", "ns_per_op"},
+	KindBlockPingpong:       {"target", "mode", "pairs", "one_way_ns"},
+	KindLoop:                {"loop", "blocks", "threads", "ns_per_iter"},
 }
 
 // isZero reports whether the field is unset in r.
@@ -331,8 +380,8 @@ func (d *fieldDef) checkValue(r *Record) error {
 			return fieldErrf(d.name, "must be %s, got %v", d.least(), v)
 		}
 	case d.i32 != nil:
-		if v := *d.i32(r); v <= 0 {
-			return fieldErrf(d.name, "must be > 0, got %d", v)
+		if v := *d.i32(r); v < 0 || (v == 0 && !d.zeroOK) {
+			return fieldErrf(d.name, "must be %s, got %d", d.least(), v)
 		}
 	case d.i64 != nil:
 		if v := *d.i64(r); v <= 0 {
@@ -406,8 +455,12 @@ func (r Record) Primary() (value float64, unit string, err error) {
 		value, unit, field = r.Us, "us", "us"
 	case KindPointerChase:
 		value, unit, field = r.NsPerStep, "ns", "ns_per_step"
-	case KindFence:
+	case KindFence, KindLoop:
 		value, unit, field = r.NsPerIter, "ns", "ns_per_iter"
+	case KindPoll:
+		value, unit, field = r.NsPerOp, "ns", "ns_per_op"
+	case KindBlockPingpong:
+		value, unit, field = r.OneWayNs, "ns", "one_way_ns"
 	case KindFlagPingpong:
 		value, unit, field = r.OneWayUs, "us", "one_way_us"
 	case KindHostLinkConcurrency:
@@ -485,8 +538,8 @@ func (d *fieldDef) set(r *Record, raw json.RawMessage) error {
 			}
 			v = int64(f)
 		}
-		if v <= 0 {
-			return fieldErrf(d.name, "must be > 0, got %d", v)
+		if v < 0 || (v == 0 && !d.zeroOK) {
+			return fieldErrf(d.name, "must be %s, got %d", d.least(), v)
 		}
 		if d.i32 != nil {
 			if v > math.MaxInt32 || v < math.MinInt32 {

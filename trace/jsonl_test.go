@@ -124,7 +124,7 @@ func TestReadJSONLMalformed(t *testing.T) {
 		{"missing us", `{"system": "s", "clock": "device_events", "kind": "memcpy", "dir": "h2d", "bytes": 4}`,
 			[]string{`field "us": missing`}},
 		{"unknown kind", `{"system": "s", "clock": "host", "kind": "allgather", "us": 3}`,
-			[]string{`field "kind": unknown value "allgather"; allowed: allreduce, allreduce_sequence, barrier, empty_kernel`}},
+			[]string{`field "kind": unknown value "allgather"; allowed: allreduce, allreduce_sequence, barrier, block_pingpong, empty_kernel`}},
 		{"negative bytes", `{"system": "s", "clock": "device_events", "kind": "memcpy", "dir": "h2d", "bytes": -4, "us": 6.5}`,
 			[]string{`field "bytes": must be > 0, got -4`}},
 		{"wrong type", `{"system": "s", "clock": "device_events", "kind": "memcpy", "dir": "h2d", "bytes": 4, "us": "6.5"}`,

@@ -66,6 +66,8 @@ func (v *Validation) summarize() {
 		return a.Reason < b.Reason
 	})
 	v.Summary = s
+	v.HeldOut = heldOut(v.Records)
+	v.Winners = winnerBins(v.Records)
 	v.Groups = v.Groups[:0]
 	for _, name := range order {
 		g := groups[name]

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -59,6 +60,14 @@ type Compared struct {
 	// eager call the device finished before the host issued the next), so
 	// it rests on a host-cost parameter, not on the machine model.
 	HostPaced bool `json:"host_paced,omitempty"`
+	// FittedFor names the parameters this record was fitted for (a Fit's
+	// fitted side); Dimensions, for a record a fit covers but did not fit
+	// on, what it is predicted along (see Fits).
+	FittedFor  string   `json:"fitted_for,omitempty"`
+	Dimensions []string `json:"dimensions,omitempty"`
+	// bin and impl place an allreduce record for WinnerBins: the same
+	// system, launch, world size, dtype and size; the implementation.
+	bin, impl string
 }
 
 // Skipped is a record that could not be simulated, and why.
@@ -122,6 +131,13 @@ type Validation struct {
 	Summary Summary    `json:"summary"`
 	// Groups, worst median |error| first.
 	Groups []GroupSummary `json:"groups"`
+	// HeldOut is the error on the fitted and predicted sides of the
+	// fits (Fits), when any record is covered by one.
+	HeldOut *HeldOut `json:"held_out,omitempty"`
+	// Winners says whether the simulated fastest implementation is the
+	// measured fastest, per bin of allreduce records that compare two or
+	// more implementations.
+	Winners *WinnerBins `json:"winners,omitempty"`
 }
 
 // Run simulates the twin of every record and compares it with the measured
@@ -171,6 +187,12 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			e := errPct(*o.model, t.measured)
 			c.ModelPredicted, c.ModelErrorPct = o.model, &e
 		}
+		if f, covered := fitOf(opts.File, t.rec); f != nil {
+			c.FittedFor = strings.Join(f.Params, ", ")
+		} else if covered {
+			c.Dimensions = dimensionsOf(t.rec)
+		}
+		c.bin, c.impl = winnerBin(t.rec)
 		v.Records = append(v.Records, c)
 	}
 	sort.SliceStable(skipped, func(i, j int) bool { return skipped[i].Line < skipped[j].Line })

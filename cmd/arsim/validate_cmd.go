@@ -129,7 +129,9 @@ func writeValidateJSON(out io.Writer, files []traceFile, v *validate.Validation)
 		BadLines []badLineJSON           `json:"bad_lines"`
 		Summary  validate.Summary        `json:"summary"`
 		Groups   []validate.GroupSummary `json:"groups"`
-	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups}
+		HeldOut  *validate.HeldOut       `json:"held_out,omitempty"`
+		Winners  *validate.WinnerBins    `json:"winners,omitempty"`
+	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups, v.HeldOut, v.Winners}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
@@ -166,6 +168,8 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 		return err
 	}
 	writeValidateSummary(&b, v.Summary, len(badLines(files)))
+	writeHeldOut(&b, v.HeldOut)
+	writeWinners(&b, v.Winners)
 	if len(v.Skipped) > 0 {
 		fmt.Fprintf(&b, "\nSkipped (%d)\n", len(v.Skipped))
 		var items []lineItem
@@ -180,6 +184,37 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 	}
 	_, err := out.Write(b.Bytes())
 	return err
+}
+
+// writeHeldOut writes the error on the fitted and predicted sides of the
+// fits, and of the predicted records by dimension.
+func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
+	if h == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nHeld out by dimension (parameters fitted on some records, the others predicted without refitting)\n")
+	fmt.Fprintf(b, "  fitted side      %d: median |error| %.1f%%, p95 %.1f%%\n", h.Fitted.Count, h.Fitted.MedianAbsPct, h.Fitted.P95AbsPct)
+	fmt.Fprintf(b, "  predicted side   %d: median |error| %.1f%%, p95 %.1f%%\n", h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct)
+	for _, d := range h.Dims {
+		fmt.Fprintf(b, "    %-44s %4d: median %5.1f%%, p95 %5.1f%%\n", d.Dimension, d.Count, d.MedianAbsPct, d.P95AbsPct)
+	}
+}
+
+// writeWinners says in how many bins the simulated fastest implementation
+// is the measured fastest, and lists the others.
+func writeWinners(b *bytes.Buffer, w *validate.WinnerBins) {
+	if w == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nWhich implementation wins: right in %d of %d bins (%.0f%%; right = the simulated winner measures within %.0f%% of the measured fastest)\n",
+		w.Right, w.Bins, float64(w.Right)/float64(w.Bins)*100, validate.WinnerTolerancePct)
+	for i, x := range w.Wrong {
+		if i == 10 {
+			fmt.Fprintf(b, "  … and %d more\n", len(w.Wrong)-10)
+			break
+		}
+		fmt.Fprintf(b, "  %s: picked %s, %.0f%% slower than %s\n", x.Bin, x.Picked, x.SlowerPct, x.Fastest)
+	}
 }
 
 // writeComparedRecords writes one row per record compared (with its file

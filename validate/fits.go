@@ -1,0 +1,190 @@
+package validate
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/arsim/arsim/trace"
+)
+
+// Held out by dimension. A Fit names parameters that were fitted on some
+// records of one capture (its fitted side); every other record of the
+// kinds it covers is predicted without refitting. Run marks each compared
+// record with the fit it belongs to, if any, and the dimensions it is
+// predicted along, and the summary reports the error on each side and per
+// dimension (Validation.HeldOut). TestFitsComeFromTheirFittedSide
+// recomputes every fitted value from its records and fails if a preset
+// holds another.
+
+// A Fit is a set of parameters and the records they were fitted on.
+type Fit struct {
+	// Params are the parameters fitted, e.g. "hostmem.poll_service".
+	Params []string
+	// File is the capture file (its last two path elements, e.g.
+	// "h200x1-arsim/perblock.jsonl") and Kinds the record kinds it fits on.
+	File  string
+	Kinds []trace.Kind
+	// On selects the fitted side.
+	On func(r trace.Record) bool
+	// How says how the values come from those records.
+	How string
+}
+
+// Fits are the fitted sides of the project's own captures.
+var Fits = []Fit{
+	{Params: []string{"hostmem.poll_service"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong},
+		On: func(r trace.Record) bool {
+			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
+		}, How: "slope of ns per load over blocks, least squares through 0"},
+	{Params: []string{"hostmem.atomic_service"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindPoll},
+		On: func(r trace.Record) bool {
+			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "atomic")
+		}, How: "slope of ns per atomic over blocks, least squares through 0"},
+	{Params: []string{"gpu.poll_loop_overhead"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindPoll},
+		On: func(r trace.Record) bool {
+			return r.Target == "local" && r.SpacingBytes == 0 && r.Blocks == 1 && r.Request == "load_volatile"
+		}, How: "ns per load minus pointer_chase local"},
+	{Params: []string{"gpu.ll_iter_overhead", "gpu.ll_iter_per_warp"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+		On: func(r trace.Record) bool {
+			return r.Loop == "ll" && r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1
+		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local"},
+	{Params: []string{"gpu.copy_iter_overhead"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+		On: func(r trace.Record) bool {
+			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 128
+		}, How: "ns per iteration minus pointer_chase local"},
+	{Params: []string{"gpu.sm_load_bandwidth"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+		On: func(r trace.Record) bool {
+			return r.Loop == "copy" && r.Unroll == 8 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 512 && r.Iters == 32
+		}, How: "512 threads × 8 × 16 B per iteration"},
+	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+		On: vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
+	{Params: []string{"nccl.simple_step_overhead"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+		On: func(r trace.Record) bool {
+			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
+		}, How: "ns per step"},
+}
+
+// vectorIssueSide: local one-source copies of 1 block with more than one
+// load in flight that the SM's load rate does not bound.
+func vectorIssueSide(r trace.Record) bool {
+	return r.Loop == "copy" && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 &&
+		r.Unroll > 1 && !(r.Unroll == 8 && r.Threads == 512)
+}
+
+// fitOf returns the fit whose fitted side holds record r of file, and
+// whether a fit covers r's kind in that file at all.
+func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
+	for i := range Fits {
+		f := &Fits[i]
+		if !sameCapture(file, f.File) || !slices.Contains(f.Kinds, r.Kind) {
+			continue
+		}
+		covered = true
+		if f.On(r) {
+			return f, true
+		}
+	}
+	return nil, covered
+}
+
+// sameCapture reports whether file is the capture named by want (its last
+// two path elements).
+func sameCapture(file, want string) bool {
+	if file == "" {
+		return false
+	}
+	return filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file))) == want
+}
+
+// dimensionsOf names what a predicted per-block record varies from its
+// fitted side: the family it belongs to and, where one applies, the
+// blocks and the memory kind.
+func dimensionsOf(r trace.Record) []string {
+	var d []string
+	switch r.Kind {
+	case trace.KindPoll:
+		what := "loads"
+		if strings.HasPrefix(r.Request, "atomic") {
+			what = "atomics"
+		}
+		d = append(d, fmt.Sprintf("poll %s, %s memory", what, r.Target))
+		if r.SpacingBytes > 0 && r.SpacingBytes < 32 {
+			d = append(d, "spacing: words in one sector")
+		}
+	case trace.KindBlockPingpong:
+		d = append(d, fmt.Sprintf("block ping-pong %s, %s memory", r.Mode, r.Target))
+	case trace.KindLoop:
+		switch r.Loop {
+		case "ll":
+			if r.Recv == "none" {
+				d = append(d, "loop ll, send only")
+			} else {
+				d = append(d, "loop ll, lines in "+r.Recv+" memory")
+			}
+		case "copy":
+			d = append(d, "loop copy "+r.Src+"→"+r.Dst)
+		default:
+			d = append(d, "loop "+r.Loop)
+		}
+	}
+	if r.Blocks > 1 {
+		d = append(d, "blocks: 2–132")
+	} else {
+		d = append(d, "blocks: 1")
+	}
+	return d
+}
+
+// HeldOut is the error of the records on each side of the fits, and of
+// the predicted ones by dimension.
+type HeldOut struct {
+	Fitted    ErrorStats     `json:"fitted"`
+	Predicted ErrorStats     `json:"predicted"`
+	Dims      []DimensionRow `json:"by_dimension"`
+}
+
+// DimensionRow is the error of the predicted records along one dimension.
+type DimensionRow struct {
+	Dimension string `json:"dimension"`
+	ErrorStats
+}
+
+// heldOut builds the report from the compared records; nil when no record
+// is covered by a fit.
+func heldOut(recs []Compared) *HeldOut {
+	var fitted, predicted []float64
+	dims := map[string][]float64{}
+	for _, r := range recs {
+		switch {
+		case r.FittedFor != "":
+			fitted = append(fitted, math.Abs(r.ErrorPct))
+		case r.Dimensions != nil:
+			a := math.Abs(r.ErrorPct)
+			predicted = append(predicted, a)
+			for _, d := range r.Dimensions {
+				dims[d] = append(dims[d], a)
+			}
+		}
+	}
+	if len(fitted)+len(predicted) == 0 {
+		return nil
+	}
+	h := &HeldOut{Fitted: statsOf(fitted), Predicted: statsOf(predicted)}
+	for _, d := range slices.Sorted(func(yield func(string) bool) {
+		for k := range dims {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		h.Dims = append(h.Dims, DimensionRow{Dimension: d, ErrorStats: statsOf(dims[d])})
+	}
+	return h
+}
+
+func statsOf(abs []float64) ErrorStats {
+	return ErrorStats{Count: len(abs), MedianAbsPct: median(abs), P95AbsPct: nearestRank(abs, 95)}
+}

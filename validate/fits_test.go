@@ -1,0 +1,169 @@
+package validate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+const perBlockFile = "../testdata/h200x1-arsim/perblock.jsonl"
+
+func readPerBlock(t *testing.T) []trace.Record {
+	t.Helper()
+	recs, bad, err := trace.ReadJSONLFile(perBlockFile, trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	return recs
+}
+
+// The per-block measurements of one H200, held out by dimension: a few
+// records fit the per-block parameters (Fits), every other record is
+// predicted without refitting. The aims are a median of 8 % and a p95 of
+// 20 % on the predicted side; the p95 misses it (docs/PER_BLOCK.md says
+// where), and this bounds the misses as they are.
+func TestPerBlockHeldOutByDimension(t *testing.T) {
+	v, err := Run(readPerBlock(t), Options{File: perBlockFile})
+	require.NoError(t, err)
+	h := v.HeldOut
+	require.NotNil(t, h)
+	var b strings.Builder
+	fmt.Fprintf(&b, "fitted side %d records: median %.1f%%, p95 %.1f%%; predicted side %d: median %.1f%%, p95 %.1f%%\n",
+		h.Fitted.Count, h.Fitted.MedianAbsPct, h.Fitted.P95AbsPct, h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct)
+	for _, d := range h.Dims {
+		fmt.Fprintf(&b, "  %-44s %4d: median %5.1f%%, p95 %5.1f%%\n", d.Dimension, d.Count, d.MedianAbsPct, d.P95AbsPct)
+	}
+	t.Log(b.String())
+	require.Greater(t, h.Predicted.Count, 500)
+	assert.LessOrEqual(t, h.Fitted.MedianAbsPct, 3.0, "the fitted side reproduces its own records")
+	assert.LessOrEqual(t, h.Predicted.MedianAbsPct, 8.0, "predicted side, median |error|")
+	assert.LessOrEqual(t, h.Predicted.P95AbsPct, 45.0, "predicted side, p95 |error|")
+}
+
+// Every fitted parameter equals what its fitted side gives, recomputed
+// here from exactly the records Fits selects, and cites that capture: no
+// value can drift to a predicted side or be typed in by hand.
+func TestFitsComeFromTheirFittedSide(t *testing.T) {
+	recs := readPerBlock(t)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	chaseLocal, chaseHost, readOnlyHost, fenceLocal, fenceHost := micro2Of(t, recs)
+
+	side := func(param string) []trace.Record {
+		for _, f := range Fits {
+			for _, q := range f.Params {
+				if q == param {
+					var out []trace.Record
+					for _, r := range recs {
+						if f.On(r) && containsKind(f.Kinds, r.Kind) {
+							out = append(out, r)
+						}
+					}
+					require.NotEmpty(t, out, param)
+					return out
+				}
+			}
+		}
+		t.Fatalf("no fit names %s", param)
+		return nil
+	}
+	value := func(r trace.Record) float64 { v, _, _ := r.Primary(); return v }
+	throughOrigin := func(rs []trace.Record) float64 {
+		var xy, xx float64
+		for _, r := range rs {
+			xy += float64(r.Blocks) * value(r)
+			xx += float64(r.Blocks * r.Blocks)
+		}
+		return xy / xx
+	}
+	llA, llB := lsq(side("gpu.ll_iter_overhead"), func(r trace.Record) (float64, float64) {
+		return float64((r.Threads + 31) / 32), value(r)
+	})
+	oneLoad := value(side("gpu.copy_iter_overhead")[0])
+	vecA, vecB := lsq(side("gpu.vector_issue"), func(r trace.Record) (float64, float64) {
+		return float64(r.Threads / 32), (value(r) - oneLoad) / float64(r.Unroll-1)
+	})
+	want := map[string]float64{
+		"hostmem.poll_service":       throughOrigin(side("hostmem.poll_service")),
+		"hostmem.atomic_service":     throughOrigin(side("hostmem.atomic_service")),
+		"gpu.poll_loop_overhead":     value(side("gpu.poll_loop_overhead")[0]) - chaseLocal,
+		"gpu.ll_iter_overhead":       llA - chaseLocal,
+		"gpu.ll_iter_per_warp":       llB,
+		"gpu.copy_iter_overhead":     oneLoad - chaseLocal,
+		"gpu.sm_load_bandwidth":      512 * 16 * 8 / value(side("gpu.sm_load_bandwidth")[0]),
+		"gpu.vector_issue":           vecA,
+		"gpu.vector_issue_per_warp":  vecB,
+		"nccl.simple_step_overhead":  value(side("nccl.simple_step_overhead")[0]),
+		"gpu.vector_load_extra_pcie": readOnlyHost - chaseHost,
+		"gpu.fence_posted_extra":     fenceHost - fenceLocal,
+	}
+	for name, w := range want {
+		got := ps.Get(name)
+		assert.InEpsilon(t, w, got, 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", name, w, got)
+		par, _ := ps.Lookup(name)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock.jsonl", name)
+	}
+}
+
+// micro2Of returns the micro2 and pointer_chase values of the capture that
+// the per-block parameters are taken relative to.
+func micro2Of(t *testing.T, recs []trace.Record) (chaseLocal, chaseHost, readOnlyHost, fenceLocal, fenceHost float64) {
+	t.Helper()
+	for _, r := range recs {
+		switch {
+		case r.Kind == trace.KindPointerChase && r.Target == "local":
+			chaseLocal = r.NsPerStep
+		case r.Kind == trace.KindPointerChase && r.Target == "host":
+			chaseHost = r.NsPerStep
+		case r.Kind == trace.KindSMAccess && r.Op == "read_only_loop" && r.Target == "host" && r.Blocks == 1 && r.Threads == 32:
+			raw, ok := r.Extra["ns_per_iter_kernel"]
+			require.True(t, ok, "read_only_loop without ns_per_iter_kernel")
+			kern, err := strconv.ParseFloat(string(raw), 64)
+			require.NoError(t, err)
+			readOnlyHost = kern
+		case r.Kind == trace.KindFence && r.Variant == "store+fence_sys" && r.Threads == 1 && r.Target == "local":
+			fenceLocal = r.NsPerIter
+		case r.Kind == trace.KindFence && r.Variant == "store+fence_sys" && r.Threads == 1 && r.Target == "host":
+			fenceHost = r.NsPerIter
+		}
+	}
+	require.NotZero(t, chaseLocal*chaseHost*readOnlyHost*fenceLocal*fenceHost)
+	return
+}
+
+func containsKind(ks []trace.Kind, k trace.Kind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// lsq fits y = a + b·x by least squares over the records.
+func lsq(rs []trace.Record, xy func(trace.Record) (float64, float64)) (a, b float64) {
+	var xs, ys []float64
+	for _, r := range rs {
+		x, y := xy(r)
+		xs, ys = append(xs, x), append(ys, y)
+	}
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/float64(len(xs)), my/float64(len(xs))
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	b = sxy / sxx
+	return my - b*mx, b
+}

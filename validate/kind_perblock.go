@@ -1,0 +1,68 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// poll, block_pingpong and loop: what one thread block does on one GPU
+// (tools/capture perblock). Each record is simulated by its twin in
+// package hw (hw.PerBlockValue) on GPU 0 and its host memory; the
+// parameters those twins use are fitted on a few of these records and the
+// others are predicted (see Dimensions).
+func init() {
+	for _, k := range []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop} {
+		Register(k, perBlockTwin)
+	}
+}
+
+// PerBlockOf is the per-block description of a record.
+func PerBlockOf(r trace.Record) hw.PerBlock {
+	return hw.PerBlock{Kind: string(r.Kind), Target: r.Target, Request: r.Request, Spacing: r.SpacingBytes,
+		Mode: r.Mode, Pairs: r.Pairs, Loop: r.Loop, LLOp: r.LLOp, Recv: r.Recv, Dst: r.Dst, Src: r.Src,
+		Unroll: r.Unroll, Sources: r.Sources, Bound: r.LoopBound, World: r.World, Slice: int64(r.SliceBytes),
+		Fence: r.Fence, Stores: r.StoresPerThread, Blocks: r.Blocks, Threads: r.Threads, Iters: r.Iters}
+}
+
+func perBlockTwin(r trace.Record) (*Twin, error) {
+	pb := PerBlockOf(r)
+	if err := pb.Modelled(); err != nil {
+		return nil, &SkipError{Why: ErrNotModelled, Reason: trimNotModelled(err), Cause: err}
+	}
+	if r.Kind == trace.KindLoop && r.Iters == 0 && (r.Loop == "ll" || r.Loop == "copy" || r.Loop == "pull") {
+		return nil, badRecord("a %s loop record without iters", r.Loop)
+	}
+	t := &Twin{Group: perBlockGroup(r)}
+	t.Sim = device(func(top *topology.Topology) (float64, error) { return hw.PerBlockValue(top, pb) })
+	return t, nil
+}
+
+// trimNotModelled is the reason of a not-modelled per-block record without
+// the sentinel's own words.
+func trimNotModelled(err error) string {
+	msg := err.Error()
+	if s := ": " + hw.ErrNotModelled.Error(); len(msg) > len(s) && msg[len(msg)-len(s):] == s && errors.Is(err, hw.ErrNotModelled) {
+		return msg[:len(msg)-len(s)] + " is not modelled"
+	}
+	return msg
+}
+
+func perBlockGroup(r trace.Record) string {
+	switch r.Kind {
+	case trace.KindPoll:
+		return fmt.Sprintf("poll %s %s", r.Request, r.Target)
+	case trace.KindBlockPingpong:
+		return fmt.Sprintf("block_pingpong %s %s", r.Mode, r.Target)
+	}
+	switch r.Loop {
+	case "ll":
+		return fmt.Sprintf("loop ll %s recv %s", r.LLOp, r.Recv)
+	case "copy":
+		return fmt.Sprintf("loop copy %s→%s", r.Src, r.Dst)
+	}
+	return "loop " + r.Loop
+}
