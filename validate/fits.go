@@ -23,10 +23,13 @@ import (
 type Fit struct {
 	// Params are the parameters fitted, e.g. "hostmem.poll_service".
 	Params []string
-	// File is the capture file (its last two path elements, e.g.
-	// "h200x1-arsim/perblock.jsonl") and Kinds the record kinds it fits on.
-	File  string
-	Kinds []trace.Kind
+	// Files are the capture files (their last two path elements, e.g.
+	// "h200x1-arsim/perblock.jsonl") and Kinds the record kinds it fits
+	// on; Covers, when set, narrows the records it speaks for (its fitted
+	// and predicted sides) further.
+	Files  []string
+	Kinds  []trace.Kind
+	Covers func(r trace.Record) bool
 	// On selects the fitted side.
 	On func(r trace.Record) bool
 	// How says how the values come from those records.
@@ -35,33 +38,39 @@ type Fit struct {
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = []Fit{
-	{Params: []string{"hostmem.poll_service"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong},
+	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong},
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
 		}, How: "slope of ns per load over blocks, least squares through 0"},
-	{Params: []string{"hostmem.atomic_service"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindPoll},
+	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "atomic")
 		}, How: "slope of ns per atomic over blocks, least squares through 0"},
-	{Params: []string{"gpu.poll_loop_overhead"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindPoll},
+	{Params: []string{"gpu.poll_loop_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		On: func(r trace.Record) bool {
 			return r.Target == "local" && r.SpacingBytes == 0 && r.Blocks == 1 && r.Request == "load_volatile"
 		}, How: "ns per load minus pointer_chase local"},
-	{Params: []string{"gpu.ll_iter_overhead", "gpu.ll_iter_per_warp"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"gpu.ll_iter_overhead", "gpu.ll_iter_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "ll" && r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local"},
-	{Params: []string{"gpu.copy_iter_overhead"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"gpu.copy_iter_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 128
 		}, How: "ns per iteration minus pointer_chase local"},
-	{Params: []string{"gpu.sm_load_bandwidth"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"gpu.sm_load_bandwidth"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 8 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 512 && r.Iters == 32
 		}, How: "512 threads × 8 × 16 B per iteration"},
-	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
-	{Params: []string{"nccl.simple_step_overhead"}, File: "h200x1-arsim/perblock.jsonl", Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"nccl.simple_call_extra"}, Files: []string{"h200x2-arsim/measurements.jsonl", "h200x2-arsim/nccl_simple_threads.jsonl"},
+		Kinds: []trace.Kind{trace.KindAllreduce},
+		Covers: func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "simple" },
+		On: func(r trace.Record) bool {
+			return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 256<<10
+		}, How: "median of measured − simulated with the parameter at 0"},
+	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
 		}, How: "ns per step"},
@@ -79,7 +88,8 @@ func vectorIssueSide(r trace.Record) bool {
 func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
 	for i := range Fits {
 		f := &Fits[i]
-		if !sameCapture(file, f.File) || !slices.Contains(f.Kinds, r.Kind) {
+		if !slices.ContainsFunc(f.Files, func(w string) bool { return sameCapture(file, w) }) ||
+			!slices.Contains(f.Kinds, r.Kind) || (f.Covers != nil && !f.Covers(r)) {
 			continue
 		}
 		covered = true
@@ -116,6 +126,15 @@ func dimensionsOf(r trace.Record) []string {
 		}
 	case trace.KindBlockPingpong:
 		d = append(d, fmt.Sprintf("block ping-pong %s, %s memory", r.Mode, r.Target))
+	case trace.KindAllreduce:
+		d = append(d, fmt.Sprintf("%s %s/%s, %s", r.Impl, r.Algo, r.Proto, r.Launch))
+		if r.Bytes > 256<<10 {
+			d = append(d, "size: > 256 KiB")
+		}
+		if r.Dtype != "bf16" {
+			d = append(d, "dtype: "+r.Dtype)
+		}
+		return d
 	case trace.KindLoop:
 		switch r.Loop {
 		case "ll":
@@ -159,6 +178,7 @@ func heldOut(recs []Compared) *HeldOut {
 	dims := map[string][]float64{}
 	for _, r := range recs {
 		switch {
+		case r.HostPaced: // its value is a host parameter, not the fitted ones
 		case r.FittedFor != "":
 			fitted = append(fitted, math.Abs(r.ErrorPct))
 		case r.Dimensions != nil:

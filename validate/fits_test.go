@@ -167,3 +167,25 @@ func lsq(rs []trace.Record, xy func(trace.Record) (float64, float64)) (a, b floa
 	b = sxy / sxx
 	return my - b*mx, b
 }
+
+// nccl.simple_call_extra is the median of measured − simulated over its
+// fitted side with the parameter at 0.
+func TestSimpleCallExtraFromItsFittedSide(t *testing.T) {
+	p, err := topology.Lookup("h200x2")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	want := ps.Get("nccl.simple_call_extra")
+	require.NoError(t, ps.Set("nccl.simple_call_extra", 0, "zero for the fit"))
+	var diffs []float64
+	for _, f := range []string{"measurements.jsonl", "nccl_simple_threads.jsonl"} {
+		v, err := Run(readOwn(t, f), Options{File: "../testdata/h200x2-arsim/" + f, Params: map[string]*topology.Params{"h200x2": ps}})
+		require.NoError(t, err)
+		for _, r := range v.Records {
+			if r.FittedFor == "nccl.simple_call_extra" {
+				diffs = append(diffs, r.Measured-r.Predicted)
+			}
+		}
+	}
+	require.Len(t, diffs, 112)
+	assert.InDelta(t, want, median(diffs), 0.01, "its fitted side gives %.3f µs", median(diffs))
+}
