@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
@@ -28,8 +30,22 @@ func (l *linkLog) FlowRateChanged(sim.Time, *sim.Flow) {}
 func (l *linkLog) FlowFinished(sim.Time, *sim.Flow)    {}
 func (l *linkLog) ResourceBusy(r *sim.Resource, from, to sim.Time, load sim.Rate) {
 	dur := to.Sub(from)
+	group, track := "links", r.Name
+	switch {
+	case strings.HasPrefix(r.Name, "loop:"):
+		// hw's shared loop-rate resources: "loop:RANK:GROUP@RATE".
+		group, track = "per-block loops", r.Name[len("loop:"):]
+		if i := strings.LastIndex(track, "@"); i > 0 {
+			track = track[:i]
+		}
+		if rank, rest, ok := strings.Cut(track, ":"); ok {
+			track = "rank " + rank + " " + rest
+		}
+	case strings.HasPrefix(r.Name, "cap:"):
+		group, track = "protocol ceilings", r.Name[len("cap:"):]
+	}
 	l.slices = append(l.slices, Slice{
-		Group: "links", Track: r.Name, Name: fmt.Sprintf("%.1f GB/s", load.GB()),
+		Group: group, Track: track, Name: fmt.Sprintf("%.1f GB/s", load.GB()),
 		Start: sim.Duration(from).Micros(), Dur: dur.Micros(),
 		Args: map[string]any{"wire_bytes": int64(float64(load) * dur.Seconds()), "gbps": load.GB(), "utilisation": float64(load) / float64(r.Capacity)},
 	})
@@ -39,6 +55,20 @@ func (l *linkLog) ResourceBusy(r *sim.Resource, from, to sim.Time, load sim.Rate
 // timeline: one track per rank (its operations) and one per link direction
 // (busy intervals with bytes and GB/s), plus the result.
 func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) ([]Slice, *algos.Result, error) {
+	return timeline(top, ranks, algo, bytes, launch, opts, iters, false)
+}
+
+// TimelineByBlock is Timeline with each rank's operations on one track per
+// thread block: an NCCL channel is one block, and the tree's blocks split
+// their threads between the reduce going up and the broadcast going down
+// (a track each); a custom kernel's blocks run alike, so one track stands
+// for them all. Every operation whose rate a per-block loop bounds says so
+// in its arguments (the loop, blocks × threads, the most it moves).
+func TimelineByBlock(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) ([]Slice, *algos.Result, error) {
+	return timeline(top, ranks, algo, bytes, launch, opts, iters, true)
+}
+
+func timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int, byBlock bool) ([]Slice, *algos.Result, error) {
 	if ranks == 0 {
 		ranks = top.NumGPUs()
 	}
@@ -63,11 +93,63 @@ func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launc
 		if op.Label != "" {
 			name += ": " + op.Label
 		}
-		out = append(out, Slice{
+		sl := Slice{
 			Group: fmt.Sprintf("rank %d", sp.Rank), Track: "ops", Name: name,
 			Start: sim.Duration(sp.Start).Micros(), Dur: sp.End.Sub(sp.Start).Micros(),
 			Args: map[string]any{"op": sp.Op, "allreduce": sp.Iter + 1, "detail": op.String()},
-		})
+		}
+		if byBlock {
+			sl.Track = blockTrack(op)
+			if err := loopArgs(m, sp.Rank, op, sl.Args); err != nil {
+				return nil, nil, err
+			}
+		}
+		out = append(out, sl)
 	}
 	return append(out, log.slices...), res, nil
+}
+
+var channelRE = regexp.MustCompile(`(?:^|[ .])ch(\d+)(?:$|[ .])`)
+
+// blockTrack names the thread block an operation runs in: an NCCL channel
+// (the channel named in its label), the tree's up or down thread group of
+// it, every block for a launch or a kernel-wide step, or a custom
+// kernel's blocks, which run alike.
+func blockTrack(op algos.Op) string {
+	if m := channelRE.FindStringSubmatch(op.Label); m != nil {
+		switch {
+		case strings.HasPrefix(op.Label, "up "):
+			return "block " + m[1] + ": reduce up"
+		case strings.HasPrefix(op.Label, "down "):
+			return "block " + m[1] + ": broadcast down"
+		}
+		return "block " + m[1] + " (channel " + m[1] + ")"
+	}
+	if k := op.Kernel; k.Blocks > 1 {
+		return fmt.Sprintf("blocks 0–%d (alike)", k.Blocks-1)
+	}
+	if k := op.Kernel; k.Blocks == 1 {
+		return "block 0"
+	}
+	return "all blocks"
+}
+
+// loopArgs adds what bounds an operation per block: its kernel's blocks ×
+// threads and, when a loop bounds it, the loop and the most it moves.
+func loopArgs(m *hw.Machine, r int, op algos.Op, args map[string]any) error {
+	k := op.Kernel
+	if k.Blocks == 0 {
+		return nil
+	}
+	args["blocks × threads"] = fmt.Sprintf("%d × %d", k.Blocks, k.Threads)
+	if k.Loop == hw.LoopNone || (op.Kind != algos.Read && op.Kind != algos.Write && op.Kind != algos.Reduce) {
+		return nil
+	}
+	rate, err := m.LoopRate(r, k)
+	if err != nil {
+		return err
+	}
+	args["loop"] = k.Loop.String() + " on " + k.LoopAt.String()
+	args["loop limit GB/s"] = float64(rate) / 1e9
+	return nil
 }

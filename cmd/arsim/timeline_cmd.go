@@ -13,7 +13,7 @@ import (
 
 func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("timeline", "timeline [--topology T] --algo A [--bytes N] [--iters K] --out FILE.json",
-		[]string{"arsim timeline --algo one_stage --bytes 42KiB --out one_stage.json --picture one_stage.png", "arsim timeline --algo nccl --bytes 43008 --iters 2 --out nccl.json   # then open ui.perfetto.dev and drop the file"}, errOut)
+		[]string{"arsim timeline --algo one_stage --bytes 42KiB --out one_stage.json --picture one_stage.png", "arsim timeline --algo nccl --bytes 43008 --iters 2 --out nccl.json   # then open ui.perfetto.dev and drop the file", "arsim timeline --topology h200x2 --algo nccl --opts max_channels=2 --bytes 4MiB --blocks --out blocks.json --picture blocks.png"}, errOut)
 	mf := addMachineFlags(fs)
 	algo := fs.String("algo", "", "algorithm (arsim algos)")
 	bytesFlag := fs.String("bytes", "42KiB", "message size")
@@ -21,6 +21,7 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
 	outFile := fs.String("out", "", "Perfetto / Chrome trace JSON to write")
 	picture := fs.String("picture", "", "also draw the timeline to this .svg or .png file")
+	blocks := fs.Bool("blocks", false, "one track per thread block (NCCL channel; the tree's up and down thread groups), with each operation's per-block loop limit")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -49,7 +50,11 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 			return err
 		}
 	}
-	slices, res, err := scenarios.Timeline(t, *ranks, *algo, b, mode, o, *iters)
+	timeline := scenarios.Timeline
+	if *blocks {
+		timeline = scenarios.TimelineByBlock
+	}
+	slices, res, err := timeline(t, *ranks, *algo, b, mode, o, *iters)
 	if err != nil {
 		return badInput(err)
 	}
