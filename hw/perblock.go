@@ -36,6 +36,8 @@ type PerBlock struct {
 	Slice   int64  // loop simple_step: bytes per step
 	Fence   string // loop simple_step, fence: none, acq_rel, sc
 	Stores  int    // loop fence: stores per thread before the fence
+	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector) or "line_per_slot"
+	Groups  int    // loop group_barrier: groups of World blocks barriering at once
 	Blocks  int
 	Threads int
 	Iters   int // loop: iterations per block
@@ -57,6 +59,8 @@ func (rec PerBlock) Modelled() error {
 	switch {
 	case rec.Kind == "loop" && rec.Loop == "ll128":
 		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "ll128w":
+		return fmt.Errorf("an LL128 loop (no per-block LL128 loop is modelled; NCCL's own ceiling per channel stands for it): %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
 		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):
@@ -91,6 +95,8 @@ func PerBlockValue(top *topology.Topology, rec PerBlock) (float64, error) {
 			return m.simpleStepTwin(rec)
 		case "fence":
 			return m.fenceTwin(rec)
+		case "group_barrier":
+			return m.groupBarrierTwin(rec)
 		}
 		return 0, fmt.Errorf("hw: loop %q: %w", rec.Loop, ErrNotModelled)
 	}
@@ -292,4 +298,28 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 	}
 	f, err := m.FenceCost(0, mem(rec.Dst))
 	return nsOf(f), err
+}
+
+// groupBarrierTwin: a barrier of World blocks through flags in one memory,
+// laid out as vLLM's (a rank's slots for its peers in one sector) or a
+// line per slot: each block's threads store their flags into the peers'
+// slots and poll their own World−1 slots, which queue at the sector when
+// they share one; the block then meets at __syncthreads
+// (gpu.barrier_sync). The groups running their barriers at once are not
+// modelled (each block has sectors of its own).
+func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
+	at := mem(rec.Target)
+	land, err := m.StoreLanding(0, at)
+	if err != nil {
+		return 0, err
+	}
+	pollers := 1
+	if rec.Layout == "packed" {
+		pollers = rec.World - 1
+	}
+	period, err := m.PollPeriod(0, at, pollers, false)
+	if err != nil {
+		return 0, err
+	}
+	return nsOf(land + period + m.BarrierWaitExtra(false)), nil
 }

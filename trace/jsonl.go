@@ -196,11 +196,13 @@ type Record struct {
 	// source and its sources, LoopBound a pull loop's "runtime" or
 	// "unrolled" loop over ranks, SliceBytes a Simple step's slice, Fence
 	// the fence ("none", "acq_rel", "sc"), StoresPerThread the stores before
-	// a fence, Iters the iterations per block; NsPerOp and OneWayNs the
-	// values (NsPerIter for loops).
-	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence                    string
-	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters int
-	NsPerOp, OneWayNs                                                        float64
+	// a fence, Iters the iterations per block, Layout and Groups a
+	// group_barrier's slot layout ("packed": a rank's slots in one sector;
+	// "line_per_slot") and its groups of World blocks barriering at once;
+	// NsPerOp and OneWayNs the values (NsPerIter for loops).
+	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout                    string
+	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
+	NsPerOp, OneWayNs                                                                float64
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.
@@ -296,7 +298,7 @@ var fieldDefs = []fieldDef{
 	{name: "request", typ: jString, enum: []string{"atomic_add", "atomic_cas", "load_acquire", "load_relaxed", "load_volatile"}, str: func(r *Record) *string { return &r.Request }},
 	{name: "spacing_bytes", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
 	{name: "pairs", typ: jInt, i32: func(r *Record) *int { return &r.Pairs }},
-	{name: "loop", typ: jString, enum: []string{"copy", "fence", "ll", "ll128", "pull", "simple_step"}, str: func(r *Record) *string { return &r.Loop }},
+	{name: "loop", typ: jString, enum: []string{"copy", "fence", "group_barrier", "ll", "ll128", "ll128w", "pull", "simple_step"}, str: func(r *Record) *string { return &r.Loop }},
 	{name: "ll_op", typ: jString, enum: []string{"recv", "recv_reduce_copy_send", "recv_reduce_send", "recv_send", "send"}, str: func(r *Record) *string { return &r.LLOp }},
 	{name: "recv", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Recv }},
 	{name: "dst", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Dst }},
@@ -308,6 +310,8 @@ var fieldDefs = []fieldDef{
 	{name: "fence", typ: jString, enum: []string{"acq_rel", "none", "sc"}, str: func(r *Record) *string { return &r.Fence }},
 	{name: "stores_per_thread", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.StoresPerThread }},
 	{name: "iters", typ: jInt, i32: func(r *Record) *int { return &r.Iters }},
+	{name: "layout", typ: jString, enum: []string{"line_per_slot", "packed"}, str: func(r *Record) *string { return &r.Layout }},
+	{name: "groups", typ: jInt, i32: func(r *Record) *int { return &r.Groups }},
 	{name: "ns_per_op", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
 	{name: "one_way_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
 	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},

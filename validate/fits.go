@@ -30,6 +30,10 @@ type Fit struct {
 	Files  []string
 	Kinds  []trace.Kind
 	Covers func(r trace.Record) bool
+	// AlsoPredicts are further captures of the same machine whose records
+	// of these kinds are all on the predicted side (a repeat run, new
+	// configurations).
+	AlsoPredicts []string
 	// On selects the fitted side.
 	On func(r trace.Record) bool
 	// How says how the values come from those records.
@@ -38,7 +42,8 @@ type Fit struct {
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = []Fit{
-	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong},
+	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop},
+		AlsoPredicts: []string{"h200x1-arsim/perblock_2.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
 		}, How: "slope of ns per load over blocks, least squares through 0"},
@@ -65,7 +70,7 @@ var Fits = []Fit{
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
 	{Params: []string{"nccl.simple_call_extra"}, Files: []string{"h200x2-arsim/measurements.jsonl", "h200x2-arsim/nccl_simple_threads.jsonl"},
-		Kinds: []trace.Kind{trace.KindAllreduce},
+		Kinds:  []trace.Kind{trace.KindAllreduce},
 		Covers: func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "simple" },
 		On: func(r trace.Record) bool {
 			return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 256<<10
@@ -88,8 +93,15 @@ func vectorIssueSide(r trace.Record) bool {
 func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
 	for i := range Fits {
 		f := &Fits[i]
-		if !slices.ContainsFunc(f.Files, func(w string) bool { return sameCapture(file, w) }) ||
-			!slices.Contains(f.Kinds, r.Kind) || (f.Covers != nil && !f.Covers(r)) {
+		if !slices.Contains(f.Kinds, r.Kind) || (f.Covers != nil && !f.Covers(r)) {
+			continue
+		}
+		in := func(w string) bool { return sameCapture(file, w) }
+		if slices.ContainsFunc(f.AlsoPredicts, in) {
+			covered = true
+			continue
+		}
+		if !slices.ContainsFunc(f.Files, in) {
 			continue
 		}
 		covered = true
@@ -145,6 +157,11 @@ func dimensionsOf(r trace.Record) []string {
 			}
 		case "copy":
 			d = append(d, "loop copy "+r.Src+"→"+r.Dst)
+		case "group_barrier":
+			d = append(d, fmt.Sprintf("loop group_barrier %s, %s memory", r.Layout, r.Target))
+			if r.Groups > 1 {
+				d = append(d, "groups: 4–16 at once")
+			}
 		default:
 			d = append(d, "loop "+r.Loop)
 		}

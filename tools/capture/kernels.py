@@ -595,6 +595,66 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll128(const uint4* recv, c
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
 
+// ---- a W-rank barrier among the blocks of one GPU, as vLLM's barrier is laid out: each "rank" is a block; rank r's
+// slots for its peers sit together (slot p of rank r at word (g*W + r)*stride_r + p*stride_p), thread p < W of rank r
+// stores the epoch into rank p's slot r and polls its own slot p. G groups of W blocks run their barriers at once
+// (the blocks of a W-rank kernel). nb barriers per launch; block 0 times them.
+extern "C" __global__ void pb_group_barrier(unsigned* flags, int W, int stride_r, int stride_p, int nb, unsigned e0,
+                                            int* err, long long* res) {
+  const int g = blockIdx.x / W, r = blockIdx.x % W, p = threadIdx.x;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (p < W && p != r) {
+      st_vol(flags + (size_t)(g * W + p) * stride_r + r * stride_p, e);
+      while (ld_vol(flags + (size_t)(g * W + r) * stride_r + p * stride_p) < e) {
+        if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+      }
+    }
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
+}
+
+// ---- NCCL LL128-style loop with NCCL's layout: a warp moves one 2-KiB chunk per iteration (16 lines of 128 B);
+// thread `lane` loads the 16-B vectors u*32 + lane (u < 4) of the chunk, and the eighth vector of every 128-B line
+// (lane % 8 == 7) carries the flag in its last word; the warp reloads until every flag matches (__any_sync), as
+// NCCL's LL128 recv does. op bit 2: an 8-B-per-element load of the user buffer first (reduce). Then the 4 vectors are
+// stored to dst (flags included).
+extern "C" __global__ void __launch_bounds__(1024) pb_ll128w(const uint4* recv, const uint4* src, uint4* dst,
+                                                             int iters, int op, unsigned flag, int* err, long long* res) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const size_t chunk = (((size_t)blockIdx.x * iters + i) * nw + warp) * 128;  // 128 vectors = 2 KiB per warp
+    uint4 s[4], v[4];
+    #pragma unroll
+    for (int u = 0; u < 4; u++) s[u] = (op & 2) ? src[chunk + u * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
+    int need;
+    do {
+      #pragma unroll
+      for (int u = 0; u < 4; u++) v[u] = ld_vol4(recv + chunk + u * 32 + lane);
+      need = ((lane & 7) == 7) && (v[3].w != flag);
+    } while (__any_sync(0xffffffffu, need) && ++spins < SPIN_LIMIT);
+    #pragma unroll
+    for (int u = 0; u < 4; u++) {
+      uint4 d = make_uint4(v[u].x + s[u].x, v[u].y + s[u].y, v[u].z + s[u].z, v[u].w + s[u].w);
+      st_vol4(dst + chunk + u * 32 + lane, d);
+      acc += d.x;
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
 // ---- Simple-style copy: U independent 16-B loads per source in flight per thread, then U stores ---------------
 // S sources (a; b too when S == 2), host sources read with ld.volatile (vol_a / vol_b), destination d.
 // Each block copies its own range of iters * U * blockDim.x int4 (coalesced per u), starting at elements off.

@@ -24,7 +24,7 @@ Timing: clock64 per block (thread 0, between block barriers where the whole bloc
 SM clock measured against %globaltimer in the same run; every configuration is launched once to warm up, then
 `TRIALS` times; a record's value is the median over trials of the median over blocks (`_max`: the slowest block).
 """
-import statistics, time
+import os, statistics, time
 import numpy as np
 
 from common import Recorder, log
@@ -256,6 +256,58 @@ class PerBlock:
         for b in ([1, 8] if self.quick else BLOCKS):
             self.rec.guard(f"ll128 3 local local {b}x640", run, 3, "local", "local", b, 640, 16)
 
+    def group_barriers(self):
+        k = self.fn("pb_group_barrier")
+        nb = 200
+        for target in ("host", "local"):
+            buf = self.ptr(target, "gb", 4 * MB)
+            self.fill(target, "gb", 4 * MB, [0])
+            e0 = [0]
+            for layout, sr, sp in (("packed", 8, 1), ("line_per_slot", 8 * 32, 32)):
+                for W in (2, 3, 4, 6, 8):
+                    for G in (1, 4, 16):
+                        if G * W > self.sms:
+                            continue
+
+                        def meas(target=target, buf=buf, layout=layout, sr=sr, sp=sp, W=W, G=G):
+                            def launch():
+                                k((G * W,), (32,), (buf, np.int32(W), np.int32(sr), np.int32(sp), np.int32(nb),
+                                                   np.uint32(e0[0]), self.err, self.res), stream=self.s)
+                                e0[0] += nb
+                            vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                            self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
+                                       "world": W, "groups": G, "blocks": G * W, "threads": 32,
+                                       "barriers_per_launch": nb}, vals, "ns_per_iter")
+                        self.rec.guard(f"group_barrier {target} {layout} W{W} G{G}", meas)
+
+    def ll128w(self):
+        k = self.fn("pb_ll128w")
+        flag = 1
+        nb = 96 * MB
+        # every 8th vector's last word is the flag
+        for where in ("host", "local"):
+            self.fill(where, "l128", nb, [7, 8, 9, 10] * 7 + [7, 8, 9, flag])
+        src = self.dev("llsrc", nb)
+
+        def run(op, recv, dst, b, t, iters):
+            rp = self.ptr(recv, "l128", nb)
+            dp = self.ptr(dst, "lldst", nb)
+
+            def launch():
+                k((b,), (t,), (rp, src, dp, np.int32(iters), np.int32(op), np.uint32(flag), self.err, self.res),
+                  stream=self.s)
+            vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+            self.emit({"kind": "loop", "loop": "ll128w", "ll_op": "recv_reduce_send" if op & 2 else "recv_send",
+                       "recv": recv, "dst": dst, "blocks": b, "threads": t, "iters": iters,
+                       "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
+
+        for op in (1, 3):
+            for recv, dst in (("local", "local"), ("host", "host"), ("local", "host")):
+                for t in ([640] if self.quick else [64, 128, 256, 640]):
+                    self.rec.guard(f"ll128w {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 64)
+        for b in ([1, 8] if self.quick else BLOCKS):
+            self.rec.guard(f"ll128w 3 local local {b}x640", run, 3, "local", "local", b, 640, 16)
+
     # ---------- Simple-style copies -----------------------------------------------------------------------------------
     def copies(self):
         cp = self.cp
@@ -375,7 +427,11 @@ def run(out_dir, quick):
     pb.rec.guard("calibrate", pb.calibrate, "start")
     if pb.ghz is None:
         raise RuntimeError("perblock: SM clock calibration failed")
-    for name in ("fences", "simple_steps", "pulls", "ll", "ll128", "copies", "pingpong", "polls"):
+    parts = ("fences", "simple_steps", "pulls", "ll", "ll128", "ll128w", "group_barriers", "copies", "pingpong", "polls")
+    only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
+    for name in (only or parts):
+        if name not in parts:
+            raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
         log("perblock", name, f"{time.time() - t0:.1f}s,", pb.rec.n, "records so far")
