@@ -1,0 +1,179 @@
+package hw
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// Transfers: SM stores (Write) and loads (Read) and copy-engine copies
+// (Copy), each a flow on the machine's network.
+
+// Write streams bytes of SM stores from rank r to memory dst and calls done
+// when the last byte has landed.
+func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
+	if err := k.check("write", label); err != nil {
+		return err
+	}
+	p, err := m.path(GPUMem(r), dst)
+	if err != nil {
+		return err
+	}
+	if err := m.p2pOn(p, r, dst, "write"); err != nil {
+		return err
+	}
+	sms := min(k.Blocks, m.Phys.SMs)
+	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
+	if k.Loop == LoopLL || k.Loop == LoopSimple {
+		capr /= sim.Rate(k.wire()) // the SMs store wire bytes (LL's flags, LL128's flag words)
+	}
+	if p.smp && !dst.Host {
+		capr = min(capr, m.Phys.SMPFlowCap)
+	}
+	route, capr, err := m.capped(m.route(p, smStore, k.wire(), false), capr, k)
+	if err != nil {
+		return err
+	}
+	if k.Loop != LoopRanks { // a pull loop bounds its loads, not the kernel's stores
+		route, capr, err = m.loopBound(r, route, capr, k)
+		if err != nil {
+			return err
+		}
+	}
+	class := 0
+	if !dst.Host {
+		class = p.destHB
+	}
+	spec := sim.FlowSpec{
+		Label: label, Kind: sim.Write, Class: class,
+		Route: route, Bytes: bytes, Cap: capr,
+		Latency: p.latency + m.memLatency(dst), Done: done,
+	}
+	if k.Loop == LoopSimple {
+		// A copy loop's first stores wait for its first loads.
+		it, err := m.copyIterTimeFor(r, k, bytes)
+		if err != nil {
+			return err
+		}
+		return m.startAfter(it, spec)
+	}
+	return m.Net.Launch(spec)
+}
+
+// Read pulls bytes from memory src into rank r with SM loads and calls done
+// when the last completion is back. The rate is capped at bytes in flight /
+// round trip (Little's law).
+func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
+	if err := k.check("read", label); err != nil {
+		return err
+	}
+	p, err := m.path(src, GPUMem(r))
+	if err != nil {
+		return err
+	}
+	if err := m.p2pOn(p, r, src, "read"); err != nil {
+		return err
+	}
+	rtt := 2*p.latency + m.memLatency(src)
+	loads := m.Phys.LoadsInFlight
+	if k.LoadsInFlight > 0 {
+		loads = k.LoadsInFlight
+	}
+	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
+	if k.ReduceLoop {
+		rtt += m.Phys.ReduceLoopOverhead
+		if !p.nvlink() {
+			rtt += m.Phys.ReduceLoopExtraPCIe
+		}
+	}
+	capr := sim.Rate(inflight / rtt.Seconds())
+	if p.smp && !src.Host {
+		capr = min(capr, m.Phys.SMPFlowCap)
+	}
+	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
+	if err != nil {
+		return err
+	}
+	route, capr, err = m.loopBound(r, route, capr, k)
+	if err != nil {
+		return err
+	}
+	spec := sim.FlowSpec{
+		Label: label, Kind: sim.Read,
+		Route: route, Bytes: bytes, Cap: capr,
+		Latency: p.latency, Done: done,
+	}
+	if k.Polled {
+		spec.Latency = 0
+		return m.startAfter(0, spec)
+	}
+	// The first request reaches the data one way plus a memory access in.
+	return m.startAfter(p.latency+m.memLatency(src), spec)
+}
+
+// CopyDir is the direction of a copy-engine transfer.
+type CopyDir uint8
+
+// Copy directions.
+const (
+	H2D CopyDir = iota
+	D2H
+	P2P
+)
+
+// String returns h2d, d2h or p2p.
+func (d CopyDir) String() string { return [...]string{"h2d", "d2h", "p2p"}[d] }
+
+// Copy runs a copy-engine transfer of bytes owned by rank r: H2D reads the
+// rank's NUMA-local host memory, D2H writes it, P2P writes to peer. done
+// runs when the last byte has landed.
+func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label string, done func()) error {
+	ph := &m.Phys
+	host := HostMem(m.LocalSocket(r))
+	switch dir {
+	case H2D:
+		p, err := m.path(host, GPUMem(r))
+		if err != nil {
+			return err
+		}
+		rtt := 2*p.latency + ph.HostMemLatency
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, true), Bytes: bytes,
+			Cap: sim.Rate(ph.CEWindow / rtt.Seconds()), Latency: p.latency, Done: done}
+		return m.startAfter(ph.CESetup+p.latency+ph.HostMemLatency, spec)
+	case D2H:
+		p, err := m.path(GPUMem(r), host)
+		if err != nil {
+			return err
+		}
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, false), Bytes: bytes,
+			Latency: p.latency + ph.HostMemLatency, Done: done}
+		return m.startAfter(ph.CESetup, spec)
+	case P2P:
+		if err := m.p2pCheck(r, GPUMem(peer), "copy to"); err != nil {
+			return err
+		}
+		p, err := m.path(GPUMem(r), GPUMem(peer))
+		if err != nil {
+			return err
+		}
+		setup := ph.CEP2PSetup
+		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, false), Bytes: bytes,
+			Latency: p.latency + ph.GPUMemLatency, Done: done}
+		if p.smp {
+			spec.Cap = ph.SMPFlowCap
+		}
+		return m.startAfter(setup, spec)
+	}
+	return fmt.Errorf("hw: copy %s: unknown direction %d", label, dir)
+}
+
+func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec) error {
+	if spec.Bytes < 0 {
+		return fmt.Errorf("hw: %s: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
+	}
+	m.Eng.After(d, func() {
+		// The route and sizes were checked above; Start cannot fail here.
+		_ = m.Net.Launch(spec)
+	})
+	return nil
+}

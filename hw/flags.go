@@ -1,0 +1,143 @@
+package hw
+
+import (
+	"math"
+
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+// Flags, fences and launches: what synchronisation costs a kernel.
+
+// SignalFlag writes value into flag f, which lives in memory at, from rank
+// r: the write lands one route latency plus a memory access later.
+func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64) error {
+	d, err := m.StoreLanding(r, at)
+	if err != nil {
+		return err
+	}
+	m.Eng.After(d, func() { f.Set(value) })
+	return nil
+}
+
+// StoreLanding is how long a small store from rank r takes to land in
+// memory at: one route latency plus a memory access.
+func (m *Machine) StoreLanding(r int, at Mem) (sim.Duration, error) {
+	if !at.Host && at.Rank == r {
+		return m.Phys.GPUMemLatency, nil
+	}
+	p, err := m.path(GPUMem(r), at)
+	if err != nil {
+		return 0, err
+	}
+	return p.latency + m.memLatency(at), nil
+}
+
+// BarrierWaitExtra is what a wait that ends a thread block's barrier with
+// its peers adds to seeing the flag: the block's threads meet at
+// __syncthreads around the flag exchange (gpu.barrier_sync), and a
+// compare-and-swap poll, which consumes the token, is slower than a load
+// (gpu.atomic_poll_extra). Measured on h200x2 (barrier.jsonl): a flag
+// barrier between two GPUs 779 ns, a compare-and-swap one 1225 ns.
+func (m *Machine) BarrierWaitExtra(atomic bool) sim.Duration {
+	d := m.Phys.BarrierSync
+	if atomic {
+		d += m.Phys.AtomicPollExtra
+	}
+	return d
+}
+
+// LaunchMode is how a kernel is launched.
+type LaunchMode uint8
+
+// Launch modes.
+const (
+	Graph LaunchMode = iota // a node of a replayed CUDA graph
+	Eager                   // launched from the host one by one
+)
+
+// String returns graph or eager.
+func (l LaunchMode) String() string { return [...]string{"graph", "eager"}[l] }
+
+// LaunchCost is the device-side time a kernel launch adds before the
+// kernel does useful work: the gap between kernels on a stream
+// (gpu.launch_graph) and the kernel's prologue (gpu.kernel_prologue). In
+// eager mode the host's issue rate also paces the kernels; see
+// IssueInterval.
+func (m *Machine) LaunchCost(LaunchMode) sim.Duration {
+	return m.Phys.LaunchGraph + m.Phys.KernelPrologue
+}
+
+// FenceCost is the time a system-scope fence takes on rank r after stores
+// to memory at: the stores must be acknowledged, about one round trip to
+// that memory plus a per-fabric extra, and never less than a fence after
+// local stores (gpu.fence_sys_local). Measured on h200x2 (micro2.jsonl):
+// local 583 ns, peer over NVLink 919 ns, pinned host memory 1393 ns. Over
+// PCIe, whether the fence waits for that round trip is a property of the
+// platform (gpu.fence_pcie_round_trip): the single H200 of
+// testdata/h200x1-arsim fences stores to host memory in 616 ns, its local
+// fence (518 ns) plus gpu.fence_posted_extra, without a round trip.
+func (m *Machine) FenceCost(r int, at Mem) (sim.Duration, error) {
+	if !at.Host && at.Rank == r {
+		return m.Phys.FenceLocal, nil
+	}
+	p, err := m.path(GPUMem(r), at)
+	if err != nil {
+		return 0, err
+	}
+	if !p.nvlink() && !m.Phys.FencePCIeRoundTrip {
+		return m.Phys.FenceLocal + m.Phys.FencePostedExtra, nil
+	}
+	rtt, err := m.RoundTrip(r, at)
+	if err != nil {
+		return 0, err
+	}
+	extra := m.Phys.FenceExtraPCIe
+	if p.nvlink() {
+		extra = m.Phys.FenceExtraNVLink
+	}
+	return max(m.Phys.FenceLocal, rtt+extra), nil
+}
+
+// FenceAfterLanding is what a fence adds once the stores it orders have
+// landed in memory at: FenceCost counts from the stores' issue (the
+// measured loop is store, then fence), and a schedule's Fence follows the
+// Write ops it orders, which end when their data has landed, so the
+// landing time is already spent (StoreLanding). Over NVLink on h200x2:
+// 919 − 500 = 419 ns, the acknowledgement's way back plus 70 ns.
+func (m *Machine) FenceAfterLanding(r int, at Mem) (sim.Duration, error) {
+	d, err := m.FenceCost(r, at)
+	if err != nil {
+		return 0, err
+	}
+	land, err := m.StoreLanding(r, at)
+	if err != nil {
+		return 0, err
+	}
+	return max(0, d-land), nil
+}
+
+// nvlink reports whether the path crosses NVLink.
+func (p *path) nvlink() bool {
+	for _, t := range p.types {
+		if t == topology.NVLink {
+			return true
+		}
+	}
+	return false
+}
+
+// IssueInterval is the host time to issue one eager kernel launch
+// (gpu.launch_eager): back-to-back eager kernels cannot start faster.
+func (m *Machine) IssueInterval() sim.Duration { return m.Phys.LaunchEager }
+
+// ReduceTime is the time to reduce: read inputs × bytes and write bytes of
+// local memory at the GPU's memory bandwidth.
+func (m *Machine) ReduceTime(inputs int, bytes sim.Bytes) sim.Duration {
+	total := float64(inputs+1) * float64(bytes)
+	d, err := sim.FromSeconds(total / float64(m.Phys.GPUMemBandwidth))
+	if err != nil {
+		return sim.Duration(math.MaxInt64 / 4)
+	}
+	return d
+}

@@ -1,0 +1,159 @@
+package hw
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// The launch configuration a transfer runs with, and the rate bounds it
+// brings (protocol ceilings, per-block loops).
+
+// Kernel describes the launch configuration of the kernel issuing accesses.
+type Kernel struct {
+	Blocks, Threads int
+	// Wire multiplies the wire bytes per payload byte of the accesses:
+	// 2 for NCCL's LL protocol (8 B of data per 16-B line), 128/120 for
+	// LL128; 0 or 1 for plain data.
+	Wire float64
+	// Share is the fraction of the kernel's loads in flight and store
+	// rate that this transfer gets when the kernel moves data to or from
+	// several places at once (1/(n−1) for a pull from n−1 peers); 0 or 1:
+	// all of it.
+	Share float64
+	// LoadsInFlight is the 16-byte loads each thread keeps in flight for
+	// this transfer; 0 means the GPU's default (gpu.loads_in_flight,
+	// measured for a streaming copy loop). A kernel whose loop loads from
+	// n−1 peers independently keeps about one load in flight per peer.
+	LoadsInFlight float64
+	// RateCap, if > 0, caps each transfer of the kernel (a protocol's own
+	// throughput limit, e.g. NCCL's LL per channel).
+	RateCap sim.Rate
+	// CapGroup, if set, makes RateCap a limit on all the kernel's transfers
+	// with the same group together (those in flight share it) instead of
+	// a limit on each: a protocol loop whose throughput is bounded however
+	// many of its steps are in flight at once (NCCL LL on one connection).
+	// Every transfer of a group must carry the same RateCap.
+	CapGroup string
+	// ReduceLoop: the loads feed a load-reduce-store loop, whose every
+	// iteration adds gpu.reduce_loop_overhead (gpu.reduce_loop_overhead_pcie
+	// over PCIe) to the load round trip: the in-flight bytes turn over once
+	// per round trip plus that.
+	ReduceLoop bool
+	// Loop is the per-thread loop the transfer runs in (see LoopRate):
+	// its rate bounds the transfer, and, for a loop with a wire factor,
+	// the SM's store rate counts wire bytes.
+	Loop LoopKind
+	// LoopAt is where the loop's iteration waits: the memory its LL lines
+	// live in (the incoming FIFO), or its sources' memory (Simple).
+	LoopAt Mem
+	// Unroll: 16-byte loads per source each thread keeps in flight
+	// (LoopSimple).
+	Unroll int
+	// Sources: loads per output element (1 copy, 2 reduction; LoopSimple).
+	Sources int
+	// Polled: the loads are the ones a poll loop has just made (NCCL LL
+	// lines carry their own flags): the wait before them paid the round
+	// trip, and the data streams at the read's rate from the start.
+	Polled bool
+	// LoopGroup, if set, makes the loop's rate a limit on all the
+	// transfers of the group together (the steps in flight that one
+	// block's loop moves, as an NCCL connection's FIFO steps) instead of
+	// on each.
+	LoopGroup string
+	// Ranks and RanksInHost: the buffers a LoopRanks loop visits.
+	Ranks       int
+	RanksInHost bool
+}
+
+// capped applies the kernel's RateCap to a transfer: on the flow itself,
+// or, with a CapGroup, as one more hop over a resource of that capacity
+// which every transfer of the group crosses (payload bytes, weight 1).
+func (m *Machine) capped(route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, sim.Rate, error) {
+	if k.RateCap <= 0 {
+		return route, capr, nil
+	}
+	if k.CapGroup == "" {
+		return route, min(capr, k.RateCap), nil
+	}
+	id, ok := m.capGroups[k.CapGroup]
+	if ok {
+		if c := m.Net.Resource(id).Capacity; c != k.RateCap {
+			return nil, 0, fmt.Errorf("hw: rate cap group %s: a transfer asks for %v, the group was made with %v", k.CapGroup, k.RateCap, c)
+		}
+	} else {
+		var err error
+		id, err = m.Net.AddResource("cap:"+k.CapGroup, k.RateCap)
+		if err != nil {
+			return nil, 0, fmt.Errorf("hw: rate cap group %s: %w", k.CapGroup, err)
+		}
+		if m.capGroups == nil {
+			m.capGroups = map[string]sim.ResourceID{}
+		}
+		m.capGroups[k.CapGroup] = id
+	}
+	out := make([]sim.Hop, len(route), len(route)+1)
+	copy(out, route)
+	return append(out, sim.Hop{Res: id, Weight: 1}), capr, nil
+}
+
+// loopBound applies the kernel's loop rate (LoopRate) to a transfer: on the
+// flow itself, or, with a LoopGroup, as one more hop over a resource of
+// that capacity which every transfer of the group crosses.
+func (m *Machine) loopBound(r int, route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, sim.Rate, error) {
+	if k.Loop == LoopNone {
+		return route, capr, nil
+	}
+	loop, err := m.LoopRate(r, k)
+	if err != nil || loop <= 0 {
+		return route, capr, err
+	}
+	if k.LoopGroup == "" {
+		return route, min(capr, loop), nil
+	}
+	key := fmt.Sprintf("loop:%d:%s@%d", r, k.LoopGroup, int64(loop))
+	id, ok := m.capGroups[key]
+	if !ok {
+		id, err = m.Net.AddResource(key, loop)
+		if err != nil {
+			return nil, 0, fmt.Errorf("hw: loop group %s: %w", k.LoopGroup, err)
+		}
+		if m.capGroups == nil {
+			m.capGroups = map[string]sim.ResourceID{}
+		}
+		m.capGroups[key] = id
+	}
+	out := make([]sim.Hop, len(route), len(route)+1)
+	copy(out, route)
+	return append(out, sim.Hop{Res: id, Weight: 1}), capr, nil
+}
+
+func (k Kernel) share() float64 {
+	if k.Share <= 0 || k.Share > 1 {
+		return 1
+	}
+	return k.Share
+}
+
+func (k Kernel) wire() float64 {
+	if k.Wire <= 0 {
+		return 1
+	}
+	return k.Wire
+}
+
+func scale(h []sim.Hop, w float64) []sim.Hop {
+	if w != 1 {
+		for i := range h {
+			h[i].Weight *= w
+		}
+	}
+	return h
+}
+
+func (k Kernel) check(op, label string) error {
+	if k.Blocks <= 0 || k.Threads <= 0 {
+		return fmt.Errorf("hw: %s %s: blocks and threads must be > 0, got %d × %d", op, label, k.Blocks, k.Threads)
+	}
+	return nil
+}
