@@ -173,56 +173,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 				down[r] = pl.newConn(fmt.Sprintf("tree.ch%d.down", ch), p, r, slotLen)
 			}
 		}
-		// Every rank but the root splits its threads: nthreadsSplit of them
-		// reduce up, the rest broadcast down, at the same time
-		// (runTreeSplit in src/device/all_reduce.h); the root's threads do
-		// both in one loop.
-		upShare := treeSplit(spec.proto, spec.threads)
-		downShare := 1 - upShare
-		for j := 0; j < S; j++ {
-			off, l := sOff[j], sLen[j]
-			// Reduce up.
-			sum := make([][]int, n) // ops after which out[slice] holds the subtree sum
-			for r := 0; r < n; r++ {
-				lbl := fmt.Sprintf("up ch%d slice %d", ch, j)
-				if len(kids[r]) == 0 {
-					pl.send(up[r], b.In(r, off, l), upShare, lbl, 1)
-					continue
-				}
-				cp := pl.local(r, Read, b.Out(r, off, l), b.In(r, off, l), lbl+" own", pl.launch[r])
-				for _, k := range kids[r] {
-					klbl := fmt.Sprintf("%s from %d", lbl, k)
-					share := upShare
-					if r == root {
-						share = 1
-					}
-					data, got := pl.recv(up[k], l, share, klbl)
-					red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl+" reduce", cp, got)
-					pl.release(up[k], klbl, red)
-					sum[r] = append(sum[r], red)
-				}
-				if r != root {
-					pl.send(up[r], b.Out(r, off, l), upShare, lbl, sendSources(up[r], up[kids[r][0]], 2), sum[r]...)
-				}
-			}
-			// Broadcast down.
-			for r := 0; r < n; r++ {
-				lbl := fmt.Sprintf("down ch%d slice %d", ch, j)
-				share := 1 / float64(max(1, len(kids[r])))
-				if r == root {
-					for _, k := range kids[r] {
-						pl.send(down[k], b.Out(r, off, l), share, fmt.Sprintf("%s to %d", lbl, k), 1, sum[r]...)
-					}
-					continue
-				}
-				data, got := pl.recv(down[r], l, downShare, lbl)
-				uses := []int{pl.store(down[r], b.Out(r, off, l), data, downShare, lbl+" store", got)}
-				for _, k := range kids[r] {
-					uses = append(uses, pl.send(down[k], data, share*downShare, fmt.Sprintf("%s to %d", lbl, k), sendSources(down[k], down[r], 1), got))
-				}
-				pl.release(down[r], lbl, uses...)
-			}
-		}
+		pl.treeSlices(ch, S, sOff, sLen, kids, root, up, down)
 		for r := 0; r < n; r++ {
 			if up[r] != nil {
 				pl.finish(up[r])
@@ -237,4 +188,63 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 	b.Note("%s: %s, channel c on tree c mod 2, %d channels, proto %s, %d threads, up to %d slices (NCCL slice %d B; at most %d in arsim)",
 		spec.algo, shape, spec.channels, spec.proto, spec.threads, maxS, spec.proto.sliceBytes(), maxTreeSlices)
 	return b.Schedule(), nil
+}
+
+// treeSlices adds channel ch's S slices (offsets sOff, lengths sLen) on
+// its tree: each rank reduces its children's slices into its own and
+// sends the sum up, then the root's sum travels down to every rank.
+func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, root int, up, down []*conn) {
+	b := pl.b
+	n := len(kids)
+	spec := pl.spec
+	// Every rank but the root splits its threads: nthreadsSplit of them
+	// reduce up, the rest broadcast down, at the same time
+	// (runTreeSplit in src/device/all_reduce.h); the root's threads do
+	// both in one loop.
+	upShare := treeSplit(spec.proto, spec.threads)
+	downShare := 1 - upShare
+	for j := 0; j < S; j++ {
+		off, l := sOff[j], sLen[j]
+		// Reduce up.
+		sum := make([][]int, n) // ops after which out[slice] holds the subtree sum
+		for r := 0; r < n; r++ {
+			lbl := fmt.Sprintf("up ch%d slice %d", ch, j)
+			if len(kids[r]) == 0 {
+				pl.send(up[r], b.In(r, off, l), upShare, lbl, 1)
+				continue
+			}
+			cp := pl.local(r, Read, b.Out(r, off, l), b.In(r, off, l), lbl+" own", pl.launch[r])
+			for _, k := range kids[r] {
+				klbl := fmt.Sprintf("%s from %d", lbl, k)
+				share := upShare
+				if r == root {
+					share = 1
+				}
+				data, got := pl.recv(up[k], l, share, klbl)
+				red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl+" reduce", cp, got)
+				pl.release(up[k], klbl, red)
+				sum[r] = append(sum[r], red)
+			}
+			if r != root {
+				pl.send(up[r], b.Out(r, off, l), upShare, lbl, sendSources(up[r], up[kids[r][0]], 2), sum[r]...)
+			}
+		}
+		// Broadcast down.
+		for r := 0; r < n; r++ {
+			lbl := fmt.Sprintf("down ch%d slice %d", ch, j)
+			share := 1 / float64(max(1, len(kids[r])))
+			if r == root {
+				for _, k := range kids[r] {
+					pl.send(down[k], b.Out(r, off, l), share, fmt.Sprintf("%s to %d", lbl, k), 1, sum[r]...)
+				}
+				continue
+			}
+			data, got := pl.recv(down[r], l, downShare, lbl)
+			uses := []int{pl.store(down[r], b.Out(r, off, l), data, downShare, lbl+" store", got)}
+			for _, k := range kids[r] {
+				uses = append(uses, pl.send(down[k], data, share*downShare, fmt.Sprintf("%s to %d", lbl, k), sendSources(down[k], down[r], 1), got))
+			}
+			pl.release(down[r], lbl, uses...)
+		}
+	}
 }
