@@ -21,8 +21,13 @@ type flagWaiter struct {
 	fn    func()
 }
 
-// NewFlag returns a flag holding 0.
-func NewFlag(e *Engine, name string) *FlagVar { return &FlagVar{eng: e, Name: name} }
+// NewFlag returns a flag holding 0. The engine lists it, so that a
+// Snapshot covers every flag.
+func NewFlag(e *Engine, name string) *FlagVar {
+	f := &FlagVar{eng: e, Name: name}
+	e.flags = append(e.flags, f)
+	return f
+}
 
 // Value returns the flag's current value.
 func (f *FlagVar) Value() int64 { return f.value }

@@ -202,7 +202,7 @@ func snapshot(n *Network) ([]refRes, []refFlow, []float64) {
 		res[i] = refRes{capacity: r.Capacity, collapse: r.Collapse}
 	}
 	active := slices.Clone(n.flows)
-	slices.SortFunc(active, byID)
+	slices.SortFunc(active, canonical)
 	flows := make([]refFlow, len(active))
 	rates := make([]float64, len(active))
 	for i, f := range active {
