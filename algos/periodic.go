@@ -1,0 +1,300 @@
+package algos
+
+import (
+	"slices"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// Periodic steady state
+//
+// A run of many back-to-back allreduces (a verify pass: 122 between
+// compute gaps) mostly repeats itself. Each time rank 0 begins an
+// allreduce k, at the end of that event, the executor writes down the
+// whole state of the run relative to that instant T and to k: the
+// engine's (every pending event, flag and flow, see sim.Snapshot, with
+// flag values less k × their epoch stride) and its own (each rank's
+// allreduce less k, its window and slots, times less T, and in eager mode
+// the host's issue clock). When the state at allreduce k equals the state
+// at an earlier allreduce k − c, the run from k on is the run from k − c
+// on shifted by P = T_k − T_(k−c) and c allreduces, until the last
+// allreduces, whose ends start none. The executor then moves the state
+// forward by as many whole periods as end before them (sim.Engine.Advance
+// and shift), writes down the skipped periods' results (each allreduce's
+// end, every span) from those of the period it ran, and runs the rest.
+// The results are bit for bit those of running every event; events are
+// counted as if they ran.
+//
+// Detection stays off where the state cannot be written down exactly: a
+// pending closure that neither the engine nor the executor made (the
+// physics layer's delayed flag landings and flow starts), an observer on
+// the network, a handler event of a handler other than the executor's,
+// or an op in flight whose completion is not found exactly once among the
+// pending callbacks (it would be held somewhere the snapshot cannot see).
+// A state too large to keep (more than maxKeptWords) turns it off.
+type periodic struct {
+	due  bool // rank 0 began allreduce k during the event now running
+	k    int
+	off  bool
+	hist []*checkpoint // oldest first, at most maxCycle
+	free []*checkpoint
+	ends []iterEnd // every rank's allreduce ends since detection began, in order
+	// hostBound counts the allreduces, since detection began, whose start
+	// waited for the host to issue them (eager mode).
+	hostBound int
+	// scratch
+	flagID    map[*sim.FlagVar]int
+	want, got []uint64
+}
+
+// iterEnd is a rank's end of allreduce iter at time at.
+type iterEnd struct {
+	iter int
+	at   sim.Time
+}
+
+// checkpoint is the run's state when rank 0 began allreduce k.
+type checkpoint struct {
+	k      int
+	snap   sim.Snapshot
+	own    []uint64 // the executor's state
+	events uint64   // events run by then
+	spans  int      // spans recorded by then
+	ends   int      // allreduce ends recorded by then
+	bound  int      // host-bound starts by then
+}
+
+const (
+	// maxCycle is how many past checkpoints each new one is compared
+	// with: steady states that repeat every 1 to 16 allreduces are found
+	// (on 8 GPUs some repeat every 8, the ranks' roles rotating).
+	maxCycle = 16
+	// maxKeptWords bounds the checkpoints kept (8 bytes a word); fewer
+	// are kept when each is large, none when one alone is larger.
+	maxKeptWords = 1 << 21
+)
+
+func (c *checkpoint) size() int { return c.snap.Size() + len(c.own) }
+
+// newPeriodic returns the detector of a run, or nil when a run is too
+// short to skip anything (three allreduces at least).
+func newPeriodic(x *executor) *periodic {
+	if x.opt.Iterations < 3 || x.nranks == 0 || x.opt.EveryEvent {
+		return nil
+	}
+	return &periodic{flagID: make(map[*sim.FlagVar]int, len(x.flagVars))}
+}
+
+// mark notes that rank 0 begins allreduce it; the checkpoint is taken once
+// the event now running has returned.
+func (pd *periodic) mark(x *executor, it int) {
+	if pd.off {
+		return
+	}
+	pd.due, pd.k = true, it
+	x.eng.Stop()
+}
+
+// checkpoint writes down the state, compares it with the past ones and,
+// on a match, skips ahead.
+func (pd *periodic) checkpoint(x *executor) {
+	pd.due = false
+	if pd.off || x.err != nil {
+		return
+	}
+	var c *checkpoint
+	if k := len(pd.free); k > 0 {
+		c, pd.free = pd.free[k-1], pd.free[:k-1]
+	} else {
+		c = new(checkpoint)
+	}
+	c.k = pd.k
+	if !pd.take(x, c) {
+		pd.free = append(pd.free, c)
+		return
+	}
+	for i := len(pd.hist) - 1; i >= 0; i-- {
+		h := pd.hist[i]
+		if h.snap.Equal(&c.snap) && slices.Equal(h.own, c.own) {
+			if pd.skip(x, h, c) {
+				pd.off, pd.hist, pd.free, pd.ends = true, nil, nil, nil
+				return
+			}
+			break
+		}
+	}
+	pd.hist = append(pd.hist, c)
+	kept := 0
+	for _, h := range pd.hist {
+		kept += h.size()
+	}
+	for len(pd.hist) > maxCycle || kept > maxKeptWords {
+		kept -= pd.hist[0].size()
+		pd.free = append(pd.free, pd.hist[0])
+		pd.hist = append(pd.hist[:0], pd.hist[1:]...)
+	}
+	x.eng.Forget(&pd.hist[0].snap)
+}
+
+// take writes the state now into c; false when it cannot be written down.
+func (pd *periodic) take(x *executor, c *checkpoint) bool {
+	if len(pd.flagID) == 0 {
+		for id, f := range x.flagVars {
+			pd.flagID[f] = id
+		}
+	}
+	k := int64(c.k)
+	if !x.eng.TakeSnapshot(&c.snap, func(f *sim.FlagVar) int64 {
+		if id, ok := pd.flagID[f]; ok {
+			return k * x.stride[id]
+		}
+		return 0
+	}) {
+		return false
+	}
+	if !pd.callbacksMatch(x, &c.snap) {
+		return false
+	}
+	c.own = x.appendState(c.own[:0], c.snap.At, c.k)
+	if c.size() > maxKeptWords {
+		pd.off = true
+		return false
+	}
+	c.events, c.spans, c.ends, c.bound = x.eng.Processed(), len(x.res.Spans), len(pd.ends), pd.hostBound
+	return true
+}
+
+// callbacksMatch checks that the state names exactly the executor's
+// callbacks that must be pending, each once: one per op in flight and one
+// per rank waiting to begin its next allreduce.
+func (pd *periodic) callbacksMatch(x *executor, s *sim.Snapshot) bool {
+	want := pd.want[:0]
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		for i, k := p.base, p.basePos; i < p.next; i++ {
+			if t := x.slot(r, int32(k)); t.started() && !t.done() {
+				want = append(want, uint64(x.hDone)<<48|uint64(x.slotIndex(r, int32(k))))
+			}
+			if k++; k == p.cap {
+				k = 0
+			}
+		}
+		if p.left == 0 && p.iter+1 < x.opt.Iterations {
+			want = append(want, uint64(x.hStart)<<48|uint64(r))
+		}
+	}
+	got := pd.got[:0]
+	s.Refs(func(h sim.HandlerID, arg int64) { got = append(got, uint64(h)<<48|uint64(arg)) })
+	slices.Sort(want)
+	slices.Sort(got)
+	pd.want, pd.got = want, got
+	return slices.Equal(want, got)
+}
+
+// skip moves the run forward by whole periods of the cycle from h to c
+// (c is now) and writes down their results. It reports whether it skipped.
+func (pd *periodic) skip(x *executor, h, c *checkpoint) bool {
+	cyc := c.k - h.k
+	period := c.snap.At.Sub(h.snap.At)
+	win := pd.ends[h.ends:c.ends]
+	// A period ends allreduces up to last; shifted m times, the ends must
+	// all still start a next allreduce (it+1 < Iterations), as in the
+	// period that ran.
+	last := -1
+	for _, e := range win {
+		last = max(last, e.iter)
+	}
+	left := x.opt.Iterations - 2 - last
+	if cyc <= 0 || left < cyc || !hostAgrees(x.opt.IssueInterval, cyc, period, c.bound-h.bound) {
+		return false
+	}
+	m := left / cyc
+	if lim, per := x.eng.EventLimit(), c.events-h.events; lim > 0 && per > 0 {
+		if c.events+1 >= lim {
+			return false
+		}
+		m = min(m, int((lim-1-c.events)/per))
+	}
+	if m <= 0 {
+		return false
+	}
+	x.eng.Advance(&h.snap, &c.snap, m, func(f *sim.FlagVar) int64 {
+		if id, ok := pd.flagID[f]; ok {
+			return int64(cyc) * x.stride[id]
+		}
+		return 0
+	})
+	x.shift(sim.Duration(m)*period, m*cyc)
+	x.res.Skipped = m * cyc
+	spans := slices.Clone(x.res.Spans[h.spans:c.spans])
+	for j := 1; j <= m; j++ {
+		dt := sim.Duration(j) * period
+		for _, e := range win {
+			it := e.iter + j*cyc
+			x.res.PerIter[it] = max(x.res.PerIter[it], e.at.Add(dt))
+		}
+		for _, sp := range spans {
+			sp.Iter += j * cyc
+			sp.Start, sp.End = sp.Start.Add(dt), sp.End.Add(dt)
+			x.res.Spans = append(x.res.Spans, sp)
+		}
+	}
+	return true
+}
+
+// hostAgrees reports whether the host's issue clock (eager mode: allreduce
+// j starts no earlier than j × interval) repeats with the cycle or never
+// matters in it. The snapshots leave the clock out; the periods that
+// follow take the same decisions as the one that ran if the host keeps
+// pace exactly (period = cyc × interval), or if it kept no start waiting
+// in the period that ran and falls behind no faster than the device
+// (period ≥ cyc × interval: a start it did not hold is held later still
+// by less).
+func hostAgrees(interval sim.Duration, cyc int, period sim.Duration, bound int) bool {
+	if interval == 0 {
+		return true
+	}
+	per := interval * sim.Duration(cyc)
+	return period == per || (bound == 0 && period >= per)
+}
+
+// appendState writes the executor's state relative to instant at and
+// allreduce k: what the engine's snapshot does not hold.
+func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		w = append(w, uint64(p.iter-k), uint64(p.left), uint64(p.base), uint64(p.next), uint64(p.basePos), uint64(p.nextPos))
+		for k := range int32(p.cap) {
+			s, c := x.slot(r, k), x.coldOf(r, k)
+			w = append(w,
+				uint64(s.kind)|uint64(s.bits)<<8|uint64(s.nsucc)<<16|uint64(uint32(s.waiting))<<32,
+				uint64(uint32(s.a))|uint64(uint32(s.dst))<<32, uint64(s.n),
+				uint64(uint32(s.succ[0]))|uint64(uint32(s.succ[1]))<<32,
+				uint64(uint32(c.kernel))|uint64(uint32(c.label))<<32, uint64(c.doneAt.Sub(at)))
+			if int(s.nsucc) > len(s.succ) {
+				for _, j := range p.more[k] {
+					w = append(w, uint64(j))
+				}
+			}
+			if p.starts != nil {
+				w = append(w, uint64(p.starts[k].Sub(at)))
+			}
+		}
+	}
+	return w
+}
+
+// shift moves the executor's state d later and its allreduces iters on.
+func (x *executor) shift(d sim.Duration, iters int) {
+	for r := range x.ranks {
+		p := &x.ranks[r]
+		p.iter += iters
+		for k := range int32(p.cap) {
+			c := x.coldOf(r, k)
+			c.doneAt = c.doneAt.Add(d)
+			if p.starts != nil {
+				p.starts[k] = p.starts[k].Add(d)
+			}
+		}
+	}
+}
