@@ -1,6 +1,7 @@
 package algos_test
 
 import (
+	"flag"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -236,6 +237,27 @@ func BenchmarkRingAllreduce(b *testing.B) {
 			})
 		}
 	}
+}
+
+var ringOnce = flag.Int("ring.once", 0, "TestRingOnce: run one ring allreduce of this many ranks (1 MiB, 4 chunks)")
+
+// TestRingOnce runs the benchmark's ring allreduce once, at the size given
+// by -ring.once, and logs its events and time: a run without the
+// benchmark's machinery, for profilers, instruction counts and timing a
+// whole process. Skipped without the flag.
+func TestRingOnce(t *testing.T) {
+	if *ringOnce == 0 {
+		t.Skip("pass -ring.once N to run a ring of N ranks")
+	}
+	start := time.Now()
+	top, err := topology.Ring(*ringOnce)
+	require.NoError(t, err)
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	res, err := algos.RunStream(m, newRingStream(*ringOnce, int64(sim.MiB), false), algos.RunOptions{EventLimit: 1 << 40})
+	require.NoError(t, err)
+	d := time.Since(start)
+	t.Logf("%d ranks: %d events in %v (%.1f M events/s), simulated %v", *ringOnce, res.Events, d, float64(res.Events)/d.Seconds()/1e6, res.Time)
 }
 
 // sampleHeap starts sampling the heap's size every millisecond; the

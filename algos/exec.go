@@ -33,23 +33,30 @@ type executor struct {
 	slots    []slot     // window position k of rank r at k × nranks + r
 	cold     []slotCold // likewise
 	fins     []func()   // likewise: the op's completion callback, for hw
+	rbits    uint8 // bits of a rank in opArg
+	rmask    int64
 	hDone    sim.HandlerID
 	hStart   sim.HandlerID
-	ready    []int32 // slots whose op finished now, not yet handled
+	ready    []int64 // ops (opArg) that finished now, not yet handled
 	finished int
 	err      error
 	res      *Result
 	per      *periodic // steady-state detection; nil when off
 }
 
-// completion handles op completions: the argument is the op's slot index.
+// completion handles op completions: the argument is the op's window
+// position and rank (opArg).
 type completion executor
 
 func (h *completion) Handle(arg int64) {
 	x := (*executor)(h)
-	x.done(int(arg)%x.nranks, int32(int(arg)/x.nranks))
+	x.done(int(arg&x.rmask), int32(arg>>x.rbits))
 	x.drain()
 }
+
+// opArg is the event argument naming window position k of rank r: k and r
+// packed in the bits of a slot index (k × 2^rbits + r < 2 × slots).
+func (x *executor) opArg(r int, k int32) int64 { return int64(k)<<x.rbits | int64(r) }
 
 // iterStart starts a rank's next allreduce: the argument is the rank.
 type iterStart executor
@@ -64,20 +71,19 @@ func (h *iterStart) Handle(arg int64) {
 // drain handles the completions at this instant that took no time.
 func (x *executor) drain() {
 	for i := 0; i < len(x.ready); i++ {
-		k := int(x.ready[i])
-		x.done(k%x.nranks, int32(k/x.nranks))
+		a := x.ready[i]
+		x.done(int(a&x.rmask), int32(a>>x.rbits))
 	}
 	x.ready = x.ready[:0]
 }
 
 // finishIn makes the op in window position k of rank r finish d from now.
 func (x *executor) finishIn(r int, k int32, d sim.Duration) {
-	i := x.slotIndex(r, k)
 	if d == 0 {
-		x.ready = append(x.ready, i)
+		x.ready = append(x.ready, x.opArg(r, k))
 		return
 	}
-	x.eng.CallAfter(d, x.hDone, int64(i))
+	x.eng.CallAfter(d, x.hDone, x.opArg(r, k))
 }
 
 func (x *executor) fail(err error) {
@@ -257,41 +263,44 @@ func (x *executor) addSucc(p *rankRun, t *slot, dp int, k int32) {
 	t.nsucc++
 }
 
-// done handles the completion of the op in slot k of rank r.
+// done handles the completion of the op in window position k of rank r.
 func (x *executor) done(r int, k int32) {
 	p := &x.ranks[r]
-	s := x.slot(r, k)
+	i := int(k)*x.nranks + r
+	s := &x.slots[i]
 	s.bits |= opDone
 	now := x.eng.Now()
-	x.coldOf(r, k).doneAt = now
-	idx := x.opIndex(r, k)
+	x.cold[i].doneAt = now
 	if x.opt.Spans {
-		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: idx, Iter: p.iter, Start: p.starts[k], End: now})
+		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: x.opIndex(r, k), Iter: p.iter, Start: p.starts[k], End: now})
 	}
 	p.left--
-	for i := 0; i < int(s.nsucc); i++ {
+	for q, n := 0, int(s.nsucc); q < n; q++ {
 		var j int32
-		if i < len(s.succ) {
-			j = s.succ[i]
+		if q < len(s.succ) {
+			j = s.succ[q]
 		} else {
-			j = p.more[k][i-len(s.succ)]
+			j = p.more[k][q-len(s.succ)]
 		}
-		t := x.slot(r, j)
-		if t.waiting--; t.waiting == 0 {
+		if t := &x.slots[int(j)*x.nranks+r]; t.waiting == 1 {
+			t.waiting = 0
 			x.start(r, j)
+		} else {
+			t.waiting--
 		}
 	}
-	if idx == p.base {
+	if int(k) == p.basePos {
 		// Retire the finished ops at the bottom of the window and load
 		// as many new ones.
-		for p.base < p.next && x.slot(r, int32(p.basePos)).done() {
+		cur := p.base
+		for p.base < p.next && x.slots[p.basePos*x.nranks+r].done() {
 			p.base++
 			if p.basePos++; p.basePos == p.cap {
 				p.basePos = 0
 			}
 		}
 		for p.next < p.n && p.next-p.base < p.cap {
-			x.load(r, idx)
+			x.load(r, cur)
 		}
 	}
 	if p.left == 0 {
@@ -305,7 +314,7 @@ func (x *executor) start(r int, k int32) {
 		return
 	}
 	p := &x.ranks[r]
-	s := x.slot(r, k)
+	s := &x.slots[int(k)*x.nranks+r]
 	s.bits |= opStarted
 	m := x.m
 	if p.starts != nil {
@@ -332,7 +341,7 @@ func (x *executor) start(r int, k int32) {
 		if s.bits&opBlockSync != 0 {
 			extra = m.BarrierWaitExtra(s.bits&opAtomic != 0)
 		}
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, x.fins[x.slotIndex(r, k)])
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, x.fins[int(k)*x.nranks+r])
 	}
 	if err != nil {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, x.opIndex(r, k), x.labels[x.coldOf(r, k).label], err))
@@ -355,9 +364,9 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 		}
 		x.finishIn(r, k, m.ReduceTime(inputs, n))
 	case s.kind == Read:
-		return m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], x.fins[x.slotIndex(r, k)])
+		return m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], x.fins[int(k)*x.nranks+r])
 	case s.kind == Write:
-		return m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.fins[x.slotIndex(r, k)])
+		return m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.fins[int(k)*x.nranks+r])
 	default:
 		return fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, x.opIndex(r, k), s.kind)
 	}
@@ -389,7 +398,7 @@ func (x *executor) signal(r int, k int32, s *slot) error {
 func (x *executor) copyOp(r int, k int32, s *slot, c *slotCold) error {
 	n := sim.Bytes(s.n)
 	label := x.labels[c.label]
-	fin := x.fins[x.slotIndex(r, k)]
+	fin := x.fins[int(k)*x.nranks+r]
 	src, dst := xmem(s.a).mem(), s.dst.mem()
 	own := func(a hw.Mem) bool { return !a.Host && a.Rank == r }
 	switch {

@@ -173,7 +173,7 @@ func (pd *periodic) callbacksMatch(x *executor, s *sim.Snapshot) bool {
 		p := &x.ranks[r]
 		for i, k := p.base, p.basePos; i < p.next; i++ {
 			if t := x.slot(r, int32(k)); t.started() && !t.done() {
-				want = append(want, uint64(x.hDone)<<48|uint64(x.slotIndex(r, int32(k))))
+				want = append(want, uint64(x.hDone)<<48|uint64(x.opArg(r, int32(k))))
 			}
 			if k++; k == p.cap {
 				k = 0

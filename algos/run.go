@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/arsim/arsim/hw"
@@ -275,12 +276,13 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 	x.slots = make([]slot, maxCap*s.Ranks)
 	x.cold = make([]slotCold, maxCap*s.Ranks)
 	x.fins = make([]func(), maxCap*s.Ranks)
+	x.rbits = uint8(bits.Len(uint(max(s.Ranks-1, 0))))
+	x.rmask = 1<<x.rbits - 1
 	x.hDone = x.eng.Register((*completion)(x))
 	x.hStart = x.eng.Register((*iterStart)(x))
 	for r := range x.ranks {
-		for k := range x.ranks[r].cap {
-			i := k*s.Ranks + r
-			x.fins[i] = x.eng.Func(x.hDone, int64(i))
+		for k := range int32(x.ranks[r].cap) {
+			x.fins[int(k)*s.Ranks+r] = x.eng.Func(x.hDone, x.opArg(r, k))
 		}
 	}
 	x.per = newPeriodic(x)

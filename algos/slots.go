@@ -15,9 +15,10 @@ import (
 // program). Position k of rank r is slot k × ranks + r of executor.slots
 // and of executor.cold: the slots of all ranks are interleaved by window
 // position, because ranks of a symmetric collective run the same op at
-// the same instant in rank order and so touch neighbouring slots. That
-// index is also the argument of the op's completion event and of its
-// callback (executor.fins), so an event names its op without a closure.
+// the same instant in rank order and so touch neighbouring slots. The op's
+// completion event and its callback (executor.fins) carry k and r packed
+// in one integer (executor.opArg), so an event names its op without a
+// closure.
 //
 // A slot holds what starting and finishing the op needs in 32 bytes, two
 // to a cache line: kind, flags, how many deps are not yet done, the source
@@ -134,9 +135,6 @@ type rankRun struct {
 func (x *executor) slot(r int, k int32) *slot { return &x.slots[int(k)*x.nranks+r] }
 
 func (x *executor) coldOf(r int, k int32) *slotCold { return &x.cold[int(k)*x.nranks+r] }
-
-// slotIndex returns the index in executor.slots of window position k of rank r.
-func (x *executor) slotIndex(r int, k int32) int32 { return k*int32(x.nranks) + int32(r) }
 
 // opIndex returns the index in rank r's program of the op in window
 // position k.
