@@ -33,7 +33,7 @@ type executor struct {
 	slots    []slot     // window position k of rank r at k × nranks + r
 	cold     []slotCold // likewise
 	fins     []func()   // likewise: the op's completion callback, for hw
-	rbits    uint8 // bits of a rank in opArg
+	rbits    uint8      // bits of a rank in opArg
 	rmask    int64
 	hDone    sim.HandlerID
 	hStart   sim.HandlerID

@@ -124,6 +124,10 @@ type Flow struct {
 	slots     []int32 // slots[i]: position in the flows list of hop i's resource
 	hopBuf    [inlineHops]Hop
 	slotBuf   [inlineHops]int32
+	// Longer routes' storage, kept with a reused record: PCIe routes of
+	// reads have 5–8 hops.
+	hopMore  []Hop
+	slotMore []int32
 }
 
 // Rate returns the flow's current payload rate.
@@ -323,12 +327,16 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	f.active, f.pooled, f.heap, f.index = true, pooled, -1, -1
 	// The flow keeps its own copy of the route, weights normalised.
 	var route []Hop
-	if k := len(spec.Route); k <= inlineHops {
+	switch k := len(spec.Route); {
+	case k <= inlineHops:
 		route = f.hopBuf[:k:k]
 		f.slots = f.slotBuf[:k:k]
-	} else {
-		route = make([]Hop, k)
-		f.slots = make([]int32, k)
+	case k <= cap(f.hopMore):
+		route = f.hopMore[:k:k]
+		f.slots = f.slotMore[:k:k]
+	default:
+		f.hopMore, f.slotMore = make([]Hop, k), make([]int32, k)
+		route, f.slots = f.hopMore, f.slotMore
 	}
 	for i, h := range spec.Route {
 		if h.Weight == 0 {

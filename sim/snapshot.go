@@ -91,12 +91,12 @@ const (
 )
 
 // TakeSnapshot writes the engine's state now into s (reusing its storage)
-// and reports whether it could. flagBase gives each flag's base value (0
-// for a flag the caller does not know). The first snapshot starts a log of
+// and reports whether it could. flagBase[i] is the base value of the
+// flag of Index i (0 beyond its end: a flag the caller does not know). The first snapshot starts a log of
 // the bytes each resource carries, which Advance replays; the log is kept
 // from the oldest snapshot the caller still holds (see Forget), up to a
 // limit past which no snapshot can be taken.
-func (e *Engine) TakeSnapshot(s *Snapshot, flagBase func(*FlagVar) int64) bool {
+func (e *Engine) TakeSnapshot(s *Snapshot, flagBase []int64) bool {
 	s.At, s.words, s.refs, s.nets = e.now, s.words[:0], s.refs[:0], s.nets[:0]
 	s.processed = e.processed
 	for _, n := range e.nets {
@@ -124,8 +124,8 @@ func (e *Engine) TakeSnapshot(s *Snapshot, flagBase func(*FlagVar) int64) bool {
 		return false
 	}
 	s.put(uint64(len(e.flags)))
-	for _, f := range e.flags {
-		if !s.putFlag(names, f, flagBase(f)) {
+	for i, f := range e.flags {
+		if !s.putFlag(names, f, at(flagBase, i)) {
 			return false
 		}
 	}
@@ -233,6 +233,14 @@ func (s *Snapshot) putNetwork(names map[uintptr]uint64, n *Network) bool {
 	return true
 }
 
+// at returns v[i], or 0 beyond v's end.
+func at(v []int64, i int) int64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
 func b2u(b bool) uint64 {
 	if b {
 		return 1
@@ -245,17 +253,18 @@ func b2u(b bool) uint64 {
 // running the events in between: every pending event, flow and busy
 // interval moves later by that time, flow IDs and the counts of events
 // and flows grow by what one period added, each flag's value and waits by
-// periods × flagStep(flag), and each resource's carried bytes by the
+// periods × flagStep[its Index] (0 beyond the slice's end), and each
+// resource's carried bytes by the
 // period's busy intervals, added again in order. The state is then the one
 // running those periods would have left.
-func (e *Engine) Advance(from, to *Snapshot, periods int, flagStep func(*FlagVar) int64) {
+func (e *Engine) Advance(from, to *Snapshot, periods int, flagStep []int64) {
 	k := uint64(periods)
 	d := Duration(to.At-from.At) * Duration(periods)
 	e.q.shift(d)
 	e.now = e.now.Add(d)
 	e.processed += k * (to.processed - from.processed)
-	for _, f := range e.flags {
-		dv := int64(periods) * flagStep(f)
+	for i, f := range e.flags {
+		dv := int64(periods) * at(flagStep, i)
 		f.value += dv
 		for i := range f.waiters {
 			f.waiters[i].want += dv
@@ -301,6 +310,14 @@ func (e *Engine) Forget(s *Snapshot) {
 		if i < len(s.nets) {
 			n.log.trim(s.nets[i].logPos)
 		}
+	}
+}
+
+// EndSnapshots tells the engine that no more snapshots will be taken or
+// passed to Advance: the log of carried bytes stops.
+func (e *Engine) EndSnapshots() {
+	for _, n := range e.nets {
+		n.log = loadLog{full: true}
 	}
 }
 
