@@ -117,10 +117,21 @@ type scheduleSource struct {
 	keys   []Flag
 	stride []int64
 	flagOf [][]int32 // each Signal/Wait op's flag ID, resolved once
+	// The slots of the ops loaded so far, by rank and op: each allreduce
+	// after the first copies them (a verify pass loads every op 122
+	// times; converting an Op, kernel compared field by field, is most of
+	// a load).
+	image [][]slotImage
+}
+
+// slotImage is what fill writes of an op.
+type slotImage struct {
+	s slot
+	c slotCold
 }
 
 func newScheduleSource(s *Schedule) (*scheduleSource, error) {
-	src := &scheduleSource{s: s, flagOf: make([][]int32, len(s.Programs))}
+	src := &scheduleSource{s: s, flagOf: make([][]int32, len(s.Programs)), image: make([][]slotImage, len(s.Programs))}
 	ids := map[Flag]int32{}
 	for r, prog := range s.Programs {
 		src.flagOf[r] = make([]int32, len(prog))
@@ -166,7 +177,18 @@ func (src *scheduleSource) load(r, i int) (*Op, int32, error) {
 
 func (src *scheduleSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]int, error) {
 	op := &src.s.Programs[r][i]
-	return op.After, x.fill(s, c, op, src.flagOf[r][i], r, i)
+	if img := src.image[r]; i < len(img) {
+		s.kind, s.bits, s.a, s.dst, s.n = img[i].s.kind, img[i].s.bits, img[i].s.a, img[i].s.dst, img[i].s.n
+		c.kernel, c.label = img[i].c.kernel, img[i].c.label
+		return op.After, nil
+	}
+	if err := x.fill(s, c, op, src.flagOf[r][i], r, i); err != nil {
+		return nil, err
+	}
+	if i == len(src.image[r]) {
+		src.image[r] = append(src.image[r], slotImage{*s, *c})
+	}
+	return op.After, nil
 }
 
 // run executes src on m: every rank starts allreduce 0 at time 0, and
