@@ -155,7 +155,11 @@ type Observer interface {
 // component when they cross a common resource, directly or through other
 // flows. When flows start or finish, only the components that contain
 // their resources are solved again; every other flow keeps its rate, which
-// is bit for bit what solving it again would give (see solve).
+// is bit for bit what solving it again would give (see solve). A
+// component's flows are solved in canonical order (see canonical), so the
+// rates do not depend on the order in which the flows of one instant
+// started, and every event of the network settles it (see settle), so
+// nothing depends on which of an instant's events ran first.
 type Network struct {
 	eng      *Engine
 	res      []*Resource

@@ -12,7 +12,10 @@ import "slices"
 // machines schedule thousands of events at a few instants; a group is
 // found by its time in a small direct-mapped table (recent), so such
 // events cost a table probe and an append instead of a heap insertion
-// each (MEASURE).
+// each. Measured in instructions (callgrind, docs/PERFORMANCE.md): a typed
+// binary heap of single events takes 22 % more on a 128-rank ring and
+// 4–12 % more on 8-GPU verify passes; container/heap, 83 % more on the
+// ring.
 type queue struct {
 	heap    []groupRef
 	pending int
