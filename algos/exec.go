@@ -51,7 +51,9 @@ type completion executor
 func (h *completion) Handle(arg int64) {
 	x := (*executor)(h)
 	x.done(int(arg&x.rmask), int32(arg>>x.rbits))
-	x.drain()
+	if len(x.ready) > 0 {
+		x.drain()
+	}
 }
 
 // opArg is the event argument naming window position k of rank r: k and r
@@ -135,6 +137,10 @@ func (x *executor) load(r, cur int) {
 	now := x.eng.Now()
 	readyNow := false
 	for _, d := range after {
+		if uint(d) >= uint(j) {
+			x.fail(x.src.badDep(r, j, d))
+			return
+		}
 		if j-d >= p.cap {
 			continue // retired long ago, hence done
 		}
@@ -293,10 +299,11 @@ func (x *executor) done(r int, k int32) {
 		// Retire the finished ops at the bottom of the window and load
 		// as many new ones.
 		cur := p.base
-		for p.base < p.next && x.slots[p.basePos*x.nranks+r].done() {
+		for i := p.basePos*x.nranks + r; p.base < p.next && x.slots[i].done(); {
 			p.base++
+			i += x.nranks
 			if p.basePos++; p.basePos == p.cap {
-				p.basePos = 0
+				p.basePos, i = 0, r
 			}
 		}
 		for p.next < p.n && p.next-p.base < p.cap {

@@ -109,6 +109,9 @@ type source interface {
 	fill(x *executor, r, i int, s *slot, c *slotCold) ([]int, error)
 	// check runs once every rank has finished.
 	check() error
+	// badDep is the error for op i of rank r naming dep d, not an earlier
+	// op of the rank (fill returns deps unchecked; the executor checks).
+	badDep(r, i, d int) error
 }
 
 // scheduleSource serves a stored schedule: the window is the whole program.
@@ -171,6 +174,11 @@ func (src *scheduleSource) size(r int) (int, int) {
 func (src *scheduleSource) flags() []Flag    { return src.keys }
 func (src *scheduleSource) strides() []int64 { return src.stride }
 func (src *scheduleSource) check() error     { return nil }
+
+// badDep cannot happen: newScheduleSource checked every dep.
+func (src *scheduleSource) badDep(r, i, d int) error {
+	return fmt.Errorf("algos: run %s: rank %d op %d depends on op %d, which is not an earlier op of the rank", src.s.Algo, r, i, d)
+}
 func (src *scheduleSource) load(r, i int) (*Op, int32, error) {
 	return &src.s.Programs[r][i], src.flagOf[r][i], nil
 }
