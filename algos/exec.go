@@ -32,7 +32,6 @@ type executor struct {
 	ranks    []rankRun
 	slots    []slot     // window position k of rank r at k × nranks + r
 	cold     []slotCold // likewise
-	fins     []func()   // likewise: the op's completion callback, for hw
 	rbits    uint8      // bits of a rank in opArg
 	rmask    int64
 	hDone    sim.HandlerID
@@ -151,7 +150,7 @@ func (x *executor) load(r, cur int) {
 		if t := x.slot(r, int32(dp)); d >= p.base && !t.done() {
 			x.addSucc(p, t, dp, int32(k))
 			waiting++
-		} else if x.coldOf(r, int32(dp)).doneAt == now {
+		} else if t.doneAt() == now {
 			readyNow = true
 		}
 	}
@@ -254,19 +253,23 @@ func (x *executor) endIter(r int) {
 
 // addSucc records that the op in window position k waits for t (at dp).
 func (x *executor) addSucc(p *rankRun, t *slot, dp int, k int32) {
-	if t.nsucc < uint16(len(t.succ)) {
-		t.succ[t.nsucc] = k
+	if t.nsucc < inlineSucc {
+		t.setSucc(int(t.nsucc), k)
 	} else {
-		if p.more == nil {
-			p.more = make([][]int32, p.cap)
-		}
-		i := int(t.nsucc) - len(t.succ)
-		if i == 0 {
-			p.more[dp] = p.more[dp][:0]
-		}
-		p.more[dp] = append(p.more[dp], k)
+		p.addMore(t, dp, k)
 	}
 	t.nsucc++
+}
+
+// addMore records a successor beyond the slot's own.
+func (p *rankRun) addMore(t *slot, dp int, k int32) {
+	if p.more == nil {
+		p.more = make([][]int32, p.cap)
+	}
+	if t.nsucc == inlineSucc {
+		p.more[dp] = p.more[dp][:0]
+	}
+	p.more[dp] = append(p.more[dp], k)
 }
 
 // done handles the completion of the op in window position k of rank r.
@@ -276,17 +279,16 @@ func (x *executor) done(r int, k int32) {
 	s := &x.slots[i]
 	s.bits |= opDone
 	now := x.eng.Now()
-	x.cold[i].doneAt = now
 	if x.opt.Spans {
 		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: x.opIndex(r, k), Iter: p.iter, Start: p.starts[k], End: now})
 	}
 	p.left--
 	for q, n := 0, int(s.nsucc); q < n; q++ {
 		var j int32
-		if q < len(s.succ) {
-			j = s.succ[q]
+		if q < inlineSucc {
+			j = s.succ(q)
 		} else {
-			j = p.more[k][q-len(s.succ)]
+			j = p.more[k][q-inlineSucc]
 		}
 		if t := &x.slots[int(j)*x.nranks+r]; t.waiting == 1 {
 			t.waiting = 0
@@ -295,6 +297,7 @@ func (x *executor) done(r int, k int32) {
 			t.waiting--
 		}
 	}
+	s.link = uint64(now) // the successors are notified: the word holds doneAt
 	if int(k) == p.basePos {
 		// Retire the finished ops at the bottom of the window and load
 		// as many new ones.
@@ -348,7 +351,7 @@ func (x *executor) start(r int, k int32) {
 		if s.bits&opBlockSync != 0 {
 			extra = m.BarrierWaitExtra(s.bits&opAtomic != 0)
 		}
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, x.fins[int(k)*x.nranks+r])
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, x.cold[int(k)*x.nranks+r].fin)
 	}
 	if err != nil {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, x.opIndex(r, k), x.labels[x.coldOf(r, k).label], err))
@@ -371,9 +374,9 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 		}
 		x.finishIn(r, k, m.ReduceTime(inputs, n))
 	case s.kind == Read:
-		return m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], x.fins[int(k)*x.nranks+r])
+		return m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
 	case s.kind == Write:
-		return m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.fins[int(k)*x.nranks+r])
+		return m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
 	default:
 		return fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, x.opIndex(r, k), s.kind)
 	}
@@ -405,7 +408,7 @@ func (x *executor) signal(r int, k int32, s *slot) error {
 func (x *executor) copyOp(r int, k int32, s *slot, c *slotCold) error {
 	n := sim.Bytes(s.n)
 	label := x.labels[c.label]
-	fin := x.fins[int(k)*x.nranks+r]
+	fin := x.cold[int(k)*x.nranks+r].fin
 	src, dst := xmem(s.a).mem(), s.dst.mem()
 	own := func(a hw.Mem) bool { return !a.Host && a.Rank == r }
 	switch {

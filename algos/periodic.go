@@ -291,7 +291,7 @@ func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
 		if loading {
 			// Finished ops before base whose slots still hold them.
 			for i := max(p.next-p.cap, 0); i < p.base; i++ {
-				w = append(w, uint64(x.cold[(i%p.cap)*x.nranks+r].doneAt.Sub(at)))
+				w = append(w, uint64(x.slots[(i%p.cap)*x.nranks+r].doneAt().Sub(at)))
 			}
 		}
 		for i, q := p.base, p.basePos; i < p.next; i++ {
@@ -300,14 +300,14 @@ func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
 			switch {
 			case s.done():
 				if loading {
-					w = append(w, uint64(x.cold[q*x.nranks+r].doneAt.Sub(at)))
+					w = append(w, uint64(s.doneAt().Sub(at)))
 				}
 			default:
 				for j := 0; j < int(s.nsucc); j++ {
-					if j < len(s.succ) {
-						w = append(w, uint64(s.succ[j]))
+					if j < inlineSucc {
+						w = append(w, uint64(s.succ(j)))
 					} else {
-						w = append(w, uint64(p.more[q][j-len(s.succ)]))
+						w = append(w, uint64(p.more[q][j-inlineSucc]))
 					}
 				}
 				if s.started() && p.starts != nil {
@@ -328,8 +328,9 @@ func (x *executor) shift(d sim.Duration, iters int) {
 		p := &x.ranks[r]
 		p.iter += iters
 		for k := range int32(p.cap) {
-			c := x.coldOf(r, k)
-			c.doneAt = c.doneAt.Add(d)
+			if s := x.slot(r, k); s.done() {
+				s.link = uint64(s.doneAt().Add(d))
+			}
 			if p.starts != nil {
 				p.starts[k] = p.starts[k].Add(d)
 			}

@@ -129,8 +129,8 @@ type scheduleSource struct {
 
 // slotImage is what fill writes of an op.
 type slotImage struct {
-	s slot
-	c slotCold
+	s             slot
+	kernel, label int32
 }
 
 func newScheduleSource(s *Schedule) (*scheduleSource, error) {
@@ -187,14 +187,14 @@ func (src *scheduleSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]
 	op := &src.s.Programs[r][i]
 	if img := src.image[r]; i < len(img) {
 		s.kind, s.bits, s.a, s.dst, s.n = img[i].s.kind, img[i].s.bits, img[i].s.a, img[i].s.dst, img[i].s.n
-		c.kernel, c.label = img[i].c.kernel, img[i].c.label
+		c.kernel, c.label = img[i].kernel, img[i].label
 		return op.After, nil
 	}
 	if err := x.fill(s, c, op, src.flagOf[r][i], r, i); err != nil {
 		return nil, err
 	}
 	if i == len(src.image[r]) {
-		src.image[r] = append(src.image[r], slotImage{*s, *c})
+		src.image[r] = append(src.image[r], slotImage{*s, c.kernel, c.label})
 	}
 	return op.After, nil
 }
@@ -305,14 +305,13 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 	}
 	x.slots = make([]slot, maxCap*s.Ranks)
 	x.cold = make([]slotCold, maxCap*s.Ranks)
-	x.fins = make([]func(), maxCap*s.Ranks)
 	x.rbits = uint8(bits.Len(uint(max(s.Ranks-1, 0))))
 	x.rmask = 1<<x.rbits - 1
 	x.hDone = x.eng.Register((*completion)(x))
 	x.hStart = x.eng.Register((*iterStart)(x))
 	for r := range x.ranks {
 		for k := range int32(x.ranks[r].cap) {
-			x.fins[int(k)*s.Ranks+r] = x.eng.Func(x.hDone, x.opArg(r, k))
+			x.cold[int(k)*s.Ranks+r].fin = x.eng.Func(x.hDone, x.opArg(r, k))
 		}
 	}
 	x.per = newPeriodic(x)

@@ -16,16 +16,18 @@ import (
 // and of executor.cold: the slots of all ranks are interleaved by window
 // position, because ranks of a symmetric collective run the same op at
 // the same instant in rank order and so touch neighbouring slots. The op's
-// completion event and its callback (executor.fins) carry k and r packed
-// in one integer (executor.opArg), so an event names its op without a
+// completion event and its callback (slotCold.fin) carry k and r packed in
+// one integer (executor.opArg), so an event names its op without a
 // closure.
 //
 // A slot holds what starting and finishing the op needs in 32 bytes, two
 // to a cache line: kind, flags, how many deps are not yet done, the source
 // memory (or flag ID), the destination memory, the byte count (or flag
-// value, or compute time) and the first two waiting successors; more
-// successors go to rankRun.more. What only some starts read (kernel and
-// label, interned) and when the op finished are in its slotCold. An op's
+// value, or compute time) and the first two waiting successors (more go
+// to rankRun.more), whose word holds, once the op is done, when it
+// finished: completing an op touches its slot and its successors' only.
+// What starts read besides (kernel and label, interned, and the callback
+// handed to hw) is in its slotCold. An op's
 // index in its program is derived from its position (executor.opIndex).
 // At 1024 ranks the slots of every rank's window of 32 ops take 1 MiB and
 // the cold slots 512 KiB. Measured side by side against a whole op
@@ -43,16 +45,30 @@ type slot struct {
 	a   int32
 	dst xmem  // Dst.Buf.At; Flag.At for a Signal or Wait
 	n   int64 // Src.Len; Value for a Signal or Wait; Dur for a Compute
-	// Window positions of the waiting ops that depend on this one: the
-	// first ones here, the others in rankRun.more.
-	succ [2]int32
+	// While the op runs, the window positions of the first two waiting
+	// ops that depend on it (succ, setSucc; the others in rankRun.more);
+	// once it is done, when it finished (doneAt).
+	link uint64
 }
+
+// inlineSucc is how many successors a slot holds itself.
+const inlineSucc = 2
+
+func (s *slot) succ(i int) int32 { return int32(uint32(s.link >> (32 * i))) }
+
+func (s *slot) setSucc(i int, k int32) {
+	sh := 32 * i
+	s.link = s.link&^(0xFFFFFFFF<<sh) | uint64(uint32(k))<<sh
+}
+
+// doneAt returns when the op finished; valid once it is done.
+func (s *slot) doneAt() sim.Time { return sim.Time(s.link) }
 
 // slotCold is the rest of a slot.
 type slotCold struct {
-	kernel int32    // index in executor.kernels
-	label  int32    // index in executor.labels
-	doneAt sim.Time // when the op finished (valid once done)
+	kernel int32  // index in executor.kernels
+	label  int32  // index in executor.labels
+	fin    func() // the completion callback handed to hw (Engine.Func)
 }
 
 const (
@@ -126,7 +142,7 @@ type rankRun struct {
 	iter, left       int // the allreduce running, and its ops not yet done
 	base, next       int
 	basePos, nextPos int
-	more             [][]int32  // by window position: successors beyond slot.succ (made when needed)
+	more             [][]int32  // by window position: successors beyond the slot's own (made when needed)
 	names            []slotName // by window position
 	starts           []sim.Time // by window position: when the op started (for spans)
 }
