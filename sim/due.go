@@ -161,18 +161,31 @@ func (n *Network) dueUp(i int) {
 
 func (n *Network) dueDown(i int) {
 	h := n.due
-	k := len(h)
 	x := h[i]
 	for {
 		c := 4*i + 1
-		if c >= k {
-			break
-		}
-		m := c
-		for j := c + 1; j < c+4 && j < k; j++ {
-			if dueLess(&h[j], &h[m]) {
-				m = j
+		var m int
+		if c+3 < len(h) {
+			// Four children (the common case), compared without a loop.
+			m = c
+			if dueLess(&h[c+1], &h[m]) {
+				m = c + 1
 			}
+			if dueLess(&h[c+2], &h[m]) {
+				m = c + 2
+			}
+			if dueLess(&h[c+3], &h[m]) {
+				m = c + 3
+			}
+		} else if c < len(h) {
+			m = c
+			for j := c + 1; j < len(h); j++ {
+				if dueLess(&h[j], &h[m]) {
+					m = j
+				}
+			}
+		} else {
+			break
 		}
 		if !dueLess(&h[m], &x) {
 			break

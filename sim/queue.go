@@ -148,11 +148,10 @@ func (q *queue) up(x groupRef) {
 
 // down removes the heap's first group.
 func (q *queue) down() {
-	h := q.heap
-	n := len(h) - 1
-	x := h[n]
-	h[n] = groupRef{}
-	h = h[:n]
+	n := len(q.heap) - 1
+	x := q.heap[n]
+	q.heap[n] = groupRef{}
+	h := q.heap[:n]
 	q.heap = h
 	if n == 0 {
 		return
@@ -160,14 +159,28 @@ func (q *queue) down() {
 	i := 0
 	for {
 		c := 4*i + 1
-		if c >= n {
-			break
-		}
-		m := c
-		for k := c + 1; k < c+4 && k < n; k++ {
-			if less(&h[k], &h[m]) {
-				m = k
+		var m int
+		if c+3 < len(h) {
+			// Four children (the common case), compared without a loop.
+			m = c
+			if less(&h[c+1], &h[m]) {
+				m = c + 1
 			}
+			if less(&h[c+2], &h[m]) {
+				m = c + 2
+			}
+			if less(&h[c+3], &h[m]) {
+				m = c + 3
+			}
+		} else if c < len(h) {
+			m = c
+			for k := c + 1; k < len(h); k++ {
+				if less(&h[k], &h[m]) {
+					m = k
+				}
+			}
+		} else {
+			break
 		}
 		if !less(&h[m], &x) {
 			break
