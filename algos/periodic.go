@@ -115,6 +115,11 @@ func (pd *periodic) checkpoint(x *executor) {
 		c, pd.free = pd.free[k-1], pd.free[:k-1]
 	} else {
 		c = new(checkpoint)
+		if k := len(pd.hist); k > 0 {
+			// The state's size changes little from one allreduce to
+			// the next: allocate it once.
+			c.own = make([]uint64, 0, cap(pd.hist[k-1].own))
+		}
 	}
 	c.k = pd.k
 	if pd.taken++; pd.taken > maxMisses {

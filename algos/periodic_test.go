@@ -57,7 +57,7 @@ func TestSteadyStateSkipIsExact(t *testing.T) {
 	}
 	variants := []variant{
 		{43008, hw.Graph, 122, 40 * sim.Microsecond}, {43008, hw.Eager, 122, 40 * sim.Microsecond},
-		{8, hw.Graph, 20, 0}, {1 << 20, hw.Graph, 20, 0}, {43008, hw.Eager, 3, 0},
+		{8, hw.Graph, 12, 0}, {1 << 20, hw.Graph, 8, 0}, {43008, hw.Eager, 3, 0},
 	}
 	if *steadyFull {
 		variants = nil

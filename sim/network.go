@@ -64,7 +64,7 @@ type Resource struct {
 	wsum  float64   // scratch
 	mark  uint64    // solver stamp
 	visit uint64    // component-search stamp
-	dirty bool      // its set of flows changed since the last reshare
+	dirty bool      // its set of flows changed since the last settle
 	flows []flowRef // active flows crossing it, one entry per hop
 }
 
