@@ -1,6 +1,7 @@
 package algos_test
 
 import (
+	"flag"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -208,13 +209,19 @@ func (st *ringStream) Op(r, i int, op *algos.Op) int {
 // largest heap (bytes of live and not yet collected objects,
 // runtime/metrics /memory/classes/heap/objects:bytes) sampled every
 // millisecond while the benchmark ran, machine and schedule included.
+//
+// ranks=4096 (1 MiB only: 268 million events, minutes a run) is there for
+// the scale target; select it explicitly (-bench 'RingAllreduce/ranks=4096').
 func BenchmarkRingAllreduce(b *testing.B) {
-	for _, n := range []int{8, 64, 256, 512, 1024} {
+	for _, n := range []int{8, 64, 256, 512, 1024, 4096} {
 		top, err := topology.Ring(n)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, size := range []sim.Bytes{sim.MiB, sim.GiB} {
+			if n == 4096 && size != sim.MiB {
+				continue
+			}
 			b.Run(fmt.Sprintf("ranks=%d/size=%s", n, sizeName(size)), func(b *testing.B) {
 				b.ReportAllocs()
 				peak := sampleHeap()
@@ -236,6 +243,27 @@ func BenchmarkRingAllreduce(b *testing.B) {
 			})
 		}
 	}
+}
+
+var ringOnce = flag.Int("ring.once", 0, "TestRingOnce: run one ring allreduce of this many ranks (1 MiB, 4 chunks)")
+
+// TestRingOnce runs the benchmark's ring allreduce once, at the size given
+// by -ring.once, and logs its events and time: a run without the
+// benchmark's machinery, for profilers, instruction counts and timing a
+// whole process. Skipped without the flag.
+func TestRingOnce(t *testing.T) {
+	if *ringOnce == 0 {
+		t.Skip("pass -ring.once N to run a ring of N ranks")
+	}
+	start := time.Now()
+	top, err := topology.Ring(*ringOnce)
+	require.NoError(t, err)
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	res, err := algos.RunStream(m, newRingStream(*ringOnce, int64(sim.MiB), false), algos.RunOptions{EventLimit: 1 << 40})
+	require.NoError(t, err)
+	d := time.Since(start)
+	t.Logf("%d ranks: %d events in %v (%.1f M events/s), simulated %v", *ringOnce, res.Events, d, float64(res.Events)/d.Seconds()/1e6, res.Time)
 }
 
 // sampleHeap starts sampling the heap's size every millisecond; the

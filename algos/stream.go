@@ -251,11 +251,6 @@ func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]in
 	after := op.After[:0]
 	*op = StreamOp{After: after}
 	src.cst.CompactOp(r, i, op)
-	for _, d := range op.After {
-		if d < 0 || d >= i {
-			return nil, fmt.Errorf("algos: stream %s: rank %d op %d depends on op %d, which is not an earlier op of the rank", src.head.Algo, r, i, d)
-		}
-	}
 	if uint32(op.Kernel) >= uint32(len(src.kmap)) || uint32(op.Label) >= uint32(len(src.lmap)) {
 		return nil, fmt.Errorf("algos: stream %s: rank %d op %d names kernel %d of %d, label %d of %d", src.head.Algo, r, i, op.Kernel, len(src.kmap), op.Label, len(src.lmap))
 	}
@@ -298,6 +293,12 @@ func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]in
 		}
 	}
 	return op.After, nil
+}
+
+// badDep words the error of op i of rank r depending on op d, which is
+// not an earlier op of the rank (the executor checks every dep it loads).
+func (src *streamSource) badDep(r, i, d int) error {
+	return fmt.Errorf("algos: stream %s: rank %d op %d depends on op %d, which is not an earlier op of the rank", src.head.Algo, r, i, d)
 }
 
 // check verifies, once every op has been loaded, that each flag's

@@ -1,53 +1,67 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Engine is a single-threaded discrete-event loop. Events run in order of
-// (time, sequence): the sequence number is the order in which they were
+// (time, sequence): the sequence is the order in which they were
 // scheduled, so ties never depend on heap internals. The zero Engine is not
 // usable; call NewEngine.
 //
-// Events are kept in groups of one time, each a FIFO in sequence order (a
-// group only takes events scheduled after all it holds), and the groups in
-// a heap by (time, first sequence number). Simulations of symmetric
-// machines schedule thousands of events at a few instants; a group is
-// found by its time in a small direct-mapped table, so such events cost a
-// table probe and an append instead of a heap insertion each.
+// An event is either a closure (At, After) or a handler event (CallAt,
+// CallAfter): a registered Handler and an integer argument. Handler events
+// allocate nothing, and a Snapshot can name them, which it cannot do for an
+// arbitrary closure.
+//
+// The engine also keeps a list of the flags and networks made on it, so
+// that a Snapshot covers them all by construction.
 type Engine struct {
 	now       Time
-	seq       uint64
-	heap      []groupRef
-	pending   int
+	q         queue
 	processed uint64
 	maxEvents uint64
-	cur       uint64 // sequence number of the event running now
-	// recent[h] is the newest group of a recent time hashing to h; only
-	// the newest group of a time may take more events.
-	recent [recentSize]*group
-	free   []*group
+	running   bool // inside Run or RunUntil
+	stop      bool // Stop was called: Run returns after the current event
+	handlers  []Handler
+	funcs     []funcRec          // closures made by Func, for snapshots
+	names     map[uintptr]uint64 // funcs by key, made by the first snapshot
+	flags     []*FlagVar
+	nets      []*Network
 }
 
-const recentSize = 256
-
-// group holds the pending events of one time, in sequence order.
-type group struct {
-	at     Time
-	events []event // events[head:] are pending
-	head   int
-	live   bool // in the heap
+// Handler runs events that carry an argument instead of a closure. Many
+// events of one kind (an executor's op completions) share one Handler and
+// differ by their argument.
+type Handler interface {
+	Handle(arg int64)
 }
 
+// HandlerID names a Handler registered with an engine.
+type HandlerID int32
+
+// MaxArg is the largest argument a handler event can carry: the handler's
+// ID and the argument share one 64-bit word (16 and 48 bits).
+const MaxArg = 1<<argBits - 1
+
+const (
+	argBits     = 48
+	maxHandlers = 1 << (64 - argBits)
+)
+
+// event is a closure, or (fn nil) a handler event: handler ID << argBits |
+// argument in arg.
 type event struct {
-	seq uint64
 	fn  func()
+	arg uint64
 }
 
-// groupRef is a heap entry: a group and its key, kept by value so that
-// comparisons need not load the group.
-type groupRef struct {
-	at  Time
-	seq uint64 // sequence number of the group's first event
-	g   *group
+// funcRec names a closure made by Func: its closure record's address and
+// the handler event it runs.
+type funcRec struct {
+	key uintptr
+	arg uint64 // as in event
 }
 
 // NewEngine returns an engine at time zero with an empty queue.
@@ -60,11 +74,14 @@ func (e *Engine) Now() Time { return e.now }
 func (e *Engine) Processed() uint64 { return e.processed }
 
 // Pending returns the number of events still queued.
-func (e *Engine) Pending() int { return e.pending }
+func (e *Engine) Pending() int { return e.q.pending }
 
 // SetEventLimit makes Run stop with an error after n events (0: no limit).
 // It guards against schedules that loop forever.
 func (e *Engine) SetEventLimit(n uint64) { e.maxEvents = n }
+
+// EventLimit returns the limit set by SetEventLimit (0: none).
+func (e *Engine) EventLimit() uint64 { return e.maxEvents }
 
 // At schedules fn to run at time t. Scheduling in the past is a bug in the
 // caller and panics with a message naming both times.
@@ -72,143 +89,123 @@ func (e *Engine) At(t Time, fn func()) {
 	if t < e.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now (%v)", t, e.now))
 	}
-	e.at(t, fn)
-}
-
-// at schedules fn at t and returns its sequence number.
-func (e *Engine) at(t Time, fn func()) uint64 {
-	e.seq++
-	e.pending++
-	h := &e.recent[uint64(t)*0x9E3779B97F4A7C15>>(64-8)]
-	g := *h
-	if g == nil || g.at != t || !g.live {
-		g = e.newGroup(t)
-		*h = g
-		e.push(groupRef{at: t, seq: e.seq, g: g})
-	}
-	g.events = append(g.events, event{seq: e.seq, fn: fn})
-	return e.seq
-}
-
-func (e *Engine) newGroup(t Time) *group {
-	var g *group
-	if k := len(e.free); k > 0 {
-		g = e.free[k-1]
-		e.free = e.free[:k-1]
-	} else {
-		g = new(group)
-	}
-	g.at, g.live = t, true
-	return g
+	e.q.push(t, event{fn: fn})
 }
 
 // After schedules fn to run d after now. A negative d panics.
 func (e *Engine) After(d Duration, fn func()) { e.At(e.now.Add(d), fn) }
 
+// Register adds h to the engine's handlers and returns its ID, for
+// CallAt, CallAfter and Func. An engine takes up to 65,536 handlers.
+func (e *Engine) Register(h Handler) HandlerID {
+	if len(e.handlers) == maxHandlers {
+		panic("sim: more than 65536 handlers registered on one engine")
+	}
+	e.handlers = append(e.handlers, h)
+	return HandlerID(len(e.handlers) - 1)
+}
+
+// handlerArg packs a handler event's word, checking both parts.
+func (e *Engine) handlerArg(h HandlerID, arg int64) uint64 {
+	if uint(h) >= uint(len(e.handlers)) {
+		panic(fmt.Sprintf("sim: handler %d is not registered (%d are)", h, len(e.handlers)))
+	}
+	if arg < 0 || arg > MaxArg {
+		panic(fmt.Sprintf("sim: handler argument %d outside 0–%d", arg, int64(MaxArg)))
+	}
+	return uint64(h)<<argBits | uint64(arg)
+}
+
+// CallAt schedules h.Handle(arg) at time t (see At).
+func (e *Engine) CallAt(t Time, h HandlerID, arg int64) {
+	if t < e.now {
+		panic(fmt.Sprintf("sim: event scheduled at %v, before now (%v)", t, e.now))
+	}
+	e.q.push(t, event{arg: e.handlerArg(h, arg)})
+}
+
+// CallAfter schedules h.Handle(arg) d after now.
+func (e *Engine) CallAfter(d Duration, h HandlerID, arg int64) { e.CallAt(e.now.Add(d), h, arg) }
+
+// Func returns a closure that runs h.Handle(arg), for APIs that take a
+// callback (a flow's Done, a flag's waiter). A Snapshot names such a
+// closure by its handler and argument wherever it is pending; it cannot
+// name other closures. Make one per (handler, argument) and keep it: each
+// call allocates.
+func (e *Engine) Func(h HandlerID, arg int64) func() {
+	w := e.handlerArg(h, arg)
+	hd := e.handlers[h]
+	fn := func() { hd.Handle(arg) }
+	e.funcs = append(e.funcs, funcRec{key: funcKey(fn), arg: w})
+	return fn
+}
+
+// funcKey returns the address of fn's closure record. A func value is a
+// pointer to its closure record (the gc toolchain's representation), so
+// two func values have the same key exactly when they are the same
+// closure; Func keeps its closures alive, so their keys are not reused.
+func funcKey(fn func()) uintptr { return uintptr(*(*unsafe.Pointer)(unsafe.Pointer(&fn))) }
+
+// Stop makes the Run or RunUntil now running return, without error, after
+// the event now running; outside them it does nothing. The queue is kept:
+// calling Run again continues.
+func (e *Engine) Stop() {
+	if e.running {
+		e.stop = true
+	}
+}
+
 // Step runs the next event and reports whether there was one.
 func (e *Engine) Step() bool {
-	if e.pending == 0 {
+	if e.q.pending == 0 {
 		return false
 	}
-	g := e.heap[0].g
-	ev := g.events[g.head]
-	g.events[g.head] = event{}
-	g.head++
-	if g.head == len(g.events) {
-		// The group is spent: events scheduled for its time from now on
-		// go to a new group, after those of any later-sequenced group.
-		e.pop()
-		g.live = false
-		g.events = g.events[:0]
-		g.head = 0
-		e.free = append(e.free, g)
-	}
-	e.pending--
-	e.now = g.at
-	e.cur = ev.seq
+	at, ev := e.q.pop()
+	e.now = at
 	e.processed++
-	ev.fn()
+	if ev.fn != nil {
+		ev.fn()
+	} else {
+		e.handlers[ev.arg>>argBits].Handle(int64(ev.arg & MaxArg))
+	}
 	return true
 }
 
-// Run runs events until the queue is empty. It returns an error only when
-// the event limit set by SetEventLimit is reached.
+// Run runs events until the queue is empty or Stop is called. It returns
+// an error only when the event limit set by SetEventLimit is reached.
 func (e *Engine) Run() error {
-	for e.pending > 0 {
+	e.running = true
+	defer e.halt()
+	for e.q.pending > 0 {
 		if e.maxEvents > 0 && e.processed >= e.maxEvents {
-			return fmt.Errorf("sim: stopped after %d events at %v with %d still queued (event limit)", e.processed, e.now, e.pending)
+			return fmt.Errorf("sim: stopped after %d events at %v with %d still queued (event limit)", e.processed, e.now, e.q.pending)
 		}
 		e.Step()
+		if e.stop {
+			break
+		}
 	}
 	return nil
 }
 
-// RunUntil runs every event at or before t, then sets the clock to t.
+func (e *Engine) halt() { e.running, e.stop = false, false }
+
+// RunUntil runs every event at or before t, then sets the clock to t; if
+// Stop is called it returns after that event, clock unchanged.
 func (e *Engine) RunUntil(t Time) error {
-	for e.pending > 0 && e.heap[0].at <= t {
+	e.running = true
+	defer e.halt()
+	for e.q.pending > 0 && e.q.next() <= t {
 		if e.maxEvents > 0 && e.processed >= e.maxEvents {
 			return fmt.Errorf("sim: stopped after %d events at %v (event limit)", e.processed, e.now)
 		}
 		e.Step()
+		if e.stop {
+			return nil
+		}
 	}
 	if t > e.now {
 		e.now = t
 	}
 	return nil
-}
-
-func less(a, b *groupRef) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.seq < b.seq
-}
-
-// The groups' heap is 4-ary: shallower than a binary one, its children
-// share cache lines.
-
-func (e *Engine) push(x groupRef) {
-	e.heap = append(e.heap, x)
-	h := e.heap
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 4
-		if !less(&x, &h[p]) {
-			break
-		}
-		h[i] = h[p]
-		i = p
-	}
-	h[i] = x
-}
-
-func (e *Engine) pop() {
-	h := e.heap
-	n := len(h) - 1
-	x := h[n]
-	h[n] = groupRef{}
-	h = h[:n]
-	e.heap = h
-	if n == 0 {
-		return
-	}
-	i := 0
-	for {
-		c := 4*i + 1
-		if c >= n {
-			break
-		}
-		m := c
-		for k := c + 1; k < c+4 && k < n; k++ {
-			if less(&h[k], &h[m]) {
-				m = k
-			}
-		}
-		if !less(&h[m], &x) {
-			break
-		}
-		h[i] = h[m]
-		i = m
-	}
-	h[i] = x
 }

@@ -9,6 +9,7 @@ import "fmt"
 // Flags only grow, like the epoch counters of custom-allreduce barriers.
 type FlagVar struct {
 	eng     *Engine
+	index   int
 	Name    string
 	value   int64
 	waiters []flagWaiter
@@ -21,8 +22,17 @@ type flagWaiter struct {
 	fn    func()
 }
 
-// NewFlag returns a flag holding 0.
-func NewFlag(e *Engine, name string) *FlagVar { return &FlagVar{eng: e, Name: name} }
+// NewFlag returns a flag holding 0. The engine lists it, so that a
+// Snapshot covers every flag.
+func NewFlag(e *Engine, name string) *FlagVar {
+	f := &FlagVar{eng: e, Name: name, index: len(e.flags)}
+	e.flags = append(e.flags, f)
+	return f
+}
+
+// Index returns the flag's number on its engine: flags are numbered from
+// 0 in the order they were made (for Snapshot and Advance).
+func (f *FlagVar) Index() int { return f.index }
 
 // Value returns the flag's current value.
 func (f *FlagVar) Value() int64 { return f.value }

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // ResourceID names a resource of a Network: its index in creation order.
@@ -65,7 +64,7 @@ type Resource struct {
 	wsum  float64   // scratch
 	mark  uint64    // solver stamp
 	visit uint64    // component-search stamp
-	dirty bool      // its set of flows changed since the last reshare
+	dirty bool      // its set of flows changed since the last settle
 	flows []flowRef // active flows crossing it, one entry per hop
 }
 
@@ -125,6 +124,10 @@ type Flow struct {
 	slots     []int32 // slots[i]: position in the flows list of hop i's resource
 	hopBuf    [inlineHops]Hop
 	slotBuf   [inlineHops]int32
+	// Longer routes' storage, kept with a reused record: PCIe routes of
+	// reads have 5–8 hops.
+	hopMore  []Hop
+	slotMore []int32
 }
 
 // Rate returns the flow's current payload rate.
@@ -152,7 +155,11 @@ type Observer interface {
 // component when they cross a common resource, directly or through other
 // flows. When flows start or finish, only the components that contain
 // their resources are solved again; every other flow keeps its rate, which
-// is bit for bit what solving it again would give (see solve).
+// is bit for bit what solving it again would give (see solve). A
+// component's flows are solved in canonical order (see canonical), so the
+// rates do not depend on the order in which the flows of one instant
+// started, and every event of the network settles it (see settle), so
+// nothing depends on which of an instant's events ran first.
 type Network struct {
 	eng      *Engine
 	res      []*Resource
@@ -161,38 +168,60 @@ type Network struct {
 	nextID   FlowID
 	started  uint64
 	finished uint64
-	pending  bool   // a reshare is queued for this instant
-	tickSeq  uint64 // sequence number of the one completion event that counts
+	handler  HandlerID // settles the network: argument 0 now, else a completion tick
+	pending  bool      // a settle is queued for this instant
+	// The completion tick: one event at the earliest finish, due[0]; it
+	// carries a generation so that ticks superseded by a later settle do
+	// nothing.
+	tickGen  int64
+	tickAt   Time
+	tickLive bool
 	// Flows that have a rate, by (finish, ID): the next completion is due[0].
 	due []dueRef
-	// What changed since the last reshare: resources whose flows changed,
+	// What changed since the last settle: resources whose flows changed,
 	// and started flows without a route (each its own component).
 	dirtyRes   []*Resource
 	dirtyFlows []*Flow
-	// Stamps and scratch, reused so that a reshare allocates nothing.
+	// Stamps and scratch, reused so that a settle allocates nothing.
 	epoch, solveEpoch uint64
 	queue, act, touch []*Resource
 	comp, all, done   []*Flow
+	changed           []*Flow // flows whose rate changed, for observers
 	classes           []int
 	dueIdx            []int32
 	dueRefs           []dueRef
 	byIDScratch       []*Flow
 	free              []*Flow // finished Launch records, for reuse
-	reshareFn, tickFn func()
-	// reference makes every reshare solve every component from scratch
+	// log of the wire bytes added to resources, for Advance (see Snapshot).
+	log loadLog
+	// reference makes every settle solve every component from scratch
 	// (tests compare it with the incremental path).
 	reference bool
 }
 
-// NewNetwork returns an empty network driven by e.
+// NewNetwork returns an empty network driven by e. The engine lists it,
+// so that a Snapshot covers it.
 func NewNetwork(e *Engine) *Network {
 	n := &Network{eng: e}
-	n.reshareFn = func() {
-		n.pending = false
-		n.reshare()
-	}
-	n.tickFn = n.onTick
+	n.handler = e.Register((*netHandler)(n))
+	e.nets = append(e.nets, n)
 	return n
+}
+
+// netHandler runs the network's events: a settle at the instant a flow
+// started (argument 0) and completion ticks (their generation).
+type netHandler Network
+
+func (h *netHandler) Handle(arg int64) {
+	n := (*Network)(h)
+	if arg == 0 {
+		n.pending = false
+	} else if !n.tickLive || arg != n.tickGen {
+		return // superseded by a later settle
+	} else {
+		n.tickLive = false
+	}
+	n.settle()
 }
 
 // Engine returns the engine the network runs on.
@@ -302,12 +331,16 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	f.active, f.pooled, f.heap, f.index = true, pooled, -1, -1
 	// The flow keeps its own copy of the route, weights normalised.
 	var route []Hop
-	if k := len(spec.Route); k <= inlineHops {
+	switch k := len(spec.Route); {
+	case k <= inlineHops:
 		route = f.hopBuf[:k:k]
 		f.slots = f.slotBuf[:k:k]
-	} else {
-		route = make([]Hop, k)
-		f.slots = make([]int32, k)
+	case k <= cap(f.hopMore):
+		route = f.hopMore[:k:k]
+		f.slots = f.slotMore[:k:k]
+	default:
+		f.hopMore, f.slotMore = make([]Hop, k), make([]int32, k)
+		route, f.slots = f.hopMore, f.slotMore
 	}
 	for i, h := range spec.Route {
 		if h.Weight == 0 {
@@ -372,7 +405,7 @@ func (n *Network) markDirty(r *Resource) {
 	}
 }
 
-// dirty asks for one reshare at the current instant, after every other
+// dirty asks for one settle at the current instant, after every other
 // event already queued for it: flows that start or end at the same
 // picosecond share one solve. Rates read before it runs are stale.
 func (n *Network) dirty() {
@@ -380,7 +413,7 @@ func (n *Network) dirty() {
 		return
 	}
 	n.pending = true
-	n.eng.At(n.eng.Now(), n.reshareFn)
+	n.eng.CallAt(n.eng.Now(), n.handler, 0)
 }
 
 // finish ends a flow whose last byte leaves now.
@@ -413,464 +446,4 @@ func (f *Flow) clear() {
 	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Meta = "", nil, nil, nil
 	f.heap, f.index, f.active, f.pooled = 0, 0, false, false
 	f.slots = nil
-}
-
-// onTick completes the flows due now and reshares the rest. Only the
-// completion event scheduled by the latest reshare counts; earlier ones
-// were superseded. A flow started at this instant has no rate yet and is
-// not due: it is solved by the reshare below.
-func (n *Network) onTick() {
-	if n.eng.cur != n.tickSeq {
-		return // superseded by a later reshare
-	}
-	now := n.eng.Now()
-	// Take the finished flows' load off before they report, then report in ID order.
-	done := n.takeDue(now, n.done[:0])
-	for _, f := range done {
-		n.detach(f)
-	}
-	n.reshare()
-	for _, f := range done {
-		n.finish(f, now)
-	}
-	clear(done)
-	n.done = done[:0]
-	n.pending = false
-}
-
-func byID(a, b *Flow) int {
-	switch {
-	case a.ID < b.ID:
-		return -1
-	case a.ID > b.ID:
-		return 1
-	}
-	return 0
-}
-
-// reshare solves again the components that changed since the last reshare
-// (weighted max-min fairness with per-flow caps, by progressive filling),
-// updates finish times, reports changes in flow ID and resource ID order
-// and schedules the next completion.
-func (n *Network) reshare() {
-	now := n.eng.Now()
-	if n.reference {
-		for _, r := range n.res {
-			n.markDirty(r)
-		}
-		for _, f := range n.flows {
-			if len(f.Spec.Route) == 0 {
-				n.dirtyFlows = append(n.dirtyFlows, f)
-			}
-		}
-	}
-	n.epoch++
-	ep := n.epoch
-	all := n.all[:0]
-	touch := n.touch[:0]
-	pieces := 0 // components solved
-	for _, f := range n.dirtyFlows {
-		if f.active && f.visit != ep {
-			f.visit = ep
-			comp := append(n.comp[:0], f)
-			n.solve(comp)
-			n.comp = comp
-			all = append(all, f)
-			pieces++
-		}
-	}
-	clear(n.dirtyFlows)
-	n.dirtyFlows = n.dirtyFlows[:0]
-	for _, r0 := range n.dirtyRes {
-		r0.dirty = false
-		if r0.visit == ep {
-			continue
-		}
-		// Breadth-first search of r0's component over resources and flows.
-		r0.visit = ep
-		touch = append(touch, r0)
-		queue := append(n.queue[:0], r0)
-		comp := n.comp[:0]
-		for qi := 0; qi < len(queue); qi++ {
-			for _, ref := range queue[qi].flows {
-				f := ref.f
-				if f.visit == ep {
-					continue
-				}
-				f.visit = ep
-				comp = append(comp, f)
-				for _, h := range f.Spec.Route {
-					if r := n.res[h.Res]; r.visit != ep {
-						r.visit = ep
-						queue = append(queue, r)
-						touch = append(touch, r)
-					}
-				}
-			}
-		}
-		n.queue = queue
-		if len(comp) > 0 {
-			slices.SortFunc(comp, byID)
-			n.solve(comp)
-			all = append(all, comp...)
-			pieces++
-		}
-		n.comp = comp
-	}
-	clear(n.dirtyRes)
-	n.dirtyRes = n.dirtyRes[:0]
-	if n.obs != nil && pieces > 1 {
-		// Observers hear of rate changes in flow ID order.
-		slices.SortFunc(all, byID)
-	}
-	for _, f := range all {
-		if f.next == f.rate && f.heap >= 0 {
-			continue
-		}
-		f.remaining -= f.rate * now.Sub(f.since).Seconds()
-		if f.remaining < 0 {
-			f.remaining = 0
-		}
-		f.since = now
-		f.rate = f.next
-		d, err := FromSeconds(f.remaining / f.rate)
-		if err != nil || f.rate <= 0 {
-			panic(fmt.Sprintf("sim: flow %q got no bandwidth (rate %v B/s); a resource on its route has no capacity", f.Spec.Label, f.rate))
-		}
-		f.finish = now.Add(d)
-		n.fixDue(f)
-		if n.obs != nil {
-			n.obs.FlowRateChanged(now, f)
-		}
-	}
-	n.updateLoads(now, all, touch)
-	clear(all)
-	n.all = all[:0]
-	clear(touch)
-	n.touch = touch[:0]
-	if len(n.flows) > 0 {
-		n.tickSeq = n.eng.at(n.due[0].finish, n.tickFn)
-	}
-}
-
-// solve computes the rates of one component, whose flows comp holds in ID
-// order, into each flow's next field. It is progressive filling written
-// for the component alone: the resources are visited in order of first use
-// (flows in ID order, hops in route order), the level starts at zero, and
-// every sum, product and comparison is the one a solver of this component
-// alone would do, in the same order. The rates are therefore a function of
-// the component's flows and capacities only, whatever else is active, and
-// solving a component again that did not change gives the same bits.
-func (n *Network) solve(comp []*Flow) {
-	const eps = 1e-9
-	n.solveEpoch++
-	ep := n.solveEpoch
-	act := n.act[:0]
-	for _, f := range comp {
-		f.frozen = false
-		f.next = 0
-		for _, h := range f.Spec.Route {
-			r := n.res[h.Res]
-			if r.mark != ep {
-				r.mark = ep
-				r.wsum = 0
-				act = append(act, r)
-			}
-			r.wsum += h.Weight
-		}
-	}
-	n.act = act
-	for _, r := range act {
-		r.rem = float64(n.capacity(r))
-	}
-	level := 0.0
-	left := len(comp)
-	for left > 0 {
-		delta := math.Inf(1)
-		for _, r := range act {
-			if r.wsum > 0 {
-				if d := r.rem / r.wsum; d < delta {
-					delta = d
-				}
-			}
-		}
-		for _, f := range comp {
-			if !f.frozen && f.Spec.Cap > 0 {
-				if d := float64(f.Spec.Cap) - level; d < delta {
-					delta = d
-				}
-			}
-		}
-		if delta < 0 {
-			delta = 0
-		}
-		level += delta
-		for _, r := range act {
-			if r.wsum > 0 {
-				r.rem -= delta * r.wsum
-			}
-		}
-		for _, f := range comp {
-			if f.frozen {
-				continue
-			}
-			hit := f.Spec.Cap > 0 && float64(f.Spec.Cap)-level <= eps*float64(f.Spec.Cap)
-			for _, h := range f.Spec.Route {
-				r := n.res[h.Res]
-				if r.rem <= eps*float64(r.Capacity) {
-					hit = true
-					break
-				}
-			}
-			if !hit {
-				continue
-			}
-			// Frozen flows leave the weight sums.
-			f.frozen = true
-			f.next = level
-			left--
-			for _, h := range f.Spec.Route {
-				n.res[h.Res].wsum -= h.Weight
-			}
-		}
-		// Guard the sums against rounding: a resource no unfrozen flow
-		// crosses has weight exactly zero.
-		if left > 0 {
-			for _, r := range act {
-				if r.wsum < 1e-12 {
-					r.wsum = 0
-				}
-			}
-		}
-	}
-}
-
-// capacity returns r's capacity now, lowered by its collapse rule if the
-// active flows crossing it trigger it.
-func (n *Network) capacity(r *Resource) Rate {
-	c := r.Collapse
-	if c == nil {
-		return r.Capacity
-	}
-	classes := n.classes[:0]
-	for _, ref := range r.flows {
-		f := ref.f
-		if f.Spec.Kind != c.Kind || f.Spec.Class <= 0 || slices.Contains(classes, f.Spec.Class) {
-			continue
-		}
-		classes = append(classes, f.Spec.Class)
-	}
-	n.classes = classes
-	if len(classes) >= c.MinClasses && c.Capacity < r.Capacity {
-		return c.Capacity
-	}
-	return r.Capacity
-}
-
-// updateLoads closes the busy interval of each resource in touch whose
-// load changed. The loads are summed over the solved flows all, which hold
-// every flow crossing those resources, in ID order per resource.
-func (n *Network) updateLoads(now Time, all []*Flow, touch []*Resource) {
-	for _, r := range touch {
-		r.wsum = 0 // reused as the new load
-	}
-	for _, f := range all {
-		for _, h := range f.Spec.Route {
-			n.res[h.Res].wsum += f.rate * h.Weight
-		}
-	}
-	if n.obs != nil {
-		// Deterministic order: by resource ID.
-		slices.SortFunc(touch, func(a, b *Resource) int { return int(a.ID - b.ID) })
-	}
-	for _, r := range touch {
-		if r.wsum != r.load {
-			if r.load > 0 && now > r.since {
-				r.bytes += r.load * now.Sub(r.since).Seconds()
-				if n.obs != nil {
-					n.obs.ResourceBusy(r, r.since, now, Rate(r.load))
-				}
-			}
-			r.load = r.wsum
-			r.since = now
-		}
-	}
-}
-
-// The due heap: flows with a rate, by (finish, ID), 4-ary, keys kept in
-// the entries so that comparisons need not load the flows.
-
-type dueRef struct {
-	finish Time
-	id     FlowID
-	f      *Flow
-}
-
-func dueLess(a, b *dueRef) bool {
-	if a.finish != b.finish {
-		return a.finish < b.finish
-	}
-	return a.id < b.id
-}
-
-// fixDue inserts f into the due heap or restores the heap after its finish changed.
-func (n *Network) fixDue(f *Flow) {
-	if f.heap < 0 {
-		n.due = append(n.due, dueRef{finish: f.finish, id: f.ID, f: f})
-		n.dueUp(len(n.due) - 1)
-		return
-	}
-	i := int(f.heap)
-	n.due[i].finish = f.finish
-	n.dueUp(i)
-	n.dueDown(int(f.heap))
-}
-
-// takeDue appends to done the flows due by now, in ID order, taken out of
-// the heap. When many finish at once (symmetric machines finish thousands
-// of flows at one instant) they are found by a walk of the heap from its
-// root and the rest is heapified again, instead of popping them one by one.
-func (n *Network) takeDue(now Time, done []*Flow) []*Flow {
-	h := n.due
-	if len(h) == 0 || h[0].finish > now {
-		return done
-	}
-	// The due entries form a subtree at the root.
-	idx := append(n.dueIdx[:0], 0)
-	for q := 0; q < len(idx); q++ {
-		for c := 4*int(idx[q]) + 1; c <= 4*int(idx[q])+4 && c < len(h); c++ {
-			if h[c].finish <= now {
-				idx = append(idx, int32(c))
-			}
-		}
-	}
-	n.dueIdx = idx
-	refs := n.dueRefs[:0]
-	if len(idx)*8 < len(h) {
-		for range idx {
-			f := n.popDue()
-			refs = append(refs, dueRef{id: f.ID, f: f})
-		}
-	} else {
-		for _, i := range idx {
-			refs = append(refs, h[i])
-			h[i].f.heap = -1
-			h[i].f = nil
-		}
-		kept := h[:0]
-		for _, e := range h {
-			if e.f != nil {
-				e.f.heap = int32(len(kept))
-				kept = append(kept, e)
-			}
-		}
-		clear(h[len(kept):])
-		n.due = kept
-		if len(kept) > 1 {
-			for i := (len(kept) - 2) / 4; i >= 0; i-- {
-				n.dueDown(i)
-			}
-		}
-	}
-	done = n.appendByID(done, refs)
-	clear(refs)
-	n.dueRefs = refs[:0]
-	return done
-}
-
-// appendByID appends the flows of refs to done in ID order. Flows that
-// finish together mostly started together, with IDs in a narrow range:
-// those are placed by ID directly, others sorted.
-func (n *Network) appendByID(done []*Flow, refs []dueRef) []*Flow {
-	lo, hi := refs[0].id, refs[0].id
-	for _, e := range refs {
-		lo, hi = min(lo, e.id), max(hi, e.id)
-	}
-	if span := hi - lo + 1; span <= FlowID(4*len(refs)) {
-		if cap(n.byIDScratch) < int(span) {
-			n.byIDScratch = make([]*Flow, span)
-		}
-		slots := n.byIDScratch[:span] // all nil: cleared after each use
-		for _, e := range refs {
-			slots[e.id-lo] = e.f
-		}
-		for _, f := range slots {
-			if f != nil {
-				done = append(done, f)
-			}
-		}
-		clear(slots)
-		n.byIDScratch = slots[:0]
-		return done
-	}
-	slices.SortFunc(refs, func(a, b dueRef) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
-	for _, e := range refs {
-		done = append(done, e.f)
-	}
-	return done
-}
-
-func (n *Network) popDue() *Flow {
-	h := n.due
-	top := h[0].f
-	last := len(h) - 1
-	h[0] = h[last]
-	h[0].f.heap = 0
-	h[last] = dueRef{}
-	n.due = h[:last]
-	if last > 0 {
-		n.dueDown(0)
-	}
-	top.heap = -1
-	return top
-}
-
-func (n *Network) dueUp(i int) {
-	h := n.due
-	x := h[i]
-	for i > 0 {
-		p := (i - 1) / 4
-		if !dueLess(&x, &h[p]) {
-			break
-		}
-		h[i] = h[p]
-		h[i].f.heap = int32(i)
-		i = p
-	}
-	h[i] = x
-	x.f.heap = int32(i)
-}
-
-func (n *Network) dueDown(i int) {
-	h := n.due
-	k := len(h)
-	x := h[i]
-	for {
-		c := 4*i + 1
-		if c >= k {
-			break
-		}
-		m := c
-		for j := c + 1; j < c+4 && j < k; j++ {
-			if dueLess(&h[j], &h[m]) {
-				m = j
-			}
-		}
-		if !dueLess(&h[m], &x) {
-			break
-		}
-		h[i] = h[m]
-		h[i].f.heap = int32(i)
-		i = m
-	}
-	h[i] = x
-	x.f.heap = int32(i)
 }
