@@ -44,9 +44,42 @@ func Tune(c Config) (*Model, error) {
 	}
 	c = c.normalized()
 	m := &Model{cfg: c}
+	m.tuneChannels()
+	m.tuneThreads()
 
-	n := c.NRanks
-	nNodes := c.NNodes
+	cc := CompCapOf(c.SM)
+	index2 := 2
+	if c.NNodes <= 2 {
+		index2 = c.NNodes - 1
+	}
+	index1 := int(cc)
+	if c.NNodes > 1 {
+		index1 = 0
+		if c.CPU == CPUAMD {
+			index1 = 1
+		}
+	}
+	caps := bwCaps{
+		llMax:          llMaxBws[index1][index2],
+		perChTree:      perChMaxTreeBws[cc][index2],
+		perChRingLL128: perChMaxRingLL128Bws[cc][index2],
+		perChTreeLL128: perChMaxTreeLL128Bws[cc][index2],
+	}
+	for _, a := range algoList {
+		for _, p := range protoList {
+			m.bw[a][p] = 0
+			if c.enabled(a, p) {
+				m.bw[a][p] = m.algoBw(a, p, caps)
+			}
+			m.lat[a][p] = m.latency(a, p)
+		}
+	}
+	return m, nil
+}
+
+// tuneChannels sets the graph and runtime channel counts.
+func (m *Model) tuneChannels() {
+	c := &m.cfg
 	// init.cc: comm->nChannels = treeGraph->nChannels = ringGraph->nChannels =
 	// min(tree, ring), before ncclTopoTuneModel runs.
 	m.graphCh = min(c.RingChannels, c.TreeChannels)
@@ -58,7 +91,7 @@ func Tune(c Config) (*Model, error) {
 	m.channels = min(maxChannels, 2*m.graphCh)
 	// connect.cc: "Use 4 compute channels per search channel to reach peak
 	// BW on <8 PPN" (sm ≥ 90, several nodes, ring bwIntra > 45).
-	if c.SM >= 90 && nNodes > 1 && c.RingBwIntra > 45.0 && m.channels < 16 {
+	if c.SM >= 90 && c.NNodes > 1 && c.RingBwIntra > 45.0 && m.channels < 16 {
 		m.channels = min(maxChannels, 2*m.channels)
 	}
 	// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (init.cc, connect.cc).
@@ -68,9 +101,14 @@ func Tune(c Config) (*Model, error) {
 	if c.MaxChannels > 0 {
 		m.channels = min(m.channels, c.MaxChannels)
 	}
+}
 
-	// Max threads (tuning.cc): with NCCL_NTHREADS unset, Ring/Simple drops to 256
-	// when the whole ring graph carries no more than PCI_BW (12 GB/s).
+// tuneThreads sets the maximum threads and the thread thresholds of each
+// algorithm and protocol (tuning.cc).
+func (m *Model) tuneThreads() {
+	c := &m.cfg
+	// With NCCL_NTHREADS unset, Ring/Simple drops to 256 when the whole
+	// ring graph carries no more than PCI_BW (12 GB/s).
 	ringSimpleThreads := simpleMaxNThreads
 	if c.RingBwIntra*float64(c.RingChannels) <= pciBw {
 		ringSimpleThreads = 256
@@ -84,113 +122,103 @@ func Tune(c Config) (*Model, error) {
 	for _, a := range algoList {
 		m.threshold[a] = [NumProtos]int64{llThreadThreshold, ll128ThreadThreshold, simpleThreadThreshold}
 	}
-	m.threshold[Ring][LL] *= int64(n)
+	m.threshold[Ring][LL] *= int64(c.NRanks)
+}
 
-	cc := CompCapOf(c.SM)
-	index2 := 2
-	if nNodes <= 2 {
-		index2 = nNodes - 1
+// bwCaps are the bandwidth ceilings of tuning.cc's tables for this
+// compute capability and node count, GB/s.
+type bwCaps struct {
+	llMax, perChTree, perChRingLL128, perChTreeLL128 float64
+}
+
+// algoBw returns the algorithm bandwidth of a with protocol p, GB/s: the
+// graph's bus bandwidth per channel times the channels, capped and
+// derated per protocol as tuning.cc does, converted to algorithm
+// bandwidth.
+func (m *Model) algoBw(a Algo, p Proto, caps bwCaps) float64 {
+	c := &m.cfg
+	n, nNodes := c.NRanks, c.NNodes
+	nCh := float64(m.graphCh)
+	bwIntra, bwInter := c.RingBwIntra, c.RingBwInter
+	if a == Tree {
+		bwIntra, bwInter = c.TreeBwIntra, c.TreeBwInter
 	}
-	index1 := int(cc)
-	if nNodes > 1 {
-		index1 = 0
-		if c.CPU == CPUAMD {
-			index1 = 1
+	bw := bwIntra
+	if nNodes > 2 {
+		bw = bwInter
+	}
+	busBw := nCh * bw
+	if a == Ring && p == LL {
+		busBw = math.Min(caps.llMax, busBw*.5)
+	}
+	if a == Ring && p == LL128 {
+		busBw = math.Min(busBw*0.92, nCh*caps.perChRingLL128)
+	}
+	if a == Tree {
+		busBw = math.Min(busBw*.92, nCh*caps.perChTree)
+	}
+	if a == Tree && p == LL {
+		busBw = math.Min(busBw*1.0/3.8, caps.llMax)
+	}
+	if a == Tree && p == LL128 {
+		f := 120.0 / 128.0
+		if nNodes == 1 {
+			f = 7.0 / 9.0
 		}
+		busBw = math.Min(busBw*f, nCh*caps.perChTreeLL128)
 	}
-	llMaxBw := llMaxBws[index1][index2]
-	perChMaxTreeBw := perChMaxTreeBws[cc][index2]
-	perChMaxRingLL128Bw := perChMaxRingLL128Bws[cc][index2]
-	perChMaxTreeLL128Bw := perChMaxTreeLL128Bws[cc][index2]
+	if a == Tree && c.TreePattern == PureTree {
+		busBw *= .85
+	}
+	// Convert bus bandwidth to algorithm bandwidth.
+	if a == Ring {
+		return busBw * float64(n) / float64(2*(n-1))
+	}
+	return busBw * .5
+}
 
+// latency returns the base latency of a with protocol p, µs: the
+// protocol's base plus each step's hardware latency (tuning.cc).
+func (m *Model) latency(a Algo, p Proto) float64 {
+	c := &m.cfg
+	n, nNodes := c.NRanks, c.NNodes
 	intraHw := PCI
 	if c.IntraNVLink {
 		intraHw = NVLink
 	}
-	ppn := float64(n) / float64(nNodes)
-	nsteps := 2 * (n - 1)
-	nCh := float64(m.graphCh)
-
-	for _, a := range algoList {
-		bwIntra, bwInter := c.RingBwIntra, c.RingBwInter
-		if a == Tree {
-			bwIntra, bwInter = c.TreeBwIntra, c.TreeBwInter
-		}
-		bw := bwIntra
-		if nNodes > 2 {
-			bw = bwInter
-		}
-		for _, p := range protoList {
-			busBw := nCh * bw
-			if a == Ring && p == LL {
-				busBw = math.Min(llMaxBw, busBw*.5)
-			}
-			if a == Ring && p == LL128 {
-				busBw = math.Min(busBw*0.92, nCh*perChMaxRingLL128Bw)
-			}
-			if a == Tree {
-				busBw = math.Min(busBw*.92, nCh*perChMaxTreeBw)
-			}
-			if a == Tree && p == LL {
-				busBw = math.Min(busBw*1.0/3.8, llMaxBw)
-			}
-			if a == Tree && p == LL128 {
-				f := 120.0 / 128.0
-				if nNodes == 1 {
-					f = 7.0 / 9.0
-				}
-				busBw = math.Min(busBw*f, nCh*perChMaxTreeLL128Bw)
-			}
-			if a == Tree && c.TreePattern == PureTree {
-				busBw *= .85
-			}
-			// Convert bus bandwidth to algorithm bandwidth.
-			if a == Ring {
-				busBw *= float64(n) / float64(nsteps)
-			} else {
-				busBw *= .5
-			}
-			if !c.enabled(a, p) {
-				busBw = 0
-			}
-			m.bw[a][p] = busBw
-
-			lat := baseLat[a][p]
-			intraLat := hwLat[intraHw][a][p]
-			// "With ppn=1 latencies are fully exposed, use the Tree network latency"
-			interLat := hwLat[Net][a][p]
-			if ppn == 1 {
-				interLat = hwLat[Net][Tree][p]
-			}
-			interLat += c.LatencyInter
-			if p == Simple {
-				interLat += c.LatencyInter // flush
-			}
-			switch a {
-			case Ring:
-				netOverhead := 0.0
-				if nNodes > 1 {
-					netOverhead = 1.0 // getNetOverhead: Intel and other 1.0 µs
-					if c.CPU == CPUAMD {
-						netOverhead = 2.0
-					}
-					if p == Simple {
-						netOverhead *= 3
-					}
-				}
-				intraLat = math.Max(intraLat, netOverhead)
-				nInterSteps := 0
-				if nNodes > 1 {
-					nInterSteps = 2 * (nNodes - 1)
-				}
-				lat += float64(nsteps-nInterSteps)*intraLat + float64(nInterSteps)*interLat
-			case Tree:
-				lat += 2 * (float64(n/nNodes-1)*intraLat + float64(log2Down(int64(nNodes)))*interLat)
-			}
-			m.lat[a][p] = lat
-		}
+	lat := baseLat[a][p]
+	intraLat := hwLat[intraHw][a][p]
+	// "With ppn=1 latencies are fully exposed, use the Tree network latency"
+	interLat := hwLat[Net][a][p]
+	if n == nNodes { // ppn == 1
+		interLat = hwLat[Net][Tree][p]
 	}
-	return m, nil
+	interLat += c.LatencyInter
+	if p == Simple {
+		interLat += c.LatencyInter // flush
+	}
+	switch a {
+	case Ring:
+		netOverhead := 0.0
+		if nNodes > 1 {
+			netOverhead = 1.0 // getNetOverhead: Intel and other 1.0 µs
+			if c.CPU == CPUAMD {
+				netOverhead = 2.0
+			}
+			if p == Simple {
+				netOverhead *= 3
+			}
+		}
+		intraLat = math.Max(intraLat, netOverhead)
+		nInterSteps := 0
+		if nNodes > 1 {
+			nInterSteps = 2 * (nNodes - 1)
+		}
+		lat += float64(2*(n-1)-nInterSteps)*intraLat + float64(nInterSteps)*interLat
+	case Tree:
+		lat += 2 * (float64(n/nNodes-1)*intraLat + float64(log2Down(int64(nNodes)))*interLat)
+	}
+	return lat
 }
 
 // log2Down is NCCL's log2i: floor(log2(x)) for x > 0, −1 for x ≤ 0.
