@@ -8,6 +8,7 @@ import (
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -156,7 +157,8 @@ func optsFor(algo string, opts map[string]string) map[string]string {
 
 // Verify simulates the verify pass for each algorithm. An algorithm that
 // cannot run on this machine gets a result with Err set, not a failure of
-// the whole call. Algorithms run in parallel (each on its own engine); the
+// the whole call; a panic in the simulator is returned as a *crash.Error.
+// Algorithms run in parallel (each on its own engine); the
 // results do not depend on it.
 func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 	if err := c.defaults(); err != nil {
@@ -166,12 +168,17 @@ func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, name := range names {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer crash.Recover(&err)
 			out[i] = c.one(name)
 			return nil
 		})
 	}
-	_ = g.Wait() // errors are per algorithm, in the results
+	// Errors are per algorithm, in the results; only a panic (a bug) ends
+	// the call.
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

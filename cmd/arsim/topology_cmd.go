@@ -21,6 +21,9 @@ func cmdTopology(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	switch args[0] {
 	case "list":
+		if len(args) > 1 {
+			return badInputf("topology list: unexpected argument %q (it takes none)", args[1])
+		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tGPUS\tDESCRIPTION")
 		for _, n := range topology.Presets() {
@@ -49,6 +52,9 @@ func cmdTopology(ctx context.Context, args []string, out, errOut io.Writer) erro
 	case "import":
 		if len(args) < 2 {
 			return badInputf("topology import: name a file (nvidia-smi topo -m output or NCCL topology XML)")
+		}
+		if len(args) > 2 {
+			return badInputf("topology import: unexpected argument %q (it reads one file)", args[2])
 		}
 		t, format, err := topology.ImportFile(args[1], topology.ImportOptions{})
 		if err != nil {
