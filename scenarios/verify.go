@@ -142,17 +142,7 @@ func Pass(top *topology.Topology, ranks int, algo string, tokens int, compute si
 
 // optsFor keeps the options an algorithm accepts.
 func optsFor(algo string, opts map[string]string) map[string]string {
-	a, err := algos.Lookup(algo)
-	if err != nil || len(opts) == 0 {
-		return nil
-	}
-	out := map[string]string{}
-	for _, o := range a.Options() {
-		if v, ok := opts[o.Name]; ok {
-			out[o.Name] = v
-		}
-	}
-	return out
+	return algos.OptionsFor(algo, opts)
 }
 
 // Verify simulates the verify pass for each algorithm. An algorithm that

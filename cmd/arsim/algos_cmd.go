@@ -31,7 +31,7 @@ func cmdAlgos(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if o.Values != nil {
 				opts = append(opts, o.Name+"="+strings.Join(o.Values, "|"))
 			} else {
-				opts = append(opts, o.Name+"=N")
+				opts = append(opts, o.Name+"="+intRange(o.Int))
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, a.Describe(), strings.Join(opts, " "))
@@ -234,6 +234,9 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	o, err := parseOpts(*opts)
 	if err != nil {
+		return err
+	}
+	if err := checkOpts([]string{name}, t, o); err != nil {
 		return err
 	}
 	s, err := algos.Plan(name, algos.Request{Top: t, Ranks: *ranks, Bytes: b, DType: algos.BF16, Launch: hw.Graph, Opts: o})

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
+	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/internal/crash"
+	"github.com/arsim/arsim/topology"
 )
 
 // What every command shares about input it refuses and results it cannot
@@ -126,4 +129,52 @@ func quoteArgs(args []string) string {
 // them): why an algorithm did not run, for example.
 func stderrNote(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "arsim: "+format+"\n", args...)
+}
+
+// checkOpts refuses --opts that none of the algorithms takes, or a value
+// one of them refuses, whatever the number of algorithms: an option is
+// input, and a typo must not turn into a row that "cannot run here".
+func checkOpts(names []string, t *topology.Topology, opts map[string]string) error {
+	return badInput(algos.ValidateOptions(names, t, opts))
+}
+
+// intRange writes an integer option's range as `arsim algos` lists it.
+func intRange(r algos.IntRange) string {
+	hi := strconv.Itoa(r.Max)
+	if r.PerMachine != nil {
+		hi = "SMs×blocks/SM"
+	}
+	s := strconv.Itoa(max(r.Min, 1)) + ".." + hi
+	if r.Step > 1 {
+		s += fmt.Sprintf(" (×%d)", r.Step)
+	}
+	return s
+}
+
+// ran is one algorithm's outcome in a command's results.
+type ran struct {
+	algo string
+	err  error
+}
+
+// noteCannotRun says on stderr, once per algorithm, which could not run on
+// machine and why (its row stays in the results, marked), and returns an
+// error (exit status 1) when none could: the run produced no result.
+func noteCannotRun(errOut io.Writer, machine string, outs []ran) error {
+	seen := map[string]bool{}
+	ok := 0
+	for _, o := range outs {
+		if o.err == nil {
+			ok++
+			continue
+		}
+		if !seen[o.algo] {
+			seen[o.algo] = true
+			stderrNote(errOut, "%s cannot run on %s: %v", o.algo, machine, o.err)
+		}
+	}
+	if ok == 0 && len(outs) > 0 {
+		return fmt.Errorf("nothing was simulated: no algorithm could run on %s (the reasons are above)", machine)
+	}
+	return nil
 }

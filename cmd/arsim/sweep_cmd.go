@@ -39,6 +39,9 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOpts(names, t, o); err != nil {
+		return err
+	}
 	sz, err := parseSizes(*sizes)
 	if err != nil {
 		return err
@@ -71,6 +74,13 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		err = writeSweepTable(out, t.Name, names, sz, rows)
 	}
 	if err != nil {
+		return err
+	}
+	outs := make([]ran, len(rows))
+	for i, r := range rows {
+		outs[i] = ran{r.Algo, r.Err}
+	}
+	if err := noteCannotRun(errOut, t.Name, outs); err != nil {
 		return err
 	}
 	if *plotFile != "" {

@@ -38,6 +38,9 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := checkOpts([]string{*algo}, t, o); err != nil {
+		return err
+	}
 	b, err := parseSize(*bytesFlag)
 	if err != nil {
 		return err

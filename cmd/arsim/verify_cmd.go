@@ -39,6 +39,9 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := checkOpts(names, t, o); err != nil {
+		return err
+	}
 	if *format != "table" && *format != "json" {
 		return badInputf("verify: --format %q is not one of table, json", *format)
 	}
@@ -67,9 +70,18 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return badInput(err)
 	}
 	if *format == "json" {
-		return writeVerifyJSON(out, t.Name, *tokens, res)
+		err = writeVerifyJSON(out, t.Name, *tokens, res)
+	} else {
+		err = writeVerifyTable(out, cfg, t.Name, res)
 	}
-	return writeVerifyTable(out, cfg, t.Name, res)
+	if err != nil {
+		return err
+	}
+	outs := make([]ran, len(res))
+	for i, r := range res {
+		outs[i] = ran{r.Algo, r.Err}
+	}
+	return noteCannotRun(errOut, t.Name, outs)
 }
 
 func parseLaunch(s string) (hw.LaunchMode, error) {
