@@ -93,7 +93,7 @@ func (c *VerifyConfig) defaults() error {
 	if c.Accept == 0 {
 		c.Accept = max(1, 0.8*float64(c.Tokens))
 	}
-	if c.Accept < 1 || c.Accept > float64(c.Tokens) {
+	if !(c.Accept >= 1 && c.Accept <= float64(c.Tokens)) { // NaN fails both
 		return fmt.Errorf("scenarios: verify: acceptance length %.2f must lie between 1 and the tokens per pass (%d)", c.Accept, c.Tokens)
 	}
 	return nil

@@ -97,8 +97,11 @@ func checkCalibrateFlags(rest []string, fit, paramsOut string, holdout, sweeps, 
 	if holdout < 2 {
 		return badInputf("calibrate: --holdout-every must be ≥ 2, got %d", holdout)
 	}
-	if sweeps < 1 || maxEvals < 1 {
-		return badInputf("calibrate: --sweeps and --max-evals must be ≥ 1")
+	if err := intIn("sweeps", sweeps, 1, 100, "each sweep fits every parameter once more; the fit settles in a few"); err != nil {
+		return err
+	}
+	if err := intIn("max-evals", maxEvals, 1, 100_000, "each setting simulates every fit record"); err != nil {
+		return err
 	}
 	return checkWritable(paramsOut)
 }

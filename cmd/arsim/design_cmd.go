@@ -52,8 +52,8 @@ func cmdDesign(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if *ranks < 0 || *ranks == 1 || *ranks > t.NumGPUs() {
 		return badInputf("design: --ranks %d: want 2–%d", *ranks, t.NumGPUs())
 	}
-	if *budget < 1 {
-		return badInputf("design: --budget %d: want at least 1", *budget)
+	if err := intIn("budget", *budget, 1, 100_000, "each candidate is proved and timed"); err != nil {
+		return err
 	}
 	if *outFile != "" {
 		if err := checkWritable(*outFile); err != nil {

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/internal/crash"
+	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -175,6 +178,37 @@ func noteCannotRun(errOut io.Writer, machine string, outs []ran) error {
 	}
 	if ok == 0 && len(outs) > 0 {
 		return fmt.Errorf("nothing was simulated: no algorithm could run on %s (the reasons are above)", machine)
+	}
+	return nil
+}
+
+// maxDuration is the longest duration a flag takes: an hour, beyond any
+// pass of a model and far inside the simulator's clock (int64 picoseconds
+// run out after 106 days; a run adds many such durations).
+const maxDuration = time.Hour
+
+// simDuration converts duration flag --name to simulated time, refusing a
+// negative one and one above maxDuration (whose picoseconds would
+// overflow once summed over a pass).
+func simDuration(name string, d time.Duration) (sim.Duration, error) {
+	if d < 0 || d > maxDuration {
+		return 0, badInputf("--%s %v: want a duration from 0 to %v", name, d, maxDuration)
+	}
+	return sim.Duration(d.Nanoseconds()) * sim.Nanosecond, nil
+}
+
+// finite refuses NaN and ±Inf in number flag --name.
+func finite(name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return badInputf("--%s %v: want a finite number", name, v)
+	}
+	return nil
+}
+
+// intIn refuses integer flag --name outside lo..hi, saying why hi.
+func intIn(name string, v, lo, hi int, why string) error {
+	if v < lo || v > hi {
+		return badInputf("--%s %d: want %d–%d (%s)", name, v, lo, hi, why)
 	}
 	return nil
 }

@@ -56,8 +56,18 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(toks) == 0 {
 		return badInputf("verify: --tokens is empty")
 	}
-	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: sim.Duration(compute.Nanoseconds()) * sim.Nanosecond,
-		Accept: *accept, Draft: sim.Duration(draft.Nanoseconds()) * sim.Nanosecond, Launch: mode, Opts: o}
+	computeD, err := simDuration("compute", *compute)
+	if err != nil {
+		return err
+	}
+	draftD, err := simDuration("draft", *draft)
+	if err != nil {
+		return err
+	}
+	if err := finite("accept", *accept); err != nil {
+		return err
+	}
+	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: computeD, Accept: *accept, Draft: draftD, Launch: mode, Opts: o}
 	if len(toks) > 1 {
 		if *format == "json" {
 			return badInputf("verify: --format json takes one --tokens value")
