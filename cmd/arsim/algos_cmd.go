@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -153,14 +155,17 @@ func sizesBelow(a algos.Algorithm, b int64) int64 {
 func parseWorlds(list string) ([]int, error) {
 	var worlds []int
 	for _, s := range splitList(list) {
-		var n int
-		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 2 {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 2 {
 			return nil, badInputf("check: --ranks %q: world sizes are integers ≥ 2", s)
+		}
+		if n > algos.MaxCheckRanks {
+			return nil, badInputf("check: --ranks %d: the checker handles at most %d ranks (its proof grows with the square of the schedule)", n, algos.MaxCheckRanks)
 		}
 		worlds = append(worlds, n)
 	}
 	sort.Ints(worlds)
-	return worlds, nil
+	return slices.Compact(worlds), nil
 }
 
 // checkTopology is the machine check plans n ranks on (the headline preset

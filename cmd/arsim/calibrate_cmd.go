@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -72,7 +71,7 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	if err := cal.WriteParams(&buf); err != nil {
 		return err
 	}
-	if err := os.WriteFile(*paramsOut, buf.Bytes(), 0o644); err != nil {
+	if err := writeFileAtomic(*paramsOut, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	if err := writeCalibration(out, cal); err != nil {

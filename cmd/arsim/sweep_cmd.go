@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,29 +83,12 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if *plotFile != "" {
-		if err := viz.DrawSweep(*plotFile, t.Name, names, rows); err != nil {
+		if err := drawAtomic(*plotFile, func(name string) error { return viz.DrawSweep(name, t.Name, names, rows) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", *plotFile)
 	}
 	return nil
-}
-
-// checkWritable fails before a long run if path cannot be written.
-func checkWritable(path string, exts ...string) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	ok := len(exts) == 0
-	for _, e := range exts {
-		ok = ok || e == ext
-	}
-	if !ok {
-		return badInputf("%s: file type %q is not one of %s", path, ext, strings.Join(exts, ", "))
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return badInputf("cannot write %s: %v", path, err)
-	}
-	return f.Close()
 }
 
 func isTerminal(w io.Writer) bool {

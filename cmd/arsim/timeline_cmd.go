@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/viz"
@@ -61,25 +59,12 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err != nil {
 		return badInput(err)
 	}
-	f, err := os.Create(*outFile)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if err := viz.WritePerfetto(w, slices); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeFileAtomic(*outFile, func(w io.Writer) error { return viz.WritePerfetto(w, slices) }); err != nil {
 		return err
 	}
 	if *picture != "" {
 		title := fmt.Sprintf("%s, %d B, %s (%.2f µs per allreduce)", *algo, b, t.Name, res.MeanUs())
-		if err := viz.DrawTimeline(*picture, title, slices); err != nil {
+		if err := drawAtomic(*picture, func(name string) error { return viz.DrawTimeline(name, title, slices) }); err != nil {
 			return err
 		}
 	}
