@@ -29,6 +29,37 @@ type Slice struct {
 // 19–33 % more for every algorithm measured, so an op counts twice.
 const MaxTimelineSlices = 800_000
 
+// MaxPictureSlices bounds a timeline drawn as a picture (viz.DrawTimeline:
+// about 130 µs per slice, measured, and no more legible beyond a few
+// thousand): the same estimate, two slices per op of each allreduce.
+const MaxPictureSlices = 50_000
+
+// TimelineSlices estimates, by planning the schedule, the slices a
+// timeline of iters allreduces holds: two per op of each allreduce (the
+// op and, at most, the links' busy intervals it causes).
+func TimelineSlices(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) (int64, error) {
+	s, err := planTimeline(top, ranks, algo, bytes, launch, opts)
+	if err != nil {
+		return 0, err
+	}
+	return 2 * int64(opsOf(s)) * int64(iters), nil
+}
+
+func planTimeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string) (*algos.Schedule, error) {
+	if ranks == 0 {
+		ranks = top.NumGPUs()
+	}
+	return algos.Plan(algo, algos.Request{Top: top, Ranks: ranks, Bytes: bytes, DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)})
+}
+
+func opsOf(s *algos.Schedule) int {
+	ops := 0
+	for _, p := range s.Programs {
+		ops += len(p)
+	}
+	return ops
+}
+
 // linkLog collects each resource's busy intervals, at most max of them
 // (over says when more came).
 type linkLog struct {
@@ -86,17 +117,11 @@ func TimelineByBlock(top *topology.Topology, ranks int, algo string, bytes int64
 }
 
 func timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int, byBlock bool) ([]Slice, *algos.Result, error) {
-	if ranks == 0 {
-		ranks = top.NumGPUs()
-	}
-	s, err := algos.Plan(algo, algos.Request{Top: top, Ranks: ranks, Bytes: bytes, DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)})
+	s, err := planTimeline(top, ranks, algo, bytes, launch, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	ops := 0
-	for _, p := range s.Programs {
-		ops += len(p)
-	}
+	ops := opsOf(s)
 	if want := 2 * int64(ops) * int64(iters); want > MaxTimelineSlices {
 		return nil, nil, fmt.Errorf("scenarios: timeline of %s: %d ops × %d allreduces, with the links' intervals about %d slices, is above the limit of %d (each is held in memory until the trace is written); %d allreduces or fewer fit",
 			algo, ops, iters, want, MaxTimelineSlices, max(1, MaxTimelineSlices/(2*ops)))

@@ -206,6 +206,9 @@ func checkSchedules(a algos.Algorithm, name string, t *topology.Topology, n int,
 			if errors.Is(err, algos.ErrTooLarge) && count > 0 {
 				return count, nil, fmt.Sprintf(" (up to %v; from %v the schedule is too large for the checker)", sim.Bytes(sizesBelow(a, b)), sim.Bytes(b)), nil
 			}
+			if errors.Is(err, algos.ErrTooLarge) {
+				return 0, fmt.Errorf("its schedule is too large for the checker at every size (%w)", err), "", nil
+			}
 			return 0, nil, "", fmt.Errorf("check: %s, %d ranks, %d B: %w", name, n, b, err)
 		}
 		count++

@@ -10,13 +10,13 @@ import (
 const sizeForms = "accepted forms: 43008, 42KiB, 1MiB, 2GiB, 64KB (=64000), a list 1KiB,42KiB,1MiB, or a range 1KiB..256MiB (powers of two)"
 
 // parseSize reads one size: plain bytes or a number with B, KiB, MiB, GiB,
-// KB, MB, GB.
+// TiB, KB, MB, GB, TB.
 func parseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	units := []struct {
 		suffix string
 		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"TB", 1000_000_000_000}, {"B", 1}}
 	mult := int64(1)
 	for _, u := range units {
 		if strings.HasSuffix(t, u.suffix) {

@@ -51,6 +51,16 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 			return err
 		}
 	}
+	if *picture != "" {
+		n, err := scenarios.TimelineSlices(t, *ranks, *algo, b, mode, o, *iters)
+		if err != nil {
+			return badInput(err)
+		}
+		if n > scenarios.MaxPictureSlices {
+			return badInputf("timeline: --picture of about %d slices is above the limit of %d (drawing takes about 130 µs a slice, and so many are not legible); run fewer --iters or a smaller size, or leave out --picture (the trace takes up to %d)",
+				n, scenarios.MaxPictureSlices, scenarios.MaxTimelineSlices)
+		}
+	}
 	timeline := scenarios.Timeline
 	if *blocks {
 		timeline = scenarios.TimelineByBlock
