@@ -8,6 +8,7 @@ import (
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -258,4 +259,46 @@ func TestRealSchedulesKeepTheNetworkInvariants(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs of %d planned (algorithm × size × preset)", ran, len(cases))
+}
+
+// Every parameter at either end of its range, the others at their
+// defaults, still gives a machine that simulates, or a clear refusal: the
+// platform forbids a path the algorithm takes, or the machine cannot be
+// built (no NVLinks on an NVSwitch machine). No panic, no overflow of the
+// clock, no rate the engine cannot use (the ranges are the physical ones,
+// all finite).
+func TestEveryParameterAtItsBoundsSimulates(t *testing.T) {
+	for _, preset := range []string{"rtxpro6000x8-2numa", "h200x8-nvswitch"} {
+		pr, err := topology.Lookup(preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pr.DefaultParams().All() {
+			for _, v := range []float64{p.Min, p.Max} {
+				ps := pr.DefaultParams()
+				if err := ps.Set(p.Name, v, ""); err != nil {
+					t.Fatal(err)
+				}
+				top, err := pr.BuildWith(ps)
+				if err != nil {
+					if !strings.Contains(err.Error(), "must be > 0") {
+						t.Errorf("%s with %s = %v: %v", preset, p.Name, v, err)
+					}
+					continue
+				}
+				for _, a := range []string{"one_stage", "nccl", "host_two_shot"} {
+					func() (err error) {
+						defer crash.Recover(&err)
+						defer func() {
+							if err != nil && !strings.Contains(err.Error(), "P2P over a") && !strings.Contains(err.Error(), "does not allow P2P") {
+								t.Errorf("%s with %s = %v, %s: %v", preset, p.Name, v, a, err)
+							}
+						}()
+						_, err = Point(top, top.NumGPUs(), a, 1<<20, algos.BF16, hw.Graph, nil, 1)
+						return err
+					}()
+				}
+			}
+		}
+	}
 }
