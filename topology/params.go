@@ -195,9 +195,17 @@ type Override struct {
 
 // ReadOverrides parses a parameter file: one "name = value" per line,
 // '#' starts a comment (kept as the source), blank lines ignored. name is
-// the file name for error messages.
+// the file name for error messages. It reads at most 1 MiB.
 func ReadOverrides(r io.Reader, name string) ([]Override, error) {
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: maxParamsBytes + 1}
+	out, err := readOverrides(bufio.NewScanner(lr), name)
+	if lr.N <= 0 { // whatever the last line read gave: it may be cut short
+		return nil, fmt.Errorf("topology: %s: larger than %d KiB: a parameter file has a line per parameter (%d in all)", name, maxParamsBytes>>10, len(baseTable.list))
+	}
+	return out, err
+}
+
+func readOverrides(sc *bufio.Scanner, name string) ([]Override, error) {
 	var out []Override
 	line := 0
 	for sc.Scan() {
@@ -228,6 +236,10 @@ func ReadOverrides(r io.Reader, name string) ([]Override, error) {
 	}
 	return out, nil
 }
+
+// maxParamsBytes bounds what ReadOverrides reads: every parameter with a
+// long source fits in a tenth of it.
+const maxParamsBytes = 1 << 20
 
 // Apply sets every override, reporting the file line of the first bad one.
 func (ps *Params) Apply(ovs []Override, file string) error {
