@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -231,7 +232,9 @@ func readOverrides(sc *bufio.Scanner, name string) ([]Override, error) {
 		}
 		out = append(out, Override{Name: k, Value: f, Source: comment, Line: line})
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("topology: %s: line %d is longer than %d KiB: not a parameter file", name, line+1, bufio.MaxScanTokenSize>>10)
+	} else if err != nil {
 		return nil, fmt.Errorf("topology: %s: %w", name, err)
 	}
 	return out, nil
