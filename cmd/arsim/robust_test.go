@@ -178,6 +178,7 @@ func robustCases() []robustCase {
 	add(2, `explain: unexpected argument "more"`, "explain", "ring", "more")
 	add(2, `topology import: unexpected argument "b.txt"`, "topology", "import", "topo256.txt", "b.txt")
 	add(2, `unexpected argument "x"`, "sweep", "--sizes", "1KiB", "x")
+	add(2, `help: unexpected argument "verify" (arsim verify --help`, "help", "verify")
 	// Results that cannot be produced: exit 1 with why, and no output file.
 	add(1, "nothing was simulated: all 1 records were skipped", "validate", "--traces", "nosystem.jsonl")
 	addOut(2, "holdout-every 1000000 holds out none of the 419 records that simulate", []string{"p.params"},

@@ -42,6 +42,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" {
+		if len(args) > 1 {
+			return badInputf("help: unexpected argument %q (arsim %s --help shows a command's flags)", args[1], args[1])
+		}
 		printHelp(out)
 		return nil
 	}
