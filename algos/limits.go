@@ -19,9 +19,8 @@ const (
 	// MaxBytes is the largest message: 1 TiB, more than any GPU holds
 	// (the largest have 288 GB), so no allreduce of a model is larger.
 	MaxBytes = 1 << 40
-	// MaxCheckRanks is the most ranks Check handles (it keeps each op's
-	// ancestors as bit sets over the ops of two or more allreduces, which
-	// grow with the square of the schedule).
+	// MaxCheckRanks is the most ranks Check handles: its symbolic data
+	// records which ranks' inputs a byte holds in one 64-bit word.
 	MaxCheckRanks = 64
 	// MaxHidden is the largest hidden size the Lamport kernel's launch
 	// configuration is computed for: 64 Ki elements, more than twice the
@@ -80,7 +79,7 @@ var (
 	blocksRange = IntRange{Min: 1, PerMachine: func(top *topology.Topology) (int, string) {
 		return MaxBlocks(top), fmt.Sprintf("the blocks %s's GPUs run at once: gpu.sms %d × gpu.max_blocks_per_sm %d; a kernel whose blocks wait on each other needs all of them resident",
 			top.Name, int(top.Params.Get("gpu.sms")), int(top.Params.Get("gpu.max_blocks_per_sm")))
-	}, Max: 64 * 1024, Why: "the most blocks any GPU runs at once"}
+	}, Max: 1024 * 64, Why: "the largest gpu.sms × gpu.max_blocks_per_sm the parameters' ranges allow"}
 	threadsRange  = IntRange{Min: 1, Max: MaxThreadsPerBlock, Why: "CUDA's limit of threads per block"}
 	channelsRange = IntRange{Min: 1, Max: MaxChannels, Why: "NCCL's MAXCHANNELS"}
 	bytesRange    = IntRange{Min: 1, Max: MaxBytes, Why: "1 TiB, more than any GPU's memory"}

@@ -160,7 +160,7 @@ func parseWorlds(list string) ([]int, error) {
 			return nil, badInputf("check: --ranks %q: world sizes are integers ≥ 2", s)
 		}
 		if n > algos.MaxCheckRanks {
-			return nil, badInputf("check: --ranks %d: the checker handles at most %d ranks (its proof grows with the square of the schedule)", n, algos.MaxCheckRanks)
+			return nil, badInputf("check: --ranks %d: the checker handles at most %d ranks (its symbolic data holds which ranks' inputs a byte sums in one 64-bit word)", n, algos.MaxCheckRanks)
 		}
 		worlds = append(worlds, n)
 	}

@@ -16,7 +16,8 @@ import (
 )
 
 // What every command shares about input it refuses and results it cannot
-// give: exit statuses, stray arguments, numbers, durations and outputs.
+// give: exit statuses, options, numbers and durations (stray arguments are
+// refused by parse, in run.go; outputs are written by output.go).
 
 // Exit statuses, as `arsim help` lists them.
 const (
