@@ -72,7 +72,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if *format == "json" {
 			return badInputf("verify: --format json takes one --tokens value")
 		}
-		return writeTokensTable(out, cfg, t.Name, names, toks)
+		return writeTokensTable(out, errOut, cfg, t.Name, names, toks)
 	}
 	tokens := &toks[0]
 	res, err := scenarios.Verify(cfg, names)
@@ -347,7 +347,7 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 
 // writeTokensTable is the what-if over tokens per pass: µs per allreduce
 // for each algorithm and token count, the winner marked.
-func writeTokensTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, names []string, toks []int) error {
+func writeTokensTable(out, errOut io.Writer, cfg scenarios.VerifyConfig, topo string, names []string, toks []int) error {
 	fmt.Fprintf(out, "Verify pass on %s, µs per allreduce by tokens per pass (bytes = tokens × 7168 × 2); * marks the fastest\n\n", topo)
 	cols := make([][]scenarios.VerifyResult, len(toks))
 	for i, n := range toks {
@@ -402,5 +402,14 @@ func writeTokensTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, na
 		}
 	}
 	fmt.Fprintln(tw)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var outs []ran
+	for _, col := range cols {
+		for _, r := range col {
+			outs = append(outs, ran{r.Algo, r.Err})
+		}
+	}
+	return noteCannotRun(errOut, topo, outs)
 }
