@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -265,13 +266,36 @@ func tail(s string) string {
 	return s
 }
 
-// buildArsim builds the command into a temporary folder.
+// The command, built once for the tests that run it as a process, into a
+// folder TestMain removes.
+var (
+	buildOnce sync.Once
+	binDir    string
+	binErr    error
+)
+
+// buildArsim builds the command (once) and returns its path.
 func buildArsim(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "arsim")
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
+	buildOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "arsim-test-"); binErr != nil {
+			return
+		}
+		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(binDir, "arsim"), ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return filepath.Join(binDir, "arsim")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 // A full disk: standard output that cannot be written is exit status 1,
