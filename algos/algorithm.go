@@ -200,13 +200,17 @@ func ValidateOptions(names []string, top *topology.Topology, opts map[string]str
 			owners[o.Name] = append(owners[o.Name], n)
 		}
 	}
+	run := fmt.Sprintf("the %d algorithms run", len(names))
+	if len(names) <= 4 {
+		run = "the algorithms run (" + strings.Join(names, ", ") + ")"
+	}
 	for _, k := range sortedKeys(opts) {
 		if len(specs[k]) == 0 {
 			known := sortedKeys(specs)
 			if len(known) == 0 {
-				return fmt.Errorf("algos: option %q: none of the algorithms run (%s) takes options", k, strings.Join(names, ", "))
+				return fmt.Errorf("algos: option %q: none of %s takes options", k, run)
 			}
-			return fmt.Errorf("algos: option %q is taken by none of the algorithms run (%s); their options: %s", k, strings.Join(names, ", "), strings.Join(known, ", "))
+			return fmt.Errorf("algos: option %q is taken by none of %s; their options: %s", k, run, strings.Join(known, ", "))
 		}
 		for i, o := range specs[k] {
 			if err := o.check(opts[k], top); err != nil {
