@@ -133,19 +133,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
-// parseOpts reads "k=v,k=v" algorithm options.
-func parseOpts(s string) (map[string]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || v == "" {
-			return nil, badInputf("option %q: want key=value (e.g. proto=ll,channels=2)", kv)
-		}
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return out, nil
-}
