@@ -74,18 +74,11 @@ type ncclDecision struct {
 }
 
 // smFromSMs infers the compute capability from gpu.sms, since topologies
-// carry no architecture: 188 → sm120 (RTX PRO 6000 Blackwell), 132 → sm90
-// (H100/H200 SXM), 108 → sm80 (A100/A800), 80 → sm70 (V100).
+// carry no architecture: the GPU table's class with that SM count (188 →
+// sm120 RTX PRO 6000, 170 → sm120 RTX 5090, 132 → sm90 H100/H200, …).
 func smFromSMs(sms int) (int, bool) {
-	switch sms {
-	case 188:
-		return 120, true
-	case 132:
-		return 90, true
-	case 108:
-		return 80, true
-	case 80:
-		return 70, true
+	if sm, ok := topology.SMForSMCount(sms); ok {
+		return sm, true
 	}
 	return 80, false
 }
@@ -96,6 +89,14 @@ func smFromSMs(sms int) (int, bool) {
 // anything else an Intel Skylake-class host (SKL_QPI_BW 10). Values from
 // NCCL's topo.h (facts §1.7).
 func hostCPU(top *topology.Topology) (vendor ncclmodel.CPUVendor, sysBw float64, what string) {
+	switch top.HostCPU { // an imported machine says
+	case "amd":
+		return ncclmodel.CPUAMD, 16, "AMD EPYC host (SYS 16 GB/s)"
+	case "intel-spr":
+		return ncclmodel.CPUIntel, 22, "Intel Sapphire Rapids host (SYS 22 GB/s)"
+	case "intel":
+		return ncclmodel.CPUIntel, 10, "Intel Skylake-class host (SYS 10 GB/s)"
+	}
 	switch {
 	case strings.HasPrefix(top.Name, "rtxpro"):
 		return ncclmodel.CPUAMD, 16, "AMD EPYC host (SYS 16 GB/s)"

@@ -77,7 +77,7 @@ func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 	for _, k := range sortedKeys(opts) {
 		if up := strings.ToUpper(k); strings.HasPrefix(up, "NCCL_") {
 			if !slices.Contains(NCCLEnvVars, up) {
-				return nil, fmt.Errorf("algos: %s is not an NCCL setting arsim models (it reads %s)", k, strings.Join(NCCLEnvVars, ", "))
+				return nil, fmt.Errorf("algos: NCCL setting %s=%s is not modelled (arsim reads %s)", k, opts[k], strings.Join(NCCLEnvVars, ", "))
 			}
 			env[up] = strings.TrimSpace(opts[k])
 		}

@@ -57,7 +57,7 @@ func TestTranslateNCCLEnvRefusesWhatNCCLWouldNot(t *testing.T) {
 		"NCCL_ALGO=fast":              `"fast" is not one of Ring, Tree`,
 		"NCCL_P2P_DISABLE=yes":        "want 0 or 1",
 		"NCCL_NTHREADS=-1":            "positive integer",
-		"NCCL_IB_HCA=mlx5":            "not an NCCL setting arsim models",
+		"NCCL_IB_HCA=mlx5":            "NCCL setting NCCL_IB_HCA=mlx5 is not modelled",
 		"proto=fast":                  "want ll, ll128, simple",
 	} {
 		k, v, _ := cutEq(in)

@@ -212,8 +212,10 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs := newFlags("explain", "explain ALGO [--ranks N] [--bytes B] [--topology T] [--opts k=v,…]", []string{"arsim explain one_stage --ranks 4", "arsim explain ring --ranks 4 --bytes 4KiB --opts proto=ll"}, errOut)
 	ranks := fs.Int("ranks", 4, "world size")
 	bytesFlag := fs.String("bytes", "4KiB", "message size")
-	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset")
-	opts := fs.String("opts", "", "algorithm options key=value,…")
+	topo := fs.String("topology", "rtxpro6000x8-2numa", topologyUsage)
+	gpu := fs.String("gpu", "", gpuUsage)
+	params := fs.String("params", "", paramsUsage)
+	opts := fs.String("opts", "", "algorithm options key=value,… (short or NCCL spelling)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := parse(fs, args); err != nil {
 			return err
@@ -228,7 +230,7 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	t, err := loadTopology(*topo, "")
+	t, err := loadMachine(machineSpec{topo: *topo, gpu: *gpu, params: *params}, errOut)
 	if err != nil {
 		return err
 	}

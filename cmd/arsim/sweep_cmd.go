@@ -31,7 +31,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	t, mode, o, err := mf.resolve()
+	t, mode, o, err := mf.resolve(errOut)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, Launch: mode, Opts: o, Parallel: *parallel}
 	if isTerminal(errOut) {
-		cfg.Progress = progressBar(errOut)
+		cfg.Progress = progressBar(errOut, "points")
 	}
 	rows, err := scenarios.Sweep(ctx, cfg)
 	if err != nil {
@@ -108,11 +108,16 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func progressBar(w io.Writer) func(done, total int) {
+// showProgress says whether to draw progress on errOut: when asked
+// (--progress) or when it is a terminal; never into a pipe otherwise.
+func showProgress(asked bool, errOut io.Writer) bool { return asked || isTerminal(errOut) }
+
+// progressBar draws "[####....] done/total what" on one line of w.
+func progressBar(w io.Writer, what string) func(done, total int) {
 	return func(done, total int) {
 		const width = 30
-		fill := done * width / total
-		fmt.Fprintf(w, "\r[%s%s] %d/%d points", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
+		fill := done * width / max(total, 1)
+		fmt.Fprintf(w, "\r[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, what)
 		if done == total {
 			fmt.Fprintln(w)
 		}

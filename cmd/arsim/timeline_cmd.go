@@ -33,7 +33,7 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if *iters < 1 || *iters > 1000 {
 		return badInputf("timeline: --iters %d: want 1–1000", *iters)
 	}
-	t, mode, o, err := mf.resolve()
+	t, mode, o, err := mf.resolve(errOut)
 	if err != nil {
 		return err
 	}

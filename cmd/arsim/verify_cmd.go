@@ -31,7 +31,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	t, mode, o, err := mf.resolve()
+	t, mode, o, err := mf.resolve(errOut)
 	if err != nil {
 		return err
 	}
