@@ -53,6 +53,12 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 		t.Group += " " + r.Proto
 	}
 	t.Group += " " + r.Transport.String() + " " + r.Launch.String()
+	switch r.API { // another format's records: transport by NCCL's rule, not measured
+	case APINCCLTests:
+		t.Group = "all_reduce_perf " + r.Launch.String() + " " + r.Note
+	case APIKernel:
+		t.Group = "allreduce kernel (profiler)"
+	}
 	launch, ok := map[trace.Launch]hw.LaunchMode{trace.LaunchCUDAGraph: hw.Graph, trace.LaunchEager: hw.Eager}[r.Launch]
 	if !ok {
 		return nil, badRecord("launch %q is not one of cudagraph, eager", r.Launch)
@@ -231,10 +237,8 @@ func ncclChoice(r trace.Record) (choice, error) {
 	}
 	switch r.API {
 	case APINCCLTests:
-		c.group += " (nccl-tests " + r.Note + ")"
 		c.note = "nccl-tests: eager calls paced by host.cuda_launch_issue × " + strconv.Itoa(max(r.GPUs, 1)) + " GPU(s) per host thread; P2P or SHM by NCCL's own rule"
 	case APIKernel:
-		c.group += " (profiler kernel)"
 		c.note = "profiler kernel: one allreduce's device time"
 	}
 	return c, nil

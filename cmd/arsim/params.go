@@ -57,6 +57,9 @@ type machineSpec struct {
 	topo   string // a preset name or a topology file
 	gpu    string // a GPU class; "" for the machine's own
 	params string // a parameter file; "" for none
+	// gpuFrom says where gpu came from when not from --gpu ("the rank
+	// lines (NVIDIA GeForce RTX 5090)").
+	gpuFrom string
 }
 
 // machine is a machine resolved from the command line: a preset (or an
@@ -76,6 +79,9 @@ type machine struct {
 func (m *machine) build() (*topology.Topology, error) {
 	t, err := m.preset.BuildWith(m.params.Clone())
 	if err != nil {
+		if m.gpu != nil && !m.imported {
+			return nil, badInputf("%s with GPU class %s: %v (choose a preset or topology file that fits that GPU)", m.preset.Name, m.gpu.Name, err)
+		}
 		return nil, badInput(err)
 	}
 	return t, nil
@@ -139,7 +145,11 @@ func resolveMachine(s machineSpec) (*machine, error) {
 		if err := gpu.Apply(m.params); err != nil {
 			return nil, badInput(err)
 		}
-		m.notes = append(m.notes, fmt.Sprintf("GPU class %s over %s's GPU values (the GPU table's, each with its source); the preset's PCIe links and host stay", gpu.Name, p.Name))
+		from := ""
+		if s.gpuFrom != "" {
+			from = " from " + s.gpuFrom
+		}
+		m.notes = append(m.notes, fmt.Sprintf("GPU class %s%s over %s's GPU values (the GPU table's, each with its source); the preset's PCIe links and host stay", gpu.Name, from, p.Name))
 	}
 	if len(ovs) > 0 {
 		if err := m.params.Apply(ovs, s.params); err != nil {

@@ -166,16 +166,15 @@ func resolveMeasuredMachine(files []traceFile, topo, gpu, paramsFile string, err
 		return &measuredMachine{params: ps}, err
 	}
 	spec := machineSpec{topo: topo, gpu: gpu, params: paramsFile}
-	var fromFile string
 	if gpu == "" {
-		spec.gpu, fromFile = gpuFromFiles(files, errOut)
+		spec.gpu, spec.gpuFrom = gpuFromFiles(files, errOut)
 	}
 	m, err := resolveMachine(spec)
 	if err != nil {
 		return nil, err
 	}
-	if fromFile != "" {
-		m.notes = append(m.notes, fromFile)
+	if spec.gpuFrom != "" && m.imported {
+		m.notes = append(m.notes, "GPU class "+spec.gpu+" from "+spec.gpuFrom)
 	}
 	if _, err := m.build(); err != nil {
 		return nil, err
@@ -215,7 +214,7 @@ func gpuFromFiles(files []traceFile, errOut io.Writer) (string, string) {
 		}
 		class = g.Name
 	}
-	return class, fmt.Sprintf("GPU class %s from the rank lines (%s)", class, strings.Join(names, ", "))
+	return class, fmt.Sprintf("the rank lines (%s)", strings.Join(names, ", "))
 }
 
 // presetParams returns the parameters of every preset the records use by
