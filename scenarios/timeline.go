@@ -18,6 +18,10 @@ type Slice struct {
 	Start float64 // µs
 	Dur   float64 // µs, ≥ 0
 	Args  map[string]any
+	// FlowOut are the flows this slice starts (a signal: one per wait it
+	// satisfies), FlowIn those it ends (a wait: the signal that released
+	// it); ids are unique in one timeline.
+	FlowOut, FlowIn []int
 }
 
 // linkLog collects each resource's busy intervals.
@@ -69,5 +73,37 @@ func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launc
 			Args: map[string]any{"op": sp.Op, "allreduce": sp.Iter + 1, "detail": op.String()},
 		})
 	}
+	linkFlows(s, res.Spans, out)
 	return append(out, log.slices...), res, nil
+}
+
+// linkFlows joins each wait to the signal that released it: the Signal
+// of the same flag and value in the same allreduce (every (flag, value)
+// is set by one op per allreduce). slices[i] is the slice of spans[i].
+func linkFlows(s *algos.Schedule, spans []algos.Span, slices []Slice) {
+	type key struct {
+		flag  algos.Flag
+		value int64
+		iter  int
+	}
+	signal := map[key]int{}
+	for i, sp := range spans {
+		if op := &s.Programs[sp.Rank][sp.Op]; op.Kind == algos.Signal {
+			signal[key{op.Flag, op.Value, sp.Iter}] = i
+		}
+	}
+	id := 0
+	for i, sp := range spans {
+		op := &s.Programs[sp.Rank][sp.Op]
+		if op.Kind != algos.Wait {
+			continue
+		}
+		j, ok := signal[key{op.Flag, op.Value, sp.Iter}]
+		if !ok {
+			continue
+		}
+		id++
+		slices[j].FlowOut = append(slices[j].FlowOut, id)
+		slices[i].FlowIn = append(slices[i].FlowIn, id)
+	}
 }

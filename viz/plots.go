@@ -8,49 +8,11 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/validate"
 )
-
-// DrawSweep draws time per allreduce against message size, log-log, one
-// line per algorithm of names (in that order; points that could not run
-// are left out), to an .svg or .png file.
-func DrawSweep(path, topo string, names []string, rows []scenarios.SweepRow) error {
-	p := plot.New()
-	p.Title.Text = "Allreduce latency on " + topo
-	p.X.Label.Text = "message size (bytes)"
-	p.Y.Label.Text = "time per allreduce (µs)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), vg.Points(10)
-	for i, n := range names {
-		var xy plotter.XYs
-		for _, r := range rows {
-			if r.Algo == n && r.Err == nil {
-				xy = append(xy, plotter.XY{X: float64(r.Bytes), Y: r.Us})
-			}
-		}
-		if len(xy) == 0 {
-			continue
-		}
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return err
-		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i / 7)
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(n, l)
-	}
-	p.Add(plotter.NewGrid())
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
-}
 
 // kindPalette has one distinct colour per trace kind (Tableau 10).
 var kindPalette = []color.Color{
