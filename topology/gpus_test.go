@@ -140,3 +140,27 @@ func FuzzReadGPUTable(f *testing.F) {
 		}
 	})
 }
+
+// An imported file is a preset: rebuilt with its own parameters it is the
+// same machine, with others it changes.
+func TestImportPresetRebuilds(t *testing.T) {
+	for _, f := range []string{"testdata/pcie8_2socket_topo_m.txt", "testdata/h200x2_nccl_topo.xml"} {
+		p, first, _, err := ImportPreset(f, ImportOptions{})
+		require.NoError(t, err, f)
+		again, err := p.BuildWith(p.DefaultParams())
+		require.NoError(t, err, f)
+		assert.Equal(t, len(first.Links()), len(again.Links()), f)
+		for i, l := range first.Links() {
+			assert.Equal(t, l.Bandwidth, again.Links()[i].Bandwidth, f)
+		}
+		assert.Equal(t, first.HostCPU, again.HostCPU, f)
+		assert.Equal(t, first.Notes, again.Notes, f)
+		ps := p.DefaultParams()
+		require.NoError(t, ps.Set("smp.bandwidth", 40, "test"))
+		changed, err := p.BuildWith(ps)
+		require.NoError(t, err)
+		assert.Equal(t, 40.0, changed.Params.Get("smp.bandwidth"))
+	}
+	_, _, _, err := ImportPreset("testdata/nope.txt", ImportOptions{})
+	assert.Error(t, err)
+}
