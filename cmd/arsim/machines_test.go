@@ -98,7 +98,7 @@ func TestValidateReadsNCCLTestsOutput(t *testing.T) {
 	assert.Contains(t, out, "records skipped    0")
 	assert.Contains(t, out, "all_reduce_perf eager out-of-place")
 	assert.Contains(t, out, "all_reduce_perf eager in-place")
-	assert.Contains(t, errOut, "GPU class RTX 4090 from the rank lines")
+	assert.Contains(t, errOut, "GPU class RTX 4090 (from the rank lines (NVIDIA GeForce RTX 4090)")
 
 	_, _, err = runCLI(t, "validate", "--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt")
 	require.Error(t, err)

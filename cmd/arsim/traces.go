@@ -174,7 +174,9 @@ func resolveMeasuredMachine(files []traceFile, topo, gpu, paramsFile string, err
 		return nil, err
 	}
 	if spec.gpuFrom != "" && m.imported {
-		m.notes = append(m.notes, "GPU class "+spec.gpu+" from "+spec.gpuFrom)
+		for i, n := range m.notes {
+			m.notes[i] = strings.Replace(n, "GPU class "+spec.gpu+" (given;", "GPU class "+spec.gpu+" (from "+spec.gpuFrom+";", 1)
+		}
 	}
 	if _, err := m.build(); err != nil {
 		return nil, err

@@ -259,7 +259,9 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 			tie = fmt.Sprintf(" (tied with %s, which runs the same way here)", strings.Join(ties, ", "))
 		}
 		fmt.Fprintf(out, "\nWhy %s wins%s: %.1f µs per allreduce against %.1f µs for %s, the next best (%.1f× faster).\n", w.Algo, tie, w.UsPerAllreduce, nx.UsPerAllreduce, nx.Algo, nx.UsPerAllreduce/w.UsPerAllreduce)
-		fmt.Fprintf(out, "%s\n", explainWin(cfg, w.Algo, nx.Algo))
+		if why := explainWin(cfg, w.Algo, nx.Algo); why != "" {
+			fmt.Fprintln(out, why)
+		}
 	}
 	focus := map[string]bool{}
 	if len(ok) > 0 {
@@ -269,6 +271,10 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 		focus[ok[next].Algo] = true
 	}
 	writeNotes(out, res, focus, verbose)
+	if len(cfg.Opts) > 0 {
+		fmt.Fprintln(out, "\n(Published figures for this machine are for its algorithms as configured there: not compared under --opts.)")
+		return nil
+	}
 	return writeDisagreements(out, topo, cfg.Tokens, res)
 }
 
