@@ -87,7 +87,7 @@ func smFromSMs(sms int) (int, bool) {
 // no vendor: the RTX PRO 6000 presets are AMD EPYC hosts (NCCL's AMD_BW 16
 // GB/s across sockets), H200 hosts Sapphire/Emerald Rapids (SRP_QPI_BW 22),
 // anything else an Intel Skylake-class host (SKL_QPI_BW 10). Values from
-// NCCL's topo.h (facts §1.7).
+// NCCL's topo.h.
 func hostCPU(top *topology.Topology) (vendor ncclmodel.CPUVendor, sysBw float64, what string) {
 	switch top.HostCPU { // an imported machine says
 	case "amd":

@@ -13,7 +13,7 @@ import (
 )
 
 // Model shape of Kimi-K2.5 (DeepSeek-V3-style text config).
-// Source: facts/pcie_and_models.md §4.1 (Kimi-K2.5 config: hidden_size 7168,
+// Source: Kimi-K2.5's published model configuration (hidden_size 7168,
 // num_hidden_layers 61); two TP allreduces per layer (after o_proj and after
 // the MLP/MoE).
 const (
