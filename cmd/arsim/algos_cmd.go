@@ -272,7 +272,13 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	s, err := algos.Plan(name, algos.Request{Top: t, Ranks: *ranks, Bytes: b, DType: algos.BF16, Launch: hw.Graph, Opts: o})
+	kept := optsForAlgo(o)(name)
+	for _, k := range sortedKeys(o) {
+		if _, ok := kept[k]; !ok {
+			fmt.Fprintf(errOut, "arsim: explain: %s takes no option %s (left out)\n", name, k)
+		}
+	}
+	s, err := algos.Plan(name, algos.Request{Top: t, Ranks: *ranks, Bytes: b, DType: algos.BF16, Launch: hw.Graph, Opts: kept})
 	if err != nil {
 		return badInput(err)
 	}

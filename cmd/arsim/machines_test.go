@@ -105,6 +105,13 @@ func TestValidateReadsNCCLTestsOutput(t *testing.T) {
 	assert.Equal(t, 2, exitCode(err))
 	assert.Contains(t, err.Error(), "names no machine: give --topology")
 
+	junk := filepath.Join(t.TempDir(), "junk.txt")
+	require.NoError(t, os.WriteFile(junk, []byte("# a comment\nhello\n"), 0o644))
+	_, _, err = runCLI(t, "validate", "--traces", junk, "--skip-bad")
+	require.Error(t, err, "a file of no known format is an error, even with --skip-bad")
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "no line is a record")
+
 	_, _, err = runCLI(t, "validate", "--traces", "../../trace/testdata/nccltests/all_gather_perf_g2.txt", "--topology", "h200x2")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "all_gather_perf output: arsim simulates allreduce only")

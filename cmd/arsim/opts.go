@@ -1,6 +1,7 @@
 package main
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/arsim/arsim/algos"
@@ -37,4 +38,14 @@ func parseOpts(s string) (map[string]string, error) {
 		return nil, badInputf("--opts: %v", strings.TrimPrefix(err.Error(), "algos: "))
 	}
 	return o, nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	var k []string
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
 }

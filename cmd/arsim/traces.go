@@ -102,6 +102,9 @@ func readTrace(path string, skipBad bool, env map[string]string) (traceFile, err
 			}
 			return tf, err
 		}
+		if len(recs) == 0 && len(bad) > 0 && tf.format == trace.FormatUnknown {
+			return tf, fmt.Errorf("%s: no line is a record: not JSON Lines v1, nccl-tests output or a PyTorch profiler trace", path)
+		}
 		tf.recs, tf.bad = recs, bad
 	}
 	return tf, nil
