@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	topologyUsage = "machine: a preset (arsim topology list) or a file, `nvidia-smi topo -m` output or NCCL topology XML"
+	topologyUsage = "machine: a preset (arsim topology list) or a file: nvidia-smi topo -m output or NCCL topology XML"
 	gpuUsage      = "GPU class for the machine (arsim topology gpus): H200, H100, A100, A800, RTX PRO 6000, RTX 5090, RTX 4090, L40S, V100; default: what the file names, else the preset's"
 	paramsUsage   = "parameter file (name = value per line) set over the machine's values, last"
 )

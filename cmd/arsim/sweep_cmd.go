@@ -32,7 +32,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	list := fs.String("algos", "", "algorithms, comma-separated (default: all)")
 	sizes := fs.String("sizes", "1KiB..256MiB", "message sizes: a list or a power-of-two range")
 	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
-	format := fs.String("format", "table", "output: table, csv or json")
+	format := fs.String("format", "table", "output: table, csv, json or nccl-tests (nccl-tests' all_reduce_perf columns, one block per algorithm)")
 	plotFile := fs.String("plot", "", "also draw latency versus size to this .svg or .png file")
 	parallel := fs.Int("parallel", 0, "points simulated at once (default: all cores); output does not depend on it")
 	dtype := fs.String("dtype", "bf16", "element type: bf16, fp16 or fp32 (nccl-tests' bfloat16, half, float)")
