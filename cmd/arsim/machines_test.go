@@ -105,6 +105,11 @@ func TestValidateReadsNCCLTestsOutput(t *testing.T) {
 	assert.Equal(t, 2, exitCode(err))
 	assert.Contains(t, err.Error(), "names no machine: give --topology")
 
+	_, _, err = runCLI(t, "validate", "--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt", "--topology", "h200x2", "--gpu", "H200")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "ran on 4 GPUs; h200x2 has 2")
+
 	junk := filepath.Join(t.TempDir(), "junk.txt")
 	require.NoError(t, os.WriteFile(junk, []byte("# a comment\nhello\n"), 0o644))
 	_, _, err = runCLI(t, "validate", "--traces", junk, "--skip-bad")

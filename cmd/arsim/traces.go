@@ -150,6 +150,22 @@ type measuredMachine struct {
 	params map[string]*topology.Params
 }
 
+// checkWorlds refuses files of nccl-tests or profiler traces whose world
+// size the one machine named cannot hold.
+func checkWorlds(files []traceFile, t *topology.Topology) error {
+	for _, f := range files {
+		if f.format != trace.FormatNCCLTests && f.format != trace.FormatKineto {
+			continue
+		}
+		for _, r := range f.recs {
+			if r.World > t.NumGPUs() {
+				return badInputf("%s ran on %d GPUs; %s has %d: give --topology a machine with at least %d", f.path, r.World, t.Name, t.NumGPUs(), r.World)
+			}
+		}
+	}
+	return nil
+}
+
 // resolveMeasuredMachine picks the machine: --topology (a preset or a
 // file), its GPU class from --gpu or else from the files (nccl-tests rank
 // lines), and --params over it; without --topology each JSON Lines record
@@ -181,7 +197,11 @@ func resolveMeasuredMachine(files []traceFile, topo, gpu, paramsFile string, err
 			m.notes[i] = strings.Replace(n, "GPU class "+spec.gpu+" (given;", "GPU class "+spec.gpu+" (from "+spec.gpuFrom+";", 1)
 		}
 	}
-	if _, err := m.build(); err != nil {
+	t, err := m.build()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWorlds(files, t); err != nil {
 		return nil, err
 	}
 	printAssumptions(errOut, m)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -294,6 +295,7 @@ func writeByReason(b *bytes.Buffer, items []lineItem, withFile bool) {
 func lineRanges(ls []int) string {
 	ls = append([]int(nil), ls...)
 	sort.Ints(ls)
+	ls = slices.Compact(ls) // two records of one line (nccl-tests' two placements)
 	var parts []string
 	for i := 0; i < len(ls); {
 		j := i
