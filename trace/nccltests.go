@@ -30,6 +30,10 @@ type NCCLTestsRun struct {
 	MinBytes, MaxBytes int64
 	// WarmupIters and Iters are the warm-up and timed iteration counts.
 	WarmupIters, Iters int
+	// Graph is the "graph:" header value: 0 for eager launches, more for
+	// operations captured in CUDA graphs (-G), −1 when the header does not
+	// say.
+	Graph int
 	// Ranks lists the "#  Rank ..." lines, in file order.
 	Ranks []NCCLTestsRank
 	// Rows are the result rows, in file order.
@@ -157,6 +161,7 @@ type ncclTestsParser struct {
 func ReadNCCLTests(r io.Reader, name string, opts ReadOptions) (NCCLTestsRun, []BadLine, error) {
 	p := &ncclTestsParser{name: name, hasRoot: true}
 	p.run.OutOfBounds = -1
+	p.run.Graph = -1
 	var bad []BadLine
 	br := bufio.NewReader(r)
 	for lineNo := 1; ; lineNo++ {
@@ -341,6 +346,8 @@ func (p *ncclTestsParser) params(f []string) error {
 			dst = &p.run.WarmupIters
 		case key == "iters:" && (i == 0 || f[i-1] != "agg"):
 			dst = &p.run.Iters
+		case key == "graph:":
+			dst = &p.run.Graph
 		default:
 			continue
 		}

@@ -32,6 +32,9 @@ type Options struct {
 	// whatever its system id (for a capture of a machine that no preset
 	// declares; arsim validate --topology).
 	Preset string
+	// Machine, if set, is the machine every record is simulated on (an
+	// imported topology: topology.ImportPreset); it wins over Preset.
+	Machine *topology.Preset
 }
 
 // Compared is one measured record beside its simulated twin.
@@ -146,12 +149,12 @@ type Validation struct {
 // listed in Skipped with the reason, never dropped. Records are run in
 // parallel; the result is the same for any Parallel and in line order.
 func Run(recs []trace.Record, opts Options) (*Validation, error) {
-	override, err := overridePreset(opts.Preset)
+	override, err := overridePreset(opts.Preset, opts.Machine)
 	if err != nil {
 		return nil, err
 	}
 	for name, ps := range opts.Params {
-		if ps == nil {
+		if ps == nil || (opts.Machine != nil && name == opts.Machine.Name) {
 			continue
 		}
 		if _, err := topology.Lookup(name); err != nil {
@@ -248,9 +251,12 @@ func prepare(r trace.Record, override *topology.Preset) (*Twin, error) {
 	return t, nil
 }
 
-// overridePreset looks up the preset named by a --topology override; nil
-// for none.
-func overridePreset(name string) (*topology.Preset, error) {
+// overridePreset is the machine given (an imported one), else the preset
+// named by a --topology override; nil for none.
+func overridePreset(name string, machine *topology.Preset) (*topology.Preset, error) {
+	if machine != nil {
+		return machine, nil
+	}
 	if name == "" {
 		return nil, nil
 	}
