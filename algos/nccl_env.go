@@ -43,17 +43,62 @@ func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 	if len(opts) == 0 {
 		return opts, nil
 	}
-	out := map[string]string{}
-	from := map[string]string{} // short key → the spelling that set it
-	set := func(key, val, by string) error {
-		if prev, ok := from[key]; ok && out[key] != val {
-			return fmt.Errorf("algos: %s and %s both set %s (%s, %s)", prev, by, key, out[key], val)
-		}
-		out[key], from[key] = val, by
-		return nil
-	}
+	t := envTranslation{out: map[string]string{}, from: map[string]string{}}
 	// Short forms first, so that an NCCL variable that disagrees with one
 	// is reported.
+	if err := t.shortForms(opts); err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, k := range sortedKeys(opts) {
+		if up := strings.ToUpper(k); strings.HasPrefix(up, "NCCL_") {
+			if !slices.Contains(NCCLEnvVars, up) {
+				return nil, fmt.Errorf("algos: NCCL setting %s=%s is not modelled (arsim reads %s)", k, opts[k], strings.Join(NCCLEnvVars, ", "))
+			}
+			env[up] = strings.TrimSpace(opts[k])
+		}
+	}
+	if err := t.transport(env); err != nil {
+		return nil, err
+	}
+	if err := t.lists(env); err != nil {
+		return nil, err
+	}
+	for _, m := range []struct{ env, key string }{{"NCCL_MIN_NCHANNELS", "min_channels"}, {"NCCL_MAX_NCHANNELS", "max_channels"}, {"NCCL_NTHREADS", "nthreads"}} {
+		v, ok := env[m.env]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("algos: %s=%q: want a positive integer", m.env, v)
+		}
+		if err := t.set(m.key, strconv.Itoa(n), m.env); err != nil {
+			return nil, err
+		}
+	}
+	return t.out, nil
+}
+
+// envTranslation is the short-form options being built and, for each,
+// the spelling that set it.
+type envTranslation struct {
+	out, from map[string]string
+}
+
+// set sets key to val on behalf of by; two spellings that disagree are an
+// error naming both.
+func (t *envTranslation) set(key, val, by string) error {
+	if prev, ok := t.from[key]; ok && t.out[key] != val {
+		return fmt.Errorf("algos: %s and %s both set %s (%s, %s)", prev, by, key, t.out[key], val)
+	}
+	t.out[key], t.from[key] = val, by
+	return nil
+}
+
+// shortForms copies the options that are not NCCL variables, lower-casing
+// NCCL's own keys' values and reading proto lists.
+func (t *envTranslation) shortForms(opts map[string]string) error {
 	for _, k := range sortedKeys(opts) {
 		if strings.HasPrefix(strings.ToUpper(k), "NCCL_") {
 			continue
@@ -65,95 +110,80 @@ func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 		if k == "proto" {
 			p, err := protoSetFromShort(v)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			v = p
 		}
-		if err := set(k, v, k); err != nil {
-			return nil, err
+		if err := t.set(k, v, k); err != nil {
+			return err
 		}
 	}
-	env := map[string]string{}
-	for _, k := range sortedKeys(opts) {
-		if up := strings.ToUpper(k); strings.HasPrefix(up, "NCCL_") {
-			if !slices.Contains(NCCLEnvVars, up) {
-				return nil, fmt.Errorf("algos: NCCL setting %s=%s is not modelled (arsim reads %s)", k, opts[k], strings.Join(NCCLEnvVars, ", "))
-			}
-			env[up] = strings.TrimSpace(opts[k])
-		}
-	}
+	return nil
+}
+
+// transport reads NCCL_P2P_DISABLE, NCCL_P2P_LEVEL (ignored when P2P is
+// disabled) and NCCL_SHM_DISABLE.
+func (t *envTranslation) transport(env map[string]string) error {
 	disabled := false
 	if v, ok := env["NCCL_P2P_DISABLE"]; ok {
 		b, err := ncclBool("NCCL_P2P_DISABLE", v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if b {
 			disabled = true
-			if err := set("p2p_level", "loc", "NCCL_P2P_DISABLE"); err != nil {
-				return nil, err
+			if err := t.set("p2p_level", "loc", "NCCL_P2P_DISABLE"); err != nil {
+				return err
 			}
-			if err := set("transport", "shm", "NCCL_P2P_DISABLE"); err != nil {
-				return nil, err
+			if err := t.set("transport", "shm", "NCCL_P2P_DISABLE"); err != nil {
+				return err
 			}
 		}
 	}
 	if v, ok := env["NCCL_P2P_LEVEL"]; ok && !disabled {
 		l, err := ncclP2PLevel(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := set("p2p_level", l, "NCCL_P2P_LEVEL"); err != nil {
-			return nil, err
+		if err := t.set("p2p_level", l, "NCCL_P2P_LEVEL"); err != nil {
+			return err
 		}
 	}
 	if v, ok := env["NCCL_SHM_DISABLE"]; ok {
 		b, err := ncclBool("NCCL_SHM_DISABLE", v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if b {
-			if err := set("shm", "off", "NCCL_SHM_DISABLE"); err != nil {
-				return nil, err
-			}
+			return t.set("shm", "off", "NCCL_SHM_DISABLE")
 		}
 	}
+	return nil
+}
+
+// lists reads NCCL_PROTO and NCCL_ALGO.
+func (t *envTranslation) lists(env map[string]string) error {
 	if v, ok := env["NCCL_PROTO"]; ok {
 		p, err := ncclProtoList(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if p != "" {
-			if err := set("proto", p, "NCCL_PROTO"); err != nil {
-				return nil, err
+			if err := t.set("proto", p, "NCCL_PROTO"); err != nil {
+				return err
 			}
 		}
 	}
 	if v, ok := env["NCCL_ALGO"]; ok {
 		a, err := ncclAlgoList(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if a != "" {
-			if err := set("algo", a, "NCCL_ALGO"); err != nil {
-				return nil, err
-			}
+			return t.set("algo", a, "NCCL_ALGO")
 		}
 	}
-	for _, m := range []struct{ env, key string }{{"NCCL_MIN_NCHANNELS", "min_channels"}, {"NCCL_MAX_NCHANNELS", "max_channels"}, {"NCCL_NTHREADS", "nthreads"}} {
-		v, ok := env[m.env]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("algos: %s=%q: want a positive integer", m.env, v)
-		}
-		if err := set(m.key, strconv.Itoa(n), m.env); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // ncclBool reads a 0/1 NCCL switch.

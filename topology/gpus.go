@@ -218,31 +218,8 @@ func ReadGPUTable(r io.Reader, name string) ([]GPUClass, error) {
 		if src == "" {
 			return nil, errf(line, "%s of GPU %s has no source (add \"# spec: …\")", k, g.Name)
 		}
-		switch k {
-		case "sm":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 10 || n > 1000 {
-				return nil, errf(line, "sm %q is not a compute capability like 90", v)
-			}
-			g.SM, g.SMSource = n, src
-		case "pcie":
-			var gen, width int
-			if _, err := fmt.Sscanf(strings.ToLower(v), "gen%d x%d", &gen, &width); err != nil {
-				return nil, errf(line, "pcie %q: want \"Gen5 x16\"", v)
-			}
-			if _, err := pcieRate(gen, width); err != nil {
-				return nil, errf(line, "pcie %q: %v", v, err)
-			}
-			g.PCIeGen, g.PCIeWidth, g.PCIeSource = gen, width, src
-		default:
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return nil, errf(line, "%s = %q: value must be a number", k, v)
-			}
-			if _, ok := baseTable.Lookup(k); !ok {
-				return nil, errf(line, "%s is not a machine parameter", k)
-			}
-			g.Params = append(g.Params, Override{Name: k, Value: f, Source: src, Line: line})
+		if msg := g.setField(k, v, src, line); msg != "" {
+			return nil, errf(line, "%s", msg)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -255,6 +232,38 @@ func ReadGPUTable(r io.Reader, name string) ([]GPUClass, error) {
 		return nil, fmt.Errorf("topology: %s: no GPU", name)
 	}
 	return out, nil
+}
+
+// setField sets the table line k = v (with its source) of g; it returns
+// what is wrong with the line, or "".
+func (g *GPUClass) setField(k, v, src string, line int) string {
+	switch k {
+	case "sm":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 || n > 1000 {
+			return fmt.Sprintf("sm %q is not a compute capability like 90", v)
+		}
+		g.SM, g.SMSource = n, src
+	case "pcie":
+		var gen, width int
+		if _, err := fmt.Sscanf(strings.ToLower(v), "gen%d x%d", &gen, &width); err != nil {
+			return fmt.Sprintf("pcie %q: want \"Gen5 x16\"", v)
+		}
+		if _, err := pcieRate(gen, width); err != nil {
+			return fmt.Sprintf("pcie %q: %v", v, err)
+		}
+		g.PCIeGen, g.PCIeWidth, g.PCIeSource = gen, width, src
+	default:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Sprintf("%s = %q: value must be a number", k, v)
+		}
+		if _, ok := baseTable.Lookup(k); !ok {
+			return fmt.Sprintf("%s is not a machine parameter", k)
+		}
+		g.Params = append(g.Params, Override{Name: k, Value: f, Source: src, Line: line})
+	}
+	return ""
 }
 
 // gpuSuffix is " (NAME)" for a class, "" for none.
