@@ -26,11 +26,12 @@ func (nccl) Describe() string {
 func (nccl) Options() []OptionSpec {
 	return []OptionSpec{
 		{Name: "p2p_level", Values: []string{"loc", "nvl", "pix", "pxb", "phb", "sys"}, Doc: "NCCL_P2P_LEVEL: P2P where the pair's NCCL path class is at most this (NODE counts as PHB); default NCCL's PXB (SYS on AMD hosts with ≤ 2 GPUs); loc = NCCL_P2P_DISABLE"},
-		{Name: "proto", Values: []string{"ll", "ll128", "simple"}, Doc: "force the protocol (NCCL_PROTO)"},
+		{Name: "proto", Values: []string{"ll", "ll128", "simple", "ll+ll128", "ll+simple", "ll128+simple", "ll+ll128+simple"}, Doc: "NCCL_PROTO: the protocol, or the set NCCL chooses from (naming ll128 turns it on, as NCCL_PROTO does)"},
 		{Name: "algo", Values: []string{"ring", "tree"}, Doc: "force the algorithm (NCCL_ALGO)"},
 		{Name: "channels", Int: channelsRange, Doc: "force the channel count (default: NCCL's choice for the size)"},
 		{Name: "min_channels", Int: channelsRange, Doc: "NCCL_MIN_NCHANNELS: at least this many channels at run time (1..64)"},
 		{Name: "max_channels", Int: channelsRange, Doc: "NCCL_MAX_NCHANNELS: at most this many channels, in the search and at run time (1..64)"},
+		{Name: "shm", Values: []string{"on", "off"}, Default: "on", Doc: "off = NCCL_SHM_DISABLE: a pair without P2P cannot run (NCCL would use its network transport, not modelled)"},
 		{Name: "nthreads", Int: IntRange{Min: 64, Max: 512, Step: 32, Why: "NCCL's largest Simple block (NCCL_SIMPLE_MAX_NTHREADS)"},
 			Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
 	}
@@ -74,18 +75,11 @@ type ncclDecision struct {
 }
 
 // smFromSMs infers the compute capability from gpu.sms, since topologies
-// carry no architecture: 188 → sm120 (RTX PRO 6000 Blackwell), 132 → sm90
-// (H100/H200 SXM), 108 → sm80 (A100/A800), 80 → sm70 (V100).
+// carry no architecture: the GPU table's class with that SM count (188 →
+// sm120 RTX PRO 6000, 170 → sm120 RTX 5090, 132 → sm90 H100/H200, …).
 func smFromSMs(sms int) (int, bool) {
-	switch sms {
-	case 188:
-		return 120, true
-	case 132:
-		return 90, true
-	case 108:
-		return 80, true
-	case 80:
-		return 70, true
+	if sm, ok := topology.SMForSMCount(sms); ok {
+		return sm, true
 	}
 	return 80, false
 }
@@ -94,8 +88,16 @@ func smFromSMs(sms int) (int, bool) {
 // no vendor: the RTX PRO 6000 presets are AMD EPYC hosts (NCCL's AMD_BW 16
 // GB/s across sockets), H200 hosts Sapphire/Emerald Rapids (SRP_QPI_BW 22),
 // anything else an Intel Skylake-class host (SKL_QPI_BW 10). Values from
-// NCCL's topo.h (facts §1.7).
+// NCCL's topo.h.
 func hostCPU(top *topology.Topology) (vendor ncclmodel.CPUVendor, sysBw float64, what string) {
+	switch top.HostCPU { // an imported machine says
+	case "amd":
+		return ncclmodel.CPUAMD, 16, "AMD EPYC host (SYS 16 GB/s)"
+	case "intel-spr":
+		return ncclmodel.CPUIntel, 22, "Intel Sapphire Rapids host (SYS 22 GB/s)"
+	case "intel":
+		return ncclmodel.CPUIntel, 10, "Intel Skylake-class host (SYS 10 GB/s)"
+	}
 	switch {
 	case strings.HasPrefix(top.Name, "rtxpro"):
 		return ncclmodel.CPUAMD, 16, "AMD EPYC host (SYS 16 GB/s)"
@@ -169,6 +171,9 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 			return fmt.Errorf("algos: nccl: %w", err)
 		}
 		useP2P[a][b] = hwOK && ncclLevel(c) <= level
+		if !useP2P[a][b] && req.Opt("shm", "on") == "off" {
+			return fmt.Errorf("algos: nccl: GPU%d→GPU%d (%s) is not P2P at %s and SHM is off (NCCL_SHM_DISABLE): NCCL would use its network transport, which arsim does not model", a, b, c.NCCL(), levelWhat)
+		}
 		return nil
 	}
 	for r := 0; r < n; r++ {
@@ -251,12 +256,18 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	}
 	protoForced, algoForced := "", ""
 	if v, ok := req.Opts["proto"]; ok {
-		p, _ := parseProto(v)
-		cfg.Protocols = []ncclmodel.Proto{ncclmodel.Proto(p)} // same index order as NCCL
-		if p == protoLL128 {
-			cfg.LL128Enabled = true // NCCL_PROTO naming LL128 forces it on
+		cfg.Protocols = nil
+		for _, name := range strings.Split(v, "+") {
+			p, _ := parseProto(name)
+			cfg.Protocols = append(cfg.Protocols, ncclmodel.Proto(p)) // same index order as NCCL
+			if p == protoLL128 {
+				cfg.LL128Enabled = true // NCCL_PROTO naming LL128 forces it on
+			}
 		}
 		protoForced = " (forced)"
+		if len(cfg.Protocols) > 1 {
+			protoForced = " (from " + v + ")"
+		}
 	}
 	if v, ok := req.Opts["algo"]; ok {
 		cfg.Algos = []ncclmodel.Algo{ncclmodel.Ring}

@@ -36,8 +36,7 @@ func parseProto(s string) (ncclProto, error) {
 	return 0, fmt.Errorf("protocol %q is not one of ll, ll128, simple", s)
 }
 
-// NCCL constants (src/include/device.h, collectives.h, init.cc; NCCL 2.30.7,
-// see /work/shared/data/facts/nccl_model.md §1.6).
+// NCCL constants (src/include/device.h, collectives.h, init.cc; NCCL 2.30.7).
 const (
 	ncclSteps            = 8       // NCCL_STEPS: slots per connection FIFO
 	llLinesPerThread     = 8       // NCCL_LL_LINES_PER_THREAD
@@ -80,7 +79,7 @@ func (p ncclProto) wire() float64 {
 func (p ncclProto) inline() bool { return p != protoSimple }
 
 // sliceBytes is the payload of one flag-carrying transfer, one step of the
-// connection FIFO (NCCL's buffer sizes, facts §1.6):
+// connection FIFO (NCCL's buffer sizes):
 //
 //	LL:     8 lines × 512 threads × 16 B per step, half of it data = 32 KiB
 //	LL128:  120 × 640 × 8 B per step, 120/128 of it data = 576,000 B

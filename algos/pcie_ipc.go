@@ -372,115 +372,195 @@ func (a ipcStaged) Plan(req Request) (*Schedule, error) {
 	return a.flat(req), nil
 }
 
+// islands plans the staged kernel over two or more equal islands (see
+// ipcStaged): own chunk to own slot, the island reduce-scatter in passes,
+// the island sums exchanged with the counterparts, the island all-gather
+// in passes, the copy out and a last island barrier.
 func (a ipcStaged) islands(req Request, isl [][]int, by string) *Schedule {
 	n, S, es := req.Ranks, req.Bytes, req.DType.Size()
-	m, g := len(isl), len(isl[0])
-	where := islandIndex(isl, n)
-	off, size := Split(S, es, g)
-	b := NewBuilder(a.Name(), n, S, es)
-	k := ipcLaunch(req, ipcStagedBlocks(S), 256)
-	b.Note("%d %s of %d: %v; chunks of %d B (last %d B); %d blocks × %d threads per GPU; %d island passes each way, barriers between, epoch double buffer",
-		m, by, g, isl, size[0], size[g-1], k.Blocks, k.Threads, g-1)
-	slot := func(at, q, c int) Range { return On(at, "ipc.blk", int64(q)*S+off[c], size[c]).Rotating(2, 0) }
-	peers := func(r int) []int {
-		i, j := where[r][0], where[r][1]
-		var out []int
-		for d := 1; d < g; d++ {
-			out = append(out, isl[i][(j+d)%g])
+	st := &stagedIslands{b: NewBuilder(a.Name(), n, S, es), n: n, S: S, isl: isl, m: len(isl), g: len(isl[0]), where: islandIndex(isl, n)}
+	st.off, st.size = Split(S, es, st.g)
+	st.k = ipcLaunch(req, ipcStagedBlocks(S), 256)
+	st.b.Note("%d %s of %d: %v; chunks of %d B (last %d B); %d blocks × %d threads per GPU; %d island passes each way, barriers between, epoch double buffer",
+		st.m, by, st.g, isl, st.size[0], st.size[st.g-1], st.k.Blocks, st.k.Threads, st.g-1)
+	cur := st.b.Launches()
+	own := st.ownChunks(cur)
+	cur = st.reduceScatter(cur)
+	cur = st.finals(st.pairBarrier(st.sendIslandSums(own, cur)))
+	cur = st.allGather(cur)
+	ipcBarrier(st.b, "end", st.k, st.peers, st.peers, nil, st.copyOut(cur))
+	return st.b.Schedule()
+}
+
+// stagedIslands writes ipcStaged's schedule over m islands of g members:
+// member j of each island owns chunk j; rank q's slot in rank at's
+// scratch ("ipc.blk", two rotating copies) holds chunks at q·S.
+type stagedIslands struct {
+	b         *Builder
+	n         int
+	S         int64
+	isl       [][]int  // isl[i][j]: member j of island i
+	m, g      int      // islands, members of each
+	where     [][2]int // where[r]: rank r's island and place in it
+	off, size []int64  // chunk c: offset and length
+	k         hw.Kernel
+}
+
+// slot is chunk c of rank q's slot in rank at's scratch.
+func (st *stagedIslands) slot(at, q, c int) Range {
+	return On(at, "ipc.blk", int64(q)*st.S+st.off[c], st.size[c]).Rotating(2, 0)
+}
+
+// peers returns the other members of r's island, from the next one on.
+func (st *stagedIslands) peers(r int) []int {
+	i, j := st.where[r][0], st.where[r][1]
+	var out []int
+	for d := 1; d < st.g; d++ {
+		out = append(out, st.isl[i][(j+d)%st.g])
+	}
+	return out
+}
+
+// counterparts returns the members in r's place of the other islands,
+// from the next island on.
+func (st *stagedIslands) counterparts(r int) []int {
+	i, j := st.where[r][0], st.where[r][1]
+	var out []int
+	for d := 1; d < st.m; d++ {
+		out = append(out, st.isl[(i+d)%st.m][j])
+	}
+	return out
+}
+
+// pass returns r's island peer in pass p (from 0): the member p+1 places
+// on.
+func (st *stagedIslands) pass(r, p int) int {
+	i, j := st.where[r][0], st.where[r][1]
+	return st.isl[i][(j+1+p)%st.g]
+}
+
+// passFenced is what a rank fences before the barrier after pass p: its
+// stores to that pass's peer.
+func (st *stagedIslands) passFenced(p int) func(r int) []hw.Mem {
+	return func(r int) []hw.Mem { return []hw.Mem{hw.GPUMem(st.pass(r, p))} }
+}
+
+// ownChunks copies each rank's own chunk into its own slot after
+// launch[r]; it returns the copies.
+func (st *stagedIslands) ownChunks(launch [][]int) []int {
+	own := make([]int, st.n)
+	for r := 0; r < st.n; r++ {
+		j := st.where[r][1]
+		own[r] = st.b.Add(r, Op{Kind: Read, Src: st.b.In(r, st.off[j], st.size[j]), Dst: st.slot(r, r, j), Kernel: st.k, Label: "own chunk to own slot"}, launch[r]...)
+	}
+	return own
+}
+
+// reduceScatter runs the island reduce-scatter in g−1 passes: in pass p
+// each rank stores the chunk its pass peer owns into its slot there, then
+// a fence and an island barrier. It returns the last barrier's waits.
+func (st *stagedIslands) reduceScatter(cur [][]int) [][]int {
+	for p := 0; p < st.g-1; p++ {
+		stored := make([][]int, st.n)
+		for r := 0; r < st.n; r++ {
+			o := st.pass(r, p)
+			t := st.where[o][1]
+			stored[r] = []int{st.b.Add(r, Op{Kind: Write, Src: st.b.In(r, st.off[t], st.size[t]), Dst: st.slot(o, r, t), Kernel: st.k, Label: fmt.Sprintf("rs pass %d: chunk %d to rank %d", p, t, o)}, cur[r]...)}
 		}
-		return out
+		cur = ipcBarrier(st.b, fmt.Sprintf("rs%d", p), st.k, st.peers, st.peers, st.passFenced(p), stored)
 	}
-	counterparts := func(r int) []int {
-		i, j := where[r][0], where[r][1]
-		var out []int
-		for d := 1; d < m; d++ {
-			out = append(out, isl[(i+d)%m][j])
-		}
-		return out
-	}
-	// pass returns, per rank, the island peer of pass p.
-	pass := func(r, p int) int {
-		i, j := where[r][0], where[r][1]
-		return isl[i][(j+1+p)%g]
-	}
-	cur := b.Launches()
-	own := make([]int, n)
-	for r := 0; r < n; r++ {
-		j := where[r][1]
-		own[r] = b.Add(r, Op{Kind: Read, Src: b.In(r, off[j], size[j]), Dst: slot(r, r, j), Kernel: k, Label: "own chunk to own slot"}, cur[r]...)
-	}
-	// Island reduce-scatter in g−1 passes.
-	for p := 0; p < g-1; p++ {
-		stored := make([][]int, n)
-		for r := 0; r < n; r++ {
-			o := pass(r, p)
-			t := where[o][1]
-			stored[r] = []int{b.Add(r, Op{Kind: Write, Src: b.In(r, off[t], size[t]), Dst: slot(o, r, t), Kernel: k, Label: fmt.Sprintf("rs pass %d: chunk %d to rank %d", p, t, o)}, cur[r]...)}
-		}
-		cur = ipcBarrier(b, fmt.Sprintf("rs%d", p), k, peers, peers, func(r int) []hw.Mem { return []hw.Mem{hw.GPUMem(pass(r, p))} }, stored)
-	}
-	// Island sum into the own slot, then to the counterparts.
-	sent := make([][]int, n)
-	for r := 0; r < n; r++ {
-		j := where[r][1]
+	return cur
+}
+
+// sendIslandSums: each rank adds its peers' slots into its own (after its
+// own chunk's copy and cur[r]) for the island sum of its chunk and stores
+// that into its slot at each counterpart. It returns each rank's stores
+// (its sums where it has no counterpart).
+func (st *stagedIslands) sendIslandSums(own []int, cur [][]int) [][]int {
+	sent := make([][]int, st.n)
+	ck := st.k
+	ck.Share = 1 / float64(max(1, st.m-1))
+	for r := 0; r < st.n; r++ {
+		j := st.where[r][1]
 		var sums []int
-		for _, q := range peers(r) {
-			sums = append(sums, b.Add(r, Op{Kind: Reduce, Src: slot(r, q, j), Dst: slot(r, r, j), Kernel: k, Label: fmt.Sprintf("island sum: rank %d", q)}, append([]int{own[r]}, cur[r]...)...))
+		for _, q := range st.peers(r) {
+			sums = append(sums, st.b.Add(r, Op{Kind: Reduce, Src: st.slot(r, q, j), Dst: st.slot(r, r, j), Kernel: st.k, Label: fmt.Sprintf("island sum: rank %d", q)}, append([]int{own[r]}, cur[r]...)...))
 		}
 		if len(sums) == 0 {
 			sums = append([]int{own[r]}, cur[r]...)
 		}
-		ck := k
-		ck.Share = 1 / float64(max(1, m-1))
-		for _, x := range counterparts(r) {
-			sent[r] = append(sent[r], b.Add(r, Op{Kind: Write, Src: slot(r, r, j), Dst: slot(x, r, j), Kernel: ck, Label: fmt.Sprintf("island sum to counterpart rank %d", x)}, sums...))
+		for _, x := range st.counterparts(r) {
+			sent[r] = append(sent[r], st.b.Add(r, Op{Kind: Write, Src: st.slot(r, r, j), Dst: st.slot(x, r, j), Kernel: ck, Label: fmt.Sprintf("island sum to counterpart rank %d", x)}, sums...))
 		}
-		own[r] = sums[len(sums)-1]
 		if len(sent[r]) == 0 {
 			sent[r] = sums
 		}
 	}
-	pair := ipcBarrier(b, "pair", k, counterparts, counterparts, func(r int) []hw.Mem {
+	return sent
+}
+
+// pairBarrier: each rank fences its stores to its counterparts and meets
+// them at a barrier after sent[r]; it returns the barrier's waits.
+func (st *stagedIslands) pairBarrier(sent [][]int) [][]int {
+	return ipcBarrier(st.b, "pair", st.k, st.counterparts, st.counterparts, func(r int) []hw.Mem {
 		var at []hw.Mem
-		for _, x := range counterparts(r) {
+		for _, x := range st.counterparts(r) {
 			at = append(at, hw.GPUMem(x))
 		}
 		return at
 	}, sent)
-	cur = make([][]int, n)
-	for r := 0; r < n; r++ {
-		j := where[r][1]
-		f := b.Add(r, Op{Kind: Read, Src: slot(r, r, j), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: "final: island sum"}, pair[r]...)
+}
+
+// finals: each rank writes its chunk's final value into its output (its
+// island sum plus each counterpart's) and back into its own slot for the
+// all-gather, then fences. It returns the fences.
+func (st *stagedIslands) finals(pair [][]int) [][]int {
+	cur := make([][]int, st.n)
+	for r := 0; r < st.n; r++ {
+		j := st.where[r][1]
+		out := st.b.Out(r, st.off[j], st.size[j])
+		f := st.b.Add(r, Op{Kind: Read, Src: st.slot(r, r, j), Dst: out, Kernel: st.k, Label: "final: island sum"}, pair[r]...)
 		fs := []int{f}
-		for _, x := range counterparts(r) {
-			fs = append(fs, b.Add(r, Op{Kind: Reduce, Src: slot(r, x, j), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: fmt.Sprintf("final: add the island sum from rank %d", x)}, f))
+		for _, x := range st.counterparts(r) {
+			fs = append(fs, st.b.Add(r, Op{Kind: Reduce, Src: st.slot(r, x, j), Dst: out, Kernel: st.k, Label: fmt.Sprintf("final: add the island sum from rank %d", x)}, f))
 		}
-		keep := b.Add(r, Op{Kind: Read, Src: b.Out(r, off[j], size[j]), Dst: slot(r, r, j), Kernel: k, Label: "final chunk to own slot"}, fs...)
-		cur[r] = []int{fence(b, r, hw.GPUMem(r), keep)}
+		keep := st.b.Add(r, Op{Kind: Read, Src: out, Dst: st.slot(r, r, j), Kernel: st.k, Label: "final chunk to own slot"}, fs...)
+		cur[r] = []int{fence(st.b, r, hw.GPUMem(r), keep)}
 	}
-	// Island all-gather in g−1 passes.
-	for p := 0; p < g-1; p++ {
-		stored := make([][]int, n)
-		for r := 0; r < n; r++ {
-			j := where[r][1]
-			q := pass(r, p)
-			stored[r] = []int{b.Add(r, Op{Kind: Write, Src: slot(r, r, j), Dst: slot(q, r, j), Kernel: k, Label: fmt.Sprintf("ag pass %d: final chunk to rank %d", p, q)}, cur[r]...)}
+	return cur
+}
+
+// allGather runs the island all-gather in g−1 passes: in pass p each rank
+// stores its final chunk into its slot at its pass peer, then a fence and
+// an island barrier. It returns the last barrier's waits.
+func (st *stagedIslands) allGather(cur [][]int) [][]int {
+	for p := 0; p < st.g-1; p++ {
+		stored := make([][]int, st.n)
+		for r := 0; r < st.n; r++ {
+			j := st.where[r][1]
+			q := st.pass(r, p)
+			stored[r] = []int{st.b.Add(r, Op{Kind: Write, Src: st.slot(r, r, j), Dst: st.slot(q, r, j), Kernel: st.k, Label: fmt.Sprintf("ag pass %d: final chunk to rank %d", p, q)}, cur[r]...)}
 		}
-		cur = ipcBarrier(b, fmt.Sprintf("ag%d", p), k, peers, peers, func(r int) []hw.Mem { return []hw.Mem{hw.GPUMem(pass(r, p))} }, stored)
+		cur = ipcBarrier(st.b, fmt.Sprintf("ag%d", p), st.k, st.peers, st.peers, st.passFenced(p), stored)
 	}
-	// Copy the other owners' chunks out, then hold the island.
-	done := make([][]int, n)
-	for r := 0; r < n; r++ {
-		for _, o := range peers(r) {
-			c := where[o][1]
-			done[r] = append(done[r], b.Add(r, Op{Kind: Read, Src: slot(r, o, c), Dst: b.Out(r, off[c], size[c]), Kernel: k, Label: fmt.Sprintf("copy out chunk %d", c)}, cur[r]...))
+	return cur
+}
+
+// copyOut: each rank copies the chunks its peers own out of its scratch
+// into its output after cur[r]; it returns the copies (cur[r] where it
+// has no peer).
+func (st *stagedIslands) copyOut(cur [][]int) [][]int {
+	done := make([][]int, st.n)
+	for r := 0; r < st.n; r++ {
+		for _, o := range st.peers(r) {
+			c := st.where[o][1]
+			done[r] = append(done[r], st.b.Add(r, Op{Kind: Read, Src: st.slot(r, o, c), Dst: st.b.Out(r, st.off[c], st.size[c]), Kernel: st.k, Label: fmt.Sprintf("copy out chunk %d", c)}, cur[r]...))
 		}
 		if len(done[r]) == 0 {
 			done[r] = cur[r]
 		}
 	}
-	ipcBarrier(b, "end", k, peers, peers, nil, done)
-	return b.Schedule()
+	return done
 }
 
 func (a ipcStaged) flat(req Request) *Schedule {

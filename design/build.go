@@ -60,108 +60,169 @@ type composer func(p Params, req algos.Request) (*algos.Schedule, error)
 // resolve maps a point to the built-in algorithm of its shape (name and
 // options) or to a composer.
 func resolve(p Params, req algos.Request) (string, map[string]string, composer, error) {
-	o := map[string]string{}
+	if p.nccl() {
+		return resolveNCCL(p)
+	}
+	c := p.choices()
+	if c.chunks > 1 && !(p.Shape == "one_shot" && c.move == "push" && c.barrier == "data") {
+		return "", nil, nil, notComposable("chunks are composed for the data-carried one-shot push only")
+	}
+	if c.staging == "host" {
+		return resolveHostStaged(p, c)
+	}
+	if c.flags == "host" && (c.move != "pull" || c.barrier != "flag" || p.Shape == "islands") {
+		return "", nil, nil, notComposable("flags in host memory are composed for the pull kernels' flag barriers")
+	}
+	switch p.Shape {
+	case "one_shot":
+		return resolveOneShot(p, c)
+	case "two_shot":
+		return resolveTwoShot(p, c)
+	case "islands":
+		return resolveIslands(p, c, req)
+	}
+	return noBuilder(p)
+}
+
+// choices are a point's choices with the defaults of its empty fields
+// filled in, and its chunks at least 1.
+type choices struct {
+	move, barrier, flags, staging   string
+	order, rearm, exchange, islands string
+	chunks                          int
+}
+
+// choices fills in p's defaults: pull, flag barriers in GPU memory,
+// direct, every peer at once, reader re-arm, pull exchange, islands by
+// socket, one chunk.
+func (p Params) choices() choices {
 	def := func(v, d string) string {
 		if v == "" {
 			return d
 		}
 		return v
 	}
-	move, barrier, flags, staging := def(p.Move, "pull"), def(p.Barrier, "flag"), def(p.Flags, "gpu"), def(p.Staging, "direct")
-	order, rearm, exchange := def(p.Order, "all"), def(p.Rearm, "reader"), def(p.Exchange, "pull")
-	chunks := max(p.Chunks, 1)
-	if p.nccl() {
-		switch p.Shape {
-		case "ring", "tree":
-			if p.Proto != "" {
-				o["proto"] = p.Proto
-			}
-			if p.Transport != "" {
-				o["transport"] = p.Transport
-			}
-		case "nccl":
-			if p.Proto != "" {
-				o["proto"] = p.Proto
-			}
-			if p.P2PLevel != "" {
-				o["p2p_level"] = p.P2PLevel
-			}
-		}
-		if p.Blocks > 0 && p.Shape != "halving_doubling" && p.Shape != "custom_ar" {
-			return "", nil, nil, notComposable("%s takes NCCL's channels, not blocks", p.Shape)
-		}
-		return p.Shape, o, nil, nil
+	return choices{
+		move: def(p.Move, "pull"), barrier: def(p.Barrier, "flag"), flags: def(p.Flags, "gpu"), staging: def(p.Staging, "direct"),
+		order: def(p.Order, "all"), rearm: def(p.Rearm, "reader"), exchange: def(p.Exchange, "pull"), islands: def(p.Islands, "socket"),
+		chunks: max(p.Chunks, 1),
 	}
-	if chunks > 1 && !(p.Shape == "one_shot" && move == "push" && barrier == "data") {
-		return "", nil, nil, notComposable("chunks are composed for the data-carried one-shot push only")
-	}
-	if staging == "host" {
-		if move != "pull" || barrier != "flag" || flags != "host" || p.Shape == "islands" {
-			return "", nil, nil, notComposable("staging through host memory is a pull with host flags (host_one_shot, host_two_shot)")
-		}
-		if p.Shape == "one_shot" {
-			return "host_one_shot", o, nil, nil
-		}
-		return "host_two_shot", o, nil, nil
-	}
-	if flags == "host" && (move != "pull" || barrier != "flag" || p.Shape == "islands") {
-		return "", nil, nil, notComposable("flags in host memory are composed for the pull kernels' flag barriers")
-	}
-	switch p.Shape {
-	case "one_shot":
-		switch {
-		case move == "pull" && flags == "host":
-			return "", nil, composeHostFlagPull, nil
-		case move == "pull" && barrier != "data":
-			o["barrier"] = barrier
-			return "one_stage", o, nil, nil
-		case move == "push" && barrier == "flag" && order == "all":
-			return "one_shot_push", o, nil, nil
-		case move == "push" && barrier == "flag" && order == "staged":
-			return "staged_push", o, nil, nil
-		case move == "push" && barrier == "data" && order == "all" && chunks == 1 && rearm == "deferred":
-			return "lamport_one_shot", o, nil, nil
-		case move == "push" && barrier == "data" && order == "all" && chunks == 1:
-			return "pcie_ipc_one_shot", o, nil, nil
-		case move == "push" && barrier == "data" && order == "all":
-			return "", nil, composeChunkedPush, nil
-		}
-	case "two_shot":
-		switch {
-		case move == "pull" && flags == "host":
-			return "", nil, composeHostFlagPull, nil
-		case move == "pull" && barrier != "data":
-			o["barrier"] = barrier
-			return "two_stage", o, nil, nil
-		case move == "push" && barrier != "data" && order == "all":
-			o["barrier"] = barrier
-			return "two_shot_push", o, nil, nil
-		case move == "push" && barrier == "data" && order == "all" && rearm == "reader":
-			o["islands"] = "none"
-			return "pcie_ipc_islands", o, nil, nil
-		case move == "push" && barrier == "flag" && order == "staged":
-			o["islands"] = "none"
-			return "pcie_ipc_staged", o, nil, nil
-		}
-	case "islands":
-		by := def(p.Islands, "socket")
-		switch {
-		case move == "pull" && barrier == "flag":
-			// hierarchical groups by switch (else socket); other
-			// groupings and the push exchange are composed.
-			if exchange == "pull" && sameIslands(req, by, "switch") {
-				return "hierarchical", o, nil, nil
-			}
-			return "", nil, composeIslands, nil
-		case move == "push" && exchange == "push" && barrier == "data" && order == "all" && rearm == "reader":
-			o["islands"] = by
-			return "pcie_ipc_islands", o, nil, nil
-		case move == "push" && exchange == "push" && barrier == "flag" && order == "staged":
-			o["islands"] = by
-			return "pcie_ipc_staged", o, nil, nil
-		}
-	}
+}
+
+// noBuilder is resolve's answer for a point no builder makes.
+func noBuilder(p Params) (string, map[string]string, composer, error) {
 	return "", nil, nil, notComposable("no builder for %s", p.Name())
+}
+
+// resolveNCCL keeps an NCCL-style shape as built, with its protocol,
+// transport or P2P level; only halving_doubling and custom_ar take blocks.
+func resolveNCCL(p Params) (string, map[string]string, composer, error) {
+	o := map[string]string{}
+	switch p.Shape {
+	case "ring", "tree":
+		if p.Proto != "" {
+			o["proto"] = p.Proto
+		}
+		if p.Transport != "" {
+			o["transport"] = p.Transport
+		}
+	case "nccl":
+		if p.Proto != "" {
+			o["proto"] = p.Proto
+		}
+		if p.P2PLevel != "" {
+			o["p2p_level"] = p.P2PLevel
+		}
+	}
+	if p.Blocks > 0 && p.Shape != "halving_doubling" && p.Shape != "custom_ar" {
+		return "", nil, nil, notComposable("%s takes NCCL's channels, not blocks", p.Shape)
+	}
+	return p.Shape, o, nil, nil
+}
+
+// resolveHostStaged maps staging through host memory to host_one_shot or
+// host_two_shot, the only builders of it.
+func resolveHostStaged(p Params, c choices) (string, map[string]string, composer, error) {
+	if c.move != "pull" || c.barrier != "flag" || c.flags != "host" || p.Shape == "islands" {
+		return "", nil, nil, notComposable("staging through host memory is a pull with host flags (host_one_shot, host_two_shot)")
+	}
+	if p.Shape == "one_shot" {
+		return "host_one_shot", map[string]string{}, nil, nil
+	}
+	return "host_two_shot", map[string]string{}, nil, nil
+}
+
+// resolveOneShot maps a one-shot point: pulls (one_stage, or composed
+// with host flags) or pushes (one_shot_push, staged_push, and the
+// data-carried lamport_one_shot and pcie_ipc_one_shot, composed in
+// chunks).
+func resolveOneShot(p Params, c choices) (string, map[string]string, composer, error) {
+	o := map[string]string{}
+	switch {
+	case c.move == "pull" && c.flags == "host":
+		return "", nil, composeHostFlagPull, nil
+	case c.move == "pull" && c.barrier != "data":
+		o["barrier"] = c.barrier
+		return "one_stage", o, nil, nil
+	case c.move == "push" && c.barrier == "flag" && c.order == "all":
+		return "one_shot_push", o, nil, nil
+	case c.move == "push" && c.barrier == "flag" && c.order == "staged":
+		return "staged_push", o, nil, nil
+	case c.move == "push" && c.barrier == "data" && c.order == "all" && c.chunks == 1 && c.rearm == "deferred":
+		return "lamport_one_shot", o, nil, nil
+	case c.move == "push" && c.barrier == "data" && c.order == "all" && c.chunks == 1:
+		return "pcie_ipc_one_shot", o, nil, nil
+	case c.move == "push" && c.barrier == "data" && c.order == "all":
+		return "", nil, composeChunkedPush, nil
+	}
+	return noBuilder(p)
+}
+
+// resolveTwoShot maps a two-shot point: pulls (two_stage, or composed
+// with host flags) or pushes (two_shot_push, and pcie_ipc_islands or
+// pcie_ipc_staged without islands).
+func resolveTwoShot(p Params, c choices) (string, map[string]string, composer, error) {
+	o := map[string]string{}
+	switch {
+	case c.move == "pull" && c.flags == "host":
+		return "", nil, composeHostFlagPull, nil
+	case c.move == "pull" && c.barrier != "data":
+		o["barrier"] = c.barrier
+		return "two_stage", o, nil, nil
+	case c.move == "push" && c.barrier != "data" && c.order == "all":
+		o["barrier"] = c.barrier
+		return "two_shot_push", o, nil, nil
+	case c.move == "push" && c.barrier == "data" && c.order == "all" && c.rearm == "reader":
+		o["islands"] = "none"
+		return "pcie_ipc_islands", o, nil, nil
+	case c.move == "push" && c.barrier == "flag" && c.order == "staged":
+		o["islands"] = "none"
+		return "pcie_ipc_staged", o, nil, nil
+	}
+	return noBuilder(p)
+}
+
+// resolveIslands maps an islands point: pulls with flag barriers
+// (hierarchical where it groups the same way, else composed) or pushes
+// with a push exchange (pcie_ipc_islands, pcie_ipc_staged).
+func resolveIslands(p Params, c choices, req algos.Request) (string, map[string]string, composer, error) {
+	o := map[string]string{}
+	switch {
+	case c.move == "pull" && c.barrier == "flag":
+		// hierarchical groups by switch (else socket); other
+		// groupings and the push exchange are composed.
+		if c.exchange == "pull" && sameIslands(req, c.islands, "switch") {
+			return "hierarchical", o, nil, nil
+		}
+		return "", nil, composeIslands, nil
+	case c.move == "push" && c.exchange == "push" && c.barrier == "data" && c.order == "all" && c.rearm == "reader":
+		o["islands"] = c.islands
+		return "pcie_ipc_islands", o, nil, nil
+	case c.move == "push" && c.exchange == "push" && c.barrier == "flag" && c.order == "staged":
+		o["islands"] = c.islands
+		return "pcie_ipc_staged", o, nil, nil
+	}
+	return noBuilder(p)
 }
 
 // sameIslands reports whether grouping the request's ranks by a and by b

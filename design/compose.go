@@ -193,11 +193,46 @@ func composeChunkedPush(p Params, req algos.Request) (*algos.Schedule, error) {
 // it; the counterpart announces at launch that its slots are free, as
 // one_shot_push does).
 func composeIslands(p Params, req algos.Request) (*algos.Schedule, error) {
-	n, S, es := req.Ranks, req.Bytes, req.DType.Size()
 	by := p.Islands
 	if by == "" {
 		by = "socket"
 	}
+	il, err := groupIslands(req, by)
+	if err != nil {
+		return nil, err
+	}
+	c := newIslandsComposer(p, req, il)
+	push := p.Exchange == "push"
+	c.b.Note("%d %s islands of %d: %v; exchange by %s; %d blocks × %d threads", il.m, by, il.g, il.isl, map[bool]string{true: "push", false: "pull"}[push], c.k.Blocks, c.k.Threads)
+	launch := c.b.Launches()
+	startTo := func(r int) []int { return append(il.peers(r), il.counterparts(r)...) }
+	if push {
+		startTo = il.peers
+		c.announceSlotsFree(launch)
+	}
+	start := flagBarrier(c.b, c.n, "start", c.k, hw.GPUMem, startTo, startTo, launch)
+	rs := c.reduceScatter(start)
+	var ex [][]int
+	if push {
+		ex = c.exchangeByPush(rs, launch)
+	} else {
+		ex = c.exchangeByPull(rs)
+	}
+	c.allGather(ex)
+	return c.b.Schedule(), nil
+}
+
+// islands is a grouping of the ranks into m islands of g members each.
+type islands struct {
+	isl   [][]int  // isl[i][j]: member j of island i
+	m, g  int      // islands, members of each
+	where [][2]int // where[r]: rank r's island and place in it
+}
+
+// groupIslands groups the request's ranks by socket or switch (by); it
+// refuses a single island or islands of unequal sizes as not composable.
+func groupIslands(req algos.Request, by string) (*islands, error) {
+	n := req.Ranks
 	isl, err := algos.Islands(req.Top, n, by)
 	if err != nil {
 		return nil, err
@@ -217,90 +252,139 @@ func composeIslands(p Params, req algos.Request) (*algos.Schedule, error) {
 			where[r] = [2]int{i, j}
 		}
 	}
-	peers := func(r int) []int {
-		i, j := where[r][0], where[r][1]
-		var out []int
-		for d := 1; d < g; d++ {
-			out = append(out, isl[i][(j+d)%g])
-		}
-		return out
+	return &islands{isl: isl, m: m, g: g, where: where}, nil
+}
+
+// peers returns the other members of r's island, from the next one on.
+func (il *islands) peers(r int) []int {
+	i, j := il.where[r][0], il.where[r][1]
+	var out []int
+	for d := 1; d < il.g; d++ {
+		out = append(out, il.isl[i][(j+d)%il.g])
 	}
-	counterparts := func(r int) []int {
-		i, j := where[r][0], where[r][1]
-		var out []int
-		for d := 1; d < m; d++ {
-			out = append(out, isl[(i+d)%m][j])
-		}
-		return out
+	return out
+}
+
+// counterparts returns the members in r's place of the other islands,
+// from the next island on.
+func (il *islands) counterparts(r int) []int {
+	i, j := il.where[r][0], il.where[r][1]
+	var out []int
+	for d := 1; d < il.m; d++ {
+		out = append(out, il.isl[(i+d)%il.m][j])
 	}
-	gpu := func(r int) hw.Mem { return hw.GPUMem(r) }
-	push := p.Exchange == "push"
-	b := algos.NewBuilder("design", n, S, es)
-	off, size := algos.Split(S, es, g)
-	k := pullKernel(p, S)
-	wk := k
-	wk.Share = 1 / float64(m-1)
-	b.Note("%d %s islands of %d: %v; exchange by %s; %d blocks × %d threads", m, by, g, isl, map[bool]string{true: "push", false: "pull"}[push], k.Blocks, k.Threads)
-	launch := b.Launches()
-	startTo := func(r int) []int { return append(peers(r), counterparts(r)...) }
-	if push {
-		startTo = peers
-		for r := 0; r < n; r++ {
-			for _, x := range counterparts(r) {
-				b.Add(r, algos.Op{Kind: algos.Signal, Flag: algos.Flag{At: gpu(x), Name: fmt.Sprintf("dx.free[%d]", r)}, Value: 1, Kernel: k, Label: "exchange slots free"}, launch[r]...)
-			}
+	return out
+}
+
+// islandsComposer writes composeIslands' phases. Member j of every island
+// owns share j of the message; its buffers: "tmp" (the island's partial
+// sum of the share), "red" (the whole sum of it) and, for the push
+// exchange, "dx.recv" (a slot of S bytes per island).
+type islandsComposer struct {
+	*islands
+	b         *algos.Builder
+	n         int
+	S         int64
+	off, size []int64   // share j: offset and length
+	k, wk     hw.Kernel // the pull kernel; wk: its share for one of m−1 pushes
+}
+
+// newIslandsComposer starts the schedule of point p for req on islands il.
+func newIslandsComposer(p Params, req algos.Request, il *islands) *islandsComposer {
+	n, S, es := req.Ranks, req.Bytes, req.DType.Size()
+	c := &islandsComposer{islands: il, b: algos.NewBuilder("design", n, S, es), n: n, S: S}
+	c.off, c.size = algos.Split(S, es, il.g)
+	c.k = pullKernel(p, S)
+	c.wk = c.k
+	c.wk.Share = 1 / float64(il.m-1)
+	return c
+}
+
+// share is rank r's share of the message in its buffer name.
+func (c *islandsComposer) share(r int, name string) algos.Range {
+	return algos.On(r, name, 0, c.size[c.where[r][1]])
+}
+
+// announceSlotsFree: at launch every rank tells each counterpart that its
+// exchange slot is free.
+func (c *islandsComposer) announceSlotsFree(launch [][]int) {
+	for r := 0; r < c.n; r++ {
+		for _, x := range c.counterparts(r) {
+			c.b.Add(r, algos.Op{Kind: algos.Signal, Flag: algos.Flag{At: hw.GPUMem(x), Name: fmt.Sprintf("dx.free[%d]", r)}, Value: 1, Kernel: c.k, Label: "exchange slots free"}, launch[r]...)
 		}
 	}
-	start := flagBarrier(b, n, "start", k, gpu, startTo, startTo, launch)
-	rs := make([][]int, n)
-	for r := 0; r < n; r++ {
-		j := where[r][1]
-		tmp := algos.On(r, "tmp", 0, size[j])
-		own := b.Add(r, algos.Op{Kind: algos.Read, Src: b.In(r, off[j], size[j]), Dst: tmp, Kernel: k, Label: "rs own share"}, start[r]...)
+}
+
+// reduceScatter: each rank sums its share over its island into tmp (its
+// own input, then a pull from each peer) after start[r]; it returns each
+// rank's ops.
+func (c *islandsComposer) reduceScatter(start [][]int) [][]int {
+	rs := make([][]int, c.n)
+	for r := 0; r < c.n; r++ {
+		j := c.where[r][1]
+		tmp := c.share(r, "tmp")
+		own := c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.b.In(r, c.off[j], c.size[j]), Dst: tmp, Kernel: c.k, Label: "rs own share"}, start[r]...)
 		rs[r] = []int{own}
-		for _, q := range peers(r) {
-			rs[r] = append(rs[r], b.Add(r, algos.Op{Kind: algos.Read, Accumulate: true, Src: b.In(q, off[j], size[j]), Dst: tmp, Kernel: k, Label: fmt.Sprintf("rs pull rank %d", q)}, own))
+		for _, q := range c.peers(r) {
+			rs[r] = append(rs[r], c.b.Add(r, algos.Op{Kind: algos.Read, Accumulate: true, Src: c.b.In(q, c.off[j], c.size[j]), Dst: tmp, Kernel: c.k, Label: fmt.Sprintf("rs pull rank %d", q)}, own))
 		}
 	}
-	ex := make([][]int, n)
-	if push {
-		for r := 0; r < n; r++ {
-			i, j := where[r][0], where[r][1]
-			tmp := algos.On(r, "tmp", 0, size[j])
-			for _, x := range counterparts(r) {
-				free := b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: gpu(r), Name: fmt.Sprintf("dx.free[%d]", x)}, Value: 1, Kernel: k, Label: fmt.Sprintf("exchange slot free at rank %d", x)}, launch[r]...)
-				w := b.Add(r, algos.Op{Kind: algos.Write, Src: tmp, Dst: algos.On(x, "dx.recv", int64(i)*S, size[j]), Kernel: wk, Label: fmt.Sprintf("exchange push to rank %d", x)}, append([]int{free}, rs[r]...)...)
-				b.Add(r, algos.Op{Kind: algos.Signal, Flag: algos.Flag{At: gpu(x), Name: fmt.Sprintf("dx.ex[%d]", r)}, Value: 1, Kernel: wk, Label: fmt.Sprintf("exchange flag to rank %d", x)}, w)
-			}
-			red := algos.On(r, "red", 0, size[j])
-			own := b.Add(r, algos.Op{Kind: algos.Read, Src: tmp, Dst: red, Kernel: k, Label: "exchange own partial"}, rs[r]...)
-			ex[r] = []int{own}
-			for _, x := range counterparts(r) {
-				got := b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: gpu(r), Name: fmt.Sprintf("dx.ex[%d]", x)}, Value: 1, Kernel: k, Label: fmt.Sprintf("exchange from rank %d", x)}, launch[r]...)
-				ex[r] = append(ex[r], b.Add(r, algos.Op{Kind: algos.Reduce, Src: algos.On(r, "dx.recv", int64(where[x][0])*S, size[j]), Dst: red, Kernel: k, Label: fmt.Sprintf("exchange add rank %d", x)}, got, own))
-			}
+	return rs
+}
+
+// exchangeByPush: each rank stores its partial sum into the exchange slot
+// of its island at every counterpart once that slot is free, and flags
+// it; then it adds, into red, its own partial sum and each counterpart's
+// as it lands. It returns each rank's ops.
+func (c *islandsComposer) exchangeByPush(rs, launch [][]int) [][]int {
+	ex := make([][]int, c.n)
+	for r := 0; r < c.n; r++ {
+		i, j := c.where[r][0], c.where[r][1]
+		tmp := c.share(r, "tmp")
+		for _, x := range c.counterparts(r) {
+			free := c.b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("dx.free[%d]", x)}, Value: 1, Kernel: c.k, Label: fmt.Sprintf("exchange slot free at rank %d", x)}, launch[r]...)
+			w := c.b.Add(r, algos.Op{Kind: algos.Write, Src: tmp, Dst: algos.On(x, "dx.recv", int64(i)*c.S, c.size[j]), Kernel: c.wk, Label: fmt.Sprintf("exchange push to rank %d", x)}, append([]int{free}, rs[r]...)...)
+			c.b.Add(r, algos.Op{Kind: algos.Signal, Flag: algos.Flag{At: hw.GPUMem(x), Name: fmt.Sprintf("dx.ex[%d]", r)}, Value: 1, Kernel: c.wk, Label: fmt.Sprintf("exchange flag to rank %d", x)}, w)
 		}
-	} else {
-		mid := flagBarrier(b, n, "rs", k, gpu, counterparts, counterparts, rs)
-		for r := 0; r < n; r++ {
-			j := where[r][1]
-			red := algos.On(r, "red", 0, size[j])
-			own := b.Add(r, algos.Op{Kind: algos.Read, Src: algos.On(r, "tmp", 0, size[j]), Dst: red, Kernel: k, Label: "exchange own partial"}, append(append([]int{}, rs[r]...), mid[r]...)...)
-			ex[r] = []int{own}
-			for _, x := range counterparts(r) {
-				ex[r] = append(ex[r], b.Add(r, algos.Op{Kind: algos.Read, Accumulate: true, Src: algos.On(x, "tmp", 0, size[j]), Dst: red, Kernel: k, Label: fmt.Sprintf("exchange pull rank %d", x)}, own))
-			}
+		red := c.share(r, "red")
+		own := c.b.Add(r, algos.Op{Kind: algos.Read, Src: tmp, Dst: red, Kernel: c.k, Label: "exchange own partial"}, rs[r]...)
+		ex[r] = []int{own}
+		for _, x := range c.counterparts(r) {
+			got := c.b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("dx.ex[%d]", x)}, Value: 1, Kernel: c.k, Label: fmt.Sprintf("exchange from rank %d", x)}, launch[r]...)
+			ex[r] = append(ex[r], c.b.Add(r, algos.Op{Kind: algos.Reduce, Src: algos.On(r, "dx.recv", int64(c.where[x][0])*c.S, c.size[j]), Dst: red, Kernel: c.k, Label: fmt.Sprintf("exchange add rank %d", x)}, got, own))
 		}
 	}
-	ag := flagBarrier(b, n, "ag", k, gpu, peers, peers, ex)
-	for r := 0; r < n; r++ {
-		j := where[r][1]
+	return ex
+}
+
+// exchangeByPull: a barrier with the counterparts, then each rank sums,
+// into red, its own partial sum and a pull of each counterpart's. It
+// returns each rank's ops.
+func (c *islandsComposer) exchangeByPull(rs [][]int) [][]int {
+	ex := make([][]int, c.n)
+	mid := flagBarrier(c.b, c.n, "rs", c.k, hw.GPUMem, c.counterparts, c.counterparts, rs)
+	for r := 0; r < c.n; r++ {
+		red := c.share(r, "red")
+		own := c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.share(r, "tmp"), Dst: red, Kernel: c.k, Label: "exchange own partial"}, append(append([]int{}, rs[r]...), mid[r]...)...)
+		ex[r] = []int{own}
+		for _, x := range c.counterparts(r) {
+			ex[r] = append(ex[r], c.b.Add(r, algos.Op{Kind: algos.Read, Accumulate: true, Src: c.share(x, "tmp"), Dst: red, Kernel: c.k, Label: fmt.Sprintf("exchange pull rank %d", x)}, own))
+		}
+	}
+	return ex
+}
+
+// allGather: a barrier inside each island, then each rank copies its own
+// share and pulls each peer's into its output.
+func (c *islandsComposer) allGather(ex [][]int) {
+	ag := flagBarrier(c.b, c.n, "ag", c.k, hw.GPUMem, c.peers, c.peers, ex)
+	for r := 0; r < c.n; r++ {
+		j := c.where[r][1]
 		dep := append(append([]int{}, ex[r]...), ag[r]...)
-		b.Add(r, algos.Op{Kind: algos.Read, Src: algos.On(r, "red", 0, size[j]), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: "ag own share"}, dep...)
-		for _, q := range peers(r) {
-			jq := where[q][1]
-			b.Add(r, algos.Op{Kind: algos.Read, Src: algos.On(q, "red", 0, size[jq]), Dst: b.Out(r, off[jq], size[jq]), Kernel: k, Label: fmt.Sprintf("ag pull rank %d", q)}, dep...)
+		c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.share(r, "red"), Dst: c.b.Out(r, c.off[j], c.size[j]), Kernel: c.k, Label: "ag own share"}, dep...)
+		for _, q := range c.peers(r) {
+			jq := c.where[q][1]
+			c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.share(q, "red"), Dst: c.b.Out(r, c.off[jq], c.size[jq]), Kernel: c.k, Label: fmt.Sprintf("ag pull rank %d", q)}, dep...)
 		}
 	}
-	return b.Schedule(), nil
 }

@@ -111,21 +111,29 @@ func (m *Machine) loopBound(r int, route []sim.Hop, capr sim.Rate, k Kernel) ([]
 	if k.LoopGroup == "" {
 		return route, min(capr, loop), nil
 	}
-	key := fmt.Sprintf("loop:%d:%s@%d", r, k.LoopGroup, int64(loop))
-	id, ok := m.capGroups[key]
+	key := loopGroupKey{rank: r, group: k.LoopGroup, rate: loop}
+	id, ok := m.loopGroups[key]
 	if !ok {
-		id, err = m.Net.AddResource(key, loop)
+		id, err = m.Net.AddResource(fmt.Sprintf("loop:%d:%s@%d", r, k.LoopGroup, int64(loop)), loop)
 		if err != nil {
 			return nil, 0, fmt.Errorf("hw: loop group %s: %w", k.LoopGroup, err)
 		}
-		if m.capGroups == nil {
-			m.capGroups = map[string]sim.ResourceID{}
+		if m.loopGroups == nil {
+			m.loopGroups = map[loopGroupKey]sim.ResourceID{}
 		}
-		m.capGroups[key] = id
+		m.loopGroups[key] = id
 	}
 	out := make([]sim.Hop, len(route), len(route)+1)
 	copy(out, route)
 	return append(out, sim.Hop{Res: id, Weight: 1}), capr, nil
+}
+
+// loopGroupKey names the shared loop-rate resource of a rank's
+// Kernel.LoopGroup at one loop rate.
+type loopGroupKey struct {
+	rank  int
+	group string
+	rate  sim.Rate
 }
 
 func (k Kernel) share() float64 {

@@ -126,6 +126,30 @@ func (m *Machine) LoopRate(r int, k Kernel) (sim.Rate, error) {
 	if k.Loop == LoopNone {
 		return 0, nil
 	}
+	key := loopRateKey{rank: r, k: k}
+	if rate, ok := m.loopRates[key]; ok {
+		return rate, nil
+	}
+	rate, err := m.loopRate(r, k)
+	if err != nil {
+		return 0, err
+	}
+	if m.loopRates == nil {
+		m.loopRates = map[loopRateKey]sim.Rate{}
+	}
+	m.loopRates[key] = rate
+	return rate, nil
+}
+
+// loopRateKey is a rank's kernel: what its loop rate depends on besides
+// the machine.
+type loopRateKey struct {
+	rank int
+	k    Kernel
+}
+
+// loopRate is LoopRate uncached.
+func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 	blocks := min(k.Blocks, m.Phys.SMs*m.Phys.MaxBlocksPerSM)
 	threads := float64(k.Threads) * k.share()
 	switch k.Loop {

@@ -109,6 +109,12 @@ type Machine struct {
 	// capGroups: the shared rate-cap resource of each Kernel.CapGroup
 	// (every transfer of a group must ask for the same RateCap).
 	capGroups map[string]sim.ResourceID
+	// loopGroups: the shared loop-rate resource of each Kernel.LoopGroup,
+	// by rank and loop rate.
+	loopGroups map[loopGroupKey]sim.ResourceID
+	// loopRates caches LoopRate (it depends on the machine, which does
+	// not change, the rank and the kernel only).
+	loopRates map[loopRateKey]sim.Rate
 	// lastPath[r] is the path GPU r's memory last took (to lastTo[r]):
 	// ranks of a collective mostly talk to the same peer, and this spares
 	// the map lookup.

@@ -39,6 +39,7 @@ type pollerKey struct {
 type sectorKey struct {
 	at    Mem
 	group string
+	own   *sim.FlagVar // a flag of no group: a sector of its own
 }
 
 // NewFlag makes a flag that lives in memory at. Flags with the same
@@ -111,7 +112,7 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	}
 	sk := sectorKey{at: at, group: m.flagGroups[f]}
 	if sk.group == "" {
-		sk.group = "\x00" + f.Name // a sector of its own
+		sk.own = f
 	}
 	// Waits of one rank on one flag are one poll loop (NCCL's step waits
 	// on a FIFO's tail are pending together but polled by one thread).

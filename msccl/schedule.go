@@ -1,9 +1,7 @@
 package msccl
 
 import (
-	"container/heap"
 	"fmt"
-	"strings"
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
@@ -57,34 +55,54 @@ func fifo(c, from int) string { return fmt.Sprintf("msccl.c%d.from%d", c, from) 
 // and destination buffers (a chunk's offset plus the slice's) and length.
 type piece struct{ src, dst, n int64 }
 
-// node is one step of one thread block in one pass (loop) over the chunks.
-type node struct{ loop, tb, step int }
-
-type nodeHeap []node
-
-func (h nodeHeap) Len() int { return len(h) }
-func (h nodeHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	if a.loop != b.loop {
-		return a.loop < b.loop
-	}
-	if a.tb != b.tb {
-		return a.tb < b.tb
-	}
-	return a.step < b.step
-}
-func (h nodeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *nodeHeap) Push(x any)   { *h = append(*h, x.(node)) }
-func (h *nodeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 // Schedule turns the MSCCL program into an arsim schedule named name for
 // req (req.Ranks must be NGPUs; req.Bytes a multiple of Unit).
 func (a *Algo) Schedule(name string, req algos.Request) (*algos.Schedule, error) {
+	e, err := a.newEmitter(name, req)
+	if err != nil {
+		return nil, err
+	}
+	for gi := range a.GPUs {
+		g := &a.GPUs[gi]
+		order, err := a.order(g, e.loops)
+		if err != nil {
+			return nil, err
+		}
+		e.gpu(g, order)
+	}
+	return e.s, nil
+}
+
+// emitter writes the program of one message size as arsim ops: the size
+// of a chunk, the passes over slices of it, the kernel every op runs in
+// and where each message lands in its connection's receive area.
+type emitter struct {
+	a      *Algo
+	b      *algos.Builder
+	s      *algos.Schedule
+	q      int64   // bytes of one chunk
+	loops  int     // passes over the chunks, one slice of each per pass
+	po, ps []int64 // offset in its chunk and length of each pass's slice
+	k      hw.Kernel
+	// sendAt and recvAt place each message in its connection's receive
+	// area (see placeMessages).
+	sendAt, recvAt map[msgKey]msg
+}
+
+// msgKey names one message: piece of step of thread block tb of GPU g in
+// pass loop.
+type msgKey struct{ g, tb, loop, step, piece int }
+
+// msg is a message's offset in its connection's receive area and its
+// position k (from 0) in the connection's sequence of messages.
+type msg struct {
+	off int64
+	k   int64
+}
+
+// newEmitter checks req against the program, sizes the chunks and slices,
+// starts the schedule with a note saying so and places the messages.
+func (a *Algo) newEmitter(name string, req algos.Request) (*emitter, error) {
 	n, S, es := req.Ranks, req.Bytes, req.DType.Size()
 	if n != a.NGPUs {
 		return nil, fmt.Errorf("msccl: %s: the schedule is written for %d GPUs, not %d", a.File, a.NGPUs, n)
@@ -103,54 +121,62 @@ func (a *Algo) Schedule(name string, req algos.Request) (*algos.Schedule, error)
 		s.Output = s.Input
 	}
 	threads := req.IntOpt("threads", Threads)
-	k := hw.Kernel{Blocks: 1, Threads: threads, Wire: wire(a.Proto)}
 	b.Note("MSCCL %q (%s): %d GPUs, %d chunks of %d B, proto %s, %d pass(es) over slices of up to %d B; %d threads per thread block",
 		a.Name, a.File, a.NGPUs, a.NChunks, q, a.Proto, loops, ps[0], threads)
-	buf := func(g int, c byte) string {
-		switch c {
-		case 's':
-			return "msccl.scratch"
-		case 'o':
-			return s.Output
-		}
-		return s.Input
+	e := &emitter{a: a, b: b, s: s, q: q, loops: loops, po: po, ps: ps,
+		k: hw.Kernel{Blocks: 1, Threads: threads, Wire: wire(a.Proto)}}
+	e.placeMessages()
+	return e, nil
+}
+
+// buf names the buffer a step's srcbuf or dstbuf letter stands for.
+func (e *emitter) buf(c byte) string {
+	switch c {
+	case 's':
+		return "msccl.scratch"
+	case 'o':
+		return e.s.Output
 	}
-	pieces := func(st Step, l int) []piece {
-		if st.Type == "nop" {
-			return nil
-		}
-		if loops == 1 {
-			return []piece{{int64(st.SrcOff) * q, int64(st.DstOff) * q, int64(st.Cnt) * q}}
-		}
-		var out []piece
-		for c := 0; c < st.Cnt; c++ {
-			out = append(out, piece{int64(st.SrcOff+c)*q + po[l], int64(st.DstOff+c)*q + po[l], ps[l]})
-		}
-		return out
+	return e.s.Input
+}
+
+// pieces returns what step st moves in pass l: nothing for a nop, its
+// chunks whole in a single pass, else slice l of each of its chunks.
+func (e *emitter) pieces(st Step, l int) []piece {
+	if st.Type == "nop" {
+		return nil
 	}
-	// Offsets of each message in its connection's receive area, in the
-	// order the one sending (or receiving) thread block moves them.
-	type msgKey struct{ g, tb, loop, step, piece int }
-	type msg struct {
-		off int64
-		k   int64
+	q := e.q
+	if e.loops == 1 {
+		return []piece{{int64(st.SrcOff) * q, int64(st.DstOff) * q, int64(st.Cnt) * q}}
 	}
-	sendAt, recvAt := map[msgKey]msg{}, map[msgKey]msg{}
-	for _, g := range a.GPUs {
+	var out []piece
+	for c := 0; c < st.Cnt; c++ {
+		out = append(out, piece{int64(st.SrcOff+c)*q + e.po[l], int64(st.DstOff+c)*q + e.po[l], e.ps[l]})
+	}
+	return out
+}
+
+// placeMessages lays out each connection's receive area: messages follow
+// each other in the order the one sending (or receiving) thread block
+// moves them, pass by pass.
+func (e *emitter) placeMessages() {
+	e.sendAt, e.recvAt = map[msgKey]msg{}, map[msgKey]msg{}
+	for _, g := range e.a.GPUs {
 		for _, tb := range g.TBs {
 			var so, ro, sk, rk int64
-			for l := 0; l < loops; l++ {
+			for l := 0; l < e.loops; l++ {
 				for si, st := range tb.Steps {
 					kind := stepTypes[st.Type]
-					for pi, p := range pieces(st, l) {
+					for pi, p := range e.pieces(st, l) {
 						key := msgKey{g.ID, tb.ID, l, si, pi}
 						if kind.send {
-							sendAt[key] = msg{so, sk}
+							e.sendAt[key] = msg{so, sk}
 							so += p.n
 							sk++
 						}
 						if kind.recv {
-							recvAt[key] = msg{ro, rk}
+							e.recvAt[key] = msg{ro, rk}
 							ro += p.n
 							rk++
 						}
@@ -159,140 +185,140 @@ func (a *Algo) Schedule(name string, req algos.Request) (*algos.Schedule, error)
 			}
 		}
 	}
-	for _, g := range a.GPUs {
-		r := g.ID
-		launch := b.Add(r, algos.Op{Kind: algos.Launch, Label: "launch"})
-		// Steps in an order that respects each thread block's sequence
-		// and the cross-block dependencies (Kahn, smallest first).
-		preds := func(x node) []node {
-			var out []node
-			switch {
-			case x.step > 0:
-				out = append(out, node{x.loop, x.tb, x.step - 1})
-			case x.loop > 0:
-				out = append(out, node{x.loop - 1, x.tb, len(g.TBs[x.tb].Steps) - 1})
-			}
-			if st := g.TBs[x.tb].Steps[x.step]; st.DepID >= 0 && st.DepID != x.tb {
-				out = append(out, node{x.loop, st.DepID, st.Deps})
-			}
-			return out
-		}
-		indeg := map[node]int{}
-		succ := map[node][]node{}
-		total := 0
-		ready := &nodeHeap{}
-		for l := 0; l < loops; l++ {
-			for ti, tb := range g.TBs {
-				for si := range tb.Steps {
-					x := node{l, ti, si}
-					total++
-					ps := preds(x)
-					indeg[x] = len(ps)
-					for _, p := range ps {
-						succ[p] = append(succ[p], x)
-					}
-					if len(ps) == 0 {
-						heap.Push(ready, x)
-					}
-				}
+}
+
+// gpu adds GPU g's program: a launch, then the steps of every pass in
+// order, each after the last ops of the steps it waits for (after the
+// launch when it waits for none).
+func (e *emitter) gpu(g *GPU, order []node) {
+	launch := e.b.Add(g.ID, algos.Op{Kind: algos.Launch, Label: "launch"})
+	ends := map[node][]int{}
+	for _, x := range order {
+		after := []int{launch}
+		if ps := preds(g, x); len(ps) > 0 {
+			after = nil
+			for _, p := range ps {
+				after = append(after, ends[p]...)
 			}
 		}
-		ends := map[node][]int{}
-		done := 0
-		for ready.Len() > 0 {
-			x := heap.Pop(ready).(node)
-			done++
-			after := []int{launch}
-			if ps := preds(x); len(ps) > 0 {
-				after = nil
-				for _, p := range ps {
-					after = append(after, ends[p]...)
-				}
-			}
-			tb := g.TBs[x.tb]
-			st := tb.Steps[x.step]
-			label := fmt.Sprintf("tb%d step %d %s", tb.ID, st.S, st.Type)
-			if loops > 1 {
-				label += fmt.Sprintf(" slice %d", x.loop)
-			}
-			var fin []int
-			for pi, p := range pieces(st, x.loop) {
-				key := msgKey{r, tb.ID, x.loop, x.step, pi}
-				src := algos.On(r, buf(r, st.SrcBuf), p.src, p.n)
-				dst := algos.On(r, buf(r, st.DstBuf), p.dst, p.n)
-				kind := stepTypes[st.Type]
-				var in algos.Range
-				var got int
-				if kind.recv {
-					m := recvAt[key]
-					in = algos.On(r, fifo(tb.Chan, tb.Recv), m.off, p.n).Rotating(2, 0)
-					got = b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: hw.GPUMem(r), Name: fifo(tb.Chan, tb.Recv)}, Value: m.k + 1, Kernel: k,
-						Label: label + fmt.Sprintf(": wait for message %d from GPU %d", m.k+1, tb.Recv)}, after...)
-				}
-				send := func(from algos.Range, dep ...int) int {
-					m := sendAt[key]
-					to := algos.On(tb.Send, fifo(tb.Chan, r), m.off, p.n).Rotating(2, 0)
-					w := b.Add(r, algos.Op{Kind: algos.Write, Src: from, Dst: to, Kernel: k, Label: label + fmt.Sprintf(": send to GPU %d", tb.Send)}, dep...)
-					flag := algos.Flag{At: hw.GPUMem(tb.Send), Name: fifo(tb.Chan, r)}
-					if a.Proto == "Simple" {
-						// Simple: a system-scope fence, then the tail flag.
-						f := b.Add(r, algos.Op{Kind: algos.Fence, Dst: algos.Range{Buf: algos.Buf{At: hw.GPUMem(tb.Send)}}, Label: label + ": fence"}, w)
-						return b.Add(r, algos.Op{Kind: algos.Signal, Flag: flag, Value: m.k + 1, Kernel: k, Label: label + ": post"}, f)
-					}
-					return b.Add(r, algos.Op{Kind: algos.Signal, Flag: flag, Value: m.k + 1, Inline: true, Kernel: k, Label: label + ": flags in the lines"}, w)
-				}
-				same := buf(r, st.SrcBuf) == buf(r, st.DstBuf) && p.src == p.dst
-				// reduceInto adds the received data to src into dst.
-				reduceInto := func(to algos.Range) int {
-					if same && to == dst {
-						return b.Add(r, algos.Op{Kind: algos.Reduce, Src: in, Dst: to, Kernel: k, Label: label + ": reduce"}, got)
-					}
-					c := b.Add(r, algos.Op{Kind: algos.Read, Src: src, Dst: to, Kernel: k, Label: label + ": local operand"}, after...)
-					return b.Add(r, algos.Op{Kind: algos.Reduce, Src: in, Dst: to, Kernel: k, Label: label + ": reduce"}, got, c)
-				}
-				switch st.Type {
-				case "s":
-					fin = append(fin, send(src, after...))
-				case "r":
-					fin = append(fin, b.Add(r, algos.Op{Kind: algos.Read, Src: in, Dst: dst, Kernel: k, Label: label + ": copy out"}, got))
-				case "rrc":
-					fin = append(fin, reduceInto(dst))
-				case "rrcs":
-					x := reduceInto(dst)
-					fin = append(fin, send(dst, x))
-				case "rrs":
-					tmp := algos.On(r, fmt.Sprintf("msccl.tb%d.tmp", tb.ID), 0, p.n)
-					x := reduceInto(tmp)
-					fin = append(fin, send(tmp, x))
-				case "rcs":
-					fin = append(fin, b.Add(r, algos.Op{Kind: algos.Read, Src: in, Dst: dst, Kernel: k, Label: label + ": copy out"}, got), send(in, got))
-				case "cpy":
-					fin = append(fin, b.Add(r, algos.Op{Kind: algos.Read, Src: src, Dst: dst, Kernel: k, Label: label}, after...))
-				case "re":
-					fin = append(fin, b.Add(r, algos.Op{Kind: algos.Reduce, Src: src, Dst: dst, Kernel: k, Label: label}, after...))
-				}
-			}
-			if len(fin) == 0 { // a nop: it only waits
-				fin = []int{b.Add(r, algos.Op{Kind: algos.Compute, Label: label}, after...)}
-			}
-			ends[x] = fin
-			for _, y := range succ[x] {
-				if indeg[y]--; indeg[y] == 0 {
-					heap.Push(ready, y)
-				}
-			}
-		}
-		if done < total {
-			var stuck []string
-			for ti, tb := range g.TBs {
-				for si, st := range tb.Steps {
-					if indeg[node{0, ti, si}] > 0 && len(stuck) < 4 {
-						stuck = append(stuck, fmt.Sprintf("thread block %d step %d (line %d)", ti, si, st.Line))
-					}
-				}
-			}
-			return nil, fmt.Errorf("msccl: %s: the thread blocks of GPU %d wait for each other in a cycle (deadlock): %s", a.File, r, strings.Join(stuck, ", "))
-		}
+		ends[x] = e.step(g, x, after)
 	}
-	return s, nil
+}
+
+// step adds the ops of step x of GPU g, after the ops in after, and
+// returns its last ones; a nop is one op that only waits.
+func (e *emitter) step(g *GPU, x node, after []int) []int {
+	tb := &g.TBs[x.tb]
+	st := tb.Steps[x.step]
+	label := fmt.Sprintf("tb%d step %d %s", tb.ID, st.S, st.Type)
+	if e.loops > 1 {
+		label += fmt.Sprintf(" slice %d", x.loop)
+	}
+	var fin []int
+	for pi, p := range e.pieces(st, x.loop) {
+		m := e.newMove(g.ID, tb, st, msgKey{g.ID, tb.ID, x.loop, x.step, pi}, p, label, after)
+		fin = append(fin, m.ops(st.Type)...)
+	}
+	if len(fin) == 0 { // a nop: it only waits
+		fin = []int{e.b.Add(g.ID, algos.Op{Kind: algos.Compute, Label: label}, after...)}
+	}
+	return fin
+}
+
+// move is one piece of one step on rank r: where its operand and result
+// are, and, for a step that receives, the message in the receive area and
+// the wait for it.
+type move struct {
+	e        *emitter
+	r        int
+	tb       *TB
+	key      msgKey
+	n        int64 // bytes
+	label    string
+	after    []int       // the ops the step waits for
+	src, dst algos.Range // the step's operand and result on r
+	same     bool        // src and dst are the same bytes
+	in       algos.Range // the received message (steps that receive)
+	got      int         // the wait for it (steps that receive)
+}
+
+// newMove sets up piece p of step st of thread block tb on rank r; for a
+// step that receives it adds the wait for the message.
+func (e *emitter) newMove(r int, tb *TB, st Step, key msgKey, p piece, label string, after []int) *move {
+	m := &move{e: e, r: r, tb: tb, key: key, n: p.n, label: label, after: after,
+		src:  algos.On(r, e.buf(st.SrcBuf), p.src, p.n),
+		dst:  algos.On(r, e.buf(st.DstBuf), p.dst, p.n),
+		same: e.buf(st.SrcBuf) == e.buf(st.DstBuf) && p.src == p.dst,
+	}
+	if stepTypes[st.Type].recv {
+		in := e.recvAt[key]
+		m.in = algos.On(r, fifo(tb.Chan, tb.Recv), in.off, p.n).Rotating(2, 0)
+		m.got = e.b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: hw.GPUMem(r), Name: fifo(tb.Chan, tb.Recv)}, Value: in.k + 1, Kernel: e.k,
+			Label: label + fmt.Sprintf(": wait for message %d from GPU %d", in.k+1, tb.Recv)}, after...)
+	}
+	return m
+}
+
+// add adds op to the move's rank after the ops dep.
+func (m *move) add(op algos.Op, dep ...int) int {
+	op.Kernel = m.e.k
+	return m.e.b.Add(m.r, op, dep...)
+}
+
+// ops adds the ops of a step of type typ and returns its last ones.
+func (m *move) ops(typ string) []int {
+	switch typ {
+	case "s":
+		return []int{m.send(m.src, m.after...)}
+	case "r":
+		return []int{m.copyOut()}
+	case "rrc":
+		return []int{m.reduceInto(m.dst)}
+	case "rrcs":
+		x := m.reduceInto(m.dst)
+		return []int{m.send(m.dst, x)}
+	case "rrs":
+		tmp := algos.On(m.r, fmt.Sprintf("msccl.tb%d.tmp", m.tb.ID), 0, m.n)
+		x := m.reduceInto(tmp)
+		return []int{m.send(tmp, x)}
+	case "rcs":
+		c := m.copyOut()
+		return []int{c, m.send(m.in, m.got)}
+	case "cpy":
+		return []int{m.add(algos.Op{Kind: algos.Read, Src: m.src, Dst: m.dst, Label: m.label}, m.after...)}
+	case "re":
+		return []int{m.add(algos.Op{Kind: algos.Reduce, Src: m.src, Dst: m.dst, Label: m.label}, m.after...)}
+	}
+	return nil
+}
+
+// copyOut copies the received message into the step's result.
+func (m *move) copyOut() int {
+	return m.add(algos.Op{Kind: algos.Read, Src: m.in, Dst: m.dst, Label: m.label + ": copy out"}, m.got)
+}
+
+// send writes from into the send peer's receive area after the ops dep
+// and marks it: Simple with a system-scope fence, then the tail flag; LL
+// and LL128 with the flags in the lines.
+func (m *move) send(from algos.Range, dep ...int) int {
+	tb := m.tb
+	at := m.e.sendAt[m.key]
+	to := algos.On(tb.Send, fifo(tb.Chan, m.r), at.off, m.n).Rotating(2, 0)
+	w := m.add(algos.Op{Kind: algos.Write, Src: from, Dst: to, Label: m.label + fmt.Sprintf(": send to GPU %d", tb.Send)}, dep...)
+	flag := algos.Flag{At: hw.GPUMem(tb.Send), Name: fifo(tb.Chan, m.r)}
+	if m.e.a.Proto == "Simple" {
+		f := m.e.b.Add(m.r, algos.Op{Kind: algos.Fence, Dst: algos.Range{Buf: algos.Buf{At: hw.GPUMem(tb.Send)}}, Label: m.label + ": fence"}, w)
+		return m.add(algos.Op{Kind: algos.Signal, Flag: flag, Value: at.k + 1, Label: m.label + ": post"}, f)
+	}
+	return m.add(algos.Op{Kind: algos.Signal, Flag: flag, Value: at.k + 1, Inline: true, Label: m.label + ": flags in the lines"}, w)
+}
+
+// reduceInto adds the received message to the step's operand into to: in
+// place when the operand is to itself, else after a copy of the operand.
+func (m *move) reduceInto(to algos.Range) int {
+	if m.same && to == m.dst {
+		return m.add(algos.Op{Kind: algos.Reduce, Src: m.in, Dst: to, Label: m.label + ": reduce"}, m.got)
+	}
+	c := m.add(algos.Op{Kind: algos.Read, Src: m.src, Dst: to, Label: m.label + ": local operand"}, m.after...)
+	return m.add(algos.Op{Kind: algos.Reduce, Src: m.in, Dst: to, Label: m.label + ": reduce"}, m.got, c)
 }

@@ -20,6 +20,10 @@ type Slice struct {
 	Start float64 // µs
 	Dur   float64 // µs, ≥ 0
 	Args  map[string]any
+	// FlowOut are the flows this slice starts (a signal: one per wait it
+	// satisfies), FlowIn those it ends (a wait: the signal that released
+	// it); ids are unique in one timeline.
+	FlowOut, FlowIn []int
 }
 
 // MaxTimelineSlices bounds a timeline before it is run: Timeline holds
@@ -159,6 +163,7 @@ func timeline(top *topology.Topology, ranks int, algo string, bytes int64, launc
 		}
 		out = append(out, sl)
 	}
+	linkFlows(s, res.Spans, out)
 	return append(out, log.slices...), res, nil
 }
 
@@ -205,4 +210,35 @@ func loopArgs(m *hw.Machine, r int, op algos.Op, args map[string]any) error {
 	args["loop"] = k.Loop.String() + " on " + k.LoopAt.String()
 	args["loop limit GB/s"] = float64(rate) / 1e9
 	return nil
+}
+
+// linkFlows joins each wait to the signal that released it: the Signal
+// of the same flag and value in the same allreduce (every (flag, value)
+// is set by one op per allreduce). slices[i] is the slice of spans[i].
+func linkFlows(s *algos.Schedule, spans []algos.Span, slices []Slice) {
+	type key struct {
+		flag  algos.Flag
+		value int64
+		iter  int
+	}
+	signal := map[key]int{}
+	for i, sp := range spans {
+		if op := &s.Programs[sp.Rank][sp.Op]; op.Kind == algos.Signal {
+			signal[key{op.Flag, op.Value, sp.Iter}] = i
+		}
+	}
+	id := 0
+	for i, sp := range spans {
+		op := &s.Programs[sp.Rank][sp.Op]
+		if op.Kind != algos.Wait {
+			continue
+		}
+		j, ok := signal[key{op.Flag, op.Value, sp.Iter}]
+		if !ok {
+			continue
+		}
+		id++
+		slices[j].FlowOut = append(slices[j].FlowOut, id)
+		slices[i].FlowIn = append(slices[i].FlowIn, id)
+	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // Model shape of Kimi-K2.5 (DeepSeek-V3-style text config).
-// Source: facts/pcie_and_models.md §4.1 (Kimi-K2.5 config: hidden_size 7168,
+// Source: Kimi-K2.5's published model configuration (hidden_size 7168,
 // num_hidden_layers 61); two TP allreduces per layer (after o_proj and after
 // the MLP/MoE).
 const (
@@ -44,6 +44,27 @@ type VerifyConfig struct {
 	Launch hw.LaunchMode
 	// Opts are passed to every algorithm that accepts them.
 	Opts map[string]string
+	// LayerKernels is how many kernels of the model's own a layer launches
+	// besides its allreduces (default DefaultLayerKernels). With eager
+	// launches the host issues all of them one by one, so an allreduce
+	// cannot start before its share of the layer's launches is issued
+	// (EagerIssue); in CUDA graphs it does not matter.
+	LayerKernels int
+}
+
+// DefaultLayerKernels is the kernels of one layer of the model besides
+// its allreduces in an eager forward pass: norms, the attention
+// projections and attention, the router and the expert and shared-expert
+// GEMMs, activations and residual adds. An estimate; --layer-kernels
+// sets it.
+const DefaultLayerKernels = 20
+
+// EagerIssue is the host time to issue what runs from one allreduce to
+// the next in an eager pass: the allreduce's launch and its share of the
+// layer's own kernels, each one eager launch (gpu.launch_eager).
+func EagerIssue(top *topology.Topology, layerKernels int) sim.Duration {
+	per := float64(layerKernels)/AllreducesPerLayer + 1
+	return sim.Duration(per * float64(sim.Micros(top.Params.Get("gpu.launch_eager"))))
 }
 
 // Compute model of the verify pass, per pass (all 61 layers).
@@ -58,7 +79,7 @@ const (
 
 // DefaultCompute is the layer compute of one pass of tokens on
 // rtxpro6000x8-2numa: ComputeFixed + tokens × ComputePerToken, which is
-// 5 ms at 3.5 tokens (seed: "~30 ms of which ~25 ms all-reduce and ~5 ms
+// 5 ms at 3.5 tokens (the deployment report: "~30 ms of which ~25 ms all-reduce and ~5 ms
 // compute" for 3–4 tokens). The split into a fixed and a per-token part is
 // an estimate; pass --compute to use a measured figure.
 func DefaultCompute(tokens int) sim.Duration {
@@ -93,6 +114,12 @@ func (c *VerifyConfig) defaults() error {
 	if c.Accept == 0 {
 		c.Accept = max(1, 0.8*float64(c.Tokens))
 	}
+	if c.LayerKernels == 0 {
+		c.LayerKernels = DefaultLayerKernels
+	}
+	if c.LayerKernels < 0 || c.LayerKernels > 10000 {
+		return fmt.Errorf("scenarios: verify: kernels per layer must be 0–10000, got %d", c.LayerKernels)
+	}
 	if !(c.Accept >= 1 && c.Accept <= float64(c.Tokens)) { // NaN fails both
 		return fmt.Errorf("scenarios: verify: acceptance length %.2f must lie between 1 and the tokens per pass (%d)", c.Accept, c.Tokens)
 	}
@@ -120,6 +147,12 @@ type VerifyResult struct {
 // Pass simulates one verify pass of tokens with algo: 122 allreduces back
 // to back on every rank, with compute/122 between consecutive ones.
 func Pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string) (passMs, usPerAR float64, notes []string, err error) {
+	return pass(top, ranks, algo, tokens, compute, launch, opts, 0)
+}
+
+// pass is Pass with the host's issue interval per allreduce in eager mode
+// (0: one eager launch, gpu.launch_eager).
+func pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string, issue sim.Duration) (passMs, usPerAR float64, notes []string, err error) {
 	req := algos.Request{Top: top, Ranks: ranks, Bytes: BytesPerAllreduce(tokens), DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)}
 	s, err := algos.Plan(algo, req)
 	if err != nil {
@@ -131,7 +164,7 @@ func Pass(top *topology.Topology, ranks int, algo string, tokens int, compute si
 	}
 	n := Layers * AllreducesPerLayer
 	gap := compute / sim.Duration(n)
-	res, err := algos.Run(m, s, algos.RunOptions{Iterations: n, Launch: launch, Gap: gap})
+	res, err := algos.Run(m, s, algos.RunOptions{Iterations: n, Launch: launch, Gap: gap, IssueInterval: issue})
 	if err != nil {
 		return 0, 0, s.Notes, err
 	}
@@ -174,7 +207,8 @@ func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 
 func (c VerifyConfig) one(name string) VerifyResult {
 	r := VerifyResult{Algo: name}
-	passMs, us, notes, err := Pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts)
+	issue := EagerIssue(c.Top, c.LayerKernels)
+	passMs, us, notes, err := pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts, issue)
 	r.Notes = notes
 	if err != nil {
 		r.Err = err
@@ -182,7 +216,7 @@ func (c VerifyConfig) one(name string) VerifyResult {
 	}
 	plainMs := passMs
 	if c.Tokens != 1 {
-		plainMs, _, _, err = Pass(c.Top, c.Ranks, name, 1, c.computeFor(1), c.Launch, c.Opts)
+		plainMs, _, _, err = pass(c.Top, c.Ranks, name, 1, c.computeFor(1), c.Launch, c.Opts, issue)
 		if err != nil {
 			r.Err = err
 			return r

@@ -23,6 +23,16 @@ type ImportOptions struct {
 	// Params are the machine parameters; nil means the preset defaults of a
 	// PCIe Gen5 GPU on an AMD EPYC host. The importer works on a copy.
 	Params *Params
+	// GPU is the GPU class to build with (the GPU table, GPUs): its
+	// parameters are set over Params, and its PCIe link is the matrix's
+	// assumed one. nil: the class the file names (NCCL XML <gpu sm>: the
+	// first class of that compute capability in the table), else Params'
+	// own GPU values. Topology.Notes says which.
+	GPU *GPUClass
+	// Overrides are set last, over the GPU class and what the file says
+	// (a --params file): they win. OverridesFile names them in errors.
+	Overrides     []Override
+	OverridesFile string
 }
 
 // Format is a topology file format the importers read.
@@ -150,7 +160,7 @@ func topoName(file string) string {
 // where they come from.
 func importParams(opts ImportOptions) (*Params, string, error) {
 	if opts.Params == nil {
-		return commonParams(), "GPU and host parameters are the preset defaults for a PCIe Gen5 GPU on an AMD EPYC host (commonParams); pass --params to change them", nil
+		return commonParams(), "host parameters (latencies, socket link, host memory) are the defaults of a two-socket AMD EPYC host (topology/params/base.txt); --params FILE to change them", nil
 	}
 	ps := opts.Params.Clone()
 	if err := ps.validate(); err != nil {
@@ -162,6 +172,57 @@ func importParams(opts ImportOptions) (*Params, string, error) {
 		}
 	}
 	return ps, "parameters are the ones given (not the preset defaults)", nil
+}
+
+// importGPU sets the GPU class's parameters in ps: opts.GPU, else the class
+// of compute capability sm (0: the file names none), and notes which.
+func importGPU(ps *Params, opts ImportOptions, sm int, where string, notes *noteList) (*GPUClass, error) {
+	g := opts.GPU
+	switch {
+	case g != nil:
+		notes.add(fmt.Sprintf("GPU class %s (given; the GPU table's values, each with its source)", g.Name))
+	case sm > 0:
+		cands := GPUClassesWithSM(sm)
+		if len(cands) == 0 {
+			notes.add(fmt.Sprintf("%s is in no class of the GPU table (%s): GPU parameters are the defaults'; --gpu NAME to choose", where, strings.Join(GPUClassNames(), ", ")))
+			return nil, nil
+		}
+		g = &cands[0]
+		if len(cands) == 1 {
+			notes.add(fmt.Sprintf("GPU class %s from %s", g.Name, where))
+		} else {
+			var names []string
+			for _, c := range cands {
+				names = append(names, c.Name)
+			}
+			notes.add(fmt.Sprintf("GPU class %s from %s, which is also %s: --gpu NAME to choose", g.Name, where, strings.Join(names[1:], ", ")))
+		}
+	default:
+		if opts.Params == nil {
+			notes.add(fmt.Sprintf("the file names no GPU: GPU parameters are RTX PRO 6000's (the defaults); --gpu NAME to choose one of %s", strings.Join(GPUClassNames(), ", ")))
+		}
+		return nil, nil
+	}
+	if err := g.Apply(ps); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// importOverrides sets opts.Overrides in ps, last.
+func importOverrides(ps *Params, opts ImportOptions, notes *noteList) error {
+	if len(opts.Overrides) == 0 {
+		return nil
+	}
+	file := opts.OverridesFile
+	if file == "" {
+		file = "the overrides given"
+	}
+	if err := ps.Apply(opts.Overrides, file); err != nil {
+		return err
+	}
+	notes.add(fmt.Sprintf("%d parameter(s) set from %s, over everything else", len(opts.Overrides), file))
+	return nil
 }
 
 // importParamNames are the parameters the importers read.

@@ -167,18 +167,50 @@ func (im *ncclImport) build(root *xnode, opts ImportOptions) (*Topology, error) 
 		return nil, err
 	}
 	spec.gpus = len(im.gpus)
+	sm, where := im.sm()
+	gpu, err := importGPU(ps, opts, sm, where, im.notes)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %s: %w", im.file, err)
+	}
 	if err := im.nvlinks(spec, ps, opts.Params != nil); err != nil {
 		return nil, err
 	}
 	im.noteHost(spec, ps, vendors)
 	im.notes.add(psNote)
+	if err := importOverrides(ps, opts, im.notes); err != nil {
+		return nil, fmt.Errorf("topology: %s: %w", im.file, err)
+	}
 	t, err := buildImported(topoName(im.file), ps, spec)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %s: %w", im.file, err)
 	}
-	t.Description = fmt.Sprintf("imported from %s (NCCL topology XML): %d GPUs, %d socket(s)", im.file, len(im.gpus), len(spec.sockets))
+	switch {
+	case slices.Contains(vendors, "AuthenticAMD"):
+		t.HostCPU = "amd"
+	case slices.Contains(vendors, "GenuineIntel-SPR"):
+		t.HostCPU = "intel-spr"
+	case slices.Contains(vendors, "GenuineIntel"):
+		t.HostCPU = "intel"
+	}
+	t.Description = fmt.Sprintf("imported from %s (NCCL topology XML): %d GPUs%s, %d socket(s)", im.file, len(im.gpus), gpuSuffix(gpu), len(spec.sockets))
 	t.Notes = im.notes.list()
 	return t, nil
+}
+
+// sm returns the GPUs' common compute capability and where the file says
+// it; 0 when they have none or differ.
+func (im *ncclImport) sm() (int, string) {
+	sm := 0
+	for _, g := range im.gpus {
+		if g.sm == 0 || (sm != 0 && g.sm != sm) {
+			if g.sm != 0 {
+				im.notes.add("GPUs of different compute capabilities: GPU parameters are the defaults'")
+			}
+			return 0, ""
+		}
+		sm = g.sm
+	}
+	return sm, fmt.Sprintf("<gpu sm=\"%d\">", sm)
 }
 
 // sockets reads each <cpu> as a socket whose top-level <pci> elements are
@@ -206,7 +238,11 @@ func (im *ncclImport) sockets(root *xnode) (*hostSpec, []string, error) {
 			im.notes.addItem("numa-map", "sockets numbered in file order: %s", fmt.Sprintf("numaid %d → socket %d", numa, s))
 		}
 		if v, ok := c.attr("vendor"); ok {
-			vendors = append(vendors, strings.TrimSpace(v))
+			v = strings.TrimSpace(v)
+			if m, _ := c.attr("modelid"); v == "GenuineIntel" && (strings.TrimSpace(m) == "143" || strings.TrimSpace(m) == "207") {
+				v = "GenuineIntel-SPR"
+			}
+			vendors = append(vendors, v)
 		}
 		var hbs [][]*devSpec
 		for _, k := range c.kids {

@@ -60,6 +60,9 @@ func (u unionFind) groups(members []int) [][]int {
 // matrix.
 func buildSMI(m *smiMatrix, file string, opts ImportOptions, notes *noteList) (*Topology, error) {
 	b := &smiBuild{m: m, file: file, notes: notes, gen: opts.PCIeGen, width: opts.PCIeWidth}
+	if opts.GPU != nil && b.gen == 0 {
+		b.gen, b.width = opts.GPU.PCIeGen, opts.GPU.PCIeWidth
+	}
 	if b.gen == 0 {
 		b.gen = 5
 	}
@@ -70,6 +73,10 @@ func buildSMI(m *smiMatrix, file string, opts ImportOptions, notes *noteList) (*
 		return nil, fmt.Errorf("topology: %s: import options: %w", file, err)
 	}
 	ps, psNote, err := importParams(opts)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %s: %w", file, err)
+	}
+	gpu, err := importGPU(ps, opts, 0, "", notes)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %s: %w", file, err)
 	}
@@ -85,12 +92,17 @@ func buildSMI(m *smiMatrix, file string, opts ImportOptions, notes *noteList) (*
 		return nil, err
 	}
 	b.notePCIe(ps)
+	notes.add("host CPU taken as AMD EPYC for NCCL's model (its 16 GB/s socket link figure): the matrix does not name the CPU")
 	notes.add(psNote)
+	if err := importOverrides(ps, opts, notes); err != nil {
+		return nil, fmt.Errorf("topology: %s: %w", file, err)
+	}
 	t, err := buildImported(topoName(file), ps, spec)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %s: %w", file, err)
 	}
-	t.Description = fmt.Sprintf("imported from %s (nvidia-smi topo -m): %d GPUs, %d socket(s)", file, m.n, len(b.sockets))
+	t.HostCPU = "amd"
+	t.Description = fmt.Sprintf("imported from %s (nvidia-smi topo -m): %d GPUs%s, %d socket(s)", file, m.n, gpuSuffix(gpu), len(b.sockets))
 	t.Notes = notes.list()
 	if err := b.checkGivesMatrix(t); err != nil {
 		return nil, err

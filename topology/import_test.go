@@ -95,7 +95,7 @@ func TestImportH200x2BothFormatsMatchThePreset(t *testing.T) {
 				}
 			}
 			assert.Equal(t, 18.0, top.Params.Get("nvlink.count"))
-			hasNote(t, top, "pass --params")
+			hasNote(t, top, "--params FILE to change them")
 		})
 	}
 	smi, _ := importTD(t, "h200x2_topo_m.txt", ImportOptions{})

@@ -17,6 +17,9 @@ type Preset struct {
 	SystemIDs   []string // trace `system` ids this preset models
 	params      func() *Params
 	layout      layout
+	// build, when set, builds the machine instead of layout (an imported
+	// machine: ImportPreset).
+	build func(*Params) (*Topology, error)
 }
 
 // DefaultParams returns a fresh copy of the preset's parameters.
@@ -27,6 +30,9 @@ func (p *Preset) Build() (*Topology, error) { return p.BuildWith(p.params()) }
 
 // BuildWith builds the machine from ps (the defaults with overrides applied).
 func (p *Preset) BuildWith(ps *Params) (*Topology, error) {
+	if p.build != nil {
+		return p.build(ps)
+	}
 	t, err := buildLayout(p.Name, ps, p.layout)
 	if err != nil {
 		return nil, err

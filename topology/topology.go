@@ -116,6 +116,10 @@ type Topology struct {
 	Platform    Platform
 	Params      *Params
 	Notes       []string // what an importer assumed
+	// HostCPU is the host CPU as NCCL's model classes it: "amd",
+	// "intel-spr" (Sapphire/Emerald Rapids) or "intel"; "" when the
+	// machine does not say (a preset: NCCL's model goes by its name).
+	HostCPU string
 
 	g     *simple.UndirectedGraph
 	nodes []*Node

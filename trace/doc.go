@@ -16,7 +16,7 @@
 //
 // # JSON Lines v1 (ReadJSONL)
 //
-// The project's own measurement format (shared/traces/FORMAT.md): one JSON
+// The project's own measurement format (docs/TRACE_FORMAT.md): one JSON
 // object per line, blank lines ignored, each decoded into a Record. Times
 // are µs; "us" is the median of 3–5 trials, "us_min"/"us_max" the fastest
 // and slowest. Every record has "system" (string), "kind" and "clock"

@@ -30,6 +30,10 @@ type NCCLTestsRun struct {
 	MinBytes, MaxBytes int64
 	// WarmupIters and Iters are the warm-up and timed iteration counts.
 	WarmupIters, Iters int
+	// Graph is the "graph:" header value: 0 for eager launches, more for
+	// operations captured in CUDA graphs (-G), −1 when the header does not
+	// say.
+	Graph int
 	// Ranks lists the "#  Rank ..." lines, in file order.
 	Ranks []NCCLTestsRank
 	// Rows are the result rows, in file order.
@@ -157,11 +161,25 @@ type ncclTestsParser struct {
 func ReadNCCLTests(r io.Reader, name string, opts ReadOptions) (NCCLTestsRun, []BadLine, error) {
 	p := &ncclTestsParser{name: name, hasRoot: true}
 	p.run.OutOfBounds = -1
+	p.run.Graph = -1
 	var bad []BadLine
-	br := bufio.NewReader(r)
+	lr := &io.LimitedReader{R: r, N: MaxTraceBytes + 1}
+	br := bufio.NewReader(lr)
 	for lineNo := 1; ; lineNo++ {
-		line, rerr := br.ReadString('\n')
-		if len(line) > 0 {
+		if lineNo > MaxTraceLines {
+			return NCCLTestsRun{}, nil, fmt.Errorf("trace: %s: more than %d lines; a trace is at most that long (MaxTraceLines)", name, MaxTraceLines)
+		}
+		raw, long, rerr := readLine(br, MaxLineBytes, opts.SkipBad)
+		if lr.N <= 0 {
+			return NCCLTestsRun{}, nil, fmt.Errorf("trace: %s: larger than %d MiB; a trace is at most that large (MaxTraceBytes)", name, MaxTraceBytes>>20)
+		}
+		if long {
+			pe := at(name, lineNo, fieldErrf("", "line longer than %d bytes: not nccl-tests output", MaxLineBytes))
+			if !opts.SkipBad {
+				return NCCLTestsRun{}, nil, pe
+			}
+			bad = append(bad, BadLine{Line: lineNo, Err: pe})
+		} else if line := string(raw); len(line) > 0 {
 			if err := p.line(line, lineNo); err != nil {
 				pe := at(name, lineNo, err)
 				if !opts.SkipBad {
@@ -341,6 +359,8 @@ func (p *ncclTestsParser) params(f []string) error {
 			dst = &p.run.WarmupIters
 		case key == "iters:" && (i == 0 || f[i-1] != "agg"):
 			dst = &p.run.Iters
+		case key == "graph:":
+			dst = &p.run.Graph
 		default:
 			continue
 		}

@@ -23,6 +23,9 @@ type CalibrateOptions struct {
 	// Preset, if set, names the preset every record is simulated on,
 	// whatever its system id (arsim calibrate --topology).
 	Preset string
+	// Machine, if set, is the machine every record is simulated on (an
+	// imported topology: topology.ImportPreset); it wins over Preset.
+	Machine *topology.Preset
 	// Base are the parameters to start from, by preset name (default: the
 	// preset's defaults).
 	Base map[string]*topology.Params
@@ -279,7 +282,7 @@ func Calibrate(recs []trace.Record, opts CalibrateOptions) (_ *Calibration, err 
 // prepare maps the records onto their twins (all of one preset) and
 // returns how many have none.
 func (c *calib) prepare(recs []trace.Record) (skipped int, err error) {
-	override, err := overridePreset(c.opts.Preset)
+	override, err := overridePreset(c.opts.Preset, c.opts.Machine)
 	if err != nil {
 		return 0, err
 	}

@@ -53,6 +53,12 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 		t.Group += " " + r.Proto
 	}
 	t.Group += " " + r.Transport.String() + " " + r.Launch.String()
+	switch r.API { // another format's records: transport by NCCL's rule, not measured
+	case APINCCLTests:
+		t.Group = "all_reduce_perf " + r.Launch.String() + " " + r.Note
+	case APIKernel:
+		t.Group = "allreduce kernel (profiler)"
+	}
 	launch, ok := map[trace.Launch]hw.LaunchMode{trace.LaunchCUDAGraph: hw.Graph, trace.LaunchEager: hw.Eager}[r.Launch]
 	if !ok {
 		return nil, badRecord("launch %q is not one of cudagraph, eager", r.Launch)
@@ -134,12 +140,16 @@ func (c *choice) launchConfig(r trace.Record, t *Twin) error {
 // interval apart (the device finished each before the host issued the
 // next).
 func (c *choice) simulate(r trace.Record, req func(*topology.Topology) algos.Request, launch hw.LaunchMode, iters int) func(*topology.Topology) (float64, bool, error) {
-	issueParam := ""
+	issueParam, perCall := "", 1.0
 	if launch == hw.Eager {
-		switch r.Impl {
-		case trace.ImplNCCL:
+		switch {
+		case r.API == APINCCLTests:
+			// nccl-tests calls ncclAllReduce itself: one host thread
+			// launches a kernel for each of its GPUs per iteration.
+			issueParam, perCall = "host.cuda_launch_issue", float64(max(r.GPUs, 1))
+		case r.Impl == trace.ImplNCCL:
 			issueParam = "torch.nccl_eager_issue"
-		case trace.ImplTorchSymmMem:
+		case r.Impl == trace.ImplTorchSymmMem:
 			issueParam = "torch.symm_mem_" + r.Algo + "_eager_issue"
 		}
 	}
@@ -152,9 +162,18 @@ func (c *choice) simulate(r trace.Record, req func(*topology.Topology) algos.Req
 		if err != nil {
 			return 0, false, err
 		}
+		if r.API == APIKernel {
+			// A profiler's kernel: one allreduce's device time, from the
+			// kernel's start (after its launch gap) to its end.
+			res, err := algos.Run(m, s, algos.RunOptions{Iterations: 1, Launch: hw.Graph})
+			if err != nil {
+				return 0, false, err
+			}
+			return res.MeanUs() - top.Params.Get("gpu.launch_graph"), false, nil
+		}
 		ro := algos.RunOptions{Iterations: iters, Launch: launch}
 		if issueParam != "" {
-			ro.IssueInterval = sim.Micros(top.Params.Get(issueParam))
+			ro.IssueInterval = sim.Micros(top.Params.Get(issueParam) * perCall)
 		}
 		res, err := algos.Run(m, s, ro)
 		if err != nil {
@@ -194,19 +213,48 @@ func ncclChoice(r trace.Record) (choice, error) {
 	if r.MaxChannels > 0 {
 		c.opts["max_channels"] = strconv.Itoa(r.MaxChannels) // NCCL_MAX_NCHANNELS: a cap, not a forced count
 	}
-	// NCCL variables the capture set beyond ALGO/PROTO (tools/capture --env).
+	// NCCL variables the capture set beyond ALGO/PROTO (tools/capture --env,
+	// or arsim validate --opts for nccl-tests), in NCCL's spelling.
+	env := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(r.NCCLEnv)) {
-		switch v := r.NCCLEnv[k]; k {
-		case "NCCL_NTHREADS":
-			c.opts["nthreads"] = v
-			c.group += " nthreads=" + v
-		case "NCCL_MAX_NCHANNELS": // max_channels carries it
-		default:
-			return c, notModelled("NCCL setting %s=%s is not modelled", k, v)
+		if k == "NCCL_MAX_NCHANNELS" && r.MaxChannels > 0 {
+			continue // max_channels carries it
 		}
+		env[k] = r.NCCLEnv[k]
+	}
+	o, err := algos.TranslateNCCLEnv(env)
+	if err != nil {
+		return c, notModelled("%s", strings.TrimPrefix(err.Error(), "algos: "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(o)) {
+		if prev, ok := c.opts[k]; ok && prev != o[k] {
+			return c, notModelled("the record's %s=%s and its NCCL settings (%s=%s) disagree", k, prev, k, o[k])
+		}
+		c.opts[k] = o[k]
+	}
+	if v, ok := r.NCCLEnv["NCCL_NTHREADS"]; ok {
+		c.group += " nthreads=" + v
+	}
+	switch r.API {
+	case APINCCLTests:
+		c.note = "nccl-tests: eager calls paced by host.cuda_launch_issue × " + strconv.Itoa(max(r.GPUs, 1)) + " GPU(s) per host thread; P2P or SHM by NCCL's own rule"
+	case APIKernel:
+		c.note = "profiler kernel: one allreduce's device time"
 	}
 	return c, nil
 }
+
+// The API field of an allreduce record made from another format says how
+// the operation was issued and timed.
+const (
+	// APINCCLTests: a row of nccl-tests (all_reduce_perf): ncclAllReduce
+	// called from one host thread for each of GPUs GPUs, timed as the mean
+	// over back-to-back iterations.
+	APINCCLTests = "ncclAllReduce"
+	// APIKernel: one NCCL kernel of a profiler trace, timed by its
+	// duration on the device.
+	APIKernel = "kernel"
+)
 
 // symmMemChoice: PyTorch's symmetric-memory kernels. Its one-shot is
 // vLLM's one-stage with PyTorch's launch configuration and barriers; its

@@ -33,6 +33,9 @@ type Options struct {
 	// whatever its system id (for a capture of a machine that no preset
 	// declares; arsim validate --topology).
 	Preset string
+	// Machine, if set, is the machine every record is simulated on (an
+	// imported topology: topology.ImportPreset); it wins over Preset.
+	Machine *topology.Preset
 }
 
 // Compared is one measured record beside its simulated twin.
@@ -147,12 +150,12 @@ type Validation struct {
 // listed in Skipped with the reason, never dropped. Records are run in
 // parallel; the result is the same for any Parallel and in line order.
 func Run(recs []trace.Record, opts Options) (*Validation, error) {
-	override, err := overridePreset(opts.Preset)
+	override, err := overridePreset(opts.Preset, opts.Machine)
 	if err != nil {
 		return nil, err
 	}
 	for name, ps := range opts.Params {
-		if ps == nil {
+		if ps == nil || (opts.Machine != nil && name == opts.Machine.Name) {
 			continue
 		}
 		if _, err := topology.Lookup(name); err != nil {
@@ -252,9 +255,12 @@ func prepare(r trace.Record, override *topology.Preset) (*Twin, error) {
 	return t, nil
 }
 
-// overridePreset looks up the preset named by a --topology override; nil
-// for none.
-func overridePreset(name string) (*topology.Preset, error) {
+// overridePreset is the machine given (an imported one), else the preset
+// named by a --topology override; nil for none.
+func overridePreset(name string, machine *topology.Preset) (*topology.Preset, error) {
+	if machine != nil {
+		return machine, nil
+	}
 	if name == "" {
 		return nil, nil
 	}
@@ -338,6 +344,7 @@ func simulateAll(ts []*Twin, top func(*Twin) (*topology.Topology, error), parall
 	for i, tw := range ts {
 		g.Go(func() error {
 			o := &out[i]
+			defer crash.Recover(&o.err) // building the machine too: a bug is returned as one
 			t, err := top(tw)
 			if err != nil {
 				o.err = err

@@ -11,11 +11,14 @@ import (
 
 type chromeEvent struct {
 	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
 	Ph   string         `json:"ph"`
 	Ts   float64        `json:"ts"`
 	Dur  *float64       `json:"dur,omitempty"`
 	Pid  int            `json:"pid"`
 	Tid  int            `json:"tid"`
+	ID   int            `json:"id,omitempty"`
+	Bp   string         `json:"bp,omitempty"`
 	Args map[string]any `json:"args,omitempty"`
 }
 
@@ -23,7 +26,8 @@ type chromeEvent struct {
 // with "traceEvents"), which ui.perfetto.dev and chrome://tracing open.
 // Groups become processes and tracks threads, numbered in order of first
 // appearance. Slices that overlap on one track are spread over extra lanes
-// ("ops #2", …) so that no two slices on one thread overlap.
+// ("ops #2", …) so that no two slices on one thread overlap. Each signal
+// gets a flow arrow (category "flag") to every wait it releases.
 func WritePerfetto(w io.Writer, slices []scenarios.Slice) error {
 	type key struct{ g, t string }
 	order := make([]int, len(slices))
@@ -68,7 +72,17 @@ func WritePerfetto(w io.Writer, slices []scenarios.Slice) error {
 			track = fmt.Sprintf("%s #%d", s.Track, lane+1)
 		}
 		d := s.Dur
-		events = append(events, chromeEvent{Name: s.Name, Ph: "X", Ts: s.Start, Dur: &d, Pid: pid, Tid: tidOf(s.Group, track, pid), Args: s.Args})
+		tid := tidOf(s.Group, track, pid)
+		events = append(events, chromeEvent{Name: s.Name, Ph: "X", Ts: s.Start, Dur: &d, Pid: pid, Tid: tid, Args: s.Args})
+		// Flow arrows from a signal to the wait it releases, bound to the
+		// slices that enclose them (their middle).
+		mid := s.Start + s.Dur/2
+		for _, id := range s.FlowOut {
+			events = append(events, chromeEvent{Name: "flag", Cat: "flag", Ph: "s", Ts: mid, Pid: pid, Tid: tid, ID: id})
+		}
+		for _, id := range s.FlowIn {
+			events = append(events, chromeEvent{Name: "flag", Cat: "flag", Ph: "f", Bp: "e", Ts: mid, Pid: pid, Tid: tid, ID: id})
+		}
 	}
 	doc := struct {
 		TraceEvents     []chromeEvent `json:"traceEvents"`

@@ -8,49 +8,10 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/validate"
 )
-
-// DrawSweep draws time per allreduce against message size, log-log, one
-// line per algorithm of names (in that order; points that could not run
-// are left out), to an .svg or .png file.
-func DrawSweep(path, topo string, names []string, rows []scenarios.SweepRow) error {
-	p := plot.New()
-	p.Title.Text = "Allreduce latency on " + topo
-	p.X.Label.Text = "message size (bytes)"
-	p.Y.Label.Text = "time per allreduce (µs)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), vg.Points(10)
-	for i, n := range names {
-		var xy plotter.XYs
-		for _, r := range rows {
-			if r.Algo == n && r.Err == nil {
-				xy = append(xy, plotter.XY{X: float64(r.Bytes), Y: r.Us})
-			}
-		}
-		if len(xy) == 0 {
-			continue
-		}
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return err
-		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i / 7)
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(n, l)
-	}
-	p.Add(plotter.NewGrid())
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
-}
 
 // kindPalette has one distinct colour per trace kind (Tableau 10).
 var kindPalette = []color.Color{
@@ -61,23 +22,32 @@ var kindPalette = []color.Color{
 }
 
 // DrawValidation draws simulated against measured, log-log, one colour per
-// record kind, with the identity line, to an .svg or .png file.
+// record kind (per group when every record is of one kind), with the
+// identity line and the legend beside the plot, to an .svg or .png file.
 func DrawValidation(path string, v *validate.Validation) error {
 	p := plot.New()
-	p.Title.Text = "arsim validate: simulated versus measured"
-	p.X.Label.Text = "measured (µs; pointer_chase ns; host_link_concurrency GB/s)"
-	p.Y.Label.Text = "simulated (same unit)"
+	p.Title.Text = "Simulated versus measured (µs; pointer_chase ns; host_link GB/s)"
+	p.X.Label.Text = "measured"
+	p.Y.Label.Text = "simulated"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
+	kindOf := func(r validate.Compared) string { return r.Kind }
+	oneKind := true
+	for _, r := range v.Records {
+		oneKind = oneKind && r.Kind == v.Records[0].Kind
+	}
+	if oneKind {
+		kindOf = func(r validate.Compared) string { return r.Group }
+	}
 	byKind := map[string]plotter.XYs{}
 	var kinds []string
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range v.Records {
-		if _, ok := byKind[r.Kind]; !ok {
-			kinds = append(kinds, r.Kind)
+		k := kindOf(r)
+		if _, ok := byKind[k]; !ok {
+			kinds = append(kinds, k)
 		}
-		byKind[r.Kind] = append(byKind[r.Kind], plotter.XY{X: r.Measured, Y: r.Predicted})
+		byKind[k] = append(byKind[k], plotter.XY{X: r.Measured, Y: r.Predicted})
 		lo = min(lo, r.Measured, r.Predicted)
 		hi = max(hi, r.Measured, r.Predicted)
 	}
@@ -92,17 +62,23 @@ func DrawValidation(path string, v *validate.Validation) error {
 	id.Color = color.Gray{Y: 120}
 	id.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(plotter.NewGrid(), id)
-	p.Legend.Add("simulated = measured", id)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo/1.15, hi*1.15, lo/1.15, hi*1.15
+	l := plot.NewLegend()
+	l.Top, l.Left = true, true
+	l.TextStyle.Font.Size = vg.Points(10)
+	l.Add("simulated = measured", id)
 	for i, k := range kinds {
 		sc, err := plotter.NewScatter(byKind[k])
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Color = kindPalette[i%len(kindPalette)]
-		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		c, _, glyph := seriesStyle(i)
+		sc.GlyphStyle.Color = c
+		sc.GlyphStyle.Shape = glyph
 		sc.GlyphStyle.Radius = vg.Points(2)
 		p.Add(sc)
-		p.Legend.Add(fmt.Sprintf("%s (%d)", k, len(byKind[k])), sc)
+		l.Add(fmt.Sprintf("%s (%d)", k, len(byKind[k])), sc)
 	}
-	return p.Save(7*vg.Inch, 7*vg.Inch, path)
+	sp := &sweepPlot{p: p, legend: l}
+	return sp.save(path, 6*vg.Inch, 6*vg.Inch)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The h200x2 traces (/work/shared/traces/h200x2/system/) are NCCL 2.28.9 on
+// The h200x2 traces (testdata/h200x2/system/) are NCCL 2.28.9 on
 // 2 × H200 (sm90) joined by NVSwitch (18 NVLinks × 20.6 = 370.8 GB/s) and
 // PCIe Gen5 (48 GB/s) to an Intel CPU (familyid 6, modelid 207). The logs
 // carry GRAPH and INIT lines but no TUNING table, so the graph inputs and

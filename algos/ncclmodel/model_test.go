@@ -48,7 +48,7 @@ func TestCompCapOf(t *testing.T) {
 }
 
 func TestRingLLLatencyPCI8Ranks(t *testing.T) {
-	// Facts §1.4 worked example: baseLat Ring/LL 6.6 + nsteps 2(8−1) = 14
+	// The worked example of NCCL's tuning model: baseLat Ring/LL 6.6 + nsteps 2(8−1) = 14
 	// steps × PCI hwLat Ring/LL 1.0 = 20.6 µs.
 	m := tune(t, pcie8())
 	assert.InDelta(t, 20.6, m.Latency(Ring, LL), 1e-9)

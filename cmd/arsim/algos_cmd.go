@@ -56,14 +56,28 @@ func checkSizes() []int64 {
 }
 
 func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("check", "check [--algos a,b] [--ranks 2,3,4,5,8,16] [--max-bytes N] [--schedule FILE.xml]",
-		[]string{"arsim check", "arsim check --algos ring --ranks 8", "arsim check --schedule msccl/testdata/ring_allreduce_8.xml", "arsim check --algos spec:winner.json"}, errOut)
+	fs := newFlags("check", "check [--algos a,b] [--ranks 2,3,4,5,8,16] [--max-bytes N] [--schedule FILE.xml] [--topology PRESET|FILE]",
+		[]string{"arsim check", "arsim check --algos ring --ranks 8", "arsim check --topology topo_m.txt --ranks 8", "arsim check --schedule msccl/testdata/ring_allreduce_8.xml", "arsim check --algos spec:winner.json"}, errOut)
 	list := fs.String("algos", "", "algorithms to check (default: all); also file:FILE.xml (MSCCL) and spec:FILE (arsim design --out)")
 	ranksFlag := fs.String("ranks", "2,3,4,5,8,16", "world sizes")
 	maxBytes := fs.String("max-bytes", "64MiB", "largest message size")
 	schedule := fs.String("schedule", "", "an MSCCL XML schedule to check at its own world size (same as --algos file:FILE --ranks N)")
+	topo := fs.String("topology", "", "plan on this machine, a preset or a topology file (default: rtxpro6000x8-2numa up to 8 ranks, a switch fabric beyond)")
+	gpu := fs.String("gpu", "", gpuUsage)
+	params := fs.String("params", "", paramsUsage)
+	progress := fs.Bool("progress", false, "show progress on stderr (the default when stderr is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var machine *topology.Topology
+	if *topo != "" {
+		t, err := loadMachine(machineSpec{topo: *topo, gpu: *gpu, params: *params}, errOut)
+		if err != nil {
+			return err
+		}
+		machine = t
+	} else if *gpu != "" || *params != "" {
+		return badInputf("check: --gpu and --params need --topology")
 	}
 	if *schedule != "" {
 		a, err := msccl.ReadFile(*schedule)
@@ -89,15 +103,35 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 	checked, skipped := 0, 0
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ALGORITHM\tRANKS\tSIZES CHECKED\tRESULT")
+	var bar func(int, int)
+	if showProgress(*progress, errOut) {
+		bar = progressBar(errOut, "algorithm × world size")
+	}
+	step, steps := 0, len(names)*len(worlds)
 	for _, name := range names {
 		a, _ := algos.Lookup(name)
 		for _, n := range worlds {
+			if bar != nil {
+				step++
+				bar(step, steps)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := a.WorldSizes(n); err != nil {
 				fmt.Fprintf(tw, "%s\t%d\t-\tskipped: %v\n", name, n, err)
 				skipped++
 				continue
 			}
+			if machine != nil && n > machine.NumGPUs() {
+				fmt.Fprintf(tw, "%s\t%d\t-\tskipped: %s has %d GPUs\n", name, n, machine.Name, machine.NumGPUs())
+				skipped++
+				continue
+			}
 			t, err := checkTopology(tops, n)
+			if machine != nil {
+				t, err = machine, nil
+			}
 			if err != nil {
 				return err
 			}
@@ -220,8 +254,10 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs := newFlags("explain", "explain ALGO [--ranks N] [--bytes B] [--topology T] [--opts k=v,…]", []string{"arsim explain one_stage --ranks 4", "arsim explain ring --ranks 4 --bytes 4KiB --opts proto=ll"}, errOut)
 	ranks := fs.Int("ranks", 4, "world size")
 	bytesFlag := fs.String("bytes", "4KiB", "message size")
-	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset")
-	opts := fs.String("opts", "", "algorithm options key=value,…")
+	topo := fs.String("topology", "rtxpro6000x8-2numa", topologyUsage)
+	gpu := fs.String("gpu", "", gpuUsage)
+	params := fs.String("params", "", paramsUsage)
+	opts := fs.String("opts", "", "algorithm options key=value,… (short or NCCL spelling)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := parse(fs, args); err != nil {
 			return err
@@ -236,7 +272,7 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	t, err := loadTopology(*topo, "")
+	t, err := loadMachine(machineSpec{topo: *topo, gpu: *gpu, params: *params}, errOut)
 	if err != nil {
 		return err
 	}

@@ -20,12 +20,15 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 			"arsim calibrate --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --fit 'gpu.launch_*,nvlink.*' --params-out h200.params --holdout-every 4",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params"}, errOut)
 	var traces fileList
-	fs.Var(&traces, "traces", "measured trace, JSON Lines v1 (repeat for several files)")
+	fs.Var(&traces, "traces", tracesUsage)
 	fit := fs.String("fit", "", "parameters to fit: glob patterns over names (arsim topology show), comma-separated")
 	paramsOut := fs.String("params-out", "", "write the fitted parameter file here (loads with --params)")
 	holdout := fs.Int("holdout-every", 3, "hold every N-th simulable record out of the fit and report its error")
 	params := fs.String("params", "", "parameter file to start from instead of the preset's defaults")
-	topo := fs.String("topology", "", "simulate every record on this preset, whatever its system id")
+	topo := fs.String("topology", "", "simulate every record on this machine: a preset or a topology file (needed for nccl-tests output and profiler traces)")
+	gpu := fs.String("gpu", "", gpuUsage+"; default for nccl-tests: the GPU on its rank lines")
+	optsFlag := fs.String("opts", "", "NCCL settings the measurement ran under (NCCL_P2P_LEVEL=SYS, …)")
+	progress := fs.Bool("progress", false, "show progress on stderr (the default when stderr is a terminal)")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines instead of failing")
 	sweeps := fs.Int("sweeps", 3, "coordinate-descent sweeps over the parameters")
 	maxEvals := fs.Int("max-evals", 600, "cap on parameter settings simulated (bounds the run time)")
@@ -36,11 +39,15 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	if err := checkCalibrateFlags(fs.Args(), *fit, *paramsOut, *holdout, *sweeps, *maxEvals); err != nil {
 		return err
 	}
-	files, err := readTraces(traces, *skipBad)
+	o, err := parseOpts(*optsFlag)
 	if err != nil {
 		return err
 	}
-	base, err := presetParams(files, *params, *topo)
+	files, err := readTraces(traces, *skipBad, o)
+	if err != nil {
+		return err
+	}
+	mm, err := resolveMeasuredMachine(files, *topo, *gpu, *params, errOut)
 	if err != nil {
 		return err
 	}
@@ -50,9 +57,9 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 		recs = append(recs, f.recs...)
 		names = append(names, f.path)
 	}
-	opts := validate.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: base, Preset: *topo, File: strings.Join(names, ", "),
+	opts := validate.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: mm.params, Preset: mm.preset, Machine: mm.machine, File: strings.Join(names, ", "),
 		Sweeps: *sweeps, MaxEvals: *maxEvals, Parallel: *parallel}
-	if isTerminal(errOut) {
+	if showProgress(*progress, errOut) {
 		opts.Progress = func(msg string) { fmt.Fprintf(errOut, "\r\033[K%s", msg) }
 	}
 	if err := ctx.Err(); err != nil {

@@ -20,8 +20,9 @@ func cmdDesign(ctx context.Context, args []string, out, errOut io.Writer) error 
 		[]string{"arsim design --topology rtxpro6000x8-2numa --bytes 42KiB",
 			"arsim design --topology rtxpro6000x8-switches --bytes 42KiB --out winner.json   # then: arsim sweep --algos spec:winner.json,two_stage",
 			"arsim design --topology h200x2 --bytes 1MiB --format json"}, errOut)
-	topo := fs.String("topology", "rtxpro6000x8-2numa", "machine preset (arsim topology list)")
-	params := fs.String("params", "", "parameter file overriding preset values (name = value per line)")
+	topo := fs.String("topology", "rtxpro6000x8-2numa", topologyUsage)
+	gpu := fs.String("gpu", "", gpuUsage)
+	params := fs.String("params", "", paramsUsage)
 	launch := fs.String("launch", "graph", "kernel launches: graph or eager")
 	bytesFlag := fs.String("bytes", "42KiB", "message size")
 	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
@@ -33,7 +34,7 @@ func cmdDesign(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	t, err := loadTopology(*topo, *params)
+	t, err := loadMachine(machineSpec{topo: *topo, gpu: *gpu, params: *params}, errOut)
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func cmdDesign(ctx context.Context, args []string, out, errOut io.Writer) error 
 	}
 	cfg := design.Config{Top: t, Ranks: *ranks, Bytes: b, Launch: mode, Budget: *budget, Parallel: *parallel}
 	if isTerminal(errOut) {
-		cfg.Progress = progressBar(errOut)
+		cfg.Progress = progressBar(errOut, "candidates")
 	}
 	start := time.Now()
 	res, err := design.Search(ctx, cfg)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -212,4 +213,15 @@ func intIn(name string, v, lo, hi int, why string) error {
 		return badInputf("--%s %d: want %d–%d (%s)", name, v, lo, hi, why)
 	}
 	return nil
+}
+
+// readHead reads the first n bytes of the file at path (fewer if it is
+// shorter): enough to tell a format, without reading an endless file.
+func readHead(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }

@@ -151,7 +151,7 @@ func robustCases() []robustCase {
 	// Strict options, whatever the number of algorithms.
 	add(2, `option "nosuchkey" is taken by none of the algorithms run (one_stage)`, "verify", "--algos", "one_stage", "--opts", "nosuchkey=1")
 	add(2, `option "nosuchkey" is taken by none of the `, "verify", "--opts", "nosuchkey=1")
-	add(2, `option proto="bogus" is not one of ll, ll128, simple`, "verify", "--opts", "proto=bogus")
+	add(2, `proto="bogus": want ll, ll128, simple`, "verify", "--opts", "proto=bogus")
 	add(2, "channels=0: 0 is below the minimum 1", "verify", "--algos", "ring", "--opts", "channels=0")
 	add(2, "channels=-1: -1 is below the minimum 1", "verify", "--opts", "channels=-1")
 	add(2, "threads=0: 0 is below the minimum 1", "verify", "--opts", "threads=0")
@@ -179,7 +179,7 @@ func robustCases() []robustCase {
 	add(2, `explain: unexpected argument "more"`, "explain", "ring", "more")
 	add(2, `topology import: unexpected argument "b.txt"`, "topology", "import", "topo256.txt", "b.txt")
 	add(2, `unexpected argument "x"`, "sweep", "--sizes", "1KiB", "x")
-	add(2, `help: unexpected argument "verify" (arsim verify --help`, "help", "verify")
+	add(2, `help: unexpected argument "extra" (arsim help COMMAND)`, "help", "verify", "extra")
 	// Results that cannot be produced: exit 1 with why, and no output file.
 	add(1, "nothing was simulated: all 1 records were skipped", "validate", "--traces", "nosystem.jsonl")
 	addOut(2, "holdout-every 1000000 holds out none of the 419 records that simulate", []string{"p.params"},
@@ -207,7 +207,7 @@ func robustCases() []robustCase {
 	add(2, "flag provided but not defined", "verify", "--no-such-flag")
 	// What now works: a byte-order mark, and a 256-GPU import in time.
 	add(0, "Measured versus simulated", "validate", "--traces", "bom.jsonl")
-	add(0, "Read topo256.txt as nvidia-smi topo -m", "topology", "import", "topo256.txt")
+	add(0, "(nvidia-smi topo -m): 256 GPUs, 2 socket(s)", "topology", "import", "topo256.txt")
 	return cs
 }
 

@@ -42,11 +42,17 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" {
+		if len(args) > 2 {
+			return badInputf("help: unexpected argument %q (arsim help COMMAND)", args[2])
+		}
 		if len(args) > 1 {
-			return badInputf("help: unexpected argument %q (arsim %s --help shows a command's flags)", args[1], args[1])
+			return helpFor(ctx, args[1], out)
 		}
 		printHelp(out)
 		return nil
+	}
+	if name == "--version" || name == "version" {
+		return printVersion(out)
 	}
 	if strings.HasPrefix(name, "-") {
 		// Flags without a command belong to the default command.
@@ -72,7 +78,7 @@ func printHelp(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun `arsim COMMAND --help` for a command's flags and examples.")
+	fmt.Fprintln(w, "\nRun `arsim help COMMAND` (or `arsim COMMAND --help`) for a command's flags and examples; `arsim --version` for the build.")
 	fmt.Fprintln(w, "\nExit status:")
 	for _, s := range exitStatuses {
 		fmt.Fprintf(w, "  %d  %s\n", s.code, s.meaning)
@@ -126,20 +132,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// parseOpts reads "k=v,k=v" algorithm options.
-func parseOpts(s string) (map[string]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || v == "" {
-			return nil, badInputf("option %q: want key=value (e.g. proto=ll,channels=2)", kv)
-		}
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return out, nil
 }

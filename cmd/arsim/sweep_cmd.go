@@ -7,30 +7,45 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/viz"
 )
 
 func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("sweep", "sweep [--topology T] [--algos a,b] [--sizes 1KiB..256MiB|list] [--format table|csv|json] [--plot FILE.svg|.png]",
-		[]string{"arsim sweep", "arsim sweep --algos one_stage,two_stage,nccl --sizes 1KiB..16MiB --plot sweep.svg", "arsim sweep --topology h200x2 --sizes 8,1KiB,43008 --format json"}, errOut)
+	fs := newFlags("sweep", "sweep [--topology PRESET|FILE] [--gpu NAME] [--algos a,b] [--sizes 1KiB..256MiB|list] [--dtype bf16] [--format table|csv|json|nccl-tests] [--plot FILE.svg|.png] [--plot-busbw FILE]",
+		[]string{"arsim sweep", "arsim sweep --algos one_stage,two_stage,nccl --sizes 1KiB..16MiB --plot sweep.svg --plot-busbw busbw.svg",
+			"arsim sweep --topology topo_m.txt --gpu \"RTX 5090\" --algos nccl,two_stage --sizes 42KiB   # your nvidia-smi topo -m",
+			"arsim sweep --algos nccl --opts NCCL_P2P_LEVEL=SYS --dtype fp32 --sizes 8..128MiB --format nccl-tests",
+			"arsim sweep --topology h200x2 --sizes 8,1KiB,43008 --format json"}, errOut)
 	mf := addMachineFlags(fs)
 	list := fs.String("algos", "", "algorithms, comma-separated (default: all)")
 	sizes := fs.String("sizes", "1KiB..256MiB", "message sizes: a list or a power-of-two range")
 	ranks := fs.Int("ranks", 0, "world size (default: all GPUs)")
-	format := fs.String("format", "table", "output: table, csv or json")
+	format := fs.String("format", "table", "output: table, csv, json or nccl-tests (nccl-tests' all_reduce_perf columns, one block per algorithm)")
 	plotFile := fs.String("plot", "", "also draw latency versus size to this .svg or .png file")
 	parallel := fs.Int("parallel", 0, "points simulated at once (default: all cores); output does not depend on it")
+	dtype := fs.String("dtype", "bf16", "element type: bf16, fp16 or fp32 (nccl-tests' bfloat16, half, float)")
+	plotBus := fs.String("plot-busbw", "", "also draw bus bandwidth versus size to this .svg or .png file")
+	noCheck := fs.Bool("no-check", false, noCheckUsage)
+	progress := fs.Bool("progress", false, "show progress on stderr (the default when stderr is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	t, mode, o, err := mf.resolve()
+	dt, err := parseDType(*dtype)
+	if err != nil {
+		return err
+	}
+	t, mode, o, err := mf.resolve(errOut)
 	if err != nil {
 		return err
 	}
@@ -45,20 +60,45 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *format != "table" && *format != "csv" && *format != "json" {
-		return badInputf("sweep: --format %q is not one of table, csv, json", *format)
+	if *format != "table" && *format != "csv" && *format != "json" && *format != "nccl-tests" {
+		return badInputf("sweep: --format %q is not one of table, csv, json, nccl-tests", *format)
+	}
+	for _, b := range sz {
+		if b%dt.Size() != 0 {
+			return badInputf("sweep: size %d B is not a whole number of %s elements (%d B each)", b, dt, dt.Size())
+		}
 	}
 	if *ranks < 0 || *ranks == 1 || *ranks > t.NumGPUs() {
 		return badInputf("sweep: --ranks %d: want 2–%d", *ranks, t.NumGPUs())
 	}
-	if *plotFile != "" {
-		if err := checkWritable(*plotFile, ".svg", ".png"); err != nil {
-			return err
+	for _, f := range []string{*plotFile, *plotBus} {
+		if f != "" {
+			if err := checkWritable(f, ".svg", ".png"); err != nil {
+				return err
+			}
 		}
 	}
-	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, Launch: mode, Opts: o, Parallel: *parallel}
-	if isTerminal(errOut) {
-		cfg.Progress = progressBar(errOut)
+	n := *ranks
+	if n == 0 {
+		n = t.NumGPUs()
+	}
+	show := showProgress(*progress, errOut) && (*progress || len(names)*len(sz) >= 40)
+	if *noCheck {
+		uncheckedNote(errOut)
+	} else {
+		var bar func(int, int)
+		if show {
+			bar = progressBar(errOut, "schedules proved")
+		}
+		notes, err := proveAll(ctx, proofRequest{top: t, ranks: n, dtype: dt, launch: mode, opts: optsForAlgo(o)}, names, sz, bar)
+		if err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		checkNotes(errOut, notes)
+	}
+	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, DType: dt, Launch: mode, Opts: o, Parallel: *parallel}
+	if show {
+		cfg.Progress = progressBar(errOut, "points")
 	}
 	rows, err := scenarios.Sweep(ctx, cfg)
 	if err != nil {
@@ -69,6 +109,8 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		err = writeSweepJSON(out, t.Name, rows)
 	case "csv":
 		err = writeSweepCSV(out, rows)
+	case "nccl-tests":
+		err = writeSweepNCCLTests(out, t, n, dt, mode, names, rows)
 	default:
 		err = writeSweepTable(out, t.Name, names, sz, rows)
 	}
@@ -88,7 +130,97 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", *plotFile)
 	}
+	if *plotBus != "" {
+		if err := drawAtomic(*plotBus, func(name string) error { return viz.DrawSweepBusBW(name, t.Name, names, rows) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "wrote %s\n", *plotBus)
+	}
 	return nil
+}
+
+// parseDType reads --dtype: arsim's names or nccl-tests'.
+func parseDType(s string) (algos.DType, error) {
+	switch strings.ToLower(s) {
+	case "bf16", "bfloat16":
+		return algos.BF16, nil
+	case "fp16", "half", "float16":
+		return algos.FP16, nil
+	case "fp32", "float", "float32":
+		return algos.FP32, nil
+	}
+	return "", badInputf("--dtype %q is not one of bf16, fp16, fp32 (or bfloat16, half, float)", s)
+}
+
+// ncclTestsType is nccl-tests' name of an element type.
+func ncclTestsType(d algos.DType) string {
+	return map[algos.DType]string{algos.BF16: "bfloat16", algos.FP16: "half", algos.FP32: "float"}[d]
+}
+
+// writeSweepNCCLTests prints each algorithm's rows as nccl-tests'
+// all_reduce_perf prints a run (trace.ReadNCCLTests reads one back): size,
+// count, type, redop, root, then time (µs), algbw and busbw (GB/s) and
+// #wrong for out-of-place and in-place, which are one simulation here.
+func writeSweepNCCLTests(out io.Writer, t *topology.Topology, ranks int, dt algos.DType, mode hw.LaunchMode, names []string, rows []scenarios.SweepRow) error {
+	graph := 0
+	if mode == hw.Graph {
+		graph = 1
+	}
+	for i, name := range names {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		var sizes []int64
+		for _, r := range rows {
+			if r.Algo == name {
+				sizes = append(sizes, r.Bytes)
+			}
+		}
+		if len(sizes) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "# arsim sweep: %s simulated on %s (not a measurement); out-of-place and in-place are the same simulation\n", name, t.Name)
+		fmt.Fprintf(out, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: listed warmup iters: 0 iters: 3 agg iters: 1 validation: 0 graph: %d\n#\n# Using devices\n", ranks, slices.Min(sizes), slices.Max(sizes), graph)
+		for r := 0; r < ranks; r++ {
+			fmt.Fprintf(out, "#  Rank %2d Group  0 Pid      0 on      arsim device %2d [%s] simulated GPU of %s\n", r, r, "sim", t.Name)
+		}
+		fmt.Fprintln(out, "#")
+		fmt.Fprintln(out, "#                                                              out-of-place                       in-place          ")
+		fmt.Fprintln(out, "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
+		fmt.Fprintln(out, "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       ")
+		var bus []float64
+		for _, r := range rows {
+			if r.Algo != name {
+				continue
+			}
+			if r.Err != nil {
+				fmt.Fprintf(out, "# %12d bytes: %s cannot run here: %v\n", r.Bytes, name, r.Err)
+				continue
+			}
+			alg := float64(r.Bytes) / (r.Us * 1e-6) / 1e9
+			half := fmt.Sprintf("  %7s  %6s  %6s  %6s", ncclFloat(r.Us, 7), ncclFloat(alg, 6), ncclFloat(r.BusGBps, 6), "N/A")
+			fmt.Fprintf(out, "%12d  %12d  %8s  %6s  %6d%s%s\n", r.Bytes, r.Bytes/dt.Size(), ncclTestsType(dt), "sum", -1, half, half)
+			bus = append(bus, r.BusGBps)
+		}
+		fmt.Fprintln(out, "# Out of bounds values : 0 OK")
+		avg := 0.0
+		for _, b := range bus {
+			avg += b / float64(len(bus))
+		}
+		fmt.Fprintf(out, "# Avg bus bandwidth    : %g\n#\n", round(avg, 4))
+	}
+	return nil
+}
+
+// ncclFloat formats a number as nccl-tests does (getFloatStr): two
+// decimals, fewer when the width would overflow.
+func ncclFloat(v float64, width int) string {
+	for _, prec := range []int{2, 1, 0} {
+		if s := strconv.FormatFloat(v, 'f', prec, 64); len(s) <= width {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'e', 1, 64)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -100,11 +232,16 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func progressBar(w io.Writer) func(done, total int) {
+// showProgress says whether to draw progress on errOut: when asked
+// (--progress) or when it is a terminal; never into a pipe otherwise.
+func showProgress(asked bool, errOut io.Writer) bool { return asked || isTerminal(errOut) }
+
+// progressBar draws "[####....] done/total what" on one line of w.
+func progressBar(w io.Writer, what string) func(done, total int) {
 	return func(done, total int) {
 		const width = 30
-		fill := done * width / total
-		fmt.Fprintf(w, "\r[%s%s] %d/%d points", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
+		fill := done * width / max(total, 1)
+		fmt.Fprintf(w, "\r[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, what)
 		if done == total {
 			fmt.Fprintln(w)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -11,11 +12,11 @@ import (
 )
 
 func cmdTopology(ctx context.Context, args []string, out, errOut io.Writer) error {
-	usage := "topology list | show NAME [--params FILE] | import FILE"
+	usage := "topology list | gpus | show NAME|FILE [--gpu NAME] [--params FILE] | import FILE [--gpu NAME] [--params FILE]"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintf(errOut, "Usage: arsim %s\n\nExamples:\n  arsim topology list\n  arsim topology show rtxpro6000x8-2numa\n  arsim topology import nccl_topo.xml\n  arsim topology import topo_m.txt\n", usage)
+		fmt.Fprintf(errOut, "Usage: arsim %s\n\nExamples:\n  arsim topology list\n  arsim topology show rtxpro6000x8-2numa\n  arsim topology import nccl_topo.xml\n  arsim topology import topo_m.txt --gpu \"RTX 5090\"\n  arsim topology gpus\n", usage)
 		if len(args) == 0 {
-			return badInputf("topology: say list, show NAME or import FILE")
+			return badInputf("topology: say list, gpus, show NAME or import FILE")
 		}
 		return errHelpShown
 	}
@@ -36,63 +37,63 @@ func cmdTopology(ctx context.Context, args []string, out, errOut io.Writer) erro
 		}
 		return tw.Flush()
 	case "show":
-		fs := newFlags("topology show", "topology show NAME [--params FILE]", []string{"arsim topology show h200x2", "arsim topology show rtxpro6000x8-2numa --params fitted.params"}, errOut)
-		params := fs.String("params", "", "parameter file overriding preset values (name = value per line)")
-		if len(args) < 2 {
-			return badInputf("topology show: name a preset (valid: %s)", strings.Join(topology.Presets(), ", "))
+		fs := newFlags("topology show", "topology show NAME|FILE [--gpu NAME] [--params FILE]", []string{"arsim topology show h200x2", "arsim topology show rtxpro6000x8-2numa --gpu \"RTX 5090\" --params fitted.params"}, errOut)
+		gpu := fs.String("gpu", "", gpuUsage)
+		params := fs.String("params", "", paramsUsage)
+		if len(args) < 2 || strings.HasPrefix(args[1], "-") {
+			if err := parse(fs, args[1:]); err != nil {
+				return err
+			}
+			return badInputf("topology show: name a preset (valid: %s) or a topology file", strings.Join(topology.Presets(), ", "))
 		}
 		if err := parse(fs, args[2:]); err != nil {
 			return err
 		}
-		t, err := loadTopology(args[1], *params)
+		t, err := loadMachine(machineSpec{topo: args[1], gpu: *gpu, params: *params}, errOut)
 		if err != nil {
 			return err
 		}
 		return showTopology(out, t)
+	case "gpus":
+		return showGPUs(out)
 	case "import":
-		if len(args) < 2 {
+		fs := newFlags("topology import", "topology import FILE [--gpu NAME] [--params FILE]", []string{"arsim topology import topo_m.txt --gpu \"RTX 5090\"", "arsim topology import nccl_topo.xml --params my.params"}, errOut)
+		gpu := fs.String("gpu", "", gpuUsage)
+		params := fs.String("params", "", paramsUsage)
+		if len(args) < 2 || strings.HasPrefix(args[1], "-") {
+			if err := parse(fs, args[1:]); err != nil {
+				return err
+			}
 			return badInputf("topology import: name a file (nvidia-smi topo -m output or NCCL topology XML)")
 		}
-		if len(args) > 2 {
-			return badInputf("topology import: unexpected argument %q (it reads one file)", args[2])
+		if err := parse(fs, args[2:]); err != nil {
+			return err
 		}
-		t, format, err := topology.ImportFile(args[1], topology.ImportOptions{})
+		if !isTopologyFile(args[1]) {
+			return badInputf("topology import: %s is a preset name; `arsim topology show %s` prints it", args[1], args[1])
+		}
+		m, err := resolveMachine(machineSpec{topo: args[1], gpu: *gpu, params: *params})
 		if err != nil {
-			return badInput(err)
+			return err
 		}
-		fmt.Fprintf(out, "Read %s as %s.\n\n", args[1], format)
+		t, err := m.build()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Read %s.\n\n", m.notes[0])
 		if err := showTopology(out, t); err != nil {
 			return err
 		}
 		fmt.Fprintln(out, "\nAssumed (the file does not say):")
-		if len(t.Notes) == 0 {
+		if len(m.notes) < 2 {
 			fmt.Fprintln(out, "  nothing")
 		}
-		for _, n := range t.Notes {
+		for _, n := range m.notes[1:] {
 			fmt.Fprintln(out, "  - "+n)
 		}
 		return nil
 	}
-	return badInputf("topology: unknown subcommand %q (list, show, import)", args[0])
-}
-
-// loadTopology builds a preset, applying a parameter file if given.
-func loadTopology(name, paramsFile string) (*topology.Topology, error) {
-	p, err := topology.Lookup(name)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	ps := p.DefaultParams()
-	if paramsFile != "" {
-		if err := applyParamsFile(ps, paramsFile); err != nil {
-			return nil, err
-		}
-	}
-	t, err := p.BuildWith(ps)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return t, nil
+	return badInputf("topology: unknown subcommand %q (list, gpus, show, import)", args[0])
 }
 
 func showTopology(out io.Writer, t *topology.Topology) error {
@@ -140,4 +141,22 @@ func showTopology(out io.Writer, t *topology.Topology) error {
 	fmt.Fprintf(out, "\nPlatform: P2P through host bridges %v, across sockets %v, posted-write collapse %v\n", p.P2PThroughHostBridge, p.P2PAcrossSockets, p.WriteCollapse)
 	fmt.Fprintln(out, "\nParameters:")
 	return t.Params.WriteTable(out)
+}
+
+// showGPUs prints the GPU table: each class with its compute capability,
+// PCIe link and parameters, each with its source.
+func showGPUs(out io.Writer) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tSM\tPCIE\tPARAMETER\tVALUE\tSOURCE")
+	for _, g := range topology.GPUClasses() {
+		fmt.Fprintf(tw, "%s\tsm%d\tGen%d x%d\t\t\t%s\n", g.Name, g.SM, g.PCIeGen, g.PCIeWidth, g.PCIeSource)
+		for _, o := range g.Params {
+			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\n", o.Name, strconv.FormatFloat(o.Value, 'g', -1, 64), o.Source)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\n--gpu NAME sets a class's values over a machine's; the importers set it where the file names the GPU (NCCL XML sm, nccl-tests rank lines).")
+	return nil
 }

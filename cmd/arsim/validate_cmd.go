@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,18 +20,23 @@ import (
 )
 
 func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("validate", "validate --traces FILE [--traces FILE …] [--topology PRESET] [--params FILE] [--format table|json] [--plot FILE.svg|.png] [--skip-bad]",
+	fs := newFlags("validate", "validate --traces FILE [--traces FILE …] [--topology PRESET|FILE] [--gpu NAME] [--params FILE] [--opts NCCL_…] [--format table|json] [--plot FILE.svg|.png] [--skip-bad]",
 		[]string{"arsim validate --traces testdata/h200x2/measurements.jsonl",
+			"arsim validate --traces testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt --topology rtxpro6000x8-2numa --opts NCCL_P2P_LEVEL=SYS",
+			"arsim validate --traces all_reduce_perf.txt --topology topo_m.txt   # your nccl-tests output on your machine",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --plot validate.svg",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params --format json"}, errOut)
 	var traces fileList
-	fs.Var(&traces, "traces", "measured trace, JSON Lines v1 (repeat for several files)")
-	params := fs.String("params", "", "parameter file overriding the values of the preset(s) the traces use")
-	topo := fs.String("topology", "", "simulate every record on this preset, whatever its system id (for a machine no preset declares)")
+	fs.Var(&traces, "traces", tracesUsage)
+	params := fs.String("params", "", "parameter file set over the machine's values (last)")
+	topo := fs.String("topology", "", "simulate every record on this machine: a preset or a topology file (needed for nccl-tests output and profiler traces, which name no machine)")
+	gpu := fs.String("gpu", "", gpuUsage+"; default for nccl-tests: the GPU on its rank lines")
+	optsFlag := fs.String("opts", "", "NCCL settings the measurement ran under, which nccl-tests and profiler traces do not print (NCCL_P2P_LEVEL=SYS, NCCL_PROTO=LL,Simple, …)")
 	format := fs.String("format", "table", "output: table or json")
 	plotFile := fs.String("plot", "", "also draw simulated versus measured to this .svg or .png file")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed trace lines (and list them) instead of failing")
 	parallel := fs.Int("parallel", 0, "records simulated at once (default: all cores); output does not depend on it")
+	progress := fs.Bool("progress", false, "show progress on stderr (the default when stderr is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -45,11 +51,15 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 			return err
 		}
 	}
-	files, err := readTraces(traces, *skipBad)
+	o, err := parseOpts(*optsFlag)
 	if err != nil {
 		return err
 	}
-	ps, err := presetParams(files, *params, *topo)
+	files, err := readTraces(traces, *skipBad, o)
+	if err != nil {
+		return err
+	}
+	mm, err := resolveMeasuredMachine(files, *topo, *gpu, *params, errOut)
 	if err != nil {
 		return err
 	}
@@ -58,8 +68,8 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 		total += len(f.recs)
 	}
 	var bar func(done, total int)
-	if isTerminal(errOut) {
-		bar = progressBar(errOut)
+	if showProgress(*progress, errOut) {
+		bar = progressBar(errOut, "records")
 	}
 	var vs []*validate.Validation
 	offset := 0
@@ -67,17 +77,20 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		o := validate.Options{Params: ps, Parallel: *parallel, File: f.path, Preset: *topo}
+		vo := validate.Options{Params: mm.params, Parallel: *parallel, File: f.path, Preset: mm.preset, Machine: mm.machine}
 		if bar != nil && total > 0 {
 			base := offset
-			o.Progress = func(done, _ int) { bar(base+done, total) }
+			vo.Progress = func(done, _ int) { bar(base+done, total) }
 		}
-		v, err := validate.Run(f.recs, o)
+		v, err := validate.Run(f.recs, vo)
 		if err != nil {
-			return err
+			return badInput(err)
 		}
 		offset += len(f.recs)
 		vs = append(vs, v)
+		if len(f.skipped) > 0 {
+			vs = append(vs, &validate.Validation{Skipped: f.skipped})
+		}
 	}
 	v := validate.Merge(vs...)
 	if err := reportValidation(out, errOut, files, v, *format, *plotFile); err != nil {
@@ -337,6 +350,7 @@ func writeByReason(b *bytes.Buffer, items []lineItem, withFile bool) {
 func lineRanges(ls []int) string {
 	ls = append([]int(nil), ls...)
 	sort.Ints(ls)
+	ls = slices.Compact(ls) // two records of one line (nccl-tests' two placements)
 	var parts []string
 	for i := 0; i < len(ls); {
 		j := i

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,8 +20,9 @@ import (
 )
 
 func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("verify", "verify [--topology T] [--tokens N] [--compute 5ms] [--accept A] [--draft 1.5ms] [--launch graph|eager] [--algos a,b] [--opts k=v,…] [--format table|json]",
-		[]string{"arsim verify", "arsim verify --tokens 4 --algos one_stage,nccl", "arsim verify --topology rtxpro6000x8-switches --launch eager", "arsim verify --opts p2p_level=sys --format json"}, errOut)
+	fs := newFlags("verify", "verify [--topology PRESET|FILE] [--gpu NAME] [--tokens N] [--compute 5ms] [--accept A] [--draft 1.5ms] [--launch graph|eager] [--layer-kernels N] [--algos a,b] [--opts k=v,…] [--format table|json] [-v]",
+		[]string{"arsim verify", "arsim verify --tokens 4 --algos one_stage,nccl", "arsim verify --topology topo_m.txt --gpu \"RTX 5090\"   # your nvidia-smi topo -m",
+			"arsim verify --topology rtxpro6000x8-switches --launch eager", "arsim verify --opts NCCL_P2P_LEVEL=SYS,NCCL_PROTO=LL --format json"}, errOut)
 	mf := addMachineFlags(fs)
 	tokensFlag := fs.String("tokens", "3", "tokens verified per pass (draft tokens + 1); a list (1,3,4,8,16,64) prints a what-if table")
 	compute := fs.Duration("compute", 0, "layer compute per pass (default 4.475ms + 0.15ms × tokens: 5 ms at 3–4 tokens, an estimate)")
@@ -28,10 +30,16 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	draft := fs.Duration("draft", 1500*time.Microsecond, "drafter time per speculative step")
 	list := fs.String("algos", "", "algorithms to compare, comma-separated (default: all)")
 	format := fs.String("format", "table", "output: table or json")
+	layerKernels := fs.Int("layer-kernels", scenarios.DefaultLayerKernels, "the model's own kernels per layer besides its allreduces; with --launch eager the host issues each (an estimate)")
+	verbose := fs.Bool("v", false, "print every algorithm's notes, NCCL's choices (P2P level, ring search, threads) included")
+	noCheck := fs.Bool("no-check", false, noCheckUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	t, mode, o, err := mf.resolve()
+	if *layerKernels < 1 || *layerKernels > 10000 {
+		return badInputf("verify: --layer-kernels %d: want 1–10000", *layerKernels)
+	}
+	t, mode, o, err := mf.resolve(errOut)
 	if err != nil {
 		return err
 	}
@@ -67,7 +75,24 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err := finite("accept", *accept); err != nil {
 		return err
 	}
-	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: computeD, Accept: *accept, Draft: draftD, Launch: mode, Opts: o}
+	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: computeD, Accept: *accept, Draft: draftD, Launch: mode, Opts: o, LayerKernels: *layerKernels}
+	if *noCheck {
+		uncheckedNote(errOut)
+	} else {
+		sizes := []int64{scenarios.BytesPerAllreduce(1)}
+		for _, n := range toks {
+			sizes = append(sizes, scenarios.BytesPerAllreduce(n))
+		}
+		var bar func(int, int)
+		if isTerminal(errOut) {
+			bar = progressBar(errOut, "schedules proved")
+		}
+		notes, err := proveAll(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar)
+		if err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+		checkNotes(errOut, notes)
+	}
 	if len(toks) > 1 {
 		if *format == "json" {
 			return badInputf("verify: --format json takes one --tokens value")
@@ -82,7 +107,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if *format == "json" {
 		err = writeVerifyJSON(out, t.Name, *tokens, res)
 	} else {
-		err = writeVerifyTable(out, cfg, t.Name, res)
+		err = writeVerifyTable(out, cfg, t.Name, res, *verbose)
 	}
 	if err != nil {
 		return err
@@ -171,7 +196,7 @@ func round(v float64, digits int) float64 {
 	return float64(int64(v*p+0.5)) / p
 }
 
-func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, res []scenarios.VerifyResult) error {
+func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, res []scenarios.VerifyResult, verbose bool) error {
 	bytes := scenarios.BytesPerAllreduce(cfg.Tokens)
 	computeMs := float64(cfg.Compute) / float64(sim.Millisecond)
 	if cfg.Compute == 0 {
@@ -179,10 +204,19 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 	}
 	computeSrc := "as given by --compute"
 	if cfg.Compute == 0 {
-		computeSrc = fmt.Sprintf("estimate: %v + %v per token, 5 ms at 3–4 tokens per the seed; --compute to change", scenarios.ComputeFixed, scenarios.ComputePerToken)
+		computeSrc = fmt.Sprintf("estimate: %v + %v per token, 5 ms at 3–4 tokens as the deployment report below measured; --compute to change", scenarios.ComputeFixed, scenarios.ComputePerToken)
 	}
-	fmt.Fprintf(out, "Verify pass on %s: %d tokens → %d allreduces of %d B (%v) per pass, %.2f ms compute (%s), launches: %v\n\n",
+	fmt.Fprintf(out, "Verify pass on %s: %d tokens → %d allreduces of %d B (%v) per pass, %.2f ms compute (%s), launches: %v\n",
 		topo, cfg.Tokens, scenarios.Layers*scenarios.AllreducesPerLayer, bytes, sim.Bytes(bytes), computeMs, computeSrc, cfg.Launch)
+	n := scenarios.Layers * scenarios.AllreducesPerLayer
+	if cfg.Launch == hw.Eager {
+		issue := scenarios.EagerIssue(cfg.Top, cfg.LayerKernels)
+		fmt.Fprintf(out, "Eager: the host launches every kernel one by one, %d of the model's per layer (--layer-kernels) and each allreduce, at gpu.launch_eager = %.2f µs each: an allreduce cannot start before %.2f µs of launches per allreduce are issued, so no pass is shorter than %d × %.2f µs = %.2f ms, whatever the allreduce.\n",
+			cfg.LayerKernels, cfg.Top.Params.Get("gpu.launch_eager"), issue.Micros(), n, issue.Micros(), issue.Micros()*float64(n)/1000)
+	} else {
+		fmt.Fprintln(out, "CUDA graphs: the pass is replayed without host launches (--launch eager shows what host launches add).")
+	}
+	fmt.Fprintln(out)
 	ok := make([]scenarios.VerifyResult, 0, len(res))
 	for _, r := range res {
 		if r.Err == nil {
@@ -190,17 +224,33 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return ok[i].UsPerAllreduce < ok[j].UsPerAllreduce })
+	bestPlain := -1
+	for i, r := range ok {
+		if bestPlain < 0 || r.PlainTokS > ok[bestPlain].PlainTokS {
+			bestPlain = i
+		}
+	}
+	if bestPlain > 0 && ok[bestPlain].PlainTokS <= ok[0].PlainTokS*1.002 {
+		bestPlain = 0 // a tie within rounding
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "algorithm\tµs/allreduce\tpass ms\tplain tok/s\tspec tok/s\t\t")
+	fmt.Fprintln(tw, "algorithm\tµs/allreduce\tpass ms\tspec tok/s\tplain tok/s\t\t")
 	for i, r := range ok {
 		mark := ""
 		if i == 0 {
 			mark = "  ← winner"
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t\n", r.Algo, r.UsPerAllreduce, r.PassMs, r.PlainTokS, r.SpecTokS, mark)
+		plain := fmt.Sprintf("%.1f", r.PlainTokS)
+		if i == bestPlain && bestPlain != 0 {
+			plain = "*" + plain
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%s\t%s\t\n", r.Algo, r.UsPerAllreduce, r.PassMs, r.SpecTokS, plain, mark)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if bestPlain > 0 {
+		fmt.Fprintf(out, "* plain decoding (1-token passes, %v allreduces) is fastest with %s, not with the winner at %d tokens\n", sim.Bytes(scenarios.BytesPerAllreduce(1)), ok[bestPlain].Algo, cfg.Tokens)
 	}
 	for _, r := range res {
 		if r.Err != nil {
@@ -231,14 +281,75 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 			tie = fmt.Sprintf(" (tied with %s, which runs the same way here)", strings.Join(ties, ", "))
 		}
 		fmt.Fprintf(out, "\nWhy %s wins%s: %.1f µs per allreduce against %.1f µs for %s, the next best (%.1f× faster).\n", w.Algo, tie, w.UsPerAllreduce, nx.UsPerAllreduce, nx.Algo, nx.UsPerAllreduce/w.UsPerAllreduce)
-		fmt.Fprintf(out, "%s\n", explainWin(cfg, w.Algo, nx.Algo))
-	}
-	for _, r := range ok {
-		for _, n := range r.Notes {
-			fmt.Fprintf(out, "  note (%s): %s\n", r.Algo, n)
+		if why := explainWin(cfg, w.Algo, nx.Algo); why != "" {
+			fmt.Fprintln(out, why)
 		}
 	}
+	focus := map[string]bool{}
+	if len(ok) > 0 {
+		focus[ok[0].Algo] = true
+	}
+	if next > 0 {
+		focus[ok[next].Algo] = true
+	}
+	writeNotes(out, res, focus, verbose)
+	if len(cfg.Opts) > 0 {
+		fmt.Fprintln(out, "\n(Published figures for this machine are for its algorithms as configured there: not compared under --opts.)")
+		return nil
+	}
 	return writeDisagreements(out, topo, cfg.Tokens, res)
+}
+
+// internalNote says whether a plan note is one of NCCL's internals (its
+// P2P level, ring search, threads and slices; the ring and tree plans),
+// which -v prints.
+func internalNote(n string, first bool) bool {
+	switch {
+	case strings.HasPrefix(n, "NCCL: "):
+		return !first
+	case strings.HasPrefix(n, "nccl: "), strings.HasPrefix(n, "ring: "), strings.HasPrefix(n, "tree: "):
+		return true
+	}
+	return false
+}
+
+// writeNotes prints each note once, with the algorithms it belongs to. By
+// default: the notes of the algorithms in focus (the winner and the
+// runner-up), NCCL's one-line summary, and every note saying an algorithm
+// ran another; verbose: all.
+func writeNotes(out io.Writer, res []scenarios.VerifyResult, focus map[string]bool, verbose bool) {
+	var order []string
+	who := map[string][]string{}
+	hidden := 0
+	for _, r := range res {
+		firstNCCL := true
+		for _, n := range r.Notes {
+			first := firstNCCL && strings.HasPrefix(n, "NCCL: ")
+			if strings.HasPrefix(n, "NCCL: ") {
+				firstNCCL = false
+			}
+			show := verbose || strings.Contains(n, "fell back") || (first && !internalNote(n, true)) || (focus[r.Algo] && !internalNote(n, first))
+			if !show {
+				hidden++
+				continue
+			}
+			if _, ok := who[n]; !ok {
+				order = append(order, n)
+			}
+			if !slices.Contains(who[n], r.Algo) {
+				who[n] = append(who[n], r.Algo)
+			}
+		}
+	}
+	if len(order) > 0 {
+		fmt.Fprintln(out)
+	}
+	for _, n := range order {
+		fmt.Fprintf(out, "  note (%s): %s\n", strings.Join(who[n], ", "), n)
+	}
+	if hidden > 0 && !verbose {
+		fmt.Fprintln(out, "  (-v prints every algorithm's plan notes, NCCL's choices included)")
+	}
 }
 
 // explainWin compares the two schedules' shape: synchronisation rounds on
@@ -272,7 +383,8 @@ func scheduleShape(cfg scenarios.VerifyConfig, name string, rate float64) (strin
 func gpuLinkGBps(t *topology.Topology) float64 { return algos.PayloadGBps(t) }
 
 // writeDisagreements prints the published figures for this machine beside
-// the simulation, with the error, whether they agree or not.
+// the simulation, with the error, whether they agree or not, each cited by
+// who measured what (the source once, when every figure has the same).
 func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.VerifyResult) error {
 	pub, err := scenarios.PublishedFigures()
 	if err != nil {
@@ -285,7 +397,8 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 		}
 	}
 	bytes := scenarios.BytesPerAllreduce(tokens)
-	header := false
+	type line struct{ text, kind, source string }
+	var lines []line
 	for _, p := range pub {
 		if p.System != topo {
 			continue
@@ -320,18 +433,11 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 			if !ok {
 				continue
 			}
-			if !header {
-				fmt.Fprintln(out, "\nPublished figures for this machine (shared/data/public_measurements.csv):")
-				header = true
-			}
-			fmt.Fprintf(out, "  %-28s published %.1f–%.1f tok/s (measured; %s), simulated with nccl %.1f tok/s\n", "plain decoding", lo, hi, p.Source, r.PlainTokS)
+			lines = append(lines, line{fmt.Sprintf("%-28s published %.1f–%.1f tok/s", "plain decoding", lo, hi), "measured", p.Source})
+			lines[len(lines)-1].text += fmt.Sprintf("%%s, simulated with nccl %.1f tok/s", r.PlainTokS)
 			continue
 		default:
 			continue
-		}
-		if !header {
-			fmt.Fprintln(out, "\nPublished figures for this machine (shared/data/public_measurements.csv):")
-			header = true
 		}
 		kind := "measured"
 		switch p.Launch {
@@ -340,7 +446,26 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 		case "attribution":
 			kind = "the source's share of a measured pass, not a measured allreduce"
 		}
-		fmt.Fprintf(out, "  %-28s published %9.1f %s (%s; %s), simulated %9.1f %s: %+.0f%%\n", what, p.Value, unit, kind, p.Source, sim, unit, (sim-p.Value)/p.Value*100)
+		lines = append(lines, line{fmt.Sprintf("%-28s published %9.1f %s%%s, simulated %9.1f %s: %+.0f%%%%", what, p.Value, unit, sim, unit, (sim-p.Value)/p.Value*100), kind, p.Source})
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	same := true
+	for _, l := range lines {
+		same = same && strings.TrimSuffix(l.source, " (two runs)") == strings.TrimSuffix(lines[0].source, " (two runs)")
+	}
+	if same {
+		fmt.Fprintf(out, "\nPublished figures for this machine, from %s:\n", strings.TrimSuffix(lines[0].source, " (two runs)"))
+	} else {
+		fmt.Fprintln(out, "\nPublished figures for this machine:")
+	}
+	for _, l := range lines {
+		cite := " (" + l.kind + ")"
+		if !same {
+			cite = " (" + l.kind + "; " + l.source + ")"
+		}
+		fmt.Fprintf(out, "  "+l.text+"\n", cite)
 	}
 	return nil
 }

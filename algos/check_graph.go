@@ -1,0 +1,317 @@
+package algos
+
+import (
+	"container/heap"
+	"fmt"
+	"strings"
+)
+
+// The checker's graph: every op of every allreduce it runs, with the
+// user's input writes and output reads, as nodes; program order, flags and
+// the end of a rank's previous allreduce as edges; a topological order and
+// each node's ancestors among the nodes that touch memory.
+
+// node is one op of one iteration, or a pseudo-op: the user writing a
+// rank's input before an allreduce, or reading its output after.
+type node struct {
+	iter, rank, idx int // idx −1: input written; −2: output read
+	op              *Op
+	preds           []int
+}
+
+// checker is Check's graph of one number (iters) of back-to-back
+// allreduces of s: its nodes, their topological order and ancestor sets.
+type checker struct {
+	s     *Schedule
+	sh    *shape
+	iters int
+	nodes []node
+	id    map[[3]int]int
+	topo  []int
+	// uni[v] is node v's index among the nodes that touch memory (ops
+	// that read or write bytes, data-carried waits, the user's input
+	// writes and output reads), −1 for the others (launches, flags,
+	// fences); anc[v] holds v's ancestors among those. Only they take part
+	// in races and in the distance between calls, so the bitsets span
+	// them alone, and a node that touches no memory drops its set once
+	// its successors have read it.
+	uni    []int
+	perUni int // memory-touching nodes per allreduce
+	anc    [][]uint64
+}
+
+// name says which node n is in an error: rank, op, label and allreduce.
+func (c *checker) name(n int) string {
+	nd := c.nodes[n]
+	switch nd.idx {
+	case -1:
+		return fmt.Sprintf("rank %d (user writing its input before allreduce %d)", nd.rank, nd.iter+1)
+	case -2:
+		return fmt.Sprintf("rank %d (user reading its output after allreduce %d)", nd.rank, nd.iter+1)
+	}
+	lbl := ""
+	if nd.op.Label != "" {
+		lbl = " [" + nd.op.Label + "]"
+	}
+	return fmt.Sprintf("rank %d op %d %s%s (allreduce %d)", nd.rank, nd.idx, nd.op.Kind, lbl, nd.iter+1)
+}
+
+// newChecker unrolls s over iters back-to-back allreduces into the
+// checker's graph. It refuses a wait that no op of its allreduce can
+// satisfy, or that two ops satisfy alike.
+func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
+	c := &checker{s: s, sh: sh, iters: iters, id: map[[3]int]int{}}
+	// Nodes: per iteration and rank, input write, ops, output read.
+	for it := 0; it < iters; it++ {
+		for r, prog := range s.Programs {
+			c.add(node{iter: it, rank: r, idx: -1})
+			for i := range prog {
+				c.add(node{iter: it, rank: r, idx: i, op: &prog[i]})
+			}
+			c.add(node{iter: it, rank: r, idx: -2})
+		}
+	}
+	signals := c.signals()
+	for n := range c.nodes {
+		if err := c.link(n, signals); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *checker) add(n node) {
+	c.id[[3]int{n.iter, n.rank, n.idx}] = len(c.nodes)
+	c.nodes = append(c.nodes, n)
+}
+
+// flagValue is a flag and a value of it counted from the first
+// allreduce: a signal of allreduce k sets its value plus k times the
+// flag's stride.
+type flagValue struct {
+	f Flag
+	v int64
+}
+
+// signals returns the signal nodes by the flag value they set.
+func (c *checker) signals() map[flagValue][]int {
+	signals := map[flagValue][]int{}
+	for n, nd := range c.nodes {
+		if nd.op != nil && nd.op.Kind == Signal {
+			k := flagValue{nd.op.Flag, nd.op.Value + int64(nd.iter)*c.sh.stride[nd.op.Flag]}
+			signals[k] = append(signals[k], n)
+		}
+	}
+	return signals
+}
+
+// link sets node n's predecessors: the user's input write after the
+// rank's previous output read; every op after the input write, its After
+// ops and, for a wait, the signal it waits for; the output read after
+// every op of the rank.
+func (c *checker) link(n int, signals map[flagValue][]int) error {
+	nd := &c.nodes[n]
+	in := c.id[[3]int{nd.iter, nd.rank, -1}]
+	switch {
+	case nd.idx == -1:
+		if nd.iter > 0 {
+			// The next allreduce starts after the rank's previous one ends.
+			nd.preds = append(nd.preds, c.id[[3]int{nd.iter - 1, nd.rank, -2}])
+		}
+	case nd.idx == -2:
+		for i := range c.s.Programs[nd.rank] {
+			nd.preds = append(nd.preds, c.id[[3]int{nd.iter, nd.rank, i}])
+		}
+		nd.preds = append(nd.preds, in)
+	default:
+		nd.preds = append(nd.preds, in)
+		for _, d := range nd.op.After {
+			nd.preds = append(nd.preds, c.id[[3]int{nd.iter, nd.rank, d}])
+		}
+		if nd.op.Kind == Wait {
+			setter, err := c.setter(n, signals)
+			if err != nil {
+				return err
+			}
+			nd.preds = append(nd.preds, setter)
+		}
+	}
+	return nil
+}
+
+// setter returns the signal that ends wait n: the one op that sets the
+// earliest value satisfying the wait within its allreduce (for a
+// data-carried wait, an inline signal).
+func (c *checker) setter(n int, signals map[flagValue][]int) (int, error) {
+	s, nd := c.s, c.nodes[n]
+	st := c.sh.stride[nd.op.Flag]
+	want := nd.op.Value + int64(nd.iter)*st
+	if st == 0 || nd.op.Value > st {
+		return 0, fmt.Errorf("algos: check %s: %s waits for %s ≥ %d, which no op of the same allreduce sets (deadlock)", s.Algo, c.name(n), nd.op.Flag, nd.op.Value)
+	}
+	var best []int
+	for v := want; v <= int64(nd.iter)*st+st; v++ {
+		if ss := signals[flagValue{nd.op.Flag, v}]; len(ss) > 0 {
+			best = ss
+			break
+		}
+	}
+	if len(best) == 0 {
+		return 0, fmt.Errorf("algos: check %s: %s waits for %s ≥ %d, which no op of the same allreduce sets (deadlock)", s.Algo, c.name(n), nd.op.Flag, nd.op.Value)
+	}
+	if len(best) > 1 {
+		return 0, fmt.Errorf("algos: check %s: %s: flag %s is set to the same value by %s and %s; waits on it are ambiguous", s.Algo, c.name(n), nd.op.Flag, c.name(best[0]), c.name(best[1]))
+	}
+	if nd.op.Src.Len > 0 && !c.nodes[best[0]].op.Inline {
+		return 0, fmt.Errorf("algos: check %s: %s polls %s, a data-carried wait, but %s marks the landing with a separate flag write: the mark of data-carried completion is an inline signal right after the write of the data",
+			s.Algo, c.name(n), nd.op.Src, c.name(best[0]))
+	}
+	return best[0], nil
+}
+
+// minHeap is a min-heap of node indices (container/heap).
+type minHeap []int
+
+func (h minHeap) Len() int           { return len(h) }
+func (h minHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *minHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *minHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// order sorts the nodes topologically (Kahn, smallest node first) and
+// computes ancestor sets; a cycle is a deadlock.
+func (c *checker) order() error {
+	succ, err := c.topoSort()
+	if err != nil {
+		return err
+	}
+	c.ancestors(succ)
+	return nil
+}
+
+// topoSort sets c.topo, the nodes in topological order (Kahn, smallest node
+// first), and returns each node's successors; a cycle is a deadlock,
+// reported with up to six of the blocked waits.
+func (c *checker) topoSort() ([][]int, error) {
+	n := len(c.nodes)
+	indeg := make([]int, n)
+	succ := make([][]int, n)
+	for v, nd := range c.nodes {
+		for _, u := range nd.preds {
+			succ[u] = append(succ[u], v)
+			indeg[v]++
+		}
+	}
+	ready := &minHeap{}
+	for v := 0; v < n; v++ {
+		if indeg[v] == 0 {
+			heap.Push(ready, v)
+		}
+	}
+	for ready.Len() > 0 {
+		u := heap.Pop(ready).(int)
+		c.topo = append(c.topo, u)
+		for _, v := range succ[u] {
+			if indeg[v]--; indeg[v] == 0 {
+				heap.Push(ready, v)
+			}
+		}
+	}
+	if len(c.topo) < n {
+		var stuck []string
+		for v := 0; v < n && len(stuck) < 6; v++ {
+			if indeg[v] > 0 && c.nodes[v].op != nil && c.nodes[v].op.Kind == Wait {
+				stuck = append(stuck, c.name(v)+" on "+c.nodes[v].op.Flag.String())
+			}
+		}
+		return nil, fmt.Errorf("algos: check %s: deadlock: the waits form a cycle; blocked: %s", c.s.Algo, strings.Join(stuck, "; "))
+	}
+	return succ, nil
+}
+
+// ancestors numbers the memory-touching nodes (c.uni, c.perUni) and
+// computes, in topological order, each node's ancestors among them
+// (c.anc), recycling the sets of nodes that touch no memory once their
+// successors have read them.
+func (c *checker) ancestors(succ [][]int) {
+	n := len(c.nodes)
+	c.uni = make([]int, n)
+	count := 0
+	for v, nd := range c.nodes {
+		c.uni[v] = -1
+		if touches(nd) {
+			c.uni[v] = count
+			count++
+		}
+	}
+	c.perUni = count / c.iters
+	words := (count + 63) / 64
+	refs := make([]int, n)
+	for v := range succ {
+		refs[v] = len(succ[v])
+	}
+	var free [][]uint64
+	c.anc = make([][]uint64, n)
+	for _, v := range c.topo {
+		var a []uint64
+		if k := len(free); k > 0 {
+			a, free = free[k-1], free[:k-1]
+			clear(a)
+		} else {
+			a = make([]uint64, words)
+		}
+		for _, u := range c.nodes[v].preds {
+			for w, x := range c.anc[u] {
+				a[w] |= x
+			}
+			if i := c.uni[u]; i >= 0 {
+				a[i/64] |= 1 << (i % 64)
+			}
+			if refs[u]--; refs[u] == 0 && c.uni[u] < 0 {
+				free = append(free, c.anc[u])
+				c.anc[u] = nil
+			}
+		}
+		c.anc[v] = a
+		if len(succ[v]) == 0 && c.uni[v] < 0 {
+			free = append(free, a)
+			c.anc[v] = nil
+		}
+	}
+}
+
+// touches reports whether a node reads or writes bytes.
+func touches(nd node) bool {
+	if nd.op == nil {
+		return true // the user's input write or output read
+	}
+	switch nd.op.Kind {
+	case Read, Write, Copy, Reduce:
+		return true
+	case Wait:
+		return nd.op.Src.Len > 0
+	}
+	return false
+}
+
+// touching counts the nodes that touch memory.
+func (c *checker) touching() int {
+	n := 0
+	for _, nd := range c.nodes {
+		if touches(nd) {
+			n++
+		}
+	}
+	return n
+}
+
+// before reports whether a is an ancestor of b; both touch memory.
+func (c *checker) before(a, b int) bool {
+	i := c.uni[a]
+	return c.anc[b][i/64]&(1<<(i%64)) != 0
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/trace"
+)
+
+const topoM = "../../testdata/topologies/pcie8_2socket_topo_m.txt"
+
+// A `nvidia-smi topo -m` file is a machine for every command; what it
+// assumed is printed once, on stderr, never in the output.
+func TestTopologyFileIsAMachineEverywhere(t *testing.T) {
+	out, errOut, err := runCLI(t, "sweep", "--topology", topoM, "--algos", "nccl,two_stage", "--sizes", "42KiB")
+	require.NoError(t, err)
+	assert.Contains(t, out, "42 KiB")
+	assert.Contains(t, out, "*11.26", "two_stage on the imported matrix matches the preset it describes")
+	assert.Equal(t, 1, strings.Count(errOut, "assumed (the file does not say)"), errOut)
+	assert.Contains(t, errOut, "the file names no GPU")
+	assert.NotContains(t, out, "assumed")
+
+	out, _, err = runCLI(t, "verify", "--topology", topoM, "--algos", "two_stage,one_stage")
+	require.NoError(t, err)
+	assert.Contains(t, out, "Verify pass on pcie8_2socket_topo_m")
+
+	for _, args := range [][]string{
+		{"explain", "two_stage", "--topology", topoM, "--ranks", "8"},
+		{"check", "--topology", topoM, "--algos", "two_stage", "--ranks", "8", "--max-bytes", "4KiB"},
+		{"timeline", "--topology", topoM, "--algo", "two_stage", "--out", filepath.Join(t.TempDir(), "t.json")},
+		{"design", "--topology", topoM, "--budget", "3"},
+	} {
+		_, _, err := runCLI(t, args...)
+		require.NoError(t, err, "%v", args)
+	}
+}
+
+// --gpu sets a GPU class from the table; --params goes over it.
+func TestGPUClassAndParamsOnTopOf(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "my.params")
+	require.NoError(t, os.WriteFile(pf, []byte("gpu.mem_bandwidth = 1000  # mine\n"), 0o644))
+	out, _, err := runCLI(t, "topology", "import", topoM, "--gpu", "RTX 4090", "--params", pf)
+	require.NoError(t, err)
+	assert.Contains(t, out, "GPU class RTX 4090 (given")
+	assert.Regexp(t, `gpu\.sms\s+128 `, out)
+	assert.Regexp(t, `gpu\.mem_bandwidth\s+1000 `, out, "--params is applied, last")
+	assert.Contains(t, out, "Gen4 x16")
+
+	_, _, err = runCLI(t, "sweep", "--gpu", "Voodoo", "--sizes", "1KiB", "--algos", "ring")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "RTX PRO 6000")
+
+	out, _, err = runCLI(t, "topology", "gpus")
+	require.NoError(t, err)
+	for _, g := range []string{"H200", "H100", "A100", "A800", "RTX PRO 6000", "RTX 5090", "RTX 4090", "L40S", "V100"} {
+		assert.Contains(t, out, g)
+	}
+}
+
+// NCCL's spellings give exactly what the short forms give.
+func TestNCCLSpellingsInOpts(t *testing.T) {
+	a, _, err := runCLI(t, "verify", "--algos", "nccl", "--opts", "NCCL_P2P_LEVEL=SYS,NCCL_PROTO=LL")
+	require.NoError(t, err)
+	b, _, err := runCLI(t, "verify", "--algos", "nccl", "--opts", "p2p_level=sys,proto=ll")
+	require.NoError(t, err)
+	assert.Equal(t, b, a)
+	c, _, err := runCLI(t, "verify", "--algos", "nccl")
+	require.NoError(t, err)
+	assert.NotEqual(t, c, a, "the spelling is not ignored")
+
+	d, _, err := runCLI(t, "sweep", "--algos", "nccl", "--sizes", "4KiB", "--opts", "NCCL_PROTO=LL,Simple,NCCL_ALGO=^tree")
+	require.NoError(t, err)
+	e, _, err := runCLI(t, "sweep", "--algos", "nccl", "--sizes", "4KiB", "--opts", "proto=ll+simple,algo=ring")
+	require.NoError(t, err)
+	assert.Equal(t, e, d)
+
+	_, _, err = runCLI(t, "sweep", "--opts", "NCCL_P2P_LEVEL=NODE")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "NCCL has no NODE level")
+}
+
+// Every row of a published all_reduce_perf table is simulated, both
+// placements, the GPU taken from the rank lines.
+func TestValidateReadsNCCLTestsOutput(t *testing.T) {
+	out, errOut, err := runCLI(t, "validate", "--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt",
+		"--topology", "../../testdata/topologies/pcie4_1socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS")
+	require.NoError(t, err)
+	assert.Contains(t, out, "records simulated  42")
+	assert.Contains(t, out, "records skipped    0")
+	assert.Contains(t, out, "all_reduce_perf eager out-of-place")
+	assert.Contains(t, out, "all_reduce_perf eager in-place")
+	assert.Contains(t, errOut, "GPU class RTX 4090 (from the rank lines (NVIDIA GeForce RTX 4090)")
+
+	_, _, err = runCLI(t, "validate", "--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "names no machine: give --topology")
+
+	_, _, err = runCLI(t, "validate", "--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt", "--topology", "h200x2", "--gpu", "H200")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "ran on 4 GPUs; h200x2 has 2")
+
+	junk := filepath.Join(t.TempDir(), "junk.txt")
+	require.NoError(t, os.WriteFile(junk, []byte("# a comment\nhello\n"), 0o644))
+	_, _, err = runCLI(t, "validate", "--traces", junk, "--skip-bad")
+	require.Error(t, err, "a file of no known format is an error, even with --skip-bad")
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "no line is a record")
+
+	_, _, err = runCLI(t, "validate", "--traces", "../../trace/testdata/nccltests/all_gather_perf_g2.txt", "--topology", "h200x2")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "all_gather_perf output: arsim simulates allreduce only")
+}
+
+// sweep --format nccl-tests prints what nccl-tests prints: the trace
+// reader takes it back, and validate on the same machine finds it exact
+// (every row of a 2-GPU all_reduce_perf table on h200x2).
+func TestSweepNCCLTestsRoundTrip(t *testing.T) {
+	out, _, err := runCLI(t, "sweep", "--topology", "h200x2", "--algos", "nccl", "--sizes", "1KiB..1MiB", "--dtype", "float", "--format", "nccl-tests")
+	require.NoError(t, err)
+	run, bad, err := trace.ReadNCCLTests(strings.NewReader(out), "sweep", trace.ReadOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, bad)
+	require.Len(t, run.Rows, 11)
+	assert.Equal(t, "float", run.Rows[0].Type)
+	assert.Equal(t, int64(256), run.Rows[0].Count)
+	assert.Equal(t, 1, run.Graph)
+	assert.Len(t, run.Ranks, 2)
+
+	f := filepath.Join(t.TempDir(), "all_reduce_perf.txt")
+	require.NoError(t, os.WriteFile(f, []byte(out), 0o644))
+	out, _, err = runCLI(t, "validate", "--traces", f, "--topology", "h200x2", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		Records []struct {
+			ErrorPct float64 `json:"error_pct"`
+		} `json:"records"`
+		Skipped []any `json:"skipped"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Len(t, doc.Records, 22)
+	assert.Empty(t, doc.Skipped)
+	for _, r := range doc.Records {
+		assert.InDelta(t, 0, r.ErrorPct, 0.5)
+	}
+}
+
+// A schedule the checker refuses is not timed: sweep, verify and timeline
+// fail naming the check, unless --no-check.
+func TestCheckerBeforeTiming(t *testing.T) {
+	bad := "file:testdata/race_allreduce_2.xml"
+	for _, args := range [][]string{
+		{"sweep", "--topology", "h200x2", "--algos", bad + ",ring", "--sizes", "4KiB"},
+		{"timeline", "--topology", "h200x2", "--algo", bad, "--bytes", "4KiB", "--out", filepath.Join(t.TempDir(), "t.json")},
+		{"verify", "--topology", "h200x2", "--algos", bad},
+	} {
+		_, _, err := runCLI(t, args...)
+		require.Error(t, err, "%v", args)
+		assert.Contains(t, err.Error(), "the checker refuses the schedule", "%v", args)
+		assert.Contains(t, err.Error(), "want the sum of all 2 ranks", "%v", args)
+		assert.Equal(t, 1, exitCode(err))
+	}
+	out, errOut, err := runCLI(t, "sweep", "--topology", "h200x2", "--algos", bad+",ring", "--sizes", "4KiB", "--no-check")
+	require.NoError(t, err)
+	assert.Contains(t, out, "4 KiB")
+	assert.Contains(t, errOut, "without being proved")
+}
+
+// The default output prints each note once and keeps NCCL's internals
+// behind -v; no file name a user lacks.
+func TestVerifyNotesOnceAndCitations(t *testing.T) {
+	out, _, err := runCLI(t, "verify", "--algos", "nccl,custom_ar,two_stage")
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(out, "NCCL: ring/simple over shm"), out)
+	assert.NotContains(t, out, "ring search on bottleneck")
+	assert.Contains(t, out, "-v prints")
+	assert.Contains(t, out, "a user's deployment report (Kimi-K2.5 with EAGLE-3")
+	for _, no := range []string{"seed", ".csv", "shared/", "facts"} {
+		assert.NotContains(t, out, no)
+	}
+	v, _, err := runCLI(t, "verify", "--algos", "nccl,custom_ar,two_stage", "-v")
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(v, "ring search on bottleneck"), v)
+
+	e, _, err := runCLI(t, "verify", "--algos", "two_stage,nccl", "--launch", "eager", "--layer-kernels", "10")
+	require.NoError(t, err)
+	assert.Contains(t, e, "Eager: the host launches every kernel")
+	assert.Contains(t, e, "10 of the model's per layer")
+}
+
+func TestVersionAndHelpCommand(t *testing.T) {
+	out, _, err := runCLI(t, "--version")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, "arsim "), out)
+	out, _, err = runCLI(t, "help", "sweep")
+	require.NoError(t, err)
+	assert.Contains(t, out, "--format")
+	assert.Contains(t, out, "Examples:")
+	_, _, err = runCLI(t, "help", "nope")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+}
+
+// Timeline pictures and traces: flow arrows in the trace, the picture's
+// ranks as asked.
+func TestTimelinePictureAndFlows(t *testing.T) {
+	dir := t.TempDir()
+	js, png := filepath.Join(dir, "t.json"), filepath.Join(dir, "t.png")
+	_, _, err := runCLI(t, "timeline", "--algo", "two_stage", "--bytes", "42KiB", "--out", js, "--picture", png, "--ranks-shown", "0,4-5")
+	require.NoError(t, err)
+	st, err := os.Stat(png)
+	require.NoError(t, err)
+	assert.Positive(t, st.Size())
+	data, err := os.ReadFile(js)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"ph":"s"`)
+	assert.Contains(t, string(data), `"ph":"f"`)
+	_, _, err = runCLI(t, "timeline", "--algo", "two_stage", "--out", js, "--ranks-shown", "9")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+}
