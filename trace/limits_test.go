@@ -34,6 +34,18 @@ func TestReadJSONLBoundsEndlessInput(t *testing.T) {
 	assert.ErrorContains(t, err, "more than 1048576 lines")
 }
 
+// The nccl-tests and profiler readers have the same bounds.
+func TestOtherReadersBoundEndlessInput(t *testing.T) {
+	for _, opts := range []ReadOptions{{}, {SkipBad: true}} {
+		_, _, err := ReadNCCLTests(zeros{'#'}, "endless.txt", opts)
+		assert.Error(t, err)
+		_, _, err = ReadNCCLTests(zeros{'\n'}, "newlines.txt", opts)
+		assert.ErrorContains(t, err, "more than 1048576 lines")
+		_, _, err = ReadKineto(io.MultiReader(strings.NewReader("["), zeros{' '}), "endless.json", opts)
+		assert.ErrorContains(t, err, "larger than 256 MiB")
+	}
+}
+
 // A long line is one bad line: with SkipBad the read goes on after it.
 func TestReadJSONLSkipsALongLine(t *testing.T) {
 	in := io.MultiReader(strings.NewReader(goodLine+"\n"), io.LimitReader(zeros{'x'}, MaxLineBytes+5), strings.NewReader("\n"+goodLine+"\n"))

@@ -54,7 +54,8 @@ func FuzzSizes(f *testing.F) {
 func FuzzOpts(f *testing.F) {
 	for _, s := range []string{"proto=ll,channels=2", "p2p_level=sys,proto=ll", "nosuchkey=1", "channels=0", "channels=-1", "channels=2000000000",
 		"threads=0", "max_size=-1", "shape=bogus", "blocks=1000000000,threads=1000000000", "nthreads=96", "nthreads=100", "blocks=188",
-		"blocks=189", "threads=1024", "hidden=65536", "=", "a=b=c", "channels=1e3", "channels=0x10", "channels=+5", "  proto = ll  "} {
+		"blocks=189", "threads=1024", "hidden=65536", "=", "a=b=c", "channels=1e3", "channels=0x10", "channels=+5", "  proto = ll  ",
+		"NCCL_P2P_LEVEL=SYS,NCCL_PROTO=LL,Simple", "NCCL_MAX_NCHANNELS=2000000000", "NCCL_PROTO=^LL128", "NCCL_NTHREADS=100", "NCCL_ALGO=Tree,NCCL_MIN_NCHANNELS=0"} {
 		f.Add(s)
 	}
 	top, err := topology.Load("rtxpro6000x8-2numa")

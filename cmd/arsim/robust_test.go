@@ -200,6 +200,10 @@ func robustCases() []robustCase {
 	}
 	add(2, "", "topology", "import", "nested.xml")
 	add(2, "larger than 16 MiB", "topology", "import", "/dev/urandom")
+	add(2, "larger than 16 MiB", "verify", "--topology", "/dev/zero")
+	add(2, "larger than 16 MiB", "sweep", "--topology", "/dev/urandom", "--algos", "one_stage")
+	add(2, `NCCL_PROTO="bogus": "bogus" is not one of LL, LL128, Simple`, "verify", "--opts", "NCCL_PROTO=bogus")
+	add(2, "max_channels=2000000000: 2000000000 is above the limit 64", "verify", "--algos", "nccl", "--opts", "NCCL_MAX_NCHANNELS=2000000000")
 	add(2, `unknown preset "nope"`, "verify", "--topology", "nope")
 	add(2, `unknown algorithm "nope"`, "sweep", "--algos", "ring,nope")
 	add(2, `unknown command "nope"`, "nope")
