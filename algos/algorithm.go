@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,10 +34,31 @@ func (d DType) Size() int64 {
 
 // OptionSpec documents one option an algorithm accepts.
 type OptionSpec struct {
-	Name    string
-	Values  []string // allowed values; nil means a positive integer
-	Default string   // "" means chosen by the algorithm
+	Name   string
+	Values []string // allowed values; nil means an integer within Int
+	// Int bounds an integer option (Values nil); every one has a limit.
+	Int     IntRange
+	Default string // "" means chosen by the algorithm
 	Doc     string
+}
+
+// check reports what is wrong with value v of option o on top (nil: the
+// option's static range), or nil.
+func (o OptionSpec) check(v string, top *topology.Topology) error {
+	if o.Values == nil {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("option %s=%q must be a whole number", o.Name, v)
+		}
+		if err := o.Int.check(n, top); err != nil {
+			return fmt.Errorf("option %s=%s: %w", o.Name, v, err)
+		}
+		return nil
+	}
+	if !slices.Contains(o.Values, v) {
+		return fmt.Errorf("option %s=%q is not one of %s", o.Name, v, strings.Join(o.Values, ", "))
+	}
+	return nil
 }
 
 // Request is what an algorithm plans for.
@@ -127,6 +149,9 @@ func Validate(a Algorithm, req Request) error {
 	if req.Bytes <= 0 {
 		return fmt.Errorf("algos: %s: message size must be > 0 bytes, got %d", name, req.Bytes)
 	}
+	if req.Bytes > MaxBytes {
+		return fmt.Errorf("algos: %s: message size %d B is above the limit %d B (%s)", name, req.Bytes, int64(MaxBytes), bytesRange.Why)
+	}
 	if req.Bytes%es != 0 {
 		return fmt.Errorf("algos: %s: %d bytes is not a whole number of %s elements (%d B each)", name, req.Bytes, req.DType, es)
 	}
@@ -147,21 +172,69 @@ func Validate(a Algorithm, req Request) error {
 			}
 			return fmt.Errorf("algos: %s has no option %q (options: %s)", name, k, strings.Join(names, ", "))
 		}
-		if o.Values == nil {
-			if n, err := strconv.Atoi(v); err != nil || n <= 0 {
-				return fmt.Errorf("algos: %s: option %s=%q must be a positive integer", name, k, v)
-			}
-			continue
-		}
-		found := false
-		for _, allowed := range o.Values {
-			found = found || allowed == v
-		}
-		if !found {
-			return fmt.Errorf("algos: %s: option %s=%q is not one of %s", name, k, v, strings.Join(o.Values, ", "))
+		if err := o.check(v, req.Top); err != nil {
+			return fmt.Errorf("algos: %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// ValidateOptions checks options given to several algorithms at once (a
+// command line's --opts) before anything is planned: every key must be an
+// option of at least one of the algorithms, and its value valid for each
+// that takes it, on top (nil: against the static limits only). Each
+// algorithm is then given only the options it takes (OptionsFor).
+func ValidateOptions(names []string, top *topology.Topology, opts map[string]string) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	specs := map[string][]OptionSpec{}
+	owners := map[string][]string{}
+	for _, n := range names {
+		a, err := Lookup(n)
+		if err != nil {
+			return err
+		}
+		for _, o := range a.Options() {
+			specs[o.Name] = append(specs[o.Name], o)
+			owners[o.Name] = append(owners[o.Name], n)
+		}
+	}
+	run := fmt.Sprintf("the %d algorithms run", len(names))
+	if len(names) <= 4 {
+		run = "the algorithms run (" + strings.Join(names, ", ") + ")"
+	}
+	for _, k := range sortedKeys(opts) {
+		if len(specs[k]) == 0 {
+			known := sortedKeys(specs)
+			if len(known) == 0 {
+				return fmt.Errorf("algos: option %q: none of %s takes options", k, run)
+			}
+			return fmt.Errorf("algos: option %q is taken by none of %s; their options: %s", k, run, strings.Join(known, ", "))
+		}
+		for i, o := range specs[k] {
+			if err := o.check(opts[k], top); err != nil {
+				return fmt.Errorf("algos: %s: %w", owners[k][i], err)
+			}
+		}
+	}
+	return nil
+}
+
+// OptionsFor returns the options of opts that algorithm name takes (nil
+// for none, or an unknown name).
+func OptionsFor(name string, opts map[string]string) map[string]string {
+	a, err := Lookup(name)
+	if err != nil || len(opts) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, o := range a.Options() {
+		if v, ok := opts[o.Name]; ok {
+			out[o.Name] = v
+		}
+	}
+	return out
 }
 
 // Opt returns option name's value or def.

@@ -116,8 +116,8 @@ func (sh *shape) periodic() bool { return sh.rotate > 1 || sh.carried }
 // inspect checks the ops' structure and gathers flag strides, rotation and
 // polled ranges.
 func inspect(s *Schedule) (*shape, error) {
-	if s.Ranks > 64 {
-		return nil, fmt.Errorf("algos: check %s: the checker handles at most 64 ranks, got %d", s.Algo, s.Ranks)
+	if s.Ranks > MaxCheckRanks {
+		return nil, fmt.Errorf("algos: check %s: the checker handles at most %d ranks, got %d", s.Algo, MaxCheckRanks, s.Ranks)
 	}
 	if len(s.Programs) != s.Ranks {
 		return nil, fmt.Errorf("algos: check %s: %d programs for %d ranks", s.Algo, len(s.Programs), s.Ranks)

@@ -34,7 +34,7 @@ func (customAR) Options() []OptionSpec {
 	return append([]OptionSpec{
 		{Name: "algo", Values: []string{"auto", "1stage", "2stage"}, Default: "auto",
 			Doc: "as SGLANG_CUSTOM_ALLREDUCE_ALGO: force 1-stage or 2-stage, bypassing the full-NVLink gate"},
-		{Name: "max_size", Default: fmt.Sprint(customARMaxSize),
+		{Name: "max_size", Int: bytesRange, Default: fmt.Sprint(customARMaxSize),
 			Doc: "largest message (exclusive) custom allreduce takes, in bytes (vLLM/SGLang max_size)"},
 	}, pullOptions...)
 }

@@ -66,9 +66,10 @@ const LamportHidden = 7168
 
 func (lamportOneShot) Options() []OptionSpec {
 	return []OptionSpec{
-		{Name: "blocks", Doc: "thread blocks per GPU (default TensorRT-LLM's: tokens × cluster size, at most the SMs)"},
-		{Name: "threads", Doc: "threads per block (default TensorRT-LLM's: hidden/8 accesses per token over the cluster, at least 128)"},
-		{Name: "hidden", Doc: "hidden size whose tokens set the launch configuration (default 7168)"},
+		BlocksOption("thread blocks per GPU (default TensorRT-LLM's: tokens × cluster size, at most the SMs)"),
+		ThreadsOption("threads per block (default TensorRT-LLM's: hidden/8 accesses per token over the cluster, at least 128)"),
+		{Name: "hidden", Int: IntRange{Min: 1, Max: MaxHidden, Why: "more than twice the widest published model"},
+			Doc: "hidden size whose tokens set the launch configuration (default 7168)"},
 	}
 }
 

@@ -28,11 +28,12 @@ func (nccl) Options() []OptionSpec {
 		{Name: "p2p_level", Values: []string{"loc", "nvl", "pix", "pxb", "phb", "sys"}, Doc: "NCCL_P2P_LEVEL: P2P where the pair's NCCL path class is at most this (NODE counts as PHB); default NCCL's PXB (SYS on AMD hosts with ≤ 2 GPUs); loc = NCCL_P2P_DISABLE"},
 		{Name: "proto", Values: []string{"ll", "ll128", "simple", "ll+ll128", "ll+simple", "ll128+simple", "ll+ll128+simple"}, Doc: "NCCL_PROTO: the protocol, or the set NCCL chooses from (naming ll128 turns it on, as NCCL_PROTO does)"},
 		{Name: "algo", Values: []string{"ring", "tree"}, Doc: "force the algorithm (NCCL_ALGO)"},
-		{Name: "channels", Doc: "force the channel count (default: NCCL's choice for the size)"},
-		{Name: "min_channels", Doc: "NCCL_MIN_NCHANNELS: at least this many channels at run time (1..64)"},
-		{Name: "max_channels", Doc: "NCCL_MAX_NCHANNELS: at most this many channels, in the search and at run time (1..64)"},
+		{Name: "channels", Int: channelsRange, Doc: "force the channel count (default: NCCL's choice for the size)"},
+		{Name: "min_channels", Int: channelsRange, Doc: "NCCL_MIN_NCHANNELS: at least this many channels at run time (1..64)"},
+		{Name: "max_channels", Int: channelsRange, Doc: "NCCL_MAX_NCHANNELS: at most this many channels, in the search and at run time (1..64)"},
 		{Name: "shm", Values: []string{"on", "off"}, Default: "on", Doc: "off = NCCL_SHM_DISABLE: a pair without P2P cannot run (NCCL would use its network transport, not modelled)"},
-		{Name: "nthreads", Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
+		{Name: "nthreads", Int: IntRange{Min: 64, Max: 512, Step: 32, Why: "NCCL's largest Simple block (NCCL_SIMPLE_MAX_NTHREADS)"},
+			Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
 	}
 }
 

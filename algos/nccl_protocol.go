@@ -166,8 +166,8 @@ func commonSpec(req Request, algo string) (ncclSpec, error) {
 var ncclCommonOptions = []OptionSpec{
 	{Name: "proto", Values: []string{"ll", "ll128", "simple"}, Default: "simple", Doc: "NCCL protocol: LL (8-B data + 8-B flag lines), LL128 (120 of 128 B), Simple (bulk + fence + flag)"},
 	{Name: "transport", Values: []string{"p2p", "shm"}, Default: "p2p", Doc: "p2p: write into the peer's GPU buffer; shm: stage through the sender's host memory (NCCL_P2P_DISABLE)"},
-	{Name: "channels", Default: "2", Doc: "channels (CTAs), each over its share of the data"},
-	{Name: "threads", Doc: "threads per channel (default NCCL's max for the protocol: LL 512, LL128 640, Simple 512)"},
+	{Name: "channels", Int: channelsRange, Default: "2", Doc: "channels (CTAs), each over its share of the data"},
+	{Name: "threads", Int: threadsRange, Doc: "threads per channel (default NCCL's max for the protocol: LL 512, LL128 640, Simple 512)"},
 }
 
 // checkP2P refuses a P2P connection the platform does not allow.

@@ -45,8 +45,8 @@ func (oneShotPush) Describe() string {
 }
 
 var pushOptions = []OptionSpec{
-	{Name: "blocks", Doc: "thread blocks per GPU (default min(36, ceil(bytes/16/threads)); vLLM push kDefaultPushBlocks = 36)"},
-	{Name: "threads", Doc: "threads per block (default 256, vLLM push kPushThreads)"},
+	BlocksOption("thread blocks per GPU (default min(36, ceil(bytes/16/threads)); vLLM push kDefaultPushBlocks = 36)"),
+	ThreadsOption("threads per block (default 256, vLLM push kPushThreads)"),
 }
 
 func (oneShotPush) Options() []OptionSpec { return pushOptions }

@@ -31,8 +31,8 @@ var endReleaseOption = OptionSpec{Name: "end_release", Values: []string{"false",
 	Doc: "true: the end barrier first makes the output stores visible system-wide (a fence), as PyTorch's one-shot does"}
 
 var pullOptions = []OptionSpec{
-	{Name: "blocks", Doc: "thread blocks per GPU (default min(36, ceil(bytes/16/threads)), as vLLM)"},
-	{Name: "threads", Doc: "threads per block (default 512, as vLLM)"},
+	BlocksOption("thread blocks per GPU (default min(36, ceil(bytes/16/threads)), as vLLM)"),
+	ThreadsOption("threads per block (default 512, as vLLM)"),
 }
 
 // Barriers: the kernel's blocks each run the same flag handshake in

@@ -62,8 +62,8 @@ func ipcLaunch(req Request, blocks, threads int) hw.Kernel {
 }
 
 var ipcLaunchOptions = []OptionSpec{
-	{Name: "blocks", Doc: "thread blocks per GPU (default FlashInfer's seed, pcie_ipc_policy.py _seed)"},
-	{Name: "threads", Doc: "threads per block (default FlashInfer's seed)"},
+	BlocksOption("thread blocks per GPU (default FlashInfer's seed, pcie_ipc_policy.py _seed)"),
+	ThreadsOption("threads per block (default FlashInfer's seed)"),
 }
 
 // ipcIslandsOption chooses how ranks are grouped into islands.

@@ -44,8 +44,8 @@ func (twoShotPush) Describe() string {
 
 func (twoShotPush) Options() []OptionSpec {
 	return []OptionSpec{
-		{Name: "blocks", Doc: "thread blocks per GPU (default PyTorch's: up to 24, see TorchSymmMemLaunch)"},
-		{Name: "threads", Doc: "threads per block (default PyTorch's: one per 16-byte pack of a shard, at most 1024)"},
+		BlocksOption("thread blocks per GPU (default PyTorch's: up to 24, see TorchSymmMemLaunch)"),
+		ThreadsOption("threads per block (default PyTorch's: one per 16-byte pack of a shard, at most 1024)"),
 		{Name: "barrier", Values: []string{"atomic", "flag"}, Default: "atomic",
 			Doc: "atomic: PyTorch's compare-and-swap signals (its kernel); flag: vLLM's posted flag stores"},
 	}

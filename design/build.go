@@ -29,6 +29,11 @@ func Build(p Params, req algos.Request) (*algos.Schedule, string, error) {
 		return nil, "", err
 	}
 	if compose != nil {
+		if req.Top != nil && p.Blocks > algos.MaxBlocks(req.Top) {
+			// As the built-ins' blocks option (algos.BlocksOption): the
+			// blocks wait on each other, so all must be resident.
+			return nil, "composed", fmt.Errorf("design: %d blocks is above the %d %s's GPUs run at once", p.Blocks, algos.MaxBlocks(req.Top), req.Top.Name)
+		}
 		s, err := compose(p, req)
 		return s, "composed", err
 	}

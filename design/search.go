@@ -12,6 +12,7 @@ import (
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -219,7 +220,8 @@ func Search(ctx context.Context, c Config) (*Result, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.Parallel)
 	for i, name := range builtins {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer crash.Recover(&err)
 			if err := gctx.Err(); err != nil {
 				return err
 			}
@@ -303,7 +305,8 @@ func (c *Config) evaluate(ctx context.Context, req algos.Request, ps []Params, s
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.Parallel)
 	for i, p := range ps {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer crash.Recover(&err)
 			if err := gctx.Err(); err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ func (m Algorithm) Describe() string {
 
 // Options: the thread block size.
 func (m Algorithm) Options() []algos.OptionSpec {
-	return []algos.OptionSpec{{Name: "threads", Doc: fmt.Sprintf("threads per thread block (default %d, the interpreter's NCCL_MAX_NTHREADS)", Threads)}}
+	return []algos.OptionSpec{algos.ThreadsOption(fmt.Sprintf("threads per thread block (default %d, the interpreter's NCCL_MAX_NTHREADS)", Threads))}
 }
 
 // WorldSizes allows the file's GPU count only.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -63,7 +64,9 @@ func Point(top *topology.Topology, ranks int, algo string, bytes int64, dt algos
 }
 
 // Sweep runs every algorithm at every size, in parallel, and returns rows
-// ordered by algorithm (as given) then size (as given).
+// ordered by algorithm (as given) then size (as given). A point that
+// cannot run has its error in its row; a panic in the simulator ends the
+// sweep with a *crash.Error.
 func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
 	if c.Ranks == 0 {
 		c.Ranks = c.Top.NumGPUs()
@@ -89,7 +92,8 @@ func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
 	done := 0
 	n := float64(c.Ranks)
 	for i := range rows {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer crash.Recover(&err)
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -26,13 +26,60 @@ type Slice struct {
 	FlowOut, FlowIn []int
 }
 
-// linkLog collects each resource's busy intervals.
-type linkLog struct{ slices []Slice }
+// MaxTimelineSlices bounds a timeline before it is run: Timeline holds
+// every slice in memory (about 2 KB each once written, measured) until
+// the trace is written, and trace viewers open about a million events.
+// One op of one allreduce is one slice; the links' busy intervals added
+// 19–33 % more for every algorithm measured, so an op counts twice.
+const MaxTimelineSlices = 800_000
+
+// MaxPictureSlices bounds a timeline drawn as a picture (viz.DrawTimeline:
+// about 130 µs per slice, measured, and no more legible beyond a few
+// thousand): the same estimate, two slices per op of each allreduce.
+const MaxPictureSlices = 50_000
+
+// TimelineSlices estimates, by planning the schedule, the slices a
+// timeline of iters allreduces holds: two per op of each allreduce (the
+// op and, at most, the links' busy intervals it causes).
+func TimelineSlices(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) (int64, error) {
+	s, err := planTimeline(top, ranks, algo, bytes, launch, opts)
+	if err != nil {
+		return 0, err
+	}
+	return 2 * int64(opsOf(s)) * int64(iters), nil
+}
+
+func planTimeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string) (*algos.Schedule, error) {
+	if ranks == 0 {
+		ranks = top.NumGPUs()
+	}
+	return algos.Plan(algo, algos.Request{Top: top, Ranks: ranks, Bytes: bytes, DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)})
+}
+
+func opsOf(s *algos.Schedule) int {
+	ops := 0
+	for _, p := range s.Programs {
+		ops += len(p)
+	}
+	return ops
+}
+
+// linkLog collects each resource's busy intervals, at most max of them
+// (over says when more came).
+type linkLog struct {
+	slices []Slice
+	max    int
+	over   bool
+}
 
 func (l *linkLog) FlowStarted(sim.Time, *sim.Flow)     {}
 func (l *linkLog) FlowRateChanged(sim.Time, *sim.Flow) {}
 func (l *linkLog) FlowFinished(sim.Time, *sim.Flow)    {}
 func (l *linkLog) ResourceBusy(r *sim.Resource, from, to sim.Time, load sim.Rate) {
+	if len(l.slices) >= l.max {
+		l.over = true
+		return
+	}
 	dur := to.Sub(from)
 	group, track := "links", r.Name
 	switch {
@@ -57,7 +104,8 @@ func (l *linkLog) ResourceBusy(r *sim.Resource, from, to sim.Time, load sim.Rate
 
 // Timeline runs iters allreduces of bytes with algo and returns the
 // timeline: one track per rank (its operations) and one per link direction
-// (busy intervals with bytes and GB/s), plus the result.
+// (busy intervals with bytes and GB/s), plus the result. A timeline whose
+// ops × iters would pass MaxTimelineSlices / 2 is refused before it runs.
 func Timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int) ([]Slice, *algos.Result, error) {
 	return timeline(top, ranks, algo, bytes, launch, opts, iters, false)
 }
@@ -73,22 +121,27 @@ func TimelineByBlock(top *topology.Topology, ranks int, algo string, bytes int64
 }
 
 func timeline(top *topology.Topology, ranks int, algo string, bytes int64, launch hw.LaunchMode, opts map[string]string, iters int, byBlock bool) ([]Slice, *algos.Result, error) {
-	if ranks == 0 {
-		ranks = top.NumGPUs()
-	}
-	s, err := algos.Plan(algo, algos.Request{Top: top, Ranks: ranks, Bytes: bytes, DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)})
+	s, err := planTimeline(top, ranks, algo, bytes, launch, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	ops := opsOf(s)
+	if want := 2 * int64(ops) * int64(iters); want > MaxTimelineSlices {
+		return nil, nil, fmt.Errorf("scenarios: timeline of %s: %d ops × %d allreduces, with the links' intervals about %d slices, is above the limit of %d (each is held in memory until the trace is written); %d allreduces or fewer fit",
+			algo, ops, iters, want, MaxTimelineSlices, max(1, MaxTimelineSlices/(2*ops)))
 	}
 	m, err := hw.New(top)
 	if err != nil {
 		return nil, nil, err
 	}
-	log := &linkLog{}
+	log := &linkLog{max: MaxTimelineSlices - ops*iters}
 	m.Net.SetObserver(log)
 	res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: launch, Spans: true})
 	if err != nil {
 		return nil, nil, err
+	}
+	if log.over {
+		return nil, nil, fmt.Errorf("scenarios: timeline of %s: the links' busy intervals pass the limit of %d slices in all (MaxTimelineSlices); run fewer allreduces", algo, MaxTimelineSlices)
 	}
 	var out []Slice
 	for _, sp := range res.Spans {

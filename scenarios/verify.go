@@ -8,6 +8,7 @@ import (
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -119,7 +120,7 @@ func (c *VerifyConfig) defaults() error {
 	if c.LayerKernels < 0 || c.LayerKernels > 10000 {
 		return fmt.Errorf("scenarios: verify: kernels per layer must be 0–10000, got %d", c.LayerKernels)
 	}
-	if c.Accept < 1 || c.Accept > float64(c.Tokens) {
+	if !(c.Accept >= 1 && c.Accept <= float64(c.Tokens)) { // NaN fails both
 		return fmt.Errorf("scenarios: verify: acceptance length %.2f must lie between 1 and the tokens per pass (%d)", c.Accept, c.Tokens)
 	}
 	return nil
@@ -174,22 +175,13 @@ func pass(top *topology.Topology, ranks int, algo string, tokens int, compute si
 
 // optsFor keeps the options an algorithm accepts.
 func optsFor(algo string, opts map[string]string) map[string]string {
-	a, err := algos.Lookup(algo)
-	if err != nil || len(opts) == 0 {
-		return nil
-	}
-	out := map[string]string{}
-	for _, o := range a.Options() {
-		if v, ok := opts[o.Name]; ok {
-			out[o.Name] = v
-		}
-	}
-	return out
+	return algos.OptionsFor(algo, opts)
 }
 
 // Verify simulates the verify pass for each algorithm. An algorithm that
 // cannot run on this machine gets a result with Err set, not a failure of
-// the whole call. Algorithms run in parallel (each on its own engine); the
+// the whole call; a panic in the simulator is returned as a *crash.Error.
+// Algorithms run in parallel (each on its own engine); the
 // results do not depend on it.
 func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 	if err := c.defaults(); err != nil {
@@ -199,12 +191,17 @@ func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, name := range names {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer crash.Recover(&err)
 			out[i] = c.one(name)
 			return nil
 		})
 	}
-	_ = g.Wait() // errors are per algorithm, in the results
+	// Errors are per algorithm, in the results; only a panic (a bug) ends
+	// the call.
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -152,10 +152,17 @@ func (b *smiBuild) findSockets() error {
 			}
 		}
 	}
+	sg := b.newSocketGroups()
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
-			if b.lv(i, j) == 0 && b.sock.find(i) != b.sock.find(j) && b.mayShareSocket(i, j) {
+			ri, rj := b.sock.find(i), b.sock.find(j)
+			if b.lv(i, j) == 0 && ri != rj && sg.mayShare(ri, rj) {
 				b.sock.union(i, j)
+				into, from := ri, rj // union keeps the lower root
+				if b.sock.find(i) == rj {
+					into, from = rj, ri
+				}
+				sg.merge(into, from)
 			}
 		}
 	}
@@ -173,47 +180,73 @@ func (b *smiBuild) findSockets() error {
 	return nil
 }
 
-// mayShareSocket says whether the sockets of i and j may be one: no SYS
-// entry between them, and a NUMA node in common where both know theirs.
-func (b *smiBuild) mayShareSocket(i, j int) bool {
-	ri, rj := b.sock.find(i), b.sock.find(j)
-	var gi, gj []int
-	for g := 0; g < b.m.n; g++ {
-		switch b.sock.find(g) {
-		case ri:
-			gi = append(gi, g)
-		case rj:
-			gj = append(gj, g)
-		}
+// bitset is a set of small integers (GPUs, NUMA nodes by order of first
+// appearance), at most maxImportGPUs of them.
+type bitset [(maxImportGPUs + 63) / 64]uint64
+
+func (s *bitset) add(i int) { s[i/64] |= 1 << (i % 64) }
+
+func (s *bitset) or(o *bitset) {
+	for k := range s {
+		s[k] |= o[k]
 	}
-	for _, x := range gi {
-		for _, y := range gj {
-			if b.lv(x, y) == lvSYS {
-				return false
-			}
-		}
-	}
-	ni, nj := b.numaOf(gi), b.numaOf(gj)
-	if len(ni) == 0 || len(nj) == 0 {
-		return true
-	}
-	for k := range ni {
-		if nj[k] {
+}
+
+func (s *bitset) meets(o *bitset) bool {
+	for k := range s {
+		if s[k]&o[k] != 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// numaOf is the set of known NUMA nodes of members.
-func (b *smiBuild) numaOf(members []int) map[int]bool {
-	s := map[int]bool{}
-	for _, g := range members {
-		if b.m.numa[g] >= 0 {
-			s[b.m.numa[g]] = true
+func (s *bitset) empty() bool { return *s == bitset{} }
+
+// socketGroups holds, per socket found so far (by its union-find root),
+// its GPUs, the GPUs it has a SYS entry with, and its known NUMA nodes:
+// whether two may be one socket is then a few word operations, not a scan
+// of the matrix, so joining NVLink pairs costs O(n²) word operations.
+type socketGroups struct {
+	members, sysWith, numa []bitset
+}
+
+func (b *smiBuild) newSocketGroups() *socketGroups {
+	n := b.m.n
+	g := &socketGroups{members: make([]bitset, n), sysWith: make([]bitset, n), numa: make([]bitset, n)}
+	nodes := map[int]int{} // NUMA node → dense index
+	for x := 0; x < n; x++ {
+		r := b.sock.find(x)
+		g.members[r].add(x)
+		for y := 0; y < n; y++ {
+			if b.lv(x, y) == lvSYS {
+				g.sysWith[r].add(y)
+			}
+		}
+		if k := b.m.numa[x]; k >= 0 {
+			if _, ok := nodes[k]; !ok {
+				nodes[k] = len(nodes)
+			}
+			g.numa[r].add(nodes[k])
 		}
 	}
-	return s
+	return g
+}
+
+// mayShare says whether the sockets of roots ri and rj may be one: no SYS
+// entry between them, and a NUMA node in common where both know theirs.
+func (g *socketGroups) mayShare(ri, rj int) bool {
+	if g.sysWith[ri].meets(&g.members[rj]) {
+		return false
+	}
+	return g.numa[ri].empty() || g.numa[rj].empty() || g.numa[ri].meets(&g.numa[rj])
+}
+
+// merge adds socket root `from` into socket root `into`.
+func (g *socketGroups) merge(into, from int) {
+	g.members[into].or(&g.members[from])
+	g.sysWith[into].or(&g.sysWith[from])
+	g.numa[into].or(&g.numa[from])
 }
 
 // noteNUMA says how the sockets relate to the NUMA Affinity column.

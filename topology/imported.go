@@ -14,12 +14,14 @@ import (
 // Lookup does not find it. The topology returned is the first build, with
 // its Notes.
 func ImportPreset(path string, opts ImportOptions) (*Preset, *Topology, Format, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, FormatUnknown, fmt.Errorf("topology: %w", err)
 	}
-	if len(data) > maxImportBytes {
-		return nil, nil, FormatUnknown, fmt.Errorf("topology: %s: larger than %d MiB; not a topology file", path, maxImportBytes>>20)
+	data, err := readAllLimited(f, path) // at most maxImportBytes: /dev/zero ends
+	f.Close()
+	if err != nil {
+		return nil, nil, FormatUnknown, err
 	}
 	t, format, err := Import(bytes.NewReader(data), path, opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -17,7 +18,7 @@ type Param struct {
 	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool"
 	Value  float64 // the value in Unit
 	Min    float64 // smallest physically sensible value (inclusive)
-	Max    float64 // largest physically sensible value (inclusive); 0 means no upper bound
+	Max    float64 // largest physically sensible value (inclusive), finite
 	Source string  // spec, published measurement, our capture, or "estimate: …"
 	Doc    string  // one line: what it means
 }
@@ -68,16 +69,32 @@ func (ps *Params) Get(name string) float64 {
 	return p.Value
 }
 
+// Integer reports whether the parameter takes whole numbers only: sizes in
+// bytes, counts and switches (units B, count and bool).
+func (p Param) Integer() bool { return p.Unit == "B" || p.Unit == "count" || p.Unit == "bool" }
+
+// check reports why v is not a value p may take, or nil.
+func (p Param) check(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < p.Min || (p.Max != 0 && v > p.Max) {
+		return fmt.Errorf("parameter %s = %v %s is outside its physical range [%v, %v]", p.Name, v, p.Unit, p.Min, rangeMax(p.Max))
+	}
+	if p.Integer() && v != math.Trunc(v) {
+		return fmt.Errorf("parameter %s = %v %s must be a whole number (%s)", p.Name, v, p.Unit, map[bool]string{true: "a switch: 0 or 1", false: "a size in bytes or a count"}[p.Unit == "bool"])
+	}
+	return nil
+}
+
 // Set changes the value (and source) of an existing parameter, checking its
-// physical range.
+// physical range, and that a parameter in bytes, a count or a switch is a
+// whole number.
 func (ps *Params) Set(name string, v float64, source string) error {
 	i, ok := ps.index[name]
 	if !ok {
 		return fmt.Errorf("topology: unknown parameter %q (known: %s)", name, strings.Join(ps.Names(), ", "))
 	}
 	p := &ps.list[i]
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < p.Min || (p.Max != 0 && v > p.Max) {
-		return fmt.Errorf("topology: parameter %s = %v %s is outside its physical range [%v, %v]", name, v, p.Unit, p.Min, rangeMax(p.Max))
+	if err := p.check(v); err != nil {
+		return fmt.Errorf("topology: %w", err)
 	}
 	p.Value = v
 	if source != "" {
@@ -117,8 +134,11 @@ func (ps *Params) Validate() error {
 // validate is Validate with errors that name no package.
 func (ps *Params) validate() error {
 	for _, p := range ps.list {
-		if math.IsNaN(p.Value) || p.Value < p.Min || (p.Max != 0 && p.Value > p.Max) {
-			return fmt.Errorf("parameter %s = %v %s is outside its physical range [%v, %v]", p.Name, p.Value, p.Unit, p.Min, rangeMax(p.Max))
+		if !(p.Max > p.Min) || math.IsInf(p.Max, 0) {
+			return fmt.Errorf("parameter %s has no finite upper bound above its lower one (range %s)", p.Name, p.Range())
+		}
+		if err := p.check(p.Value); err != nil {
+			return err
 		}
 		if p.Source == "" {
 			return fmt.Errorf("parameter %s has no source", p.Name)
@@ -128,7 +148,7 @@ func (ps *Params) validate() error {
 }
 
 // WriteTable prints the parameters as an aligned table: name, value, unit,
-// range (lo..hi; lo.. for no upper bound) and source.
+// range (lo..hi) and source.
 func (ps *Params) WriteTable(w io.Writer) error {
 	width := 4
 	for _, p := range ps.list {
@@ -176,9 +196,17 @@ type Override struct {
 
 // ReadOverrides parses a parameter file: one "name = value" per line,
 // '#' starts a comment (kept as the source), blank lines ignored. name is
-// the file name for error messages.
+// the file name for error messages. It reads at most 1 MiB.
 func ReadOverrides(r io.Reader, name string) ([]Override, error) {
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: maxParamsBytes + 1}
+	out, err := readOverrides(bufio.NewScanner(lr), name)
+	if lr.N <= 0 { // whatever the last line read gave: it may be cut short
+		return nil, fmt.Errorf("topology: %s: larger than %d KiB: a parameter file has a line per parameter (%d in all)", name, maxParamsBytes>>10, len(baseTable.list))
+	}
+	return out, err
+}
+
+func readOverrides(sc *bufio.Scanner, name string) ([]Override, error) {
 	var out []Override
 	line := 0
 	for sc.Scan() {
@@ -204,11 +232,17 @@ func ReadOverrides(r io.Reader, name string) ([]Override, error) {
 		}
 		out = append(out, Override{Name: k, Value: f, Source: comment, Line: line})
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("topology: %s: line %d is longer than %d KiB: not a parameter file", name, line+1, bufio.MaxScanTokenSize>>10)
+	} else if err != nil {
 		return nil, fmt.Errorf("topology: %s: %w", name, err)
 	}
 	return out, nil
 }
+
+// maxParamsBytes bounds what ReadOverrides reads: every parameter with a
+// long source fits in a tenth of it.
+const maxParamsBytes = 1 << 20
 
 // Apply sets every override, reporting the file line of the first bad one.
 func (ps *Params) Apply(ovs []Override, file string) error {

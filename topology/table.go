@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -21,8 +22,8 @@ var tableFiles embed.FS
 //
 //	name  value  unit  range  source…
 //
-// where range is lo..hi (lo.. for no upper bound) and the source is the
-// rest of the line. The comment line directly above a parameter ('#'
+// where range is lo..hi (both finite: every parameter has a physical
+// maximum) and the source is the rest of the line. The comment line directly above a parameter ('#'
 // first) is its one-line doc; other comment lines and blank lines are
 // commentary. name is used in error messages.
 func ReadTable(r io.Reader, name string) (*Params, error) {
@@ -85,10 +86,8 @@ func parseTableLine(text string) (Param, error) {
 	if p.Min, err = strconv.ParseFloat(lo, 64); err != nil {
 		return Param{}, fmt.Errorf("%s: range %q: lower bound is not a number", p.Name, f[3])
 	}
-	if hi != "" {
-		if p.Max, err = strconv.ParseFloat(hi, 64); err != nil || p.Max == 0 {
-			return Param{}, fmt.Errorf("%s: range %q: upper bound is not a number above 0 (leave it out for none)", p.Name, f[3])
-		}
+	if p.Max, err = strconv.ParseFloat(hi, 64); err != nil || !(p.Max > p.Min) || math.IsInf(p.Max, 0) {
+		return Param{}, fmt.Errorf("%s: range %q: want a finite upper bound above the lower one (every parameter has a physical maximum)", p.Name, f[3])
 	}
 	if p.Source == "" {
 		return Param{}, fmt.Errorf("%s: no source", p.Name)

@@ -3,6 +3,7 @@ package topology
 import (
 	"bytes"
 	"io/fs"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,11 +18,12 @@ import (
 // parameters of base.txt, each with its own source.
 func TestParameterTables(t *testing.T) {
 	base := mustTable("base.txt")
-	units := []string{"B", "ns", "µs", "GB/s", "ratio", "count", "bool"}
+	units := []string{"B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads"}
 	for _, p := range base.All() {
 		assert.NotEmpty(t, p.Doc, "%s has no doc line", p.Name)
 		assert.Contains(t, units, p.Unit, p.Name)
 		assert.NotEmpty(t, p.Source, p.Name)
+		assert.True(t, p.Max > p.Min && !math.IsInf(p.Max, 0), "%s: no finite upper bound", p.Name)
 	}
 	files, err := fs.Glob(tableFiles, "params/*.txt")
 	require.NoError(t, err)
@@ -77,14 +79,18 @@ func TestWriteTableReadsBack(t *testing.T) {
 
 func TestReadTableRefusesMalformedLines(t *testing.T) {
 	for line, want := range map[string]string{
-		"a.b 1 B":                       `want "name value unit lo..hi source"`,
-		"a.b x B 0..1 spec":             `value "x" is not a number`,
-		"a.b 1 B 0-1 spec":              `range "0-1" is not lo..hi`,
-		"a.b 1 B x..1 spec":             "lower bound is not a number",
-		"a.b 1 B 0..0 spec":             "upper bound is not a number above 0",
-		"a.b 1 B 0..1":                  "a.b: no source",
-		"a.b 5 B 0..1 spec":             "outside its physical range",
-		"a.b 1 B 0..1 s\na.b 1 B 0.. s": "defined twice",
+		"a.b 1 B":                        `want "name value unit lo..hi source"`,
+		"a.b x B 0..1 spec":              `value "x" is not a number`,
+		"a.b 1 B 0-1 spec":               `range "0-1" is not lo..hi`,
+		"a.b 1 B x..1 spec":              "lower bound is not a number",
+		"a.b 1 B 0..0 spec":              "want a finite upper bound above the lower one",
+		"a.b 1 B 0.. spec":               "want a finite upper bound above the lower one",
+		"a.b 1 B 0..Inf spec":            "want a finite upper bound above the lower one",
+		"a.b 1.5 B 0..2 spec":            "must be a whole number",
+		"a.b 2 bool 0..1 spec":           "outside its physical range",
+		"a.b 1 B 0..1":                   "a.b: no source",
+		"a.b 5 B 0..1 spec":              "outside its physical range",
+		"a.b 1 B 0..1 s\na.b 1 B 0..2 s": "defined twice",
 	} {
 		_, err := ReadTable(strings.NewReader(line), "t.txt")
 		require.Error(t, err, line)
@@ -97,7 +103,7 @@ func FuzzReadTable(f *testing.F) {
 	seed, err := tableFiles.ReadFile("params/base.txt")
 	require.NoError(f, err)
 	f.Add(string(seed))
-	f.Add("# doc\na.b 1 B 0.. source\n")
+	f.Add("# doc\na.b 1 B 0..4 source\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		ps, err := ReadTable(strings.NewReader(in), "fuzz")
 		if err != nil {
@@ -108,4 +114,27 @@ func FuzzReadTable(f *testing.F) {
 		names := ps.Names()
 		require.Len(t, slices.Compact(slices.Sorted(slices.Values(names))), len(names))
 	})
+}
+
+// A value outside what the hardware can be is refused when it is set, not
+// found later when every algorithm fails: fractions of whole things,
+// bandwidths beyond any machine, NaN and infinities.
+func TestSetRefusesWhatNoMachineHas(t *testing.T) {
+	ps := mustTable("base.txt")
+	for _, c := range []struct {
+		name string
+		v    float64
+		want string
+	}{
+		{"gpu.sms", 1.5, "must be a whole number"},
+		{"pcie.tlp_overhead", 24.5, "must be a whole number"},
+		{"p2p.across_sockets", 0.5, "must be a whole number (a switch: 0 or 1)"},
+		{"hostmem.bandwidth", 1e308, "outside its physical range [1, 100000]"},
+		{"gpu.sms", 1e9, "outside its physical range [1, 1024]"},
+		{"hostmem.latency", math.NaN(), "outside its physical range"},
+		{"hostmem.latency", math.Inf(1), "outside its physical range"},
+	} {
+		assert.ErrorContains(t, ps.Set(c.name, c.v, "test"), c.want, "%s = %v", c.name, c.v)
+	}
+	require.NoError(t, ps.Set("gpu.loads_in_flight", 1.5, "test"), "a mean, not a count")
 }

@@ -327,6 +327,28 @@ func (t *Topology) Links() []*Link { return t.links }
 // GPUs returns the GPUs in rank order.
 func (t *Topology) GPUs() []NodeID { return t.gpus }
 
+// Placed returns the same machine with its ranks placed on the GPUs in
+// another order: rank r is t's GPU perm[r]. Devices, links, parameters and
+// platform are t's (shared, not copied); only which GPU each rank is
+// changes. perm must be a permutation of 0…NumGPUs()−1.
+func (t *Topology) Placed(perm []int) (*Topology, error) {
+	if len(perm) != len(t.gpus) {
+		return nil, fmt.Errorf("topology %s: placement of %d ranks on %d GPUs", t.Name, len(perm), len(t.gpus))
+	}
+	seen := make([]bool, len(perm))
+	gpus := make([]NodeID, len(perm))
+	for r, g := range perm {
+		if g < 0 || g >= len(perm) || seen[g] {
+			return nil, fmt.Errorf("topology %s: placement %v is not a permutation of the GPUs 0–%d", t.Name, perm, len(perm)-1)
+		}
+		seen[g] = true
+		gpus[r] = t.gpus[g]
+	}
+	c := *t
+	c.gpus = gpus
+	return &c, nil
+}
+
 // NumGPUs returns the number of GPUs.
 func (t *Topology) NumGPUs() int { return len(t.gpus) }
 

@@ -55,6 +55,15 @@
 // times and bandwidths must be positive (prefill_us may be 0), and us_min ≤
 // us ≤ us_max. [WriteJSONL] writes records back in this format.
 //
+// Every integer field has a limit, so that no record asks the simulator
+// for unbounded work: threads ≤ 1024 (CUDA), max_channels ≤ 64 (NCCL),
+// bytes and bytes_per_gpu ≤ 1 TiB, world and gpus ≤ 4096, count ≤ 100000,
+// barriers_per_launch ≤ 1024, transfers ≤ 65536, round_trips ≤ 2²⁰ (the
+// rest in fieldDefs); a value beyond is a malformed line naming the field,
+// the value and the limit. A line is at most [MaxLineBytes], an input at
+// most [MaxTraceBytes] and [MaxTraceLines]; a UTF-8 byte-order mark before
+// the first line is skipped.
+//
 // # nccl-tests text output (ReadNCCLTests)
 //
 // The table printed by all_reduce_perf and its siblings (all_gather_perf,

@@ -42,7 +42,7 @@ func FuzzReadJSONL(f *testing.F) {
 		recs, bad, err := ReadJSONL(bytes.NewReader(in), "fuzz.jsonl", ReadOptions{SkipBad: true})
 		require.NoError(t, err)
 		nonBlank := 0
-		for _, l := range bytes.Split(in, []byte("\n")) {
+		for _, l := range bytes.Split(bytes.TrimPrefix(in, []byte("\xef\xbb\xbf")), []byte("\n")) {
 			if len(bytes.TrimSpace(l)) > 0 {
 				nonBlank++
 			}

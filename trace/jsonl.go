@@ -239,6 +239,8 @@ type fieldDef struct {
 	typ    jtype
 	enum   []string // allowed values of a string field; nil: any non-empty string
 	zeroOK bool     // a number that may be 0 (and then reads as not given)
+	max    int64    // an integer's largest value (every integer field has one)
+	why    string   // what max is
 	str    func(*Record) *string
 	num    func(*Record) *float64
 	i32    func(*Record) *int
@@ -260,63 +262,79 @@ var fieldDefs = []fieldDef{
 	{name: "algo", typ: jString, enum: []string{"auto", "one_shot", "ring", "tree", "two_shot"}, str: func(r *Record) *string { return &r.Algo }},
 	{name: "proto", typ: jString, enum: []string{"auto", "ll", "ll128", "simple"}, str: func(r *Record) *string { return &r.Proto }},
 	{name: "transport", typ: jString, enum: names(Transports()), str: func(r *Record) *string { return (*string)(&r.Transport) }},
-	{name: "world", typ: jInt, i32: func(r *Record) *int { return &r.World }},
+	{name: "world", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.World }},
 	{name: "dtype", typ: jString, enum: []string{"bf16", "fp16", "fp32", "fp64", "fp8", "int8", "int32", "int64", "uint8", "uint32", "uint64"}, str: func(r *Record) *string { return &r.Dtype }},
-	{name: "bytes", typ: jInt, i64: func(r *Record) *int64 { return &r.Bytes }},
-	{name: "blocks", typ: jInt, i32: func(r *Record) *int { return &r.Blocks }},
-	{name: "threads", typ: jInt, i32: func(r *Record) *int { return &r.Threads }},
-	{name: "max_channels", typ: jInt, i32: func(r *Record) *int { return &r.MaxChannels }},
-	{name: "count", typ: jInt, i32: func(r *Record) *int { return &r.Count }},
-	{name: "tokens", typ: jInt, i32: func(r *Record) *int { return &r.Tokens }},
-	{name: "hidden", typ: jInt, i32: func(r *Record) *int { return &r.Hidden }},
+	{name: "bytes", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.Bytes }},
+	{name: "blocks", typ: jInt, max: math.MaxInt32, why: "CUDA's largest grid, 2³¹ − 1 blocks", i32: func(r *Record) *int { return &r.Blocks }},
+	{name: "threads", typ: jInt, max: 1024, why: "CUDA's limit of threads per block", i32: func(r *Record) *int { return &r.Threads }},
+	{name: "max_channels", typ: jInt, max: 64, why: "NCCL's MAXCHANNELS", i32: func(r *Record) *int { return &r.MaxChannels }},
+	{name: "count", typ: jInt, max: 100_000, why: "allreduces in one sequence: a model's pass has a few hundred; each is simulated", i32: func(r *Record) *int { return &r.Count }},
+	{name: "tokens", typ: jInt, max: 1 << 20, why: "tokens of one allreduce: a million", i32: func(r *Record) *int { return &r.Tokens }},
+	{name: "hidden", typ: jInt, max: 1 << 20, why: "a model's hidden size: a million elements", i32: func(r *Record) *int { return &r.Hidden }},
 	{name: "engine", typ: jString, enum: []string{"copy_engine"}, str: func(r *Record) *string { return &r.Engine }},
 	{name: "dir", typ: jString, enum: []string{"bidir", "d2h", "h2d", "p2p"}, str: func(r *Record) *string { return &r.Dir }},
 	{name: "op", typ: jString, enum: []string{"read", "read_only_loop", "read_reduce", "write"}, str: func(r *Record) *string { return &r.Op }},
 	{name: "target", typ: jString, enum: []string{"host", "local", "peer"}, str: func(r *Record) *string { return &r.Target }},
-	{name: "bytes_per_access", typ: jInt, i32: func(r *Record) *int { return &r.BytesPerAccess }},
+	{name: "bytes_per_access", typ: jInt, max: 64, why: "the widest vector access of any GPU is 32 B", i32: func(r *Record) *int { return &r.BytesPerAccess }},
 	{name: "gbps", typ: jNumber, num: func(r *Record) *float64 { return &r.Gbps }},
 	{name: "ns_per_step", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
 	{name: "variant", typ: jString, enum: []string{"16x16B", "16x16B+fence_sys", "st_release_sys", "store", "store+fence_gpu", "store+fence_sys"}, str: func(r *Record) *string { return &r.Variant }},
 	{name: "ns_per_iter", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIter }},
 	{name: "barrier", typ: jString, enum: []string{"cas", "flag"}, str: func(r *Record) *string { return &r.Barrier }},
-	{name: "stride_words", typ: jInt, i32: func(r *Record) *int { return &r.StrideWords }},
-	{name: "barriers_per_launch", typ: jInt, i32: func(r *Record) *int { return &r.BarriersPerLaunch }},
+	{name: "stride_words", typ: jInt, max: 1 << 20, why: "slots 4 MiB apart", i32: func(r *Record) *int { return &r.StrideWords }},
+	{name: "barriers_per_launch", typ: jInt, max: 1024, why: "barriers in a row in one kernel: each is simulated, every rank signalling every other", i32: func(r *Record) *int { return &r.BarriersPerLaunch }},
 	{name: "via", typ: jString, enum: []string{"host", "peer"}, str: func(r *Record) *string { return &r.Via }},
 	{name: "one_way_us", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
 	{name: "one_way_us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
 	{name: "note", typ: jString, str: func(r *Record) *string { return &r.Note }},
 	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_read", "sm_write"}, str: func(r *Record) *string { return &r.What }},
-	{name: "gpus", typ: jInt, i32: func(r *Record) *int { return &r.GPUs }},
-	{name: "bytes_per_gpu", typ: jInt, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
+	{name: "gpus", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.GPUs }},
+	{name: "bytes_per_gpu", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
 	{name: "gbps_per_gpu", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
 	{name: "gbps_total", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsTotal }},
 	{name: "api", typ: jString, enum: []string{"cudaMemcpyAsync", "torch.copy_"}, str: func(r *Record) *string { return &r.API }},
-	{name: "streams", typ: jInt, i32: func(r *Record) *int { return &r.Streams }},
-	{name: "transfers", typ: jInt, i32: func(r *Record) *int { return &r.Transfers }},
-	{name: "round_trips", typ: jInt, i32: func(r *Record) *int { return &r.RoundTrips }},
+	{name: "streams", typ: jInt, max: 1024, why: "CUDA streams copying at once", i32: func(r *Record) *int { return &r.Streams }},
+	{name: "transfers", typ: jInt, max: 1 << 16, why: "copies at once: each is simulated", i32: func(r *Record) *int { return &r.Transfers }},
+	{name: "round_trips", typ: jInt, max: 1 << 20, why: "round trips timed: each is simulated", i32: func(r *Record) *int { return &r.RoundTrips }},
 	{name: "mode", typ: jString, enum: []string{"back_to_back", "graph_replay", "release_acquire", "single", "volatile", "volatile_fence"}, str: func(r *Record) *string { return &r.Mode }},
 	{name: "request", typ: jString, enum: []string{"atomic_add", "atomic_cas", "load_acquire", "load_relaxed", "load_volatile"}, str: func(r *Record) *string { return &r.Request }},
-	{name: "spacing_bytes", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
-	{name: "pairs", typ: jInt, i32: func(r *Record) *int { return &r.Pairs }},
+	{name: "spacing_bytes", typ: jInt, max: 1 << 20, why: "words 1 MiB apart", zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
+	{name: "pairs", typ: jInt, max: 1 << 16, why: "pairs of blocks ping-ponging: each is simulated", i32: func(r *Record) *int { return &r.Pairs }},
 	{name: "loop", typ: jString, enum: []string{"copy", "fence", "group_barrier", "ll", "ll128", "ll128w", "pull", "simple_step"}, str: func(r *Record) *string { return &r.Loop }},
 	{name: "ll_op", typ: jString, enum: []string{"recv", "recv_reduce_copy_send", "recv_reduce_send", "recv_send", "send"}, str: func(r *Record) *string { return &r.LLOp }},
 	{name: "recv", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Recv }},
 	{name: "dst", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Dst }},
 	{name: "src", typ: jString, enum: []string{"host", "local", "local+host"}, str: func(r *Record) *string { return &r.Src }},
-	{name: "unroll", typ: jInt, i32: func(r *Record) *int { return &r.Unroll }},
-	{name: "sources", typ: jInt, i32: func(r *Record) *int { return &r.Sources }},
+	{name: "unroll", typ: jInt, max: 64, why: "loads in flight per source per thread", i32: func(r *Record) *int { return &r.Unroll }},
+	{name: "sources", typ: jInt, max: 64, why: "sources a loop reads per element", i32: func(r *Record) *int { return &r.Sources }},
 	{name: "loop_bound", typ: jString, enum: []string{"runtime", "unrolled"}, str: func(r *Record) *string { return &r.LoopBound }},
-	{name: "slice_bytes", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.SliceBytes }},
+	{name: "slice_bytes", typ: jInt, max: 1 << 30, why: "a Simple step's slice: 1 GiB", zeroOK: true, i32: func(r *Record) *int { return &r.SliceBytes }},
 	{name: "fence", typ: jString, enum: []string{"acq_rel", "none", "sc"}, str: func(r *Record) *string { return &r.Fence }},
-	{name: "stores_per_thread", typ: jInt, zeroOK: true, i32: func(r *Record) *int { return &r.StoresPerThread }},
-	{name: "iters", typ: jInt, i32: func(r *Record) *int { return &r.Iters }},
+	{name: "stores_per_thread", typ: jInt, max: 1 << 16, why: "stores before one fence", zeroOK: true, i32: func(r *Record) *int { return &r.StoresPerThread }},
+	{name: "iters", typ: jInt, max: 1 << 20, why: "iterations per block: each is simulated", i32: func(r *Record) *int { return &r.Iters }},
 	{name: "layout", typ: jString, enum: []string{"line_per_slot", "packed"}, str: func(r *Record) *string { return &r.Layout }},
-	{name: "groups", typ: jInt, i32: func(r *Record) *int { return &r.Groups }},
+	{name: "groups", typ: jInt, max: 1024, why: "groups of blocks: each is simulated", i32: func(r *Record) *int { return &r.Groups }},
 	{name: "ns_per_op", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
 	{name: "one_way_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
 	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }
+
+// The limits of integer fields: what a measurement of one machine can be,
+// and what the simulator takes.
+const (
+	maxGPUs  = 4096
+	maxBytes = 1 << 40
+	bytesWhy = "1 TiB, more than any GPU's memory"
+	// MaxLineBytes is the longest line ReadJSONL reads: a record is a few
+	// hundred bytes, so a longer line is not one (a binary file, /dev/zero).
+	MaxLineBytes = 1 << 20
+	// MaxTraceBytes and MaxTraceLines bound what ReadJSONL reads of one
+	// input: 256 MiB and 2²⁰ lines, about a thousand times the largest
+	// capture, and what the records take in memory stays near a gigabyte.
+	MaxTraceBytes = 256 << 20
+	MaxTraceLines = 1 << 20
+)
 
 // fieldIndex maps a field name to its definition.
 var fieldIndex = func() map[string]*fieldDef {
@@ -384,13 +402,21 @@ func (d *fieldDef) checkValue(r *Record) error {
 			return fieldErrf(d.name, "must be %s, got %v", d.least(), v)
 		}
 	case d.i32 != nil:
-		if v := *d.i32(r); v < 0 || (v == 0 && !d.zeroOK) {
-			return fieldErrf(d.name, "must be %s, got %d", d.least(), v)
-		}
+		return d.checkInt(int64(*d.i32(r)))
 	case d.i64 != nil:
-		if v := *d.i64(r); v <= 0 {
-			return fieldErrf(d.name, "must be > 0, got %d", v)
-		}
+		return d.checkInt(*d.i64(r))
+	}
+	return nil
+}
+
+// checkInt checks an integer field's value: positive (or 0 where
+// allowed), within its limit.
+func (d *fieldDef) checkInt(v int64) error {
+	if v < 0 || (v == 0 && !d.zeroOK) {
+		return fieldErrf(d.name, "must be %s, got %d", d.least(), v)
+	}
+	if v > d.max {
+		return fieldErrf(d.name, "%d is above the limit %d (%s)", v, d.max, d.why)
 	}
 	return nil
 }
@@ -542,13 +568,10 @@ func (d *fieldDef) set(r *Record, raw json.RawMessage) error {
 			}
 			v = int64(f)
 		}
-		if v < 0 || (v == 0 && !d.zeroOK) {
-			return fieldErrf(d.name, "must be %s, got %d", d.least(), v)
+		if err := d.checkInt(v); err != nil {
+			return err
 		}
 		if d.i32 != nil {
-			if v > math.MaxInt32 || v < math.MinInt32 {
-				return fieldErrf(d.name, "%d is out of range", v)
-			}
 			*d.i32(r) = int(v)
 		} else {
 			*d.i64(r) = v
@@ -604,21 +627,41 @@ func decodeRecord(line []byte, lineNo int) (Record, error) {
 }
 
 // ReadJSONL reads a JSON Lines v1 trace (one record per line, format in
-// the package documentation). name is used in error messages only.
+// the package documentation). name is used in error messages only. A UTF-8
+// byte-order mark before the first line is skipped.
 //
 // Blank lines are ignored. By default the first malformed line ends the
 // read with a *ParseError naming name, the line number and the field; with
 // opts.SkipBad malformed lines are skipped and returned as BadLines, and
-// the error is non-nil only when r fails.
+// the error is non-nil only when r fails. A line longer than MaxLineBytes
+// is malformed; an input beyond MaxTraceBytes or MaxTraceLines is refused
+// with an error whatever opts say (the work and memory of a read are
+// bounded, even for an endless input).
 func ReadJSONL(r io.Reader, name string, opts ReadOptions) ([]Record, []BadLine, error) {
-	br := bufio.NewReader(r)
+	lr := &io.LimitedReader{R: r, N: MaxTraceBytes + 1}
+	br := bufio.NewReader(lr)
 	var (
 		recs []Record
 		bad  []BadLine
 	)
 	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
+		if lineNo > MaxTraceLines {
+			return nil, nil, fmt.Errorf("trace: %s: more than %d lines; a trace is at most that long (MaxTraceLines)", name, MaxTraceLines)
+		}
+		line, long, err := readLine(br, MaxLineBytes, opts.SkipBad)
+		if lr.N <= 0 {
+			return nil, nil, fmt.Errorf("trace: %s: larger than %d MiB; a trace is at most that large (MaxTraceBytes)", name, MaxTraceBytes>>20)
+		}
+		if lineNo == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+		}
+		if long {
+			pe := at(name, lineNo, fieldErrf("", "line longer than %d bytes: not a record (a JSON Lines record is one short line)", MaxLineBytes))
+			if !opts.SkipBad {
+				return nil, nil, pe
+			}
+			bad = append(bad, BadLine{Line: lineNo, Err: pe})
+		} else if len(line) > 0 {
 			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 				rec, derr := decodeRecord(trimmed, lineNo)
 				if derr != nil {
@@ -637,6 +680,28 @@ func ReadJSONL(r io.Reader, name string, opts ReadOptions) ([]Record, []BadLine,
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("trace: %s line %d: %w", name, lineNo, err)
+		}
+	}
+}
+
+// readLine reads one line (with its '\n', if any) of at most limit bytes.
+// A longer line gives long true: read to its end and dropped when drain
+// (the read goes on after it), else left at once.
+func readLine(br *bufio.Reader, limit int, drain bool) (line []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > limit {
+				long, line = true, nil
+				if !drain {
+					return nil, true, nil
+				}
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
 		}
 	}
 }

@@ -128,9 +128,12 @@ type kEvent struct {
 // and field, or BadLines with opts.SkipBad; other events are not checked.
 // Malformed JSON is always an error.
 func ReadKineto(r io.Reader, name string, opts ReadOptions) (KinetoTrace, []BadLine, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxTraceBytes+1))
 	if err != nil {
 		return KinetoTrace{}, nil, fmt.Errorf("trace: %s: %w", name, err)
+	}
+	if len(data) > MaxTraceBytes {
+		return KinetoTrace{}, nil, fmt.Errorf("trace: %s: larger than %d MiB; a trace is at most that large (MaxTraceBytes; export fewer profiler steps)", name, MaxTraceBytes>>20)
 	}
 	raws, lines, err := splitTraceEvents(data, name)
 	if err != nil {

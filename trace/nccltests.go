@@ -163,10 +163,23 @@ func ReadNCCLTests(r io.Reader, name string, opts ReadOptions) (NCCLTestsRun, []
 	p.run.OutOfBounds = -1
 	p.run.Graph = -1
 	var bad []BadLine
-	br := bufio.NewReader(r)
+	lr := &io.LimitedReader{R: r, N: MaxTraceBytes + 1}
+	br := bufio.NewReader(lr)
 	for lineNo := 1; ; lineNo++ {
-		line, rerr := br.ReadString('\n')
-		if len(line) > 0 {
+		if lineNo > MaxTraceLines {
+			return NCCLTestsRun{}, nil, fmt.Errorf("trace: %s: more than %d lines; a trace is at most that long (MaxTraceLines)", name, MaxTraceLines)
+		}
+		raw, long, rerr := readLine(br, MaxLineBytes, opts.SkipBad)
+		if lr.N <= 0 {
+			return NCCLTestsRun{}, nil, fmt.Errorf("trace: %s: larger than %d MiB; a trace is at most that large (MaxTraceBytes)", name, MaxTraceBytes>>20)
+		}
+		if long {
+			pe := at(name, lineNo, fieldErrf("", "line longer than %d bytes: not nccl-tests output", MaxLineBytes))
+			if !opts.SkipBad {
+				return NCCLTestsRun{}, nil, pe
+			}
+			bad = append(bad, BadLine{Line: lineNo, Err: pe})
+		} else if line := string(raw); len(line) > 0 {
 			if err := p.line(line, lineNo); err != nil {
 				pe := at(name, lineNo, err)
 				if !opts.SkipBad {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
@@ -124,6 +125,9 @@ func (c *calib) predict(ps *topology.Params, idx []int) []float64 {
 	}
 	res := simulateAll(sub, func(*Twin) (*topology.Topology, error) { return top, nil }, c.opts.Parallel, false, nil)
 	for i, o := range res {
+		if crash.Is(o.err) {
+			panic(o.err) // a bug: Calibrate returns it
+		}
 		if o.err != nil {
 			out[i] = math.NaN()
 		} else {
@@ -205,7 +209,8 @@ func MatchParams(ps *topology.Params, patterns []string) ([]string, error) {
 // and only scored. All records must belong to one preset. Values never
 // leave their physical ranges: a fit that wants to is reported as pinned at
 // the bound.
-func Calibrate(recs []trace.Record, opts CalibrateOptions) (*Calibration, error) {
+func Calibrate(recs []trace.Record, opts CalibrateOptions) (_ *Calibration, err error) {
+	defer crash.Recover(&err) // predict re-raises a simulator panic: a bug, returned as such
 	if opts.HoldoutEvery == 0 {
 		opts.HoldoutEvery = 3
 	}
@@ -317,6 +322,9 @@ func (c *calib) split(start []float64) (held []int, failed int, err error) {
 	}
 	if len(ok) < 2 {
 		return nil, 0, fmt.Errorf("validate: calibrate: only %d record(s) can be simulated; need a fit set and a held-out set", len(ok))
+	}
+	if c.opts.HoldoutEvery > len(ok) {
+		return nil, 0, fmt.Errorf("validate: calibrate: holdout-every %d holds out none of the %d records that simulate (want 2–%d): the held-out error would be over no record", c.opts.HoldoutEvery, len(ok), len(ok))
 	}
 	for j, i := range ok {
 		if (j+1)%c.opts.HoldoutEvery == 0 {

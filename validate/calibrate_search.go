@@ -41,7 +41,7 @@ func spaceOf(p topology.Param) (space, string) {
 	if p.Unit == "bool" {
 		return space{}, "not fitted: a switch (bool), not a quantity"
 	}
-	sp := space{lo: p.Min, hi: p.Max, integer: p.Unit == "count" && p.Value == math.Trunc(p.Value)}
+	sp := space{lo: p.Min, hi: p.Max, integer: p.Integer()}
 	if sp.hi == 0 {
 		sp.hi = 4 * p.Value
 		sp.limitNote = "4× the starting value (no physical upper bound)"

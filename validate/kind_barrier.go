@@ -34,6 +34,9 @@ func barrierTwin(r trace.Record) (*Twin, error) {
 // their peers in nb barriers in a row (tools/capture barrier):
 // compare-and-swap tokens when atomic, epoch flags otherwise.
 func BarrierKernelUs(top *topology.Topology, world, blocks, threads, nb int, atomic bool) (float64, error) {
+	if world < 2 || world > top.NumGPUs() {
+		return 0, fmt.Errorf("validate: barrier of %d ranks: %s has %d GPUs", world, top.Name, top.NumGPUs())
+	}
 	b := algos.NewBuilder("barrier", world, 0, 1)
 	deps := b.Launches()
 	k := hw.Kernel{Blocks: blocks, Threads: threads}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
@@ -180,6 +181,9 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 	v := &Validation{}
 	for i, t := range ts {
 		o := outs[i]
+		if crash.Is(o.err) {
+			return nil, fmt.Errorf("validate: %s line %d: %w", opts.File, t.rec.Line, o.err)
+		}
 		if o.err != nil {
 			skipped = append(skipped, skip(opts.File, t.rec, simulationFailed(o.err)))
 			continue
@@ -310,13 +314,10 @@ type outcome struct {
 }
 
 // simulateOne runs one twin. A panic inside the simulator becomes the
-// record's error, so that one bad record cannot end a whole validation.
+// outcome's error as a *crash.Error: a bug, which Run and Calibrate return
+// instead of listing it as a reason to skip the record.
 func simulateOne(tw *Twin, t *topology.Topology, withModel bool) (o outcome) {
-	defer func() {
-		if p := recover(); p != nil {
-			o = outcome{err: fmt.Errorf("simulator panic: %v", p)}
-		}
-	}()
+	defer crash.Recover(&o.err)
 	o.pred, o.hostPaced, o.err = tw.Sim(t)
 	if o.err == nil && (o.pred <= 0 || math.IsNaN(o.pred) || math.IsInf(o.pred, 0)) {
 		o.err = fmt.Errorf("simulated value %v is not a positive number", o.pred)
@@ -343,6 +344,7 @@ func simulateAll(ts []*Twin, top func(*Twin) (*topology.Topology, error), parall
 	for i, tw := range ts {
 		g.Go(func() error {
 			o := &out[i]
+			defer crash.Recover(&o.err) // building the machine too: a bug is returned as one
 			t, err := top(tw)
 			if err != nil {
 				o.err = err

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -31,7 +33,7 @@ func cmdAlgos(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if o.Values != nil {
 				opts = append(opts, o.Name+"="+strings.Join(o.Values, "|"))
 			} else {
-				opts = append(opts, o.Name+"=N")
+				opts = append(opts, o.Name+"="+intRange(o.Int))
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, a.Describe(), strings.Join(opts, " "))
@@ -187,14 +189,17 @@ func sizesBelow(a algos.Algorithm, b int64) int64 {
 func parseWorlds(list string) ([]int, error) {
 	var worlds []int
 	for _, s := range splitList(list) {
-		var n int
-		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 2 {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 2 {
 			return nil, badInputf("check: --ranks %q: world sizes are integers ≥ 2", s)
+		}
+		if n > algos.MaxCheckRanks {
+			return nil, badInputf("check: --ranks %d: the checker handles at most %d ranks (its symbolic data holds which ranks' inputs a byte sums in one 64-bit word)", n, algos.MaxCheckRanks)
 		}
 		worlds = append(worlds, n)
 	}
 	sort.Ints(worlds)
-	return worlds, nil
+	return slices.Compact(worlds), nil
 }
 
 // checkTopology is the machine check plans n ranks on (the headline preset
@@ -235,6 +240,9 @@ func checkSchedules(a algos.Algorithm, name string, t *topology.Topology, n int,
 			if errors.Is(err, algos.ErrTooLarge) && count > 0 {
 				return count, nil, fmt.Sprintf(" (up to %v; from %v the schedule is too large for the checker)", sim.Bytes(sizesBelow(a, b)), sim.Bytes(b)), nil
 			}
+			if errors.Is(err, algos.ErrTooLarge) {
+				return 0, fmt.Errorf("its schedule is too large for the checker at every size (%w)", err), "", nil
+			}
 			return 0, nil, "", fmt.Errorf("check: %s, %d ranks, %d B: %w", name, n, b, err)
 		}
 		count++
@@ -272,13 +280,10 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	kept := optsForAlgo(o)(name)
-	for _, k := range sortedKeys(o) {
-		if _, ok := kept[k]; !ok {
-			fmt.Fprintf(errOut, "arsim: explain: %s takes no option %s (left out)\n", name, k)
-		}
+	if err := checkOpts([]string{name}, t, o); err != nil {
+		return err
 	}
-	s, err := algos.Plan(name, algos.Request{Top: t, Ranks: *ranks, Bytes: b, DType: algos.BF16, Launch: hw.Graph, Opts: kept})
+	s, err := algos.Plan(name, algos.Request{Top: t, Ranks: *ranks, Bytes: b, DType: algos.BF16, Launch: hw.Graph, Opts: o})
 	if err != nil {
 		return badInput(err)
 	}

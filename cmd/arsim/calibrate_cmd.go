@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -79,7 +78,7 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	if err := cal.WriteParams(&buf); err != nil {
 		return err
 	}
-	if err := os.WriteFile(*paramsOut, buf.Bytes(), 0o644); err != nil {
+	if err := writeFileAtomic(*paramsOut, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	if err := writeCalibration(out, cal); err != nil {
@@ -104,8 +103,11 @@ func checkCalibrateFlags(rest []string, fit, paramsOut string, holdout, sweeps, 
 	if holdout < 2 {
 		return badInputf("calibrate: --holdout-every must be ≥ 2, got %d", holdout)
 	}
-	if sweeps < 1 || maxEvals < 1 {
-		return badInputf("calibrate: --sweeps and --max-evals must be ≥ 1")
+	if err := intIn("sweeps", sweeps, 1, 100, "each sweep fits every parameter once more; the fit settles in a few"); err != nil {
+		return err
+	}
+	if err := intIn("max-evals", maxEvals, 1, 100_000, "each setting simulates every fit record"); err != nil {
+		return err
 	}
 	return checkWritable(paramsOut)
 }

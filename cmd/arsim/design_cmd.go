@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -53,8 +52,8 @@ func cmdDesign(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if *ranks < 0 || *ranks == 1 || *ranks > t.NumGPUs() {
 		return badInputf("design: --ranks %d: want 2–%d", *ranks, t.NumGPUs())
 	}
-	if *budget < 1 {
-		return badInputf("design: --budget %d: want at least 1", *budget)
+	if err := intIn("budget", *budget, 1, 100_000, "each candidate is proved and timed"); err != nil {
+		return err
 	}
 	if *outFile != "" {
 		if err := checkWritable(*outFile); err != nil {
@@ -96,16 +95,8 @@ func cmdDesign(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if best == nil {
 			return fmt.Errorf("design: no candidate ran on %s; nothing to write", t.Name)
 		}
-		f, err := os.Create(*outFile)
-		if err != nil {
-			return badInputf("cannot write %s: %v", *outFile, err)
-		}
 		spec := design.Spec{Name: best.Name, Params: best.Params, Topology: t.Name, Ranks: n, Bytes: b, Us: round(best.Us, 3), As: best.As, Binds: best.Binds}
-		if err := design.WriteSpec(f, spec); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := writeFileAtomic(*outFile, func(w io.Writer) error { return design.WriteSpec(w, spec) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(errOut, "wrote %s: use it as spec:%s (sweep, timeline, check, explain)\n", *outFile, *outFile)

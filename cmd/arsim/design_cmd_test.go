@@ -70,7 +70,7 @@ func TestDesignTableAndBadInput(t *testing.T) {
 		{[]string{"design", "--bytes", "12 parsecs"}, "accepted forms"},
 		{[]string{"design", "--format", "xml"}, `--format "xml" is not one of table, json`},
 		{[]string{"design", "--ranks", "9"}, "--ranks 9: want 2–8"},
-		{[]string{"design", "--budget", "0"}, "--budget 0: want at least 1"},
+		{[]string{"design", "--budget", "0"}, "--budget 0: want 1–100000"},
 		{[]string{"design", "--topology", "nope"}, `unknown preset "nope"`},
 		{[]string{"sweep", "--algos", "spec:no-such.json"}, "no-such.json"},
 	} {

@@ -5,18 +5,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 )
 
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
-	if err == nil {
-		return
-	}
-	if !errors.Is(err, errHelpShown) {
-		fmt.Fprintln(os.Stderr, "arsim:", err)
-	}
+	out := &trackedWriter{w: os.Stdout}
+	err := run(context.Background(), os.Args[1:], out, os.Stderr)
+	err = finish(err, out)
+	reportError(os.Stderr, err, os.Args[1:])
 	os.Exit(exitCode(err))
 }

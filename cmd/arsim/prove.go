@@ -14,6 +14,7 @@ import (
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -67,7 +68,8 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 	var mu sync.Mutex
 	done := 0
 	for i, p := range pts {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer crash.Recover(&err)
 			if err := ctx.Err(); err != nil {
 				return err
 			}

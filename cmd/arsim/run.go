@@ -8,36 +8,9 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/arsim/arsim/internal/crash"
 )
-
-// errHelpShown ends a run after --help printed the usage (exit 0).
-var errHelpShown = errors.New("help shown")
-
-// inputError marks errors caused by what the user gave: exit status 2.
-type inputError struct{ err error }
-
-func (e inputError) Error() string { return e.err.Error() }
-func (e inputError) Unwrap() error { return e.err }
-
-func badInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	return inputError{err}
-}
-
-func badInputf(format string, args ...any) error { return inputError{fmt.Errorf(format, args...)} }
-
-func exitCode(err error) int {
-	if errors.Is(err, errHelpShown) {
-		return 0
-	}
-	var ie inputError
-	if errors.As(err, &ie) {
-		return 2
-	}
-	return 1
-}
 
 type command struct {
 	name, summary string
@@ -59,13 +32,19 @@ func commands() []command {
 	}
 }
 
-// run is the whole program; main only prints the error and exits.
-func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+// run is the whole program; main only prints the error and exits. A
+// panic in the command's own goroutine comes back as a *crash.Error (exit
+// status 3); the commands' worker goroutines recover their own.
+func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) {
+	defer crash.Recover(&err)
 	if len(args) == 0 {
 		return cmdVerify(ctx, nil, out, errOut)
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" {
+		if len(args) > 2 {
+			return badInputf("help: unexpected argument %q (arsim help COMMAND)", args[2])
+		}
 		if len(args) > 1 {
 			return helpFor(ctx, args[1], out)
 		}
@@ -100,6 +79,10 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun `arsim help COMMAND` (or `arsim COMMAND --help`) for a command's flags and examples; `arsim --version` for the build.")
+	fmt.Fprintln(w, "\nExit status:")
+	for _, s := range exitStatuses {
+		fmt.Fprintf(w, "  %d  %s\n", s.code, s.meaning)
+	}
 }
 
 // newFlags returns a flag set whose --help prints usage and examples.
@@ -115,17 +98,28 @@ func newFlags(name, usage string, examples []string, errOut io.Writer) *flag.Fla
 				fmt.Fprintln(errOut, "  "+e)
 			}
 		}
+		fmt.Fprintln(errOut, "\n"+exitStatusLine)
 	}
 	return fs
 }
 
-// parse parses flags; --help ends the run with status 0.
+// parse parses flags; --help ends the run with status 0. Flags are all a
+// command takes after its own positional arguments (which the caller has
+// taken off args), so anything left over is refused: a stray word, or a
+// flag after one, which Go's flag package would silently not read.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errHelpShown
 		}
 		return badInput(err)
+	}
+	if fs.NArg() > 0 {
+		more := ""
+		if fs.NArg() > 1 {
+			more = fmt.Sprintf(" (and %d more: %s)", fs.NArg()-1, quoteArgs(fs.Args()[1:]))
+		}
+		return badInputf("%s: unexpected argument %q%s: here only flags may follow, and a flag after a stray word would not be read (arsim %s --help)", fs.Name(), fs.Arg(0), more, fs.Name())
 	}
 	return nil
 }

@@ -3,18 +3,20 @@ package main
 import (
 	"strconv"
 	"strings"
+
+	"github.com/arsim/arsim/algos"
 )
 
 const sizeForms = "accepted forms: 43008, 42KiB, 1MiB, 2GiB, 64KB (=64000), a list 1KiB,42KiB,1MiB, or a range 1KiB..256MiB (powers of two)"
 
 // parseSize reads one size: plain bytes or a number with B, KiB, MiB, GiB,
-// KB, MB, GB.
+// TiB, KB, MB, GB, TB.
 func parseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	units := []struct {
 		suffix string
 		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"TB", 1000_000_000_000}, {"B", 1}}
 	mult := int64(1)
 	for _, u := range units {
 		if strings.HasSuffix(t, u.suffix) {
@@ -24,11 +26,18 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<50)/mult {
+	if err != nil || n <= 0 {
 		return 0, badInputf("size %q is not a positive number of bytes (%s)", s, sizeForms)
+	}
+	if n > algos.MaxBytes/mult {
+		return 0, badInputf("size %q is above the limit of %d B (1 TiB: more than any GPU's memory)", s, int64(algos.MaxBytes))
 	}
 	return n * mult, nil
 }
+
+// maxSizes is the most sizes one list may hold: a range from 1 B to the
+// largest size has 41, and each size is simulated for every algorithm.
+const maxSizes = 256
 
 // parseSizes reads a list or a power-of-two range.
 func parseSizes(s string) ([]int64, error) {
@@ -60,6 +69,9 @@ func parseSizes(s string) ([]int64, error) {
 	}
 	if len(out) == 0 {
 		return nil, badInputf("no sizes in %q (%s)", s, sizeForms)
+	}
+	if len(out) > maxSizes {
+		return nil, badInputf("%d sizes: want at most %d (each is simulated for every algorithm; a range covers 1 B to 1 TiB in 41)", len(out), maxSizes)
 	}
 	return out, nil
 }

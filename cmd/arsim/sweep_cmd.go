@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -52,6 +51,9 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	names, err := parseAlgos(*list)
 	if err != nil {
+		return err
+	}
+	if err := checkOpts(names, t, o); err != nil {
 		return err
 	}
 	sz, err := parseSizes(*sizes)
@@ -115,14 +117,21 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	outs := make([]ran, len(rows))
+	for i, r := range rows {
+		outs[i] = ran{r.Algo, r.Err}
+	}
+	if err := noteCannotRun(errOut, t.Name, outs); err != nil {
+		return err
+	}
 	if *plotFile != "" {
-		if err := viz.DrawSweep(*plotFile, t.Name, names, rows); err != nil {
+		if err := drawAtomic(*plotFile, func(name string) error { return viz.DrawSweep(name, t.Name, names, rows) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", *plotFile)
 	}
 	if *plotBus != "" {
-		if err := viz.DrawSweepBusBW(*plotBus, t.Name, names, rows); err != nil {
+		if err := drawAtomic(*plotBus, func(name string) error { return viz.DrawSweepBusBW(name, t.Name, names, rows) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", *plotBus)
@@ -212,23 +221,6 @@ func ncclFloat(v float64, width int) string {
 		}
 	}
 	return strconv.FormatFloat(v, 'e', 1, 64)
-}
-
-// checkWritable fails before a long run if path cannot be written.
-func checkWritable(path string, exts ...string) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	ok := len(exts) == 0
-	for _, e := range exts {
-		ok = ok || e == ext
-	}
-	if !ok {
-		return badInputf("%s: file type %q is not one of %s", path, ext, strings.Join(exts, ", "))
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return badInputf("cannot write %s: %v", path, err)
-	}
-	return f.Close()
 }
 
 func isTerminal(w io.Writer) bool {

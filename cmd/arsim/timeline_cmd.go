@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -51,6 +49,9 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := checkOpts([]string{*algo}, t, o); err != nil {
+		return err
+	}
 	b, err := parseSize(*bytesFlag)
 	if err != nil {
 		return err
@@ -83,6 +84,16 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 		}
 		checkNotes(errOut, notes)
 	}
+	if *picture != "" {
+		n, err := scenarios.TimelineSlices(t, *ranks, *algo, b, mode, o, *iters)
+		if err != nil {
+			return badInput(err)
+		}
+		if n > scenarios.MaxPictureSlices {
+			return badInputf("timeline: --picture of about %d slices is above the limit of %d (drawing takes about 130 µs a slice, and so many are not legible); run fewer --iters or a smaller size, or leave out --picture (the trace takes up to %d)",
+				n, scenarios.MaxPictureSlices, scenarios.MaxTimelineSlices)
+		}
+	}
 	timeline := scenarios.Timeline
 	if *blocks {
 		timeline = scenarios.TimelineByBlock
@@ -91,25 +102,14 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err != nil {
 		return badInput(err)
 	}
-	f, err := os.Create(*outFile)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if err := viz.WritePerfetto(w, slices); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeFileAtomic(*outFile, func(w io.Writer) error { return viz.WritePerfetto(w, slices) }); err != nil {
 		return err
 	}
 	if *picture != "" {
 		title := fmt.Sprintf("%s, %d B, %s (%.2f µs per allreduce)", *algo, b, t.Name, res.MeanUs())
-		if err := viz.DrawTimelineWith(*picture, title, slices, viz.TimelineOptions{EachWait: *waits == "each", Ranks: show}); err != nil {
+		if err := drawAtomic(*picture, func(name string) error {
+			return viz.DrawTimelineWith(name, title, slices, viz.TimelineOptions{EachWait: *waits == "each", Ranks: show})
+		}); err != nil {
 			return err
 		}
 	}

@@ -22,6 +22,9 @@ func cmdTopology(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	switch args[0] {
 	case "list":
+		if len(args) > 1 {
+			return badInputf("topology list: unexpected argument %q (it takes none)", args[1])
+		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tGPUS\tDESCRIPTION")
 		for _, n := range topology.Presets() {

@@ -67,11 +67,11 @@ func readTraces(paths []string, skipBad bool, env map[string]string) ([]traceFil
 
 func readTrace(path string, skipBad bool, env map[string]string) (traceFile, error) {
 	tf := traceFile{path: path}
-	data, err := os.ReadFile(path)
+	head, err := readHead(path, 64<<10)
 	if err != nil {
 		return tf, err
 	}
-	tf.format = trace.DetectFormat(data)
+	tf.format = trace.DetectFormat(head) // it looks at the first 64 KiB
 	ro := trace.ReadOptions{SkipBad: skipBad}
 	switch tf.format {
 	case trace.FormatNCCLTests:

@@ -92,7 +92,27 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 			vs = append(vs, &validate.Validation{Skipped: f.skipped})
 		}
 	}
-	return reportValidation(out, errOut, files, validate.Merge(vs...), *format, *plotFile)
+	v := validate.Merge(vs...)
+	if err := reportValidation(out, errOut, files, v, *format, *plotFile); err != nil {
+		return err
+	}
+	return nothingSimulated(v, len(badLines(files)))
+}
+
+// nothingSimulated is the error (exit status 1) of a validation that
+// compared no record: its summary would otherwise pass for a result.
+func nothingSimulated(v *validate.Validation, bad int) error {
+	if v.Summary.Count > 0 {
+		return nil
+	}
+	why := "the traces hold no record"
+	switch {
+	case len(v.Skipped) > 0:
+		why = fmt.Sprintf("all %d records were skipped (the reasons are listed above; --topology names a preset for records of a machine no preset declares)", len(v.Skipped))
+	case bad > 0:
+		why = fmt.Sprintf("every line was malformed (%d skipped)", bad)
+	}
+	return fmt.Errorf("validate: nothing was simulated: %s", why)
 }
 
 func reportValidation(out, errOut io.Writer, files []traceFile, v *validate.Validation, format, plotFile string) error {
@@ -106,7 +126,7 @@ func reportValidation(out, errOut io.Writer, files []traceFile, v *validate.Vali
 		return err
 	}
 	if plotFile != "" {
-		if err := viz.DrawValidation(plotFile, v); err != nil {
+		if err := drawAtomic(plotFile, func(name string) error { return viz.DrawValidation(name, v) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(errOut, "wrote %s\n", plotFile)

@@ -130,7 +130,9 @@ func TestValidateTopologyOverride(t *testing.T) {
 	require.NoError(t, os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 
 	out, _, err := runValidateCLI("validate", "--traces", f)
-	require.NoError(t, err)
+	require.Error(t, err, "nothing simulated is no result")
+	assert.Equal(t, 1, exitCode(err))
+	assert.Contains(t, err.Error(), "nothing was simulated: all 3 records were skipped")
 	assert.Contains(t, out, "records simulated  0")
 	assert.Contains(t, out, "– (no record simulated)")
 	assert.Contains(t, out, `no preset models system "my-box"`)

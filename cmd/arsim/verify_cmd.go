@@ -47,6 +47,9 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := checkOpts(names, t, o); err != nil {
+		return err
+	}
 	if *format != "table" && *format != "json" {
 		return badInputf("verify: --format %q is not one of table, json", *format)
 	}
@@ -61,8 +64,18 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(toks) == 0 {
 		return badInputf("verify: --tokens is empty")
 	}
-	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: sim.Duration(compute.Nanoseconds()) * sim.Nanosecond,
-		Accept: *accept, Draft: sim.Duration(draft.Nanoseconds()) * sim.Nanosecond, Launch: mode, Opts: o, LayerKernels: *layerKernels}
+	computeD, err := simDuration("compute", *compute)
+	if err != nil {
+		return err
+	}
+	draftD, err := simDuration("draft", *draft)
+	if err != nil {
+		return err
+	}
+	if err := finite("accept", *accept); err != nil {
+		return err
+	}
+	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: computeD, Accept: *accept, Draft: draftD, Launch: mode, Opts: o, LayerKernels: *layerKernels}
 	if *noCheck {
 		uncheckedNote(errOut)
 	} else {
@@ -84,7 +97,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if *format == "json" {
 			return badInputf("verify: --format json takes one --tokens value")
 		}
-		return writeTokensTable(out, cfg, t.Name, names, toks)
+		return writeTokensTable(out, errOut, cfg, t.Name, names, toks)
 	}
 	tokens := &toks[0]
 	res, err := scenarios.Verify(cfg, names)
@@ -92,9 +105,18 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return badInput(err)
 	}
 	if *format == "json" {
-		return writeVerifyJSON(out, t.Name, *tokens, res)
+		err = writeVerifyJSON(out, t.Name, *tokens, res)
+	} else {
+		err = writeVerifyTable(out, cfg, t.Name, res, *verbose)
 	}
-	return writeVerifyTable(out, cfg, t.Name, res, *verbose)
+	if err != nil {
+		return err
+	}
+	outs := make([]ran, len(res))
+	for i, r := range res {
+		outs[i] = ran{r.Algo, r.Err}
+	}
+	return noteCannotRun(errOut, t.Name, outs)
 }
 
 func parseLaunch(s string) (hw.LaunchMode, error) {
@@ -450,7 +472,7 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 
 // writeTokensTable is the what-if over tokens per pass: µs per allreduce
 // for each algorithm and token count, the winner marked.
-func writeTokensTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, names []string, toks []int) error {
+func writeTokensTable(out, errOut io.Writer, cfg scenarios.VerifyConfig, topo string, names []string, toks []int) error {
 	fmt.Fprintf(out, "Verify pass on %s, µs per allreduce by tokens per pass (bytes = tokens × 7168 × 2); * marks the fastest\n\n", topo)
 	cols := make([][]scenarios.VerifyResult, len(toks))
 	for i, n := range toks {
@@ -505,5 +527,14 @@ func writeTokensTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, na
 		}
 	}
 	fmt.Fprintln(tw)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var outs []ran
+	for _, col := range cols {
+		for _, r := range col {
+			outs = append(outs, ran{r.Algo, r.Err})
+		}
+	}
+	return noteCannotRun(errOut, topo, outs)
 }
