@@ -137,30 +137,93 @@ func pciBw(gen, width int) float64 {
 
 var p2pLevels = map[string]int{"loc": 0, "nvl": 1, "pix": 4, "pxb": 5, "phb": 8, "sys": 9}
 
+// ncclPaths is what NCCL's path and P2P rules decide for one call: which
+// neighbour pairs use P2P (the others SHM), the ring's bottleneck bandwidth
+// for the search, and what the notes say of it.
+type ncclPaths struct {
+	useP2P     [][]bool
+	allNV      bool
+	bottleneck float64 // GB/s, NCCL's unit
+	classes    []string
+	nP2P, nSHM int
+	levelWhat  string
+}
+
+// ncclDecide plans NCCL's choice for req: paths and transports per pair,
+// the ring search, the tuning model's algorithm, protocol and channels.
 func ncclDecide(req Request) (*ncclDecision, error) {
 	top := req.Top
 	n := req.Ranks
-	gpus := top.GPUs()
 	sms := int(top.Params.Get("gpu.sms"))
 	sm, known := smFromSMs(sms)
 	vendor, sysBw, cpuWhat := hostCPU(top)
+	p, err := ncclDecidePaths(req, sm, vendor, sysBw)
+	if err != nil {
+		return nil, err
+	}
+	g := ncclmodel.SearchRing(p.bottleneck, sm, p.allNV)
+	cfg, algoForced, protoForced := ncclTuneConfig(req, sm, vendor, g, p.allNV && !g.Fallback)
+	m, err := ncclmodel.Tune(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("algos: nccl: %w", err)
+	}
+	ch := m.Choose(req.Bytes)
+	channels := req.IntOpt("channels", ch.Channels)
+	useP2P := p.useP2P
+	spec := ncclSpec{
+		algo: "nccl", proto: ncclProto(ch.Proto), threads: ch.Threads, channels: channels,
+		transport: func(a, b int) transport {
+			if useP2P[a][b] {
+				return p2p
+			}
+			return shm
+		},
+		chain:  true,
+		unroll: simpleUnroll(top),
+	}
+	over := "p2p"
+	switch {
+	case p.nP2P == 0:
+		over = "shm"
+	case p.nSHM > 0:
+		over = fmt.Sprintf("p2p+shm (%d of %d ring links shm)", p.nSHM, n)
+	}
+	d := &ncclDecision{spec: spec, choice: ch}
+	d.notes = append(d.notes,
+		fmt.Sprintf("NCCL: %s/%s over %s, %d channels; model estimate %.1f µs", ch.Algo, ch.Proto, over, channels, ch.Us),
+		fmt.Sprintf("NCCL: algo%s %s, proto%s %s, %d threads; P2P level %s; ring path classes %s", algoForced, ch.Algo, protoForced, ch.Proto, ch.Threads, p.levelWhat, strings.Join(p.classes, " ")),
+		fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", p.bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits)", false: ""}[g.Fallback], m.Channels()),
+	)
+	if known {
+		d.notes = append(d.notes, fmt.Sprintf("NCCL: sm%d inferred from gpu.sms = %d", sm, sms))
+	} else {
+		d.notes = append(d.notes, fmt.Sprintf("NCCL: gpu.sms = %d is no known GPU; assuming sm%d", sms, sm))
+	}
+	if ch.Algo == ncclmodel.Tree {
+		d.notes = append(d.notes, "NCCL: inside one node NCCL's tree is a chain of the ranks; planned as tree shape=chain")
+	}
+	return d, nil
+}
+
+// ncclDecidePaths applies NCCL's P2P level (paths.cc) to every ring and
+// tree neighbour pair and finds the ring's bottleneck bandwidth as NCCL's
+// search sees it (search.cc).
+func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw float64) (*ncclPaths, error) {
+	top := req.Top
+	n := req.Ranks
+	gpus := top.GPUs()
 	level := p2pLevels["pxb"] // paths.cc: "By default don't use P2P across CPU Host Bridges"
-	levelWhat := "NCCL default PXB"
+	p := &ncclPaths{allNV: true, bottleneck: math.Inf(1), levelWhat: "NCCL default PXB"}
 	if vendor == ncclmodel.CPUAMD && top.NumGPUs() <= 2 {
-		level, levelWhat = p2pLevels["sys"], "NCCL default SYS (AMD, ≤ 2 GPUs)"
+		level, p.levelWhat = p2pLevels["sys"], "NCCL default SYS (AMD, ≤ 2 GPUs)"
 	}
 	if v, ok := req.Opts["p2p_level"]; ok {
-		level, levelWhat = p2pLevels[v], "p2p_level="+v
+		level, p.levelWhat = p2pLevels[v], "p2p_level="+v
 	}
-	// Per ring neighbour pair: class, transport, NCCL bandwidth.
-	useP2P := make([][]bool, n)
-	for i := range useP2P {
-		useP2P[i] = make([]bool, n)
+	p.useP2P = make([][]bool, n)
+	for i := range p.useP2P {
+		p.useP2P[i] = make([]bool, n)
 	}
-	allNV := true
-	bottleneck := math.Inf(1)
-	var classes []string
-	nP2P, nSHM := 0, 0
 	decide := func(a, b int) error {
 		c, err := top.PathClass(gpus[a], gpus[b])
 		if err != nil {
@@ -170,9 +233,9 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		if err != nil {
 			return fmt.Errorf("algos: nccl: %w", err)
 		}
-		useP2P[a][b] = hwOK && ncclLevel(c) <= level
-		if !useP2P[a][b] && req.Opt("shm", "on") == "off" {
-			return fmt.Errorf("algos: nccl: GPU%d→GPU%d (%s) is not P2P at %s and SHM is off (NCCL_SHM_DISABLE): NCCL would use its network transport, which arsim does not model", a, b, c.NCCL(), levelWhat)
+		p.useP2P[a][b] = hwOK && ncclLevel(c) <= level
+		if !p.useP2P[a][b] && req.Opt("shm", "on") == "off" {
+			return fmt.Errorf("algos: nccl: GPU%d→GPU%d (%s) is not P2P at %s and SHM is off (NCCL_SHM_DISABLE): NCCL would use its network transport, which arsim does not model", a, b, c.NCCL(), p.levelWhat)
 		}
 		return nil
 	}
@@ -182,54 +245,22 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		if err != nil {
 			return nil, fmt.Errorf("algos: nccl: %w", err)
 		}
-		classes = append(classes, c.NCCL())
+		p.classes = append(p.classes, c.NCCL())
 		if err := decide(a, b); err != nil {
 			return nil, err
 		}
-		// Without P2P (disabled, or beyond the P2P level) NCCL routes the
-		// pair through the CPU (paths.cc): the search sees the host-side
-		// path, PCIe and the socket link, even where NVLink joins the GPUs.
-		mode := topology.RouteAny
-		if !useP2P[a][b] {
-			mode = topology.RoutePCIe
-		}
-		route, err := top.Route(gpus[a], gpus[b], mode)
+		bw, err := ncclPairBw(top, gpus[a], gpus[b], c, p.useP2P[a][b], sm, vendor, sysBw)
 		if err != nil {
-			return nil, fmt.Errorf("algos: nccl: %w", err)
+			return nil, err
 		}
-		bw := math.Inf(1)
-		if c.Kind == topology.PathNV && useP2P[a][b] {
-			bw = float64(c.NVLinks) * nvlinkBw(sm)
-		} else {
-			allNV = false
-			for _, s := range route.Steps {
-				switch s.Link.Type {
-				case topology.PCIe:
-					bw = min(bw, pciBw(s.Link.Gen, s.Link.Width))
-				case topology.SMP:
-					bw = min(bw, sysBw)
-				}
-			}
-			phb := c.Kind == topology.PathPHB || c.Kind == topology.PathNODE
-			if c.Kind == topology.PathNV {
-				// P2P off over NVLink: the path through the CPU is PHB,
-				// unless it crosses sockets (SYS).
-				phb = true
-				for _, st := range route.Steps {
-					if st.Link.Type == topology.SMP {
-						phb = false
-					}
-				}
-			}
-			if vendor != ncclmodel.CPUAMD && phb {
-				bw /= 1.2 // INTEL_P2P_OVERHEAD on PHB paths (search.cc)
-			}
+		if !(c.Kind == topology.PathNV && p.useP2P[a][b]) {
+			p.allNV = false
 		}
-		bottleneck = min(bottleneck, bw)
-		if useP2P[a][b] {
-			nP2P++
+		p.bottleneck = min(p.bottleneck, bw)
+		if p.useP2P[a][b] {
+			p.nP2P++
 		} else {
-			nSHM++
+			p.nSHM++
 		}
 	}
 	// Tree edges may join other pairs (the chain's reverse direction).
@@ -242,10 +273,58 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 			}
 		}
 	}
-	g := ncclmodel.SearchRing(bottleneck, sm, allNV)
-	intraNV := allNV && !g.Fallback
-	cfg := ncclmodel.Config{
-		NRanks: n, SM: sm, IntraNVLink: intraNV,
+	return p, nil
+}
+
+// ncclPairBw is the bandwidth NCCL's search gives one ring neighbour pair
+// (GB/s): the NVLinks' when P2P runs over them, else the narrowest PCIe or
+// socket link of the path (without P2P NCCL routes the pair through the
+// CPU, paths.cc, even where NVLink joins the GPUs), less Intel's P2P
+// overhead on PHB paths.
+func ncclPairBw(top *topology.Topology, ga, gb topology.NodeID, c topology.PathClass, useP2P bool, sm int, vendor ncclmodel.CPUVendor, sysBw float64) (float64, error) {
+	if c.Kind == topology.PathNV && useP2P {
+		return float64(c.NVLinks) * nvlinkBw(sm), nil
+	}
+	mode := topology.RouteAny
+	if !useP2P {
+		mode = topology.RoutePCIe
+	}
+	route, err := top.Route(ga, gb, mode)
+	if err != nil {
+		return 0, fmt.Errorf("algos: nccl: %w", err)
+	}
+	bw := math.Inf(1)
+	for _, s := range route.Steps {
+		switch s.Link.Type {
+		case topology.PCIe:
+			bw = min(bw, pciBw(s.Link.Gen, s.Link.Width))
+		case topology.SMP:
+			bw = min(bw, sysBw)
+		}
+	}
+	phb := c.Kind == topology.PathPHB || c.Kind == topology.PathNODE
+	if c.Kind == topology.PathNV {
+		// P2P off over NVLink: the path through the CPU is PHB,
+		// unless it crosses sockets (SYS).
+		phb = true
+		for _, st := range route.Steps {
+			if st.Link.Type == topology.SMP {
+				phb = false
+			}
+		}
+	}
+	if vendor != ncclmodel.CPUAMD && phb {
+		bw /= 1.2 // INTEL_P2P_OVERHEAD on PHB paths (search.cc)
+	}
+	return bw, nil
+}
+
+// ncclTuneConfig is the tuning model's input for req: the search's graph,
+// the CPU, LL128's default, and the forced algorithm, protocols and
+// channel limits of the options (with the notes' "(forced)" markers).
+func ncclTuneConfig(req Request, sm int, vendor ncclmodel.CPUVendor, g ncclmodel.Graph, intraNV bool) (cfg ncclmodel.Config, algoForced, protoForced string) {
+	cfg = ncclmodel.Config{
+		NRanks: req.Ranks, SM: sm, IntraNVLink: intraNV,
 		RingChannels: g.Channels, TreeChannels: g.Channels,
 		RingBwIntra: g.BwIntra, TreeBwIntra: g.BwIntra,
 		CPU:          vendor,
@@ -254,7 +333,6 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		MinChannels:  req.IntOpt("min_channels", 0),
 		MaxChannels:  req.IntOpt("max_channels", 0),
 	}
-	protoForced, algoForced := "", ""
 	if v, ok := req.Opts["proto"]; ok {
 		cfg.Protocols = nil
 		for _, name := range strings.Split(v, "+") {
@@ -276,43 +354,5 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		}
 		algoForced = " (forced)"
 	}
-	m, err := ncclmodel.Tune(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("algos: nccl: %w", err)
-	}
-	ch := m.Choose(req.Bytes)
-	channels := req.IntOpt("channels", ch.Channels)
-	spec := ncclSpec{
-		algo: "nccl", proto: ncclProto(ch.Proto), threads: ch.Threads, channels: channels,
-		transport: func(a, b int) transport {
-			if useP2P[a][b] {
-				return p2p
-			}
-			return shm
-		},
-		chain:  true,
-		unroll: simpleUnroll(top),
-	}
-	over := "p2p"
-	switch {
-	case nP2P == 0:
-		over = "shm"
-	case nSHM > 0:
-		over = fmt.Sprintf("p2p+shm (%d of %d ring links shm)", nSHM, n)
-	}
-	d := &ncclDecision{spec: spec, choice: ch}
-	d.notes = append(d.notes,
-		fmt.Sprintf("NCCL: %s/%s over %s, %d channels; model estimate %.1f µs", ch.Algo, ch.Proto, over, channels, ch.Us),
-		fmt.Sprintf("NCCL: algo%s %s, proto%s %s, %d threads; P2P level %s; ring path classes %s", algoForced, ch.Algo, protoForced, ch.Proto, ch.Threads, levelWhat, strings.Join(classes, " ")),
-		fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits)", false: ""}[g.Fallback], m.Channels()),
-	)
-	if known {
-		d.notes = append(d.notes, fmt.Sprintf("NCCL: sm%d inferred from gpu.sms = %d", sm, sms))
-	} else {
-		d.notes = append(d.notes, fmt.Sprintf("NCCL: gpu.sms = %d is no known GPU; assuming sm%d", sms, sm))
-	}
-	if ch.Algo == ncclmodel.Tree {
-		d.notes = append(d.notes, "NCCL: inside one node NCCL's tree is a chain of the ranks; planned as tree shape=chain")
-	}
-	return d, nil
+	return cfg, algoForced, protoForced
 }

@@ -60,23 +60,8 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *format != "table" && *format != "csv" && *format != "json" && *format != "nccl-tests" {
-		return badInputf("sweep: --format %q is not one of table, csv, json, nccl-tests", *format)
-	}
-	for _, b := range sz {
-		if b%dt.Size() != 0 {
-			return badInputf("sweep: size %d B is not a whole number of %s elements (%d B each)", b, dt, dt.Size())
-		}
-	}
-	if *ranks < 0 || *ranks == 1 || *ranks > t.NumGPUs() {
-		return badInputf("sweep: --ranks %d: want 2–%d", *ranks, t.NumGPUs())
-	}
-	for _, f := range []string{*plotFile, *plotBus} {
-		if f != "" {
-			if err := checkWritable(f, ".svg", ".png"); err != nil {
-				return err
-			}
-		}
+	if err := checkSweepArgs(*format, sz, dt, *ranks, t.NumGPUs(), *plotFile, *plotBus); err != nil {
+		return err
 	}
 	n := *ranks
 	if n == 0 {
@@ -124,17 +109,48 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := noteCannotRun(errOut, t.Name, outs); err != nil {
 		return err
 	}
-	if *plotFile != "" {
-		if err := drawAtomic(*plotFile, func(name string) error { return viz.DrawSweep(name, t.Name, names, rows) }); err != nil {
-			return err
-		}
-		fmt.Fprintf(errOut, "wrote %s\n", *plotFile)
+	return drawSweepPlots(errOut, t.Name, names, rows, *plotFile, *plotBus)
+}
+
+// checkSweepArgs refuses what sweep cannot do before anything is simulated:
+// an unknown format, sizes that are no whole number of elements, a world
+// size the machine has not, plots it could not write.
+func checkSweepArgs(format string, sz []int64, dt algos.DType, ranks, gpus int, plots ...string) error {
+	if format != "table" && format != "csv" && format != "json" && format != "nccl-tests" {
+		return badInputf("sweep: --format %q is not one of table, csv, json, nccl-tests", format)
 	}
-	if *plotBus != "" {
-		if err := drawAtomic(*plotBus, func(name string) error { return viz.DrawSweepBusBW(name, t.Name, names, rows) }); err != nil {
+	for _, b := range sz {
+		if b%dt.Size() != 0 {
+			return badInputf("sweep: size %d B is not a whole number of %s elements (%d B each)", b, dt, dt.Size())
+		}
+	}
+	if ranks < 0 || ranks == 1 || ranks > gpus {
+		return badInputf("sweep: --ranks %d: want 2–%d", ranks, gpus)
+	}
+	for _, f := range plots {
+		if f != "" {
+			if err := checkWritable(f, ".svg", ".png"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// drawSweepPlots draws latency (plotFile) and bus bandwidth (plotBus)
+// against size, each where a file was asked for.
+func drawSweepPlots(errOut io.Writer, machine string, names []string, rows []scenarios.SweepRow, plotFile, plotBus string) error {
+	if plotFile != "" {
+		if err := drawAtomic(plotFile, func(name string) error { return viz.DrawSweep(name, machine, names, rows) }); err != nil {
 			return err
 		}
-		fmt.Fprintf(errOut, "wrote %s\n", *plotBus)
+		fmt.Fprintf(errOut, "wrote %s\n", plotFile)
+	}
+	if plotBus != "" {
+		if err := drawAtomic(plotBus, func(name string) error { return viz.DrawSweepBusBW(name, machine, names, rows) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "wrote %s\n", plotBus)
 	}
 	return nil
 }

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/viz"
 )
 
@@ -85,13 +87,8 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 		checkNotes(errOut, notes)
 	}
 	if *picture != "" {
-		n, err := scenarios.TimelineSlices(t, *ranks, *algo, b, mode, o, *iters)
-		if err != nil {
-			return badInput(err)
-		}
-		if n > scenarios.MaxPictureSlices {
-			return badInputf("timeline: --picture of about %d slices is above the limit of %d (drawing takes about 130 µs a slice, and so many are not legible); run fewer --iters or a smaller size, or leave out --picture (the trace takes up to %d)",
-				n, scenarios.MaxPictureSlices, scenarios.MaxTimelineSlices)
+		if err := checkPictureSize(t, *ranks, *algo, b, mode, o, *iters); err != nil {
+			return err
 		}
 	}
 	timeline := scenarios.Timeline
@@ -143,4 +140,18 @@ func parseRankList(s string, n int) ([]int, error) {
 	}
 	sort.Ints(out)
 	return out, nil
+}
+
+// checkPictureSize refuses a --picture of more slices than one can draw
+// in reasonable time or read, before the timeline is simulated.
+func checkPictureSize(t *topology.Topology, ranks int, algo string, b int64, mode hw.LaunchMode, o map[string]string, iters int) error {
+	n, err := scenarios.TimelineSlices(t, ranks, algo, b, mode, o, iters)
+	if err != nil {
+		return badInput(err)
+	}
+	if n > scenarios.MaxPictureSlices {
+		return badInputf("timeline: --picture of about %d slices is above the limit of %d (drawing takes about 130 µs a slice, and so many are not legible); run fewer --iters or a smaller size, or leave out --picture (the trace takes up to %d)",
+			n, scenarios.MaxPictureSlices, scenarios.MaxTimelineSlices)
+	}
+	return nil
 }

@@ -197,25 +197,7 @@ func round(v float64, digits int) float64 {
 }
 
 func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, res []scenarios.VerifyResult, verbose bool) error {
-	bytes := scenarios.BytesPerAllreduce(cfg.Tokens)
-	computeMs := float64(cfg.Compute) / float64(sim.Millisecond)
-	if cfg.Compute == 0 {
-		computeMs = float64(scenarios.DefaultCompute(cfg.Tokens)) / float64(sim.Millisecond)
-	}
-	computeSrc := "as given by --compute"
-	if cfg.Compute == 0 {
-		computeSrc = fmt.Sprintf("estimate: %v + %v per token, 5 ms at 3–4 tokens as the deployment report below measured; --compute to change", scenarios.ComputeFixed, scenarios.ComputePerToken)
-	}
-	fmt.Fprintf(out, "Verify pass on %s: %d tokens → %d allreduces of %d B (%v) per pass, %.2f ms compute (%s), launches: %v\n",
-		topo, cfg.Tokens, scenarios.Layers*scenarios.AllreducesPerLayer, bytes, sim.Bytes(bytes), computeMs, computeSrc, cfg.Launch)
-	n := scenarios.Layers * scenarios.AllreducesPerLayer
-	if cfg.Launch == hw.Eager {
-		issue := scenarios.EagerIssue(cfg.Top, cfg.LayerKernels)
-		fmt.Fprintf(out, "Eager: the host launches every kernel one by one, %d of the model's per layer (--layer-kernels) and each allreduce, at gpu.launch_eager = %.2f µs each: an allreduce cannot start before %.2f µs of launches per allreduce are issued, so no pass is shorter than %d × %.2f µs = %.2f ms, whatever the allreduce.\n",
-			cfg.LayerKernels, cfg.Top.Params.Get("gpu.launch_eager"), issue.Micros(), n, issue.Micros(), issue.Micros()*float64(n)/1000)
-	} else {
-		fmt.Fprintln(out, "CUDA graphs: the pass is replayed without host launches (--launch eager shows what host launches add).")
-	}
+	writeVerifyHeader(out, cfg, topo)
 	fmt.Fprintln(out)
 	ok := make([]scenarios.VerifyResult, 0, len(res))
 	for _, r := range res {
@@ -262,29 +244,7 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 		acc = max(1, 0.8*float64(cfg.Tokens))
 	}
 	fmt.Fprintf(out, "\nplain: 1 token per step (1-token pass); spec: %.2f accepted tokens per (%.2f ms draft + pass) (defaults, both estimates: acceptance 0.8 × tokens from published EAGLE-3 heads, draft 1.5 ms; set --accept, --draft)\n", acc, float64(cfg.Draft)/float64(sim.Millisecond))
-	// The runner-up is the first algorithm measurably slower than the
-	// winner; ties (custom_ar running one_stage, say) are named as such.
-	var ties []string
-	next := -1
-	for i := 1; i < len(ok); i++ {
-		if ok[i].UsPerAllreduce <= ok[0].UsPerAllreduce*1.005 {
-			ties = append(ties, ok[i].Algo)
-			continue
-		}
-		next = i
-		break
-	}
-	if next > 0 {
-		w, nx := ok[0], ok[next]
-		tie := ""
-		if len(ties) > 0 {
-			tie = fmt.Sprintf(" (tied with %s, which runs the same way here)", strings.Join(ties, ", "))
-		}
-		fmt.Fprintf(out, "\nWhy %s wins%s: %.1f µs per allreduce against %.1f µs for %s, the next best (%.1f× faster).\n", w.Algo, tie, w.UsPerAllreduce, nx.UsPerAllreduce, nx.Algo, nx.UsPerAllreduce/w.UsPerAllreduce)
-		if why := explainWin(cfg, w.Algo, nx.Algo); why != "" {
-			fmt.Fprintln(out, why)
-		}
-	}
+	next := writeWhyWins(out, cfg, ok)
 	focus := map[string]bool{}
 	if len(ok) > 0 {
 		focus[ok[0].Algo] = true
@@ -537,4 +497,58 @@ func writeTokensTable(out, errOut io.Writer, cfg scenarios.VerifyConfig, topo st
 		}
 	}
 	return noteCannotRun(errOut, topo, outs)
+}
+
+// writeVerifyHeader says what the pass is: the allreduces, the compute, the
+// launch mode and what it implies.
+func writeVerifyHeader(out io.Writer, cfg scenarios.VerifyConfig, topo string) {
+	bytes := scenarios.BytesPerAllreduce(cfg.Tokens)
+	computeMs := float64(cfg.Compute) / float64(sim.Millisecond)
+	if cfg.Compute == 0 {
+		computeMs = float64(scenarios.DefaultCompute(cfg.Tokens)) / float64(sim.Millisecond)
+	}
+	computeSrc := "as given by --compute"
+	if cfg.Compute == 0 {
+		computeSrc = fmt.Sprintf("estimate: %v + %v per token, 5 ms at 3–4 tokens as the deployment report below measured; --compute to change", scenarios.ComputeFixed, scenarios.ComputePerToken)
+	}
+	fmt.Fprintf(out, "Verify pass on %s: %d tokens → %d allreduces of %d B (%v) per pass, %.2f ms compute (%s), launches: %v\n",
+		topo, cfg.Tokens, scenarios.Layers*scenarios.AllreducesPerLayer, bytes, sim.Bytes(bytes), computeMs, computeSrc, cfg.Launch)
+	n := scenarios.Layers * scenarios.AllreducesPerLayer
+	if cfg.Launch == hw.Eager {
+		issue := scenarios.EagerIssue(cfg.Top, cfg.LayerKernels)
+		fmt.Fprintf(out, "Eager: the host launches every kernel one by one, %d of the model's per layer (--layer-kernels) and each allreduce, at gpu.launch_eager = %.2f µs each: an allreduce cannot start before %.2f µs of launches per allreduce are issued, so no pass is shorter than %d × %.2f µs = %.2f ms, whatever the allreduce.\n",
+			cfg.LayerKernels, cfg.Top.Params.Get("gpu.launch_eager"), issue.Micros(), n, issue.Micros(), issue.Micros()*float64(n)/1000)
+	} else {
+		fmt.Fprintln(out, "CUDA graphs: the pass is replayed without host launches (--launch eager shows what host launches add).")
+	}
+}
+
+// writeWhyWins names the winner's margin over the runner-up, the first
+// algorithm measurably slower (ties named as such), and why it wins; it
+// returns the runner-up's index in ok, or -1.
+func writeWhyWins(out io.Writer, cfg scenarios.VerifyConfig, ok []scenarios.VerifyResult) int {
+	// The runner-up is the first algorithm measurably slower than the
+	// winner; ties (custom_ar running one_stage, say) are named as such.
+	var ties []string
+	next := -1
+	for i := 1; i < len(ok); i++ {
+		if ok[i].UsPerAllreduce <= ok[0].UsPerAllreduce*1.005 {
+			ties = append(ties, ok[i].Algo)
+			continue
+		}
+		next = i
+		break
+	}
+	if next > 0 {
+		w, nx := ok[0], ok[next]
+		tie := ""
+		if len(ties) > 0 {
+			tie = fmt.Sprintf(" (tied with %s, which runs the same way here)", strings.Join(ties, ", "))
+		}
+		fmt.Fprintf(out, "\nWhy %s wins%s: %.1f µs per allreduce against %.1f µs for %s, the next best (%.1f× faster).\n", w.Algo, tie, w.UsPerAllreduce, nx.UsPerAllreduce, nx.Algo, nx.UsPerAllreduce/w.UsPerAllreduce)
+		if why := explainWin(cfg, w.Algo, nx.Algo); why != "" {
+			fmt.Fprintln(out, why)
+		}
+	}
+	return next
 }

@@ -1,0 +1,217 @@
+package trace
+
+// The fields of JSON Lines v1: their types, limits and checks.
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// jtype is the JSON type a field wants.
+type jtype int
+
+const (
+	jString jtype = iota
+	jNumber
+	jInt
+	jObject // an object of strings
+)
+
+func (t jtype) String() string {
+	return [...]string{jString: "string", jNumber: "number", jInt: "integer", jObject: "object"}[t]
+}
+
+// json is the JSON type of a value of t.
+func (t jtype) json() string {
+	return [...]string{jString: "string", jNumber: "number", jInt: "number", jObject: "object"}[t]
+}
+
+// fieldDef describes one field of JSON Lines v1. Exactly one of str, num,
+// i32, i64 and obj is set.
+type fieldDef struct {
+	name   string
+	typ    jtype
+	enum   []string // allowed values of a string field; nil: any non-empty string
+	zeroOK bool     // a number that may be 0 (and then reads as not given)
+	max    int64    // an integer's largest value (every integer field has one)
+	why    string   // what max is
+	str    func(*Record) *string
+	num    func(*Record) *float64
+	i32    func(*Record) *int
+	i64    func(*Record) *int64
+	obj    func(*Record) *map[string]string
+}
+
+// fieldDefs lists the fields of JSON Lines v1 in a fixed order, so that
+// validation reports the same error on every run.
+var fieldDefs = []fieldDef{
+	{name: "system", typ: jString, str: func(r *Record) *string { return &r.System }},
+	{name: "kind", typ: jString, enum: kindValues(), str: func(r *Record) *string { return (*string)(&r.Kind) }},
+	{name: "clock", typ: jString, enum: []string{"device_events", "host", "sm_clock64"}, str: func(r *Record) *string { return (*string)(&r.Clock) }},
+	{name: "launch", typ: jString, enum: names(Launches()), str: func(r *Record) *string { return (*string)(&r.Launch) }},
+	{name: "us", typ: jNumber, num: func(r *Record) *float64 { return &r.Us }},
+	{name: "us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMin }},
+	{name: "us_max", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMax }},
+	{name: "impl", typ: jString, enum: names(Impls()), str: func(r *Record) *string { return (*string)(&r.Impl) }},
+	{name: "algo", typ: jString, enum: []string{"auto", "one_shot", "ring", "tree", "two_shot"}, str: func(r *Record) *string { return &r.Algo }},
+	{name: "proto", typ: jString, enum: []string{"auto", "ll", "ll128", "simple"}, str: func(r *Record) *string { return &r.Proto }},
+	{name: "transport", typ: jString, enum: names(Transports()), str: func(r *Record) *string { return (*string)(&r.Transport) }},
+	{name: "world", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.World }},
+	{name: "dtype", typ: jString, enum: []string{"bf16", "fp16", "fp32", "fp64", "fp8", "int8", "int32", "int64", "uint8", "uint32", "uint64"}, str: func(r *Record) *string { return &r.Dtype }},
+	{name: "bytes", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.Bytes }},
+	{name: "blocks", typ: jInt, max: math.MaxInt32, why: "CUDA's largest grid, 2³¹ − 1 blocks", i32: func(r *Record) *int { return &r.Blocks }},
+	{name: "threads", typ: jInt, max: 1024, why: "CUDA's limit of threads per block", i32: func(r *Record) *int { return &r.Threads }},
+	{name: "max_channels", typ: jInt, max: 64, why: "NCCL's MAXCHANNELS", i32: func(r *Record) *int { return &r.MaxChannels }},
+	{name: "count", typ: jInt, max: 100_000, why: "allreduces in one sequence: a model's pass has a few hundred; each is simulated", i32: func(r *Record) *int { return &r.Count }},
+	{name: "tokens", typ: jInt, max: 1 << 20, why: "tokens of one allreduce: a million", i32: func(r *Record) *int { return &r.Tokens }},
+	{name: "hidden", typ: jInt, max: 1 << 20, why: "a model's hidden size: a million elements", i32: func(r *Record) *int { return &r.Hidden }},
+	{name: "engine", typ: jString, enum: []string{"copy_engine"}, str: func(r *Record) *string { return &r.Engine }},
+	{name: "dir", typ: jString, enum: []string{"bidir", "d2h", "h2d", "p2p"}, str: func(r *Record) *string { return &r.Dir }},
+	{name: "op", typ: jString, enum: []string{"read", "read_only_loop", "read_reduce", "write"}, str: func(r *Record) *string { return &r.Op }},
+	{name: "target", typ: jString, enum: []string{"host", "local", "peer"}, str: func(r *Record) *string { return &r.Target }},
+	{name: "bytes_per_access", typ: jInt, max: 64, why: "the widest vector access of any GPU is 32 B", i32: func(r *Record) *int { return &r.BytesPerAccess }},
+	{name: "gbps", typ: jNumber, num: func(r *Record) *float64 { return &r.Gbps }},
+	{name: "ns_per_step", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
+	{name: "variant", typ: jString, enum: []string{"16x16B", "16x16B+fence_sys", "st_release_sys", "store", "store+fence_gpu", "store+fence_sys"}, str: func(r *Record) *string { return &r.Variant }},
+	{name: "ns_per_iter", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIter }},
+	{name: "barrier", typ: jString, enum: []string{"cas", "flag"}, str: func(r *Record) *string { return &r.Barrier }},
+	{name: "stride_words", typ: jInt, max: 1 << 20, why: "slots 4 MiB apart", i32: func(r *Record) *int { return &r.StrideWords }},
+	{name: "barriers_per_launch", typ: jInt, max: 1024, why: "barriers in a row in one kernel: each is simulated, every rank signalling every other", i32: func(r *Record) *int { return &r.BarriersPerLaunch }},
+	{name: "via", typ: jString, enum: []string{"host", "peer"}, str: func(r *Record) *string { return &r.Via }},
+	{name: "one_way_us", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
+	{name: "one_way_us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
+	{name: "note", typ: jString, str: func(r *Record) *string { return &r.Note }},
+	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_read", "sm_write"}, str: func(r *Record) *string { return &r.What }},
+	{name: "gpus", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.GPUs }},
+	{name: "bytes_per_gpu", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
+	{name: "gbps_per_gpu", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
+	{name: "gbps_total", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsTotal }},
+	{name: "api", typ: jString, enum: []string{"cudaMemcpyAsync", "torch.copy_"}, str: func(r *Record) *string { return &r.API }},
+	{name: "streams", typ: jInt, max: 1024, why: "CUDA streams copying at once", i32: func(r *Record) *int { return &r.Streams }},
+	{name: "transfers", typ: jInt, max: 1 << 16, why: "copies at once: each is simulated", i32: func(r *Record) *int { return &r.Transfers }},
+	{name: "round_trips", typ: jInt, max: 1 << 20, why: "round trips timed: each is simulated", i32: func(r *Record) *int { return &r.RoundTrips }},
+	{name: "mode", typ: jString, enum: []string{"back_to_back", "graph_replay", "release_acquire", "single", "volatile", "volatile_fence"}, str: func(r *Record) *string { return &r.Mode }},
+	{name: "request", typ: jString, enum: []string{"atomic_add", "atomic_cas", "load_acquire", "load_relaxed", "load_volatile"}, str: func(r *Record) *string { return &r.Request }},
+	{name: "spacing_bytes", typ: jInt, max: 1 << 20, why: "words 1 MiB apart", zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
+	{name: "pairs", typ: jInt, max: 1 << 16, why: "pairs of blocks ping-ponging: each is simulated", i32: func(r *Record) *int { return &r.Pairs }},
+	{name: "loop", typ: jString, enum: []string{"copy", "fence", "group_barrier", "ll", "ll128", "ll128w", "pull", "simple_step"}, str: func(r *Record) *string { return &r.Loop }},
+	{name: "ll_op", typ: jString, enum: []string{"recv", "recv_reduce_copy_send", "recv_reduce_send", "recv_send", "send"}, str: func(r *Record) *string { return &r.LLOp }},
+	{name: "recv", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Recv }},
+	{name: "dst", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Dst }},
+	{name: "src", typ: jString, enum: []string{"host", "local", "local+host"}, str: func(r *Record) *string { return &r.Src }},
+	{name: "unroll", typ: jInt, max: 64, why: "loads in flight per source per thread", i32: func(r *Record) *int { return &r.Unroll }},
+	{name: "sources", typ: jInt, max: 64, why: "sources a loop reads per element", i32: func(r *Record) *int { return &r.Sources }},
+	{name: "loop_bound", typ: jString, enum: []string{"runtime", "unrolled"}, str: func(r *Record) *string { return &r.LoopBound }},
+	{name: "slice_bytes", typ: jInt, max: 1 << 30, why: "a Simple step's slice: 1 GiB", zeroOK: true, i32: func(r *Record) *int { return &r.SliceBytes }},
+	{name: "fence", typ: jString, enum: []string{"acq_rel", "none", "sc"}, str: func(r *Record) *string { return &r.Fence }},
+	{name: "stores_per_thread", typ: jInt, max: 1 << 16, why: "stores before one fence", zeroOK: true, i32: func(r *Record) *int { return &r.StoresPerThread }},
+	{name: "iters", typ: jInt, max: 1 << 20, why: "iterations per block: each is simulated", i32: func(r *Record) *int { return &r.Iters }},
+	{name: "layout", typ: jString, enum: []string{"line_per_slot", "packed"}, str: func(r *Record) *string { return &r.Layout }},
+	{name: "groups", typ: jInt, max: 1024, why: "groups of blocks: each is simulated", i32: func(r *Record) *int { return &r.Groups }},
+	{name: "ns_per_op", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
+	{name: "one_way_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
+	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
+	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
+}
+
+// The limits of integer fields: what a measurement of one machine can be,
+// and what the simulator takes.
+const (
+	maxGPUs  = 4096
+	maxBytes = 1 << 40
+	bytesWhy = "1 TiB, more than any GPU's memory"
+	// MaxLineBytes is the longest line ReadJSONL reads: a record is a few
+	// hundred bytes, so a longer line is not one (a binary file, /dev/zero).
+	MaxLineBytes = 1 << 20
+	// MaxTraceBytes and MaxTraceLines bound what ReadJSONL reads of one
+	// input: 256 MiB and 2²⁰ lines, about a thousand times the largest
+	// capture, and what the records take in memory stays near a gigabyte.
+	MaxTraceBytes = 256 << 20
+	MaxTraceLines = 1 << 20
+)
+
+// fieldIndex maps a field name to its definition.
+var fieldIndex = func() map[string]*fieldDef {
+	m := make(map[string]*fieldDef, len(fieldDefs))
+	for i := range fieldDefs {
+		m[fieldDefs[i].name] = &fieldDefs[i]
+	}
+	return m
+}()
+
+func kindValues() []string {
+	var v []string
+	for _, k := range Kinds() {
+		v = append(v, string(k))
+	}
+	slices.Sort(v)
+	return v
+}
+
+// required lists, per kind, the fields a record must carry beyond system,
+// kind and clock.
+var required = map[Kind][]string{
+	KindAllreduce:           {"impl", "algo", "transport", "launch", "world", "dtype", "bytes", "us"},
+	KindAllreduceSequence:   {"impl", "algo", "transport", "launch", "world", "dtype", "count", "tokens", "hidden", "bytes", "us"},
+	KindMemcpy:              {"dir", "bytes", "us"},
+	KindSMAccess:            {"op", "target", "blocks", "threads", "bytes", "us"},
+	KindPointerChase:        {"target", "ns_per_step"},
+	KindFlagPingpong:        {"via", "one_way_us"},
+	KindEmptyKernel:         {"us"},
+	KindHostLinkConcurrency: {"what", "gpus", "gbps_per_gpu", "gbps_total"},
+	KindFence:               {"target", "variant", "threads", "ns_per_iter"},
+	KindBarrier:             {"world", "barrier", "stride_words", "blocks", "threads", "barriers_per_launch", "us"},
+	KindPoll:                {"target", "request", "blocks", "ns_per_op"},
+	KindBlockPingpong:       {"target", "mode", "pairs", "one_way_ns"},
+	KindLoop:                {"loop", "blocks", "threads", "ns_per_iter"},
+}
+
+// isZero reports whether the field is unset in r.
+func (d *fieldDef) isZero(r *Record) bool {
+	switch {
+	case d.str != nil:
+		return *d.str(r) == ""
+	case d.num != nil:
+		return *d.num(r) == 0
+	case d.i32 != nil:
+		return *d.i32(r) == 0
+	case d.i64 != nil:
+		return *d.i64(r) == 0
+	default:
+		return len(*d.obj(r)) == 0
+	}
+}
+
+// checkValue checks a set field: a known enum value, a positive finite number.
+func (d *fieldDef) checkValue(r *Record) error {
+	switch {
+	case d.str != nil:
+		v := *d.str(r)
+		if d.enum != nil && !slices.Contains(d.enum, v) {
+			return fieldErrf(d.name, "unknown value %q; allowed: %s", v, strings.Join(d.enum, ", "))
+		}
+	case d.num != nil:
+		v := *d.num(r)
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (v == 0 && !d.zeroOK) {
+			return fieldErrf(d.name, "must be %s, got %v", d.least(), v)
+		}
+	case d.i32 != nil:
+		return d.checkInt(int64(*d.i32(r)))
+	case d.i64 != nil:
+		return d.checkInt(*d.i64(r))
+	}
+	return nil
+}
+
+// checkInt checks an integer field's value: positive (or 0 where
+// allowed), within its limit.
+func (d *fieldDef) checkInt(v int64) error {
+	if v < 0 || (v == 0 && !d.zeroOK) {
+		return fieldErrf(d.name, "must be %s, got %d", d.least(), v)
+	}
+	if v > d.max {
+		return fieldErrf(d.name, "%d is above the limit %d (%s)", v, d.max, d.why)
+	}
+	return nil
+}
