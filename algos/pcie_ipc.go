@@ -290,6 +290,40 @@ func islandIndex(isl [][]int, n int) [][2]int {
 	return where
 }
 
+// IslandGroup is a grouping of ranks into M islands of G members each
+// (see Islands), with every rank's island and place in it.
+type IslandGroup struct {
+	Isl   [][]int  // Isl[i][j]: member j of island i
+	M, G  int      // islands, members of each
+	Where [][2]int // Where[r]: rank r's island and place in it
+}
+
+// NewIslandGroup indexes islands of equal sizes over ranks 0…n−1.
+func NewIslandGroup(isl [][]int, n int) *IslandGroup {
+	return &IslandGroup{Isl: isl, M: len(isl), G: len(isl[0]), Where: islandIndex(isl, n)}
+}
+
+// Peers returns the other members of r's island, from the next one on.
+func (il *IslandGroup) Peers(r int) []int {
+	i, j := il.Where[r][0], il.Where[r][1]
+	var out []int
+	for d := 1; d < il.G; d++ {
+		out = append(out, il.Isl[i][(j+d)%il.G])
+	}
+	return out
+}
+
+// Counterparts returns the members in r's place of the other islands,
+// from the next island on.
+func (il *IslandGroup) Counterparts(r int) []int {
+	i, j := il.Where[r][0], il.Where[r][1]
+	var out []int
+	for d := 1; d < il.M; d++ {
+		out = append(out, il.Isl[(i+d)%il.M][j])
+	}
+	return out
+}
+
 // ipcStaged is FlashInfer's staged kernels. With two or more islands
 // (ipc_topo_rsag8_ring_push_param_kernel, content-blind, barriers): the
 // island reduce-scatter runs in g−1 passes, in pass p member j storing
@@ -378,17 +412,17 @@ func (a ipcStaged) Plan(req Request) (*Schedule, error) {
 // in passes, the copy out and a last island barrier.
 func (a ipcStaged) islands(req Request, isl [][]int, by string) *Schedule {
 	n, S, es := req.Ranks, req.Bytes, req.DType.Size()
-	st := &stagedIslands{b: NewBuilder(a.Name(), n, S, es), n: n, S: S, isl: isl, m: len(isl), g: len(isl[0]), where: islandIndex(isl, n)}
-	st.off, st.size = Split(S, es, st.g)
+	st := &stagedIslands{IslandGroup: NewIslandGroup(isl, n), b: NewBuilder(a.Name(), n, S, es), n: n, S: S}
+	st.off, st.size = Split(S, es, st.G)
 	st.k = ipcLaunch(req, ipcStagedBlocks(S), 256)
 	st.b.Note("%d %s of %d: %v; chunks of %d B (last %d B); %d blocks × %d threads per GPU; %d island passes each way, barriers between, epoch double buffer",
-		st.m, by, st.g, isl, st.size[0], st.size[st.g-1], st.k.Blocks, st.k.Threads, st.g-1)
+		st.M, by, st.G, isl, st.size[0], st.size[st.G-1], st.k.Blocks, st.k.Threads, st.G-1)
 	cur := st.b.Launches()
 	own := st.ownChunks(cur)
 	cur = st.reduceScatter(cur)
 	cur = st.finals(st.pairBarrier(st.sendIslandSums(own, cur)))
 	cur = st.allGather(cur)
-	ipcBarrier(st.b, "end", st.k, st.peers, st.peers, nil, st.copyOut(cur))
+	ipcBarrier(st.b, "end", st.k, st.Peers, st.Peers, nil, st.copyOut(cur))
 	return st.b.Schedule()
 }
 
@@ -396,13 +430,11 @@ func (a ipcStaged) islands(req Request, isl [][]int, by string) *Schedule {
 // member j of each island owns chunk j; rank q's slot in rank at's
 // scratch ("ipc.blk", two rotating copies) holds chunks at q·S.
 type stagedIslands struct {
+	*IslandGroup
 	b         *Builder
 	n         int
 	S         int64
-	isl       [][]int  // isl[i][j]: member j of island i
-	m, g      int      // islands, members of each
-	where     [][2]int // where[r]: rank r's island and place in it
-	off, size []int64  // chunk c: offset and length
+	off, size []int64 // chunk c: offset and length
 	k         hw.Kernel
 }
 
@@ -411,32 +443,11 @@ func (st *stagedIslands) slot(at, q, c int) Range {
 	return On(at, "ipc.blk", int64(q)*st.S+st.off[c], st.size[c]).Rotating(2, 0)
 }
 
-// peers returns the other members of r's island, from the next one on.
-func (st *stagedIslands) peers(r int) []int {
-	i, j := st.where[r][0], st.where[r][1]
-	var out []int
-	for d := 1; d < st.g; d++ {
-		out = append(out, st.isl[i][(j+d)%st.g])
-	}
-	return out
-}
-
-// counterparts returns the members in r's place of the other islands,
-// from the next island on.
-func (st *stagedIslands) counterparts(r int) []int {
-	i, j := st.where[r][0], st.where[r][1]
-	var out []int
-	for d := 1; d < st.m; d++ {
-		out = append(out, st.isl[(i+d)%st.m][j])
-	}
-	return out
-}
-
 // pass returns r's island peer in pass p (from 0): the member p+1 places
 // on.
 func (st *stagedIslands) pass(r, p int) int {
-	i, j := st.where[r][0], st.where[r][1]
-	return st.isl[i][(j+1+p)%st.g]
+	i, j := st.Where[r][0], st.Where[r][1]
+	return st.Isl[i][(j+1+p)%st.G]
 }
 
 // passFenced is what a rank fences before the barrier after pass p: its
@@ -450,7 +461,7 @@ func (st *stagedIslands) passFenced(p int) func(r int) []hw.Mem {
 func (st *stagedIslands) ownChunks(launch [][]int) []int {
 	own := make([]int, st.n)
 	for r := 0; r < st.n; r++ {
-		j := st.where[r][1]
+		j := st.Where[r][1]
 		own[r] = st.b.Add(r, Op{Kind: Read, Src: st.b.In(r, st.off[j], st.size[j]), Dst: st.slot(r, r, j), Kernel: st.k, Label: "own chunk to own slot"}, launch[r]...)
 	}
 	return own
@@ -460,14 +471,14 @@ func (st *stagedIslands) ownChunks(launch [][]int) []int {
 // each rank stores the chunk its pass peer owns into its slot there, then
 // a fence and an island barrier. It returns the last barrier's waits.
 func (st *stagedIslands) reduceScatter(cur [][]int) [][]int {
-	for p := 0; p < st.g-1; p++ {
+	for p := 0; p < st.G-1; p++ {
 		stored := make([][]int, st.n)
 		for r := 0; r < st.n; r++ {
 			o := st.pass(r, p)
-			t := st.where[o][1]
+			t := st.Where[o][1]
 			stored[r] = []int{st.b.Add(r, Op{Kind: Write, Src: st.b.In(r, st.off[t], st.size[t]), Dst: st.slot(o, r, t), Kernel: st.k, Label: fmt.Sprintf("rs pass %d: chunk %d to rank %d", p, t, o)}, cur[r]...)}
 		}
-		cur = ipcBarrier(st.b, fmt.Sprintf("rs%d", p), st.k, st.peers, st.peers, st.passFenced(p), stored)
+		cur = ipcBarrier(st.b, fmt.Sprintf("rs%d", p), st.k, st.Peers, st.Peers, st.passFenced(p), stored)
 	}
 	return cur
 }
@@ -479,17 +490,17 @@ func (st *stagedIslands) reduceScatter(cur [][]int) [][]int {
 func (st *stagedIslands) sendIslandSums(own []int, cur [][]int) [][]int {
 	sent := make([][]int, st.n)
 	ck := st.k
-	ck.Share = 1 / float64(max(1, st.m-1))
+	ck.Share = 1 / float64(max(1, st.M-1))
 	for r := 0; r < st.n; r++ {
-		j := st.where[r][1]
+		j := st.Where[r][1]
 		var sums []int
-		for _, q := range st.peers(r) {
+		for _, q := range st.Peers(r) {
 			sums = append(sums, st.b.Add(r, Op{Kind: Reduce, Src: st.slot(r, q, j), Dst: st.slot(r, r, j), Kernel: st.k, Label: fmt.Sprintf("island sum: rank %d", q)}, append([]int{own[r]}, cur[r]...)...))
 		}
 		if len(sums) == 0 {
 			sums = append([]int{own[r]}, cur[r]...)
 		}
-		for _, x := range st.counterparts(r) {
+		for _, x := range st.Counterparts(r) {
 			sent[r] = append(sent[r], st.b.Add(r, Op{Kind: Write, Src: st.slot(r, r, j), Dst: st.slot(x, r, j), Kernel: ck, Label: fmt.Sprintf("island sum to counterpart rank %d", x)}, sums...))
 		}
 		if len(sent[r]) == 0 {
@@ -502,9 +513,9 @@ func (st *stagedIslands) sendIslandSums(own []int, cur [][]int) [][]int {
 // pairBarrier: each rank fences its stores to its counterparts and meets
 // them at a barrier after sent[r]; it returns the barrier's waits.
 func (st *stagedIslands) pairBarrier(sent [][]int) [][]int {
-	return ipcBarrier(st.b, "pair", st.k, st.counterparts, st.counterparts, func(r int) []hw.Mem {
+	return ipcBarrier(st.b, "pair", st.k, st.Counterparts, st.Counterparts, func(r int) []hw.Mem {
 		var at []hw.Mem
-		for _, x := range st.counterparts(r) {
+		for _, x := range st.Counterparts(r) {
 			at = append(at, hw.GPUMem(x))
 		}
 		return at
@@ -517,11 +528,11 @@ func (st *stagedIslands) pairBarrier(sent [][]int) [][]int {
 func (st *stagedIslands) finals(pair [][]int) [][]int {
 	cur := make([][]int, st.n)
 	for r := 0; r < st.n; r++ {
-		j := st.where[r][1]
+		j := st.Where[r][1]
 		out := st.b.Out(r, st.off[j], st.size[j])
 		f := st.b.Add(r, Op{Kind: Read, Src: st.slot(r, r, j), Dst: out, Kernel: st.k, Label: "final: island sum"}, pair[r]...)
 		fs := []int{f}
-		for _, x := range st.counterparts(r) {
+		for _, x := range st.Counterparts(r) {
 			fs = append(fs, st.b.Add(r, Op{Kind: Reduce, Src: st.slot(r, x, j), Dst: out, Kernel: st.k, Label: fmt.Sprintf("final: add the island sum from rank %d", x)}, f))
 		}
 		keep := st.b.Add(r, Op{Kind: Read, Src: out, Dst: st.slot(r, r, j), Kernel: st.k, Label: "final chunk to own slot"}, fs...)
@@ -534,14 +545,14 @@ func (st *stagedIslands) finals(pair [][]int) [][]int {
 // stores its final chunk into its slot at its pass peer, then a fence and
 // an island barrier. It returns the last barrier's waits.
 func (st *stagedIslands) allGather(cur [][]int) [][]int {
-	for p := 0; p < st.g-1; p++ {
+	for p := 0; p < st.G-1; p++ {
 		stored := make([][]int, st.n)
 		for r := 0; r < st.n; r++ {
-			j := st.where[r][1]
+			j := st.Where[r][1]
 			q := st.pass(r, p)
 			stored[r] = []int{st.b.Add(r, Op{Kind: Write, Src: st.slot(r, r, j), Dst: st.slot(q, r, j), Kernel: st.k, Label: fmt.Sprintf("ag pass %d: final chunk to rank %d", p, q)}, cur[r]...)}
 		}
-		cur = ipcBarrier(st.b, fmt.Sprintf("ag%d", p), st.k, st.peers, st.peers, st.passFenced(p), stored)
+		cur = ipcBarrier(st.b, fmt.Sprintf("ag%d", p), st.k, st.Peers, st.Peers, st.passFenced(p), stored)
 	}
 	return cur
 }
@@ -552,8 +563,8 @@ func (st *stagedIslands) allGather(cur [][]int) [][]int {
 func (st *stagedIslands) copyOut(cur [][]int) [][]int {
 	done := make([][]int, st.n)
 	for r := 0; r < st.n; r++ {
-		for _, o := range st.peers(r) {
-			c := st.where[o][1]
+		for _, o := range st.Peers(r) {
+			c := st.Where[o][1]
 			done[r] = append(done[r], st.b.Add(r, Op{Kind: Read, Src: st.slot(r, o, c), Dst: st.b.Out(r, st.off[c], st.size[c]), Kernel: st.k, Label: fmt.Sprintf("copy out chunk %d", c)}, cur[r]...))
 		}
 		if len(done[r]) == 0 {

@@ -203,11 +203,11 @@ func composeIslands(p Params, req algos.Request) (*algos.Schedule, error) {
 	}
 	c := newIslandsComposer(p, req, il)
 	push := p.Exchange == "push"
-	c.b.Note("%d %s islands of %d: %v; exchange by %s; %d blocks × %d threads", il.m, by, il.g, il.isl, map[bool]string{true: "push", false: "pull"}[push], c.k.Blocks, c.k.Threads)
+	c.b.Note("%d %s islands of %d: %v; exchange by %s; %d blocks × %d threads", il.M, by, il.G, il.Isl, map[bool]string{true: "push", false: "pull"}[push], c.k.Blocks, c.k.Threads)
 	launch := c.b.Launches()
-	startTo := func(r int) []int { return append(il.peers(r), il.counterparts(r)...) }
+	startTo := func(r int) []int { return append(il.Peers(r), il.Counterparts(r)...) }
 	if push {
-		startTo = il.peers
+		startTo = il.Peers
 		c.announceSlotsFree(launch)
 	}
 	start := flagBarrier(c.b, c.n, "start", c.k, hw.GPUMem, startTo, startTo, launch)
@@ -222,16 +222,9 @@ func composeIslands(p Params, req algos.Request) (*algos.Schedule, error) {
 	return c.b.Schedule(), nil
 }
 
-// islands is a grouping of the ranks into m islands of g members each.
-type islands struct {
-	isl   [][]int  // isl[i][j]: member j of island i
-	m, g  int      // islands, members of each
-	where [][2]int // where[r]: rank r's island and place in it
-}
-
 // groupIslands groups the request's ranks by socket or switch (by); it
 // refuses a single island or islands of unequal sizes as not composable.
-func groupIslands(req algos.Request, by string) (*islands, error) {
+func groupIslands(req algos.Request, by string) (*algos.IslandGroup, error) {
 	n := req.Ranks
 	isl, err := algos.Islands(req.Top, n, by)
 	if err != nil {
@@ -246,34 +239,7 @@ func groupIslands(req algos.Request, by string) (*islands, error) {
 			return nil, notComposable("%d ranks on %s form %s islands of unequal sizes", n, req.Top.Name, by)
 		}
 	}
-	where := make([][2]int, n)
-	for i, x := range isl {
-		for j, r := range x {
-			where[r] = [2]int{i, j}
-		}
-	}
-	return &islands{isl: isl, m: m, g: g, where: where}, nil
-}
-
-// peers returns the other members of r's island, from the next one on.
-func (il *islands) peers(r int) []int {
-	i, j := il.where[r][0], il.where[r][1]
-	var out []int
-	for d := 1; d < il.g; d++ {
-		out = append(out, il.isl[i][(j+d)%il.g])
-	}
-	return out
-}
-
-// counterparts returns the members in r's place of the other islands,
-// from the next island on.
-func (il *islands) counterparts(r int) []int {
-	i, j := il.where[r][0], il.where[r][1]
-	var out []int
-	for d := 1; d < il.m; d++ {
-		out = append(out, il.isl[(i+d)%il.m][j])
-	}
-	return out
+	return algos.NewIslandGroup(isl, n), nil
 }
 
 // islandsComposer writes composeIslands' phases. Member j of every island
@@ -281,7 +247,7 @@ func (il *islands) counterparts(r int) []int {
 // sum of the share), "red" (the whole sum of it) and, for the push
 // exchange, "dx.recv" (a slot of S bytes per island).
 type islandsComposer struct {
-	*islands
+	*algos.IslandGroup
 	b         *algos.Builder
 	n         int
 	S         int64
@@ -290,26 +256,26 @@ type islandsComposer struct {
 }
 
 // newIslandsComposer starts the schedule of point p for req on islands il.
-func newIslandsComposer(p Params, req algos.Request, il *islands) *islandsComposer {
+func newIslandsComposer(p Params, req algos.Request, il *algos.IslandGroup) *islandsComposer {
 	n, S, es := req.Ranks, req.Bytes, req.DType.Size()
-	c := &islandsComposer{islands: il, b: algos.NewBuilder("design", n, S, es), n: n, S: S}
-	c.off, c.size = algos.Split(S, es, il.g)
+	c := &islandsComposer{IslandGroup: il, b: algos.NewBuilder("design", n, S, es), n: n, S: S}
+	c.off, c.size = algos.Split(S, es, il.G)
 	c.k = pullKernel(p, S)
 	c.wk = c.k
-	c.wk.Share = 1 / float64(il.m-1)
+	c.wk.Share = 1 / float64(il.M-1)
 	return c
 }
 
 // share is rank r's share of the message in its buffer name.
 func (c *islandsComposer) share(r int, name string) algos.Range {
-	return algos.On(r, name, 0, c.size[c.where[r][1]])
+	return algos.On(r, name, 0, c.size[c.Where[r][1]])
 }
 
 // announceSlotsFree: at launch every rank tells each counterpart that its
 // exchange slot is free.
 func (c *islandsComposer) announceSlotsFree(launch [][]int) {
 	for r := 0; r < c.n; r++ {
-		for _, x := range c.counterparts(r) {
+		for _, x := range c.Counterparts(r) {
 			c.b.Add(r, algos.Op{Kind: algos.Signal, Flag: algos.Flag{At: hw.GPUMem(x), Name: fmt.Sprintf("dx.free[%d]", r)}, Value: 1, Kernel: c.k, Label: "exchange slots free"}, launch[r]...)
 		}
 	}
@@ -321,11 +287,11 @@ func (c *islandsComposer) announceSlotsFree(launch [][]int) {
 func (c *islandsComposer) reduceScatter(start [][]int) [][]int {
 	rs := make([][]int, c.n)
 	for r := 0; r < c.n; r++ {
-		j := c.where[r][1]
+		j := c.Where[r][1]
 		tmp := c.share(r, "tmp")
 		own := c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.b.In(r, c.off[j], c.size[j]), Dst: tmp, Kernel: c.k, Label: "rs own share"}, start[r]...)
 		rs[r] = []int{own}
-		for _, q := range c.peers(r) {
+		for _, q := range c.Peers(r) {
 			rs[r] = append(rs[r], c.b.Add(r, algos.Op{Kind: algos.Read, Accumulate: true, Src: c.b.In(q, c.off[j], c.size[j]), Dst: tmp, Kernel: c.k, Label: fmt.Sprintf("rs pull rank %d", q)}, own))
 		}
 	}
@@ -339,9 +305,9 @@ func (c *islandsComposer) reduceScatter(start [][]int) [][]int {
 func (c *islandsComposer) exchangeByPush(rs, launch [][]int) [][]int {
 	ex := make([][]int, c.n)
 	for r := 0; r < c.n; r++ {
-		i, j := c.where[r][0], c.where[r][1]
+		i, j := c.Where[r][0], c.Where[r][1]
 		tmp := c.share(r, "tmp")
-		for _, x := range c.counterparts(r) {
+		for _, x := range c.Counterparts(r) {
 			free := c.b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("dx.free[%d]", x)}, Value: 1, Kernel: c.k, Label: fmt.Sprintf("exchange slot free at rank %d", x)}, launch[r]...)
 			w := c.b.Add(r, algos.Op{Kind: algos.Write, Src: tmp, Dst: algos.On(x, "dx.recv", int64(i)*c.S, c.size[j]), Kernel: c.wk, Label: fmt.Sprintf("exchange push to rank %d", x)}, append([]int{free}, rs[r]...)...)
 			c.b.Add(r, algos.Op{Kind: algos.Signal, Flag: algos.Flag{At: hw.GPUMem(x), Name: fmt.Sprintf("dx.ex[%d]", r)}, Value: 1, Kernel: c.wk, Label: fmt.Sprintf("exchange flag to rank %d", x)}, w)
@@ -349,9 +315,9 @@ func (c *islandsComposer) exchangeByPush(rs, launch [][]int) [][]int {
 		red := c.share(r, "red")
 		own := c.b.Add(r, algos.Op{Kind: algos.Read, Src: tmp, Dst: red, Kernel: c.k, Label: "exchange own partial"}, rs[r]...)
 		ex[r] = []int{own}
-		for _, x := range c.counterparts(r) {
+		for _, x := range c.Counterparts(r) {
 			got := c.b.Add(r, algos.Op{Kind: algos.Wait, Flag: algos.Flag{At: hw.GPUMem(r), Name: fmt.Sprintf("dx.ex[%d]", x)}, Value: 1, Kernel: c.k, Label: fmt.Sprintf("exchange from rank %d", x)}, launch[r]...)
-			ex[r] = append(ex[r], c.b.Add(r, algos.Op{Kind: algos.Reduce, Src: algos.On(r, "dx.recv", int64(c.where[x][0])*c.S, c.size[j]), Dst: red, Kernel: c.k, Label: fmt.Sprintf("exchange add rank %d", x)}, got, own))
+			ex[r] = append(ex[r], c.b.Add(r, algos.Op{Kind: algos.Reduce, Src: algos.On(r, "dx.recv", int64(c.Where[x][0])*c.S, c.size[j]), Dst: red, Kernel: c.k, Label: fmt.Sprintf("exchange add rank %d", x)}, got, own))
 		}
 	}
 	return ex
@@ -362,12 +328,12 @@ func (c *islandsComposer) exchangeByPush(rs, launch [][]int) [][]int {
 // returns each rank's ops.
 func (c *islandsComposer) exchangeByPull(rs [][]int) [][]int {
 	ex := make([][]int, c.n)
-	mid := flagBarrier(c.b, c.n, "rs", c.k, hw.GPUMem, c.counterparts, c.counterparts, rs)
+	mid := flagBarrier(c.b, c.n, "rs", c.k, hw.GPUMem, c.Counterparts, c.Counterparts, rs)
 	for r := 0; r < c.n; r++ {
 		red := c.share(r, "red")
 		own := c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.share(r, "tmp"), Dst: red, Kernel: c.k, Label: "exchange own partial"}, append(append([]int{}, rs[r]...), mid[r]...)...)
 		ex[r] = []int{own}
-		for _, x := range c.counterparts(r) {
+		for _, x := range c.Counterparts(r) {
 			ex[r] = append(ex[r], c.b.Add(r, algos.Op{Kind: algos.Read, Accumulate: true, Src: c.share(x, "tmp"), Dst: red, Kernel: c.k, Label: fmt.Sprintf("exchange pull rank %d", x)}, own))
 		}
 	}
@@ -377,13 +343,13 @@ func (c *islandsComposer) exchangeByPull(rs [][]int) [][]int {
 // allGather: a barrier inside each island, then each rank copies its own
 // share and pulls each peer's into its output.
 func (c *islandsComposer) allGather(ex [][]int) {
-	ag := flagBarrier(c.b, c.n, "ag", c.k, hw.GPUMem, c.peers, c.peers, ex)
+	ag := flagBarrier(c.b, c.n, "ag", c.k, hw.GPUMem, c.Peers, c.Peers, ex)
 	for r := 0; r < c.n; r++ {
-		j := c.where[r][1]
+		j := c.Where[r][1]
 		dep := append(append([]int{}, ex[r]...), ag[r]...)
 		c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.share(r, "red"), Dst: c.b.Out(r, c.off[j], c.size[j]), Kernel: c.k, Label: "ag own share"}, dep...)
-		for _, q := range c.peers(r) {
-			jq := c.where[q][1]
+		for _, q := range c.Peers(r) {
+			jq := c.Where[q][1]
 			c.b.Add(r, algos.Op{Kind: algos.Read, Src: c.share(q, "red"), Dst: c.b.Out(r, c.off[jq], c.size[jq]), Kernel: c.k, Label: fmt.Sprintf("ag pull rank %d", q)}, dep...)
 		}
 	}

