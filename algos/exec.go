@@ -372,7 +372,12 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 		if s.bits&opAccumulate != 0 || s.kind == Reduce {
 			inputs = 2
 		}
-		d, err := m.LocalTime(r, inputs, n, x.kernels[c.kernel])
+		kern := x.kernels[c.kernel]
+		if kern.LoopGroup != "" || kern.CapGroup != "" {
+			// A pass of a block's loop that its other transfers share.
+			return m.LocalPass(r, inputs, n, kern, x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
+		}
+		d, err := m.LocalTime(r, inputs, n, kern)
 		if err != nil {
 			return err
 		}

@@ -223,7 +223,7 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll_max_bw")) * sim.GBps / sim.Rate(max(spec.channels, 1))
 	case protoLL128:
 		// NCCL's own per-channel ceiling of LL128 (its tuning model's
-		// perChMaxRingLL128Bw).
+		// perChMaxRingLL128Bw), beside the block's LL128 loop.
 		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll128_channel_bw")) * sim.GBps
 	}
 	// NCCL's fixed cost per call beyond the data steps (kernel prologue,
@@ -272,18 +272,19 @@ func (c *conn) slot(k int, n int64) Range {
 }
 
 // loopKern is the planner's kernel for a transfer whose per-thread loop
-// bounds its rate (package hw, LoopRate): LL's line loop, waiting on the
-// memory its lines (or sources) live in, or Simple's unrolled copy of
-// sources inputs per element (NCCL's prims_ll.h and prims_simple.h;
-// reduceCopy in common_kernel.h); share is the fraction of the block's
-// threads on it. LL128 is bounded by NCCL's own per-channel ceiling
-// instead (no LL128 loop is measured).
+// bounds its rate (package hw, LoopRate): LL's and LL128's line loops,
+// waiting on the memory their lines (or sources) live in, or Simple's
+// unrolled copy of sources inputs per element (NCCL's prims_ll.h,
+// prims_ll128.h and prims_simple.h; reduceCopy in common_kernel.h); share
+// is the fraction of the block's threads on it.
 func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel {
 	k := pl.kern
 	k.Share = share
 	switch pl.spec.proto {
 	case protoLL:
 		k.Loop, k.LoopAt = hw.LoopLL, at
+	case protoLL128:
+		k.Loop, k.LoopAt = hw.LoopLL128, at
 	case protoSimple:
 		k.Loop, k.LoopAt, k.Unroll, k.Sources = hw.LoopSimple, at, pl.spec.unroll, sources
 	}
@@ -314,12 +315,6 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, sou
 		// LL's and LL128's ceilings bound the connection, however many of
 		// its FIFO steps are in flight at once.
 		kern.CapGroup = c.id
-		if pl.spec.proto == protoLL128 {
-			// LL128's ceiling is a channel's (one block's): a connection
-			// driven by a share of the block's threads (the tree's up and
-			// down groups) gets that share of it.
-			kern.RateCap = sim.Rate(float64(kern.RateCap) * share)
-		}
 	}
 	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label}, after...)
 	flagAfter := w
@@ -395,11 +390,17 @@ func (pl *ncclPlanner) local(r int, kind OpKind, dst, src Range, label string, d
 // store is the last pass of received data into the output when no send
 // follows it (NCCL's recv): over P2P it is the receive loop itself (it
 // polls the lines in the rank's own FIFO), so the loop bounds it; over SHM
-// the receive loop was the load from host memory (recv).
-func (pl *ncclPlanner) store(c *conn, dst, src Range, share float64, label string, deps ...int) int {
+// the receive loop was the load from host memory (recv). group, if set,
+// is the loop group of the block's sends (send): the block runs its
+// primitives one after another, so this pass takes the block's loop time
+// that they share (NCCL's ring: 2n−1 passes of a chunk, the last recv).
+func (pl *ncclPlanner) store(c *conn, group string, dst, src Range, share float64, label string, deps ...int) int {
 	k := pl.kern
 	if c.tr == p2p {
 		k = pl.loopKern(hw.GPUMem(c.to), 1, share)
+		if group != "" && k.Loop != hw.LoopNone {
+			k.LoopGroup = group
+		}
 	}
 	return pl.b.Add(c.to, Op{Kind: Read, Src: src, Dst: dst, Kernel: k, Label: label}, deps...)
 }

@@ -185,7 +185,7 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", got)
 					src[r][j], ready[r][j], pend[r][j] = data, got, []int{cp}
 				default:
-					cp := pl.store(in, b.Out(r, off, ln), data, 1, lbl+" store", got)
+					cp := pl.store(in, conns[r].id, b.Out(r, off, ln), data, 1, lbl+" store", got)
 					pend[r][j] = []int{cp}
 				}
 			}

@@ -240,7 +240,7 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 				continue
 			}
 			data, got := pl.recv(down[r], l, downShare, lbl)
-			uses := []int{pl.store(down[r], b.Out(r, off, l), data, downShare, lbl+" store", got)}
+			uses := []int{pl.store(down[r], "", b.Out(r, off, l), data, downShare, lbl+" store", got)}
 			for _, k := range kids[r] {
 				uses = append(uses, pl.send(down[k], data, share*downShare, fmt.Sprintf("%s to %d", lbl, k), sendSources(down[k], down[r], 1), got))
 			}

@@ -24,7 +24,7 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	}
 	sms := min(k.Blocks, m.Phys.SMs)
 	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
-	if k.Loop == LoopLL || k.Loop == LoopSimple {
+	if k.Loop == LoopLL || k.Loop == LoopLL128 || k.Loop == LoopSimple {
 		capr /= sim.Rate(k.wire()) // the SMs store wire bytes (LL's flags, LL128's flag words)
 	}
 	if p.smp && !dst.Host {

@@ -98,8 +98,13 @@ func (m *Machine) capped(route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, s
 }
 
 // loopBound applies the kernel's loop rate (LoopRate) to a transfer: on the
-// flow itself, or, with a LoopGroup, as one more hop over a resource of
-// that capacity which every transfer of the group crosses.
+// flow itself, or, with a LoopGroup, as one more hop over the group's
+// resource, which every transfer of the group crosses. The resource is the
+// block's loop time: its capacity is the rate of the group's first
+// transfer and a transfer whose loop moves rate bytes per second weighs
+// capacity/rate per byte, so transfers of different loops (a copy and a
+// reduction, a send and the last receive) share the block's time, each
+// alone getting its own loop's rate.
 func (m *Machine) loopBound(r int, route []sim.Hop, capr sim.Rate, k Kernel) ([]sim.Hop, sim.Rate, error) {
 	if k.Loop == LoopNone {
 		return route, capr, nil
@@ -111,29 +116,44 @@ func (m *Machine) loopBound(r int, route []sim.Hop, capr sim.Rate, k Kernel) ([]
 	if k.LoopGroup == "" {
 		return route, min(capr, loop), nil
 	}
-	key := loopGroupKey{rank: r, group: k.LoopGroup, rate: loop}
-	id, ok := m.loopGroups[key]
-	if !ok {
-		id, err = m.Net.AddResource(fmt.Sprintf("loop:%d:%s@%d", r, k.LoopGroup, int64(loop)), loop)
-		if err != nil {
-			return nil, 0, fmt.Errorf("hw: loop group %s: %w", k.LoopGroup, err)
-		}
-		if m.loopGroups == nil {
-			m.loopGroups = map[loopGroupKey]sim.ResourceID{}
-		}
-		m.loopGroups[key] = id
+	g, err := m.loopGroup(r, k.LoopGroup, loop)
+	if err != nil {
+		return nil, 0, err
 	}
 	out := make([]sim.Hop, len(route), len(route)+1)
 	copy(out, route)
-	return append(out, sim.Hop{Res: id, Weight: 1}), capr, nil
+	return append(out, sim.Hop{Res: g.id, Weight: float64(g.rate) / float64(loop)}), capr, nil
 }
 
-// loopGroupKey names the shared loop-rate resource of a rank's
-// Kernel.LoopGroup at one loop rate.
+// loopGroup returns rank r's resource of group name, made at rate when it
+// is the group's first transfer.
+func (m *Machine) loopGroup(r int, name string, rate sim.Rate) (loopGroup, error) {
+	key := loopGroupKey{rank: r, group: name}
+	if g, ok := m.loopGroups[key]; ok {
+		return g, nil
+	}
+	id, err := m.Net.AddResource(fmt.Sprintf("loop:%d:%s", r, name), rate)
+	if err != nil {
+		return loopGroup{}, fmt.Errorf("hw: loop group %s: %w", name, err)
+	}
+	if m.loopGroups == nil {
+		m.loopGroups = map[loopGroupKey]loopGroup{}
+	}
+	g := loopGroup{id: id, rate: rate}
+	m.loopGroups[key] = g
+	return g, nil
+}
+
+// loopGroupKey names a rank's Kernel.LoopGroup.
 type loopGroupKey struct {
 	rank  int
 	group string
-	rate  sim.Rate
+}
+
+// loopGroup is a loop group's resource and its capacity.
+type loopGroup struct {
+	id   sim.ResourceID
+	rate sim.Rate
 }
 
 func (k Kernel) share() float64 {

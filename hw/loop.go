@@ -20,6 +20,13 @@ import (
 //     warp-wide 16-byte load to the memory the lines live in
 //     (Kernel.LoopAt), plus gpu.ll_iter_overhead and gpu.ll_iter_per_warp
 //     for each warp of the block.
+//   - LoopLL128, NCCL's LL128 protocol (prims_ll128.h): a warp moves 128-byte
+//     lines, 120 bytes of data and a flag word each, 4 16-byte vectors per
+//     thread per iteration (64 bytes, 60 of data), polling until every
+//     line's flag matches. An iteration waits one round trip of the line
+//     loads to Kernel.LoopAt plus gpu.ll128_iter_overhead and
+//     gpu.ll128_iter_per_warp for each warp of the thread group (the
+//     block's threads times Kernel.Share: the tree's up or down group).
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
 //     block's loads turn over Threads × 16 B × Unroll per iteration: a
@@ -57,10 +64,17 @@ const (
 	// issue every load first and wait one round trip: LoopNone with
 	// Kernel.ReduceLoop.)
 	LoopRanks
+	// LoopLL128: NCCL LL128, 64 bytes of 128-byte lines (60 of data) per
+	// thread per iteration, polled until their flags match.
+	LoopLL128
 )
 
-// String returns none, ll, simple or ranks.
-func (k LoopKind) String() string { return [...]string{"none", "ll", "simple", "ranks"}[k] }
+// ll128DataPerThread is what one thread of an LL128 loop moves per
+// iteration: 4 vectors of 16 bytes, 120/128 of them data.
+const ll128DataPerThread = 64 * 120 / 128
+
+// String returns none, ll, simple, ranks or ll128.
+func (k LoopKind) String() string { return [...]string{"none", "ll", "simple", "ranks", "ll128"}[k] }
 
 // copyIterTime is one iteration of a LoopSimple loop of rank r: the round
 // trip of its loads, gpu.copy_iter_overhead, and the issue of every
@@ -159,6 +173,14 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 			return 0, err
 		}
 		return sim.Rate(float64(blocks) * threads * 8 / it.Seconds()), nil
+	case LoopLL128:
+		warps := (int(threads) + 31) / 32
+		rtt, err := m.vectorRoundTrip(r, k.LoopAt)
+		if err != nil {
+			return 0, err
+		}
+		it := rtt + m.Phys.LL128IterOverhead + sim.Duration(warps)*m.Phys.LL128IterPerWarp
+		return sim.Rate(float64(blocks) * threads * ll128DataPerThread / it.Seconds()), nil
 	case LoopSimple:
 		it, err := m.copyIterTime(r, k)
 		if err != nil {
@@ -230,4 +252,31 @@ func (m *Machine) LocalTime(r, inputs int, bytes sim.Bytes, k Kernel) (sim.Durat
 		return 0, fmt.Errorf("hw: local %d B at %v: %w", bytes, rate, err)
 	}
 	return max(d, l), nil
+}
+
+// LocalPass runs a pass of rank r's loop over bytes of its own memory
+// (inputs 1: a copy, 2: a reduction), such as NCCL's last receive that
+// copies a FIFO step into the output, and calls done when it ends. With a
+// Kernel.LoopGroup or CapGroup the pass is a transfer over the group's
+// resource, so it takes the block's loop time, or the protocol's ceiling,
+// that the group's sends share (the block runs NCCL's primitives one after
+// another); otherwise it takes LocalTime.
+func (m *Machine) LocalPass(r, inputs int, bytes sim.Bytes, k Kernel, label string, done func()) error {
+	loop := k.LoopGroup != "" && k.Loop != LoopNone && k.Loop != LoopRanks
+	if !loop && (k.CapGroup == "" || k.RateCap <= 0) {
+		d, err := m.LocalTime(r, inputs, bytes, k)
+		if err != nil {
+			return err
+		}
+		m.Eng.After(d, done)
+		return nil
+	}
+	route, capr, err := m.capped(nil, sim.Rate(float64(m.Phys.GPUMemBandwidth)/float64(inputs+1)), k)
+	if err != nil {
+		return err
+	}
+	if route, capr, err = m.loopBound(r, route, capr, k); err != nil {
+		return err
+	}
+	return m.Net.Launch(sim.FlowSpec{Label: label, Kind: sim.Read, Route: route, Bytes: bytes, Cap: capr, Done: done})
 }

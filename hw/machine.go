@@ -48,6 +48,7 @@ type Physics struct {
 	BarrierSync, AtomicPollExtra            sim.Duration
 	HostPollService, HostAtomicService      sim.Duration
 	LLIterOverhead, LLIterPerWarp           sim.Duration
+	LL128IterOverhead, LL128IterPerWarp     sim.Duration
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
 	SMLoadRate                              sim.Rate
 	VectorIssue, VectorIssuePerWarp         sim.Duration
@@ -82,6 +83,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
+		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),
 		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
@@ -109,9 +111,9 @@ type Machine struct {
 	// capGroups: the shared rate-cap resource of each Kernel.CapGroup
 	// (every transfer of a group must ask for the same RateCap).
 	capGroups map[string]sim.ResourceID
-	// loopGroups: the shared loop-rate resource of each Kernel.LoopGroup,
-	// by rank and loop rate.
-	loopGroups map[loopGroupKey]sim.ResourceID
+	// loopGroups: the shared loop resource of each Kernel.LoopGroup, by
+	// rank.
+	loopGroups map[loopGroupKey]loopGroup
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate

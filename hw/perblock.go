@@ -59,8 +59,6 @@ func (rec PerBlock) Modelled() error {
 	switch {
 	case rec.Kind == "loop" && rec.Loop == "ll128":
 		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
-	case rec.Kind == "loop" && rec.Loop == "ll128w":
-		return fmt.Errorf("an LL128 loop (no per-block LL128 loop is modelled; NCCL's own ceiling per channel stands for it): %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
 		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):
@@ -87,6 +85,8 @@ func PerBlockValue(top *topology.Topology, rec PerBlock) (float64, error) {
 		switch rec.Loop {
 		case "ll":
 			return m.llTwin(rec)
+		case "ll128w":
+			return m.ll128Twin(rec)
 		case "copy":
 			return m.copyTwin(rec)
 		case "pull":
@@ -183,19 +183,36 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 		at = GPUMem(0) // a send loop waits on its source, in local memory
 	}
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at}
-	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 8 * int64(rec.Iters))
+	return m.lineLoopTwin(rec, k, 8, "ll")
+}
+
+// ll128Twin: an LL128 loop of warps polling 128-byte lines in the receive
+// memory (local or host) and storing to the destination, 64 bytes per
+// thread per iteration.
+func (m *Machine) ll128Twin(rec PerBlock) (float64, error) {
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 128.0 / 120, Loop: LoopLL128, LoopAt: mem(rec.Recv)}
+	return m.lineLoopTwin(rec, k, ll128DataPerThread, "ll128")
+}
+
+// lineLoopTwin runs a line loop (LL or LL128) of kernel k, perThread data
+// bytes per thread per iteration: a read of the lines from host memory,
+// a write to host memory, each at the loop's rate, or, all local, the
+// loop's time.
+func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name string) (float64, error) {
+	at := k.LoopAt
+	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * perThread * int64(rec.Iters))
 	return m.perIter(rec.Iters, func(done func()) error {
 		n := 0
 		if rec.Recv == "host" {
 			k := k
 			k.Polled = true
-			if err := m.Read(0, at, data, k, "ll recv", done); err != nil {
+			if err := m.Read(0, at, data, k, name+" recv", done); err != nil {
 				return err
 			}
 			n++
 		}
 		if rec.Dst == "host" {
-			if err := m.Write(0, HostMem(0), data, k, "ll send", done); err != nil {
+			if err := m.Write(0, HostMem(0), data, k, name+" send", done); err != nil {
 				return err
 			}
 			n++

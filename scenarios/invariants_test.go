@@ -163,17 +163,19 @@ func (l *flowLedger) check(s *algos.Schedule, iters int) []string {
 
 // dataOps counts the operations of s that move data between memories
 // (reads, writes and copies whose source or destination is not the rank's
-// own GPU) and their bytes: each is one flow per allreduce.
+// own GPU), and the local passes of a block's loop or cap group (hw.LocalPass),
+// and their bytes: each is one flow per allreduce.
 func dataOps(s *algos.Schedule) (n int, bytes int64) {
 	for r, prog := range s.Programs {
 		for _, op := range prog {
 			switch op.Kind {
-			case algos.Read, algos.Write, algos.Copy:
+			case algos.Read, algos.Write, algos.Copy, algos.Reduce:
 			default:
 				continue
 			}
 			own := func(m hw.Mem) bool { return !m.Host && m.Rank == r }
-			if op.Src.Len == 0 || (own(op.Src.Buf.At) && own(op.Dst.Buf.At)) {
+			local := own(op.Src.Buf.At) && own(op.Dst.Buf.At)
+			if op.Src.Len == 0 || op.Kind == algos.Copy && local || local && op.Kernel.LoopGroup == "" && op.Kernel.CapGroup == "" || !local && op.Kind == algos.Reduce {
 				continue
 			}
 			n++

@@ -59,6 +59,11 @@ var Fits = []Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "ll" && r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local"},
+	{Params: []string{"gpu.ll128_iter_overhead", "gpu.ll128_iter_per_warp"}, Files: []string{"h200x1-arsim/perblock_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "ll128w" },
+		On: func(r trace.Record) bool {
+			return r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1 && r.Iters == 64
+		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local of the same run"},
 	{Params: []string{"gpu.copy_iter_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 128
@@ -70,8 +75,9 @@ var Fits = []Fit{
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
 	{Params: []string{"nccl.simple_call_extra"}, Files: []string{"h200x2-arsim/measurements.jsonl", "h200x2-arsim/nccl_simple_threads.jsonl"},
-		Kinds:  []trace.Kind{trace.KindAllreduce},
-		Covers: func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "simple" },
+		Kinds:        []trace.Kind{trace.KindAllreduce},
+		AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
+		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "simple" },
 		On: func(r trace.Record) bool {
 			return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 256<<10
 		}, How: "median of measured − simulated with the parameter at 0"},
@@ -140,6 +146,9 @@ func dimensionsOf(r trace.Record) []string {
 		d = append(d, fmt.Sprintf("block ping-pong %s, %s memory", r.Mode, r.Target))
 	case trace.KindAllreduce:
 		d = append(d, fmt.Sprintf("%s %s/%s, %s", r.Impl, r.Algo, r.Proto, r.Launch))
+		if r.MaxChannels > 0 {
+			d = append(d, fmt.Sprintf("channels: at most %d", r.MaxChannels))
+		}
 		if r.Bytes > 256<<10 {
 			d = append(d, "size: > 256 KiB")
 		}

@@ -110,6 +110,29 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock.jsonl", name)
 	}
+	// The LL128 loop, from the second run's records (perblock_2.jsonl),
+	// relative to that run's own local round trip.
+	recs2, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/perblock_2.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	var fit2 []trace.Record
+	chase2 := 0.0
+	for _, r := range recs2 {
+		if r.Kind == trace.KindPointerChase && r.Target == "local" {
+			chase2 = r.NsPerStep
+		}
+		if f, _ := fitOf("h200x1-arsim/perblock_2.jsonl", r); f != nil && f.Params[0] == "gpu.ll128_iter_overhead" {
+			fit2 = append(fit2, r)
+		}
+	}
+	require.Len(t, fit2, 4)
+	require.NotZero(t, chase2)
+	a, b := lsq(fit2, func(r trace.Record) (float64, float64) { return float64((r.Threads + 31) / 32), value(r) })
+	for name, w := range map[string]float64{"gpu.ll128_iter_overhead": a - chase2, "gpu.ll128_iter_per_warp": b} {
+		assert.InEpsilon(t, w, ps.Get(name), 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", name, w, ps.Get(name))
+		par, _ := ps.Lookup(name)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock_2.jsonl", name)
+	}
 }
 
 // micro2Of returns the micro2 and pointer_chase values of the capture that
