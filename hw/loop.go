@@ -168,7 +168,7 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 	threads := float64(k.Threads) * k.share()
 	switch k.Loop {
 	case LoopLL:
-		it, err := m.llIterTime(r, k.LoopAt, k.Threads)
+		it, err := m.llIterTime(r, k.LoopAt, int(threads)) // the thread group's warps (the tree's up or down group)
 		if err != nil {
 			return 0, err
 		}
