@@ -62,7 +62,7 @@ func (rec PerBlock) Modelled() error {
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
 		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):
-		return fmt.Errorf("a fence after %d stores by %d threads (fence %s): the stores' issue is not modelled: %w",
+		return fmt.Errorf("a fence after %d stores by %d threads (fence %s; the stores' issue is not simulated): %w",
 			rec.Stores, rec.Threads, rec.Fence, ErrNotModelled)
 	case rec.Kind != "poll" && rec.Kind != "block_pingpong" && rec.Kind != "loop":
 		return fmt.Errorf("per-block kind %q: %w", rec.Kind, ErrNotModelled)
