@@ -319,6 +319,29 @@ var rankLoopOption = OptionSpec{Name: "rank_loop", Values: []string{"unrolled", 
 // fence adds a system-scope fence on rank r after the listed ops, for
 // stores that went to memory at, and returns its index: those stores are
 // visible system-wide before anything after it, as release.sys flags need.
+// When every listed op is a store of rank r (a Write) to another memory,
+// the storing threads fence right after issuing them: the writes become
+// Fenced (the fence counts from their issue, Op.Fenced) and the fence,
+// Fenced too, only joins them.
 func fence(b *Builder, r int, at hw.Mem, after ...int) int {
-	return b.Add(r, Op{Kind: Fence, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence"}, after...)
+	return AddFence(b, r, at, after...)
+}
+
+// AddFence is fence for planners outside this package (design, msccl).
+func AddFence(b *Builder, r int, at hw.Mem, after ...int) int {
+	prog := b.s.Programs[r]
+	stores := len(after) > 0
+	for _, i := range after {
+		if i < 0 || i >= len(prog) || prog[i].Kind != Write || prog[i].Src.Len == 0 || prog[i].Dst.Buf.At == hw.GPUMem(r) {
+			stores = false
+			break
+		}
+	}
+	if !stores {
+		return b.Add(r, Op{Kind: Fence, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence"}, after...)
+	}
+	for _, i := range after {
+		prog[i].Fenced = true
+	}
+	return b.Add(r, Op{Kind: Fence, Fenced: true, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence (after the stores' issue)"}, after...)
 }

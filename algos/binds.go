@@ -52,9 +52,9 @@ func Binds(st ScheduleStats, rate float64) string {
 	fences := ""
 	switch {
 	case st.RemoteFences == 1:
-		fences = ", and fences its stores to 1 other memory (a round trip)"
+		fences = ", and fences its stores to 1 other memory"
 	case st.RemoteFences > 1:
-		fences = fmt.Sprintf(", and fences its stores to %d other memories (a round trip each)", st.RemoteFences)
+		fences = fmt.Sprintf(", and fences its stores to %d other memories", st.RemoteFences)
 	}
 	return fmt.Sprintf("waits through %s in a row and moves %v through its busiest GPU link direction (≥ %.1f µs, %s)%s",
 		rounds, sim.Bytes(busiest), float64(busiest)/rate/1e3, st.Where, fences)

@@ -169,7 +169,7 @@ func (x *executor) load(r, cur int) {
 // fill copies into s and c what starting op (op i of rank r) needs.
 func (x *executor) fill(s *slot, c *slotCold, op *Op, flag int32, r, i int) error {
 	s.kind = op.Kind
-	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync)
+	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced)
 	var ok1, ok2 bool
 	var src xmem
 	src, ok1 = toXmem(op.Src.Buf.At)
@@ -338,7 +338,9 @@ func (x *executor) start(r int, k int32) {
 		x.finishIn(r, k, sim.Duration(s.n))
 	case Fence:
 		var d sim.Duration
-		if d, err = m.FenceAfterLanding(r, s.dst.mem()); err == nil {
+		if s.bits&opFenced != 0 {
+			x.finishIn(r, k, 0) // its Fenced stores paid for it
+		} else if d, err = m.FenceAfterLanding(r, s.dst.mem()); err == nil {
 			x.finishIn(r, k, d)
 		}
 	case Read, Write, Copy, Reduce:
@@ -363,6 +365,12 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 	m, c := x.m, x.coldOf(r, k)
 	n := sim.Bytes(s.n)
 	switch {
+	case n == 0 && s.bits&opFenced != 0:
+		d, err := m.FenceCost(r, s.dst.mem())
+		if err != nil {
+			return err
+		}
+		x.finishIn(r, k, d)
 	case n == 0:
 		x.finishIn(r, k, 0)
 	case s.kind == Copy:
@@ -384,6 +392,8 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 		x.finishIn(r, k, d)
 	case s.kind == Read:
 		return m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
+	case s.kind == Write && s.bits&opFenced != 0:
+		return m.WriteFenced(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
 	case s.kind == Write:
 		return m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
 	default:

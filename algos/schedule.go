@@ -147,6 +147,16 @@ type Op struct {
 	// allreduce; back-to-back runs add an epoch offset (see Schedule).
 	Flag  Flag
 	Value int64
+	// Fenced, on a Write: the writing threads fence (system scope) right
+	// after these stores, and the op ends when the fence does: the fence
+	// counts from the stores' issue (hw.Machine.FenceCost), as a GPU
+	// issues posted stores and fences without waiting for them to land
+	// where its fence does not wait for their round trip. The data lands
+	// on its own, one route latency after its last byte leaves; a flag the
+	// threads store after the fence on the same path lands after it. On a
+	// Fence: every store it orders is a Fenced Write, which paid for it, so
+	// it takes no time itself.
+	Fenced bool
 	// Inline: the flag travels inside the data the rank has just written
 	// (NCCL LL/LL128 lines carry their own flags; Lamport sentinels): it is
 	// set the moment the op runs, with no extra latency. Otherwise a Signal
@@ -185,6 +195,9 @@ func (o Op) String() string {
 			op = "+="
 		}
 		fmt.Fprintf(&b, " %s %s %s (%d B)", o.Dst, op, o.Src, o.Src.Len)
+		if o.Fenced {
+			b.WriteString(", then a system-scope fence")
+		}
 	case Signal:
 		fmt.Fprintf(&b, " %s = %d", o.Flag, o.Value)
 	case Wait:

@@ -23,8 +23,8 @@ type ScheduleStats struct {
 	// Ops is the number of operations in all programs.
 	Ops int
 	// RemoteFences is the most system-scope fences any rank issues after
-	// stores to memory that is not its own (each costs about a round trip
-	// to that memory).
+	// stores to memory that is not its own (each costs up to a round trip
+	// to that memory: hw.Machine.FenceCost).
 	RemoteFences int
 }
 

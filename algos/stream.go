@@ -67,8 +67,8 @@ type StreamTables struct {
 // StreamOp is an Op in compact form (see CompactStream). Fields mean what
 // Op's do; those an op's kind does not use are ignored.
 type StreamOp struct {
-	Kind                                  OpKind
-	Accumulate, Inline, Atomic, BlockSync bool
+	Kind                                          OpKind
+	Accumulate, Inline, Atomic, BlockSync, Fenced bool
 	// Src and Dst: buffers, by index in Bufs (Read, Write, Copy, Reduce;
 	// Dst alone for a Fence), with the ranges' offsets and common length.
 	Src, Dst       int32
@@ -255,7 +255,7 @@ func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]in
 		return nil, fmt.Errorf("algos: stream %s: rank %d op %d names kernel %d of %d, label %d of %d", src.head.Algo, r, i, op.Kernel, len(src.kmap), op.Label, len(src.lmap))
 	}
 	s.kind = op.Kind
-	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync)
+	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced)
 	c.kernel, c.label = src.kmap[op.Kernel], src.lmap[op.Label]
 	switch op.Kind {
 	case Signal, Wait:

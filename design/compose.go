@@ -42,7 +42,7 @@ func pushKernel(p Params) hw.Kernel {
 }
 
 func fence(b *algos.Builder, r int, at hw.Mem, after ...int) int {
-	return b.Add(r, algos.Op{Kind: algos.Fence, Dst: algos.Range{Buf: algos.Buf{At: at}}, Label: "system-scope fence"}, after...)
+	return algos.AddFence(b, r, at, after...)
 }
 
 // flagBarrier is a flag barrier in groups: rank r stores 1 into flag

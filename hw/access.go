@@ -12,6 +12,23 @@ import (
 // Write streams bytes of SM stores from rank r to memory dst and calls done
 // when the last byte has landed.
 func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
+	return m.write(r, dst, bytes, k, label, done, false)
+}
+
+// WriteFenced streams bytes of SM stores from rank r to memory dst, the
+// storing threads then fence (system scope), and calls done when the fence
+// ends: FenceCost after the last store leaves the SM. Where the fence
+// waits for the stores' round trip that is after they land, as Write and a
+// fence; where it does not (gpu.fence_pcie_round_trip 0), the threads go on
+// before the data lands, which it does one route latency after its last
+// byte leaves.
+func (m *Machine) WriteFenced(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
+	return m.write(r, dst, bytes, k, label, done, true)
+}
+
+// write is Write, or WriteFenced when fenced: then done runs the fence's
+// cost after the last byte leaves instead of the route's latency.
+func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func(), fenced bool) error {
 	if err := k.check("write", label); err != nil {
 		return err
 	}
@@ -48,6 +65,11 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 		Label: label, Kind: sim.Write, Class: class,
 		Route: route, Bytes: bytes, Cap: capr,
 		Latency: p.latency + m.memLatency(dst), Done: done,
+	}
+	if fenced {
+		if spec.Latency, err = m.FenceCost(r, dst); err != nil {
+			return err
+		}
 	}
 	if k.Loop == LoopSimple {
 		// A copy loop's first stores wait for its first loads.

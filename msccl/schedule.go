@@ -307,7 +307,7 @@ func (m *move) send(from algos.Range, dep ...int) int {
 	w := m.add(algos.Op{Kind: algos.Write, Src: from, Dst: to, Label: m.label + fmt.Sprintf(": send to GPU %d", tb.Send)}, dep...)
 	flag := algos.Flag{At: hw.GPUMem(tb.Send), Name: fifo(tb.Chan, m.r)}
 	if m.e.a.Proto == "Simple" {
-		f := m.e.b.Add(m.r, algos.Op{Kind: algos.Fence, Dst: algos.Range{Buf: algos.Buf{At: hw.GPUMem(tb.Send)}}, Label: m.label + ": fence"}, w)
+		f := algos.AddFence(m.e.b, m.r, hw.GPUMem(tb.Send), w)
 		return m.add(algos.Op{Kind: algos.Signal, Flag: flag, Value: at.k + 1, Label: m.label + ": post"}, f)
 	}
 	return m.add(algos.Op{Kind: algos.Signal, Flag: flag, Value: at.k + 1, Inline: true, Label: m.label + ": flags in the lines"}, w)
