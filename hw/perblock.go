@@ -47,8 +47,11 @@ type PerBlock struct {
 var ErrNotModelled = errors.New("not modelled")
 
 func mem(where string) Mem {
-	if where == "host" {
+	switch where {
+	case "host":
 		return HostMem(0)
+	case "peer":
+		return GPUMem(1)
 	}
 	return GPUMem(0)
 }
@@ -211,8 +214,8 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 			}
 			n++
 		}
-		if rec.Dst == "host" {
-			if err := m.Write(0, HostMem(0), data, k, name+" send", done); err != nil {
+		if rec.Dst == "host" || rec.Dst == "peer" {
+			if err := m.Write(0, mem(rec.Dst), data, k, name+" send", done); err != nil {
 				return err
 			}
 			n++
@@ -238,8 +241,8 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		switch {
 		case rec.Src == "host":
 			return m.Read(0, HostMem(0), data, k, "copy", done)
-		case rec.Dst == "host":
-			return m.Write(0, HostMem(0), data, k, "copy", done)
+		case rec.Dst == "host" || rec.Dst == "peer":
+			return m.Write(0, mem(rec.Dst), data, k, "copy", done)
 		}
 		d, err := m.LocalTime(0, rec.Sources, data, k)
 		if err != nil {

@@ -56,15 +56,18 @@ var Fits = []Fit{
 			return r.Target == "local" && r.SpacingBytes == 0 && r.Blocks == 1 && r.Request == "load_volatile"
 		}, How: "ns per load minus pointer_chase local"},
 	{Params: []string{"gpu.ll_iter_overhead", "gpu.ll_iter_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.Loop == "ll" && r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local"},
 	{Params: []string{"gpu.ll128_iter_overhead", "gpu.ll128_iter_per_warp"}, Files: []string{"h200x1-arsim/perblock_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: func(r trace.Record) bool { return r.Loop == "ll128w" },
+		Covers:       func(r trace.Record) bool { return r.Loop == "ll128w" },
+		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1 && r.Iters == 64
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local of the same run"},
 	{Params: []string{"gpu.copy_iter_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 128
 		}, How: "ns per iteration minus pointer_chase local"},
@@ -173,6 +176,9 @@ func dimensionsOf(r trace.Record) []string {
 			}
 		default:
 			d = append(d, "loop "+r.Loop)
+		}
+		if r.Dst == "peer" && r.Loop != "copy" {
+			d = append(d, "stores to peer memory (NVLink)")
 		}
 	}
 	if r.Blocks > 1 {

@@ -88,8 +88,27 @@ class PerBlock:
                 self.d[role] = cp.zeros(nbytes // 4, dtype=cp.uint32)
         return self.d[role]
 
+    def peer(self, role, nbytes):
+        """A buffer in GPU 1's memory, mapped for GPU 0 (peer access over NVLink or PCIe)."""
+        cp = self.cp
+        key = "peer:" + role
+        if key not in self.d:
+            with cp.cuda.Device(0):
+                if not getattr(self, "peer_on", False):
+                    if cp.cuda.runtime.getDeviceCount() < 2 or not cp.cuda.runtime.deviceCanAccessPeer(0, 1):
+                        raise RuntimeError("perblock peer: needs a second GPU that GPU 0 can access")
+                    cp.cuda.runtime.deviceEnablePeerAccess(1)
+                    self.peer_on = True
+            with cp.cuda.Device(1):
+                self.d[key] = cp.zeros(nbytes // 4, dtype=cp.uint32)
+        return self.d[key]
+
     def ptr(self, where, role, nbytes):
-        return np.uint64(self.host(role, nbytes).ptr) if where == "host" else self.dev(role, nbytes)
+        if where == "host":
+            return np.uint64(self.host(role, nbytes).ptr)
+        if where == "peer":
+            return np.uint64(self.peer(role, nbytes).data.ptr)
+        return self.dev(role, nbytes)
 
     def fill(self, where, role, nbytes, words):
         """Fill a buffer with a repeating pattern of uint32 words."""
@@ -192,13 +211,13 @@ class PerBlock:
                         self.rec.guard(f"pingpong {target} {mode} {spacing} {pairs}", meas)
 
     # ---------- LL loops ------------------------------------------------------------------------------------------
-    def ll(self):
+    def ll(self, combos=None, block_combos=None):
         k = self.fn("pb_ll")
         flag = 1
         nb = 96 * MB
         for where in ("host", "local"):
             self.fill(where, "llrecv", nb, [7, flag, 9, flag])
-        combos = [("recv", "local", "none"), ("recv", "host", "none"),
+        combos = combos or [("recv", "local", "none"), ("recv", "host", "none"),
                   ("send", "none", "local"), ("send", "none", "host"),
                   ("recv_send", "local", "local"), ("recv_send", "host", "local"),
                   ("recv_send", "local", "host"), ("recv_send", "host", "host"),
@@ -224,8 +243,8 @@ class PerBlock:
             for t in threads:
                 self.rec.guard(f"ll {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 256)
         blocks = [1, 8, 66] if self.quick else BLOCKS
-        for op, recv, dst in [("recv_reduce_send", "local", "local"), ("recv_reduce_send", "host", "host"),
-                              ("recv", "host", "none"), ("send", "none", "host")]:
+        for op, recv, dst in block_combos or [("recv_reduce_send", "local", "local"), ("recv_reduce_send", "host", "host"),
+                                              ("recv", "host", "none"), ("send", "none", "host")]:
             for b in blocks:
                 self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
 
@@ -280,7 +299,7 @@ class PerBlock:
                                        "barriers_per_launch": nb}, vals, "ns_per_iter")
                         self.rec.guard(f"group_barrier {target} {layout} W{W} G{G}", meas)
 
-    def ll128w(self):
+    def ll128w(self, pairs=None, block_pair=("local", "local")):
         k = self.fn("pb_ll128w")
         flag = 1
         nb = 96 * MB
@@ -302,14 +321,22 @@ class PerBlock:
                        "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
 
         for op in (1, 3):
-            for recv, dst in (("local", "local"), ("host", "host"), ("local", "host")):
+            for recv, dst in pairs or (("local", "local"), ("host", "host"), ("local", "host")):
                 for t in ([640] if self.quick else [64, 128, 256, 640]):
                     self.rec.guard(f"ll128w {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 64)
         for b in ([1, 8] if self.quick else BLOCKS):
-            self.rec.guard(f"ll128w 3 local local {b}x640", run, 3, "local", "local", b, 640, 16)
+            self.rec.guard(f"ll128w 3 {block_pair[0]} {block_pair[1]} {b}x640", run, 3, *block_pair, b, 640, 16)
+
+    def peer_loops(self):
+        """NCCL-style loops whose stores go to GPU 1's memory (peer access), as NCCL's P2P sends do: LL, LL128 and
+        copies with their lines or sources local, destination peer; needs two GPUs."""
+        self.ll(combos=[("send", "none", "peer"), ("recv_send", "local", "peer"), ("recv_reduce_send", "local", "peer")],
+                block_combos=[("recv_reduce_send", "local", "peer"), ("recv_reduce_send", "local", "local")])
+        self.ll128w(pairs=(("local", "peer"),), block_pair=("local", "peer"))
+        self.copies(pairs=[("local", "peer")], block_pairs=[("local", "peer"), ("local", "local")])
 
     # ---------- Simple-style copies -----------------------------------------------------------------------------------
-    def copies(self):
+    def copies(self, pairs=None, block_pairs=None):
         cp = self.cp
         nb = self.big
         for where in ("host", "local"):
@@ -336,7 +363,7 @@ class PerBlock:
                        "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}, vals,
                       "ns_per_iter")
 
-        pairs = [("local", "local"), ("host", "local"), ("local", "host")]
+        pairs = pairs or [("local", "local"), ("host", "local"), ("local", "host")]
         for U in (1, 2, 4, 8):
             for S in (1, 2):
                 for src, dst in pairs:
@@ -345,7 +372,7 @@ class PerBlock:
                         self.rec.guard(f"copy U{U} S{S} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t, iters)
         blocks = [1, 8, 66] if self.quick else BLOCKS
         for U in (1, 8):
-            for src, dst in pairs:
+            for src, dst in block_pairs or pairs:
                 for b in blocks:
                     self.rec.guard(f"copy U{U} {src}->{dst} {b}x512", run, U, 1, src, dst, b, 512, max(4, 64 // U))
         del cp
@@ -428,9 +455,11 @@ def run(out_dir, quick):
     if pb.ghz is None:
         raise RuntimeError("perblock: SM clock calibration failed")
     parts = ("fences", "simple_steps", "pulls", "ll", "ll128", "ll128w", "group_barriers", "copies", "pingpong", "polls")
+    if pb.cp.cuda.runtime.getDeviceCount() >= 2:
+        parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts:
+        if name not in parts + ("peer_loops",):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
