@@ -284,7 +284,7 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 	case protoLL:
 		k.Loop, k.LoopAt = hw.LoopLL, at
 	case protoLL128:
-		k.Loop, k.LoopAt = hw.LoopLL128, at
+		k.Loop, k.LoopAt, k.Reload = hw.LoopLL128, at, true
 	case protoSimple:
 		k.Loop, k.LoopAt, k.Unroll, k.Sources = hw.LoopSimple, at, pl.spec.unroll, sources
 	}

@@ -142,11 +142,13 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 					pl.send(conns[r], b.In(r, sOff[x][j], sLen[x][j]), 1, name(s, j), 1)
 					continue
 				}
-				// recvReduceSend loads the received slot and the input
-				// (2 sources), recvCopySend the received slot (1); over
-				// SHM the receive loop bounded the step already.
+				// The send of step s is the primitive that received step
+				// s−1: recvReduceSend and, at s = n−1, recvReduceCopySend
+				// load the received slot and the input (2 sources);
+				// recvCopySend the received slot (1). Over SHM the
+				// receive loop bounded the step already.
 				srcs := 1
-				if s < n-1 {
+				if s <= n-1 {
 					srcs = 2
 				}
 				if conns[r].tr == shm || conns[(r-1+n)%n].tr == shm {

@@ -56,6 +56,11 @@ type Kernel struct {
 	// lines carry their own flags): the wait before them paid the round
 	// trip, and the data streams at the read's rate from the start.
 	Polled bool
+	// Reload: an LL128 receive loads its lines again once their flags
+	// match (NCCL's prims_ll128.h: the data lanes' first loads may
+	// predate the flag lane's), so its iteration waits a second round
+	// trip to the lines' memory.
+	Reload bool
 	// LoopGroup, if set, makes the loop's rate a limit on all the
 	// transfers of the group together (the steps in flight that one
 	// block's loop moves, as an NCCL connection's FIFO steps) instead of

@@ -26,7 +26,9 @@ import (
 //     line's flag matches. An iteration waits one round trip of the line
 //     loads to Kernel.LoopAt plus gpu.ll128_iter_overhead and
 //     gpu.ll128_iter_per_warp for each warp of the thread group (the
-//     block's threads times Kernel.Share: the tree's up or down group).
+//     block's threads times Kernel.Share: the tree's up or down group),
+//     and, in NCCL's loop, which loads its lines again once their flags
+//     match (Kernel.Reload), a second round trip.
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
 //     block's loads turn over Threads × 16 B × Unroll per iteration: a
@@ -180,6 +182,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 			return 0, err
 		}
 		it := rtt + m.Phys.LL128IterOverhead + sim.Duration(warps)*m.Phys.LL128IterPerWarp
+		if k.Reload {
+			it += rtt
+		}
 		return sim.Rate(float64(blocks) * threads * ll128DataPerThread / it.Seconds()), nil
 	case LoopSimple:
 		it, err := m.copyIterTime(r, k)
