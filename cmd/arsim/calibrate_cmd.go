@@ -39,15 +39,7 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	if err := checkCalibrateFlags(fs.Args(), *fit, *paramsOut, *holdout, *sweeps, *maxEvals); err != nil {
 		return err
 	}
-	o, err := parseOpts(*optsFlag)
-	if err != nil {
-		return err
-	}
-	files, err := readTraces(traces, *skipBad, o)
-	if err != nil {
-		return err
-	}
-	mm, err := resolveMeasuredMachine(files, *topo, *gpu, *params, errOut)
+	files, mm, err := loadMeasured(traces, *skipBad, *optsFlag, *topo, *gpu, *params, errOut)
 	if err != nil {
 		return err
 	}

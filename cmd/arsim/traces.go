@@ -273,3 +273,22 @@ func presetParams(files []traceFile, paramsFile string) (map[string]*topology.Pa
 	}
 	return out, nil
 }
+
+// loadMeasured reads the traces under the NCCL settings of optsFlag and
+// resolves the machine they are simulated on: what validate and calibrate
+// both start with.
+func loadMeasured(traces []string, skipBad bool, optsFlag, topo, gpu, params string, errOut io.Writer) ([]traceFile, *measuredMachine, error) {
+	o, err := parseOpts(optsFlag)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := readTraces(traces, skipBad, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	mm, err := resolveMeasuredMachine(files, topo, gpu, params, errOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	return files, mm, nil
+}

@@ -51,15 +51,7 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 			return err
 		}
 	}
-	o, err := parseOpts(*optsFlag)
-	if err != nil {
-		return err
-	}
-	files, err := readTraces(traces, *skipBad, o)
-	if err != nil {
-		return err
-	}
-	mm, err := resolveMeasuredMachine(files, *topo, *gpu, *params, errOut)
+	files, mm, err := loadMeasured(traces, *skipBad, *optsFlag, *topo, *gpu, *params, errOut)
 	if err != nil {
 		return err
 	}
