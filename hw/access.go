@@ -72,12 +72,14 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 		}
 	}
 	if k.Loop == LoopSimple {
-		// A copy loop's first stores wait for its first loads.
-		it, err := m.copyIterTimeFor(r, k, bytes)
+		// A copy loop's first stores wait for its first loads: a copy
+		// takes at least one iteration (of as many loads as its bytes
+		// need), however few bytes it moves.
+		d, err := m.firstIteration(r, k, bytes)
 		if err != nil {
 			return err
 		}
-		return m.startAfter(it, spec)
+		return m.startAfter(d, spec)
 	}
 	return m.Net.Launch(spec)
 }

@@ -103,6 +103,26 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	return rtt + m.Phys.CopyIterOverhead + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp), nil
 }
 
+// firstIteration is what a LoopSimple copy of bytes waits before its
+// stream at the loop's rate: one iteration (copyIterTimeFor) less the time
+// the stream takes, so that a copy of less than an iteration takes the
+// iteration, and a longer one its bytes at the loop's rate.
+func (m *Machine) firstIteration(r int, k Kernel, bytes sim.Bytes) (sim.Duration, error) {
+	it, err := m.copyIterTimeFor(r, k, bytes)
+	if err != nil {
+		return 0, err
+	}
+	rate, err := m.LoopRate(r, k)
+	if err != nil || rate <= 0 {
+		return it, err
+	}
+	stream, err := sim.FromSeconds(float64(bytes) / float64(rate))
+	if err != nil {
+		return 0, fmt.Errorf("hw: copy of %d B at %v: %w", bytes, rate, err)
+	}
+	return max(0, it-stream), nil
+}
+
 // llIterTime is one LL loop iteration of a block of threads threads whose
 // lines live in memory at.
 func (m *Machine) llIterTime(r int, at Mem, threads int) (sim.Duration, error) {

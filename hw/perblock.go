@@ -285,13 +285,13 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 	d := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
 	if rec.Slice > 0 {
-		// The slice's copy: its first loads' iteration, then the loop's rate.
+		// The slice's copy: at least one iteration, else the loop's rate.
 		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1}
 		rate, err := m.LoopRate(0, k)
 		if err != nil {
 			return 0, err
 		}
-		it, err := m.copyIterTimeFor(0, k, sim.Bytes(rec.Slice))
+		first, err := m.firstIteration(0, k, sim.Bytes(rec.Slice))
 		if err != nil {
 			return 0, err
 		}
@@ -299,7 +299,7 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		d += it + c
+		d += first + c
 	}
 	if rec.Fence != "none" {
 		f, err := m.FenceCost(0, mem(rec.Dst))
