@@ -35,8 +35,8 @@ import (
 //     round trip to the sources' memory, gpu.copy_iter_overhead and the
 //     issue of the further loads (gpu.vector_issue, gpu.vector_issue_per_warp);
 //     an SM loads at most gpu.sm_load_bandwidth, shared by Kernel.Sources
-//     sources, and stores at most gpu.sm_store_bandwidth. The loop's first
-//     stores wait for its first loads (one iteration).
+//     sources, and stores at most gpu.sm_store_bandwidth. A copy takes at
+//     least one iteration, however few bytes it moves (firstIteration).
 //
 // A loop's rate is in payload bytes per second for the whole kernel (its
 // resident blocks, times Kernel.Share).
