@@ -84,6 +84,14 @@ var Fits = []Fit{
 		On: func(r trace.Record) bool {
 			return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 256<<10
 		}, How: "median of measured − simulated with the parameter at 0"},
+	// NCCL's LL and LL128 with capped channels on two GPUs rest on the
+	// loop parameters fitted on one GPU's local loops (above): every such
+	// record is on their predicted side.
+	{Params: []string{"gpu.ll_iter_overhead", "gpu.ll_iter_per_warp", "gpu.ll128_iter_overhead", "gpu.ll128_iter_per_warp"},
+		Kinds:        []trace.Kind{trace.KindAllreduce},
+		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && (r.Proto == "ll" || r.Proto == "ll128") },
+		AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
+		On:           func(trace.Record) bool { return false }, How: "fitted on one GPU's loops (the loop fits above); none of these records"},
 	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
