@@ -381,7 +381,7 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 			inputs = 2
 		}
 		kern := x.kernels[c.kernel]
-		if kern.LoopGroup != "" || kern.CapGroup != "" {
+		if kern.LoopGroup != "" {
 			// A pass of a block's loop that its other transfers share.
 			return m.LocalPass(r, inputs, n, kern, x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
 		}

@@ -282,13 +282,11 @@ func (m *Machine) LocalTime(r, inputs int, bytes sim.Bytes, k Kernel) (sim.Durat
 // LocalPass runs a pass of rank r's loop over bytes of its own memory
 // (inputs 1: a copy, 2: a reduction), such as NCCL's last receive that
 // copies a FIFO step into the output, and calls done when it ends. With a
-// Kernel.LoopGroup or CapGroup the pass is a transfer over the group's
-// resource, so it takes the block's loop time, or the protocol's ceiling,
-// that the group's sends share (the block runs NCCL's primitives one after
-// another); otherwise it takes LocalTime.
+// Kernel.LoopGroup the pass is a transfer over the group's resource, so it
+// takes the block's loop time that the group's sends share (the block runs
+// NCCL's primitives one after another); otherwise it takes LocalTime.
 func (m *Machine) LocalPass(r, inputs int, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	loop := k.LoopGroup != "" && k.Loop != LoopNone && k.Loop != LoopRanks
-	if !loop && (k.CapGroup == "" || k.RateCap <= 0) {
+	if k.LoopGroup == "" || k.Loop == LoopNone || k.Loop == LoopRanks {
 		d, err := m.LocalTime(r, inputs, bytes, k)
 		if err != nil {
 			return err

@@ -163,7 +163,7 @@ func (l *flowLedger) check(s *algos.Schedule, iters int) []string {
 
 // dataOps counts the operations of s that move data between memories
 // (reads, writes and copies whose source or destination is not the rank's
-// own GPU), and the local passes of a block's loop or cap group (hw.LocalPass),
+// own GPU), and the local passes of a block's loop group (hw.LocalPass),
 // and their bytes: each is one flow per allreduce.
 func dataOps(s *algos.Schedule) (n int, bytes int64) {
 	for r, prog := range s.Programs {
@@ -175,7 +175,7 @@ func dataOps(s *algos.Schedule) (n int, bytes int64) {
 			}
 			own := func(m hw.Mem) bool { return !m.Host && m.Rank == r }
 			local := own(op.Src.Buf.At) && own(op.Dst.Buf.At)
-			if op.Src.Len == 0 || op.Kind == algos.Copy && local || local && op.Kernel.LoopGroup == "" && op.Kernel.CapGroup == "" || !local && op.Kind == algos.Reduce {
+			if op.Src.Len == 0 || op.Kind == algos.Copy && local || local && op.Kernel.LoopGroup == "" || !local && op.Kind == algos.Reduce {
 				continue
 			}
 			n++
