@@ -101,9 +101,10 @@ func (m *Machine) FenceCost(r int, at Mem) (sim.Duration, error) {
 
 // FenceAfterLanding is what a fence adds once the stores it orders have
 // landed in memory at: FenceCost counts from the stores' issue (the
-// measured loop is store, then fence), and a schedule's Fence follows the
-// Write ops it orders, which end when their data has landed, so the
-// landing time is already spent (StoreLanding). Over NVLink on h200x2:
+// measured loop is store, then fence), and a schedule's Fence that is not
+// carried by its stores (algos.Op.Fenced, WriteFenced) follows ops that
+// end when their data has landed, so the landing time is already spent
+// (StoreLanding). Over NVLink on h200x2:
 // 919 − 500 = 419 ns, the acknowledgement's way back plus 70 ns.
 func (m *Machine) FenceAfterLanding(r int, at Mem) (sim.Duration, error) {
 	d, err := m.FenceCost(r, at)
