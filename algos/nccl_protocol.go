@@ -226,20 +226,10 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 		// perChMaxRingLL128Bw), beside the block's LL128 loop.
 		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll128_channel_bw")) * sim.GBps
 	}
-	// NCCL's fixed cost per call beyond the data steps (kernel prologue,
-	// work descriptors, channel setup, epilogue): the base latency of
-	// NCCL's own tuning model, per algorithm and protocol.
-	base := sim.Micros(req.Top.Params.Get("nccl.base_latency." + algo + "." + spec.proto.String()))
-	if spec.proto == protoSimple {
-		// What two-GPU captures of Simple need beyond the base latency and
-		// the measured per-step mechanisms, charged once per call (a
-		// per-step charge would multiply at eight ranks what two ranks
-		// cannot tell apart from a fixed cost).
-		base += sim.Micros(req.Top.Params.Get("nccl.simple_call_extra"))
-	}
+	base := NCCLCallSetup(req.Top.Params, spec.proto.String())
 	for r := 0; r < req.Ranks; r++ {
 		l := b.Add(r, Op{Kind: Launch, Label: "launch"})
-		pl.launch[r] = b.Add(r, Op{Kind: Compute, Dur: base, Label: "NCCL kernel setup (base latency)"}, l)
+		pl.launch[r] = b.Add(r, Op{Kind: Compute, Dur: base, Label: "NCCL per-call cost (its kernel's own, and what two GPUs add)"}, l)
 	}
 	return pl
 }
@@ -431,4 +421,23 @@ func simpleUnroll(top *topology.Topology) int {
 		return 4
 	}
 	return 8
+}
+
+// NCCLKernelOwn is what NCCL's kernel takes per call on one GPU beyond the
+// launch every kernel is charged (gpu.launch_graph + gpu.kernel_prologue):
+// nccl.kernel_fixed, measured as a one-rank communicator's send to and
+// receive from itself in a CUDA graph less an empty kernel node of the
+// same run, less the prologue already charged.
+func NCCLKernelOwn(ps *topology.Params) sim.Duration {
+	return max(0, sim.Micros(ps.Get("nccl.kernel_fixed")-ps.Get("gpu.kernel_prologue")))
+}
+
+// NCCLCallSetup is NCCL's device time per call before its first step
+// beyond the launch: its kernel's own cost on one GPU (NCCLKernelOwn) and
+// what two-GPU captures of the protocol need beyond that and the measured
+// per-step mechanisms, nccl.call_extra.<proto> (fitted; charged once per
+// call, since a per-step charge would multiply at eight ranks what two
+// ranks cannot tell apart from a fixed cost).
+func NCCLCallSetup(ps *topology.Params, proto string) sim.Duration {
+	return NCCLKernelOwn(ps) + sim.Micros(ps.Get("nccl.call_extra."+proto))
 }

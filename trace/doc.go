@@ -41,6 +41,9 @@
 //	fence (arsim)          target variant threads ns_per_iter                   ns_per_iter, "ns"
 //	barrier (arsim)        world barrier stride_words blocks threads            us, "us" (per launch)
 //	                       barriers_per_launch us | launch us_min us_max
+//	nccl_kernel (arsim)    nccl_op launch us | bytes us_min us_max              us, "us"
+//
+// The per-block kinds (poll, block_pingpong, loop) are in docs/TRACE_FORMAT.md.
 //
 // Enumerations: impl ([Impl]) nccl, torch_symm_mem, host_staged_one_shot,
 // arsim_flag_one_shot, arsim_flag_two_shot; algo ring, tree, auto,
@@ -50,7 +53,8 @@
 // uint64; engine copy_engine; dir h2d, d2h, p2p, bidir; api cudaMemcpyAsync,
 // torch.copy_; op read, read_only_loop, read_reduce, write; target host,
 // local, peer; via host, peer; what ce_h2d, ce_d2h, ce_bidir, sm_read,
-// sm_write; barrier cas, flag; mode single, back_to_back, graph_replay.
+// sm_write; barrier cas, flag; mode single, back_to_back, graph_replay;
+// nccl_op self_sendrecv, allreduce_one_rank, memcpy_d2d, empty_kernel.
 // nccl_env is an object of strings (NCCL variables by name). Sizes, counts,
 // times and bandwidths must be positive (prefill_us may be 0), and us_min ≤
 // us ≤ us_max. [WriteJSONL] writes records back in this format.

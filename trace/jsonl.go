@@ -45,13 +45,19 @@ const (
 	// perblock): ns_per_iter of a `loop` (ll, ll128, copy, simple_step,
 	// fence, pull) at `blocks` × `threads`.
 	KindLoop Kind = "loop"
+	// KindNCCLKernel is NCCL's own kernel on one GPU with no peer
+	// (tools/capture nccl-self): us per `nccl_op` (self_sendrecv: a
+	// one-rank communicator sending to and receiving from itself;
+	// allreduce_one_rank, memcpy_d2d and empty_kernel beside it, as
+	// references of the same run) of `bytes`, in a CUDA graph or eager.
+	KindNCCLKernel Kind = "nccl_kernel"
 )
 
 // Kinds returns every kind of JSON Lines v1, in the order FORMAT.md lists them.
 func Kinds() []Kind {
 	return []Kind{KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess,
 		KindPointerChase, KindFlagPingpong, KindEmptyKernel, KindHostLinkConcurrency, KindFence, KindBarrier,
-		KindPoll, KindBlockPingpong, KindLoop}
+		KindPoll, KindBlockPingpong, KindLoop, KindNCCLKernel}
 }
 
 // Clock is how a record's time was taken (its "clock" field).
@@ -204,6 +210,10 @@ type Record struct {
 	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
 	NsPerOp, OneWayNs                                                                float64
 
+	// NCCLOp is what an nccl_kernel record ran: "self_sendrecv",
+	// "allreduce_one_rank", "memcpy_d2d" or "empty_kernel".
+	NCCLOp string
+
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.
 	NCCLEnv map[string]string
@@ -260,7 +270,8 @@ func (r *Record) validate() error {
 
 // Primary returns the record's primary measured value and its unit:
 //
-//   - allreduce, memcpy, sm_access, empty_kernel: Us, "us";
+//   - allreduce, memcpy, sm_access, empty_kernel, barrier, nccl_kernel:
+//     Us, "us";
 //   - allreduce_sequence: Us, the time of the whole sequence, "us";
 //   - pointer_chase: NsPerStep, "ns";
 //   - flag_pingpong: OneWayUs, "us";
@@ -273,7 +284,7 @@ func (r *Record) validate() error {
 func (r Record) Primary() (value float64, unit string, err error) {
 	var field string
 	switch r.Kind {
-	case KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess, KindEmptyKernel, KindBarrier:
+	case KindAllreduce, KindAllreduceSequence, KindMemcpy, KindSMAccess, KindEmptyKernel, KindBarrier, KindNCCLKernel:
 		value, unit, field = r.Us, "us", "us"
 	case KindPointerChase:
 		value, unit, field = r.NsPerStep, "ns", "ns_per_step"

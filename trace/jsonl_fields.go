@@ -112,6 +112,7 @@ var fieldDefs = []fieldDef{
 	{name: "ns_per_op", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
 	{name: "one_way_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
 	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
+	{name: "nccl_op", typ: jString, enum: []string{"allreduce_one_rank", "empty_kernel", "memcpy_d2d", "self_sendrecv"}, str: func(r *Record) *string { return &r.NCCLOp }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }
 
@@ -165,6 +166,7 @@ var required = map[Kind][]string{
 	KindPoll:                {"target", "request", "blocks", "ns_per_op"},
 	KindBlockPingpong:       {"target", "mode", "pairs", "one_way_ns"},
 	KindLoop:                {"loop", "blocks", "threads", "ns_per_iter"},
+	KindNCCLKernel:          {"nccl_op", "launch", "us"},
 }
 
 // isZero reports whether the field is unset in r.

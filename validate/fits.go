@@ -77,13 +77,23 @@ var Fits = []Fit{
 		}, How: "512 threads × 8 × 16 B per iteration"},
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
-	{Params: []string{"nccl.simple_call_extra"}, Files: []string{"h200x2-arsim/measurements.jsonl", "h200x2-arsim/nccl_simple_threads.jsonl"},
+	{Params: []string{"nccl.call_extra.simple"}, Files: []string{"h200x2-arsim/measurements.jsonl", "h200x2-arsim/nccl_simple_threads.jsonl"},
 		Kinds:        []trace.Kind{trace.KindAllreduce},
 		AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
 		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "simple" },
+		On:           callExtraSide, How: "median of measured − simulated with the parameter at 0"},
+	{Params: []string{"nccl.call_extra.ll"}, Files: []string{"h200x2-arsim/measurements.jsonl"},
+		Kinds:  []trace.Kind{trace.KindAllreduce},
+		Covers: func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "ll" },
+		On:     callExtraSide, How: "median of measured − simulated with the parameter at 0"},
+	{Params: []string{"nccl.call_extra.ll128"}, Files: []string{"h200x2-arsim/measurements.jsonl"},
+		Kinds:  []trace.Kind{trace.KindAllreduce},
+		Covers: func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "ll128" },
+		On:     callExtraSide, How: "median of measured − simulated with the parameter at 0"},
+	{Params: []string{"nccl.kernel_fixed"}, Files: []string{"h200x1-arsim/nccl_self.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
 		On: func(r trace.Record) bool {
-			return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 256<<10
-		}, How: "median of measured − simulated with the parameter at 0"},
+			return r.NCCLOp == "self_sendrecv" && r.Launch == trace.LaunchCUDAGraph && r.Bytes == 8
+		}, How: "8 B per call minus the empty kernel node of the same run"},
 	// NCCL's LL and LL128 with capped channels on two GPUs rest on the
 	// loop parameters fitted on one GPU's local loops (above): every such
 	// record is on their predicted side.
@@ -96,6 +106,12 @@ var Fits = []Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
 		}, How: "ns per step"},
+}
+
+// callExtraSide: NCCL in CUDA graphs, bf16, at most 256 KiB (where the
+// per-call cost is most of the time), default channels.
+func callExtraSide(r trace.Record) bool {
+	return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 256<<10
 }
 
 // vectorIssueSide: local one-source copies of 1 block with more than one

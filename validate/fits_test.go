@@ -191,24 +191,52 @@ func lsq(rs []trace.Record, xy func(trace.Record) (float64, float64)) (a, b floa
 	return my - b*mx, b
 }
 
-// nccl.simple_call_extra is the median of measured − simulated over its
+// nccl.call_extra.<proto> is the median of measured − simulated over its
 // fitted side with the parameter at 0.
-func TestSimpleCallExtraFromItsFittedSide(t *testing.T) {
+func TestCallExtraFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x2")
 	require.NoError(t, err)
-	ps := p.DefaultParams()
-	want := ps.Get("nccl.simple_call_extra")
-	require.NoError(t, ps.Set("nccl.simple_call_extra", 0, "zero for the fit"))
-	var diffs []float64
-	for _, f := range []string{"measurements.jsonl", "nccl_simple_threads.jsonl"} {
-		v, err := Run(readOwn(t, f), Options{File: "../testdata/h200x2-arsim/" + f, Params: map[string]*topology.Params{"h200x2": ps}})
-		require.NoError(t, err)
-		for _, r := range v.Records {
-			if r.FittedFor == "nccl.simple_call_extra" {
-				diffs = append(diffs, r.Measured-r.Predicted)
+	for proto, n := range map[string]int{"ll": 52, "ll128": 52, "simple": 112} {
+		name := "nccl.call_extra." + proto
+		ps := p.DefaultParams()
+		want := ps.Get(name)
+		require.NoError(t, ps.Set(name, 0, "zero for the fit"))
+		var diffs []float64
+		for _, f := range []string{"measurements.jsonl", "nccl_simple_threads.jsonl"} {
+			v, err := Run(readOwn(t, f), Options{File: "../testdata/h200x2-arsim/" + f, Params: map[string]*topology.Params{"h200x2": ps}})
+			require.NoError(t, err)
+			for _, r := range v.Records {
+				if r.FittedFor == name {
+					diffs = append(diffs, r.Measured-r.Predicted)
+				}
 			}
 		}
+		require.Len(t, diffs, n, name)
+		assert.InDelta(t, want, median(diffs), 0.01, "%s: its fitted side gives %.3f µs", name, median(diffs))
 	}
-	require.Len(t, diffs, 112)
-	assert.InDelta(t, want, median(diffs), 0.01, "its fitted side gives %.3f µs", median(diffs))
+}
+
+// nccl.kernel_fixed is NCCL's self send/receive of 8 B per call in a CUDA
+// graph minus the empty kernel node of the same run.
+func TestNCCLKernelFixedFromItsCapture(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/nccl_self.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	var self, empty float64
+	for _, r := range recs {
+		if r.Launch != trace.LaunchCUDAGraph {
+			continue
+		}
+		switch {
+		case r.NCCLOp == "self_sendrecv" && r.Bytes == 8:
+			self = r.Us
+		case r.NCCLOp == "empty_kernel":
+			empty = r.Us
+		}
+	}
+	require.Positive(t, self)
+	require.Positive(t, empty)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	assert.InDelta(t, self-empty, p.DefaultParams().Get("nccl.kernel_fixed"), 0.001)
 }

@@ -3,7 +3,7 @@
 
   python3 capture.py [--out DIR] [--quick] [--budget-s S] SUBCOMMAND
 
-subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, nccl-seq, torch, nccl-host, barrier, perblock, all, merge
+subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, nccl-seq, torch, nccl-host, barrier, perblock, nccl-self, all, merge
 Raw records go to DIR/*.jsonl (flushed per record), failures to DIR/*.errors.jsonl; `merge`
 (run by `all` at the end) writes DIR/measurements.jsonl with only valid format-v1 records.
 """
@@ -69,6 +69,11 @@ def cmd_nccl_seq(a, budget=None):
 def cmd_perblock(a):
     import perblock
     perblock.run(a.out, a.quick)
+
+
+def cmd_nccl_self(a):
+    import nccl_self
+    nccl_self.run(a.out, a.quick)
 
 
 def cmd_barrier(a):
@@ -165,13 +170,13 @@ def main(argv=None):
                                                                   "(symmetric-memory allreduce)")
     p.add_argument("--phases", default="system,memcpy,sm,flag-kernels,nccl", help="phases run by `all`")
     p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "nccl-seq", "torch",
-                                   "nccl-host", "barrier", "perblock", "all", "merge"))
+                                   "nccl-host", "barrier", "perblock", "nccl-self", "all", "merge"))
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     if a.system_id:
         os.environ["ARSIM_SYSTEM_ID"] = a.system_id
     {"system": cmd_system, "memcpy": cmd_memcpy, "sm": cmd_sm, "micro2": cmd_micro2, "flag-kernels": cmd_flag,
-     "nccl": cmd_nccl, "nccl-seq": cmd_nccl_seq, "torch": cmd_torch, "nccl-host": cmd_nccl_host, "barrier": cmd_barrier, "perblock": cmd_perblock, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
+     "nccl": cmd_nccl, "nccl-seq": cmd_nccl_seq, "torch": cmd_torch, "nccl-host": cmd_nccl_host, "barrier": cmd_barrier, "nccl-self": cmd_nccl_self, "perblock": cmd_perblock, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 import glob, json, os, sys
 
 KINDS = {"allreduce", "allreduce_sequence", "memcpy", "sm_access", "pointer_chase", "flag_pingpong",
-         "empty_kernel", "host_link_concurrency", "fence", "barrier", "poll", "block_pingpong", "loop"}
+         "empty_kernel", "host_link_concurrency", "fence", "barrier", "poll", "block_pingpong", "loop", "nccl_kernel"}
 CLOCKS = {"device_events", "host", "sm_clock64"}
 REQ = {
     "allreduce": ["world", "dtype", "bytes", "impl", "algo", "transport", "launch", "us", "us_min", "us_max"],
@@ -13,6 +13,7 @@ REQ = {
     "pointer_chase": ["target", "ns_per_step"],
     "flag_pingpong": ["via", "one_way_us"],
     "empty_kernel": ["us", "us_min"],
+    "nccl_kernel": ["nccl_op", "launch", "us", "us_min", "us_max"],
     "host_link_concurrency": ["what", "gpus", "bytes_per_gpu", "gbps_per_gpu", "gbps_total"],
     "fence": ["target", "variant", "threads", "ns_per_iter"],
     "poll": ["target", "request", "spacing_bytes", "blocks", "ns_per_op"],
@@ -33,6 +34,7 @@ ENUMS = {
     "via": {"host", "peer"},
     "dtype": {"bf16", "fp16", "fp32"},
     "request": {"load_volatile", "load_acquire", "load_relaxed", "atomic_add", "atomic_cas"},
+    "nccl_op": {"self_sendrecv", "allreduce_one_rank", "memcpy_d2d", "empty_kernel"},
     "loop": {"ll", "ll128", "ll128w", "group_barrier", "copy", "simple_step", "fence", "pull"},
     "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write"},
 }

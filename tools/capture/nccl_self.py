@@ -1,0 +1,135 @@
+"""nccl_self: NCCL's own kernel on one GPU, without a second GPU (capture.py nccl-self).
+
+Why: NCCL's per-call cost outside its steps (kernel start, loading its communicator, channel and work, its end) was
+so far one number fitted on two GPUs. One GPU can run NCCL's kernel alone: a communicator of one rank (ncclCommInitAll
+over GPU 0) sending to and receiving from itself in one group runs NCCL's send/receive kernel, which copies the
+buffer locally with no peer, no protocol steps and no flags of another GPU. Beside it, in the same CUDA graphs and
+the same run: a one-rank ncclAllReduce (NCCL turns it into a copy), a cudaMemcpyAsync device-to-device copy of the
+same bytes (torch's copy_) and an empty kernel node, so the NCCL kernel's own fixed cost is the difference.
+
+Records: kind `nccl_kernel`, `nccl_op` = self_sendrecv | allreduce_one_rank | memcpy_d2d | empty_kernel, `bytes`,
+`launch` = cudagraph (K ops captured in one graph per replay; us = replay time / K, so graph launch cancels) or eager
+(K ops launched back to back between two events: the host's issue cost included), `us` (median of TRIALS),
+`us_min`, `us_max`, `nccl_version`. NCCL is loaded through ctypes from the library PyTorch ships.
+"""
+import ctypes, glob, os, statistics
+
+from common import Recorder, log
+
+K = 20
+TRIALS = 7
+SIZES = [8, 1024, 4096, 65536, 1 << 20, 16 << 20]
+NCCL_UINT8, NCCL_SUM = 1, 0
+
+
+def _load_nccl():
+    cands = []
+    try:
+        import nvidia.nccl
+        for d in nvidia.nccl.__path__:
+            cands += glob.glob(os.path.join(d, "lib", "libnccl.so*"))
+    except ImportError:
+        pass
+    import torch
+    cands += glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libnccl.so*"))
+    cands.append("libnccl.so.2")
+    for c in cands:
+        try:
+            return ctypes.CDLL(c), c
+        except OSError:
+            continue
+    raise RuntimeError("libnccl not found")
+
+
+class NcclSelf:
+    def __init__(self, out_dir, quick=False):
+        import torch
+        self.torch, self.quick = torch, quick
+        self.rec = Recorder(out_dir, "nccl_self")
+        self.lib, self.path = _load_nccl()
+        v = ctypes.c_int()
+        self.check(self.lib.ncclGetVersion(ctypes.byref(v)), "ncclGetVersion")
+        self.version = v.value
+        torch.cuda.set_device(0)
+        self.comm = ctypes.c_void_p()
+        devs = (ctypes.c_int * 1)(0)
+        self.check(self.lib.ncclCommInitAll(ctypes.byref(self.comm), 1, devs), "ncclCommInitAll")
+        log("NCCL", self.version, "from", self.path)
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what}: ncclResult {rc}")
+
+    def issue(self, op, src, dst, n):
+        torch, lib = self.torch, self.lib
+        s = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        a, b = ctypes.c_void_p(src.data_ptr()), ctypes.c_void_p(dst.data_ptr())
+        if op == "self_sendrecv":
+            self.check(lib.ncclGroupStart(), "ncclGroupStart")
+            self.check(lib.ncclSend(a, ctypes.c_size_t(n), NCCL_UINT8, 0, self.comm, s), "ncclSend")
+            self.check(lib.ncclRecv(b, ctypes.c_size_t(n), NCCL_UINT8, 0, self.comm, s), "ncclRecv")
+            self.check(lib.ncclGroupEnd(), "ncclGroupEnd")
+        elif op == "allreduce_one_rank":
+            self.check(lib.ncclAllReduce(a, b, ctypes.c_size_t(n), NCCL_UINT8, NCCL_SUM, self.comm, s), "ncclAllReduce")
+        elif op == "memcpy_d2d":
+            dst[:n].copy_(src[:n], non_blocking=True)
+        elif op == "empty_kernel":
+            torch.cuda._sleep(0)
+        else:
+            raise ValueError(op)
+
+    def measure(self, op, n, launch):
+        torch = self.torch
+        src = torch.ones(max(n, 16), dtype=torch.uint8, device="cuda")
+        dst = torch.zeros_like(src)
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                self.issue(op, src, dst, n)
+        s.synchronize()
+        g = None
+        if launch == "cudagraph":
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=s):
+                for _ in range(K):
+                    self.issue(op, src, dst, n)
+            g.replay()
+            torch.cuda.synchronize()
+        reps = 5 if self.quick else 50
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        per_op = []
+        for _ in range(TRIALS):
+            with torch.cuda.stream(s):
+                e0.record(s)
+                for _ in range(reps):
+                    if g is not None:
+                        g.replay()
+                    else:
+                        for _ in range(K):
+                            self.issue(op, src, dst, n)
+                e1.record(s)
+            e1.synchronize()
+            per_op.append(e0.elapsed_time(e1) * 1000 / (reps * K))
+        if op == "self_sendrecv":
+            ok = bool(torch.equal(dst[:n], src[:n]))
+            if not ok:
+                raise RuntimeError(f"self_sendrecv {n} B: destination differs from source")
+        rec = {"kind": "nccl_kernel", "clock": "device_events", "nccl_op": op, "launch": launch,
+               "us": statistics.median(per_op), "us_min": min(per_op), "us_max": max(per_op),
+               "ops_per_trial": reps * K, "nccl_version": self.version, "gpus": 1}
+        if op != "empty_kernel":
+            rec["bytes"] = n
+        if g is not None:
+            rec["ops_per_graph"] = K
+        self.rec.emit(rec)
+        log(op, n, launch, f"{statistics.median(per_op):.3f} us")
+
+    def run(self):
+        for launch in ("cudagraph", "eager"):
+            for op in ("empty_kernel", "self_sendrecv", "allreduce_one_rank", "memcpy_d2d"):
+                for n in SIZES if op != "empty_kernel" else [0]:
+                    self.rec.guard(f"{op} {n} {launch}", self.measure, op, n, launch)
+
+
+def run(out_dir, quick=False):
+    NcclSelf(out_dir, quick).run()

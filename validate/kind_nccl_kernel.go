@@ -1,0 +1,50 @@
+package validate
+
+import (
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// nccl_kernel: NCCL's own kernel on one GPU with no peer. A one-rank
+// communicator's send to and receive from itself in a CUDA graph is the
+// launch every kernel pays and NCCL's kernel's own cost
+// (algos.NCCLKernelOwn); only calls of at most 4 KiB are modelled, where
+// the copy itself is a few nanoseconds (larger ones copy with as many
+// blocks as NCCL picks, which the model of this record does not say).
+// The empty kernel node of the same run is a graph's kernel gap; the
+// one-rank allreduce and the device-to-device copy are references of the
+// capture, not NCCL kernels the model runs.
+func init() { Register(trace.KindNCCLKernel, ncclKernelTwin) }
+
+func ncclKernelTwin(r trace.Record) (*Twin, error) {
+	t := &Twin{Group: "nccl_kernel " + r.NCCLOp + " " + string(r.Launch)}
+	if r.Launch != trace.LaunchCUDAGraph {
+		return nil, notModelled("eager %s: the issuing host's cost through PyTorch and ctypes, not modelled", r.NCCLOp)
+	}
+	switch r.NCCLOp {
+	case "empty_kernel":
+		t.Note = "per kernel of a replayed CUDA graph (gpu.launch_graph)"
+		t.Sim = device(GraphKernelGapUs)
+	case "self_sendrecv":
+		if r.Bytes > 4<<10 {
+			return nil, notModelled("self_sendrecv of %d B: NCCL's copy with the blocks it picks is not modelled (only ≤ 4 KiB)", r.Bytes)
+		}
+		t.Note = "NCCL's kernel on one GPU: launch + nccl.kernel_fixed"
+		t.Sim = device(NCCLSelfKernelUs)
+	default:
+		return nil, notModelled("%s: a reference of the capture, not an NCCL kernel the model runs", r.NCCLOp)
+	}
+	return t, nil
+}
+
+// NCCLSelfKernelUs is NCCL's kernel per call on one GPU with no peer, in
+// µs: the launch every kernel is charged and NCCL's kernel's own cost.
+func NCCLSelfKernelUs(top *topology.Topology) (float64, error) {
+	m, err := hw.New(top)
+	if err != nil {
+		return 0, err
+	}
+	return (m.LaunchCost(hw.Graph) + algos.NCCLKernelOwn(top.Params)).Micros(), nil
+}
