@@ -226,7 +226,7 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 		// perChMaxRingLL128Bw), beside the block's LL128 loop.
 		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll128_channel_bw")) * sim.GBps
 	}
-	base := NCCLCallSetup(req.Top.Params, spec.proto.String())
+	base := NCCLCallSetup(req.Top.Params, algo, spec.proto.String())
 	for r := 0; r < req.Ranks; r++ {
 		l := b.Add(r, Op{Kind: Launch, Label: "launch"})
 		pl.launch[r] = b.Add(r, Op{Kind: Compute, Dur: base, Label: "NCCL per-call cost (its kernel's own, and what two GPUs add)"}, l)
@@ -435,9 +435,10 @@ func NCCLKernelOwn(ps *topology.Params) sim.Duration {
 // NCCLCallSetup is NCCL's device time per call before its first step
 // beyond the launch: its kernel's own cost on one GPU (NCCLKernelOwn) and
 // what two-GPU captures of the protocol need beyond that and the measured
-// per-step mechanisms, nccl.call_extra.<proto> (fitted; charged once per
-// call, since a per-step charge would multiply at eight ranks what two
-// ranks cannot tell apart from a fixed cost).
-func NCCLCallSetup(ps *topology.Params, proto string) sim.Duration {
-	return NCCLKernelOwn(ps) + sim.Micros(ps.Get("nccl.call_extra."+proto))
+// per-step mechanisms, nccl.call_extra.<algo>.<proto> (fitted; charged
+// once per call, since a per-step charge would multiply at eight ranks
+// what two ranks cannot tell apart from a fixed cost; per algorithm and
+// protocol, as NCCL's own baseLat).
+func NCCLCallSetup(ps *topology.Params, algo, proto string) sim.Duration {
+	return NCCLKernelOwn(ps) + sim.Micros(ps.Get("nccl.call_extra."+algo+"."+proto))
 }

@@ -41,7 +41,7 @@ type Fit struct {
 }
 
 // Fits are the fitted sides of the project's own captures.
-var Fits = []Fit{
+var Fits = append([]Fit{
 	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop},
 		AlsoPredicts: []string{"h200x1-arsim/perblock_2.jsonl"},
 		On: func(r trace.Record) bool {
@@ -77,19 +77,8 @@ var Fits = []Fit{
 		}, How: "512 threads × 8 × 16 B per iteration"},
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
-	{Params: []string{"nccl.call_extra.simple"}, Files: []string{"h200x2-arsim/measurements.jsonl", "h200x2-arsim/nccl_simple_threads.jsonl"},
-		Kinds:        []trace.Kind{trace.KindAllreduce},
-		AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
-		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "simple" },
-		On:           callExtraSide, How: "median of measured − simulated with the parameter at 0"},
-	{Params: []string{"nccl.call_extra.ll"}, Files: []string{"h200x2-arsim/measurements.jsonl"},
-		Kinds:  []trace.Kind{trace.KindAllreduce},
-		Covers: func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "ll" },
-		On:     callExtraSide, How: "median of measured − simulated with the parameter at 0"},
-	{Params: []string{"nccl.call_extra.ll128"}, Files: []string{"h200x2-arsim/measurements.jsonl"},
-		Kinds:  []trace.Kind{trace.KindAllreduce},
-		Covers: func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "ll128" },
-		On:     callExtraSide, How: "median of measured − simulated with the parameter at 0"},
+	// nccl.call_extra.<algo>.<proto>: one fit per algorithm and protocol
+	// (callExtraFits).
 	{Params: []string{"nccl.kernel_fixed"}, Files: []string{"h200x1-arsim/nccl_self.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
 		On: func(r trace.Record) bool {
 			return r.NCCLOp == "self_sendrecv" && r.Launch == trace.LaunchCUDAGraph && r.Bytes == 8
@@ -106,6 +95,29 @@ var Fits = []Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
 		}, How: "ns per step"},
+}, callExtraFits()...)
+
+// callExtraFits are the fits of nccl.call_extra.<algo>.<proto>, ring and
+// tree × LL, LL128 and Simple, each on its own records of the two-GPU
+// captures; the channel captures are their predicted side.
+func callExtraFits() []Fit {
+	var fs []Fit
+	for _, algo := range []string{"ring", "tree"} {
+		for _, proto := range []string{"ll", "ll128", "simple"} {
+			files := []string{"h200x2-arsim/measurements.jsonl"}
+			if proto == "simple" {
+				files = append(files, "h200x2-arsim/nccl_simple_threads.jsonl")
+			}
+			fs = append(fs, Fit{Params: []string{"nccl.call_extra." + algo + "." + proto}, Files: files,
+				Kinds:        []trace.Kind{trace.KindAllreduce},
+				AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
+				Covers: func(r trace.Record) bool {
+					return r.Impl == trace.ImplNCCL && r.Algo == algo && r.Proto == proto
+				},
+				On: callExtraSide, How: "median of measured − simulated with the parameter at 0"})
+		}
+	}
+	return fs
 }
 
 // callExtraSide: NCCL in CUDA graphs, bf16, at most 256 KiB (where the

@@ -191,19 +191,20 @@ func lsq(rs []trace.Record, xy func(trace.Record) (float64, float64)) (a, b floa
 	return my - b*mx, b
 }
 
-// nccl.call_extra.<proto> is the median of measured − simulated over its
-// fitted side with the parameter at 0.
+// nccl.call_extra.<algo>.<proto> is the median of measured − simulated
+// over its fitted side with the parameter at 0.
 func TestCallExtraFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x2")
 	require.NoError(t, err)
-	for proto, n := range map[string]int{"ll": 52, "ll128": 52, "simple": 112} {
-		name := "nccl.call_extra." + proto
+	n := map[string]int{"ll": 26, "ll128": 26, "simple": 56}
+	for _, f := range callExtraFits() {
+		name := f.Params[0]
 		ps := p.DefaultParams()
 		want := ps.Get(name)
 		require.NoError(t, ps.Set(name, 0, "zero for the fit"))
 		var diffs []float64
-		for _, f := range []string{"measurements.jsonl", "nccl_simple_threads.jsonl"} {
-			v, err := Run(readOwn(t, f), Options{File: "../testdata/h200x2-arsim/" + f, Params: map[string]*topology.Params{"h200x2": ps}})
+		for _, file := range []string{"measurements.jsonl", "nccl_simple_threads.jsonl"} {
+			v, err := Run(readOwn(t, file), Options{File: "../testdata/h200x2-arsim/" + file, Params: map[string]*topology.Params{"h200x2": ps}})
 			require.NoError(t, err)
 			for _, r := range v.Records {
 				if r.FittedFor == name {
@@ -211,7 +212,7 @@ func TestCallExtraFromItsFittedSide(t *testing.T) {
 				}
 			}
 		}
-		require.Len(t, diffs, n, name)
+		require.Len(t, diffs, n[name[strings.LastIndex(name, ".")+1:]], name)
 		assert.InDelta(t, want, median(diffs), 0.01, "%s: its fitted side gives %.3f µs", name, median(diffs))
 	}
 }
