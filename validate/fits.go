@@ -80,6 +80,8 @@ var Fits = append([]Fit{
 	// nccl.call_extra.<algo>.<proto>: one fit per algorithm and protocol
 	// (callExtraFits).
 	{Params: []string{"nccl.kernel_fixed"}, Files: []string{"h200x1-arsim/nccl_self.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
+		AlsoPredicts: []string{"h200x1-arsim/nccl_self_2.jsonl"},
+		Covers:       func(r trace.Record) bool { return r.NCCLOp == "self_sendrecv" },
 		On: func(r trace.Record) bool {
 			return r.NCCLOp == "self_sendrecv" && r.Launch == trace.LaunchCUDAGraph && r.Bytes == 8
 		}, How: "8 B per call minus the empty kernel node of the same run"},
@@ -195,6 +197,8 @@ func dimensionsOf(r trace.Record) []string {
 			d = append(d, "dtype: "+r.Dtype)
 		}
 		return d
+	case trace.KindNCCLKernel:
+		return append(d, "nccl_kernel "+r.NCCLOp)
 	case trace.KindLoop:
 		switch r.Loop {
 		case "ll":

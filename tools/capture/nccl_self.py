@@ -7,7 +7,11 @@ buffer locally with no peer, no protocol steps and no flags of another GPU. Besi
 the same run: a one-rank ncclAllReduce (NCCL turns it into a copy), a cudaMemcpyAsync device-to-device copy of the
 same bytes (torch's copy_) and an empty kernel node, so the NCCL kernel's own fixed cost is the difference.
 
-Records: kind `nccl_kernel`, `nccl_op` = self_sendrecv | allreduce_one_rank | memcpy_d2d | empty_kernel, `bytes`,
+A one-rank ncclAllReduce in place (NCCL has nothing to do) and the same through torch.distributed (one rank, NCCL
+backend) show what PyTorch's wrapper adds per call.
+
+Records: kind `nccl_kernel`, `nccl_op` = self_sendrecv | allreduce_one_rank | allreduce_one_rank_inplace |
+torch_allreduce_one_rank | memcpy_d2d | empty_kernel, `bytes`,
 `launch` = cudagraph (K ops captured in one graph per replay; us = replay time / K, so graph launch cancels) or eager
 (K ops launched back to back between two events: the host's issue cost included), `us` (median of TRIALS),
 `us_min`, `us_max`, `nccl_version`. NCCL is loaded through ctypes from the library PyTorch ships.
@@ -19,6 +23,7 @@ from common import Recorder, log
 K = 20
 TRIALS = 7
 SIZES = [8, 1024, 4096, 65536, 1 << 20, 16 << 20]
+SMALL = [8, 4096, 65536]  # torch / in-place references
 NCCL_UINT8, NCCL_SUM = 1, 0
 
 
@@ -71,12 +76,24 @@ class NcclSelf:
             self.check(lib.ncclGroupEnd(), "ncclGroupEnd")
         elif op == "allreduce_one_rank":
             self.check(lib.ncclAllReduce(a, b, ctypes.c_size_t(n), NCCL_UINT8, NCCL_SUM, self.comm, s), "ncclAllReduce")
+        elif op == "allreduce_one_rank_inplace":
+            self.check(lib.ncclAllReduce(b, b, ctypes.c_size_t(n), NCCL_UINT8, NCCL_SUM, self.comm, s), "ncclAllReduce")
+        elif op == "torch_allreduce_one_rank":
+            self.dist.all_reduce(dst[:n])
         elif op == "memcpy_d2d":
             dst[:n].copy_(src[:n], non_blocking=True)
         elif op == "empty_kernel":
             torch.cuda._sleep(0)
         else:
             raise ValueError(op)
+
+    def init_dist(self):
+        """torch.distributed with one rank over NCCL: what PyTorch's wrapper adds to an allreduce call."""
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29531")
+        dist.init_process_group("nccl", rank=0, world_size=1, device_id=self.torch.device("cuda:0"))
+        self.dist = dist
 
     def measure(self, op, n, launch):
         torch = self.torch
@@ -125,9 +142,14 @@ class NcclSelf:
         log(op, n, launch, f"{statistics.median(per_op):.3f} us")
 
     def run(self):
+        self.rec.guard("torch.distributed init", self.init_dist)
+        ops = ["empty_kernel", "self_sendrecv", "allreduce_one_rank", "allreduce_one_rank_inplace", "memcpy_d2d"]
+        if getattr(self, "dist", None) is not None:
+            ops.append("torch_allreduce_one_rank")
         for launch in ("cudagraph", "eager"):
-            for op in ("empty_kernel", "self_sendrecv", "allreduce_one_rank", "memcpy_d2d"):
-                for n in SIZES if op != "empty_kernel" else [0]:
+            for op in ops:
+                sizes = SIZES if op in ("self_sendrecv", "allreduce_one_rank", "memcpy_d2d") else SMALL
+                for n in sizes if op != "empty_kernel" else [0]:
                     self.rec.guard(f"{op} {n} {launch}", self.measure, op, n, launch)
 
 
