@@ -31,6 +31,7 @@ func (nccl) Options() []OptionSpec {
 		{Name: "channels", Int: channelsRange, Doc: "force the channel count (default: NCCL's choice for the size)"},
 		{Name: "min_channels", Int: channelsRange, Doc: "NCCL_MIN_NCHANNELS: at least this many channels at run time (1..64)"},
 		{Name: "max_channels", Int: channelsRange, Doc: "NCCL_MAX_NCHANNELS: at most this many channels, in the search and at run time (1..64)"},
+		{Name: "transport", Values: []string{"p2p", "shm"}, Doc: "shm = NCCL_P2P_DISABLE: every pair over SHM, whatever p2p_level says; p2p: as p2p_level decides"},
 		{Name: "shm", Values: []string{"on", "off"}, Default: "on", Doc: "off = NCCL_SHM_DISABLE: a pair without P2P cannot run (NCCL would use its network transport, not modelled)"},
 		{Name: "nthreads", Int: IntRange{Min: 64, Max: 512, Step: 32, Why: "NCCL's largest Simple block (NCCL_SIMPLE_MAX_NTHREADS)"},
 			Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
@@ -219,6 +220,9 @@ func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw floa
 	}
 	if v, ok := req.Opts["p2p_level"]; ok {
 		level, p.levelWhat = p2pLevels[v], "p2p_level="+v
+	}
+	if req.Opts["transport"] == "shm" { // NCCL_P2P_DISABLE overrides NCCL_P2P_LEVEL
+		level, p.levelWhat = p2pLevels["loc"], "transport=shm (P2P disabled)"
 	}
 	p.useP2P = make([][]bool, n)
 	for i := range p.useP2P {

@@ -154,3 +154,29 @@ func FuzzTranslateNCCLEnv(f *testing.F) {
 		}
 	})
 }
+
+// NCCL_P2P_DISABLE=1 alone is an option set the nccl algorithm takes
+// (transport=shm with p2p_level=loc), and transport=shm disables P2P even
+// against an explicit p2p_level.
+func TestNCCLP2PDisableRunsNCCLAlone(t *testing.T) {
+	p, err := topology.Lookup("h200x2")
+	require.NoError(t, err)
+	top, err := p.Build()
+	require.NoError(t, err)
+	opts, err := TranslateNCCLEnv(map[string]string{"NCCL_P2P_DISABLE": "1"})
+	require.NoError(t, err)
+	require.NoError(t, ValidateOptions([]string{"nccl"}, top, opts))
+	time := func(o map[string]string) float64 {
+		s, err := Plan("nccl", Request{Top: top, Ranks: 2, Bytes: 1 << 10, DType: BF16, Launch: hw.Graph, Opts: o})
+		require.NoError(t, err)
+		m, err := hw.New(top)
+		require.NoError(t, err)
+		r, err := Run(m, s, RunOptions{})
+		require.NoError(t, err)
+		return r.MeanUs()
+	}
+	shm := time(opts)
+	assert.Equal(t, shm, time(map[string]string{"p2p_level": "loc"}))
+	assert.Equal(t, shm, time(map[string]string{"transport": "shm", "p2p_level": "sys"}))
+	assert.NotEqual(t, shm, time(map[string]string{"p2p_level": "sys"}), "over NVLink it differs")
+}
