@@ -151,7 +151,7 @@ func inspect(s *Schedule) (*shape, error) {
 // buffer).
 func (sh *shape) inspectOp(s *Schedule, r, i int, watch map[Buf][]seg) error {
 	op := &s.Programs[r][i]
-	where := fmt.Sprintf("algos: check %s: rank %d op %d %s", s.Algo, r, i, op.Kind)
+	where := opWhere{s.Algo, r, i, op.Kind}
 	for _, d := range op.After {
 		if d < 0 || d >= i {
 			return fmt.Errorf("%s: depends on op %d, which is not an earlier op of the rank", where, d)
@@ -194,7 +194,7 @@ func (sh *shape) inspectOp(s *Schedule, r, i int, watch map[Buf][]seg) error {
 // well-formed ranges; its local end on the rank's own GPU; a clear only
 // as a plain store from the rank's own sentinel source, which nothing
 // writes.
-func inspectTransfer(where string, r int, op *Op) error {
+func inspectTransfer(where opWhere, r int, op *Op) error {
 	if op.Src.Len != op.Dst.Len || op.Src.Len < 0 || op.Src.Off < 0 || op.Dst.Off < 0 {
 		return fmt.Errorf("%s: ranges %s and %s are malformed", where, op.Src, op.Dst)
 	}
@@ -209,6 +209,18 @@ func inspectTransfer(where string, r int, op *Op) error {
 		return fmt.Errorf("%s: %s: the sentinel source %q cannot be written", where, op.Dst, SentinelName)
 	}
 	return nil
+}
+
+// opWhere names an op in the checker's errors, formatted only when one
+// is made.
+type opWhere struct {
+	algo string
+	r, i int
+	kind OpKind
+}
+
+func (w opWhere) String() string {
+	return fmt.Sprintf("algos: check %s: rank %d op %d %s", w.algo, w.r, w.i, w.kind)
 }
 
 // mergeIntervals sorts [off, end) intervals and merges overlapping ones.

@@ -1,9 +1,10 @@
 package algos
 
 import (
-	"container/heap"
 	"fmt"
 	"strings"
+
+	"github.com/arsim/arsim/internal/minheap"
 )
 
 // The checker's graph: every op of every allreduce it runs, with the
@@ -26,8 +27,11 @@ type checker struct {
 	sh    *shape
 	iters int
 	nodes []node
-	id    map[[3]int]int
-	topo  []int
+	// base[r] is rank r's input-write node in allreduce 0; per the nodes
+	// of one allreduce (id).
+	base []int
+	per  int
+	topo []int
 	// uni[v] is node v's index among the nodes that touch memory (ops
 	// that read or write bytes, data-carried waits, the user's input
 	// writes and output reads), −1 for the others (launches, flags,
@@ -60,8 +64,14 @@ func (c *checker) name(n int) string {
 // checker's graph. It refuses a wait that no op of its allreduce can
 // satisfy, or that two ops satisfy alike.
 func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
-	c := &checker{s: s, sh: sh, iters: iters, id: map[[3]int]int{}}
-	// Nodes: per iteration and rank, input write, ops, output read.
+	c := &checker{s: s, sh: sh, iters: iters}
+	// Nodes: per iteration and rank, input write, ops, output read; the
+	// input write of rank r in allreduce it is node base[r] + it·per.
+	c.base = make([]int, len(s.Programs))
+	for r, prog := range s.Programs {
+		c.base[r] = c.per
+		c.per += len(prog) + 2
+	}
 	for it := 0; it < iters; it++ {
 		for r, prog := range s.Programs {
 			c.add(node{iter: it, rank: r, idx: -1})
@@ -81,8 +91,17 @@ func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
 }
 
 func (c *checker) add(n node) {
-	c.id[[3]int{n.iter, n.rank, n.idx}] = len(c.nodes)
 	c.nodes = append(c.nodes, n)
+}
+
+// id returns the node of rank r's op idx in allreduce it (idx −1: the
+// input write, −2: the output read).
+func (c *checker) id(it, r, idx int) int {
+	start := it*c.per + c.base[r]
+	if idx == -2 {
+		return start + len(c.s.Programs[r]) + 1
+	}
+	return start + 1 + idx
 }
 
 // flagValue is a flag and a value of it counted from the first
@@ -111,22 +130,22 @@ func (c *checker) signals() map[flagValue][]int {
 // every op of the rank.
 func (c *checker) link(n int, signals map[flagValue][]int) error {
 	nd := &c.nodes[n]
-	in := c.id[[3]int{nd.iter, nd.rank, -1}]
+	in := c.id(nd.iter, nd.rank, -1)
 	switch {
 	case nd.idx == -1:
 		if nd.iter > 0 {
 			// The next allreduce starts after the rank's previous one ends.
-			nd.preds = append(nd.preds, c.id[[3]int{nd.iter - 1, nd.rank, -2}])
+			nd.preds = append(nd.preds, c.id(nd.iter-1, nd.rank, -2))
 		}
 	case nd.idx == -2:
 		for i := range c.s.Programs[nd.rank] {
-			nd.preds = append(nd.preds, c.id[[3]int{nd.iter, nd.rank, i}])
+			nd.preds = append(nd.preds, c.id(nd.iter, nd.rank, i))
 		}
 		nd.preds = append(nd.preds, in)
 	default:
 		nd.preds = append(nd.preds, in)
 		for _, d := range nd.op.After {
-			nd.preds = append(nd.preds, c.id[[3]int{nd.iter, nd.rank, d}])
+			nd.preds = append(nd.preds, c.id(nd.iter, nd.rank, d))
 		}
 		if nd.op.Kind == Wait {
 			setter, err := c.setter(n, signals)
@@ -169,19 +188,10 @@ func (c *checker) setter(n int, signals map[flagValue][]int) (int, error) {
 	return best[0], nil
 }
 
-// minHeap is a min-heap of node indices (container/heap).
-type minHeap []int
+// nodeIdx is a node index in the checker's ready heap.
+type nodeIdx int
 
-func (h minHeap) Len() int           { return len(h) }
-func (h minHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *minHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+func (a nodeIdx) Less(b nodeIdx) bool { return a < b }
 
 // order sorts the nodes topologically (Kahn, smallest node first) and
 // computes ancestor sets; a cycle is a deadlock.
@@ -207,18 +217,19 @@ func (c *checker) topoSort() ([][]int, error) {
 			indeg[v]++
 		}
 	}
-	ready := &minHeap{}
+	var ready minheap.Heap[nodeIdx]
 	for v := 0; v < n; v++ {
 		if indeg[v] == 0 {
-			heap.Push(ready, v)
+			ready.Push(nodeIdx(v))
 		}
 	}
+	c.topo = make([]int, 0, n)
 	for ready.Len() > 0 {
-		u := heap.Pop(ready).(int)
+		u := int(ready.Pop())
 		c.topo = append(c.topo, u)
 		for _, v := range succ[u] {
 			if indeg[v]--; indeg[v] == 0 {
-				heap.Push(ready, v)
+				ready.Push(nodeIdx(v))
 			}
 		}
 	}

@@ -1,8 +1,9 @@
 package algos
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/arsim/arsim/hw"
 )
@@ -53,18 +54,45 @@ type access struct {
 }
 
 // races finds two unordered accesses to overlapping bytes, one not a read.
+// The accesses are sorted by buffer (in bufLess order, through their
+// index among the distinct buffers) and offset, stably.
 func (c *checker) races() error {
 	acc := c.accesses()
-	sort.SliceStable(acc, func(i, j int) bool {
-		a, b := acc[i], acc[j]
-		if a.buf != b.buf {
-			return bufLess(a.buf, b.buf)
+	var bufs []Buf
+	seen := map[Buf]bool{}
+	for _, a := range acc {
+		if !seen[a.buf] {
+			seen[a.buf] = true
+			bufs = append(bufs, a.buf)
 		}
-		return a.off < b.off
+	}
+	slices.SortFunc(bufs, func(a, b Buf) int {
+		if bufLess(a, b) {
+			return -1
+		}
+		if bufLess(b, a) {
+			return 1
+		}
+		return 0
 	})
-	for i := range acc {
-		for j := i + 1; j < len(acc) && acc[j].buf == acc[i].buf && acc[j].off < acc[i].end; j++ {
-			a, b := acc[i], acc[j]
+	rank := make(map[Buf]int32, len(bufs))
+	for i, b := range bufs {
+		rank[b] = int32(i)
+	}
+	keys := make([]accessKey, len(acc))
+	for i, a := range acc {
+		keys[i] = accessKey{buf: rank[a.buf], off: a.off, i: int32(i)}
+	}
+	slices.SortStableFunc(keys, func(a, b accessKey) int {
+		if a.buf != b.buf {
+			return cmp.Compare(a.buf, b.buf)
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	for x := range keys {
+		i := keys[x].i
+		for y := x + 1; y < len(keys) && keys[y].buf == keys[x].buf && keys[y].off < acc[i].end; y++ {
+			a, b := acc[i], acc[keys[y].i]
 			if a.node == b.node || (a.mode == 0 && b.mode == 0) || (a.mode == 2 && b.mode == 2) {
 				continue
 			}
@@ -76,6 +104,14 @@ func (c *checker) races() error {
 		}
 	}
 	return nil
+}
+
+// accessKey is an access's sort key: its buffer's place in bufLess order,
+// its offset, and its index in the list.
+type accessKey struct {
+	buf int32
+	off int64
+	i   int32
 }
 
 // accesses lists every node's accesses to memory, in node order: the
