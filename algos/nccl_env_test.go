@@ -155,8 +155,8 @@ func FuzzTranslateNCCLEnv(f *testing.F) {
 	})
 }
 
-// NCCL_P2P_DISABLE=1 alone is an option set the nccl algorithm takes
-// (transport=shm with p2p_level=loc), and transport=shm disables P2P even
+// NCCL_P2P_DISABLE=1 (p2p_level=loc, transport=shm) is taken by nccl
+// alone and by ring alone, and transport=shm disables nccl's P2P even
 // against an explicit p2p_level.
 func TestNCCLP2PDisableRunsNCCLAlone(t *testing.T) {
 	p, err := topology.Lookup("h200x2")
@@ -166,6 +166,8 @@ func TestNCCLP2PDisableRunsNCCLAlone(t *testing.T) {
 	opts, err := TranslateNCCLEnv(map[string]string{"NCCL_P2P_DISABLE": "1"})
 	require.NoError(t, err)
 	require.NoError(t, ValidateOptions([]string{"nccl"}, top, opts))
+	require.NoError(t, ValidateOptions([]string{"ring"}, top, opts), "ring takes its transport=shm")
+	require.Error(t, ValidateOptions([]string{"ring"}, top, map[string]string{"p2p_level": "loc"}), "p2p_level alone is nccl's")
 	time := func(o map[string]string) float64 {
 		s, err := Plan("nccl", Request{Top: top, Ranks: 2, Bytes: 1 << 10, DType: BF16, Launch: hw.Graph, Opts: o})
 		require.NoError(t, err)
