@@ -100,8 +100,13 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	}
 	rtt := 2*p.latency + m.memLatency(src)
 	loads := m.Phys.LoadsInFlight
-	if k.LoadsInFlight > 0 {
+	switch {
+	case k.LoadsInFlight > 0:
 		loads = k.LoadsInFlight
+	case k.Loop == LoopLL128:
+		// Each thread loads its 64 bytes of the warp's 128-byte lines at
+		// once: four 16-byte loads in flight (prims_ll128.h).
+		loads = ll128DataPerThread * 128 / 120 / 16
 	}
 	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
 	if k.ReduceLoop {
