@@ -29,48 +29,11 @@ func (m *Machine) WriteFenced(r int, dst Mem, bytes sim.Bytes, k Kernel, label s
 // write is Write, or WriteFenced when fenced: then done runs the fence's
 // cost after the last byte leaves instead of the route's latency.
 func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func(), fenced bool) error {
-	if err := k.check("write", label); err != nil {
-		return err
-	}
-	p, err := m.path(GPUMem(r), dst)
+	spec, err := m.writeFlow(r, dst, &k, label, fenced)
 	if err != nil {
 		return err
 	}
-	if err := m.p2pOn(p, r, dst, "write"); err != nil {
-		return err
-	}
-	sms := min(k.Blocks, m.Phys.SMs)
-	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
-	if k.Loop == LoopLL || k.Loop == LoopLL128 || k.Loop == LoopSimple {
-		capr /= sim.Rate(k.wire()) // the SMs store wire bytes (LL's flags, LL128's flag words)
-	}
-	if p.smp && !dst.Host {
-		capr = min(capr, m.Phys.SMPFlowCap)
-	}
-	route, capr, err := m.capped(m.route(p, smStore, k.wire(), false), capr, k)
-	if err != nil {
-		return err
-	}
-	if k.Loop != LoopRanks { // a pull loop bounds its loads, not the kernel's stores
-		route, capr, err = m.loopBound(r, route, capr, k)
-		if err != nil {
-			return err
-		}
-	}
-	class := 0
-	if !dst.Host {
-		class = p.destHB
-	}
-	spec := sim.FlowSpec{
-		Label: label, Kind: sim.Write, Class: class,
-		Route: route, Bytes: bytes, Cap: capr,
-		Latency: p.latency + m.memLatency(dst), Done: done,
-	}
-	if fenced {
-		if spec.Latency, err = m.FenceCost(r, dst); err != nil {
-			return err
-		}
-	}
+	spec.Label, spec.Bytes, spec.Done = label, bytes, done
 	if k.Loop == LoopSimple {
 		// A copy loop's first stores wait for its first loads: a copy
 		// takes at least one iteration (of as many loads as its bytes
@@ -82,6 +45,55 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 		return m.startAfter(d, spec)
 	}
 	return m.Net.Launch(spec)
+}
+
+// writeSpec is a write's flow but for its label, bytes and callback: a
+// function of its arguments and the machine only (writeFlow keeps the
+// last one of each rank). label is for error messages.
+func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool) (sim.FlowSpec, error) {
+	if err := k.check("write", label); err != nil {
+		return sim.FlowSpec{}, err
+	}
+	p, err := m.path(GPUMem(r), dst)
+	if err != nil {
+		return sim.FlowSpec{}, err
+	}
+	if err := m.p2pOn(p, r, dst, "write"); err != nil {
+		return sim.FlowSpec{}, err
+	}
+	sms := min(k.Blocks, m.Phys.SMs)
+	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
+	if k.Loop == LoopLL || k.Loop == LoopLL128 || k.Loop == LoopSimple {
+		capr /= sim.Rate(k.wire()) // the SMs store wire bytes (LL's flags, LL128's flag words)
+	}
+	if p.smp && !dst.Host {
+		capr = min(capr, m.Phys.SMPFlowCap)
+	}
+	route, capr, err := m.capped(m.route(p, smStore, k.wire(), false), capr, k)
+	if err != nil {
+		return sim.FlowSpec{}, err
+	}
+	if k.Loop != LoopRanks { // a pull loop bounds its loads, not the kernel's stores
+		route, capr, err = m.loopBound(r, route, capr, k)
+		if err != nil {
+			return sim.FlowSpec{}, err
+		}
+	}
+	class := 0
+	if !dst.Host {
+		class = p.destHB
+	}
+	spec := sim.FlowSpec{
+		Kind: sim.Write, Class: class,
+		Route: route, Cap: capr,
+		Latency: p.latency + m.memLatency(dst),
+	}
+	if fenced {
+		if spec.Latency, err = m.FenceCost(r, dst); err != nil {
+			return sim.FlowSpec{}, err
+		}
+	}
+	return spec, nil
 }
 
 // Read pulls bytes from memory src into rank r with SM loads and calls done
