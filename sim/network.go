@@ -307,11 +307,8 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 		return nil, fmt.Errorf("sim: flow %q: needs a route or a rate cap", spec.Label)
 	}
 	for i, h := range spec.Route {
-		if _, err := n.resource(h.Res); err != nil {
-			return nil, fmt.Errorf("sim: flow %q hop %d: %w", spec.Label, i, err)
-		}
-		if !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
-			return nil, fmt.Errorf("sim: flow %q hop %d (%s): weight must be finite and ≥ 0, got %v", spec.Label, i, n.res[h.Res].Name, h.Weight)
+		if uint(h.Res) >= uint(len(n.res)) || !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
+			return nil, n.badHop(spec, i)
 		}
 	}
 	n.nextID++
@@ -359,6 +356,16 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	n.attach(f)
 	n.dirty()
 	return f, nil
+}
+
+// badHop words the error of a spec whose hop i names no resource or has
+// a weight that is not finite and ≥ 0.
+func (n *Network) badHop(spec *FlowSpec, i int) error {
+	h := spec.Route[i]
+	if _, err := n.resource(h.Res); err != nil {
+		return fmt.Errorf("sim: flow %q hop %d: %w", spec.Label, i, err)
+	}
+	return fmt.Errorf("sim: flow %q hop %d (%s): weight must be finite and ≥ 0, got %v", spec.Label, i, n.res[h.Res].Name, h.Weight)
 }
 
 // attach makes f active: listed by the network and by every resource it

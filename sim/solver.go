@@ -162,7 +162,12 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 			}
 		}
 		n.queue = queue
-		if len(comp) > 0 {
+		switch {
+		case len(comp) == 0:
+		case alike(comp):
+			n.solveAlike(comp)
+			all = append(all, comp...)
+		default:
 			slices.SortFunc(comp, canonical)
 			n.solve(comp)
 			all = append(all, comp...)
