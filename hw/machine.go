@@ -122,7 +122,7 @@ type Machine struct {
 	// the map lookup.
 	lastPath []*path
 	lastTo   []Mem
-	wmemo    []writeMemo // by rank: its last write's flow (writeFlow)
+	wmemo    []*writeMemos // by rank: its writes' flows (writeFlow)
 	// flagGroups: the sector group of each flag made by NewFlag with one;
 	// pollers: the waits polling each sector group of host memory now.
 	flagGroups map[*sim.FlagVar]string
