@@ -302,13 +302,16 @@ func (x *executor) done(r int, k int32) {
 		// Retire the finished ops at the bottom of the window and load
 		// as many new ones.
 		cur := p.base
-		for i := p.basePos*x.nranks + r; p.base < p.next && x.slots[i].done(); {
-			p.base++
-			i += x.nranks
-			if p.basePos++; p.basePos == p.cap {
-				p.basePos, i = 0, r
+		base, pos, next, nr := p.base, p.basePos, p.next, x.nranks
+		slots := x.slots
+		for i := pos*nr + r; base < next && slots[i].bits&opDone != 0; {
+			base++
+			i += nr
+			if pos++; pos == p.cap {
+				pos, i = 0, r
 			}
 		}
+		p.base, p.basePos = base, pos
 		for p.next < p.n && p.next-p.base < p.cap {
 			x.load(r, cur)
 		}
