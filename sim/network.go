@@ -116,8 +116,9 @@ type Flow struct {
 	since     Time
 	finish    Time // when the last byte leaves at the current rate
 	visit     uint64
-	heap      int32 // position in Network.due, −1 if not there
-	index     int32 // position in Network.flows, −1 when inactive
+	dueG      *dueGroup // the flow's group in the due set, nil if not there
+	dueI      int32     // its position in dueG.flows
+	index     int32     // position in Network.flows, −1 when inactive
 	frozen    bool
 	active    bool
 	pooled    bool    // started by Launch: the record is reused after it finishes
@@ -176,8 +177,12 @@ type Network struct {
 	tickGen  int64
 	tickAt   Time
 	tickLive bool
-	// Flows that have a rate, by (finish, ID): the next completion is due[0].
-	due []dueRef
+	// Flows that have a rate, by finish (due.go): the next completion is
+	// dueHeap[0]'s.
+	dueHeap   []*dueGroup
+	dueRecent [dueRecentSize]*dueGroup
+	dueFree   []*dueGroup
+	dueTaken  []*Flow
 	// What changed since the last settle: resources whose flows changed,
 	// and started flows without a route (each its own component).
 	dirtyRes   []*Resource
@@ -188,8 +193,6 @@ type Network struct {
 	comp, all, done   []*Flow
 	changed           []*Flow // flows whose rate changed, for observers
 	classes           []int
-	dueIdx            []int32
-	dueRefs           []dueRef
 	byIDScratch       []*Flow
 	free              []*Flow // finished Launch records, for reuse
 	// log of the wire bytes added to resources, for Advance (see Snapshot).
@@ -325,7 +328,7 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	// f is new or cleared when it last finished: set what is not zero.
 	f.ID, f.Spec, f.Start = n.nextID, *spec, now
 	f.remaining, f.since = float64(spec.Bytes), now
-	f.active, f.pooled, f.heap, f.index = true, pooled, -1, -1
+	f.active, f.pooled, f.dueI, f.index = true, pooled, -1, -1
 	// The flow keeps its own copy of the route, weights normalised.
 	var route []Hop
 	switch k := len(spec.Route); {
@@ -451,6 +454,6 @@ func (n *Network) finish(f *Flow, now Time) {
 func (f *Flow) clear() {
 	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
 	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Meta = "", nil, nil, nil
-	f.heap, f.index, f.active, f.pooled = 0, 0, false, false
+	f.dueG, f.dueI, f.index, f.active, f.pooled = nil, 0, 0, false, false
 	f.slots = nil
 }

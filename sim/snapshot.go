@@ -211,7 +211,7 @@ func (s *Snapshot) putNetwork(names map[uintptr]uint64, n *Network) bool {
 	slices.SortFunc(flows, byID)
 	s.put(uint64(len(flows)))
 	for _, f := range flows {
-		s.put(uint64(n.nextID-f.ID), b2u(f.heap >= 0))
+		s.put(uint64(n.nextID-f.ID), b2u(f.dueG != nil))
 		s.putTime(f.Start)
 		s.putTime(f.since)
 		s.putTime(f.finish)
@@ -287,10 +287,7 @@ func (n *Network) advance(from, to netMark, periods int, d Duration) {
 		f.since = f.since.Add(d)
 		f.finish = f.finish.Add(d)
 	}
-	for i := range n.due {
-		n.due[i].id += dID
-		n.due[i].finish = n.due[i].finish.Add(d)
-	}
+	n.shiftDue(d)
 	for _, r := range n.res {
 		r.since = r.since.Add(d)
 	}

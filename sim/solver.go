@@ -23,9 +23,9 @@ func (n *Network) settle() {
 	if n.reference || len(n.dirtyRes) > 0 || len(n.dirtyFlows) > 0 {
 		n.reshare(now)
 	}
-	if len(n.due) > 0 && (!n.tickLive || n.tickAt != n.due[0].finish) {
+	if len(n.dueHeap) > 0 && (!n.tickLive || n.tickAt != n.dueNext()) {
 		n.tickGen++
-		n.tickAt, n.tickLive = n.due[0].finish, true
+		n.tickAt, n.tickLive = n.dueNext(), true
 		n.eng.CallAt(n.tickAt, n.handler, n.tickGen)
 	}
 	for _, f := range done {
@@ -184,7 +184,7 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 func (n *Network) applyRates(now Time, all []*Flow) {
 	changed := n.changed[:0]
 	for _, f := range all {
-		if f.next == f.rate && f.heap >= 0 {
+		if f.next == f.rate && f.dueG != nil {
 			continue
 		}
 		f.remaining -= f.rate * now.Sub(f.since).Seconds()
