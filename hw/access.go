@@ -100,15 +100,27 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 // when the last completion is back. The rate is capped at bytes in flight /
 // round trip (Little's law).
 func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	if err := k.check("read", label); err != nil {
-		return err
-	}
-	p, err := m.path(src, GPUMem(r))
+	spec, delay, err := m.readFlow(r, src, &k, label)
 	if err != nil {
 		return err
 	}
+	spec.Label, spec.Bytes, spec.Done = label, bytes, done
+	return m.startAfter(delay, spec)
+}
+
+// readSpec is a read's flow but for its label, bytes and callback, and
+// the wait before it starts: a function of its arguments and the machine
+// only (readFlow keeps them). label is for error messages.
+func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec, sim.Duration, error) {
+	if err := k.check("read", label); err != nil {
+		return sim.FlowSpec{}, 0, err
+	}
+	p, err := m.path(src, GPUMem(r))
+	if err != nil {
+		return sim.FlowSpec{}, 0, err
+	}
 	if err := m.p2pOn(p, r, src, "read"); err != nil {
-		return err
+		return sim.FlowSpec{}, 0, err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
 	loads := m.Phys.LoadsInFlight
@@ -128,23 +140,23 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	}
 	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
 	if err != nil {
-		return err
+		return sim.FlowSpec{}, 0, err
 	}
 	route, capr, err = m.loopBound(r, route, capr, k)
 	if err != nil {
-		return err
+		return sim.FlowSpec{}, 0, err
 	}
 	spec := sim.FlowSpec{
-		Label: label, Kind: sim.Read,
-		Route: route, Bytes: bytes, Cap: capr,
-		Latency: p.latency, Done: done,
+		Kind:  sim.Read,
+		Route: route, Cap: capr,
+		Latency: p.latency,
 	}
 	if k.Polled {
 		spec.Latency = 0
-		return m.startAfter(0, spec)
+		return spec, 0, nil
 	}
 	// The first request reaches the data one way plus a memory access in.
-	return m.startAfter(p.latency+m.memLatency(src), spec)
+	return spec, p.latency + m.memLatency(src), nil
 }
 
 // CopyDir is the direction of a copy-engine transfer.

@@ -122,7 +122,8 @@ type Machine struct {
 	// the map lookup.
 	lastPath []*path
 	lastTo   []Mem
-	wmemo    []*writeMemos // by rank: its writes' flows (writeFlow)
+	wmemo    []*flowMemos // by rank: its writes' flows (writeFlow)
+	rmemo    []*flowMemos // by rank: its reads' flows (readFlow)
 	// flagGroups: the sector group of each flag made by NewFlag with one;
 	// pollers: the waits polling each sector group of host memory now.
 	flagGroups map[*sim.FlagVar]string
