@@ -219,9 +219,6 @@ func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec) error {
 	if spec.Bytes < 0 {
 		return fmt.Errorf("hw: %s: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
 	}
-	m.Eng.After(d, func() {
-		// The route and sizes were checked above; Start cannot fail here.
-		_ = m.Net.Launch(spec)
-	})
+	m.launchAfter(d, &spec)
 	return nil
 }
