@@ -33,6 +33,30 @@ func alike(comp []*Flow) bool {
 	return true
 }
 
+// soleAlike returns r0's flows as a component of alike flows, each
+// marked visited by ep, when each crosses r0 only, with the same weight
+// and cap (then they are the whole component, which the search would
+// find in the same order). Otherwise it marks nothing and returns false.
+func (n *Network) soleAlike(r0 *Resource, ep uint64) ([]*Flow, bool) {
+	f0 := r0.flows[0].f
+	if len(f0.Spec.Route) != 1 {
+		return nil, false
+	}
+	h0, c0 := f0.Spec.Route[0], f0.Spec.Cap
+	for _, ref := range r0.flows[1:] {
+		if r := ref.f.Spec.Route; len(r) != 1 || r[0] != h0 || ref.f.Spec.Cap != c0 {
+			return nil, false
+		}
+	}
+	comp := n.comp[:0]
+	for _, ref := range r0.flows {
+		ref.f.visit = ep
+		comp = append(comp, ref.f)
+	}
+	n.comp = comp
+	return comp, true
+}
+
 // solveAlike is solve for a component of alike flows (see alike), in any
 // order: it makes the sums solve makes, flow by flow and hop by hop, and
 // then the same progressive filling, whose every step is the same for

@@ -118,7 +118,7 @@ type Flow struct {
 	visit     uint64
 	dueG      *dueGroup // the flow's group in the due set, nil if not there
 	dueI      int32     // its position in dueG.flows
-	index     int32     // position in Network.flows, −1 when inactive
+	index     int32     // position in Network.routeless (a flow without a route), −1 when inactive
 	frozen    bool
 	active    bool
 	pooled    bool    // started by Launch: the record is reused after it finishes
@@ -162,15 +162,16 @@ type Observer interface {
 // started, and every event of the network settles it (see settle), so
 // nothing depends on which of an instant's events ran first.
 type Network struct {
-	eng      *Engine
-	res      []*Resource
-	flows    []*Flow // active flows, in no particular order
-	obs      Observer
-	nextID   FlowID
-	started  uint64
-	finished uint64
-	handler  HandlerID // settles the network: argument 0 now, else a completion tick
-	pending  bool      // a settle is queued for this instant
+	eng       *Engine
+	res       []*Resource
+	active    int     // flows now active
+	routeless []*Flow // active flows without a route, in no particular order
+	obs       Observer
+	nextID    FlowID
+	started   uint64
+	finished  uint64
+	handler   HandlerID // settles the network: argument 0 now, else a completion tick
+	pending   bool      // a settle is queued for this instant
 	// The completion tick: one event at the earliest finish, due[0]; it
 	// carries a generation so that ticks superseded by a later settle do
 	// nothing.
@@ -268,7 +269,21 @@ func (n *Network) Resource(id ResourceID) *Resource {
 func (n *Network) Resources() []*Resource { return n.res }
 
 // Active returns the number of flows now moving bytes.
-func (n *Network) Active() int { return len(n.flows) }
+func (n *Network) Active() int { return n.active }
+
+// activeFlows appends every active flow to fs, in no particular order:
+// those with a route as listed by the resource of their first hop, then
+// the routeless ones.
+func (n *Network) activeFlows(fs []*Flow) []*Flow {
+	for _, r := range n.res {
+		for _, ref := range r.flows {
+			if ref.hop == 0 {
+				fs = append(fs, ref.f)
+			}
+		}
+	}
+	return append(fs, n.routeless...)
+}
 
 // Counts returns how many flows have started and finished.
 func (n *Network) Counts() (started, finished uint64) { return n.started, n.finished }
@@ -374,8 +389,7 @@ func (n *Network) badHop(spec *FlowSpec, i int) error {
 // attach makes f active: listed by the network and by every resource it
 // crosses, which become dirty.
 func (n *Network) attach(f *Flow) {
-	f.index = int32(len(n.flows))
-	n.flows = append(n.flows, f)
+	n.active++
 	for i, h := range f.Spec.Route {
 		r := n.res[h.Res]
 		f.slots[i] = int32(len(r.flows))
@@ -383,18 +397,24 @@ func (n *Network) attach(f *Flow) {
 		n.markDirty(r)
 	}
 	if len(f.Spec.Route) == 0 {
+		f.index = int32(len(n.routeless))
+		n.routeless = append(n.routeless, f)
 		n.dirtyFlows = append(n.dirtyFlows, f)
 	}
 }
 
 // detach removes an active flow from the network's and its resources' lists.
 func (n *Network) detach(f *Flow) {
-	last := n.flows[len(n.flows)-1]
-	n.flows[f.index] = last
-	last.index = f.index
-	n.flows[len(n.flows)-1] = nil
-	n.flows = n.flows[:len(n.flows)-1]
-	f.index = -1
+	n.active--
+	if len(f.Spec.Route) == 0 {
+		k := len(n.routeless) - 1
+		last := n.routeless[k]
+		n.routeless[f.index] = last
+		last.index = f.index
+		n.routeless[k] = nil
+		n.routeless = n.routeless[:k]
+		f.index = -1
+	}
 	for i, h := range f.Spec.Route {
 		r := n.res[h.Res]
 		p := f.slots[i]

@@ -207,7 +207,7 @@ func (s *Snapshot) putNetwork(names map[uintptr]uint64, n *Network) bool {
 			s.putTime(r.since)
 		}
 	}
-	flows := slices.Clone(n.flows)
+	flows := n.activeFlows(nil)
 	slices.SortFunc(flows, byID)
 	s.put(uint64(len(flows)))
 	for _, f := range flows {
@@ -281,7 +281,7 @@ func (n *Network) advance(from, to netMark, periods int, d Duration) {
 	n.nextID += dID
 	n.started += k * (to.started - from.started)
 	n.finished += k * (to.finished - from.finished)
-	for _, f := range n.flows {
+	for _, f := range n.activeFlows(nil) {
 		f.ID += dID
 		f.Start = f.Start.Add(d)
 		f.since = f.since.Add(d)

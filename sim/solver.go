@@ -100,11 +100,7 @@ func (n *Network) reshare(now Time) {
 		for _, r := range n.res {
 			n.markDirty(r)
 		}
-		for _, f := range n.flows {
-			if len(f.Spec.Route) == 0 {
-				n.dirtyFlows = append(n.dirtyFlows, f)
-			}
-		}
+		n.dirtyFlows = append(n.dirtyFlows, n.routeless...)
 	}
 	all, touch := n.solveDirty()
 	n.applyRates(now, all)
@@ -142,6 +138,14 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 		// Breadth-first search of r0's component over resources and flows.
 		r0.visit = ep
 		touch = append(touch, r0)
+		if len(r0.flows) == 0 {
+			continue // its flows finished: its load is now zero
+		}
+		if comp, ok := n.soleAlike(r0, ep); ok {
+			n.solveAlike(comp)
+			all = append(all, comp...)
+			continue
+		}
 		queue := append(n.queue[:0], r0)
 		comp := n.comp[:0]
 		for qi := 0; qi < len(queue); qi++ {
