@@ -20,6 +20,7 @@ type executor struct {
 	m        *hw.Machine
 	eng      *sim.Engine
 	src      source
+	stream   *streamSource // src when it is one (called directly)
 	algo     string
 	nranks   int
 	opt      RunOptions
@@ -126,7 +127,13 @@ func (x *executor) load(r, cur int) {
 	}
 	s := x.slot(r, int32(k))
 	c := x.coldOf(r, int32(k))
-	after, err := x.src.fill(x, r, j, s, c)
+	var after []int
+	var err error
+	if x.stream != nil {
+		after, err = x.stream.fill(x, r, j, s, c)
+	} else {
+		after, err = x.src.fill(x, r, j, s, c)
+	}
 	if err != nil {
 		x.fail(err)
 		return
@@ -312,8 +319,8 @@ func (x *executor) done(r int, k int32) {
 			}
 		}
 		p.base, p.basePos = base, pos
-		for p.next < p.n && p.next-p.base < p.cap {
-			x.load(r, cur)
+		for k := min(p.n-next, p.cap-(next-base)); k > 0; k-- {
+			x.load(r, cur) // each loads op p.next and advances it
 		}
 	}
 	if p.left == 0 {

@@ -12,7 +12,7 @@ import (
 // Write streams bytes of SM stores from rank r to memory dst and calls done
 // when the last byte has landed.
 func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	return m.write(r, dst, bytes, k, label, done, false)
+	return m.write(r, dst, bytes, &k, label, done, false)
 }
 
 // WriteFenced streams bytes of SM stores from rank r to memory dst, the
@@ -23,13 +23,13 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 // before the data lands, which it does one route latency after its last
 // byte leaves.
 func (m *Machine) WriteFenced(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	return m.write(r, dst, bytes, k, label, done, true)
+	return m.write(r, dst, bytes, &k, label, done, true)
 }
 
 // write is Write, or WriteFenced when fenced: then done runs the fence's
 // cost after the last byte leaves instead of the route's latency.
-func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func(), fenced bool) error {
-	spec, err := m.writeFlow(r, dst, &k, label, fenced)
+func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string, done func(), fenced bool) error {
+	spec, err := m.writeFlow(r, dst, k, label, fenced)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 		// A copy loop's first stores wait for its first loads: a copy
 		// takes at least one iteration (of as many loads as its bytes
 		// need), however few bytes it moves.
-		d, err := m.firstIteration(r, k, bytes)
+		d, err := m.firstIteration(r, *k, bytes)
 		if err != nil {
 			return err
 		}
