@@ -20,7 +20,7 @@ type executor struct {
 	m        *hw.Machine
 	eng      *sim.Engine
 	src      source
-	stream   *streamSource // src when it is one (called directly)
+	compact  *streamSource // src when it is a compact stream (called directly)
 	algo     string
 	nranks   int
 	opt      RunOptions
@@ -129,8 +129,8 @@ func (x *executor) load(r, cur int) {
 	c := x.coldOf(r, int32(k))
 	var after []int
 	var err error
-	if x.stream != nil {
-		after, err = x.stream.fill(x, r, j, s, c)
+	if x.compact != nil {
+		after, err = x.compact.fillCompact(r, j, s, c)
 	} else {
 		after, err = x.src.fill(x, r, j, s, c)
 	}

@@ -276,12 +276,15 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 		opt.IssueInterval = 0
 	}
 	m.Eng.SetEventLimit(opt.EventLimit)
-	stream, _ := src.(*streamSource)
-	x := &executor{stream: stream, m: m, eng: m.Eng, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(),
+	x := &executor{m: m, eng: m.Eng, src: src, algo: s.Algo, nranks: s.Ranks, opt: opt, stride: src.strides(),
 		kernelID: map[hw.Kernel]int32{}, labels: []string{""}, labelID: map[string]int32{"": 0},
 		res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
 	for _, f := range src.flags() {
 		x.flagVars = append(x.flagVars, m.NewFlag(f.String(), f.At, f.Sector))
+	}
+	if st, ok := src.(*streamSource); ok && st.cst != nil {
+		st.bind(x)
+		x.compact = st
 	}
 	x.ranks = make([]rankRun, s.Ranks)
 	maxCap := 0
