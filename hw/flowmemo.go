@@ -24,10 +24,10 @@ type flowMemo struct {
 // replaces the oldest).
 const memoWays = 8
 
-// flowMemos are a rank's kept transfers of one kind and the next to
-// replace.
+// flowMemos are a rank's kept transfers of one kind (as many as it has
+// made, up to memoWays) and the next to replace.
 type flowMemos struct {
-	e    [memoWays]flowMemo
+	e    []flowMemo
 	next int
 }
 
@@ -64,6 +64,10 @@ func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) {
 		(*ms)[r] = w
 	}
 	e.ok = true
+	if len(w.e) < memoWays {
+		w.e = append(w.e, e)
+		return
+	}
 	w.e[w.next] = e
 	w.next = (w.next + 1) % memoWays
 }
