@@ -169,8 +169,14 @@ func (x *executor) load(r, cur int) {
 		x.start(r, int32(k))
 		return
 	}
+	x.late(r, j, c)
+}
+
+// late stops the run at op j of rank r (its cold slot c), which was ready
+// before it was loaded.
+func (x *executor) late(r, j int, c *slotCold) {
 	x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s) was ready before %v but outside the window of %d ops, which unfinished earlier ops filled; starting it late would change the result: the stream needs a larger window",
-		x.algo, r, j, x.labels[c.label], now, p.cap))
+		x.algo, r, j, x.labels[c.label], x.eng.Now(), x.ranks[r].cap))
 }
 
 // fill copies into s and c what starting op (op i of rank r) needs.
