@@ -408,14 +408,34 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 		x.finishIn(r, k, d)
 	case s.kind == Read:
 		return m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
-	case s.kind == Write && s.bits&opFenced != 0:
-		return m.WriteFenced(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
 	case s.kind == Write:
-		return m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
+		return x.write(r, k, s, c)
 	default:
 		return fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, x.opIndex(r, k), s.kind)
 	}
 	return nil
+}
+
+// write starts a Write. When the rank's last write had the same
+// destination, kernel and fencing, hw is told so (WriteAgain) and spared
+// comparing them.
+func (x *executor) write(r int, k int32, s *slot, c *slotCold) error {
+	m, n, fin := x.m, sim.Bytes(s.n), x.cold[int(k)*x.nranks+r].fin
+	fenced := s.bits&opFenced != 0
+	w := lastWrite{ok: true, fenced: fenced, dst: s.dst, kernel: c.kernel}
+	if p := &x.ranks[r]; p.lastWrite == w {
+		return m.WriteAgain(r, n, x.labels[c.label], fin)
+	}
+	var err error
+	if fenced {
+		err = m.WriteFenced(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], fin)
+	} else {
+		err = m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], fin)
+	}
+	if err == nil {
+		x.ranks[r].lastWrite = w
+	}
+	return err
 }
 
 // signal starts a Signal: the flag is raised now (inline with data

@@ -33,6 +33,12 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string
 	if err != nil {
 		return err
 	}
+	return m.launchWrite(r, spec, k, bytes, label, done)
+}
+
+// launchWrite starts a write of rank r whose flow is spec but for its
+// label, bytes and callback.
+func (m *Machine) launchWrite(r int, spec sim.FlowSpec, k *Kernel, bytes sim.Bytes, label string, done func()) error {
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
 	if k.Loop == LoopSimple {
 		// A copy loop's first stores wait for its first loads: a copy
@@ -48,8 +54,8 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string
 }
 
 // writeSpec is a write's flow but for its label, bytes and callback: a
-// function of its arguments and the machine only (writeFlow keeps the
-// last one of each rank). label is for error messages.
+// function of its arguments and the machine only (writeFlow keeps them per
+// rank). label is for error messages.
 func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool) (sim.FlowSpec, error) {
 	if err := k.check("write", label); err != nil {
 		return sim.FlowSpec{}, err

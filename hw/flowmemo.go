@@ -1,6 +1,7 @@
 package hw
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/arsim/arsim/sim"
@@ -29,6 +30,7 @@ const memoWays = 8
 type flowMemos struct {
 	e    []flowMemo
 	next int
+	last int // the entry of the rank's last transfer of the kind
 }
 
 // The memos hold what writeSpec and readSpec return, which depends on
@@ -47,6 +49,7 @@ func memoGet(ms []*flowMemos, r int, at Mem, k *Kernel, fenced bool) *flowMemo {
 	w := ms[r]
 	for i := range w.e {
 		if e := &w.e[i]; e.ok && e.at == at && e.fenced == fenced && sameKernel(&e.k, k) {
+			w.last = i
 			return e
 		}
 	}
@@ -65,9 +68,11 @@ func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) {
 	}
 	e.ok = true
 	if len(w.e) < memoWays {
+		w.last = len(w.e)
 		w.e = append(w.e, e)
 		return
 	}
+	w.last = w.next
 	w.e[w.next] = e
 	w.next = (w.next + 1) % memoWays
 }
@@ -82,6 +87,19 @@ func (m *Machine) writeFlow(r int, dst Mem, k *Kernel, label string, fenced bool
 		m.memoPut(&m.wmemo, r, flowMemo{fenced: fenced, at: dst, k: *k, spec: spec})
 	}
 	return spec, err
+}
+
+// WriteAgain is Write (or WriteFenced) of rank r with the destination,
+// kernel and fencing of the rank's last successful write: the caller
+// knows they repeat (an executor comparing its own names for them), which
+// spares comparing them. Without such a write it returns an error.
+func (m *Machine) WriteAgain(r int, bytes sim.Bytes, label string, done func()) error {
+	if uint(r) >= uint(len(m.wmemo)) || m.wmemo[r] == nil {
+		return fmt.Errorf("hw: rank %d writes again before a first write", r)
+	}
+	w := m.wmemo[r]
+	e := &w.e[w.last]
+	return m.launchWrite(r, e.spec, &e.k, bytes, label, done)
 }
 
 // readFlow returns readSpec(r, src, *k, label), kept per rank.
