@@ -172,7 +172,7 @@ type Network struct {
 	finished  uint64
 	handler   HandlerID // settles the network: argument 0 now, else a completion tick
 	pending   bool      // a settle is queued for this instant
-	// The completion tick: one event at the earliest finish, due[0]; it
+	// The completion tick: one event at the earliest finish (dueNext); it
 	// carries a generation so that ticks superseded by a later settle do
 	// nothing.
 	tickGen  int64

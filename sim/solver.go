@@ -187,6 +187,9 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 // the old rate are counted, and its finish time is computed again.
 func (n *Network) applyRates(now Time, all []*Flow) {
 	changed := n.changed[:0]
+	// Alike flows follow each other with the same bytes left and rate:
+	// the last finish's duration is kept for them.
+	lastRem, lastRate, lastD := -1.0, 0.0, Duration(0)
 	for _, f := range all {
 		if f.next == f.rate && f.dueG != nil {
 			continue
@@ -197,11 +200,14 @@ func (n *Network) applyRates(now Time, all []*Flow) {
 		}
 		f.since = now
 		f.rate = f.next
-		d, err := FromSeconds(f.remaining / f.rate)
-		if err != nil || f.rate <= 0 {
-			panic(fmt.Sprintf("sim: flow %q got no bandwidth (rate %v B/s); a resource on its route has no capacity", f.Spec.Label, f.rate))
+		if f.remaining != lastRem || f.rate != lastRate {
+			d, err := FromSeconds(f.remaining / f.rate)
+			if err != nil || f.rate <= 0 {
+				noBandwidth(f)
+			}
+			lastRem, lastRate, lastD = f.remaining, f.rate, d
 		}
-		f.finish = now.Add(d)
+		f.finish = now.Add(lastD)
 		n.fixDue(f)
 		if n.obs != nil {
 			changed = append(changed, f)
@@ -216,6 +222,11 @@ func (n *Network) applyRates(now Time, all []*Flow) {
 		clear(changed)
 	}
 	n.changed = changed[:0]
+}
+
+// noBandwidth panics: f got no rate.
+func noBandwidth(f *Flow) {
+	panic(fmt.Sprintf("sim: flow %q got no bandwidth (rate %v B/s); a resource on its route has no capacity", f.Spec.Label, f.rate))
 }
 
 // solve computes the rates of one component, whose flows comp holds in
