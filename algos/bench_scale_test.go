@@ -152,8 +152,9 @@ func (st *ringStream) CompactOp(r, i int, op *algos.StreamOp) {
 	if i < 2*scaleChunks {
 		s, c, k = 0, i/2, i%2+1
 	} else {
-		j := i - 2*scaleChunks
-		s, c, k = 1+j/(3*scaleChunks), j%(3*scaleChunks)/3, j%3
+		// Unsigned: division by a constant is then a multiplication.
+		j := uint(i - 2*scaleChunks)
+		s, c, k = 1+int(j/(3*scaleChunks)), int(j%(3*scaleChunks)/3), int(j%3)
 	}
 	switch k {
 	case 0:

@@ -20,6 +20,7 @@ type executor struct {
 	m        *hw.Machine
 	eng      *sim.Engine
 	src      source
+	compact  *streamSource // src when it is a compact stream (called directly)
 	algo     string
 	nranks   int
 	opt      RunOptions
@@ -126,7 +127,13 @@ func (x *executor) load(r, cur int) {
 	}
 	s := x.slot(r, int32(k))
 	c := x.coldOf(r, int32(k))
-	after, err := x.src.fill(x, r, j, s, c)
+	var after []int
+	var err error
+	if x.compact != nil {
+		after, err = x.compact.fillCompact(r, j, s, c)
+	} else {
+		after, err = x.src.fill(x, r, j, s, c)
+	}
 	if err != nil {
 		x.fail(err)
 		return
@@ -162,8 +169,14 @@ func (x *executor) load(r, cur int) {
 		x.start(r, int32(k))
 		return
 	}
+	x.late(r, j, c)
+}
+
+// late stops the run at op j of rank r (its cold slot c), which was ready
+// before it was loaded.
+func (x *executor) late(r, j int, c *slotCold) {
 	x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s) was ready before %v but outside the window of %d ops, which unfinished earlier ops filled; starting it late would change the result: the stream needs a larger window",
-		x.algo, r, j, x.labels[c.label], now, p.cap))
+		x.algo, r, j, x.labels[c.label], x.eng.Now(), x.ranks[r].cap))
 }
 
 // fill copies into s and c what starting op (op i of rank r) needs.
@@ -302,15 +315,18 @@ func (x *executor) done(r int, k int32) {
 		// Retire the finished ops at the bottom of the window and load
 		// as many new ones.
 		cur := p.base
-		for i := p.basePos*x.nranks + r; p.base < p.next && x.slots[i].done(); {
-			p.base++
-			i += x.nranks
-			if p.basePos++; p.basePos == p.cap {
-				p.basePos, i = 0, r
+		base, pos, next, nr := p.base, p.basePos, p.next, x.nranks
+		slots := x.slots
+		for i := pos*nr + r; base < next && slots[i].bits&opDone != 0; {
+			base++
+			i += nr
+			if pos++; pos == p.cap {
+				pos, i = 0, r
 			}
 		}
-		for p.next < p.n && p.next-p.base < p.cap {
-			x.load(r, cur)
+		p.base, p.basePos = base, pos
+		for k := min(p.n-next, p.cap-(next-base)); k > 0; k-- {
+			x.load(r, cur) // each loads op p.next and advances it
 		}
 	}
 	if p.left == 0 {
@@ -392,14 +408,34 @@ func (x *executor) transfer(r int, k int32, s *slot) error {
 		x.finishIn(r, k, d)
 	case s.kind == Read:
 		return m.Read(r, xmem(s.a).mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
-	case s.kind == Write && s.bits&opFenced != 0:
-		return m.WriteFenced(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
 	case s.kind == Write:
-		return m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], x.cold[int(k)*x.nranks+r].fin)
+		return x.write(r, k, s, c)
 	default:
 		return fmt.Errorf("algos: %s rank %d op %d: a %s must be local to the rank", x.algo, r, x.opIndex(r, k), s.kind)
 	}
 	return nil
+}
+
+// write starts a Write. When the rank's last write had the same
+// destination, kernel and fencing, hw is told so (WriteAgain) and spared
+// comparing them.
+func (x *executor) write(r int, k int32, s *slot, c *slotCold) error {
+	m, n, fin := x.m, sim.Bytes(s.n), x.cold[int(k)*x.nranks+r].fin
+	fenced := s.bits&opFenced != 0
+	w := lastWrite{ok: true, fenced: fenced, dst: s.dst, kernel: c.kernel}
+	if p := &x.ranks[r]; p.lastWrite == w {
+		return m.WriteAgain(r, n, x.labels[c.label], fin)
+	}
+	var err error
+	if fenced {
+		err = m.WriteFenced(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], fin)
+	} else {
+		err = m.Write(r, s.dst.mem(), n, x.kernels[c.kernel], x.labels[c.label], fin)
+	}
+	if err == nil {
+		x.ranks[r].lastWrite = w
+	}
+	return err
 }
 
 // signal starts a Signal: the flag is raised now (inline with data

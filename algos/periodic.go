@@ -26,9 +26,9 @@ import (
 // counted as if they ran.
 //
 // Detection stays off where the state cannot be written down exactly: a
-// pending closure that neither the engine nor the executor made (the
-// physics layer's delayed flag landings and flow starts), an observer on
-// the network, a handler event of a handler other than the executor's,
+// pending closure that neither the engine nor the executor made, an
+// observer on the network, a handler event of a handler other than the
+// executor's (the physics layer's delayed flag landings and flow starts),
 // or an op in flight whose completion is not found exactly once among the
 // pending callbacks (it would be held somewhere the snapshot cannot see).
 // A state too large to keep (more than maxKeptWords) turns it off.

@@ -282,6 +282,10 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 	for _, f := range src.flags() {
 		x.flagVars = append(x.flagVars, m.NewFlag(f.String(), f.At, f.Sector))
 	}
+	if st, ok := src.(*streamSource); ok && st.cst != nil {
+		st.bind(x)
+		x.compact = st
+	}
 	x.ranks = make([]rankRun, s.Ranks)
 	maxCap := 0
 	for r := range x.ranks {

@@ -149,6 +149,16 @@ type rankRun struct {
 	more             [][]int32  // by window position: successors beyond the slot's own (made when needed)
 	names            []slotName // by window position
 	starts           []sim.Time // by window position: when the op started (for spans)
+	lastWrite        lastWrite  // the rank's last write that hw accepted
+}
+
+// lastWrite names a write's destination, kernel and fencing (see
+// executor.write).
+type lastWrite struct {
+	ok     bool
+	fenced bool
+	dst    xmem
+	kernel int32
 }
 
 // slot returns window position k of rank r.

@@ -143,11 +143,9 @@ type streamSource struct {
 	cst     CompactStream
 	tables  StreamTables
 	cop     StreamOp
-	flagMem []xmem  // by flag ID
-	flagOK  []bool  // whether the flag's memory fits an xmem
-	bufMem  []xmem  // by buffer index
-	bufOK   []bool  // whether the buffer's memory fits an xmem
-	kmap    []int32 // executor kernel ID by table index (made on first use)
+	flagMem []memOK // by flag ID
+	bufMem  []memOK // by buffer index
+	kmap    []int32 // executor kernel ID by table index (made by bind)
 	lmap    []int32 // executor label ID by table index
 }
 
@@ -181,13 +179,11 @@ func newStreamSource(st Stream) (*streamSource, error) {
 		}
 		for _, f := range src.keys {
 			v, ok := toXmem(f.At) // checked when an op uses it
-			src.flagMem = append(src.flagMem, v)
-			src.flagOK = append(src.flagOK, ok)
+			src.flagMem = append(src.flagMem, memOK{v, ok})
 		}
 		for _, b := range src.tables.Bufs {
 			v, ok := toXmem(b.At)
-			src.bufMem = append(src.bufMem, v)
-			src.bufOK = append(src.bufOK, ok)
+			src.bufMem = append(src.bufMem, memOK{v, ok})
 		}
 	}
 	return src, nil
@@ -229,30 +225,46 @@ func (src *streamSource) load(r, i int) (*Op, int32, error) {
 	return op, int32(id), nil
 }
 
-// fill writes op i of rank r into slot s, from the compact form when the
-// stream has one, and returns the op's deps.
+// memOK is a memory as an xmem and whether it fits one.
+type memOK struct {
+	m  xmem
+	ok bool
+}
+
+// fill writes op i of rank r into slot s and returns the op's deps (a
+// stream without the compact form; see fillCompact).
 func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]int, error) {
-	if src.cst == nil {
-		op, id, err := src.load(r, i)
-		if err != nil {
-			return nil, err
-		}
-		return op.After, x.fill(s, c, op, id, r, i)
+	if src.cst != nil {
+		return src.fillCompact(r, i, s, c)
 	}
-	if src.kmap == nil {
-		for _, k := range src.tables.Kernels {
-			src.kmap = append(src.kmap, x.kernel(k))
-		}
-		for _, l := range src.tables.Labels {
-			src.lmap = append(src.lmap, x.label(l))
-		}
+	op, id, err := src.load(r, i)
+	if err != nil {
+		return nil, err
 	}
+	return op.After, x.fill(s, c, op, id, r, i)
+}
+
+// bind interns the compact tables' kernels and labels with x, once per
+// run, before the first fillCompact.
+func (src *streamSource) bind(x *executor) {
+	src.kmap, src.lmap = src.kmap[:0], src.lmap[:0]
+	for _, k := range src.tables.Kernels {
+		src.kmap = append(src.kmap, x.kernel(k))
+	}
+	for _, l := range src.tables.Labels {
+		src.lmap = append(src.lmap, x.label(l))
+	}
+}
+
+// fillCompact writes op i of rank r into slot s from the compact form and
+// returns the op's deps.
+func (src *streamSource) fillCompact(r, i int, s *slot, c *slotCold) ([]int, error) {
 	op := &src.cop
 	after := op.After[:0]
 	*op = StreamOp{After: after}
 	src.cst.CompactOp(r, i, op)
 	if uint32(op.Kernel) >= uint32(len(src.kmap)) || uint32(op.Label) >= uint32(len(src.lmap)) {
-		return nil, fmt.Errorf("algos: stream %s: rank %d op %d names kernel %d of %d, label %d of %d", src.head.Algo, r, i, op.Kernel, len(src.kmap), op.Label, len(src.lmap))
+		return nil, src.badTable(r, i)
 	}
 	s.kind = op.Kind
 	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced)
@@ -260,7 +272,7 @@ func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]in
 	switch op.Kind {
 	case Signal, Wait:
 		id := op.Flag
-		if uint32(id) >= uint32(len(src.sflags)) {
+		if uint32(id) >= uint32(len(src.flagMem)) {
 			return nil, fmt.Errorf("algos: stream %s: rank %d op %d (%s) names flag %d of %d", src.head.Algo, r, i, op.Kind, id, len(src.sflags))
 		}
 		if op.Kind == Signal {
@@ -269,30 +281,40 @@ func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]in
 			}
 			src.seen[id] = max(src.seen[id], op.Value)
 		}
-		s.a, s.n, s.dst = id, op.Value, src.flagMem[id]
-		if !src.flagOK[id] {
+		fm := src.flagMem[id]
+		s.a, s.n, s.dst = id, op.Value, fm.m
+		if !fm.ok {
 			return nil, fmt.Errorf("algos: run %s: rank %d op %d: memory %s out of range", src.head.Algo, r, i, src.keys[id].At)
 		}
 	case Compute:
 		s.n = int64(op.Dur)
 	case Launch:
 	default:
-		nb := int32(len(src.bufMem))
-		if op.Dst < 0 || op.Dst >= nb || (op.Kind != Fence && (op.Src < 0 || op.Src >= nb)) {
-			return nil, fmt.Errorf("algos: stream %s: rank %d op %d names buffers %d and %d of %d", src.head.Algo, r, i, op.Src, op.Dst, nb)
+		bm := src.bufMem
+		if uint32(op.Dst) >= uint32(len(bm)) || (op.Kind != Fence && uint32(op.Src) >= uint32(len(bm))) {
+			return nil, fmt.Errorf("algos: stream %s: rank %d op %d names buffers %d and %d of %d", src.head.Algo, r, i, op.Src, op.Dst, len(bm))
 		}
-		s.n, s.dst = op.Len, src.bufMem[op.Dst]
-		if !src.bufOK[op.Dst] {
+		dm := bm[op.Dst]
+		s.n, s.dst = op.Len, dm.m
+		if !dm.ok {
 			return nil, fmt.Errorf("algos: run %s: rank %d op %d: memory %s out of range", src.head.Algo, r, i, src.tables.Bufs[op.Dst].At)
 		}
 		if op.Kind != Fence {
-			s.a = int32(src.bufMem[op.Src])
-			if !src.bufOK[op.Src] {
+			sm := bm[op.Src]
+			s.a = int32(sm.m)
+			if !sm.ok {
 				return nil, fmt.Errorf("algos: run %s: rank %d op %d: memory %s out of range", src.head.Algo, r, i, src.tables.Bufs[op.Src].At)
 			}
 		}
 	}
 	return op.After, nil
+}
+
+// badTable words the error of op i of rank r naming a kernel or label
+// outside the tables.
+func (src *streamSource) badTable(r, i int) error {
+	op := &src.cop
+	return fmt.Errorf("algos: stream %s: rank %d op %d names kernel %d of %d, label %d of %d", src.head.Algo, r, i, op.Kernel, len(src.kmap), op.Label, len(src.lmap))
 }
 
 // badDep words the error of op i of rank r depending on op d, which is

@@ -12,7 +12,7 @@ import (
 // Write streams bytes of SM stores from rank r to memory dst and calls done
 // when the last byte has landed.
 func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	return m.write(r, dst, bytes, k, label, done, false)
+	return m.write(r, dst, bytes, &k, label, done, false)
 }
 
 // WriteFenced streams bytes of SM stores from rank r to memory dst, the
@@ -23,21 +23,49 @@ func (m *Machine) Write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 // before the data lands, which it does one route latency after its last
 // byte leaves.
 func (m *Machine) WriteFenced(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	return m.write(r, dst, bytes, k, label, done, true)
+	return m.write(r, dst, bytes, &k, label, done, true)
 }
 
 // write is Write, or WriteFenced when fenced: then done runs the fence's
 // cost after the last byte leaves instead of the route's latency.
-func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string, done func(), fenced bool) error {
-	if err := k.check("write", label); err != nil {
-		return err
-	}
-	p, err := m.path(GPUMem(r), dst)
+func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string, done func(), fenced bool) error {
+	spec, err := m.writeFlow(r, dst, k, label, fenced)
 	if err != nil {
 		return err
 	}
+	return m.launchWrite(r, spec, k, bytes, label, done)
+}
+
+// launchWrite starts a write of rank r whose flow is spec but for its
+// label, bytes and callback.
+func (m *Machine) launchWrite(r int, spec sim.FlowSpec, k *Kernel, bytes sim.Bytes, label string, done func()) error {
+	spec.Label, spec.Bytes, spec.Done = label, bytes, done
+	if k.Loop == LoopSimple {
+		// A copy loop's first stores wait for its first loads: a copy
+		// takes at least one iteration (of as many loads as its bytes
+		// need), however few bytes it moves.
+		d, err := m.firstIteration(r, *k, bytes)
+		if err != nil {
+			return err
+		}
+		return m.startAfter(d, spec)
+	}
+	return m.Net.Launch(spec)
+}
+
+// writeSpec is a write's flow but for its label, bytes and callback: a
+// function of its arguments and the machine only (writeFlow keeps them per
+// rank). label is for error messages.
+func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool) (sim.FlowSpec, error) {
+	if err := k.check("write", label); err != nil {
+		return sim.FlowSpec{}, err
+	}
+	p, err := m.path(GPUMem(r), dst)
+	if err != nil {
+		return sim.FlowSpec{}, err
+	}
 	if err := m.p2pOn(p, r, dst, "write"); err != nil {
-		return err
+		return sim.FlowSpec{}, err
 	}
 	sms := min(k.Blocks, m.Phys.SMs)
 	capr := sim.Rate(float64(sms)*k.share()) * m.Phys.SMStoreRate
@@ -49,12 +77,12 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 	}
 	route, capr, err := m.capped(m.route(p, smStore, k.wire(), false), capr, k)
 	if err != nil {
-		return err
+		return sim.FlowSpec{}, err
 	}
 	if k.Loop != LoopRanks { // a pull loop bounds its loads, not the kernel's stores
 		route, capr, err = m.loopBound(r, route, capr, k)
 		if err != nil {
-			return err
+			return sim.FlowSpec{}, err
 		}
 	}
 	class := 0
@@ -62,41 +90,43 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k Kernel, label string,
 		class = p.destHB
 	}
 	spec := sim.FlowSpec{
-		Label: label, Kind: sim.Write, Class: class,
-		Route: route, Bytes: bytes, Cap: capr,
-		Latency: p.latency + m.memLatency(dst), Done: done,
+		Kind: sim.Write, Class: class,
+		Route: route, Cap: capr,
+		Latency: p.latency + m.memLatency(dst),
 	}
 	if fenced {
 		if spec.Latency, err = m.FenceCost(r, dst); err != nil {
-			return err
+			return sim.FlowSpec{}, err
 		}
 	}
-	if k.Loop == LoopSimple {
-		// A copy loop's first stores wait for its first loads: a copy
-		// takes at least one iteration (of as many loads as its bytes
-		// need), however few bytes it moves.
-		d, err := m.firstIteration(r, k, bytes)
-		if err != nil {
-			return err
-		}
-		return m.startAfter(d, spec)
-	}
-	return m.Net.Launch(spec)
+	return spec, nil
 }
 
 // Read pulls bytes from memory src into rank r with SM loads and calls done
 // when the last completion is back. The rate is capped at bytes in flight /
 // round trip (Little's law).
 func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	if err := k.check("read", label); err != nil {
-		return err
-	}
-	p, err := m.path(src, GPUMem(r))
+	spec, delay, err := m.readFlow(r, src, &k, label)
 	if err != nil {
 		return err
 	}
+	spec.Label, spec.Bytes, spec.Done = label, bytes, done
+	return m.startAfter(delay, spec)
+}
+
+// readSpec is a read's flow but for its label, bytes and callback, and
+// the wait before it starts: a function of its arguments and the machine
+// only (readFlow keeps them). label is for error messages.
+func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec, sim.Duration, error) {
+	if err := k.check("read", label); err != nil {
+		return sim.FlowSpec{}, 0, err
+	}
+	p, err := m.path(src, GPUMem(r))
+	if err != nil {
+		return sim.FlowSpec{}, 0, err
+	}
 	if err := m.p2pOn(p, r, src, "read"); err != nil {
-		return err
+		return sim.FlowSpec{}, 0, err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
 	loads := m.Phys.LoadsInFlight
@@ -121,23 +151,23 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	}
 	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
 	if err != nil {
-		return err
+		return sim.FlowSpec{}, 0, err
 	}
 	route, capr, err = m.loopBound(r, route, capr, k)
 	if err != nil {
-		return err
+		return sim.FlowSpec{}, 0, err
 	}
 	spec := sim.FlowSpec{
-		Label: label, Kind: sim.Read,
-		Route: route, Bytes: bytes, Cap: capr,
-		Latency: p.latency, Done: done,
+		Kind:  sim.Read,
+		Route: route, Cap: capr,
+		Latency: p.latency,
 	}
 	if k.Polled {
 		spec.Latency = 0
-		return m.startAfter(0, spec)
+		return spec, 0, nil
 	}
 	// The first request reaches the data one way plus a memory access in.
-	return m.startAfter(p.latency+m.memLatency(src), spec)
+	return spec, p.latency + m.memLatency(src), nil
 }
 
 // CopyDir is the direction of a copy-engine transfer.
@@ -200,9 +230,6 @@ func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec) error {
 	if spec.Bytes < 0 {
 		return fmt.Errorf("hw: %s: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
 	}
-	m.Eng.After(d, func() {
-		// The route and sizes were checked above; Start cannot fail here.
-		_ = m.Net.Launch(spec)
-	})
+	m.launchAfter(d, &spec)
 	return nil
 }

@@ -16,7 +16,7 @@ func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64) error {
 	if err != nil {
 		return err
 	}
-	m.Eng.After(d, func() { f.Set(value) })
+	m.setAfter(d, f, value)
 	return nil
 }
 

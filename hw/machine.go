@@ -122,6 +122,9 @@ type Machine struct {
 	// the map lookup.
 	lastPath []*path
 	lastTo   []Mem
+	wmemo    []*flowMemos // by rank: its writes' flows (writeFlow)
+	rmemo    []*flowMemos // by rank: its reads' flows (readFlow)
+	pend     pending      // delayed flow starts and flag landings
 	// flagGroups: the sector group of each flag made by NewFlag with one;
 	// pollers: the waits polling each sector group of host memory now.
 	flagGroups map[*sim.FlagVar]string

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -160,6 +161,12 @@ func (e *Engine) Step() bool {
 	if e.q.pending == 0 {
 		return false
 	}
+	e.step()
+	return true
+}
+
+// step runs the next event; the queue must not be empty.
+func (e *Engine) step() {
 	at, ev := e.q.pop()
 	e.now = at
 	e.processed++
@@ -168,7 +175,6 @@ func (e *Engine) Step() bool {
 	} else {
 		e.handlers[ev.arg>>argBits].Handle(int64(ev.arg & MaxArg))
 	}
-	return true
 }
 
 // Run runs events until the queue is empty or Stop is called. It returns
@@ -176,11 +182,15 @@ func (e *Engine) Step() bool {
 func (e *Engine) Run() error {
 	e.running = true
 	defer e.halt()
+	limit := e.maxEvents
+	if limit == 0 {
+		limit = math.MaxUint64
+	}
 	for e.q.pending > 0 {
-		if e.maxEvents > 0 && e.processed >= e.maxEvents {
+		if e.processed >= limit {
 			return fmt.Errorf("sim: stopped after %d events at %v with %d still queued (event limit)", e.processed, e.now, e.q.pending)
 		}
-		e.Step()
+		e.step()
 		if e.stop {
 			break
 		}

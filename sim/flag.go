@@ -45,18 +45,22 @@ func (f *FlagVar) Set(v int64) {
 		return
 	}
 	f.value = v
-	kept := f.waiters[:0]
-	for _, w := range f.waiters {
-		if w.want <= v {
+	ws := f.waiters
+	kept := 0
+	for i := range ws {
+		if w := &ws[i]; w.want <= v {
 			f.eng.After(w.delay, w.fn)
-			continue
+		} else {
+			if kept < i {
+				ws[kept] = *w
+			}
+			kept++
 		}
-		kept = append(kept, w)
 	}
-	for i := len(kept); i < len(f.waiters); i++ {
-		f.waiters[i] = flagWaiter{}
+	for i := kept; i < len(ws); i++ {
+		ws[i] = flagWaiter{}
 	}
-	f.waiters = kept
+	f.waiters = ws[:kept]
 }
 
 // Wait runs fn once the flag holds at least want, pollDelay after the value

@@ -116,8 +116,9 @@ type Flow struct {
 	since     Time
 	finish    Time // when the last byte leaves at the current rate
 	visit     uint64
-	heap      int32 // position in Network.due, −1 if not there
-	index     int32 // position in Network.flows, −1 when inactive
+	dueG      *dueGroup // the flow's group in the due set, nil if not there
+	dueI      int32     // its position in dueG.flows
+	index     int32     // position in Network.routeless (a flow without a route), −1 when inactive
 	frozen    bool
 	active    bool
 	pooled    bool    // started by Launch: the record is reused after it finishes
@@ -161,23 +162,28 @@ type Observer interface {
 // started, and every event of the network settles it (see settle), so
 // nothing depends on which of an instant's events ran first.
 type Network struct {
-	eng      *Engine
-	res      []*Resource
-	flows    []*Flow // active flows, in no particular order
-	obs      Observer
-	nextID   FlowID
-	started  uint64
-	finished uint64
-	handler  HandlerID // settles the network: argument 0 now, else a completion tick
-	pending  bool      // a settle is queued for this instant
-	// The completion tick: one event at the earliest finish, due[0]; it
+	eng       *Engine
+	res       []*Resource
+	active    int     // flows now active
+	routeless []*Flow // active flows without a route, in no particular order
+	obs       Observer
+	nextID    FlowID
+	started   uint64
+	finished  uint64
+	handler   HandlerID // settles the network: argument 0 now, else a completion tick
+	pending   bool      // a settle is queued for this instant
+	// The completion tick: one event at the earliest finish (dueNext); it
 	// carries a generation so that ticks superseded by a later settle do
 	// nothing.
 	tickGen  int64
 	tickAt   Time
 	tickLive bool
-	// Flows that have a rate, by (finish, ID): the next completion is due[0].
-	due []dueRef
+	// Flows that have a rate, by finish (due.go): the next completion is
+	// dueHeap[0]'s.
+	dueHeap   []*dueGroup
+	dueRecent [dueRecentSize]*dueGroup
+	dueFree   []*dueGroup
+	dueTaken  []*Flow
 	// What changed since the last settle: resources whose flows changed,
 	// and started flows without a route (each its own component).
 	dirtyRes   []*Resource
@@ -188,8 +194,6 @@ type Network struct {
 	comp, all, done   []*Flow
 	changed           []*Flow // flows whose rate changed, for observers
 	classes           []int
-	dueIdx            []int32
-	dueRefs           []dueRef
 	byIDScratch       []*Flow
 	free              []*Flow // finished Launch records, for reuse
 	// log of the wire bytes added to resources, for Advance (see Snapshot).
@@ -265,7 +269,21 @@ func (n *Network) Resource(id ResourceID) *Resource {
 func (n *Network) Resources() []*Resource { return n.res }
 
 // Active returns the number of flows now moving bytes.
-func (n *Network) Active() int { return len(n.flows) }
+func (n *Network) Active() int { return n.active }
+
+// activeFlows appends every active flow to fs, in no particular order:
+// those with a route as listed by the resource of their first hop, then
+// the routeless ones.
+func (n *Network) activeFlows(fs []*Flow) []*Flow {
+	for _, r := range n.res {
+		for _, ref := range r.flows {
+			if ref.hop == 0 {
+				fs = append(fs, ref.f)
+			}
+		}
+	}
+	return append(fs, n.routeless...)
+}
 
 // Counts returns how many flows have started and finished.
 func (n *Network) Counts() (started, finished uint64) { return n.started, n.finished }
@@ -307,11 +325,8 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 		return nil, fmt.Errorf("sim: flow %q: needs a route or a rate cap", spec.Label)
 	}
 	for i, h := range spec.Route {
-		if _, err := n.resource(h.Res); err != nil {
-			return nil, fmt.Errorf("sim: flow %q hop %d: %w", spec.Label, i, err)
-		}
-		if !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
-			return nil, fmt.Errorf("sim: flow %q hop %d (%s): weight must be finite and ≥ 0, got %v", spec.Label, i, n.res[h.Res].Name, h.Weight)
+		if uint(h.Res) >= uint(len(n.res)) || !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
+			return nil, n.badHop(spec, i)
 		}
 	}
 	n.nextID++
@@ -328,7 +343,7 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	// f is new or cleared when it last finished: set what is not zero.
 	f.ID, f.Spec, f.Start = n.nextID, *spec, now
 	f.remaining, f.since = float64(spec.Bytes), now
-	f.active, f.pooled, f.heap, f.index = true, pooled, -1, -1
+	f.active, f.pooled, f.dueI, f.index = true, pooled, -1, -1
 	// The flow keeps its own copy of the route, weights normalised.
 	var route []Hop
 	switch k := len(spec.Route); {
@@ -361,11 +376,20 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	return f, nil
 }
 
+// badHop words the error of a spec whose hop i names no resource or has
+// a weight that is not finite and ≥ 0.
+func (n *Network) badHop(spec *FlowSpec, i int) error {
+	h := spec.Route[i]
+	if _, err := n.resource(h.Res); err != nil {
+		return fmt.Errorf("sim: flow %q hop %d: %w", spec.Label, i, err)
+	}
+	return fmt.Errorf("sim: flow %q hop %d (%s): weight must be finite and ≥ 0, got %v", spec.Label, i, n.res[h.Res].Name, h.Weight)
+}
+
 // attach makes f active: listed by the network and by every resource it
 // crosses, which become dirty.
 func (n *Network) attach(f *Flow) {
-	f.index = int32(len(n.flows))
-	n.flows = append(n.flows, f)
+	n.active++
 	for i, h := range f.Spec.Route {
 		r := n.res[h.Res]
 		f.slots[i] = int32(len(r.flows))
@@ -373,18 +397,24 @@ func (n *Network) attach(f *Flow) {
 		n.markDirty(r)
 	}
 	if len(f.Spec.Route) == 0 {
+		f.index = int32(len(n.routeless))
+		n.routeless = append(n.routeless, f)
 		n.dirtyFlows = append(n.dirtyFlows, f)
 	}
 }
 
 // detach removes an active flow from the network's and its resources' lists.
 func (n *Network) detach(f *Flow) {
-	last := n.flows[len(n.flows)-1]
-	n.flows[f.index] = last
-	last.index = f.index
-	n.flows[len(n.flows)-1] = nil
-	n.flows = n.flows[:len(n.flows)-1]
-	f.index = -1
+	n.active--
+	if len(f.Spec.Route) == 0 {
+		k := len(n.routeless) - 1
+		last := n.routeless[k]
+		n.routeless[f.index] = last
+		last.index = f.index
+		n.routeless[k] = nil
+		n.routeless = n.routeless[:k]
+		f.index = -1
+	}
 	for i, h := range f.Spec.Route {
 		r := n.res[h.Res]
 		p := f.slots[i]
@@ -444,6 +474,6 @@ func (n *Network) finish(f *Flow, now Time) {
 func (f *Flow) clear() {
 	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
 	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Meta = "", nil, nil, nil
-	f.heap, f.index, f.active, f.pooled = 0, 0, false, false
+	f.dueG, f.dueI, f.index, f.active, f.pooled = nil, 0, 0, false, false
 	f.slots = nil
 }

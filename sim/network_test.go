@@ -257,18 +257,30 @@ func TestDurationString(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// takeDue finds exactly the flows due, in ID order, whether it pops them one by one (a
-// few) or walks the heap and heapifies the rest (many), and leaves a valid
-// heap with every flow's position right.
+// takeDue finds exactly the flows due, in ID order, and leaves the due
+// set valid: the groups' heap in order, every group non-empty and of one
+// instant, every flow's group and place right; flows whose finish moves
+// (fixDue again) move with it.
 func TestTakeDueTakesExactlyTheDueFlows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for trial := 0; trial < 200; trial++ {
 		n := NewNetwork(NewEngine())
 		var flows []*Flow
 		for i := 0; i < 1+rng.IntN(300); i++ {
-			f := &Flow{ID: FlowID(i + 1), heap: -1, finish: Time(rng.IntN(1 + trial%20))}
+			f := &Flow{ID: FlowID(i + 1), dueI: -1, finish: Time(rng.IntN(1 + trial%20))}
 			flows = append(flows, f)
 			n.fixDue(f)
+		}
+		for range rng.IntN(50) {
+			f := flows[rng.IntN(len(flows))]
+			f.finish = Time(rng.IntN(1 + trial%20))
+			n.fixDue(f)
+		}
+		if trial%2 == 1 {
+			// IDs spread wide: taken flows are sorted, not placed.
+			for i, f := range flows {
+				f.ID = FlowID(rng.IntN(1<<20))<<20 | FlowID(i+1)
+			}
 		}
 		now := Time(rng.IntN(20))
 		got := map[FlowID]bool{}
@@ -277,16 +289,21 @@ func TestTakeDueTakesExactlyTheDueFlows(t *testing.T) {
 			require.Greater(t, f.ID, prev, "ID order")
 			prev = f.ID
 			require.LessOrEqual(t, f.finish, now)
-			require.Equal(t, int32(-1), f.heap)
+			require.Nil(t, f.dueG)
 			got[f.ID] = true
 		}
 		for _, f := range flows {
 			require.Equal(t, f.finish <= now, got[f.ID], "flow %d finishing at %d, now %d", f.ID, f.finish, now)
+			if f.finish > now {
+				require.Same(t, f, f.dueG.flows[f.dueI])
+				require.Equal(t, f.finish, f.dueG.at)
+			}
 		}
-		for i, e := range n.due {
-			require.Equal(t, int32(i), e.f.heap)
+		for i, g := range n.dueHeap {
+			require.Equal(t, int32(i), g.hidx)
+			require.NotEmpty(t, g.flows)
 			if i > 0 {
-				require.False(t, dueLess(&e, &n.due[(i-1)/4]), "heap order at %d", i)
+				require.GreaterOrEqual(t, g.at, n.dueHeap[(i-1)/4].at, "heap order at %d", i)
 			}
 		}
 	}

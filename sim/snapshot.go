@@ -207,11 +207,11 @@ func (s *Snapshot) putNetwork(names map[uintptr]uint64, n *Network) bool {
 			s.putTime(r.since)
 		}
 	}
-	flows := slices.Clone(n.flows)
+	flows := n.activeFlows(nil)
 	slices.SortFunc(flows, byID)
 	s.put(uint64(len(flows)))
 	for _, f := range flows {
-		s.put(uint64(n.nextID-f.ID), b2u(f.heap >= 0))
+		s.put(uint64(n.nextID-f.ID), b2u(f.dueG != nil))
 		s.putTime(f.Start)
 		s.putTime(f.since)
 		s.putTime(f.finish)
@@ -281,16 +281,13 @@ func (n *Network) advance(from, to netMark, periods int, d Duration) {
 	n.nextID += dID
 	n.started += k * (to.started - from.started)
 	n.finished += k * (to.finished - from.finished)
-	for _, f := range n.flows {
+	for _, f := range n.activeFlows(nil) {
 		f.ID += dID
 		f.Start = f.Start.Add(d)
 		f.since = f.since.Add(d)
 		f.finish = f.finish.Add(d)
 	}
-	for i := range n.due {
-		n.due[i].id += dID
-		n.due[i].finish = n.due[i].finish.Add(d)
-	}
+	n.shiftDue(d)
 	for _, r := range n.res {
 		r.since = r.since.Add(d)
 	}

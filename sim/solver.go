@@ -23,9 +23,9 @@ func (n *Network) settle() {
 	if n.reference || len(n.dirtyRes) > 0 || len(n.dirtyFlows) > 0 {
 		n.reshare(now)
 	}
-	if len(n.due) > 0 && (!n.tickLive || n.tickAt != n.due[0].finish) {
+	if len(n.dueHeap) > 0 && (!n.tickLive || n.tickAt != n.dueNext()) {
 		n.tickGen++
-		n.tickAt, n.tickLive = n.due[0].finish, true
+		n.tickAt, n.tickLive = n.dueNext(), true
 		n.eng.CallAt(n.tickAt, n.handler, n.tickGen)
 	}
 	for _, f := range done {
@@ -100,11 +100,7 @@ func (n *Network) reshare(now Time) {
 		for _, r := range n.res {
 			n.markDirty(r)
 		}
-		for _, f := range n.flows {
-			if len(f.Spec.Route) == 0 {
-				n.dirtyFlows = append(n.dirtyFlows, f)
-			}
-		}
+		n.dirtyFlows = append(n.dirtyFlows, n.routeless...)
 	}
 	all, touch := n.solveDirty()
 	n.applyRates(now, all)
@@ -142,6 +138,14 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 		// Breadth-first search of r0's component over resources and flows.
 		r0.visit = ep
 		touch = append(touch, r0)
+		if len(r0.flows) == 0 {
+			continue // its flows finished: its load is now zero
+		}
+		if comp, ok := n.soleAlike(r0, ep); ok {
+			n.solveAlike(comp)
+			all = append(all, comp...)
+			continue
+		}
 		queue := append(n.queue[:0], r0)
 		comp := n.comp[:0]
 		for qi := 0; qi < len(queue); qi++ {
@@ -162,7 +166,12 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 			}
 		}
 		n.queue = queue
-		if len(comp) > 0 {
+		switch {
+		case len(comp) == 0:
+		case alike(comp):
+			n.solveAlike(comp)
+			all = append(all, comp...)
+		default:
 			slices.SortFunc(comp, canonical)
 			n.solve(comp)
 			all = append(all, comp...)
@@ -178,8 +187,11 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 // the old rate are counted, and its finish time is computed again.
 func (n *Network) applyRates(now Time, all []*Flow) {
 	changed := n.changed[:0]
+	// Alike flows follow each other with the same bytes left and rate:
+	// the last finish's duration is kept for them.
+	lastRem, lastRate, lastD := -1.0, 0.0, Duration(0)
 	for _, f := range all {
-		if f.next == f.rate && f.heap >= 0 {
+		if f.next == f.rate && f.dueG != nil {
 			continue
 		}
 		f.remaining -= f.rate * now.Sub(f.since).Seconds()
@@ -188,11 +200,14 @@ func (n *Network) applyRates(now Time, all []*Flow) {
 		}
 		f.since = now
 		f.rate = f.next
-		d, err := FromSeconds(f.remaining / f.rate)
-		if err != nil || f.rate <= 0 {
-			panic(fmt.Sprintf("sim: flow %q got no bandwidth (rate %v B/s); a resource on its route has no capacity", f.Spec.Label, f.rate))
+		if f.remaining != lastRem || f.rate != lastRate {
+			d, err := FromSeconds(f.remaining / f.rate)
+			if err != nil || f.rate <= 0 {
+				noBandwidth(f)
+			}
+			lastRem, lastRate, lastD = f.remaining, f.rate, d
 		}
-		f.finish = now.Add(d)
+		f.finish = now.Add(lastD)
 		n.fixDue(f)
 		if n.obs != nil {
 			changed = append(changed, f)
@@ -207,6 +222,11 @@ func (n *Network) applyRates(now Time, all []*Flow) {
 		clear(changed)
 	}
 	n.changed = changed[:0]
+}
+
+// noBandwidth panics: f got no rate.
+func noBandwidth(f *Flow) {
+	panic(fmt.Sprintf("sim: flow %q got no bandwidth (rate %v B/s); a resource on its route has no capacity", f.Spec.Label, f.rate))
 }
 
 // solve computes the rates of one component, whose flows comp holds in

@@ -202,7 +202,7 @@ func snapshot(n *Network) ([]refRes, []refFlow, []float64) {
 	for i, r := range n.res {
 		res[i] = refRes{capacity: r.Capacity, collapse: r.Collapse}
 	}
-	active := slices.Clone(n.flows)
+	active := n.activeFlows(nil)
 	slices.SortFunc(active, canonical)
 	flows := make([]refFlow, len(active))
 	rates := make([]float64, len(active))

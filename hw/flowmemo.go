@@ -1,0 +1,127 @@
+package hw
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// flowMemo is the flow of a write or read (writeSpec, readSpec) kept for
+// the rank's next transfer of the same kind with the same memory, kernel
+// and fencing: a rank's transfers mostly repeat them (a ring's every
+// write of a rank goes to the same peer with the same kernel, a push
+// allreduce's to the same few, NCCL's alternate a few kernels).
+type flowMemo struct {
+	ok     bool
+	fenced bool
+	at     Mem // the write's destination, the read's source
+	k      Kernel
+	spec   sim.FlowSpec
+	delay  sim.Duration // a read's wait before its flow starts
+}
+
+// memoWays is how many transfers of each kind a rank keeps (the newest
+// replaces the oldest).
+const memoWays = 8
+
+// flowMemos are a rank's kept transfers of one kind (as many as it has
+// made, up to memoWays) and the next to replace.
+type flowMemos struct {
+	e    []flowMemo
+	next int
+	last int // the entry of the rank's last transfer of the kind
+}
+
+// The memos hold what writeSpec and readSpec return, which depends on
+// their arguments and on the machine's fixed state only (cap and loop
+// groups, made by a group's first transfer, are the same thereafter), so
+// a memo gives what computing it again would. The route a memo holds is
+// shared, which is safe since the network copies a flow's route when the
+// flow starts.
+
+// memoGet returns rank r's kept transfer of at, k and fenced among ms,
+// or nil.
+func memoGet(ms []*flowMemos, r int, at Mem, k *Kernel, fenced bool) *flowMemo {
+	if uint(r) >= uint(len(ms)) || ms[r] == nil {
+		return nil
+	}
+	w := ms[r]
+	for i := range w.e {
+		if e := &w.e[i]; e.ok && e.at == at && e.fenced == fenced && sameKernel(&e.k, k) {
+			w.last = i
+			return e
+		}
+	}
+	return nil
+}
+
+// memoPut keeps e among rank r's transfers in *ms (r a GPU rank).
+func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) {
+	if *ms == nil {
+		*ms = make([]*flowMemos, m.Top.NumGPUs())
+	}
+	w := (*ms)[r]
+	if w == nil {
+		w = new(flowMemos)
+		(*ms)[r] = w
+	}
+	e.ok = true
+	if len(w.e) < memoWays {
+		w.last = len(w.e)
+		w.e = append(w.e, e)
+		return
+	}
+	w.last = w.next
+	w.e[w.next] = e
+	w.next = (w.next + 1) % memoWays
+}
+
+// writeFlow returns writeSpec(r, dst, *k, label, fenced), kept per rank.
+func (m *Machine) writeFlow(r int, dst Mem, k *Kernel, label string, fenced bool) (sim.FlowSpec, error) {
+	if e := memoGet(m.wmemo, r, dst, k, fenced); e != nil {
+		return e.spec, nil
+	}
+	spec, err := m.writeSpec(r, dst, *k, label, fenced)
+	if err == nil && r >= 0 && r < m.Top.NumGPUs() {
+		m.memoPut(&m.wmemo, r, flowMemo{fenced: fenced, at: dst, k: *k, spec: spec})
+	}
+	return spec, err
+}
+
+// WriteAgain is Write (or WriteFenced) of rank r with the destination,
+// kernel and fencing of the rank's last successful write: the caller
+// knows they repeat (an executor comparing its own names for them), which
+// spares comparing them. Without such a write it returns an error.
+func (m *Machine) WriteAgain(r int, bytes sim.Bytes, label string, done func()) error {
+	if uint(r) >= uint(len(m.wmemo)) || m.wmemo[r] == nil {
+		return fmt.Errorf("hw: rank %d writes again before a first write", r)
+	}
+	w := m.wmemo[r]
+	e := &w.e[w.last]
+	return m.launchWrite(r, e.spec, &e.k, bytes, label, done)
+}
+
+// readFlow returns readSpec(r, src, *k, label), kept per rank.
+func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, error) {
+	if e := memoGet(m.rmemo, r, src, k, false); e != nil {
+		return e.spec, e.delay, nil
+	}
+	spec, delay, err := m.readSpec(r, src, *k, label)
+	if err == nil && r >= 0 && r < m.Top.NumGPUs() {
+		m.memoPut(&m.rmemo, r, flowMemo{at: src, k: *k, spec: spec, delay: delay})
+	}
+	return spec, delay, err
+}
+
+// kernelBytes is a Kernel's memory.
+type kernelBytes = [unsafe.Sizeof(Kernel{})]byte
+
+// sameKernel reports whether a and b are the same bytes: then they are
+// equal (strings of the same address and length have the same contents).
+// Equal kernels whose strings are stored apart compare unequal, which
+// only costs the memo a miss; a field by field comparison costs about
+// five times as much.
+func sameKernel(a, b *Kernel) bool {
+	return *(*kernelBytes)(unsafe.Pointer(a)) == *(*kernelBytes)(unsafe.Pointer(b))
+}
