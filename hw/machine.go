@@ -128,8 +128,9 @@ type Machine struct {
 	// flagGroups: the sector group of each flag made by NewFlag with one;
 	// pollers: the waits polling each sector group of host memory now.
 	flagGroups map[*sim.FlagVar]string
-	pollers    map[sectorKey]int // poll loops on each sector group now
-	waits      map[pollerKey]int // pending waits of each poll loop
+	sectors    map[sectorKey]int32 // each sector group's index in pollers
+	pollers    []int               // poll loops on each sector group now
+	flagPolls  []*flagPoll         // by flag index: its sector and pending waits
 }
 
 // path is a route prepared for flows: resources in both directions.

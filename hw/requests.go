@@ -29,10 +29,13 @@ import (
 // waits on flags declared in the same sector group (NewFlag) share their
 // block's sector, so the W−1 slots a block polls in one barrier queue.
 
-// pollerKey is one rank's poll loop on one flag.
-type pollerKey struct {
-	rank int
-	flag *sim.FlagVar
+// flagPoll is what the poll loops on one flag share: the sector group it
+// lies in (its index in Machine.pollers, for the memory at) and, per
+// rank, the waits pending in that rank's poll loop on it.
+type flagPoll struct {
+	at     Mem
+	sector int32
+	waits  []int32
 }
 
 // sectorKey names one sector group of one memory.
@@ -106,28 +109,57 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 		f.Wait(value, rtt+extra, who, fn)
 		return nil
 	}
-	if m.pollers == nil {
-		m.pollers = map[sectorKey]int{}
-		m.waits = map[pollerKey]int{}
-	}
-	sk := sectorKey{at: at, group: m.flagGroups[f]}
-	if sk.group == "" {
-		sk.own = f
+	fp := m.flagPollOf(f, at)
+	sec := fp.sector
+	for len(fp.waits) <= r {
+		fp.waits = append(fp.waits, 0)
 	}
 	// Waits of one rank on one flag are one poll loop (NCCL's step waits
 	// on a FIFO's tail are pending together but polled by one thread).
-	pk := pollerKey{rank: r, flag: f}
-	if m.waits[pk]++; m.waits[pk] == 1 {
-		m.pollers[sk]++
+	if fp.waits[r]++; fp.waits[r] == 1 {
+		m.pollers[sec]++
 	}
 	f.Wait(value, 0, who, func() {
-		period := pollPeriod(rtt, m.pollers[sk], svc)
+		period := pollPeriod(rtt, m.pollers[sec], svc)
 		m.Eng.After(period+extra, func() {
-			if m.waits[pk]--; m.waits[pk] == 0 {
-				m.pollers[sk]--
+			if fp.waits[r]--; fp.waits[r] == 0 {
+				m.pollers[sec]--
 			}
 			fn()
 		})
 	})
 	return nil
+}
+
+// flagPollOf returns flag f's poll state for a wait on it in memory at,
+// finding the sector group of (at, f's group) the first time and whenever
+// at differs from the last wait's.
+func (m *Machine) flagPollOf(f *sim.FlagVar, at Mem) *flagPoll {
+	i := f.Index()
+	for len(m.flagPolls) <= i {
+		m.flagPolls = append(m.flagPolls, nil)
+	}
+	fp := m.flagPolls[i]
+	if fp != nil && fp.at == at {
+		return fp
+	}
+	sk := sectorKey{at: at, group: m.flagGroups[f]}
+	if sk.group == "" {
+		sk.own = f
+	}
+	if m.sectors == nil {
+		m.sectors = map[sectorKey]int32{}
+	}
+	sec, ok := m.sectors[sk]
+	if !ok {
+		sec = int32(len(m.pollers))
+		m.sectors[sk] = sec
+		m.pollers = append(m.pollers, 0)
+	}
+	if fp == nil {
+		fp = &flagPoll{}
+		m.flagPolls[i] = fp
+	}
+	fp.at, fp.sector = at, sec
+	return fp
 }
