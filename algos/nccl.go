@@ -59,20 +59,38 @@ func (a nccl) Plan(req Request) (*Schedule, error) {
 // NCCLModel returns NCCL's own time estimate (ncclmodel) for the choice
 // the nccl algorithm makes for req, in µs, and a note saying what it chose.
 func NCCLModel(req Request) (us float64, note string, err error) {
+	e, err := NCCLEstimate(req)
+	return e.Us, e.Note, err
+}
+
+// NCCLEstimateInfo is NCCL's own estimate for a request: the time in µs,
+// a note saying what it chose, and whether NCCL's ring search found no
+// speed and fell back to its 0.1 GB/s graph ("Could not find a path"),
+// which makes the estimate's bandwidth term that graph's, not the
+// machine's.
+type NCCLEstimateInfo struct {
+	Us       float64
+	Note     string
+	Fallback bool
+}
+
+// NCCLEstimate is NCCLModel with whether the search fell back.
+func NCCLEstimate(req Request) (NCCLEstimateInfo, error) {
 	if err := Validate(nccl{}, req); err != nil {
-		return 0, "", err
+		return NCCLEstimateInfo{}, err
 	}
 	d, err := ncclDecide(req)
 	if err != nil {
-		return 0, "", err
+		return NCCLEstimateInfo{}, err
 	}
-	return d.choice.Us, d.notes[0], nil
+	return NCCLEstimateInfo{Us: d.choice.Us, Note: d.notes[0], Fallback: d.fallback}, nil
 }
 
 type ncclDecision struct {
-	spec   ncclSpec
-	choice ncclmodel.Choice
-	notes  []string
+	spec     ncclSpec
+	choice   ncclmodel.Choice
+	notes    []string
+	fallback bool // the ring search found no speed (ncclmodel.Graph.Fallback)
 }
 
 // smFromSMs infers the compute capability from gpu.sms, since topologies
@@ -189,7 +207,7 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	case p.nSHM > 0:
 		over = fmt.Sprintf("p2p+shm (%d of %d ring links shm)", p.nSHM, n)
 	}
-	d := &ncclDecision{spec: spec, choice: ch}
+	d := &ncclDecision{spec: spec, choice: ch, fallback: g.Fallback}
 	d.notes = append(d.notes,
 		fmt.Sprintf("NCCL: %s/%s over %s, %d channels; model estimate %.1f µs", ch.Algo, ch.Proto, over, channels, ch.Us),
 		fmt.Sprintf("NCCL: algo%s %s, proto%s %s, %d threads; P2P level %s; ring path classes %s", algoForced, ch.Algo, protoForced, ch.Proto, ch.Threads, p.levelWhat, strings.Join(p.classes, " ")),

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/topology"
 )
 
 // What nccl plans must be a correct allreduce whatever it picks.
@@ -139,4 +141,20 @@ func TestNCCLH200x2ShmSearchesThroughTheCPU(t *testing.T) {
 	nv, err := ncclDecide(req(t, "h200x2", 2, 1<<20, nil))
 	require.NoError(t, err)
 	assert.Equal(t, 24, nv.spec.channels, "%v", nv.notes)
+}
+
+// NCCL's ring search finds no speed across two AMD sockets with P2P at SYS
+// on sm120 (its smallest sm100 speed, 18 GB/s, is above AMD_BW 16) and
+// falls back; on two H200s over NVLink it does not.
+func TestNCCLEstimateSaysWhenTheSearchFellBack(t *testing.T) {
+	for name, want := range map[string]bool{"rtxpro6000x8-2numa": true, "h200x2": false} {
+		p, err := topology.Lookup(name)
+		require.NoError(t, err)
+		top, err := p.Build()
+		require.NoError(t, err)
+		e, err := NCCLEstimate(Request{Top: top, Ranks: top.NumGPUs(), Bytes: 1 << 20, DType: BF16, Opts: map[string]string{"p2p_level": "sys"}})
+		require.NoError(t, err)
+		assert.Equal(t, want, e.Fallback, name)
+		assert.Positive(t, e.Us, name)
+	}
 }

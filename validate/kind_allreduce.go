@@ -96,9 +96,9 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 		if r.Kind == trace.KindAllreduceSequence {
 			count = float64(r.Count)
 		}
-		t.Model = func(top *topology.Topology) (float64, error) {
-			us, _, err := algos.NCCLModel(req(top))
-			return us * count, err
+		t.Model = func(top *topology.Topology) (float64, bool, error) {
+			e, err := algos.NCCLEstimate(req(top))
+			return e.Us * count, e.Fallback, err
 		}
 	}
 	return t, nil

@@ -22,8 +22,9 @@ type Twin struct {
 	// the host's issue interval (an eager call the host, not the device,
 	// paces) rather than the machine model's.
 	Sim func(top *topology.Topology) (value float64, hostPaced bool, err error)
-	// Model, when set, is NCCL's own analytic estimate of the same value.
-	Model func(top *topology.Topology) (float64, error)
+	// Model, when set, is NCCL's own analytic estimate of the same value,
+	// and whether NCCL's ring search fell back to its 0.1 GB/s graph.
+	Model func(top *topology.Topology) (us float64, fallback bool, err error)
 
 	rec      trace.Record
 	preset   *topology.Preset

@@ -40,6 +40,9 @@ func (v *Validation) summarize() {
 			m := math.Abs(*r.ModelErrorPct)
 			modelAbs = append(modelAbs, m)
 			oursOnModel = append(oursOnModel, a)
+			if r.ModelFallback {
+				s.ModelFallbackCount++
+			}
 			g.model = append(g.model, m)
 		}
 	}

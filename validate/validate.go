@@ -58,6 +58,10 @@ type Compared struct {
 	// (algos.NCCLModel) for NCCL records; nil otherwise.
 	ModelPredicted *float64 `json:"nccl_model,omitempty"`
 	ModelErrorPct  *float64 `json:"nccl_model_error_pct,omitempty"`
+	// ModelFallback: NCCL's ring search found no speed on this machine and
+	// its estimate rests on the fallback graph's 0.1 GB/s (NCCL's own
+	// number, but not a time for the machine).
+	ModelFallback bool `json:"nccl_model_fallback,omitempty"`
 	// Note says how the record was modelled, where that is not obvious.
 	Note string `json:"note,omitempty"`
 	// HostPaced: the simulated value is the host's issue interval (an
@@ -94,7 +98,10 @@ type Summary struct {
 	// ModelCount, ModelMedianAbs and ModelP95Abs are over the NCCL
 	// records that have both a simulated time and NCCL's own estimate;
 	// OursOnModelRecords* are arsim's errors over the same records.
-	ModelCount               int           `json:"nccl_model_count"`
+	ModelCount int `json:"nccl_model_count"`
+	// ModelFallbackCount of them have NCCL's estimate on its fallback
+	// graph (Compared.ModelFallback).
+	ModelFallbackCount       int           `json:"nccl_model_fallback_count,omitempty"`
 	ModelMedianAbs           *float64      `json:"nccl_model_median_abs_error_pct,omitempty"`
 	ModelP95Abs              *float64      `json:"nccl_model_p95_abs_error_pct,omitempty"`
 	OursOnModelRecordsMedian *float64      `json:"arsim_median_abs_error_pct_on_nccl_records,omitempty"`
@@ -192,7 +199,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			Unit: t.unit, Measured: t.measured, Predicted: o.pred, ErrorPct: errPct(o.pred, t.measured), Note: t.Note, HostPaced: o.hostPaced}
 		if o.model != nil {
 			e := errPct(*o.model, t.measured)
-			c.ModelPredicted, c.ModelErrorPct = o.model, &e
+			c.ModelPredicted, c.ModelErrorPct, c.ModelFallback = o.model, &e, o.modelFallback
 		}
 		if f, covered := fitOf(opts.File, t.rec); f != nil {
 			c.FittedFor = strings.Join(f.Params, ", ")
@@ -311,6 +318,8 @@ type outcome struct {
 	hostPaced bool
 	err       error
 	model     *float64
+	// modelFallback: the model's estimate rests on NCCL's fallback graph.
+	modelFallback bool
 }
 
 // simulateOne runs one twin. A panic inside the simulator becomes the
@@ -323,8 +332,8 @@ func simulateOne(tw *Twin, t *topology.Topology, withModel bool) (o outcome) {
 		o.err = fmt.Errorf("simulated value %v is not a positive number", o.pred)
 	}
 	if withModel && tw.Model != nil && o.err == nil {
-		if us, err := tw.Model(t); err == nil && us > 0 {
-			o.model = &us
+		if us, fb, err := tw.Model(t); err == nil && us > 0 {
+			o.model, o.modelFallback = &us, fb
 		}
 	}
 	return o

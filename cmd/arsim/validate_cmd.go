@@ -255,7 +255,11 @@ func writeComparedRecords(b *bytes.Buffer, recs []validate.Compared, multi bool)
 			fmt.Fprintf(tw, "%s\t", filepath.Base(filepath.Dir(r.File))+"/"+filepath.Base(r.File))
 		}
 		e := r.ErrorPct
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Line, r.Group, fmtVal(r.Measured), fmtVal(r.Predicted), r.Unit, fmtPct(&e), fmtPct(r.ModelErrorPct))
+		model := fmtPct(r.ModelErrorPct)
+		if r.ModelFallback {
+			model += " (fallback graph)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Line, r.Group, fmtVal(r.Measured), fmtVal(r.Predicted), r.Unit, fmtPct(&e), model)
 	}
 	return tw.Flush()
 }
@@ -282,6 +286,9 @@ func writeValidateSummary(b *bytes.Buffer, s validate.Summary, bad int) {
 	if s.ModelMedianAbs != nil {
 		fmt.Fprintf(b, "  NCCL records       %d: arsim median |error| %.1f%%, p95 %.1f%%; nccl_model (NCCL's own estimate) median %.1f%%, p95 %.1f%%\n",
 			s.ModelCount, *s.OursOnModelRecordsMedian, *s.OursOnModelRecordsP95, *s.ModelMedianAbs, *s.ModelP95Abs)
+		if s.ModelFallbackCount > 0 {
+			fmt.Fprintf(b, "                     %d of them: NCCL's ring search finds no speed on this machine and falls back to its 0.1 GB/s graph, so its estimate is that graph's, not a time for the machine (its choice follows from it)\n", s.ModelFallbackCount)
+		}
 	}
 }
 
