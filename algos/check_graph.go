@@ -72,6 +72,7 @@ func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
 		c.base[r] = c.per
 		c.per += len(prog) + 2
 	}
+	c.nodes = make([]node, 0, iters*c.per)
 	for it := 0; it < iters; it++ {
 		for r, prog := range s.Programs {
 			c.add(node{iter: it, rank: r, idx: -1})
@@ -81,6 +82,7 @@ func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
 			c.add(node{iter: it, rank: r, idx: -2})
 		}
 	}
+	c.reservePreds()
 	signals := c.signals()
 	for n := range c.nodes {
 		if err := c.link(n, signals); err != nil {
@@ -92,6 +94,31 @@ func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
 
 func (c *checker) add(n node) {
 	c.nodes = append(c.nodes, n)
+}
+
+// reservePreds gives every node's predecessor list its room in one
+// array, as link will fill it: the previous output read of an input
+// write, the ops of an output read and its input write, an op's input
+// write, its After ops and, on a wait, its setter.
+func (c *checker) reservePreds() {
+	room := func(nd *node) int {
+		switch nd.idx {
+		case -1:
+			return 1
+		case -2:
+			return len(c.s.Programs[nd.rank]) + 1
+		}
+		return len(nd.op.After) + 2
+	}
+	total := 0
+	for i := range c.nodes {
+		total += room(&c.nodes[i])
+	}
+	pool := make([]int, total)
+	for i := range c.nodes {
+		k := room(&c.nodes[i])
+		c.nodes[i].preds, pool = pool[:0:k], pool[k:]
+	}
 }
 
 // id returns the node of rank r's op idx in allreduce it (idx −1: the
@@ -210,11 +237,24 @@ func (c *checker) order() error {
 func (c *checker) topoSort() ([][]int, error) {
 	n := len(c.nodes)
 	indeg := make([]int, n)
+	// The successor lists share one array, each node's sized by a count.
+	outdeg := make([]int, n)
+	edges := 0
+	for v := range c.nodes {
+		for _, u := range c.nodes[v].preds {
+			outdeg[u]++
+		}
+		indeg[v] = len(c.nodes[v].preds)
+		edges += indeg[v]
+	}
+	pool := make([]int, edges)
 	succ := make([][]int, n)
-	for v, nd := range c.nodes {
-		for _, u := range nd.preds {
+	for u, k := range outdeg {
+		succ[u], pool = pool[:0:k], pool[k:]
+	}
+	for v := range c.nodes {
+		for _, u := range c.nodes[v].preds {
 			succ[u] = append(succ[u], v)
-			indeg[v]++
 		}
 	}
 	var ready minheap.Heap[nodeIdx]
@@ -248,7 +288,14 @@ func (c *checker) topoSort() ([][]int, error) {
 // ancestors numbers the memory-touching nodes (c.uni, c.perUni) and
 // computes, in topological order, each node's ancestors among them
 // (c.anc), recycling the sets of nodes that touch no memory once their
-// successors have read them.
+// successors have read them. The sets of memory-touching nodes, which
+// races and distance read, share one array.
+//
+// A node's set is the union of its predecessors' sets and the
+// memory-touching predecessors themselves. The predecessors are taken
+// last first (an op's input write, which every other predecessor of the
+// op follows, comes first): a memory-touching predecessor already in the
+// set adds nothing, its own ancestors being there too.
 func (c *checker) ancestors(succ [][]int) {
 	n := len(c.nodes)
 	c.uni = make([]int, n)
@@ -262,37 +309,63 @@ func (c *checker) ancestors(succ [][]int) {
 	}
 	c.perUni = count / c.iters
 	words := (count + 63) / 64
+	slab := make([]uint64, count*words)
 	refs := make([]int, n)
 	for v := range succ {
 		refs[v] = len(succ[v])
 	}
 	var free [][]uint64
+	var fresh []uint64 // sets not yet used, carved 64 at a time
 	c.anc = make([][]uint64, n)
 	for _, v := range c.topo {
 		var a []uint64
-		if k := len(free); k > 0 {
+		if i := c.uni[v]; i >= 0 {
+			a = slab[i*words : (i+1)*words : (i+1)*words]
+		} else if k := len(free); k > 0 {
 			a, free = free[k-1], free[:k-1]
-			clear(a)
 		} else {
-			a = make([]uint64, words)
-		}
-		for _, u := range c.nodes[v].preds {
-			for w, x := range c.anc[u] {
-				a[w] |= x
+			if len(fresh) < words {
+				fresh = make([]uint64, 64*words)
 			}
-			if i := c.uni[u]; i >= 0 {
+			a, fresh = fresh[:words:words], fresh[words:]
+		}
+		first := true
+		preds := c.nodes[v].preds
+		for k := len(preds) - 1; k >= 0; k-- {
+			u := preds[k]
+			i := c.uni[u]
+			switch {
+			case i >= 0 && !first && a[i/64]&(1<<(i%64)) != 0:
+			case first:
+				copy(a, c.anc[u])
+				first = false
+			default:
+				orInto(a, c.anc[u])
+			}
+			if i >= 0 {
 				a[i/64] |= 1 << (i % 64)
 			}
-			if refs[u]--; refs[u] == 0 && c.uni[u] < 0 {
+			if refs[u]--; refs[u] == 0 && i < 0 {
 				free = append(free, c.anc[u])
 				c.anc[u] = nil
 			}
+		}
+		if first {
+			clear(a) // no predecessors (a recycled set holds old bits)
 		}
 		c.anc[v] = a
 		if len(succ[v]) == 0 && c.uni[v] < 0 {
 			free = append(free, a)
 			c.anc[v] = nil
 		}
+	}
+}
+
+// orInto sets in a every bit set in b (of a's length).
+func orInto(a, b []uint64) {
+	b = b[:len(a)]
+	for w := range a {
+		a[w] |= b[w]
 	}
 }
 

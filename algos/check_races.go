@@ -58,15 +58,26 @@ type access struct {
 // index among the distinct buffers) and offset, stably.
 func (c *checker) races() error {
 	acc := c.accesses()
+	// Number the distinct buffers in order of first access, then rank
+	// them in bufLess order.
+	first := map[Buf]int32{}
 	var bufs []Buf
-	seen := map[Buf]bool{}
-	for _, a := range acc {
-		if !seen[a.buf] {
-			seen[a.buf] = true
+	seen := make([]int32, len(acc))
+	for i, a := range acc {
+		id, ok := first[a.buf]
+		if !ok {
+			id = int32(len(bufs))
+			first[a.buf] = id
 			bufs = append(bufs, a.buf)
 		}
+		seen[i] = id
 	}
-	slices.SortFunc(bufs, func(a, b Buf) int {
+	order := make([]int32, len(bufs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		a, b := bufs[x], bufs[y]
 		if bufLess(a, b) {
 			return -1
 		}
@@ -75,19 +86,24 @@ func (c *checker) races() error {
 		}
 		return 0
 	})
-	rank := make(map[Buf]int32, len(bufs))
-	for i, b := range bufs {
-		rank[b] = int32(i)
+	rank := make([]int32, len(bufs))
+	for r, id := range order {
+		rank[id] = int32(r)
 	}
 	keys := make([]accessKey, len(acc))
 	for i, a := range acc {
-		keys[i] = accessKey{buf: rank[a.buf], off: a.off, i: int32(i)}
+		keys[i] = accessKey{buf: rank[seen[i]], off: a.off, i: int32(i)}
 	}
-	slices.SortStableFunc(keys, func(a, b accessKey) int {
+	// By buffer and offset, accesses at one offset in list order (the
+	// order a stable sort keeps).
+	slices.SortFunc(keys, func(a, b accessKey) int {
 		if a.buf != b.buf {
 			return cmp.Compare(a.buf, b.buf)
 		}
-		return cmp.Compare(a.off, b.off)
+		if a.off != b.off {
+			return cmp.Compare(a.off, b.off)
+		}
+		return cmp.Compare(a.i, b.i)
 	})
 	for x := range keys {
 		i := keys[x].i
