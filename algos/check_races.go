@@ -55,7 +55,7 @@ type access struct {
 
 // races finds two unordered accesses to overlapping bytes, one not a read.
 // The accesses are sorted by buffer (in bufLess order, through their
-// index among the distinct buffers) and offset, stably.
+// index among the distinct buffers) and offset, stably (sortAccesses).
 func (c *checker) races() error {
 	acc := c.accesses()
 	// Number the distinct buffers in order of first access, then rank
@@ -90,25 +90,14 @@ func (c *checker) races() error {
 	for r, id := range order {
 		rank[id] = int32(r)
 	}
-	keys := make([]accessKey, len(acc))
-	for i, a := range acc {
-		keys[i] = accessKey{buf: rank[seen[i]], off: a.off, i: int32(i)}
+	br := make([]int32, len(acc)) // each access's buffer's rank
+	for i := range acc {
+		br[i] = rank[seen[i]]
 	}
-	// By buffer and offset, accesses at one offset in list order (the
-	// order a stable sort keeps).
-	slices.SortFunc(keys, func(a, b accessKey) int {
-		if a.buf != b.buf {
-			return cmp.Compare(a.buf, b.buf)
-		}
-		if a.off != b.off {
-			return cmp.Compare(a.off, b.off)
-		}
-		return cmp.Compare(a.i, b.i)
-	})
-	for x := range keys {
-		i := keys[x].i
-		for y := x + 1; y < len(keys) && keys[y].buf == keys[x].buf && keys[y].off < acc[i].end; y++ {
-			a, b := acc[i], acc[keys[y].i]
+	keys := sortAccesses(acc, br, len(bufs))
+	for x, i := range keys {
+		for y := x + 1; y < len(keys) && br[keys[y]] == br[i] && acc[keys[y]].off < acc[i].end; y++ {
+			a, b := acc[i], acc[keys[y]]
 			if a.node == b.node || (a.mode == 0 && b.mode == 0) || (a.mode == 2 && b.mode == 2) {
 				continue
 			}
@@ -122,12 +111,48 @@ func (c *checker) races() error {
 	return nil
 }
 
-// accessKey is an access's sort key: its buffer's place in bufLess order,
-// its offset, and its index in the list.
-type accessKey struct {
-	buf int32
-	off int64
-	i   int32
+// sortAccesses returns the accesses' indices ordered by their buffer's
+// rank (br, below nbufs), then offset, then index: grouped by buffer
+// (counting), then each group by one integer key of offset and place in
+// the group when offsets fit in 40 bits, by comparison otherwise.
+func sortAccesses(acc []access, br []int32, nbufs int) []int32 {
+	start := make([]int, nbufs+1)
+	for _, b := range br {
+		start[b+1]++
+	}
+	for b := 0; b < nbufs; b++ {
+		start[b+1] += start[b]
+	}
+	out := make([]int32, len(acc))
+	next := slices.Clone(start[:nbufs])
+	for i, b := range br {
+		out[next[b]] = int32(i)
+		next[b]++
+	}
+	var keys []uint64
+	var sorted []int32
+	for b := 0; b < nbufs; b++ {
+		group := out[start[b]:start[b+1]]
+		fits := len(group) < 1<<24
+		for _, i := range group {
+			fits = fits && acc[i].off < 1<<40
+		}
+		if !fits {
+			slices.SortStableFunc(group, func(x, y int32) int { return cmp.Compare(acc[x].off, acc[y].off) })
+			continue
+		}
+		keys = keys[:0]
+		for k, i := range group {
+			keys = append(keys, uint64(acc[i].off)<<24|uint64(k))
+		}
+		slices.Sort(keys)
+		sorted = sorted[:0]
+		for _, key := range keys {
+			sorted = append(sorted, group[key&(1<<24-1)])
+		}
+		copy(group, sorted)
+	}
+	return out
 }
 
 // accesses lists every node's accesses to memory, in node order: the

@@ -1,0 +1,39 @@
+package algos
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// sortAccesses orders accesses as a stable sort by buffer and offset
+// does, with offsets that fit its integer keys and with offsets that do
+// not.
+func TestSortAccessesIsStableByBufferAndOffset(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, big := range []bool{false, true} {
+		acc := make([]access, 500)
+		br := make([]int32, len(acc))
+		for i := range acc {
+			acc[i].off = int64(rng.IntN(20)) * 64
+			if big && i%7 == 0 {
+				acc[i].off += 1 << 41
+			}
+			br[i] = int32(rng.IntN(5))
+		}
+		want := make([]int32, len(acc))
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortStableFunc(want, func(x, y int32) int {
+			if br[x] != br[y] {
+				return cmp.Compare(br[x], br[y])
+			}
+			return cmp.Compare(acc[x].off, acc[y].off)
+		})
+		assert.Equal(t, want, sortAccesses(acc, br, 5), "offsets beyond 2^40: %v", big)
+	}
+}
