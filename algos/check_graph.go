@@ -131,21 +131,36 @@ func (c *checker) id(it, r, idx int) int {
 	return start + 1 + idx
 }
 
-// flagValue is a flag and a value of it counted from the first
-// allreduce: a signal of allreduce k sets its value plus k times the
-// flag's stride.
+// flagValue is a flag (by its number, shape.flags) and a value of it
+// counted from the first allreduce: a signal of allreduce k sets its
+// value plus k times the flag's stride.
 type flagValue struct {
-	f Flag
+	f int32
 	v int64
 }
 
+// setters are the signal nodes that set one flag value: the first two
+// (in node order) and how many.
+type setters struct {
+	first, second, n int
+}
+
 // signals returns the signal nodes by the flag value they set.
-func (c *checker) signals() map[flagValue][]int {
-	signals := map[flagValue][]int{}
+func (c *checker) signals() map[flagValue]setters {
+	signals := map[flagValue]setters{}
 	for n, nd := range c.nodes {
 		if nd.op != nil && nd.op.Kind == Signal {
-			k := flagValue{nd.op.Flag, nd.op.Value + int64(nd.iter)*c.sh.stride[nd.op.Flag]}
-			signals[k] = append(signals[k], n)
+			f := c.sh.flagOf[nd.rank][nd.idx]
+			k := flagValue{f, nd.op.Value + int64(nd.iter)*c.sh.stride[f]}
+			ss := signals[k]
+			switch ss.n {
+			case 0:
+				ss.first = n
+			case 1:
+				ss.second = n
+			}
+			ss.n++
+			signals[k] = ss
 		}
 	}
 	return signals
@@ -155,7 +170,7 @@ func (c *checker) signals() map[flagValue][]int {
 // rank's previous output read; every op after the input write, its After
 // ops and, for a wait, the signal it waits for; the output read after
 // every op of the rank.
-func (c *checker) link(n int, signals map[flagValue][]int) error {
+func (c *checker) link(n int, signals map[flagValue]setters) error {
 	nd := &c.nodes[n]
 	in := c.id(nd.iter, nd.rank, -1)
 	switch {
@@ -188,31 +203,32 @@ func (c *checker) link(n int, signals map[flagValue][]int) error {
 // setter returns the signal that ends wait n: the one op that sets the
 // earliest value satisfying the wait within its allreduce (for a
 // data-carried wait, an inline signal).
-func (c *checker) setter(n int, signals map[flagValue][]int) (int, error) {
+func (c *checker) setter(n int, signals map[flagValue]setters) (int, error) {
 	s, nd := c.s, c.nodes[n]
-	st := c.sh.stride[nd.op.Flag]
+	f := c.sh.flagOf[nd.rank][nd.idx]
+	st := c.sh.stride[f]
 	want := nd.op.Value + int64(nd.iter)*st
 	if st == 0 || nd.op.Value > st {
 		return 0, fmt.Errorf("algos: check %s: %s waits for %s ≥ %d, which no op of the same allreduce sets (deadlock)", s.Algo, c.name(n), nd.op.Flag, nd.op.Value)
 	}
-	var best []int
+	var best setters
 	for v := want; v <= int64(nd.iter)*st+st; v++ {
-		if ss := signals[flagValue{nd.op.Flag, v}]; len(ss) > 0 {
+		if ss := signals[flagValue{f, v}]; ss.n > 0 {
 			best = ss
 			break
 		}
 	}
-	if len(best) == 0 {
+	if best.n == 0 {
 		return 0, fmt.Errorf("algos: check %s: %s waits for %s ≥ %d, which no op of the same allreduce sets (deadlock)", s.Algo, c.name(n), nd.op.Flag, nd.op.Value)
 	}
-	if len(best) > 1 {
-		return 0, fmt.Errorf("algos: check %s: %s: flag %s is set to the same value by %s and %s; waits on it are ambiguous", s.Algo, c.name(n), nd.op.Flag, c.name(best[0]), c.name(best[1]))
+	if best.n > 1 {
+		return 0, fmt.Errorf("algos: check %s: %s: flag %s is set to the same value by %s and %s; waits on it are ambiguous", s.Algo, c.name(n), nd.op.Flag, c.name(best.first), c.name(best.second))
 	}
-	if nd.op.Src.Len > 0 && !c.nodes[best[0]].op.Inline {
+	if nd.op.Src.Len > 0 && !c.nodes[best.first].op.Inline {
 		return 0, fmt.Errorf("algos: check %s: %s polls %s, a data-carried wait, but %s marks the landing with a separate flag write: the mark of data-carried completion is an inline signal right after the write of the data",
-			s.Algo, c.name(n), nd.op.Src, c.name(best[0]))
+			s.Algo, c.name(n), nd.op.Src, c.name(best.first))
 	}
-	return best[0], nil
+	return best.first, nil
 }
 
 // nodeIdx is a node index in the checker's ready heap.
@@ -345,9 +361,11 @@ func (c *checker) ancestors(succ [][]int) {
 			if i >= 0 {
 				a[i/64] |= 1 << (i % 64)
 			}
-			if refs[u]--; refs[u] == 0 && i < 0 {
-				free = append(free, c.anc[u])
-				c.anc[u] = nil
+			if i < 0 {
+				if refs[u]--; refs[u] == 0 {
+					free = append(free, c.anc[u])
+					c.anc[u] = nil
+				}
 			}
 		}
 		if first {

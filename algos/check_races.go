@@ -97,7 +97,7 @@ func (c *checker) races() error {
 	keys := sortAccesses(acc, br, len(bufs))
 	for x, i := range keys {
 		for y := x + 1; y < len(keys) && br[keys[y]] == br[i] && acc[keys[y]].off < acc[i].end; y++ {
-			a, b := acc[i], acc[keys[y]]
+			a, b := &acc[i], &acc[keys[y]]
 			if a.node == b.node || (a.mode == 0 && b.mode == 0) || (a.mode == 2 && b.mode == 2) {
 				continue
 			}
