@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/arsim/arsim/internal/minheap"
@@ -35,13 +36,21 @@ type checker struct {
 	// uni[v] is node v's index among the nodes that touch memory (ops
 	// that read or write bytes, data-carried waits, the user's input
 	// writes and output reads), −1 for the others (launches, flags,
-	// fences); anc[v] holds v's ancestors among those. Only they take part
-	// in races and in the distance between calls, so the bitsets span
-	// them alone, and a node that touches no memory drops its set once
-	// its successors have read it.
-	uni    []int
-	perUni int // memory-touching nodes per allreduce
-	anc    [][]uint64
+	// fences); anc(v) holds such a node's ancestors among those, words
+	// 64-bit words of ancSets each. Only they take part in races and in
+	// the distance between calls, so the bitsets span them alone, and a
+	// node that touches no memory drops its set once its successors have
+	// read it.
+	uni     []int32
+	perUni  int // memory-touching nodes per allreduce
+	words   int
+	ancSets []uint64
+}
+
+// anc returns the ancestor set of node v, which touches memory.
+func (c *checker) anc(v int) []uint64 {
+	i := int(c.uni[v])
+	return c.ancSets[i*c.words : (i+1)*c.words : (i+1)*c.words]
 }
 
 // name says which node n is in an error: rank, op, label and allreduce.
@@ -239,38 +248,39 @@ func (a nodeIdx) Less(b nodeIdx) bool { return a < b }
 // order sorts the nodes topologically (Kahn, smallest node first) and
 // computes ancestor sets; a cycle is a deadlock.
 func (c *checker) order() error {
-	succ, err := c.topoSort()
+	outdeg, err := c.topoSort()
 	if err != nil {
 		return err
 	}
-	c.ancestors(succ)
+	c.ancestors(outdeg)
 	return nil
 }
 
 // topoSort sets c.topo, the nodes in topological order (Kahn, smallest node
-// first), and returns each node's successors; a cycle is a deadlock,
-// reported with up to six of the blocked waits.
-func (c *checker) topoSort() ([][]int, error) {
+// first), and returns how many successors each node has; a cycle is a
+// deadlock, reported with up to six of the blocked waits.
+func (c *checker) topoSort() ([]int32, error) {
 	n := len(c.nodes)
-	indeg := make([]int, n)
-	// The successor lists share one array, each node's sized by a count.
-	outdeg := make([]int, n)
-	edges := 0
+	indeg := make([]int32, n)
+	// Successors: node u's are succ[start[u]:start[u+1]].
+	start := make([]int32, n+1)
 	for v := range c.nodes {
 		for _, u := range c.nodes[v].preds {
-			outdeg[u]++
+			start[u+1]++
 		}
-		indeg[v] = len(c.nodes[v].preds)
-		edges += indeg[v]
+		indeg[v] = int32(len(c.nodes[v].preds))
 	}
-	pool := make([]int, edges)
-	succ := make([][]int, n)
-	for u, k := range outdeg {
-		succ[u], pool = pool[:0:k], pool[k:]
+	outdeg := make([]int32, n)
+	for u := 0; u < n; u++ {
+		outdeg[u] = start[u+1]
+		start[u+1] += start[u]
 	}
+	succ := make([]int32, start[n])
+	next := slices.Clone(start[:n])
 	for v := range c.nodes {
 		for _, u := range c.nodes[v].preds {
-			succ[u] = append(succ[u], v)
+			succ[next[u]] = int32(v)
+			next[u]++
 		}
 	}
 	var ready minheap.Heap[nodeIdx]
@@ -283,7 +293,7 @@ func (c *checker) topoSort() ([][]int, error) {
 	for ready.Len() > 0 {
 		u := int(ready.Pop())
 		c.topo = append(c.topo, u)
-		for _, v := range succ[u] {
+		for _, v := range succ[start[u]:start[u+1]] {
 			if indeg[v]--; indeg[v] == 0 {
 				ready.Push(nodeIdx(v))
 			}
@@ -298,83 +308,88 @@ func (c *checker) topoSort() ([][]int, error) {
 		}
 		return nil, fmt.Errorf("algos: check %s: deadlock: the waits form a cycle; blocked: %s", c.s.Algo, strings.Join(stuck, "; "))
 	}
-	return succ, nil
+	return outdeg, nil
 }
 
 // ancestors numbers the memory-touching nodes (c.uni, c.perUni) and
 // computes, in topological order, each node's ancestors among them
 // (c.anc), recycling the sets of nodes that touch no memory once their
-// successors have read them. The sets of memory-touching nodes, which
-// races and distance read, share one array.
+// successors (refs counts them, and is used up) have read them. The sets
+// of memory-touching nodes, which races and distance read, share one
+// array.
 //
 // A node's set is the union of its predecessors' sets and the
 // memory-touching predecessors themselves. The predecessors are taken
 // last first (an op's input write, which every other predecessor of the
 // op follows, comes first): a memory-touching predecessor already in the
 // set adds nothing, its own ancestors being there too.
-func (c *checker) ancestors(succ [][]int) {
+func (c *checker) ancestors(refs []int32) {
 	n := len(c.nodes)
-	c.uni = make([]int, n)
+	c.uni = make([]int32, n)
 	count := 0
 	for v, nd := range c.nodes {
 		c.uni[v] = -1
 		if touches(nd) {
-			c.uni[v] = count
+			c.uni[v] = int32(count)
 			count++
 		}
 	}
 	c.perUni = count / c.iters
 	words := (count + 63) / 64
-	slab := make([]uint64, count*words)
-	refs := make([]int, n)
-	for v := range succ {
-		refs[v] = len(succ[v])
-	}
-	var free [][]uint64
+	c.words = words
+	c.ancSets = make([]uint64, count*words)
+	// The sets of nodes that touch no memory: other[slot[v]] is node v's
+	// while a successor has yet to read it; free lists the slots to reuse.
+	slot := make([]int32, n)
+	var other [][]uint64
+	var free []int32
 	var fresh []uint64 // sets not yet used, carved 64 at a time
-	c.anc = make([][]uint64, n)
 	for _, v := range c.topo {
 		var a []uint64
-		if i := c.uni[v]; i >= 0 {
-			a = slab[i*words : (i+1)*words : (i+1)*words]
-		} else if k := len(free); k > 0 {
-			a, free = free[k-1], free[:k-1]
-		} else {
+		switch {
+		case c.uni[v] >= 0:
+			a = c.anc(v)
+		case len(free) > 0:
+			slot[v], free = free[len(free)-1], free[:len(free)-1]
+			a = other[slot[v]]
+		default:
 			if len(fresh) < words {
 				fresh = make([]uint64, 64*words)
 			}
 			a, fresh = fresh[:words:words], fresh[words:]
+			slot[v] = int32(len(other))
+			other = append(other, a)
 		}
 		first := true
 		preds := c.nodes[v].preds
 		for k := len(preds) - 1; k >= 0; k-- {
 			u := preds[k]
 			i := c.uni[u]
-			switch {
-			case i >= 0 && !first && a[i/64]&(1<<(i%64)) != 0:
-			case first:
-				copy(a, c.anc[u])
-				first = false
-			default:
-				orInto(a, c.anc[u])
+			if i < 0 || first || a[i/64]&(1<<(i%64)) == 0 {
+				var b []uint64
+				if i >= 0 {
+					b = c.ancSets[int(i)*words : int(i+1)*words]
+				} else {
+					b = other[slot[u]]
+				}
+				if first {
+					copy(a, b)
+					first = false
+				} else {
+					orInto(a, b)
+				}
 			}
 			if i >= 0 {
 				a[i/64] |= 1 << (i % 64)
-			}
-			if i < 0 {
-				if refs[u]--; refs[u] == 0 {
-					free = append(free, c.anc[u])
-					c.anc[u] = nil
-				}
+			} else if refs[u]--; refs[u] == 0 {
+				free = append(free, slot[u])
 			}
 		}
 		if first {
 			clear(a) // no predecessors (a recycled set holds old bits)
 		}
-		c.anc[v] = a
-		if len(succ[v]) == 0 && c.uni[v] < 0 {
-			free = append(free, a)
-			c.anc[v] = nil
+		if refs[v] == 0 && c.uni[v] < 0 {
+			free = append(free, slot[v])
 		}
 	}
 }
@@ -415,5 +430,5 @@ func (c *checker) touching() int {
 // before reports whether a is an ancestor of b; both touch memory.
 func (c *checker) before(a, b int) bool {
 	i := c.uni[a]
-	return c.anc[b][i/64]&(1<<(i%64)) != 0
+	return c.anc(b)[i/64]&(1<<(i%64)) != 0
 }

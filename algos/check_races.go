@@ -34,7 +34,7 @@ func (c *checker) distance() int {
 		ok := true
 		for v := d * nodes; v < (d+1)*nodes && ok; v++ {
 			if c.uni[v] >= 0 {
-				ok = covers(c.anc[v])
+				ok = covers(c.anc(v))
 			}
 		}
 		if ok {
@@ -47,8 +47,8 @@ func (c *checker) distance() int {
 // access is one node's read (mode 0), write (1) or accumulation (2) of
 // bytes [off, end) of a buffer copy.
 type access struct {
-	node     int
-	buf      Buf
+	node     int32
+	buf      int32 // the buffer copy's number (accessList.bufs)
 	off, end int64
 	mode     uint8 // 0 read, 1 write, 2 accumulate
 }
@@ -57,21 +57,9 @@ type access struct {
 // The accesses are sorted by buffer (in bufLess order, through their
 // index among the distinct buffers) and offset, stably (sortAccesses).
 func (c *checker) races() error {
-	acc := c.accesses()
-	// Number the distinct buffers in order of first access, then rank
-	// them in bufLess order.
-	first := map[Buf]int32{}
-	var bufs []Buf
-	seen := make([]int32, len(acc))
-	for i, a := range acc {
-		id, ok := first[a.buf]
-		if !ok {
-			id = int32(len(bufs))
-			first[a.buf] = id
-			bufs = append(bufs, a.buf)
-		}
-		seen[i] = id
-	}
+	acc, bufs := c.accesses()
+	// The buffers are numbered in order of first access; rank them in
+	// bufLess order.
 	order := make([]int32, len(bufs))
 	for i := range order {
 		order[i] = int32(i)
@@ -92,7 +80,7 @@ func (c *checker) races() error {
 	}
 	br := make([]int32, len(acc)) // each access's buffer's rank
 	for i := range acc {
-		br[i] = rank[seen[i]]
+		br[i] = rank[acc[i].buf]
 	}
 	keys := sortAccesses(acc, br, len(bufs))
 	for x, i := range keys {
@@ -101,11 +89,11 @@ func (c *checker) races() error {
 			if a.node == b.node || (a.mode == 0 && b.mode == 0) || (a.mode == 2 && b.mode == 2) {
 				continue
 			}
-			if c.before(a.node, b.node) || c.before(b.node, a.node) {
+			if c.before(int(a.node), int(b.node)) || c.before(int(b.node), int(a.node)) {
 				continue
 			}
 			lo, hi := max(a.off, b.off), min(a.end, b.end)
-			return fmt.Errorf("algos: check %s: race on %s bytes [%d, %d): %s and %s are not ordered by program order or any flag", c.s.Algo, a.buf, lo, hi, c.name(a.node), c.name(b.node))
+			return fmt.Errorf("algos: check %s: race on %s bytes [%d, %d): %s and %s are not ordered by program order or any flag", c.s.Algo, bufs[a.buf], lo, hi, c.name(int(a.node)), c.name(int(b.node)))
 		}
 	}
 	return nil
@@ -158,16 +146,51 @@ func sortAccesses(acc []access, br []int32, nbufs int) []int32 {
 // accesses lists every node's accesses to memory, in node order: the
 // user's input writes and output reads, each transfer's source (unless
 // the sentinel) and destination in its allreduce's buffer copies, and the
-// bytes each data-carried wait polls.
-func (c *checker) accesses() []access {
-	var acc []access
-	for n, nd := range c.nodes {
-		s := c.s
+// bytes each data-carried wait polls; and the buffer copies they touch,
+// numbered in order of first access. A buffer that does not rotate is
+// the same copy in every allreduce: its number is looked up once per op.
+func (c *checker) accesses() ([]access, []Buf) {
+	acc := make([]access, 0, 2*c.perUni*c.iters)
+	ids := map[Buf]int32{}
+	var bufs []Buf
+	number := func(b Buf) int32 {
+		id, ok := ids[b]
+		if !ok {
+			id = int32(len(bufs))
+			ids[b] = id
+			bufs = append(bufs, b)
+		}
+		return id
+	}
+	// known[r][2i+k]: the number of op i's source (k 0) or destination
+	// (1) when it does not rotate, −1 until looked up; known[r][2m],
+	// known[r][2m+1] (m ops): the rank's input and output.
+	known := make([][]int32, len(c.s.Programs))
+	for r, prog := range c.s.Programs {
+		known[r] = make([]int32, 2*len(prog)+2)
+		for i := range known[r] {
+			known[r][i] = -1
+		}
+	}
+	buf := func(nd *node, k int, x Buf) int32 {
+		if x.Rotate > 1 {
+			return number(x.Copy(nd.iter))
+		}
+		at := &known[nd.rank][k]
+		if *at < 0 {
+			*at = number(x.Copy(nd.iter))
+		}
+		return *at
+	}
+	s := c.s
+	for n := range c.nodes {
+		nd := &c.nodes[n]
+		m := len(s.Programs[nd.rank])
 		switch {
 		case nd.idx == -1:
-			acc = append(acc, access{n, Buf{At: hw.GPUMem(nd.rank), Name: s.Input}, 0, s.Bytes, 1})
+			acc = append(acc, access{int32(n), buf(nd, 2*m, Buf{At: hw.GPUMem(nd.rank), Name: s.Input}), 0, s.Bytes, 1})
 		case nd.idx == -2:
-			acc = append(acc, access{n, Buf{At: hw.GPUMem(nd.rank), Name: s.Output}, 0, s.Bytes, 0})
+			acc = append(acc, access{int32(n), buf(nd, 2*m+1, Buf{At: hw.GPUMem(nd.rank), Name: s.Output}), 0, s.Bytes, 0})
 		default:
 			op := nd.op
 			switch op.Kind {
@@ -176,21 +199,21 @@ func (c *checker) accesses() []access {
 					continue
 				}
 				if !op.Src.IsSentinel() { // a constant: nothing writes it
-					acc = append(acc, access{n, op.Src.Buf.Copy(nd.iter), op.Src.Off, op.Src.Off + op.Src.Len, 0})
+					acc = append(acc, access{int32(n), buf(nd, 2*nd.idx, op.Src.Buf), op.Src.Off, op.Src.Off + op.Src.Len, 0})
 				}
-				m := uint8(1)
+				mode := uint8(1)
 				if op.Accumulate || op.Kind == Reduce {
-					m = 2
+					mode = 2
 				}
-				acc = append(acc, access{n, op.Dst.Buf.Copy(nd.iter), op.Dst.Off, op.Dst.Off + op.Dst.Len, m})
+				acc = append(acc, access{int32(n), buf(nd, 2*nd.idx+1, op.Dst.Buf), op.Dst.Off, op.Dst.Off + op.Dst.Len, mode})
 			case Wait:
 				if op.Src.Len > 0 { // a data-carried wait polls (reads) its bytes
-					acc = append(acc, access{n, op.Src.Buf.Copy(nd.iter), op.Src.Off, op.Src.Off + op.Src.Len, 0})
+					acc = append(acc, access{int32(n), buf(nd, 2*nd.idx, op.Src.Buf), op.Src.Off, op.Src.Off + op.Src.Len, 0})
 				}
 			}
 		}
 	}
-	return acc
+	return acc, bufs
 }
 
 // bufLess orders buffers: GPU memory before host memory, then by rank or
