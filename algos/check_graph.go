@@ -2,10 +2,9 @@ package algos
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
-
-	"github.com/arsim/arsim/internal/minheap"
 )
 
 // The checker's graph: every op of every allreduce it runs, with the
@@ -240,10 +239,43 @@ func (c *checker) setter(n int, signals map[flagValue]setters) (int, error) {
 	return best.first, nil
 }
 
-// nodeIdx is a node index in the checker's ready heap.
-type nodeIdx int
+// readySet holds node indices and gives back the least first: a bit per
+// node, a summary bit per word of them that is not zero, and the lowest
+// summary word that may have a bit set.
+type readySet struct {
+	bits, sum []uint64
+	lo, n     int
+}
 
-func (a nodeIdx) Less(b nodeIdx) bool { return a < b }
+func newReadySet(nodes int) *readySet {
+	w := (nodes + 63) / 64
+	return &readySet{bits: make([]uint64, w), sum: make([]uint64, (w+63)/64)}
+}
+
+func (q *readySet) push(v int) {
+	w := v / 64
+	q.bits[w] |= 1 << (v % 64)
+	q.sum[w/64] |= 1 << (w % 64)
+	q.lo = min(q.lo, w/64)
+	q.n++
+}
+
+// pop removes and returns the least index; the set must not be empty.
+func (q *readySet) pop() int {
+	for q.sum[q.lo] == 0 {
+		q.lo++
+	}
+	w := q.lo*64 + bits.TrailingZeros64(q.sum[q.lo])
+	x := q.bits[w]
+	b := bits.TrailingZeros64(x)
+	x &^= 1 << b
+	q.bits[w] = x
+	if x == 0 {
+		q.sum[q.lo] &^= 1 << (w % 64)
+	}
+	q.n--
+	return w*64 + b
+}
 
 // order sorts the nodes topologically (Kahn, smallest node first) and
 // computes ancestor sets; a cycle is a deadlock.
@@ -283,19 +315,19 @@ func (c *checker) topoSort() ([]int32, error) {
 			next[u]++
 		}
 	}
-	var ready minheap.Heap[nodeIdx]
+	ready := newReadySet(n)
 	for v := 0; v < n; v++ {
 		if indeg[v] == 0 {
-			ready.Push(nodeIdx(v))
+			ready.push(v)
 		}
 	}
 	c.topo = make([]int, 0, n)
-	for ready.Len() > 0 {
-		u := int(ready.Pop())
+	for ready.n > 0 {
+		u := ready.pop()
 		c.topo = append(c.topo, u)
 		for _, v := range succ[start[u]:start[u+1]] {
 			if indeg[v]--; indeg[v] == 0 {
-				ready.Push(nodeIdx(v))
+				ready.push(int(v))
 			}
 		}
 	}

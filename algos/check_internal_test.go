@@ -37,3 +37,29 @@ func TestSortAccessesIsStableByBufferAndOffset(t *testing.T) {
 		assert.Equal(t, want, sortAccesses(acc, br, 5), "offsets beyond 2^40: %v", big)
 	}
 }
+
+// readySet gives back the least index it holds, pushes and pops
+// interleaved, as a heap would.
+func TestReadySetPopsTheLeast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 10000
+	q := newReadySet(n)
+	held := map[int]bool{}
+	for step := 0; step < 50000; step++ {
+		if v := rng.IntN(n); rng.IntN(3) > 0 && !held[v] {
+			q.push(v)
+			held[v] = true
+			continue
+		}
+		if len(held) == 0 {
+			continue
+		}
+		least := n
+		for v := range held {
+			least = min(least, v)
+		}
+		assert.Equal(t, least, q.pop())
+		delete(held, least)
+	}
+	assert.Equal(t, len(held), q.n)
+}
