@@ -44,6 +44,11 @@ type checker struct {
 	perUni  int // memory-touching nodes per allreduce
 	words   int
 	ancSets []uint64
+	// bufs are the buffer copies the nodes touch, numbered in order of
+	// first access; srcOf[v] and dstOf[v] are the copies node v reads and
+	// writes (−1 none). races sets them (accesses), execute uses them.
+	bufs         []Buf
+	srcOf, dstOf []int32
 }
 
 // anc returns the ancestor set of node v, which touches memory.
@@ -155,7 +160,15 @@ type setters struct {
 
 // signals returns the signal nodes by the flag value they set.
 func (c *checker) signals() map[flagValue]setters {
-	signals := map[flagValue]setters{}
+	count := 0
+	for _, prog := range c.s.Programs {
+		for i := range prog {
+			if prog[i].Kind == Signal {
+				count++
+			}
+		}
+	}
+	signals := make(map[flagValue]setters, count*c.iters)
 	for n, nd := range c.nodes {
 		if nd.op != nil && nd.op.Kind == Signal {
 			f := c.sh.flagOf[nd.rank][nd.idx]

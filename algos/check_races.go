@@ -149,8 +149,16 @@ func sortAccesses(acc []access, br []int32, nbufs int) []int32 {
 // bytes each data-carried wait polls; and the buffer copies they touch,
 // numbered in order of first access. A buffer that does not rotate is
 // the same copy in every allreduce: its number is looked up once per op.
+//
+// It also sets c.bufs (the numbered copies) and, per node, c.srcOf and
+// c.dstOf: the number of the copy it reads (its source, a poll's bytes,
+// an output read) and writes (its destination, an input write), −1 none.
 func (c *checker) accesses() ([]access, []Buf) {
 	acc := make([]access, 0, 2*c.perUni*c.iters)
+	c.srcOf, c.dstOf = make([]int32, len(c.nodes)), make([]int32, len(c.nodes))
+	for n := range c.srcOf {
+		c.srcOf[n], c.dstOf[n] = -1, -1
+	}
 	ids := map[Buf]int32{}
 	var bufs []Buf
 	number := func(b Buf) int32 {
@@ -188,9 +196,11 @@ func (c *checker) accesses() ([]access, []Buf) {
 		m := len(s.Programs[nd.rank])
 		switch {
 		case nd.idx == -1:
-			acc = append(acc, access{int32(n), buf(nd, 2*m, Buf{At: hw.GPUMem(nd.rank), Name: s.Input}), 0, s.Bytes, 1})
+			c.dstOf[n] = buf(nd, 2*m, Buf{At: hw.GPUMem(nd.rank), Name: s.Input})
+			acc = append(acc, access{int32(n), c.dstOf[n], 0, s.Bytes, 1})
 		case nd.idx == -2:
-			acc = append(acc, access{int32(n), buf(nd, 2*m+1, Buf{At: hw.GPUMem(nd.rank), Name: s.Output}), 0, s.Bytes, 0})
+			c.srcOf[n] = buf(nd, 2*m+1, Buf{At: hw.GPUMem(nd.rank), Name: s.Output})
+			acc = append(acc, access{int32(n), c.srcOf[n], 0, s.Bytes, 0})
 		default:
 			op := nd.op
 			switch op.Kind {
@@ -199,20 +209,24 @@ func (c *checker) accesses() ([]access, []Buf) {
 					continue
 				}
 				if !op.Src.IsSentinel() { // a constant: nothing writes it
-					acc = append(acc, access{int32(n), buf(nd, 2*nd.idx, op.Src.Buf), op.Src.Off, op.Src.Off + op.Src.Len, 0})
+					c.srcOf[n] = buf(nd, 2*nd.idx, op.Src.Buf)
+					acc = append(acc, access{int32(n), c.srcOf[n], op.Src.Off, op.Src.Off + op.Src.Len, 0})
 				}
 				mode := uint8(1)
 				if op.Accumulate || op.Kind == Reduce {
 					mode = 2
 				}
-				acc = append(acc, access{int32(n), buf(nd, 2*nd.idx+1, op.Dst.Buf), op.Dst.Off, op.Dst.Off + op.Dst.Len, mode})
+				c.dstOf[n] = buf(nd, 2*nd.idx+1, op.Dst.Buf)
+				acc = append(acc, access{int32(n), c.dstOf[n], op.Dst.Off, op.Dst.Off + op.Dst.Len, mode})
 			case Wait:
 				if op.Src.Len > 0 { // a data-carried wait polls (reads) its bytes
-					acc = append(acc, access{int32(n), buf(nd, 2*nd.idx, op.Src.Buf), op.Src.Off, op.Src.Off + op.Src.Len, 0})
+					c.srcOf[n] = buf(nd, 2*nd.idx, op.Src.Buf)
+					acc = append(acc, access{int32(n), c.srcOf[n], op.Src.Off, op.Src.Off + op.Src.Len, 0})
 				}
 			}
 		}
 	}
+	c.bufs = bufs
 	return acc, bufs
 }
 
