@@ -63,3 +63,62 @@ func TestReadySetPopsTheLeast(t *testing.T) {
 	}
 	assert.Equal(t, len(held), q.n)
 }
+
+// putByCopy is put as it was written first: a new list of what lies
+// before w, w, and what lies after, merged.
+func putByCopy(segs []seg, w []seg) []seg {
+	if len(w) == 0 {
+		return segs
+	}
+	lo, hi := w[0].off, w[len(w)-1].end
+	var out []seg
+	for _, g := range segs {
+		if g.end <= lo {
+			out = append(out, g)
+		} else if g.off < lo {
+			h := g
+			h.end = lo
+			out = append(out, h)
+		}
+	}
+	out = append(out, w...)
+	for _, g := range segs {
+		if g.off >= hi {
+			out = append(out, g)
+		} else if g.end > hi {
+			h := g
+			h.off = hi
+			out = append(out, h)
+		}
+	}
+	merged := out[:0]
+	for _, g := range out {
+		if k := len(merged); k > 0 && merged[k-1].end == g.off && merged[k-1].gen == g.gen && merged[k-1].set == g.set {
+			merged[k-1].end = g.end
+			continue
+		}
+		merged = append(merged, g)
+	}
+	return merged
+}
+
+// put in place leaves what a new list would hold, over many random
+// writes into one buffer.
+func TestPutInPlaceIsPutByCopy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var a, b []seg
+	for step := 0; step < 5000; step++ {
+		off := int64(rng.IntN(60))
+		var w []seg
+		for k := rng.IntN(3) + 1; k > 0; k-- {
+			end := off + int64(rng.IntN(8)+1)
+			w = append(w, seg{off, end, rng.IntN(2), uint64(rng.IntN(2))})
+			off = end
+		}
+		a = put(a, slices.Clone(w))
+		b = putByCopy(b, slices.Clone(w))
+		if !assert.Equal(t, b, a, "step %d", step) {
+			return
+		}
+	}
+}

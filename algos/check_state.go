@@ -3,6 +3,7 @@ package algos
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -221,35 +222,42 @@ func get(segs []seg, off, n int64) ([]seg, int64) {
 	return out, -1
 }
 
-// put overwrites the range w covers with w (segments already placed at their offsets).
+// put overwrites the range w covers with w (segments already placed at
+// their offsets), in place: the segments it overlaps are replaced by w
+// and what is left of the first and last of them outside it; then
+// neighbours with equal contents merge.
 func put(segs []seg, w []seg) []seg {
 	if len(w) == 0 {
 		return segs
 	}
 	lo, hi := w[0].off, w[len(w)-1].end
-	var out []seg
-	for _, g := range segs {
-		if g.end <= lo {
-			out = append(out, g)
-		} else if g.off < lo {
-			h := g
-			h.end = lo
-			out = append(out, h)
-		}
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].end > lo })
+	j := i
+	for j < len(segs) && segs[j].off < hi {
+		j++
 	}
-	out = append(out, w...)
-	for _, g := range segs {
-		if g.off >= hi {
-			out = append(out, g)
-		} else if g.end > hi {
-			h := g
-			h.off = hi
-			out = append(out, h)
-		}
+	head := i < len(segs) && segs[i].off < lo
+	tail := j > i && segs[j-1].end > hi
+	h, t := seg{}, seg{}
+	if head {
+		h = segs[i]
+		h.end = lo
+	}
+	if tail {
+		t = segs[j-1]
+		t.off = hi
+	}
+	segs = slices.Replace(segs, i, j, w...)
+	if head {
+		segs = slices.Insert(segs, i, h)
+		i++
+	}
+	if tail {
+		segs = slices.Insert(segs, i+len(w), t)
 	}
 	// Merge neighbours with equal contents.
-	merged := out[:0]
-	for _, g := range out {
+	merged := segs[:0]
+	for _, g := range segs {
 		if k := len(merged); k > 0 && merged[k-1].end == g.off && merged[k-1].gen == g.gen && merged[k-1].set == g.set {
 			merged[k-1].end = g.end
 			continue
