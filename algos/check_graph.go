@@ -29,9 +29,10 @@ type checker struct {
 	nodes []node
 	// base[r] is rank r's input-write node in allreduce 0; per the nodes
 	// of one allreduce (id).
-	base []int
-	per  int
-	topo []int
+	base  []int
+	per   int
+	sinks [][]int // per rank, the ops no later op of the rank waits for
+	topo  []int
 	// uni[v] is node v's index among the nodes that touch memory (ops
 	// that read or write bytes, data-carried waits, the user's input
 	// writes and output reads), −1 for the others (launches, flags,
@@ -85,6 +86,21 @@ func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
 		c.base[r] = c.per
 		c.per += len(prog) + 2
 	}
+	// sinks[r]: the ops of rank r no later op of the rank lists in After.
+	c.sinks = make([][]int, len(s.Programs))
+	for r, prog := range s.Programs {
+		later := make([]bool, len(prog))
+		for i := range prog {
+			for _, d := range prog[i].After {
+				later[d] = true
+			}
+		}
+		for i, l := range later {
+			if !l {
+				c.sinks[r] = append(c.sinks[r], i)
+			}
+		}
+	}
 	c.nodes = make([]node, 0, iters*c.per)
 	for it := 0; it < iters; it++ {
 		for r, prog := range s.Programs {
@@ -119,7 +135,7 @@ func (c *checker) reservePreds() {
 		case -1:
 			return 1
 		case -2:
-			return len(c.s.Programs[nd.rank]) + 1
+			return len(c.sinks[nd.rank]) + 1
 		}
 		return len(nd.op.After) + 2
 	}
@@ -190,7 +206,8 @@ func (c *checker) signals() map[flagValue]setters {
 // link sets node n's predecessors: the user's input write after the
 // rank's previous output read; every op after the input write, its After
 // ops and, for a wait, the signal it waits for; the output read after
-// every op of the rank.
+// every op of the rank: after those no later op of the rank waits for
+// (c.sinks), which every other op precedes.
 func (c *checker) link(n int, signals map[flagValue]setters) error {
 	nd := &c.nodes[n]
 	in := c.id(nd.iter, nd.rank, -1)
@@ -201,7 +218,7 @@ func (c *checker) link(n int, signals map[flagValue]setters) error {
 			nd.preds = append(nd.preds, c.id(nd.iter-1, nd.rank, -2))
 		}
 	case nd.idx == -2:
-		for i := range c.s.Programs[nd.rank] {
+		for _, i := range c.sinks[nd.rank] {
 			nd.preds = append(nd.preds, c.id(nd.iter, nd.rank, i))
 		}
 		nd.preds = append(nd.preds, in)
