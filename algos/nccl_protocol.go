@@ -326,7 +326,8 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels
 	c.sent++
 	k := c.sent
 	r := c.from
-	after := append([]int{pl.launch[r]}, deps...)
+	var room [8]int // Add copies the list: it need not outlive the call
+	after := append(append(room[:0], pl.launch[r]), deps...)
 	if k > c.slots {
 		after = append(after, pl.b.Add(r, Op{Kind: Wait, Flag: c.head, Value: int64(k - c.slots), Label: label.plus(sufCredit)}, pl.launch[r]))
 	}
@@ -383,7 +384,8 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels) 
 // consumed.
 func (pl *ncclPlanner) release(c *conn, label *stepLabels, after ...int) {
 	c.released++
-	deps := append([]int(nil), after...)
+	var room [8]int // Add copies the list: it need not outlive the call
+	deps := append(room[:0], after...)
 	if c.lastHead >= 0 {
 		deps = append(deps, c.lastHead)
 	}
