@@ -90,29 +90,36 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 }
 
 // reserveRing makes room in every rank's program for the ops the ring
-// adds at most (chLen: the channels' bytes): per loop, step and slice a
-// send (credit wait, write, Simple's fence and bookkeeping, tail), a head
-// signal, a receive (wait, SHM's load) and a local pass, two at step
-// n−2; per channel the drain and Simple's last fence.
+// adds (ringOps; chLen: the channels' bytes).
 func reserveRing(pl *ncclPlanner, chLen []int64, n int) {
+	for r := 0; r < n; r++ {
+		pl.b.Reserve(r, ringOps(pl.spec, chLen, n, r))
+	}
+}
+
+// ringOps is how many ops planRing adds to rank r's program: per loop,
+// step and slice a send (write, Simple's fence and bookkeeping, tail), a
+// head signal, a receive (wait, SHM's load) and a local pass, two at step
+// n−2; per channel a credit wait for each send beyond the FIFO's slots,
+// the drain and Simple's last fence.
+func ringOps(spec ncclSpec, chLen []int64, n, r int) int {
 	simple := 0
-	if pl.spec.proto == protoSimple {
+	if spec.proto == protoSimple {
 		simple = 2
 	}
-	for r := 0; r < n; r++ {
-		shmIn := 0
-		if pl.spec.transport((r-1+n)%n, r) == shm {
-			shmIn = 1
-		}
-		ops := 0
-		for _, d := range chLen {
-			if d > 0 {
-				L, K := ringLoops(pl.spec.proto, d, n)
-				ops += L*K*(2*(n-1)*(6+simple+shmIn)+1) + 2
-			}
-		}
-		pl.b.Reserve(r, ops)
+	shmIn := 0
+	if spec.transport((r-1+n)%n, r) == shm {
+		shmIn = 1
 	}
+	ops := 0
+	for _, d := range chLen {
+		if d > 0 {
+			L, K := ringLoops(spec.proto, d, n)
+			sends := L * K * 2 * (n - 1)
+			ops += sends*(5+simple+shmIn) + L*K + max(0, sends-spec.proto.slots()) + 1 + simple/2
+		}
+	}
+	return ops
 }
 
 // ringLoops returns how many loops a channel's d bytes take and how many
