@@ -95,3 +95,15 @@ func TestSweepRepeat(t *testing.T) {
 		f()
 	}
 }
+
+// A proved sweep times the schedules its proof planned (a size class's
+// first size) and plans the others itself: its rows are those of a sweep
+// that plans every point.
+func TestProvedSweepTimesAsUnchecked(t *testing.T) {
+	args := []string{"sweep", "--algos", "ring,tree,one_stage,lamport_one_shot", "--sizes", "1KiB,3KiB,43008,1MiB", "--format", "csv"}
+	checked, _, err := runCLI(t, args...)
+	require.NoError(t, err)
+	unchecked, _, err := runCLI(t, append(args, "--no-check")...)
+	require.NoError(t, err)
+	require.Equal(t, unchecked, checked)
+}
