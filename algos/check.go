@@ -102,7 +102,12 @@ var ErrTooLarge = errors.New("too large to check")
 
 // shape is what Check learns about a schedule before it unrolls it.
 type shape struct {
-	stride  map[Flag]int64
+	// flags numbers the flags signals and waits name; stride[f] is the
+	// largest value flag f is set to, flagOf[r][i] op i of rank r's flag
+	// (signals and waits).
+	flags   map[Flag]int32
+	stride  []int64
+	flagOf  [][]int32
 	rotate  int  // the largest Buf.Rotate, at least 1
 	carried bool // some wait is data-carried
 	// watched holds, per buffer copy, the byte ranges some data-carried
@@ -122,9 +127,10 @@ func inspect(s *Schedule) (*shape, error) {
 	if len(s.Programs) != s.Ranks {
 		return nil, fmt.Errorf("algos: check %s: %d programs for %d ranks", s.Algo, len(s.Programs), s.Ranks)
 	}
-	sh := &shape{stride: map[Flag]int64{}, rotate: 1, watched: map[Buf][]seg{}}
+	sh := &shape{flags: map[Flag]int32{}, flagOf: make([][]int32, len(s.Programs)), rotate: 1, watched: map[Buf][]seg{}}
 	watch := map[Buf][]seg{} // by rotating buffer (Rotate and Shift kept)
 	for r, prog := range s.Programs {
+		sh.flagOf[r] = make([]int32, len(prog))
 		for i := range prog {
 			if err := sh.inspectOp(s, r, i, watch); err != nil {
 				return nil, err
@@ -170,11 +176,13 @@ func (sh *shape) inspectOp(s *Schedule, r, i int, watch map[Buf][]seg) error {
 		if op.Value <= 0 {
 			return fmt.Errorf("%s: flag %s value must be > 0, got %d", where, op.Flag, op.Value)
 		}
-		sh.stride[op.Flag] = max(sh.stride[op.Flag], op.Value)
+		f := sh.flag(r, i, op.Flag)
+		sh.stride[f] = max(sh.stride[f], op.Value)
 	case Wait:
 		if op.Value <= 0 {
 			return fmt.Errorf("%s: waits for %s ≥ %d; flag values start at 1", where, op.Flag, op.Value)
 		}
+		sh.flag(r, i, op.Flag)
 		if op.Src.Len < 0 || op.Src.Off < 0 {
 			return fmt.Errorf("%s: polls a malformed range %s", where, op.Src)
 		}
@@ -188,6 +196,19 @@ func (sh *shape) inspectOp(s *Schedule, r, i int, watch map[Buf][]seg) error {
 		}
 	}
 	return nil
+}
+
+// flag numbers op i of rank r's flag f (a number already given, or the
+// next) and returns the number.
+func (sh *shape) flag(r, i int, f Flag) int32 {
+	id, ok := sh.flags[f]
+	if !ok {
+		id = int32(len(sh.stride))
+		sh.flags[f] = id
+		sh.stride = append(sh.stride, 0)
+	}
+	sh.flagOf[r][i] = id
+	return id
 }
 
 // inspectTransfer checks a Read, Write, Copy or Reduce of rank r: equal,

@@ -3,10 +3,9 @@ package algos
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/arsim/arsim/hw"
 )
 
 // The checker's symbolic execution: every buffer copy's bytes as runs of
@@ -24,13 +23,19 @@ type seg struct {
 // sentinel is the gen of bytes that hold a protocol's "not written" value.
 const sentinel = -1
 
-// execute runs the ops in topological order on symbolic contents.
+// execute runs the ops in topological order on symbolic contents: each
+// buffer copy's segments, by its number (c.bufs; races numbered them).
 func (c *checker) execute() error {
-	mem := map[Buf][]seg{}
-	// Polled buffers hold the sentinel from their allocation on.
-	for b, ivs := range c.sh.watched {
-		for _, iv := range ivs {
-			mem[b] = put(mem[b], []seg{{iv.off, iv.end, sentinel, 0}})
+	mem := make([][]seg, len(c.bufs))
+	// watched[b]: the ranges data-carried waits poll in copy b.
+	watched := make([][]seg, len(c.bufs))
+	if len(c.sh.watched) > 0 {
+		for b, x := range c.bufs {
+			watched[b] = c.sh.watched[x]
+			// Polled buffers hold the sentinel from their allocation on.
+			for _, iv := range watched[b] {
+				mem[b] = put(mem[b], []seg{{iv.off, iv.end, sentinel, 0}})
+			}
 		}
 	}
 	for _, n := range c.topo {
@@ -38,15 +43,15 @@ func (c *checker) execute() error {
 		var err error
 		switch {
 		case nd.idx == -1:
-			b := Buf{At: hw.GPUMem(nd.rank), Name: c.s.Input}
+			b := c.dstOf[n]
 			mem[b] = put(mem[b], []seg{{0, c.s.Bytes, nd.iter, 1 << uint(nd.rank)}})
 		case nd.idx == -2:
-			err = c.output(mem, nd)
+			err = c.output(mem, n)
 		case nd.op.Kind == Wait && nd.op.Src.Len > 0:
 			err = c.poll(mem, n)
 		case nd.op.Kind == Read || nd.op.Kind == Write || nd.op.Kind == Copy || nd.op.Kind == Reduce:
 			if nd.op.Src.Len > 0 {
-				err = c.transfer(mem, n)
+				err = c.transfer(mem, watched, n)
 			}
 		}
 		if err != nil {
@@ -59,14 +64,13 @@ func (c *checker) execute() error {
 // output checks what the user reads from a rank's output after an
 // allreduce: every byte written, holding the sum of every rank's input of
 // that allreduce.
-func (c *checker) output(mem map[Buf][]seg, nd node) error {
-	s := c.s
+func (c *checker) output(mem [][]seg, n int) error {
+	s, nd := c.s, c.nodes[n]
 	all := uint64(1)<<uint(s.Ranks) - 1
 	if s.Ranks == 64 {
 		all = ^uint64(0)
 	}
-	b := Buf{At: hw.GPUMem(nd.rank), Name: s.Output}
-	got, hole := get(mem[b], 0, s.Bytes)
+	got, hole := get(mem[c.srcOf[n]], 0, s.Bytes)
 	if hole >= 0 {
 		return fmt.Errorf("algos: check %s: rank %d output bytes from %d were never written by allreduce %d", s.Algo, nd.rank, hole, nd.iter+1)
 	}
@@ -81,11 +85,10 @@ func (c *checker) output(mem map[Buf][]seg, nd node) error {
 // transfer runs a Read, Write, Copy or Reduce of n bytes > 0: what its
 // source holds lands in its destination, or is added to what that holds;
 // a store of data into polled bytes must find them re-armed.
-func (c *checker) transfer(mem map[Buf][]seg, n int) error {
+func (c *checker) transfer(mem, watched [][]seg, n int) error {
 	s, nd := c.s, c.nodes[n]
 	op := nd.op
-	dstBuf := op.Dst.Buf.Copy(nd.iter)
-	dstR := Range{Buf: dstBuf, Off: op.Dst.Off, Len: op.Dst.Len}
+	dst := c.dstOf[n]
 	src, err := c.source(mem, n)
 	if err != nil {
 		return err
@@ -96,36 +99,37 @@ func (c *checker) transfer(mem map[Buf][]seg, n int) error {
 		src[i].end += shift
 	}
 	if !op.Src.IsSentinel() {
-		if err := c.landing(mem, n, dstBuf, op.Dst); err != nil {
+		if err := c.landing(mem, watched[dst], n, dst, op.Dst); err != nil {
 			return err
 		}
 	}
 	if op.Accumulate || op.Kind == Reduce {
-		dst, hole := get(mem[dstBuf], op.Dst.Off, op.Dst.Len)
+		dstR := Range{Buf: c.bufs[dst], Off: op.Dst.Off, Len: op.Dst.Len}
+		held, hole := get(mem[dst], op.Dst.Off, op.Dst.Len)
 		if hole >= 0 {
 			return fmt.Errorf("algos: check %s: %s accumulates into %s bytes from %d, which hold nothing yet", s.Algo, c.name(n), dstR, hole)
 		}
-		sum, err := add(dst, src)
+		sum, err := add(held, src)
 		if err != nil {
 			return fmt.Errorf("algos: check %s: %s into %s: %v", s.Algo, c.name(n), dstR, err)
 		}
 		src = sum
 	}
-	mem[dstBuf] = put(mem[dstBuf], src)
+	mem[dst] = put(mem[dst], src)
 	return nil
 }
 
 // source returns what transfer n reads, at the source's offsets: the
 // sentinel for a clear, else the contents of its source, which must all
 // have been written and hold data, not the sentinel.
-func (c *checker) source(mem map[Buf][]seg, n int) ([]seg, error) {
+func (c *checker) source(mem [][]seg, n int) ([]seg, error) {
 	s, nd := c.s, c.nodes[n]
 	op := nd.op
 	if op.Src.IsSentinel() {
 		return []seg{{op.Src.Off, op.Src.Off + op.Src.Len, sentinel, 0}}, nil
 	}
-	srcBuf := op.Src.Buf.Copy(nd.iter)
-	src, hole := get(mem[srcBuf], op.Src.Off, op.Src.Len)
+	srcBuf := c.bufs[c.srcOf[n]]
+	src, hole := get(mem[c.srcOf[n]], op.Src.Off, op.Src.Len)
 	if hole >= 0 {
 		srcR := Range{Buf: srcBuf, Off: op.Src.Off, Len: op.Src.Len}
 		return nil, fmt.Errorf("algos: check %s: %s reads %s bytes from %d before anything was written there", s.Algo, c.name(n), srcR, hole)
@@ -139,11 +143,11 @@ func (c *checker) source(mem map[Buf][]seg, n int) ([]seg, error) {
 }
 
 // landing checks a store of data into dst (buffer copy b) against the
-// polled ranges of b: those bytes must hold the sentinel, or a poll could
-// end on what they held before.
-func (c *checker) landing(mem map[Buf][]seg, n int, b Buf, dst Range) error {
+// polled ranges of b (watched): those bytes must hold the sentinel, or a
+// poll could end on what they held before.
+func (c *checker) landing(mem [][]seg, watched []seg, n int, b int32, dst Range) error {
 	lo, hi := dst.Off, dst.Off+dst.Len
-	for _, iv := range c.sh.watched[b] {
+	for _, iv := range watched {
 		a, z := max(lo, iv.off), min(hi, iv.end)
 		if a >= z {
 			continue
@@ -152,7 +156,7 @@ func (c *checker) landing(mem map[Buf][]seg, n int, b Buf, dst Range) error {
 		for _, g := range got {
 			if g.gen != sentinel {
 				return fmt.Errorf("algos: check %s: %s stores into %s bytes [%d, %d), which a data-carried wait polls, but they still hold %s, not the sentinel: nothing re-armed them since their last use, so the poll could end on stale data",
-					c.s.Algo, c.name(n), b, g.off, g.end, describe(g, c.s.Ranks))
+					c.s.Algo, c.name(n), c.bufs[b], g.off, g.end, describe(g, c.s.Ranks))
 			}
 		}
 	}
@@ -161,11 +165,11 @@ func (c *checker) landing(mem map[Buf][]seg, n int, b Buf, dst Range) error {
 
 // poll checks a data-carried wait: when it ends, its bytes hold data of
 // its own allreduce, no sentinel.
-func (c *checker) poll(mem map[Buf][]seg, n int) error {
+func (c *checker) poll(mem [][]seg, n int) error {
 	nd := c.nodes[n]
 	op := nd.op
-	b := op.Src.Buf.Copy(nd.iter)
-	got, hole := get(mem[b], op.Src.Off, op.Src.Len)
+	b := c.bufs[c.srcOf[n]]
+	got, hole := get(mem[c.srcOf[n]], op.Src.Off, op.Src.Len)
 	if hole >= 0 {
 		return fmt.Errorf("algos: check %s: %s polls %s bytes from %d, which nothing ever writes", c.s.Algo, c.name(n), b, hole)
 	}
@@ -218,35 +222,42 @@ func get(segs []seg, off, n int64) ([]seg, int64) {
 	return out, -1
 }
 
-// put overwrites the range w covers with w (segments already placed at their offsets).
+// put overwrites the range w covers with w (segments already placed at
+// their offsets), in place: the segments it overlaps are replaced by w
+// and what is left of the first and last of them outside it; then
+// neighbours with equal contents merge.
 func put(segs []seg, w []seg) []seg {
 	if len(w) == 0 {
 		return segs
 	}
 	lo, hi := w[0].off, w[len(w)-1].end
-	var out []seg
-	for _, g := range segs {
-		if g.end <= lo {
-			out = append(out, g)
-		} else if g.off < lo {
-			h := g
-			h.end = lo
-			out = append(out, h)
-		}
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].end > lo })
+	j := i
+	for j < len(segs) && segs[j].off < hi {
+		j++
 	}
-	out = append(out, w...)
-	for _, g := range segs {
-		if g.off >= hi {
-			out = append(out, g)
-		} else if g.end > hi {
-			h := g
-			h.off = hi
-			out = append(out, h)
-		}
+	head := i < len(segs) && segs[i].off < lo
+	tail := j > i && segs[j-1].end > hi
+	h, t := seg{}, seg{}
+	if head {
+		h = segs[i]
+		h.end = lo
+	}
+	if tail {
+		t = segs[j-1]
+		t.off = hi
+	}
+	segs = slices.Replace(segs, i, j, w...)
+	if head {
+		segs = slices.Insert(segs, i, h)
+		i++
+	}
+	if tail {
+		segs = slices.Insert(segs, i+len(w), t)
 	}
 	// Merge neighbours with equal contents.
-	merged := out[:0]
-	for _, g := range out {
+	merged := segs[:0]
+	for _, g := range segs {
 		if k := len(merged); k > 0 && merged[k-1].end == g.off && merged[k-1].gen == g.gen && merged[k-1].set == g.set {
 			merged[k-1].end = g.end
 			continue

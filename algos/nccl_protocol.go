@@ -257,6 +257,41 @@ func (pl *ncclPlanner) newConn(name string, from, to int, slotLen int64) *conn {
 	return c
 }
 
+// stepLabels name the ops of one step on a connection: the step's name,
+// and that name with each suffix the planner's ops add, made once however
+// many ops (of however many ranks) carry it.
+type stepLabels struct {
+	name string
+	with [nSuffixes]string
+}
+
+// labelSuffix is one of the suffixes of a step's labels.
+type labelSuffix uint8
+
+const (
+	sufCredit labelSuffix = iota
+	sufBookkeeping
+	sufTail
+	sufWait
+	sufLoad
+	sufHead
+	sufReduce
+	sufStore
+	nSuffixes
+)
+
+var suffixText = [nSuffixes]string{" credit", " Simple step bookkeeping", " tail", " wait", " load", " head", " reduce", " store"}
+
+func newStepLabels(name string) *stepLabels { return &stepLabels{name: name} }
+
+// plus returns the step's name with suffix x.
+func (l *stepLabels) plus(x labelSuffix) string {
+	if l.with[x] == "" {
+		l.with[x] = l.name + suffixText[x]
+	}
+	return l.with[x]
+}
+
 func (c *conn) slot(k int, n int64) Range {
 	return Range{Buf: Buf{At: c.buf, Name: c.id}, Off: int64((k-1)%c.slots) * c.slotLen, Len: n}
 }
@@ -287,13 +322,14 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 // memory, sources inputs per element) bounds the write; 0: the loop that
 // produced src carried the bound already (an SHM step forwarding what its
 // receive loop loaded). It returns the index of the write.
-func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, sources int, deps ...int) int {
+func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels, sources int, deps ...int) int {
 	c.sent++
 	k := c.sent
 	r := c.from
-	after := append([]int{pl.launch[r]}, deps...)
+	var room [8]int // Add copies the list: it need not outlive the call
+	after := append(append(room[:0], pl.launch[r]), deps...)
 	if k > c.slots {
-		after = append(after, pl.b.Add(r, Op{Kind: Wait, Flag: c.head, Value: int64(k - c.slots), Label: label + " credit"}, pl.launch[r]))
+		after = append(after, pl.b.Add(r, Op{Kind: Wait, Flag: c.head, Value: int64(k - c.slots), Label: label.plus(sufCredit)}, pl.launch[r]))
 	}
 	kern := pl.kern
 	kern.Share = share
@@ -306,27 +342,27 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label string, sou
 		// its FIFO steps are in flight at once.
 		kern.CapGroup = c.id
 	}
-	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label}, after...)
+	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label.name}, after...)
 	flagAfter := w
 	if !pl.spec.proto.inline() {
 		// Simple: the data must be visible at the receiver before the tail
 		// flag, so every step pays a fence before its flag, and the
 		// protocol's per-step bookkeeping.
 		flagAfter = fence(pl.b, r, c.buf, w)
-		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Nanos(pl.req.Top.Params.Get("nccl.simple_step_overhead")), Label: label + " Simple step bookkeeping"}, flagAfter)
+		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Nanos(pl.req.Top.Params.Get("nccl.simple_step_overhead")), Label: label.plus(sufBookkeeping)}, flagAfter)
 	}
-	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label + " tail"}, flagAfter)
+	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label.plus(sufTail)}, flagAfter)
 	return w
 }
 
 // recv waits for the connection's next step of n bytes and returns where
 // the data can be used locally and the op after which it can: the FIFO
 // slot itself for P2P, or, for SHM, a local copy loaded from host memory.
-func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label string) (Range, int) {
+func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels) (Range, int) {
 	c.recvd++
 	k := c.recvd
 	r := c.to
-	w := pl.b.Add(r, Op{Kind: Wait, Flag: c.tail, Value: int64(k), Kernel: pl.kern, Label: label + " wait"}, pl.launch[r])
+	w := pl.b.Add(r, Op{Kind: Wait, Flag: c.tail, Value: int64(k), Kernel: pl.kern, Label: label.plus(sufWait)}, pl.launch[r])
 	slot := c.slot(k, n)
 	if c.tr == p2p {
 		return slot, w
@@ -338,7 +374,7 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label string) (Rang
 	kern := pl.loopKern(c.buf, 1, share)
 	kern.Polled = pl.spec.proto.inline()
 	kern.LoopGroup = c.id + ".recv"
-	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: kern, Label: label + " load"}, w)
+	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: kern, Label: label.plus(sufLoad)}, w)
 	return tmp, rd
 }
 
@@ -346,13 +382,14 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label string) (Rang
 // once the ops in after (every use of the data) are done. Head signals of
 // a connection are chained so that head ≥ v means every step up to v is
 // consumed.
-func (pl *ncclPlanner) release(c *conn, label string, after ...int) {
+func (pl *ncclPlanner) release(c *conn, label *stepLabels, after ...int) {
 	c.released++
-	deps := append([]int(nil), after...)
+	var room [8]int // Add copies the list: it need not outlive the call
+	deps := append(room[:0], after...)
 	if c.lastHead >= 0 {
 		deps = append(deps, c.lastHead)
 	}
-	c.lastHead = pl.b.Add(c.to, Op{Kind: Signal, Flag: c.head, Value: int64(c.released), Kernel: pl.kern, Label: label + " head"}, deps...)
+	c.lastHead = pl.b.Add(c.to, Op{Kind: Signal, Flag: c.head, Value: int64(c.released), Kernel: pl.kern, Label: label.plus(sufHead)}, deps...)
 }
 
 // finish makes the sender wait until the receiver has consumed every step.

@@ -45,6 +45,7 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 	b := pl.b
 	elem := req.DType.Size()
 	chOff, chLen := Split(req.Bytes, elem, spec.channels)
+	reserveRing(pl, chLen, n)
 	used := 0
 	loopsMax, kMax := 0, 0
 	for ch := 0; ch < spec.channels; ch++ {
@@ -88,6 +89,39 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 	return b.Schedule(), nil
 }
 
+// reserveRing makes room in every rank's program for the ops the ring
+// adds (ringOps; chLen: the channels' bytes).
+func reserveRing(pl *ncclPlanner, chLen []int64, n int) {
+	for r := 0; r < n; r++ {
+		pl.b.Reserve(r, ringOps(pl.spec, chLen, n, r))
+	}
+}
+
+// ringOps is how many ops planRing adds to rank r's program: per loop,
+// step and slice a send (write, Simple's fence and bookkeeping, tail), a
+// head signal, a receive (wait, SHM's load) and a local pass, two at step
+// n−2; per channel a credit wait for each send beyond the FIFO's slots,
+// the drain and Simple's last fence.
+func ringOps(spec ncclSpec, chLen []int64, n, r int) int {
+	simple := 0
+	if spec.proto == protoSimple {
+		simple = 2
+	}
+	shmIn := 0
+	if spec.transport((r-1+n)%n, r) == shm {
+		shmIn = 1
+	}
+	ops := 0
+	for _, d := range chLen {
+		if d > 0 {
+			L, K := ringLoops(spec.proto, d, n)
+			sends := L * K * 2 * (n - 1)
+			ops += sends*(5+simple+shmIn) + L*K + max(0, sends-spec.proto.slots()) + 1 + simple/2
+		}
+	}
+	return ops
+}
+
 // ringLoops returns how many loops a channel's d bytes take and how many
 // slices each ring step of a loop has. NCCL cuts the channel's data into
 // loops of n chunks, a chunk being ALLREDUCE_CHUNKSTEPS steps (Simple: 2
@@ -126,13 +160,19 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 		pend[r] = make([][]int, K)
 	}
 	steps := 2 * (n - 1)
-	name := func(s, j int) string {
+	// Every rank's ops of step s, slice j carry the same labels.
+	labels := make([][]*stepLabels, steps)
+	for s := range labels {
 		phase := "rs"
 		if s >= n-1 {
 			phase = "ag"
 		}
-		return fmt.Sprintf("%s step %d ch%d loop %d slice %d", phase, s, ch, l, j)
+		labels[s] = make([]*stepLabels, K)
+		for j := range labels[s] {
+			labels[s][j] = newStepLabels(fmt.Sprintf("%s step %d ch%d loop %d slice %d", phase, s, ch, l, j))
+		}
 	}
+	name := func(s, j int) *stepLabels { return labels[s][j] }
 	for s := 0; s < steps; s++ {
 		// Sends of step s.
 		for r := 0; r < n; r++ {
@@ -177,17 +217,17 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 				data, got := pl.recv(in, ln, 1, lbl)
 				switch {
 				case s < n-2:
-					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl+" reduce", got)
+					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl.plus(sufReduce), got)
 					src[r][j], ready[r][j], pend[r][j] = data, red, []int{red}
 				case s == n-2:
-					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl+" reduce", got)
-					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", red)
+					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl.plus(sufReduce), got)
+					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl.plus(sufStore), red)
 					src[r][j], ready[r][j], pend[r][j] = b.Out(r, off, ln), cp, []int{cp}
 				case s < steps-1:
-					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl+" store", got)
+					cp := pl.local(r, Read, b.Out(r, off, ln), data, lbl.plus(sufStore), got)
 					src[r][j], ready[r][j], pend[r][j] = data, got, []int{cp}
 				default:
-					cp := pl.store(in, conns[r].id, b.Out(r, off, ln), data, 1, lbl+" store", got)
+					cp := pl.store(in, conns[r].id, b.Out(r, off, ln), data, 1, lbl.plus(sufStore), got)
 					pend[r][j] = []int{cp}
 				}
 			}

@@ -175,3 +175,26 @@ func rebuild(r Request) (*topology.Topology, error) {
 	}
 	return p.BuildWith(r.Top.Params)
 }
+
+// The ring reserves exactly the ops it adds (ringOps), for every
+// protocol, transport, channel count and world size tried.
+func TestRingReservesItsOps(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	for _, o := range []map[string]string{nil, {"proto": "ll"}, {"proto": "ll128"}, {"transport": "shm"}, {"proto": "ll", "transport": "shm"}, {"channels": "7"}} {
+		for _, b := range []int64{1024, 43008, 1 << 20, 3 << 20, 64 << 20} {
+			for _, n := range []int{2, 3, 8} {
+				req := Request{Top: top, Ranks: n, Bytes: b, DType: BF16, Launch: hw.Graph, Opts: o}
+				s, err := Plan("ring", req)
+				require.NoError(t, err)
+				spec, err := commonSpec(req, "ring")
+				require.NoError(t, err)
+				_, chLen := Split(b, BF16.Size(), spec.channels)
+				for r, p := range s.Programs {
+					// The planner's launch and call-setup ops come first.
+					assert.Equal(t, len(p)-2, ringOps(spec, chLen, n, r), "%v %d B %d ranks: rank %d", o, b, n, r)
+				}
+			}
+		}
+	}
+}

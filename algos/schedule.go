@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/arsim/arsim/hw"
@@ -234,7 +235,13 @@ type Schedule struct {
 // program and returns its index.
 type Builder struct {
 	s *Schedule
+	// deps is where Add keeps ops' After lists: carved from arrays of
+	// depsChunk indices rather than one allocation per op.
+	deps []int
 }
+
+// depsChunk is how many dependency indices the Builder allocates at once.
+const depsChunk = 1024
 
 // NewBuilder starts a schedule.
 func NewBuilder(algo string, ranks int, bytes, elem int64) *Builder {
@@ -243,9 +250,25 @@ func NewBuilder(algo string, ranks int, bytes, elem int64) *Builder {
 
 // Add appends op to rank r's program, after the listed ops, and returns its index.
 func (b *Builder) Add(r int, op Op, after ...int) int {
-	op.After = append(op.After, after...)
+	if len(after) > 0 {
+		n := len(op.After) + len(after)
+		if len(b.deps) < n {
+			b.deps = make([]int, max(depsChunk, n))
+		}
+		d := b.deps[:n:n]
+		b.deps = b.deps[n:]
+		copy(d[copy(d, op.After):], after)
+		op.After = d
+	}
 	b.s.Programs[r] = append(b.s.Programs[r], op)
 	return len(b.s.Programs[r]) - 1
+}
+
+// Reserve makes room for n more ops in rank r's program, so that a
+// planner that knows about how many it will add saves the program's
+// growing (an Op is large).
+func (b *Builder) Reserve(r, n int) {
+	b.s.Programs[r] = slices.Grow(b.s.Programs[r], n)
 }
 
 // Launches adds a kernel launch to every rank's program and returns, per

@@ -208,20 +208,20 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 		// Reduce up.
 		sum := make([][]int, n) // ops after which out[slice] holds the subtree sum
 		for r := 0; r < n; r++ {
-			lbl := fmt.Sprintf("up ch%d slice %d", ch, j)
+			lbl := newStepLabels(fmt.Sprintf("up ch%d slice %d", ch, j))
 			if len(kids[r]) == 0 {
 				pl.send(up[r], b.In(r, off, l), upShare, lbl, 1)
 				continue
 			}
-			cp := pl.local(r, Read, b.Out(r, off, l), b.In(r, off, l), lbl+" own", pl.launch[r])
+			cp := pl.local(r, Read, b.Out(r, off, l), b.In(r, off, l), lbl.name+" own", pl.launch[r])
 			for _, k := range kids[r] {
-				klbl := fmt.Sprintf("%s from %d", lbl, k)
+				klbl := newStepLabels(fmt.Sprintf("%s from %d", lbl.name, k))
 				share := upShare
 				if r == root {
 					share = 1
 				}
 				data, got := pl.recv(up[k], l, share, klbl)
-				red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl+" reduce", cp, got)
+				red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl.plus(sufReduce), cp, got)
 				pl.release(up[k], klbl, red)
 				sum[r] = append(sum[r], red)
 			}
@@ -231,18 +231,18 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 		}
 		// Broadcast down.
 		for r := 0; r < n; r++ {
-			lbl := fmt.Sprintf("down ch%d slice %d", ch, j)
+			lbl := newStepLabels(fmt.Sprintf("down ch%d slice %d", ch, j))
 			share := 1 / float64(max(1, len(kids[r])))
 			if r == root {
 				for _, k := range kids[r] {
-					pl.send(down[k], b.Out(r, off, l), share, fmt.Sprintf("%s to %d", lbl, k), 1, sum[r]...)
+					pl.send(down[k], b.Out(r, off, l), share, newStepLabels(fmt.Sprintf("%s to %d", lbl.name, k)), 1, sum[r]...)
 				}
 				continue
 			}
 			data, got := pl.recv(down[r], l, downShare, lbl)
-			uses := []int{pl.store(down[r], "", b.Out(r, off, l), data, downShare, lbl+" store", got)}
+			uses := []int{pl.store(down[r], "", b.Out(r, off, l), data, downShare, lbl.plus(sufStore), got)}
 			for _, k := range kids[r] {
-				uses = append(uses, pl.send(down[k], data, share*downShare, fmt.Sprintf("%s to %d", lbl, k), sendSources(down[k], down[r], 1), got))
+				uses = append(uses, pl.send(down[k], data, share*downShare, newStepLabels(fmt.Sprintf("%s to %d", lbl.name, k)), sendSources(down[k], down[r], 1), got))
 			}
 			pl.release(down[r], lbl, uses...)
 		}

@@ -31,6 +31,18 @@ type SweepConfig struct {
 	Parallel int
 	// Progress, if set, is called after each point with (done, total).
 	Progress func(done, total int)
+	// Planned holds schedules already planned for this sweep's request
+	// (Top, Ranks, DType, Launch and Opts as here), by algorithm and size,
+	// such as those a proof planned and checked: those points run them
+	// instead of planning again. A schedule planned for any other request
+	// must not be given.
+	Planned map[PlanKey]*algos.Schedule
+}
+
+// PlanKey names a sweep point's schedule: its algorithm and size.
+type PlanKey struct {
+	Algo  string
+	Bytes int64
 }
 
 // SweepRow is one point.
@@ -52,6 +64,12 @@ func Point(top *topology.Topology, ranks int, algo string, bytes int64, dt algos
 	if err != nil {
 		return 0, err
 	}
+	return runPoint(top, s, launch, iters)
+}
+
+// runPoint runs a planned schedule iters times back to back on a fresh
+// machine and returns the steady-state time per allreduce (µs).
+func runPoint(top *topology.Topology, s *algos.Schedule, launch hw.LaunchMode, iters int) (float64, error) {
 	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
@@ -98,7 +116,7 @@ func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
 				return err
 			}
 			r := &rows[i]
-			us, err := Point(c.Top, c.Ranks, r.Algo, r.Bytes, c.DType, c.Launch, c.Opts, c.Iterations)
+			us, err := c.point(r.Algo, r.Bytes)
 			if err != nil {
 				r.Err = err
 			} else {
@@ -124,6 +142,15 @@ func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// point times one point: the schedule in Planned if there is one, else
+// one planned here.
+func (c *SweepConfig) point(algo string, bytes int64) (float64, error) {
+	if s := c.Planned[PlanKey{algo, bytes}]; s != nil {
+		return runPoint(c.Top, s, c.Launch, c.Iterations)
+	}
+	return Point(c.Top, c.Ranks, algo, bytes, c.DType, c.Launch, c.Opts, c.Iterations)
 }
 
 // Winners returns, per size, the fastest algorithm (ties: first in Algos).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // GPUClass is one class of the GPU table (gpus.txt): how to recognise it by
@@ -31,9 +32,10 @@ type GPUClass struct {
 //go:embed gpus.txt
 var gpuTableText string
 
-// gpuTable is the parsed table; a malformed table is a bug in this
-// package, caught by any test.
-var gpuTable = mustGPUTable()
+// gpuTable returns the parsed table, parsed on first use (not at every
+// start of a program that imports the package); a malformed table is a
+// bug in this package, caught by any test.
+var gpuTable = sync.OnceValue(mustGPUTable)
 
 func mustGPUTable() []GPUClass {
 	gs, err := ReadGPUTable(strings.NewReader(gpuTableText), "gpus.txt")
@@ -45,15 +47,15 @@ func mustGPUTable() []GPUClass {
 
 // GPUClasses returns the GPU table in file order.
 func GPUClasses() []GPUClass {
-	out := make([]GPUClass, len(gpuTable))
-	copy(out, gpuTable)
+	out := make([]GPUClass, len(gpuTable()))
+	copy(out, gpuTable())
 	return out
 }
 
 // GPUClassNames returns the classes' names in table order.
 func GPUClassNames() []string {
 	var out []string
-	for _, g := range gpuTable {
+	for _, g := range gpuTable() {
 		out = append(out, g.Name)
 	}
 	return out
@@ -78,7 +80,7 @@ func squash(s string) string {
 // ignored), or the class whose patterns match it best, or an error listing
 // the classes.
 func LookupGPUClass(name string) (GPUClass, error) {
-	for _, g := range gpuTable {
+	for _, g := range gpuTable() {
 		if squash(g.Name) == squash(name) {
 			return g, nil
 		}
@@ -95,7 +97,7 @@ func LookupGPUClass(name string) (GPUClass, error) {
 func MatchGPUClass(fullName string) (GPUClass, bool) {
 	s := squash(fullName)
 	best, bestLen := -1, 0
-	for i, g := range gpuTable {
+	for i, g := range gpuTable() {
 		for _, p := range g.Names {
 			if q := squash(p); q != "" && strings.Contains(s, q) && len(q) > bestLen {
 				best, bestLen = i, len(q)
@@ -105,13 +107,13 @@ func MatchGPUClass(fullName string) (GPUClass, bool) {
 	if best < 0 {
 		return GPUClass{}, false
 	}
-	return gpuTable[best], true
+	return gpuTable()[best], true
 }
 
 // GPUClassesWithSM returns the classes of compute capability sm, in table order.
 func GPUClassesWithSM(sm int) []GPUClass {
 	var out []GPUClass
-	for _, g := range gpuTable {
+	for _, g := range gpuTable() {
 		if g.SM == sm {
 			out = append(out, g)
 		}
@@ -123,7 +125,7 @@ func GPUClassesWithSM(sm int) []GPUClass {
 // many SMs (gpu.sms), if the table has one and they agree.
 func SMForSMCount(sms int) (int, bool) {
 	sm := 0
-	for _, g := range gpuTable {
+	for _, g := range gpuTable() {
 		for _, o := range g.Params {
 			if o.Name == "gpu.sms" && int(o.Value) == sms {
 				if sm != 0 && sm != g.SM {

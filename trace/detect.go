@@ -56,7 +56,7 @@ func DetectFormat(data []byte) Format {
 	sc := bufio.NewScanner(bytes.NewReader(head))
 	sc.Buffer(nil, len(head)+1)
 	for sc.Scan() {
-		line := strings.TrimSpace(launcherPrefix.ReplaceAllString(sc.Text(), ""))
+		line := strings.TrimSpace(launcherPrefix().ReplaceAllString(sc.Text(), ""))
 		h, ok := strings.CutPrefix(line, "#")
 		if !ok {
 			continue

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // NCCLTestsRun is one run of an nccl-tests benchmark (all_reduce_perf,
@@ -131,13 +132,20 @@ func (row *NCCLTestsRow) validate() error {
 	return nil
 }
 
+// The expressions are compiled on first use, not at every start of a
+// program that imports the package.
 var (
 	// launcherPrefix matches what mpirun ("[1,0]<stdout>:") or srun
 	// --label ("0: ") put before each line.
-	launcherPrefix = regexp.MustCompile(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
-	rankLine       = regexp.MustCompile(`^Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
-	programName    = regexp.MustCompile(`([a-z_]+?)_perf(_mpi)?$`)
+	launcherPrefix = lazyRegexp(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
+	rankLine       = lazyRegexp(`^Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	programName    = lazyRegexp(`([a-z_]+?)_perf(_mpi)?$`)
 )
+
+// lazyRegexp returns expr, compiled when first asked for.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // ncclTestsParser holds the state of one ReadNCCLTests call.
 type ncclTestsParser struct {
@@ -221,7 +229,7 @@ func collectiveFromProgram(s string) string {
 	if i := strings.IndexByte(s, '.'); i >= 0 {
 		s = s[:i]
 	}
-	m := programName.FindStringSubmatch(s)
+	m := programName().FindStringSubmatch(s)
 	if m == nil {
 		return ""
 	}
@@ -230,7 +238,7 @@ func collectiveFromProgram(s string) string {
 
 func (p *ncclTestsParser) line(line string, lineNo int) error {
 	line = strings.TrimSpace(line)
-	line = strings.TrimSpace(launcherPrefix.ReplaceAllString(line, ""))
+	line = strings.TrimSpace(launcherPrefix().ReplaceAllString(line, ""))
 	if line == "" {
 		return nil
 	}
@@ -274,7 +282,7 @@ func (p *ncclTestsParser) header(h string) error {
 		}
 		return p.params(strings.Fields(h))
 	case strings.HasPrefix(h, "Rank "):
-		m := rankLine.FindStringSubmatch(h)
+		m := rankLine().FindStringSubmatch(h)
 		if m == nil {
 			return fieldErrf("Rank", "want \"Rank N Group N Pid N on HOST device N [BUSID] NAME\", got %q", h)
 		}

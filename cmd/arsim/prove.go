@@ -15,6 +15,7 @@ import (
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/internal/crash"
+	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -49,8 +50,10 @@ type proofRequest struct {
 // algorithm cannot plan is left to the timing (which reports it). A
 // schedule too large for the checker is proved at the largest size below
 // it that the checker takes; notes say so, once per algorithm. progress,
-// if set, is told (done, total).
-func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int64, progress func(done, total int)) (notes []string, err error) {
+// if set, is told (done, total). proved holds the schedules proved at the
+// very size asked for, by algorithm and size, for the timing of the same
+// request to run instead of planning them again.
+func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int64, progress func(done, total int)) (notes []string, proved map[scenarios.PlanKey]*algos.Schedule, err error) {
 	var pts []proofPoint
 	for _, a := range names {
 		seen := map[int]bool{}
@@ -63,6 +66,7 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 	}
 	refused := make([]error, len(pts))
 	smaller := make([]string, len(pts))
+	planned := make([]*algos.Schedule, len(pts))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	var mu sync.Mutex
@@ -73,7 +77,7 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			refused[i], smaller[i] = prove(pr, p)
+			refused[i], smaller[i], planned[i] = prove(pr, p)
 			if progress != nil {
 				mu.Lock()
 				done++
@@ -84,11 +88,11 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, e := range refused {
 		if e != nil {
-			return nil, fmt.Errorf("%s, %d ranks, %v: the checker refuses the schedule, so it is not timed (--no-check times it anyway): %w", pts[i].algo, pr.ranks, sim.Bytes(pts[i].bytes), e)
+			return nil, nil, fmt.Errorf("%s, %d ranks, %v: the checker refuses the schedule, so it is not timed (--no-check times it anyway): %w", pts[i].algo, pr.ranks, sim.Bytes(pts[i].bytes), e)
 		}
 	}
 	seen := map[string]bool{}
@@ -99,31 +103,43 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 		}
 	}
 	sort.Strings(notes)
-	return notes, nil
+	proved = map[scenarios.PlanKey]*algos.Schedule{}
+	for i, s := range planned {
+		if s != nil {
+			proved[scenarios.PlanKey{Algo: pts[i].algo, Bytes: pts[i].bytes}] = s
+		}
+	}
+	return notes, proved, nil
 }
 
 // prove plans and checks one point; a plan that fails is not the
 // checker's to judge (nil). When the schedule is too large to check, it
 // proves the largest smaller size of the same algorithm that checks and
-// says so.
-func prove(pr proofRequest, p proofPoint) (refused error, smaller string) {
+// says so. proved is the schedule of the point itself when the checker
+// proved it.
+func prove(pr proofRequest, p proofPoint) (refused error, smaller string, proved *algos.Schedule) {
 	a, err := algos.Lookup(p.algo)
 	if err != nil {
-		return nil, ""
+		return nil, "", nil
 	}
+	var last *algos.Schedule
 	check := func(b int64) (bool, error) {
 		s, err := algos.Plan(p.algo, algos.Request{Top: pr.top, Ranks: pr.ranks, Bytes: b, DType: pr.dtype, Launch: pr.launch, Opts: pr.opts(p.algo)})
 		if err != nil {
 			return false, nil
 		}
+		last = s
 		return true, algos.Check(s)
 	}
 	planned, err := check(p.bytes)
-	if !planned || err == nil {
-		return nil, ""
+	if !planned {
+		return nil, "", nil
+	}
+	if err == nil {
+		return nil, "", last
 	}
 	if !errors.Is(err, algos.ErrTooLarge) {
-		return err, ""
+		return err, "", nil
 	}
 	sizes := sizesFor(a, pr.dtype.Size())
 	for i := len(sizes) - 1; i >= 0; i-- {
@@ -136,13 +152,13 @@ func prove(pr proofRequest, p proofPoint) (refused error, smaller string) {
 			continue
 		}
 		if err == nil {
-			return nil, fmt.Sprintf("schedules from %v on are too large for the checker; proved at %v (same program, fewer or smaller chunks)", sim.Bytes(p.bytes), sim.Bytes(b))
+			return nil, fmt.Sprintf("schedules from %v on are too large for the checker; proved at %v (same program, fewer or smaller chunks)", sim.Bytes(p.bytes), sim.Bytes(b)), nil
 		}
 		if !errors.Is(err, algos.ErrTooLarge) {
-			return err, ""
+			return err, "", nil
 		}
 	}
-	return nil, fmt.Sprintf("not proved at %v: too large for the checker at every size tried", sim.Bytes(p.bytes))
+	return nil, fmt.Sprintf("not proved at %v: too large for the checker at every size tried", sim.Bytes(p.bytes)), nil
 }
 
 // checkNotes prints the checker's notes on errOut.

@@ -68,6 +68,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		n = t.NumGPUs()
 	}
 	show := showProgress(*progress, errOut) && (*progress || len(names)*len(sz) >= 40)
+	var proved map[scenarios.PlanKey]*algos.Schedule
 	if *noCheck {
 		uncheckedNote(errOut)
 	} else {
@@ -75,13 +76,17 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if show {
 			bar = progressBar(errOut, "schedules proved")
 		}
-		notes, err := proveAll(ctx, proofRequest{top: t, ranks: n, dtype: dt, launch: mode, opts: optsForAlgo(o)}, names, sz, bar)
+		var notes []string
+		notes, proved, err = proveAll(ctx, proofRequest{top: t, ranks: n, dtype: dt, launch: mode, opts: optsForAlgo(o)}, names, sz, bar)
 		if err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
 		checkNotes(errOut, notes)
 	}
-	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, DType: dt, Launch: mode, Opts: o, Parallel: *parallel}
+	// The proof planned with the request the sweep times (the same
+	// machine, world size, type, launch and options): its schedules are
+	// run as they were proved rather than planned again.
+	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, DType: dt, Launch: mode, Opts: o, Parallel: *parallel, Planned: proved}
 	if show {
 		cfg.Progress = progressBar(errOut, "points")
 	}

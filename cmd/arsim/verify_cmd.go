@@ -87,7 +87,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if isTerminal(errOut) {
 			bar = progressBar(errOut, "schedules proved")
 		}
-		notes, err := proveAll(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar)
+		notes, _, err := proveAll(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar)
 		if err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
