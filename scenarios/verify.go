@@ -50,6 +50,12 @@ type VerifyConfig struct {
 	// cannot start before its share of the layer's launches is issued
 	// (EagerIssue); in CUDA graphs it does not matter.
 	LayerKernels int
+	// Planned holds schedules already planned for this configuration's
+	// requests (Top, Ranks, bf16, Launch and Opts as here), by algorithm
+	// and size, such as those a proof planned and checked: those passes
+	// run them instead of planning again. A schedule planned for any other
+	// request must not be given.
+	Planned map[PlanKey]*algos.Schedule
 }
 
 // DefaultLayerKernels is the kernels of one layer of the model besides
@@ -147,16 +153,19 @@ type VerifyResult struct {
 // Pass simulates one verify pass of tokens with algo: 122 allreduces back
 // to back on every rank, with compute/122 between consecutive ones.
 func Pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string) (passMs, usPerAR float64, notes []string, err error) {
-	return pass(top, ranks, algo, tokens, compute, launch, opts, 0)
+	return pass(top, ranks, algo, tokens, compute, launch, opts, 0, nil)
 }
 
 // pass is Pass with the host's issue interval per allreduce in eager mode
-// (0: one eager launch, gpu.launch_eager).
-func pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string, issue sim.Duration) (passMs, usPerAR float64, notes []string, err error) {
-	req := algos.Request{Top: top, Ranks: ranks, Bytes: BytesPerAllreduce(tokens), DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)}
-	s, err := algos.Plan(algo, req)
-	if err != nil {
-		return 0, 0, nil, err
+// (0: one eager launch, gpu.launch_eager) and the schedules already
+// planned for this request (VerifyConfig.Planned; nil: none).
+func pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string, issue sim.Duration, planned map[PlanKey]*algos.Schedule) (passMs, usPerAR float64, notes []string, err error) {
+	s := planned[PlanKey{Algo: algo, Bytes: BytesPerAllreduce(tokens)}]
+	if s == nil {
+		req := algos.Request{Top: top, Ranks: ranks, Bytes: BytesPerAllreduce(tokens), DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)}
+		if s, err = algos.Plan(algo, req); err != nil {
+			return 0, 0, nil, err
+		}
 	}
 	m, err := hw.New(top)
 	if err != nil {
@@ -208,7 +217,7 @@ func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 func (c VerifyConfig) one(name string) VerifyResult {
 	r := VerifyResult{Algo: name}
 	issue := EagerIssue(c.Top, c.LayerKernels)
-	passMs, us, notes, err := pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts, issue)
+	passMs, us, notes, err := pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts, issue, c.Planned)
 	r.Notes = notes
 	if err != nil {
 		r.Err = err
@@ -216,7 +225,7 @@ func (c VerifyConfig) one(name string) VerifyResult {
 	}
 	plainMs := passMs
 	if c.Tokens != 1 {
-		plainMs, _, _, err = pass(c.Top, c.Ranks, name, 1, c.computeFor(1), c.Launch, c.Opts, issue)
+		plainMs, _, _, err = pass(c.Top, c.Ranks, name, 1, c.computeFor(1), c.Launch, c.Opts, issue, c.Planned)
 		if err != nil {
 			r.Err = err
 			return r

@@ -99,6 +99,19 @@ func TestSweepRepeat(t *testing.T) {
 // A proved sweep times the schedules its proof planned (a size class's
 // first size) and plans the others itself: its rows are those of a sweep
 // that plans every point.
+func TestProvedVerifyTimesAsUnchecked(t *testing.T) {
+	for _, args := range [][]string{
+		{"verify", "--algos", "ring,one_stage,nccl", "--format", "json"},
+		{"verify", "--algos", "two_stage,tree", "--tokens", "1,3,8", "--launch", "eager"},
+	} {
+		checked, _, err := runCLI(t, args...)
+		require.NoError(t, err)
+		unchecked, _, err := runCLI(t, append(args, "--no-check")...)
+		require.NoError(t, err)
+		require.Equal(t, unchecked, checked, args)
+	}
+}
+
 func TestProvedSweepTimesAsUnchecked(t *testing.T) {
 	args := []string{"sweep", "--algos", "ring,tree,one_stage,lamport_one_shot", "--sizes", "1KiB,3KiB,43008,1MiB", "--format", "csv"}
 	checked, _, err := runCLI(t, args...)

@@ -87,11 +87,12 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if isTerminal(errOut) {
 			bar = progressBar(errOut, "schedules proved")
 		}
-		notes, _, err := proveAll(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar)
+		notes, proved, err := proveAll(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar)
 		if err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
 		checkNotes(errOut, notes)
+		cfg.Planned = proved // the proof's requests are the passes': all GPUs, bf16, this launch and these options
 	}
 	if len(toks) > 1 {
 		if *format == "json" {
