@@ -205,9 +205,6 @@ func ValidateOptions(names []string, top *topology.Topology, opts map[string]str
 		run = "the algorithms run (" + strings.Join(names, ", ") + ")"
 	}
 	for _, k := range sortedKeys(opts) {
-		if len(specs[k]) == 0 && k == "p2p_level" && opts[k] == "loc" && opts["transport"] == "shm" && len(specs["transport"]) > 0 {
-			continue // NCCL_P2P_DISABLE's reading for nccl; ring and tree take its transport=shm
-		}
 		if len(specs[k]) == 0 {
 			known := sortedKeys(specs)
 			if len(known) == 0 {

@@ -33,7 +33,7 @@ var ncclShortKeys = map[string]bool{"p2p_level": true, "proto": true, "algo": tr
 // naming it.
 //
 //	NCCL_P2P_LEVEL=LOC|NVL|NVB|PIX|PXB|PHB|SYS|0…5   p2p_level (NVB as nvl; 0…5: LOC PIX PXB PHB SYS SYS)
-//	NCCL_P2P_DISABLE=1                              p2p_level=loc, transport=shm (it overrides NCCL_P2P_LEVEL)
+//	NCCL_P2P_DISABLE=1                              transport=shm (it overrides NCCL_P2P_LEVEL)
 //	NCCL_SHM_DISABLE=1                              shm=off
 //	NCCL_PROTO=LL|LL128|Simple, lists, ^exclusions  proto (one protocol, or a set such as ll+simple)
 //	NCCL_ALGO=Ring|Tree, lists, ^exclusions         algo (ring or tree; both: NCCL's choice)
@@ -132,9 +132,6 @@ func (t *envTranslation) transport(env map[string]string) error {
 		}
 		if b {
 			disabled = true
-			if err := t.set("p2p_level", "loc", "NCCL_P2P_DISABLE"); err != nil {
-				return err
-			}
 			if err := t.set("transport", "shm", "NCCL_P2P_DISABLE"); err != nil {
 				return err
 			}

@@ -23,7 +23,7 @@ func TestTranslateNCCLEnv(t *testing.T) {
 		{map[string]string{"NCCL_P2P_LEVEL": "2"}, map[string]string{"p2p_level": "pxb"}},
 		{map[string]string{"NCCL_P2P_LEVEL": "5"}, map[string]string{"p2p_level": "sys"}},
 		{map[string]string{"NCCL_P2P_LEVEL": "NVB"}, map[string]string{"p2p_level": "nvl"}},
-		{map[string]string{"NCCL_P2P_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"}, map[string]string{"p2p_level": "loc", "transport": "shm"}},
+		{map[string]string{"NCCL_P2P_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"}, map[string]string{"transport": "shm"}},
 		{map[string]string{"NCCL_P2P_DISABLE": "0"}, map[string]string{}},
 		{map[string]string{"NCCL_SHM_DISABLE": "1"}, map[string]string{"shm": "off"}},
 		{map[string]string{"NCCL_PROTO": "^LL128"}, map[string]string{"proto": "ll+simple"}},
@@ -155,8 +155,8 @@ func FuzzTranslateNCCLEnv(f *testing.F) {
 	})
 }
 
-// NCCL_P2P_DISABLE=1 (p2p_level=loc, transport=shm) is taken by nccl
-// alone and by ring alone, and transport=shm disables nccl's P2P even
+// NCCL_P2P_DISABLE=1 (transport=shm) is taken by nccl alone and by ring
+// alone, and transport=shm disables nccl's P2P as p2p_level=loc does, even
 // against an explicit p2p_level.
 func TestNCCLP2PDisableRunsNCCLAlone(t *testing.T) {
 	p, err := topology.Lookup("h200x2")
@@ -167,7 +167,6 @@ func TestNCCLP2PDisableRunsNCCLAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ValidateOptions([]string{"nccl"}, top, opts))
 	require.NoError(t, ValidateOptions([]string{"ring"}, top, opts), "ring takes its transport=shm")
-	require.Error(t, ValidateOptions([]string{"ring"}, top, map[string]string{"p2p_level": "loc"}), "p2p_level alone is nccl's")
 	time := func(o map[string]string) float64 {
 		s, err := Plan("nccl", Request{Top: top, Ranks: 2, Bytes: 1 << 10, DType: BF16, Launch: hw.Graph, Opts: o})
 		require.NoError(t, err)
