@@ -97,6 +97,31 @@ func (p ncclProto) sliceBytes() int64 {
 	return simpleBuffSize / ncclSteps * allreduceSliceSteps
 }
 
+// treeChunk is the bytes of one step of NCCL's tree: the protocol's step,
+// and for Simple (whose tree steps are a buffer step each, not the ring's
+// two-step slices) NCCL's halving of it while the call has too few chunks
+// per channel for the tree's depth (nRanks − 1 on one node): below
+// depth·8 down to 128 KiB, below depth·4 down to 64 KiB, below depth down
+// to 32 KiB (the "Optimize chunkSize / nSteps" loops of NCCL's enqueue.cc
+// for TreeUpDown).
+func (p ncclProto) treeChunk(bytes int64, channels, depth int) int64 {
+	if p != protoSimple {
+		return p.sliceBytes()
+	}
+	chunk := int64(simpleBuffSize / ncclSteps)
+	per := func() int64 { return bytes / (int64(channels) * chunk) }
+	for per() < int64(depth)*8 && chunk > 131072 {
+		chunk /= 2
+	}
+	for per() < int64(depth)*4 && chunk > 65536 {
+		chunk /= 2
+	}
+	for per() < int64(depth) && chunk > 32768 {
+		chunk /= 2
+	}
+	return chunk
+}
+
 // slots is how many slices a connection's FIFO holds at once.
 func (p ncclProto) slots() int {
 	if p == protoSimple {

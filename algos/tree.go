@@ -157,7 +157,8 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 			}
 			kids[p] = append(kids[p], r)
 		}
-		S := spec.proto.sliceCount(chLen[ch], maxTreeSlices)
+		chunk := spec.proto.treeChunk(req.Bytes, spec.channels, n-1)
+		S := int(max(1, min(ceilDiv(chLen[ch], chunk), maxTreeSlices)))
 		maxS = max(maxS, S)
 		sOff, sLen := Split(chLen[ch], elem, S)
 		slotLen := int64(0)
@@ -186,7 +187,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 		shape = "chain"
 	}
 	b.Note("%s: %s, channel c on tree c mod 2, %d channels, proto %s, %d threads, up to %d slices (NCCL slice %d B; at most %d in arsim)",
-		spec.algo, shape, spec.channels, spec.proto, spec.threads, maxS, spec.proto.sliceBytes(), maxTreeSlices)
+		spec.algo, shape, spec.channels, spec.proto, spec.threads, maxS, spec.proto.treeChunk(req.Bytes, spec.channels, n-1), maxTreeSlices)
 	return b.Schedule(), nil
 }
 
