@@ -46,8 +46,8 @@ const (
 	simpleMaxNThreads    = 512     // NCCL_SIMPLE_MAX_NTHREADS
 	simpleBuffSize       = 1 << 22 // DEFAULT_BUFFSIZE
 	allreduceSliceSteps  = 2       // ALLREDUCE_SLICESTEPS = NCCL_STEPS/4
-	maxSlicesPerRingStep = 8       // arsim cap, see sliceCount
-	maxTreeSlices        = 16      // arsim cap, see sliceCount
+	maxSlicesPerRingStep = 8       // arsim cap: a 64 MiB schedule stays at about 10k ops for the checker
+	maxTreeSlices        = 16      // arsim cap, the same reason
 )
 
 // defaultThreads is NCCL's maximum block size for the protocol.
@@ -128,16 +128,6 @@ func (p ncclProto) slots() int {
 		return ncclSteps / allreduceSliceSteps
 	}
 	return ncclSteps
-}
-
-// sliceCount is how many slices a transfer of n bytes is cut into: NCCL's
-// step buffer pipelining, approximated by at most limit slices (so that a
-// 64 MiB schedule stays at about 10k ops, which the checker's O(ops²)
-// ancestor sets can afford); beyond that the slices grow past NCCL's step
-// size, which only changes the pipeline fill, not the streaming rate.
-func (p ncclProto) sliceCount(n int64, limit int) int {
-	k := (n + p.sliceBytes() - 1) / p.sliceBytes()
-	return int(max(1, min(k, int64(limit))))
 }
 
 // transport is how one connection moves data.
