@@ -225,6 +225,9 @@ type ncclPlanner struct {
 	spec   ncclSpec
 	launch []int
 	kern   hw.Kernel
+	// inOrder: each connection's loops move its steps one at a time
+	// (hw.Kernel.InOrder), as NCCL's thread groups do; set by the tree.
+	inOrder bool
 }
 
 func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
@@ -351,6 +354,7 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels
 	if sources > 0 {
 		kern = pl.loopKern(hw.GPUMem(r), sources, share)
 		kern.LoopGroup = c.id // the steps in flight share the block's loop
+		kern.InOrder = pl.inOrder
 	}
 	if kern.RateCap > 0 {
 		// LL's and LL128's ceilings bound the connection, however many of
@@ -389,6 +393,7 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels) 
 	kern := pl.loopKern(c.buf, 1, share)
 	kern.Polled = pl.spec.proto.inline()
 	kern.LoopGroup = c.id + ".recv"
+	kern.InOrder = pl.inOrder
 	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: kern, Label: label.plus(sufLoad)}, w)
 	return tmp, rd
 }
@@ -440,8 +445,12 @@ func (pl *ncclPlanner) store(c *conn, group string, dst, src Range, share float6
 	k := pl.kern
 	if c.tr == p2p {
 		k = pl.loopKern(hw.GPUMem(c.to), 1, share)
+		if group == "" && pl.inOrder {
+			group = c.id + ".recv" // the receive loop's steps, one at a time
+		}
 		if group != "" && k.Loop != hw.LoopNone {
 			k.LoopGroup = group
+			k.InOrder = pl.inOrder
 		}
 	}
 	return pl.b.Add(c.to, Op{Kind: Read, Src: src, Dst: dst, Kernel: k, Label: label}, deps...)

@@ -161,6 +161,9 @@ func (pd *periodic) stop(x *executor) {
 
 // take writes the state now into c; false when it cannot be written down.
 func (pd *periodic) take(x *executor, c *checkpoint) bool {
+	if !x.m.InOrderIdle() {
+		return false // in-order loop groups' queues are not in the snapshot
+	}
 	if !x.eng.TakeSnapshot(&c.snap, pd.flagValues(x, int64(c.k))) {
 		return false
 	}

@@ -139,6 +139,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 		}
 	}
 	pl := newNCCLPlanner(req, spec, "tree")
+	pl.inOrder = true
 	b := pl.b
 	elem := req.DType.Size()
 	chOff, chLen := Split(req.Bytes, elem, spec.channels)

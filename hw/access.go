@@ -48,9 +48,9 @@ func (m *Machine) launchWrite(r int, spec sim.FlowSpec, k *Kernel, bytes sim.Byt
 		if err != nil {
 			return err
 		}
-		return m.startAfter(d, spec)
+		return m.launchInOrder(r, k, d, spec, false)
 	}
-	return m.Net.Launch(spec)
+	return m.launchInOrder(r, k, 0, spec, true)
 }
 
 // writeSpec is a write's flow but for its label, bytes and callback: a
@@ -111,7 +111,7 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 		return err
 	}
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
-	return m.startAfter(delay, spec)
+	return m.launchInOrder(r, &k, delay, spec, false)
 }
 
 // readSpec is a read's flow but for its label, bytes and callback, and
@@ -137,6 +137,10 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 		// Each thread loads its 64 bytes of the warp's 128-byte lines at
 		// once: four 16-byte loads in flight (prims_ll128.h).
 		loads = ll128DataPerThread * 128 / 120 / 16
+	case k.Loop == LoopSimple && k.Unroll > 0:
+		// An unrolled copy issues its Unroll loads per source before it
+		// uses them (NCCL's reduceCopy): Unroll 16-byte loads in flight.
+		loads = float64(k.Unroll)
 	}
 	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
 	if k.ReduceLoop {

@@ -66,6 +66,14 @@ type Kernel struct {
 	// block's loop moves, as an NCCL connection's FIFO steps) instead of
 	// on each.
 	LoopGroup string
+	// InOrder, with a LoopGroup: the group's transfers run one after
+	// another, each in turn as it becomes ready, the next starting when
+	// the one before has sent its last byte (the loop goes on without a
+	// pause to the next step it has waiting). NCCL's primitives move a
+	// connection's steps one at a time: a block's thread group finishes
+	// step k before it starts k+1, so the steps flow down a pipeline of
+	// connections instead of all finishing at once.
+	InOrder bool
 	// Ranks and RanksInHost: the buffers a LoopRanks loop visits.
 	Ranks       int
 	RanksInHost bool

@@ -301,5 +301,5 @@ func (m *Machine) LocalPass(r, inputs int, bytes sim.Bytes, k Kernel, label stri
 	if route, capr, err = m.loopBound(r, route, capr, k); err != nil {
 		return err
 	}
-	return m.Net.Launch(sim.FlowSpec{Label: label, Kind: sim.Read, Route: route, Bytes: bytes, Cap: capr, Done: done})
+	return m.launchInOrder(r, &k, 0, sim.FlowSpec{Label: label, Kind: sim.Read, Route: route, Bytes: bytes, Cap: capr, Done: done}, true)
 }

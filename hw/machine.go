@@ -114,6 +114,8 @@ type Machine struct {
 	// loopGroups: the shared loop resource of each Kernel.LoopGroup, by
 	// rank.
 	loopGroups map[loopGroupKey]loopGroup
+	// order: the queue of each in-order loop group (Kernel.InOrder).
+	order map[loopGroupKey]*orderQueue
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate

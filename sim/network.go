@@ -98,6 +98,7 @@ type FlowSpec struct {
 	Cap     Rate     // the flow's own rate limit in payload bytes/s; 0 = none
 	Latency Duration // Done runs this long after the last byte leaves
 	Done    func()   // called at delivery; may be nil
+	Sent    func()   // called when the last byte leaves (an event at that instant); may be nil
 	Meta    any      // carried for observers
 }
 
@@ -457,6 +458,9 @@ func (n *Network) finish(f *Flow, now Time) {
 	if n.obs != nil {
 		n.obs.FlowFinished(now, f)
 	}
+	if sent := f.Spec.Sent; sent != nil {
+		n.eng.After(0, sent)
+	}
 	if done := f.Spec.Done; done != nil {
 		n.eng.After(f.Spec.Latency, done)
 	}
@@ -473,7 +477,7 @@ func (n *Network) finish(f *Flow, now Time) {
 // and solve write them before they are read.
 func (f *Flow) clear() {
 	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
-	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Meta = "", nil, nil, nil
+	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Sent, f.Spec.Meta = "", nil, nil, nil, nil
 	f.dueG, f.dueI, f.index, f.active, f.pooled = nil, 0, 0, false, false
 	f.slots = nil
 }

@@ -229,6 +229,9 @@ func (s *Snapshot) putNetwork(names map[uintptr]uint64, n *Network) bool {
 		if !s.putFunc(names, sp.Done) {
 			return false
 		}
+		if sp.Sent != nil {
+			return false // a closure: what it does is not named
+		}
 	}
 	return true
 }

@@ -2,6 +2,8 @@ package validate
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -240,4 +242,51 @@ func TestNCCLKernelFixedFromItsCapture(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	assert.InDelta(t, self-empty, p.DefaultParams().Get("nccl.kernel_fixed"), 0.001)
+}
+
+// The NCCL channel capture of two H200s (1, 2, 4, 8 channels and the
+// default, ring and tree × LL, LL128, Simple, over NVLink and SHM) fits
+// nothing: every record is predicted. Its tree rows are where NCCL's
+// thread groups moving a connection's steps one at a time (hw's in-order
+// loop groups) matter: with all of a connection's steps in flight sharing
+// the loop and landing together, tree/LL over SHM ran 35–66 % slow and
+// over NVLink 34–36 % fast from 512 KiB. This bounds the predicted side
+// as it is (the aims are 8 % and 20 %; docs/VALIDATION.md says where the
+// rest misses).
+func TestNCCLChannelsPredicted(t *testing.T) {
+	const file = "../testdata/h200x2-arsim/nccl_channels.jsonl"
+	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	v, err := Run(recs, Options{File: file})
+	require.NoError(t, err)
+	h := v.HeldOut
+	require.NotNil(t, h)
+	assert.Zero(t, h.Fitted.Count, "nothing is fitted on the channel capture")
+	require.Greater(t, h.Predicted.Count, 400)
+	t.Logf("predicted side %d: median %.1f%%, p95 %.1f%%", h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct)
+	assert.LessOrEqual(t, h.Predicted.MedianAbsPct, 8.0)
+	assert.LessOrEqual(t, h.Predicted.P95AbsPct, 30.0)
+	byLine := map[int]trace.Record{}
+	for _, r := range recs {
+		byLine[r.Line] = r
+	}
+	tree := map[string][]float64{}
+	for _, c := range v.Records {
+		if r := byLine[c.Line]; r.Algo == "tree" && r.Bytes >= 512<<10 {
+			k := r.Proto + " " + string(r.Transport)
+			tree[k] = append(tree[k], c.ErrorPct)
+		}
+	}
+	require.Len(t, tree, 6)
+	for k, errs := range tree {
+		abs := make([]float64, len(errs))
+		for i, e := range errs {
+			abs[i] = math.Abs(e)
+		}
+		slices.Sort(abs)
+		med := abs[len(abs)/2]
+		t.Logf("tree %s from 512 KiB: %d records, median |error| %.1f%%, worst %.1f%%", k, len(abs), med, abs[len(abs)-1])
+		assert.LessOrEqual(t, med, 20.0, "tree %s from 512 KiB", k)
+	}
 }

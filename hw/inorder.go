@@ -1,0 +1,77 @@
+package hw
+
+import "github.com/arsim/arsim/sim"
+
+// In-order loop groups (Kernel.InOrder): a group's transfers run one at a
+// time, in the order they become ready. The one running carries a Sent
+// callback; when its last byte leaves, the next waiting transfer starts at
+// once (the loop's pipeline is full: no first-iteration wait), or the
+// group falls idle and the next transfer to come starts as any would.
+
+// orderQueue is one in-order group's state.
+type orderQueue struct {
+	busy bool
+	wait []sim.FlowSpec // ready transfers, oldest first
+	sent func()         // starts the next one; made once per group
+}
+
+// launchInOrder starts spec d from now (now: directly, without an event,
+// when direct), or, when its kernel's group runs in order and is busy,
+// once the transfers before it have sent their bytes.
+func (m *Machine) launchInOrder(r int, k *Kernel, d sim.Duration, spec sim.FlowSpec, direct bool) error {
+	if !k.InOrder || k.LoopGroup == "" {
+		if direct {
+			return m.Net.Launch(spec)
+		}
+		return m.startAfter(d, spec)
+	}
+	if spec.Bytes < 0 {
+		return m.startAfter(d, spec) // refused there, with its message
+	}
+	key := loopGroupKey{rank: r, group: k.LoopGroup}
+	q := m.order[key]
+	if q == nil {
+		if m.order == nil {
+			m.order = map[loopGroupKey]*orderQueue{}
+		}
+		q = &orderQueue{}
+		q.sent = func() { m.nextInOrder(q) }
+		m.order[key] = q
+	}
+	if q.busy {
+		q.wait = append(q.wait, spec)
+		return nil
+	}
+	q.busy = true
+	spec.Sent = q.sent
+	if direct {
+		return m.Net.Launch(spec)
+	}
+	return m.startAfter(d, spec)
+}
+
+// nextInOrder starts q's next waiting transfer, or marks it idle.
+func (m *Machine) nextInOrder(q *orderQueue) {
+	if len(q.wait) == 0 {
+		q.busy = false
+		return
+	}
+	spec := q.wait[0]
+	copy(q.wait, q.wait[1:])
+	q.wait[len(q.wait)-1] = sim.FlowSpec{}
+	q.wait = q.wait[:len(q.wait)-1]
+	spec.Sent = q.sent
+	// Checked when it was queued: Launch cannot fail here.
+	_ = m.Net.Launch(spec)
+}
+
+// InOrderIdle reports whether no in-order group has a transfer running or
+// waiting: their queues are state a snapshot does not see.
+func (m *Machine) InOrderIdle() bool {
+	for _, q := range m.order {
+		if q.busy {
+			return false
+		}
+	}
+	return true
+}
