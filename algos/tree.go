@@ -123,6 +123,13 @@ func sendSources(out, in *conn, n int) int {
 	return n
 }
 
+// treeLinePiece is the smallest piece a tree's LL step moves in (see
+// planTree): an eighth of NCCL's 32 KiB LL step. It is a step of the
+// model's discretisation, not of the machine: halving it moves the
+// channel capture's tree/LL records by less than 2 % (median 7.0 → 7.1 %,
+// p95 15.8 → 16.5 %, a quarter: 7.2 %, 17.3 %).
+const treeLinePiece = 4096
+
 func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 	n := req.Ranks
 	trees := [2][]int{treeParents(n, 0, spec.chain), treeParents(n, 1, spec.chain)}
@@ -160,6 +167,25 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 		}
 		chunk := spec.proto.treeChunk(req.Bytes, spec.channels, n-1)
 		S := int(max(1, min(ceilDiv(chLen[ch], chunk), maxTreeSlices)))
+		slots := spec.proto.slots()
+		if spec.proto == protoLL && S < maxTreeSlices {
+			// LL lines carry their flags: a receiver uses each line as
+			// it lands, so a step flows down the tree line by line
+			// (prims_ll.h). arsim moves such a step in pieces, each with
+			// its flag, down to treeLinePiece bytes (at most
+			// maxTreeSlices per channel), and gives the FIFO as many
+			// slots of a piece as its steps hold bytes. LL128's lines
+			// stream too, but its steps move whole: in pieces, tree/LL128
+			// over NVLink runs 24–39 % fast at 2–8 MiB on two H200s,
+			// where its loop rate over NVLink is already too fast
+			// (docs/VALIDATION.md), and the winners go 74 → 70 of 79.
+			pieces := int(min(int64(maxTreeSlices), max(int64(S), ceilDiv(chLen[ch], treeLinePiece))))
+			if pieces > S {
+				pieceLen := ceilDiv(chLen[ch], int64(pieces))
+				slots = max(slots, int(int64(slots)*spec.proto.sliceBytes()/pieceLen))
+				S = pieces
+			}
+		}
 		maxS = max(maxS, S)
 		sOff, sLen := Split(chLen[ch], elem, S)
 		slotLen := int64(0)
@@ -173,6 +199,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 			if p >= 0 {
 				up[r] = pl.newConn(fmt.Sprintf("tree.ch%d.up", ch), r, p, slotLen)
 				down[r] = pl.newConn(fmt.Sprintf("tree.ch%d.down", ch), p, r, slotLen)
+				up[r].slots, down[r].slots = slots, slots
 			}
 		}
 		pl.treeSlices(ch, S, sOff, sLen, kids, root, up, down)
