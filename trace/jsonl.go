@@ -205,10 +205,14 @@ type Record struct {
 	// a fence, Iters the iterations per block, Layout and Groups a
 	// group_barrier's slot layout ("packed": a rank's slots in one sector;
 	// "line_per_slot") and its groups of World blocks barriering at once;
-	// NsPerOp and OneWayNs the values (NsPerIter for loops).
-	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout                    string
+	// Producer who wrote an LL receive loop's lines ("stale": one launch
+	// before every trial; "before": the launch just before; "live":
+	// another block of the GPU at the same time, storing ahead of the
+	// receiver; "paced": that block pausing ProducerPauseNs after each of
+	// its stores); NsPerOp and OneWayNs the values (NsPerIter for loops).
+	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout, Producer          string
 	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
-	NsPerOp, OneWayNs                                                                float64
+	NsPerOp, OneWayNs, ProducerPauseNs                                               float64
 
 	// NCCLOp is what an nccl_kernel record ran: "self_sendrecv",
 	// "allreduce_one_rank", "memcpy_d2d" or "empty_kernel".

@@ -34,6 +34,11 @@ func perBlockTwin(r trace.Record) (*Twin, error) {
 	if err := pb.Modelled(); err != nil {
 		return nil, &SkipError{Why: ErrNotModelled, Reason: trimNotModelled(err), Cause: err}
 	}
+	if r.Producer == "paced" {
+		// The receiver keeps up with a producer that pauses after each
+		// store: its time is the producer's, not the loop's.
+		return nil, notModelled("an LL receive behind a paced producer (%.0f ns a store) measures the producer", r.ProducerPauseNs)
+	}
 	if r.Kind == trace.KindLoop && r.Iters == 0 && (r.Loop == "ll" || r.Loop == "copy" || r.Loop == "pull") {
 		return nil, badRecord("a %s loop record without iters", r.Loop)
 	}
@@ -61,6 +66,9 @@ func perBlockGroup(r trace.Record) string {
 	}
 	switch r.Loop {
 	case "ll":
+		if r.Producer != "" {
+			return fmt.Sprintf("loop ll %s recv %s, lines by %s producer", r.LLOp, r.Recv, r.Producer)
+		}
 		return fmt.Sprintf("loop ll %s recv %s", r.LLOp, r.Recv)
 	case "copy":
 		return fmt.Sprintf("loop copy %s→%s", r.Src, r.Dst)

@@ -558,6 +558,38 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll(const uint4* recv, cons
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
 
+// ---- A live LL stream through memory, as NCCL's LL send and receive run it between two GPUs: role 0, block 0
+// produces each thread's 16-B line of iteration i (data, flag, data, flag) with one volatile store, pausing
+// delay_cycles after each iteration, while block 1 polls its line of iteration i until both flags match (pb_ll's
+// recv: the data also go to out); role 1, block 0 only produces; role 2, block 0 only consumes (lines written
+// by an earlier launch). Block 1's cycles (role 2: block 0's) go to res.
+extern "C" __global__ void __launch_bounds__(1024) pb_ll_live(uint4* lines, uint2* out, int iters, int role,
+                                                              unsigned flag, long long delay_cycles, int* err,
+                                                              long long* res) {
+  long long spins = 0;
+  unsigned acc = 0;
+  const bool produce = (role == 0 && blockIdx.x == 0) || role == 1;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const size_t k = (size_t)i * blockDim.x + threadIdx.x;
+    if (produce) {
+      st_vol4(lines + k, make_uint4(i, flag, i + 1, flag));
+      if (delay_cycles > 0) { long long t = clock64(); while (clock64() - t < delay_cycles) {} }
+    } else {
+      uint4 v;
+      do { v = ld_vol4(lines + k); } while ((v.y != flag || v.w != flag) && ++spins < SPIN_LIMIT);
+      uint2 d = make_uint2(v.x, v.z);
+      out[k] = d;
+      acc += d.x;
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
 // ---- NCCL LL128-style loop: each thread moves 8 u64 per iteration (4 16-B volatile loads in flight), the last u64
 // of every 8-thread group's 128-B line... simplified per thread: the 4th vector's .w word carries the flag; the thread
 // spins until its last vector holds the flag, then stores its 4 vectors (data + flag) to dst. op bit 2 adds an 8-u64

@@ -248,6 +248,71 @@ class PerBlock:
             for b in blocks:
                 self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
 
+    def ll_live(self):
+        """LL receive loops whose lines another block of the GPU is writing at the same time (NCCL's LL between
+        two GPUs: the sender's stores land while the receiver polls), against lines written by earlier launches.
+        The lines live in pinned host memory (NCCL's SHM FIFO) or local memory. producer: live (the producer
+        block stores as fast as it can, ahead of the receiver), paced (it pauses so as to store one iteration in
+        about the receiver's time), before (the launch just before wrote them; timed alone), stale (one launch wrote
+        them before the first trial; every trial reads the same lines, as part ll does)."""
+        cp = self.cp
+        k = self.fn("pb_ll_live")
+        iters = 256
+        tmax = 1024
+        nb = iters * tmax * 16
+        out = self.dev("llliveout", nb)
+        counter = [100]
+
+        def next_flag():
+            counter[0] += 1
+            return np.uint32(counter[0])
+
+        def run(where, producer, t):
+            lp = self.ptr(where, "lllive", nb)
+            pace = {"live": 0, "paced": int(1.3 * self.ghz * 1000) if where == "host" else int(0.25 * self.ghz * 1000)}
+            meds, slow = [], []
+            with cp.cuda.Device(0):
+                self.err[...] = 0
+                stale = next_flag()
+                if producer == "stale":
+                    k((1,), (t,), (lp, out, np.int32(iters), np.int32(1), stale, np.int64(0), self.err, self.res),
+                      stream=self.s)
+                    self.s.synchronize()
+                for trial in range(TRIALS + 1):
+                    flag = next_flag()
+                    if producer == "stale":
+                        k((1,), (t,), (lp, out, np.int32(iters), np.int32(2), stale, np.int64(0), self.err, self.res),
+                          stream=self.s)
+                        self.s.synchronize()
+                        cyc = int(self.res[0].get())
+                    elif producer == "before":
+                        k((1,), (t,), (lp, out, np.int32(iters), np.int32(1), flag, np.int64(0), self.err, self.res),
+                          stream=self.s)
+                        self.s.synchronize()
+                        k((1,), (t,), (lp, out, np.int32(iters), np.int32(2), flag, np.int64(0), self.err, self.res),
+                          stream=self.s)
+                        self.s.synchronize()
+                        cyc = int(self.res[0].get())
+                    else:
+                        k((2,), (t,), (lp, out, np.int32(iters), np.int32(0), flag, np.int64(pace[producer]), self.err,
+                                       self.res), stream=self.s)
+                        self.s.synchronize()
+                        cyc = int(self.res[2].get())
+                    if trial > 0:  # the first is the warm-up
+                        meds.append(cyc / self.ghz / iters)
+                err = bool(int(self.err.get()[0]))
+            vals = (statistics.median(meds), min(meds), max(meds), max(meds), statistics.median(meds), err)
+            rec = {"kind": "loop", "loop": "ll", "ll_op": "recv", "recv": where, "dst": "none", "blocks": 1,
+                   "threads": t, "iters": iters, "bytes_per_thread_iter": 8, "producer": producer}
+            if producer == "paced":
+                rec["producer_pause_ns"] = round(pace["paced"] / self.ghz, 1)
+            self.emit(rec, vals, "ns_per_iter")
+
+        for where in ("host", "local"):
+            for producer in ("stale", "before", "live", "paced"):
+                for t in ([192, 512] if self.quick else [64, 192, 320, 512, 640, 1024]):
+                    self.rec.guard(f"ll_live {where} {producer} 1x{t}", run, where, producer, t)
+
     def ll128(self):
         k = self.fn("pb_ll128")
         flag = 1
@@ -454,7 +519,8 @@ def run(out_dir, quick):
     pb.rec.guard("calibrate", pb.calibrate, "start")
     if pb.ghz is None:
         raise RuntimeError("perblock: SM clock calibration failed")
-    parts = ("fences", "simple_steps", "pulls", "ll", "ll128", "ll128w", "group_barriers", "copies", "pingpong", "polls")
+    parts = ("fences", "simple_steps", "pulls", "ll", "ll128", "ll128w", "group_barriers", "copies", "pingpong", "polls",
+             "ll_live")
     if pb.cp.cuda.runtime.getDeviceCount() >= 2:
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
