@@ -179,6 +179,12 @@ func (st *ringStream) CompactOp(r, i int, op *algos.StreamOp) {
 	default:
 		op.Kind, op.Value, op.Inline = algos.Signal, int64(s+1), true
 		op.After = append(op.After, st.pre+i-1)
+		if s > 0 {
+			// The chunk's counter counts steps in order: after the
+			// step before's signal (it is, in time: that signal ends
+			// the write this step's wait follows).
+			op.After = append(op.After, st.pre+ringIndex(s-1, c, 2))
+		}
 		op.Flag = int32(c*n + to)
 	}
 }

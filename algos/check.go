@@ -13,6 +13,8 @@ import (
 //   - an op whose dependencies or ranges are malformed;
 //   - a wait no op of the same allreduce can satisfy, or a cycle of waits
 //     (deadlock);
+//   - a flag whose larger value may be set before a smaller one some wait
+//     is for (the wait would end early);
 //   - two ops touching overlapping bytes of one buffer, one of them writing,
 //     that nothing orders (program order, a flag, or the end of a rank's
 //     previous kernel) — including the user overwriting a rank's input for
@@ -66,6 +68,9 @@ func Check(s *Schedule) error {
 				s.Algo, ErrTooLarge, touching, iters, maxCheckTouching)
 		}
 		if err := c.order(); err != nil {
+			return err
+		}
+		if err := c.flagsInOrder(c.waited); err != nil {
 			return err
 		}
 		if sh.periodic() {

@@ -50,6 +50,8 @@ type checker struct {
 	// writes (−1 none). races sets them (accesses), execute uses them.
 	bufs         []Buf
 	srcOf, dstOf []int32
+	// waited holds the signals some wait is linked to (setter).
+	waited map[int]bool
 }
 
 // anc returns the ancestor set of node v, which touches memory.
@@ -113,6 +115,7 @@ func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
 	}
 	c.reservePreds()
 	signals := c.signals()
+	c.waited = map[int]bool{}
 	for n := range c.nodes {
 		if err := c.link(n, signals); err != nil {
 			return nil, err
@@ -233,6 +236,7 @@ func (c *checker) link(n int, signals map[flagValue]setters) error {
 				return err
 			}
 			nd.preds = append(nd.preds, setter)
+			c.waited[setter] = true
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package algos
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -138,4 +139,39 @@ func TestRotatingBufferNames(t *testing.T) {
 	assert.Equal(t, "lamport{0/3}", x.Buf.Copy(1).Name)
 	assert.Equal(t, "lamport{1/3}", x.Buf.Copy(5).Name)
 	assert.Equal(t, "tmp", On(0, "tmp", 0, 1).Buf.Copy(7).Name)
+}
+
+// Planted bug: NCCL's ring with its tail counter's steps signalled out of
+// order (each step's tail without the one before's). At 512 KiB over
+// four channels a channel runs two loops; loop 1's first step can raise
+// the tail to 3 before loop 0's second step raises it to 2, and a wait
+// for tail ≥ 2 would end on the 3, before its step's data has landed.
+func TestCheckerCatchesCounterSignalledOutOfOrder(t *testing.T) {
+	s := plan(t, "ring", req(t, "h200x2", 2, 512<<10, map[string]string{"proto": "ll", "transport": "shm", "channels": "4"}))
+	require.NoError(t, Check(s))
+	unchained := 0
+	for r, prog := range s.Programs {
+		for i := range prog {
+			op := &s.Programs[r][i]
+			if op.Kind != Signal || !strings.HasSuffix(op.Flag.Name, ".tail") {
+				continue
+			}
+			var kept []int
+			for _, d := range op.After {
+				if prog[d].Kind != Signal {
+					kept = append(kept, d)
+				}
+			}
+			if len(kept) < len(op.After) {
+				unchained++
+			}
+			op.After = kept
+		}
+	}
+	require.Positive(t, unchained)
+	err := Check(s)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ".tail")
+	assert.Contains(t, err.Error(), "which nothing orders after")
+	assert.Contains(t, err.Error(), "may end on the larger value before the smaller is set")
 }

@@ -216,6 +216,7 @@ type conn struct {
 	recvd    int
 	released int
 	lastHead int // op index (on to) of the last head signal, −1 none
+	lastTail int // op index (on from) of the last tail signal, −1 none
 }
 
 // ncclPlanner builds NCCL-style programs.
@@ -256,7 +257,7 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 // largest slice it will carry.
 func (pl *ncclPlanner) newConn(name string, from, to int, slotLen int64) *conn {
 	id := fmt.Sprintf("%s.%d>%d", name, from, to)
-	c := &conn{id: id, from: from, to: to, tr: pl.spec.transport(from, to), slots: pl.spec.proto.slots(), slotLen: slotLen, lastHead: -1}
+	c := &conn{id: id, from: from, to: to, tr: pl.spec.transport(from, to), slots: pl.spec.proto.slots(), slotLen: slotLen, lastHead: -1, lastTail: -1}
 	if c.tr == p2p {
 		// The FIFO and its tail in the receiver's memory; the head in the
 		// sender's, written by the receiver.
@@ -370,7 +371,16 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels
 		flagAfter = fence(pl.b, r, c.buf, w)
 		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Nanos(pl.req.Top.Params.Get("nccl.simple_step_overhead")), Label: label.plus(sufBookkeeping)}, flagAfter)
 	}
-	pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label.plus(sufTail)}, flagAfter)
+	// The tail counts the steps sent in order, as NCCL's step counter does:
+	// a step's tail follows the step before's, so that tail ≥ v means
+	// every step up to v has landed (a later step sent first must not
+	// release a wait for an earlier one).
+	tailAfter := [2]int{flagAfter, c.lastTail}
+	tdeps := tailAfter[:1]
+	if c.lastTail >= 0 {
+		tdeps = tailAfter[:]
+	}
+	c.lastTail = pl.b.Add(r, Op{Kind: Signal, Flag: c.tail, Value: int64(k), Inline: pl.spec.proto.inline(), Kernel: kern, Label: label.plus(sufTail)}, tdeps...)
 	return w
 }
 
