@@ -79,6 +79,9 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 	if err != nil {
 		return sim.FlowSpec{}, err
 	}
+	if dst.Host {
+		route = m.withSMHost(r, route)
+	}
 	if k.Loop != LoopRanks { // a pull loop bounds its loads, not the kernel's stores
 		route, capr, err = m.loopBound(r, route, capr, k)
 		if err != nil {
@@ -156,6 +159,9 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
 	if err != nil {
 		return sim.FlowSpec{}, 0, err
+	}
+	if src.Host {
+		route = m.withSMHost(r, route)
 	}
 	route, capr, err = m.loopBound(r, route, capr, k)
 	if err != nil {

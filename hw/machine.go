@@ -58,6 +58,7 @@ type Physics struct {
 	CESetup, CEP2PSetup                     sim.Duration
 	NVLinkSMEff, NVLinkCEEff                float64
 	SMPFlowCap                              sim.Rate
+	SMHostRate                              sim.Rate // pcie.sm_host_bandwidth; 0: none
 	CUDAMemcpyIssue                         sim.Duration
 	TorchIssue                              [3]sim.Duration // by CopyDir
 	TorchP2POverhead, TorchP2PLarge         sim.Duration
@@ -95,6 +96,7 @@ func resolve(ps *topology.Params) Physics {
 		TorchP2PLargeFrom: sim.Bytes(g("torch.p2p_copy_large")),
 		NVLinkSMEff:       g("nvlink.sm_efficiency"), NVLinkCEEff: g("nvlink.ce_efficiency"),
 		SMPFlowCap: sim.Rate(g("smp.p2p_flow_cap")) * sim.GBps,
+		SMHostRate: sim.Rate(g("pcie.sm_host_bandwidth")) * sim.GBps,
 	}
 }
 
@@ -114,6 +116,9 @@ type Machine struct {
 	// loopGroups: the shared loop resource of each Kernel.LoopGroup, by
 	// rank.
 	loopGroups map[loopGroupKey]loopGroup
+	// smHost[r]: GPU r's SM loads of and stores to host memory together
+	// (pcie.sm_host_bandwidth); nil when unbounded.
+	smHost []sim.ResourceID
 	// order: the queue of each in-order loop group (Kernel.InOrder).
 	order map[loopGroupKey]*orderQueue
 	// loopRates caches LoopRate (it depends on the machine, which does
@@ -200,7 +205,32 @@ func New(top *topology.Topology) (*Machine, error) {
 			}
 		}
 	}
+	if m.Phys.SMHostRate > 0 {
+		// Each GPU's SM traffic with host memory, loads and stores
+		// together: either alone is bound by its link direction, both at
+		// once by this (measured on one H200: 65 GB/s where each alone
+		// moves 51–52 and copy engines both ways 101).
+		m.smHost = make([]sim.ResourceID, top.NumGPUs())
+		for r := range m.smHost {
+			id, err := net.AddResource(fmt.Sprintf("gpu%d SM host traffic", r), m.Phys.SMHostRate)
+			if err != nil {
+				return nil, fmt.Errorf("hw: %w", err)
+			}
+			m.smHost[r] = id
+		}
+	}
 	return m, nil
+}
+
+// withSMHost adds GPU r's SM host-traffic resource to the route of an SM
+// access of host memory.
+func (m *Machine) withSMHost(r int, route []sim.Hop) []sim.Hop {
+	if m.smHost == nil || r < 0 || r >= len(m.smHost) {
+		return route
+	}
+	out := make([]sim.Hop, len(route), len(route)+1)
+	copy(out, route)
+	return append(out, sim.Hop{Res: m.smHost[r], Weight: 1})
 }
 
 // NumRanks returns the number of GPUs.

@@ -93,6 +93,9 @@ var Fits = append([]Fit{
 		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && (r.Proto == "ll" || r.Proto == "ll128") },
 		AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
 		On:           func(trace.Record) bool { return false }, How: "fitted on one GPU's loops (the loop fits above); none of these records"},
+	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
+		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" },
+		On:     func(r trace.Record) bool { return r.What == "sm_bidir" && r.GPUs == 1 }, How: "GB/s of SM loads and stores of host memory at once, together"},
 	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512

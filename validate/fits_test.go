@@ -290,3 +290,27 @@ func TestNCCLChannelsPredicted(t *testing.T) {
 		assert.LessOrEqual(t, med, 20.0, "tree %s from 512 KiB", k)
 	}
 }
+
+// pcie.sm_host_bandwidth is the one-GPU record of SM loads and stores of
+// host memory at once (its fitted side); NCCL over SHM on two H200s is its
+// predicted side.
+func TestSMHostBandwidthFromItsFittedSide(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/host_link.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	var side []trace.Record
+	for _, r := range recs {
+		if f, _ := fitOf("h200x1-arsim/host_link.jsonl", r); f != nil && f.Params[0] == "pcie.sm_host_bandwidth" {
+			side = append(side, r)
+		}
+	}
+	require.Len(t, side, 1)
+	for _, name := range []string{"h200x1", "h200x2"} {
+		p, err := topology.Lookup(name)
+		require.NoError(t, err)
+		ps := p.DefaultParams()
+		assert.InEpsilon(t, side[0].GbpsTotal, ps.Get("pcie.sm_host_bandwidth"), 0.002, name)
+		par, _ := ps.Lookup("pcie.sm_host_bandwidth")
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/host_link.jsonl")
+	}
+}

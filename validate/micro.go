@@ -235,8 +235,14 @@ func HostLinkGBps(top *topology.Topology, what string, gpus int, bytesPerGPU sim
 			err = m.Read(r, host, bytesPerGPU, k, "sm_read", fin)
 		case "sm_write":
 			err = m.Write(r, host, bytesPerGPU, k, "sm_write", fin)
+		case "sm_bidir":
+			half := hw.Kernel{Blocks: 132, Threads: 512}
+			err = m.Read(r, host, bytesPerGPU/2, half, "sm_read", fin)
+			if err == nil {
+				err = m.Write(r, host, bytesPerGPU/2, half, "sm_write", fin)
+			}
 		default:
-			return 0, fmt.Errorf("validate: host_link_concurrency %q is not one of ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write", what)
+			return 0, fmt.Errorf("validate: host_link_concurrency %q is not one of ce_h2d, ce_d2h, ce_bidir, sm_read, sm_write, sm_bidir", what)
 		}
 		if err != nil {
 			return 0, err

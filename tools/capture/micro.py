@@ -3,7 +3,7 @@
 Subcommands `memcpy` and `sm` of capture.py land here. Every measurement is wrapped by
 Recorder.guard: an exception is logged to <name>.errors.jsonl and the sweep goes on.
 """
-import statistics, time
+import os, statistics, time
 import numpy as np
 
 from common import Recorder, log, pow_sizes, summarize
@@ -349,6 +349,17 @@ class Micro:
                     self.fn(d, "sm_read16")((264,), (512,), (np.uint64(hbs[d].ptr), sinks[d], np.int64(n // 16)), stream=s)
                 elif what == "sm_write":
                     self.fn(d, "sm_write16")((264,), (512,), (np.uint64(hbs[d].ptr), np.int64(n // 16)), stream=s)
+                elif what == "sm_bidir":
+                    # SM loads of host memory and SM stores to it at once, half the bytes each, 132 blocks
+                    # each, on two streams; events time each direction.
+                    h = n // 2
+                    ev = self.bidir_events[d]
+                    ev[0].record(s)
+                    self.fn(d, "sm_read16")((132,), (512,), (np.uint64(hbs[d].ptr), sinks[d], np.int64(h // 16)), stream=s)
+                    ev[1].record(s)
+                    ev[2].record(s2)
+                    self.fn(d, "sm_write16")((132,), (512,), (np.uint64(hbs[d].ptr + h), np.int64(h // 16)), stream=s2)
+                    ev[3].record(s2)
                 elif what == "ce_h2d":
                     cp.cuda.runtime.memcpyAsync(dbs[d].data.ptr, hbs[d].ptr, n, MEMCPY_DEFAULT, s.ptr)
                 elif what == "ce_d2h":
@@ -362,23 +373,39 @@ class Micro:
             for d in devs:
                 self.streams[d][2].synchronize(); self.streams[d][3].synchronize()
 
-        for what in ("ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write"):
+        self.bidir_events = []
+        for d in range(self.ndev):
+            with cp.cuda.Device(d):
+                self.bidir_events.append([cp.cuda.Event() for _ in range(4)])
+        parts = [p for p in os.environ.get("HOST_LINK_PARTS", "").split(",") if p]
+        for what in parts or ("ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir"):
             for devs in gpus_sets:
                 def meas(what=what, devs=devs):
                     for d in devs:
                         launch(d, what)
                     sync(devs)
-                    ts = []
+                    ts, rd, wr = [], [], []
                     for _ in range(5):
                         t0 = time.perf_counter()
                         for d in devs:
                             launch(d, what)
                         sync(devs)
                         ts.append((time.perf_counter() - t0) * 1e6)
+                        if what == "sm_bidir":
+                            ev = self.bidir_events[devs[0]]
+                            rd.append(cp.cuda.get_elapsed_time(ev[0], ev[1]) * 1e3)
+                            wr.append(cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3)
                     med, lo, hi = summarize(ts)
-                    self.rec_sm.emit({"kind": "host_link_concurrency", "clock": "host", "what": what,
-                                      "gpus": len(devs), "bytes_per_gpu": n, "us": med, "us_min": lo, "us_max": hi,
-                                      "gbps_per_gpu": n / med / 1e3, "gbps_total": n * len(devs) / med / 1e3})
+                    rec = {"kind": "host_link_concurrency", "clock": "host", "what": what,
+                           "gpus": len(devs), "bytes_per_gpu": n, "us": med, "us_min": lo, "us_max": hi,
+                           "gbps_per_gpu": n / med / 1e3, "gbps_total": n * len(devs) / med / 1e3}
+                    if what == "sm_bidir":
+                        # GPU 0's two directions, each timed on its own stream (device events): half the
+                        # bytes each way.
+                        rec["read_us"], rec["write_us"] = summarize(rd)[0], summarize(wr)[0]
+                        rec["gbps_read"] = n / 2 / rec["read_us"] / 1e3
+                        rec["gbps_write"] = n / 2 / rec["write_us"] / 1e3
+                    self.rec_sm.emit(rec)
                 self.rec_sm.guard(f"host_link_concurrency {what} {len(devs)}", meas)
         del dbs
         for h in hbs:
@@ -396,7 +423,8 @@ def run_memcpy(out_dir, quick):
 
 def run_sm(out_dir, quick, m=None):
     m = m or Micro(out_dir, quick)
-    for name in ("empty_kernel", "sm_access_sweep", "pointer_chase", "flag_pingpong", "host_link_concurrency"):
+    only = [p for p in os.environ.get("MICRO_PARTS", "").split(",") if p]
+    for name in only or ("empty_kernel", "sm_access_sweep", "pointer_chase", "flag_pingpong", "host_link_concurrency"):
         t0 = time.time()
         m.rec_sm.guard(name, getattr(m, name))
         log(name, f"{time.time() - t0:.1f}s")
