@@ -94,8 +94,11 @@ var Fits = append([]Fit{
 		AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
 		On:           func(trace.Record) bool { return false }, How: "fitted on one GPU's loops (the loop fits above); none of these records"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
-		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" },
-		On:     func(r trace.Record) bool { return r.What == "sm_bidir" && r.GPUs == 1 }, How: "GB/s of SM loads and stores of host memory at once, together"},
+		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
+		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},
+		On: func(r trace.Record) bool {
+			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
+		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
 	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
@@ -202,6 +205,8 @@ func dimensionsOf(r trace.Record) []string {
 		return d
 	case trace.KindNCCLKernel:
 		return append(d, "nccl_kernel "+r.NCCLOp)
+	case trace.KindHostLinkConcurrency:
+		return append(d, fmt.Sprintf("host link %s, blocks each way: fewer than 132", r.What))
 	case trace.KindLoop:
 		switch r.Loop {
 		case "ll":

@@ -18,7 +18,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		t.Note = "bytes_per_gpu absent: 256 MiB assumed (FORMAT.md)"
 	}
 	t.Sim = device(func(top *topology.Topology) (float64, error) {
-		return HostLinkGBps(top, r.What, r.GPUs, sim.Bytes(per))
+		return HostLinkGBpsBlocks(top, r.What, r.GPUs, sim.Bytes(per), r.Blocks)
 	})
 	return t, nil
 }

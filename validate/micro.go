@@ -209,6 +209,12 @@ func EmptyKernelUs(top *topology.Topology) (float64, error) {
 // each way on two streams; SM kernels: 264 blocks × 512 threads), and
 // returns the total rate in GB/s: gpus × bytes / time of the slowest.
 func HostLinkGBps(top *topology.Topology, what string, gpus int, bytesPerGPU sim.Bytes) (float64, error) {
+	return HostLinkGBpsBlocks(top, what, gpus, bytesPerGPU, 0)
+}
+
+// HostLinkGBpsBlocks is HostLinkGBps with sm_bidir's blocks each way (0:
+// the capture's default, 132).
+func HostLinkGBpsBlocks(top *topology.Topology, what string, gpus int, bytesPerGPU sim.Bytes, bidirBlocks int) (float64, error) {
 	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
@@ -237,6 +243,9 @@ func HostLinkGBps(top *topology.Topology, what string, gpus int, bytesPerGPU sim
 			err = m.Write(r, host, bytesPerGPU, k, "sm_write", fin)
 		case "sm_bidir":
 			half := hw.Kernel{Blocks: 132, Threads: 512}
+			if bidirBlocks > 0 {
+				half.Blocks = bidirBlocks
+			}
 			err = m.Read(r, host, bytesPerGPU/2, half, "sm_read", fin)
 			if err == nil {
 				err = m.Write(r, host, bytesPerGPU/2, half, "sm_write", fin)

@@ -342,7 +342,7 @@ class Micro:
                 dbs.append(cp.empty(n, dtype=cp.uint8))
                 sinks.append(cp.zeros(1024, dtype=cp.int32))
 
-        def launch(d, what):
+        def launch(d, what, blocks=132):
             s, s2 = self.streams[d][2], self.streams[d][3]
             with cp.cuda.Device(d):
                 if what == "sm_read":
@@ -355,10 +355,10 @@ class Micro:
                     h = n // 2
                     ev = self.bidir_events[d]
                     ev[0].record(s)
-                    self.fn(d, "sm_read16")((132,), (512,), (np.uint64(hbs[d].ptr), sinks[d], np.int64(h // 16)), stream=s)
+                    self.fn(d, "sm_read16")((blocks,), (512,), (np.uint64(hbs[d].ptr), sinks[d], np.int64(h // 16)), stream=s)
                     ev[1].record(s)
                     ev[2].record(s2)
-                    self.fn(d, "sm_write16")((132,), (512,), (np.uint64(hbs[d].ptr + h), np.int64(h // 16)), stream=s2)
+                    self.fn(d, "sm_write16")((blocks,), (512,), (np.uint64(hbs[d].ptr + h), np.int64(h // 16)), stream=s2)
                     ev[3].record(s2)
                 elif what == "ce_h2d":
                     cp.cuda.runtime.memcpyAsync(dbs[d].data.ptr, hbs[d].ptr, n, MEMCPY_DEFAULT, s.ptr)
@@ -378,17 +378,23 @@ class Micro:
             with cp.cuda.Device(d):
                 self.bidir_events.append([cp.cuda.Event() for _ in range(4)])
         parts = [p for p in os.environ.get("HOST_LINK_PARTS", "").split(",") if p]
+        configs = []
         for what in parts or ("ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir"):
             for devs in gpus_sets:
-                def meas(what=what, devs=devs):
+                configs.append((what, devs, 132))
+            if what == "sm_bidir":
+                # fewer blocks each way, on GPU 0 alone
+                configs += [(what, [0], b) for b in (1, 2, 4, 8, 16, 32, 66)]
+        for what, devs, blocks in configs:
+                def meas(what=what, devs=devs, blocks=blocks):
                     for d in devs:
-                        launch(d, what)
+                        launch(d, what, blocks)
                     sync(devs)
                     ts, rd, wr = [], [], []
                     for _ in range(5):
                         t0 = time.perf_counter()
                         for d in devs:
-                            launch(d, what)
+                            launch(d, what, blocks)
                         sync(devs)
                         ts.append((time.perf_counter() - t0) * 1e6)
                         if what == "sm_bidir":
@@ -401,12 +407,13 @@ class Micro:
                            "gbps_per_gpu": n / med / 1e3, "gbps_total": n * len(devs) / med / 1e3}
                     if what == "sm_bidir":
                         # GPU 0's two directions, each timed on its own stream (device events): half the
-                        # bytes each way.
+                        # bytes each way, `blocks` × 512 threads each.
+                        rec["blocks"], rec["threads"] = blocks, 512
                         rec["read_us"], rec["write_us"] = summarize(rd)[0], summarize(wr)[0]
                         rec["gbps_read"] = n / 2 / rec["read_us"] / 1e3
                         rec["gbps_write"] = n / 2 / rec["write_us"] / 1e3
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"host_link_concurrency {what} {len(devs)}", meas)
+                self.rec_sm.guard(f"host_link_concurrency {what} {len(devs)} {blocks}", meas)
         del dbs
         for h in hbs:
             h.free()
