@@ -41,7 +41,8 @@ type executor struct {
 	finished int
 	err      error
 	res      *Result
-	per      *periodic // steady-state detection; nil when off
+	per      *periodic   // steady-state detection; nil when off
+	images   []rankImage // by rank, for a stored schedule (image.go); nil for a stream
 }
 
 // completion handles op completions: the argument is the op's window
@@ -107,6 +108,9 @@ func (x *executor) startIter(r, it int) {
 		return
 	}
 	p.base, p.next, p.basePos, p.nextPos = 0, 0, 0, 0
+	if x.loadImage(r) {
+		return
+	}
 	for p.next < p.n && p.next-p.base < p.cap {
 		x.load(r, -1)
 	}

@@ -287,6 +287,9 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 		x.compact = st
 	}
 	x.ranks = make([]rankRun, s.Ranks)
+	if _, ok := src.(*scheduleSource); ok {
+		x.images = make([]rankImage, s.Ranks)
+	}
 	maxCap := 0
 	for r := range x.ranks {
 		p := &x.ranks[r]
