@@ -122,9 +122,14 @@ type Machine struct {
 	// the map lookup.
 	lastPath []*path
 	lastTo   []Mem
-	wmemo    []*flowMemos // by rank: its writes' flows (writeFlow)
-	rmemo    []*flowMemos // by rank: its reads' flows (readFlow)
-	pend     pending      // delayed flow starts and flag landings
+	// pathTab[memIndex(from) × pathW + memIndex(to)] is the path between
+	// two memories, on a machine of at most maxPathW memories (pathW
+	// wide; 0 on larger machines, which use lastPath and routes).
+	pathTab []*path
+	pathW   int
+	wmemo   []*flowMemos // by rank: its writes' flows (writeFlow)
+	rmemo   []*flowMemos // by rank: its reads' flows (readFlow)
+	pend    pending      // delayed flow starts and flag landings
 	// flagGroups: the sector group of each flag made by NewFlag with one;
 	// pollers: the waits polling each sector group of host memory now.
 	flagGroups map[*sim.FlagVar]string
@@ -162,6 +167,13 @@ func New(top *topology.Topology) (*Machine, error) {
 	eng := sim.NewEngine()
 	net := sim.NewNetwork(eng)
 	m := &Machine{Top: top, Eng: eng, Net: net, Phys: resolve(top.Params), routes: map[[2]topology.NodeID]*path{}}
+	if socks := top.Sockets(); len(socks) > 0 && socks[len(socks)-1] >= 0 {
+		if w := top.NumGPUs() + socks[len(socks)-1] + 1; w <= maxPathW {
+			m.pathW, m.pathTab = w, make([]*path, w*w)
+		}
+	} else if w := top.NumGPUs(); w > 0 && w <= maxPathW {
+		m.pathW, m.pathTab = w, make([]*path, w*w)
+	}
 	for _, l := range top.Links() {
 		name := top.LinkName(l)
 		a, b := top.Node(l.A).Name, top.Node(l.B).Name
@@ -223,9 +235,44 @@ func (m *Machine) LocalSocket(r int) int { return m.Top.GPU(r).Socket }
 
 // path returns the prepared route between two memories seen from a GPU.
 func (m *Machine) path(from, to Mem) (*path, error) {
+	if m.pathW > 0 {
+		a, okA := m.memIndex(from)
+		b, okB := m.memIndex(to)
+		if okA && okB {
+			i := a*m.pathW + b
+			if p := m.pathTab[i]; p != nil {
+				return p, nil
+			}
+			p, err := m.findPath(from, to)
+			if err == nil {
+				m.pathTab[i] = p
+			}
+			return p, err
+		}
+	}
 	if r := from.Rank; !from.Host && r >= 0 && r < len(m.lastPath) && m.lastTo[r] == to && m.lastPath[r] != nil {
 		return m.lastPath[r], nil
 	}
+	return m.findPath(from, to)
+}
+
+// maxPathW bounds the memories of a machine whose paths are kept in a
+// table (pathTab): GPUs and host memories.
+const maxPathW = 64
+
+// memIndex returns x's row and column in pathTab: a GPU's rank, or the
+// GPUs' count plus a socket.
+func (m *Machine) memIndex(x Mem) (int, bool) {
+	n := m.Top.NumGPUs()
+	if !x.Host {
+		return x.Rank, uint(x.Rank) < uint(n)
+	}
+	return n + x.Socket, uint(x.Socket) < uint(m.pathW-n)
+}
+
+// findPath is path without the table: the map of paths by nodes, or the
+// route computed and prepared.
+func (m *Machine) findPath(from, to Mem) (*path, error) {
 	a, err := m.node(from)
 	if err != nil {
 		return nil, err
