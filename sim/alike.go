@@ -65,11 +65,11 @@ func (n *Network) solveAlike(comp []*Flow) {
 	const eps = 1e-9
 	n.solveEpoch++
 	ep := n.solveEpoch
-	route := comp[0].Spec.Route
+	route, rs := comp[0].Spec.Route, comp[0].rs
 	act := n.act[:0]
 	for range comp {
-		for _, h := range route {
-			r := n.res[h.Res]
+		for i, h := range route {
+			r := rs[i]
 			if r.mark != ep {
 				r.mark = ep
 				r.wsum = 0
@@ -108,8 +108,8 @@ func (n *Network) solveAlike(comp []*Flow) {
 			}
 		}
 		hit := capr > 0 && float64(capr)-level <= eps*float64(capr)
-		for _, h := range route {
-			if r := n.res[h.Res]; !hit && r.rem <= eps*float64(r.Capacity) {
+		for _, r := range rs {
+			if !hit && r.rem <= eps*float64(r.Capacity) {
 				hit = true
 			}
 		}

@@ -121,14 +121,17 @@ type Flow struct {
 	index     int32     // position in Network.routeless (a flow without a route), −1 when inactive
 	frozen    bool
 	active    bool
-	pooled    bool    // started by Launch: the record is reused after it finishes
-	slots     []int32 // slots[i]: position in the flows list of hop i's resource
+	pooled    bool        // started by Launch: the record is reused after it finishes
+	slots     []int32     // slots[i]: position in the flows list of hop i's resource
+	rs        []*Resource // rs[i]: hop i's resource
 	hopBuf    [inlineHops]Hop
 	slotBuf   [inlineHops]int32
+	rsBuf     [inlineHops]*Resource
 	// Longer routes' storage, kept with a reused record: PCIe routes of
 	// reads have 5–8 hops.
 	hopMore  []Hop
 	slotMore []int32
+	rsMore   []*Resource
 }
 
 // Rate returns the flow's current payload rate.
@@ -190,7 +193,7 @@ type Network struct {
 	dirtyFlows []*Flow
 	// Stamps and scratch, reused so that a settle allocates nothing.
 	epoch, solveEpoch uint64
-	queue, act, touch []*Resource
+	act, touch        []*Resource
 	comp, all, done   []*Flow
 	changed           []*Flow // flows whose rate changed, for observers
 	classes           []int
@@ -350,18 +353,21 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	case k <= inlineHops:
 		route = f.hopBuf[:k:k]
 		f.slots = f.slotBuf[:k:k]
+		f.rs = f.rsBuf[:k:k]
 	case k <= cap(f.hopMore):
 		route = f.hopMore[:k:k]
 		f.slots = f.slotMore[:k:k]
+		f.rs = f.rsMore[:k:k]
 	default:
-		f.hopMore, f.slotMore = make([]Hop, k), make([]int32, k)
-		route, f.slots = f.hopMore, f.slotMore
+		f.hopMore, f.slotMore, f.rsMore = make([]Hop, k), make([]int32, k), make([]*Resource, k)
+		route, f.slots, f.rs = f.hopMore, f.slotMore, f.rsMore
 	}
 	for i, h := range spec.Route {
 		if h.Weight == 0 {
 			h.Weight = 1
 		}
 		route[i] = h
+		f.rs[i] = n.res[h.Res]
 	}
 	f.Spec.Route = route
 	if n.obs != nil {
@@ -390,8 +396,7 @@ func (n *Network) badHop(spec *FlowSpec, i int) error {
 // crosses, which become dirty.
 func (n *Network) attach(f *Flow) {
 	n.active++
-	for i, h := range f.Spec.Route {
-		r := n.res[h.Res]
+	for i, r := range f.rs {
 		f.slots[i] = int32(len(r.flows))
 		r.flows = append(r.flows, flowRef{f: f, hop: int32(i)})
 		n.markDirty(r)
@@ -415,8 +420,7 @@ func (n *Network) detach(f *Flow) {
 		n.routeless = n.routeless[:k]
 		f.index = -1
 	}
-	for i, h := range f.Spec.Route {
-		r := n.res[h.Res]
+	for i, r := range f.rs {
 		p := f.slots[i]
 		k := len(r.flows) - 1
 		moved := r.flows[k]
@@ -475,5 +479,5 @@ func (f *Flow) clear() {
 	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
 	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Meta = "", nil, nil, nil
 	f.dueG, f.dueI, f.index, f.active, f.pooled = nil, 0, 0, false, false
-	f.slots = nil
+	f.slots, f.rs = nil, nil
 }

@@ -31,8 +31,7 @@ func (n *Network) settle() {
 	for _, f := range done {
 		n.finish(f, now)
 	}
-	clear(done)
-	n.done = done[:0]
+	n.done = done[:0] // not cleared: at most one settle's flows
 }
 
 // canonical orders the flows of a component for the solver: by start
@@ -105,9 +104,9 @@ func (n *Network) reshare(now Time) {
 	all, touch := n.solveDirty()
 	n.applyRates(now, all)
 	n.updateLoads(now, all, touch)
-	clear(all)
+	// The scratch slices are not cleared: the resources live as long as
+	// the network, and the flows they name are at most one settle's.
 	n.all = all[:0]
-	clear(touch)
 	n.touch = touch[:0]
 }
 
@@ -146,26 +145,8 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 			all = append(all, comp...)
 			continue
 		}
-		queue := append(n.queue[:0], r0)
-		comp := n.comp[:0]
-		for qi := 0; qi < len(queue); qi++ {
-			for _, ref := range queue[qi].flows {
-				f := ref.f
-				if f.visit == ep {
-					continue
-				}
-				f.visit = ep
-				comp = append(comp, f)
-				for _, h := range f.Spec.Route {
-					if r := n.res[h.Res]; r.visit != ep {
-						r.visit = ep
-						queue = append(queue, r)
-						touch = append(touch, r)
-					}
-				}
-			}
-		}
-		n.queue = queue
+		var comp []*Flow
+		comp, touch = n.component(r0, ep, touch)
 		switch {
 		case len(comp) == 0:
 		case alike(comp):
@@ -178,9 +159,39 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 		}
 		n.comp = comp
 	}
-	clear(n.dirtyRes)
-	n.dirtyRes = n.dirtyRes[:0]
+	n.dirtyRes = n.dirtyRes[:0] // not cleared: resources live as long as the network
 	return all, touch
+}
+
+// component returns r0's component, found by a breadth-first search over
+// flows (each flow's resources, then their flows), every flow and
+// resource marked visited by ep, the resources other than r0 appended to
+// touch.
+func (n *Network) component(r0 *Resource, ep uint64, touch []*Resource) ([]*Flow, []*Resource) {
+	comp := n.comp[:0]
+	for _, ref := range r0.flows {
+		if f := ref.f; f.visit != ep {
+			f.visit = ep
+			comp = append(comp, f)
+		}
+	}
+	for i := 0; i < len(comp); i++ {
+		for _, r := range comp[i].rs {
+			if r.visit == ep {
+				continue
+			}
+			r.visit = ep
+			touch = append(touch, r)
+			for _, ref := range r.flows {
+				if f := ref.f; f.visit != ep {
+					f.visit = ep
+					comp = append(comp, f)
+				}
+			}
+		}
+	}
+	n.comp = comp
+	return comp, touch
 }
 
 // applyRates gives each solved flow its new rate: the bytes it moved at
@@ -246,8 +257,8 @@ func (n *Network) solve(comp []*Flow) {
 	for _, f := range comp {
 		f.frozen = false
 		f.next = 0
-		for _, h := range f.Spec.Route {
-			r := n.res[h.Res]
+		for i, h := range f.Spec.Route {
+			r := f.rs[i]
 			if r.mark != ep {
 				r.mark = ep
 				r.wsum = 0
@@ -292,8 +303,7 @@ func (n *Network) solve(comp []*Flow) {
 				continue
 			}
 			hit := f.Spec.Cap > 0 && float64(f.Spec.Cap)-level <= eps*float64(f.Spec.Cap)
-			for _, h := range f.Spec.Route {
-				r := n.res[h.Res]
+			for _, r := range f.rs {
 				if r.rem <= eps*float64(r.Capacity) {
 					hit = true
 					break
@@ -306,8 +316,8 @@ func (n *Network) solve(comp []*Flow) {
 			f.frozen = true
 			f.next = level
 			left--
-			for _, h := range f.Spec.Route {
-				n.res[h.Res].wsum -= h.Weight
+			for i, h := range f.Spec.Route {
+				f.rs[i].wsum -= h.Weight
 			}
 		}
 		// Guard the sums against rounding: a resource no unfrozen flow
@@ -352,8 +362,8 @@ func (n *Network) updateLoads(now Time, all []*Flow, touch []*Resource) {
 		r.wsum = 0 // reused as the new load
 	}
 	for _, f := range all {
-		for _, h := range f.Spec.Route {
-			n.res[h.Res].wsum += f.rate * h.Weight
+		for i, h := range f.Spec.Route {
+			f.rs[i].wsum += f.rate * h.Weight
 		}
 	}
 	if n.obs != nil {
