@@ -127,3 +127,50 @@ func (n *Network) solveAlike(comp []*Flow) {
 		f.next = level
 	}
 }
+
+// lone reports whether f is alone on every resource of its route, each
+// crossed once: then it is a component of its own.
+func lone(f *Flow) bool {
+	for _, r := range f.rs {
+		if len(r.flows) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// solveLone is solveAlike for a lone flow f (see lone), its resources
+// marked visited by ep and appended to touch (but for the one already
+// there, which is marked). Progressive filling of one flow ends at its
+// first step: the level rises from zero by the least of each resource's
+// capacity over the flow's weight on it (its weight sum, 0 + weight) and
+// of the flow's cap, in the order solveAlike compares them, and that step
+// freezes the flow (the resource that set it is left with at most a
+// rounding error of its capacity, the cap with none), so its rate is that
+// least value, bit for bit what solveAlike computes.
+func (n *Network) solveLone(f *Flow, ep uint64, touch []*Resource) []*Resource {
+	f.visit = ep
+	delta := math.Inf(1)
+	for i, r := range f.rs {
+		if r.visit != ep {
+			r.visit = ep
+			touch = append(touch, r)
+		}
+		if w := 0 + f.Spec.Route[i].Weight; w > 0 {
+			if d := float64(n.capacity(r)) / w; d < delta {
+				delta = d
+			}
+		}
+	}
+	if capr := f.Spec.Cap; capr > 0 {
+		if d := float64(capr) - 0; d < delta {
+			delta = d
+		}
+	}
+	if delta < 0 {
+		delta = 0
+	}
+	f.frozen = true
+	f.next = 0 + delta
+	return touch
+}

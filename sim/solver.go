@@ -140,6 +140,11 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 		if len(r0.flows) == 0 {
 			continue // its flows finished: its load is now zero
 		}
+		if f := r0.flows[0].f; len(r0.flows) == 1 && lone(f) {
+			touch = n.solveLone(f, ep, touch)
+			all = append(all, f)
+			continue
+		}
 		if comp, ok := n.soleAlike(r0, ep); ok {
 			n.solveAlike(comp)
 			all = append(all, comp...)
