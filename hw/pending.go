@@ -15,10 +15,17 @@ type pending struct {
 	registered bool
 	hStart     sim.HandlerID
 	hLand      sim.HandlerID
-	starts     []sim.FlowSpec
+	starts     []pendingStart
 	startFree  []int32
 	lands      []landing
 	landFree   []int32
+}
+
+// pendingStart is a flow to start: its spec, and its prepared route when
+// not nil.
+type pendingStart struct {
+	spec sim.FlowSpec
+	pr   *sim.PreparedRoute
 }
 
 // landing is a flag store on its way: f is set to value when it lands.
@@ -31,12 +38,16 @@ type startHandler Machine
 
 func (h *startHandler) Handle(arg int64) {
 	m := (*Machine)(h)
-	spec := m.pend.starts[arg]
-	m.pend.starts[arg] = sim.FlowSpec{}
+	st := m.pend.starts[arg]
+	m.pend.starts[arg] = pendingStart{}
 	m.pend.startFree = append(m.pend.startFree, int32(arg))
 	// The route and sizes were checked when it was scheduled; Launch
 	// cannot fail here.
-	_ = m.Net.Launch(spec)
+	if st.pr != nil {
+		_ = m.Net.LaunchOn(st.pr, &st.spec)
+	} else {
+		_ = m.Net.Launch(st.spec)
+	}
 }
 
 type landHandler Machine
@@ -57,17 +68,18 @@ func (m *Machine) registerPending() {
 	}
 }
 
-// launchAfter starts spec's flow d from now.
-func (m *Machine) launchAfter(d sim.Duration, spec *sim.FlowSpec) {
+// launchAfter starts spec's flow d from now (on prepared route pr, when
+// not nil).
+func (m *Machine) launchAfter(d sim.Duration, spec *sim.FlowSpec, pr *sim.PreparedRoute) {
 	m.registerPending()
 	var i int32
 	if k := len(m.pend.startFree); k > 0 {
 		i = m.pend.startFree[k-1]
 		m.pend.startFree = m.pend.startFree[:k-1]
-		m.pend.starts[i] = *spec
+		m.pend.starts[i] = pendingStart{*spec, pr}
 	} else {
 		i = int32(len(m.pend.starts))
-		m.pend.starts = append(m.pend.starts, *spec)
+		m.pend.starts = append(m.pend.starts, pendingStart{*spec, pr})
 	}
 	m.Eng.CallAfter(d, m.pend.hStart, int64(i))
 }

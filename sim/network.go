@@ -301,36 +301,24 @@ func (n *Network) resource(id ResourceID) (*Resource, error) {
 // Start begins a flow now. It returns an error, and starts nothing, when the
 // spec is invalid: negative bytes or latency, a route naming an unknown
 // resource, a negative weight, or neither a route nor a cap.
-func (n *Network) Start(spec FlowSpec) (*Flow, error) { return n.start(&spec, false) }
+func (n *Network) Start(spec FlowSpec) (*Flow, error) { return n.start(&spec, nil, false) }
 
 // Launch is Start for callers that do not keep the flow: the network
 // reuses the flow's record once it has finished, so a long run allocates
 // no memory per flow. Observers must not keep the *Flow they are given
 // beyond the call.
 func (n *Network) Launch(spec FlowSpec) error {
-	_, err := n.start(&spec, true)
+	_, err := n.start(&spec, nil, true)
 	return err
 }
 
 // start takes the spec by reference (it copies it into the flow): Launch,
 // inlined into its callers, then passes the caller's spec without a copy.
-func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
-	if spec.Bytes < 0 {
-		return nil, fmt.Errorf("sim: flow %q: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
-	}
-	if spec.Latency < 0 {
-		return nil, fmt.Errorf("sim: flow %q: latency must be ≥ 0, got %v", spec.Label, spec.Latency)
-	}
-	if !(spec.Cap >= 0 && spec.Cap <= math.MaxFloat64) { // NaN fails both
-		return nil, fmt.Errorf("sim: flow %q: cap must be a finite rate ≥ 0, got %v", spec.Label, float64(spec.Cap))
-	}
-	if len(spec.Route) == 0 && spec.Cap == 0 && spec.Bytes > 0 {
-		return nil, fmt.Errorf("sim: flow %q: needs a route or a rate cap", spec.Label)
-	}
-	for i, h := range spec.Route {
-		if uint(h.Res) >= uint(len(n.res)) || !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
-			return nil, n.badHop(spec, i)
-		}
+// With a prepared route pr (LaunchOn) the flow crosses pr, whose hops
+// were checked when it was prepared, instead of spec.Route.
+func (n *Network) start(spec *FlowSpec, pr *PreparedRoute, pooled bool) (*Flow, error) {
+	if err := n.checkSpec(spec, pr); err != nil {
+		return nil, err
 	}
 	n.nextID++
 	n.started++
@@ -347,29 +335,22 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	f.ID, f.Spec, f.Start = n.nextID, *spec, now
 	f.remaining, f.since = float64(spec.Bytes), now
 	f.active, f.pooled, f.dueI, f.index = true, pooled, -1, -1
-	// The flow keeps its own copy of the route, weights normalised.
-	var route []Hop
-	switch k := len(spec.Route); {
-	case k <= inlineHops:
-		route = f.hopBuf[:k:k]
-		f.slots = f.slotBuf[:k:k]
-		f.rs = f.rsBuf[:k:k]
-	case k <= cap(f.hopMore):
-		route = f.hopMore[:k:k]
-		f.slots = f.slotMore[:k:k]
-		f.rs = f.rsMore[:k:k]
-	default:
-		f.hopMore, f.slotMore, f.rsMore = make([]Hop, k), make([]int32, k), make([]*Resource, k)
-		route, f.slots, f.rs = f.hopMore, f.slotMore, f.rsMore
-	}
-	for i, h := range spec.Route {
-		if h.Weight == 0 {
-			h.Weight = 1
+	if pr != nil {
+		// The prepared route's hops and resources, shared: nothing
+		// writes them.
+		k := len(pr.hops)
+		f.Spec.Route, f.rs = pr.hops, pr.rs
+		if k <= inlineHops {
+			f.slots = f.slotBuf[:k:k]
+		} else {
+			if k > cap(f.slotMore) {
+				f.slotMore = make([]int32, k)
+			}
+			f.slots = f.slotMore[:k:k]
 		}
-		route[i] = h
-		f.rs[i] = n.res[h.Res]
+	} else {
+		n.copyRoute(f, spec.Route)
 	}
-	f.Spec.Route = route
 	if n.obs != nil {
 		n.obs.FlowStarted(now, f)
 	}
@@ -380,6 +361,66 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	n.attach(f)
 	n.dirty()
 	return f, nil
+}
+
+// checkSpec returns the error of a spec that Start refuses (with a
+// prepared route pr, the route is pr's, checked when it was prepared).
+func (n *Network) checkSpec(spec *FlowSpec, pr *PreparedRoute) error {
+	if spec.Bytes < 0 {
+		return fmt.Errorf("sim: flow %q: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
+	}
+	if spec.Latency < 0 {
+		return fmt.Errorf("sim: flow %q: latency must be ≥ 0, got %v", spec.Label, spec.Latency)
+	}
+	if !(spec.Cap >= 0 && spec.Cap <= math.MaxFloat64) { // NaN fails both
+		return fmt.Errorf("sim: flow %q: cap must be a finite rate ≥ 0, got %v", spec.Label, float64(spec.Cap))
+	}
+	route := spec.Route
+	if pr != nil {
+		if pr.n != n {
+			return fmt.Errorf("sim: flow %q: its prepared route belongs to another network", spec.Label)
+		}
+		route = pr.hops
+	}
+	if len(route) == 0 && spec.Cap == 0 && spec.Bytes > 0 {
+		return fmt.Errorf("sim: flow %q: needs a route or a rate cap", spec.Label)
+	}
+	if pr != nil {
+		return nil
+	}
+	for i, h := range route {
+		if uint(h.Res) >= uint(len(n.res)) || !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
+			return n.badHop(spec, i)
+		}
+	}
+	return nil
+}
+
+// copyRoute gives f its own copy of route, weights normalised, and the
+// resources of its hops.
+func (n *Network) copyRoute(f *Flow, route []Hop) {
+	var own []Hop
+	switch k := len(route); {
+	case k <= inlineHops:
+		own = f.hopBuf[:k:k]
+		f.slots = f.slotBuf[:k:k]
+		f.rs = f.rsBuf[:k:k]
+	case k <= cap(f.hopMore) && k <= cap(f.rsMore):
+		own = f.hopMore[:k:k]
+		f.slots = f.slotMore[:k:k]
+		f.rs = f.rsMore[:k:k]
+	default:
+		f.hopMore, f.slotMore, f.rsMore = make([]Hop, k), make([]int32, k), make([]*Resource, k)
+		own, f.slots, f.rs = f.hopMore, f.slotMore, f.rsMore
+	}
+	for i, h := range route {
+		if h.Weight == 0 {
+			h.Weight = 1
+		}
+		own[i] = h
+		f.rs[i] = n.res[h.Res]
+	}
+	f.Spec.Route = own
 }
 
 // badHop words the error of a spec whose hop i names no resource or has
