@@ -201,6 +201,9 @@ type Network struct {
 	free              []*Flow // finished Launch records, for reuse
 	// log of the wire bytes added to resources, for Advance (see Snapshot).
 	log loadLog
+	// scratch of replay
+	replayStart, replayFill []int
+	replayIncs              []float64
 	// reference makes every settle solve every component from scratch
 	// (tests compare it with the incremental path).
 	reference bool
