@@ -117,6 +117,7 @@ type Machine struct {
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate
+	loopMemo  []loopMemos // by rank: its last loop rates, before loopRates
 	// lastPath[r] is the path GPU r's memory last took (to lastTo[r]):
 	// ranks of a collective mostly talk to the same peer, and this spares
 	// the map lookup.
