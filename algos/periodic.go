@@ -285,7 +285,8 @@ func hostAgrees(interval sim.Duration, cyc int, period sim.Duration, bound int) 
 // a function of its rank and index (a source gives the same op every time
 // it is asked), which the window's bounds give. What is written is what
 // changes as ops run: for each op in the window whether it started and
-// finished, its deps not yet done and its waiting successors, when it
+// finished, its deps not yet done and its waiting successors (a rank's
+// loaded from its program image are the image's: not written), when it
 // started (for spans) and, while ops are still to be loaded, when the
 // finished ones finished (load compares it with the time).
 func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
@@ -299,6 +300,10 @@ func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
 				w = append(w, uint64(x.slots[(i%p.cap)*x.nranks+r].doneAt().Sub(at)))
 			}
 		}
+		// The successors of a rank loaded from its image are the image's
+		// until the op finishes (nothing else changes them): a function
+		// of the op's position, not written.
+		imaged := x.images != nil && x.images[r].ok
 		for i, q := p.base, p.basePos; i < p.next; i++ {
 			s := &x.slots[q*x.nranks+r]
 			w = append(w, uint64(s.bits)|uint64(s.nsucc)<<8|uint64(uint32(s.waiting))<<24)
@@ -308,7 +313,7 @@ func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
 					w = append(w, uint64(s.doneAt().Sub(at)))
 				}
 			default:
-				for j := 0; j < int(s.nsucc); j++ {
+				for j := 0; j < int(s.nsucc) && !imaged; j++ {
 					if j < inlineSucc {
 						w = append(w, uint64(s.succ(j)))
 					} else {
