@@ -65,22 +65,22 @@ func (n *Network) solveAlike(comp []*Flow) {
 	const eps = 1e-9
 	n.solveEpoch++
 	ep := n.solveEpoch
-	route, rs := comp[0].Spec.Route, comp[0].rs
+	rh := comp[0].rh
 	act := n.act[:0]
 	for range comp {
-		for i, h := range route {
-			r := rs[i]
+		for _, h := range rh {
+			r := h.r
 			if r.mark != ep {
 				r.mark = ep
 				r.wsum = 0
 				act = append(act, r)
 			}
-			r.wsum += h.Weight
+			r.wsum += h.w
 		}
 	}
 	n.act = act
 	for _, r := range act {
-		r.rem = float64(n.capacity(r))
+		r.rem = n.capOf(r)
 	}
 	capr := comp[0].Spec.Cap
 	level := 0.0
@@ -108,8 +108,8 @@ func (n *Network) solveAlike(comp []*Flow) {
 			}
 		}
 		hit := capr > 0 && float64(capr)-level <= eps*float64(capr)
-		for _, r := range rs {
-			if !hit && r.rem <= eps*float64(r.Capacity) {
+		for _, h := range rh {
+			if r := h.r; !hit && r.rem <= eps*float64(r.Capacity) {
 				hit = true
 			}
 		}
@@ -131,8 +131,8 @@ func (n *Network) solveAlike(comp []*Flow) {
 // lone reports whether f is alone on every resource of its route, each
 // crossed once: then it is a component of its own.
 func lone(f *Flow) bool {
-	for _, r := range f.rs {
-		if len(r.flows) != 1 {
+	for _, h := range f.rh {
+		if len(h.r.flows) != 1 {
 			return false
 		}
 	}
@@ -151,13 +151,13 @@ func lone(f *Flow) bool {
 func (n *Network) solveLone(f *Flow, ep uint64, touch []*Resource) []*Resource {
 	f.visit = ep
 	delta := math.Inf(1)
-	for i, r := range f.rs {
-		if r.visit != ep {
+	for _, h := range f.rh {
+		if r := h.r; r.visit != ep {
 			r.visit = ep
 			touch = append(touch, r)
 		}
-		if w := 0 + f.Spec.Route[i].Weight; w > 0 {
-			if d := float64(n.capacity(r)) / w; d < delta {
+		if w := 0 + h.w; w > 0 {
+			if d := n.capOf(h.r) / w; d < delta {
 				delta = d
 			}
 		}

@@ -121,17 +121,24 @@ type Flow struct {
 	index     int32     // position in Network.routeless (a flow without a route), −1 when inactive
 	frozen    bool
 	active    bool
-	pooled    bool        // started by Launch: the record is reused after it finishes
-	slots     []int32     // slots[i]: position in the flows list of hop i's resource
-	rs        []*Resource // rs[i]: hop i's resource
+	pooled    bool    // started by Launch: the record is reused after it finishes
+	slots     []int32 // slots[i]: position in the flows list of hop i's resource
+	rh        []hop   // rh[i]: hop i's resource and weight (normalised)
 	hopBuf    [inlineHops]Hop
 	slotBuf   [inlineHops]int32
-	rsBuf     [inlineHops]*Resource
+	rhBuf     [inlineHops]hop
 	// Longer routes' storage, kept with a reused record: PCIe routes of
 	// reads have 5–8 hops.
 	hopMore  []Hop
 	slotMore []int32
-	rsMore   []*Resource
+	rhMore   []hop
+}
+
+// hop is a hop of a flow's route as the solver reads it: its resource
+// and its weight (Spec.Route's, normalised).
+type hop struct {
+	r *Resource
+	w float64
 }
 
 // Rate returns the flow's current payload rate.
@@ -342,7 +349,7 @@ func (n *Network) start(spec *FlowSpec, pr *PreparedRoute, pooled bool) (*Flow, 
 		// The prepared route's hops and resources, shared: nothing
 		// writes them.
 		k := len(pr.hops)
-		f.Spec.Route, f.rs = pr.hops, pr.rs
+		f.Spec.Route, f.rh = pr.hops, pr.rh
 		if k <= inlineHops {
 			f.slots = f.slotBuf[:k:k]
 		} else {
@@ -407,21 +414,21 @@ func (n *Network) copyRoute(f *Flow, route []Hop) {
 	case k <= inlineHops:
 		own = f.hopBuf[:k:k]
 		f.slots = f.slotBuf[:k:k]
-		f.rs = f.rsBuf[:k:k]
-	case k <= cap(f.hopMore) && k <= cap(f.rsMore):
+		f.rh = f.rhBuf[:k:k]
+	case k <= cap(f.hopMore) && k <= cap(f.rhMore):
 		own = f.hopMore[:k:k]
 		f.slots = f.slotMore[:k:k]
-		f.rs = f.rsMore[:k:k]
+		f.rh = f.rhMore[:k:k]
 	default:
-		f.hopMore, f.slotMore, f.rsMore = make([]Hop, k), make([]int32, k), make([]*Resource, k)
-		own, f.slots, f.rs = f.hopMore, f.slotMore, f.rsMore
+		f.hopMore, f.slotMore, f.rhMore = make([]Hop, k), make([]int32, k), make([]hop, k)
+		own, f.slots, f.rh = f.hopMore, f.slotMore, f.rhMore
 	}
 	for i, h := range route {
 		if h.Weight == 0 {
 			h.Weight = 1
 		}
 		own[i] = h
-		f.rs[i] = n.res[h.Res]
+		f.rh[i] = hop{n.res[h.Res], h.Weight}
 	}
 	f.Spec.Route = own
 }
@@ -440,7 +447,8 @@ func (n *Network) badHop(spec *FlowSpec, i int) error {
 // crosses, which become dirty.
 func (n *Network) attach(f *Flow) {
 	n.active++
-	for i, r := range f.rs {
+	for i, h := range f.rh {
+		r := h.r
 		f.slots[i] = int32(len(r.flows))
 		r.flows = append(r.flows, flowRef{f: f, hop: int32(i)})
 		n.markDirty(r)
@@ -464,7 +472,8 @@ func (n *Network) detach(f *Flow) {
 		n.routeless = n.routeless[:k]
 		f.index = -1
 	}
-	for i, r := range f.rs {
+	for i, h := range f.rh {
+		r := h.r
 		p := f.slots[i]
 		k := len(r.flows) - 1
 		moved := r.flows[k]
@@ -523,5 +532,5 @@ func (f *Flow) clear() {
 	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
 	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Meta = "", nil, nil, nil
 	f.dueG, f.dueI, f.index, f.active, f.pooled = nil, 0, 0, false, false
-	f.slots, f.rs = nil, nil
+	f.slots, f.rh = nil, nil
 }

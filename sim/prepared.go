@@ -10,7 +10,7 @@ import "math"
 type PreparedRoute struct {
 	n    *Network
 	hops []Hop // weights normalised (0 → 1)
-	rs   []*Resource
+	rh   []hop
 }
 
 // Prepare checks route as Start would (every hop names a resource of the
@@ -21,13 +21,13 @@ func (n *Network) Prepare(route []Hop) (*PreparedRoute, error) {
 			return nil, n.badHop(&FlowSpec{Route: route}, i)
 		}
 	}
-	pr := &PreparedRoute{n: n, hops: make([]Hop, len(route)), rs: make([]*Resource, len(route))}
+	pr := &PreparedRoute{n: n, hops: make([]Hop, len(route)), rh: make([]hop, len(route))}
 	for i, h := range route {
 		if h.Weight == 0 {
 			h.Weight = 1
 		}
 		pr.hops[i] = h
-		pr.rs[i] = n.res[h.Res]
+		pr.rh[i] = hop{n.res[h.Res], h.Weight}
 	}
 	return pr, nil
 }

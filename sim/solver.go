@@ -181,7 +181,8 @@ func (n *Network) component(r0 *Resource, ep uint64, touch []*Resource) ([]*Flow
 		}
 	}
 	for i := 0; i < len(comp); i++ {
-		for _, r := range comp[i].rs {
+		for _, h := range comp[i].rh {
+			r := h.r
 			if r.visit == ep {
 				continue
 			}
@@ -262,19 +263,19 @@ func (n *Network) solve(comp []*Flow) {
 	for _, f := range comp {
 		f.frozen = false
 		f.next = 0
-		for i, h := range f.Spec.Route {
-			r := f.rs[i]
+		for _, h := range f.rh {
+			r := h.r
 			if r.mark != ep {
 				r.mark = ep
 				r.wsum = 0
 				act = append(act, r)
 			}
-			r.wsum += h.Weight
+			r.wsum += h.w
 		}
 	}
 	n.act = act
 	for _, r := range act {
-		r.rem = float64(n.capacity(r))
+		r.rem = n.capOf(r)
 	}
 	level := 0.0
 	left := len(comp)
@@ -308,8 +309,8 @@ func (n *Network) solve(comp []*Flow) {
 				continue
 			}
 			hit := f.Spec.Cap > 0 && float64(f.Spec.Cap)-level <= eps*float64(f.Spec.Cap)
-			for _, r := range f.rs {
-				if r.rem <= eps*float64(r.Capacity) {
+			for _, h := range f.rh {
+				if r := h.r; r.rem <= eps*float64(r.Capacity) {
 					hit = true
 					break
 				}
@@ -321,8 +322,8 @@ func (n *Network) solve(comp []*Flow) {
 			f.frozen = true
 			f.next = level
 			left--
-			for i, h := range f.Spec.Route {
-				f.rs[i].wsum -= h.Weight
+			for _, h := range f.rh {
+				h.r.wsum -= h.w
 			}
 		}
 		// Guard the sums against rounding: a resource no unfrozen flow
@@ -335,6 +336,14 @@ func (n *Network) solve(comp []*Flow) {
 			}
 		}
 	}
+}
+
+// capOf is capacity as a float64, inlined where r has no collapse rule.
+func (n *Network) capOf(r *Resource) float64 {
+	if r.Collapse == nil {
+		return float64(r.Capacity)
+	}
+	return float64(n.capacity(r))
 }
 
 // capacity returns r's capacity now, lowered by its collapse rule if the
@@ -367,8 +376,8 @@ func (n *Network) updateLoads(now Time, all []*Flow, touch []*Resource) {
 		r.wsum = 0 // reused as the new load
 	}
 	for _, f := range all {
-		for i, h := range f.Spec.Route {
-			f.rs[i].wsum += f.rate * h.Weight
+		for _, h := range f.rh {
+			h.r.wsum += f.rate * h.w
 		}
 	}
 	if n.obs != nil {
