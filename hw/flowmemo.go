@@ -47,8 +47,14 @@ func memoGet(ms []*flowMemos, r int, at Mem, k *Kernel, fenced bool) *flowMemo {
 	if uint(r) >= uint(len(ms)) || ms[r] == nil {
 		return nil
 	}
+	// From the one after the last: a rank's transfers often go round
+	// its peers in turn (staged_push's rounds).
 	w := ms[r]
-	for i := range w.e {
+	for j, n := 0, len(w.e); j < n; j++ {
+		i := w.last + 1 + j
+		if i >= n {
+			i -= n
+		}
 		if e := &w.e[i]; e.ok && e.at == at && e.fenced == fenced && sameKernel(&e.k, k) {
 			w.last = i
 			return e
