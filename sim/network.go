@@ -124,6 +124,7 @@ type Flow struct {
 	pooled    bool    // started by Launch: the record is reused after it finishes
 	slots     []int32 // slots[i]: position in the flows list of hop i's resource
 	rh        []hop   // rh[i]: hop i's resource and weight (normalised)
+	routeID   int32   // its prepared route's number (memo.go), 0 for a route of its own
 	hopBuf    [inlineHops]Hop
 	slotBuf   [inlineHops]int32
 	rhBuf     [inlineHops]hop
@@ -211,6 +212,12 @@ type Network struct {
 	// scratch of replay
 	replayStart, replayFill []int
 	replayIncs              []float64
+	// Solved components kept (memo.go), and the numbers of prepared
+	// routes by their hops.
+	memo        map[uint64]int32
+	memoEntries []memoEntry
+	sig         []uint64
+	routeIDs    map[string]int32
 	// reference makes every settle solve every component from scratch
 	// (tests compare it with the incremental path).
 	reference bool
@@ -267,6 +274,7 @@ func (n *Network) SetCollapse(id ResourceID, c Collapse) error {
 		return fmt.Errorf("sim: resource %q: collapse needs MinClasses ≥ 2 and a positive capacity, got %d and %v B/s", r.Name, c.MinClasses, float64(c.Capacity))
 	}
 	r.Collapse = &c
+	n.memo, n.memoEntries = nil, nil // kept rates assumed the old capacity
 	return nil
 }
 
@@ -349,7 +357,7 @@ func (n *Network) start(spec *FlowSpec, pr *PreparedRoute, pooled bool) (*Flow, 
 		// The prepared route's hops and resources, shared: nothing
 		// writes them.
 		k := len(pr.hops)
-		f.Spec.Route, f.rh = pr.hops, pr.rh
+		f.Spec.Route, f.rh, f.routeID = pr.hops, pr.rh, pr.id
 		if k <= inlineHops {
 			f.slots = f.slotBuf[:k:k]
 		} else {
@@ -360,6 +368,7 @@ func (n *Network) start(spec *FlowSpec, pr *PreparedRoute, pooled bool) (*Flow, 
 		}
 	} else {
 		n.copyRoute(f, spec.Route)
+		f.routeID = 0
 	}
 	if n.obs != nil {
 		n.obs.FlowStarted(now, f)

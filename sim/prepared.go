@@ -11,6 +11,7 @@ type PreparedRoute struct {
 	n    *Network
 	hops []Hop // weights normalised (0 → 1)
 	rh   []hop
+	id   int32 // its number among routes of equal hops (memo.go)
 }
 
 // Prepare checks route as Start would (every hop names a resource of the
@@ -29,6 +30,7 @@ func (n *Network) Prepare(route []Hop) (*PreparedRoute, error) {
 		pr.hops[i] = h
 		pr.rh[i] = hop{n.res[h.Res], h.Weight}
 	}
+	pr.id = n.routeID(pr.hops)
 	return pr, nil
 }
 

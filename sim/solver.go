@@ -159,7 +159,7 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 			all = append(all, comp...)
 		default:
 			slices.SortFunc(comp, canonical)
-			n.solve(comp)
+			n.solveKept(comp)
 			all = append(all, comp...)
 		}
 		n.comp = comp
