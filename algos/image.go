@@ -16,13 +16,14 @@ package algos
 // rankImage is a rank's slots as loading its whole program leaves them,
 // before any op starts.
 type rankImage struct {
-	built bool // made (or tried: ok says whether it is usable)
-	ok    bool
-	slots []slot
-	kern  []int32 // slotCold.kernel by op
-	label []int32 // slotCold.label by op
-	more  [][]int32
-	roots []int32 // ops without deps, in program order
+	built  bool // made (or tried: ok says whether it is usable)
+	ok     bool
+	placed bool // its kernels and labels are in the rank's cold slots
+	slots  []slot
+	kern   []int32 // slotCold.kernel by op
+	label  []int32 // slotCold.label by op
+	more   [][]int32
+	roots  []int32 // ops without deps, in program order
 }
 
 // loadImage loads rank r's whole program from its image and starts the
@@ -41,12 +42,18 @@ func (x *executor) loadImage(r int) bool {
 		return false
 	}
 	p := &x.ranks[r]
-	nr := x.nranks
-	for k := range im.slots {
-		i := k*nr + r
-		x.slots[i] = im.slots[k]
-		c := &x.cold[i]
-		c.kernel, c.label = im.kern[k], im.label[k]
+	nr, slots, src := x.nranks, x.slots, im.slots
+	for k, i := 0, r; k < len(src); k, i = k+1, i+nr {
+		slots[i] = src[k]
+	}
+	if !im.placed {
+		// The kernels and labels stay: nothing else writes the rank's
+		// cold slots.
+		im.placed = true
+		for k := range src {
+			c := &x.cold[k*nr+r]
+			c.kernel, c.label = im.kern[k], im.label[k]
+		}
 	}
 	p.next, p.nextPos = p.n, 0 // the window is the program: next wraps to 0
 	p.more = im.more
