@@ -128,6 +128,7 @@ type Machine struct {
 	// wide; 0 on larger machines, which use lastPath and routes).
 	pathTab []*path
 	pathW   int
+	nGPU    int          // Top.NumGPUs()
 	wmemo   []*flowMemos // by rank: its writes' flows (writeFlow)
 	rmemo   []*flowMemos // by rank: its reads' flows (readFlow)
 	pend    pending      // delayed flow starts and flag landings
@@ -148,6 +149,8 @@ type path struct {
 	smp     bool // crosses the socket interconnect
 	destHB  int  // host bridge ID above the destination (for collapse), 0 if none
 	latency sim.Duration
+	land    sim.Duration // latency plus an access of the destination memory (StoreLanding)
+	rtt     sim.Duration // twice latency plus that access (RoundTrip)
 
 	p2pErr  error // whether GPU-to-GPU access along this path is allowed, once checked
 	p2pDone bool
@@ -167,7 +170,7 @@ type cachedHops struct {
 func New(top *topology.Topology) (*Machine, error) {
 	eng := sim.NewEngine()
 	net := sim.NewNetwork(eng)
-	m := &Machine{Top: top, Eng: eng, Net: net, Phys: resolve(top.Params), routes: map[[2]topology.NodeID]*path{}}
+	m := &Machine{Top: top, Eng: eng, Net: net, Phys: resolve(top.Params), routes: map[[2]topology.NodeID]*path{}, nGPU: top.NumGPUs()}
 	if socks := top.Sockets(); len(socks) > 0 && socks[len(socks)-1] >= 0 {
 		if w := top.NumGPUs() + socks[len(socks)-1] + 1; w <= maxPathW {
 			m.pathW, m.pathTab = w, make([]*path, w*w)
@@ -257,6 +260,17 @@ func (m *Machine) path(from, to Mem) (*path, error) {
 	return m.findPath(from, to)
 }
 
+// tablePath returns the path from GPU r's memory to memory to if the
+// table holds it, nil otherwise (then path finds it).
+func (m *Machine) tablePath(r int, to Mem) *path {
+	if uint(r) < uint(m.nGPU) && m.pathW > 0 {
+		if b, ok := m.memIndex(to); ok {
+			return m.pathTab[r*m.pathW+b]
+		}
+	}
+	return nil
+}
+
 // maxPathW bounds the memories of a machine whose paths are kept in a
 // table (pathTab): GPUs and host memories.
 const maxPathW = 64
@@ -264,7 +278,7 @@ const maxPathW = 64
 // memIndex returns x's row and column in pathTab: a GPU's rank, or the
 // GPUs' count plus a socket.
 func (m *Machine) memIndex(x Mem) (int, bool) {
-	n := m.Top.NumGPUs()
+	n := m.nGPU
 	if !x.Host {
 		return x.Rank, uint(x.Rank) < uint(n)
 	}
@@ -295,7 +309,7 @@ func (m *Machine) findPath(from, to Mem) (*path, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hw: %w", err)
 	}
-	p := &path{route: r, latency: r.Latency}
+	p := &path{route: r, latency: r.Latency, land: r.Latency + m.memLatency(to), rtt: 2*r.Latency + m.memLatency(to)}
 	for _, s := range r.Steps {
 		ids := m.linkRes[s.Link.ID]
 		if s.Forward() {
@@ -435,11 +449,14 @@ func (m *Machine) RoundTrip(r int, x Mem) (sim.Duration, error) {
 	if !x.Host && x.Rank == r {
 		return m.Phys.GPUMemLatency, nil
 	}
+	if p := m.tablePath(r, x); p != nil {
+		return p.rtt, nil
+	}
 	p, err := m.path(GPUMem(r), x)
 	if err != nil {
 		return 0, err
 	}
-	return 2*p.latency + m.memLatency(x), nil
+	return p.rtt, nil
 }
 
 // ResidentThreads returns how many of blocks × threads run at once on one GPU.
