@@ -44,7 +44,8 @@ type periodic struct {
 	hostBound int
 	// scratch
 	base      []int64 // by flag Index: the flag's value that counts as zero
-	want, got []uint64
+	seen      []uint8 // callbacksMatch's counts, by slot and then by rank
+	refs      []uint64
 	taken     int // checkpoints taken so far
 }
 
@@ -192,29 +193,54 @@ func (pd *periodic) flagValues(x *executor, k int64) []int64 {
 
 // callbacksMatch checks that the state names exactly the executor's
 // callbacks that must be pending, each once: one per op in flight and one
-// per rank waiting to begin its next allreduce.
+// per rank waiting to begin its next allreduce. The state's are counted
+// by slot (and rank), then each one that must be pending takes its count,
+// which must be one.
 func (pd *periodic) callbacksMatch(x *executor, s *sim.Snapshot) bool {
-	want := pd.want[:0]
+	nslots := len(x.slots)
+	if len(pd.seen) != nslots+x.nranks {
+		pd.seen = make([]uint8, nslots+x.nranks)
+	}
+	seen := pd.seen
+	refs := pd.refs[:0]
+	s.Refs(func(h sim.HandlerID, arg int64) { refs = append(refs, uint64(h)<<48|uint64(arg)) })
+	pd.refs = refs
+	ok := true
+	done, start := uint64(x.hDone), uint64(x.hStart)
+	for _, w := range refs {
+		h, arg := w>>48, w&(1<<48-1)
+		i := -1
+		switch {
+		case h == done && int(arg&uint64(x.rmask)) < x.nranks:
+			i = int(arg>>x.rbits)*x.nranks + int(arg&uint64(x.rmask))
+		case h == start:
+			i = nslots + int(arg)
+		}
+		if i < 0 || i >= len(seen) || seen[i] == 255 {
+			ok = false
+			break
+		}
+		seen[i]++
+	}
+	want := 0
 	for r := range x.ranks {
 		p := &x.ranks[r]
 		for i, k := p.base, p.basePos; i < p.next; i++ {
 			if t := x.slot(r, int32(k)); t.started() && !t.done() {
-				want = append(want, uint64(x.hDone)<<48|uint64(x.opArg(r, int32(k))))
+				ok = ok && seen[k*x.nranks+r] == 1
+				want++
 			}
 			if k++; k == p.cap {
 				k = 0
 			}
 		}
 		if p.left == 0 && p.iter+1 < x.opt.Iterations {
-			want = append(want, uint64(x.hStart)<<48|uint64(r))
+			ok = ok && seen[nslots+r] == 1
+			want++
 		}
 	}
-	got := pd.got[:0]
-	s.Refs(func(h sim.HandlerID, arg int64) { got = append(got, uint64(h)<<48|uint64(arg)) })
-	slices.Sort(want)
-	slices.Sort(got)
-	pd.want, pd.got = want, got
-	return slices.Equal(want, got)
+	clear(seen)
+	return ok && len(refs) == want
 }
 
 // skip moves the run forward by whole periods of the cycle from h to c
