@@ -208,10 +208,8 @@ type Network struct {
 	byIDScratch       []*Flow
 	free              []*Flow // finished Launch records, for reuse
 	// log of the wire bytes added to resources, for Advance (see Snapshot).
-	log loadLog
-	// scratch of replay
-	replayStart, replayFill []int
-	replayIncs              []float64
+	log       loadLog
+	replayAcc []float64 // scratch of replay
 	// Solved components kept (memo.go), and the numbers of prepared
 	// routes by their hops.
 	memo        map[uint64]int32

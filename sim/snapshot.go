@@ -296,55 +296,35 @@ func (n *Network) advance(from, to netMark, periods int, d Duration) {
 }
 
 // replay adds the wire bytes of recs, a period's log, to their resources
-// periods times over, in order: each resource's additions are those of
-// replaying the log record by record (records of other resources do not
-// touch its sum), made resource by resource from the records sorted
-// stably by resource, so that each runs in a register.
+// periods times over, in order: record by record, as they were added,
+// into a dense table of the resources' sums (the resources' fields are
+// written once at the end), so each resource's additions are those of
+// running the periods.
 func (n *Network) replay(recs []loadRec, periods int) {
 	if len(recs) == 0 || periods <= 0 {
 		return
 	}
-	start := n.replayStart[:0]
-	for range len(n.res) + 1 {
-		start = append(start, 0)
+	acc := n.replayAcc[:0]
+	for _, r := range n.res {
+		acc = append(acc, r.bytes)
 	}
-	for _, x := range recs {
-		start[x.res+1]++
+	replayInto(acc, recs, periods)
+	for i, r := range n.res {
+		r.bytes = acc[i]
 	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	incs := n.replayIncs[:0]
-	for range recs {
-		incs = append(incs, 0)
-	}
-	fill := n.replayFill[:0]
-	fill = append(fill, start[:len(n.res)]...)
-	for _, x := range recs {
-		incs[fill[x.res]] = x.inc
-		fill[x.res]++
-	}
-	for id, r := range n.res {
-		mine := incs[start[id]:start[id+1]]
-		if len(mine) == 0 {
-			continue
-		}
-		r.bytes = addRepeated(r.bytes, mine, periods)
-	}
-	n.replayStart, n.replayIncs, n.replayFill = start, incs, fill
+	n.replayAcc = acc
 }
 
-// addRepeated returns b plus incs, in order, periods times over. Kept out
-// of line, its loop runs in registers (inlined into replay, it did not).
+// replayInto adds recs' increments to acc by resource, periods times
+// over. Kept out of line, its loop runs in registers.
 //
 //go:noinline
-func addRepeated(b float64, incs []float64, periods int) float64 {
+func replayInto(acc []float64, recs []loadRec, periods int) {
 	for range periods {
-		for _, inc := range incs {
-			b += inc
+		for _, x := range recs {
+			acc[x.res] += x.inc
 		}
 	}
-	return b
 }
 
 // Forget tells the engine that no snapshot older than s will be passed to
