@@ -69,6 +69,7 @@ func (x *executor) buildImage(r int, im *rankImage) {
 	im.built = true
 	p := &x.ranks[r]
 	if p.cap != p.n {
+		x.makeFins(r, nil)
 		return
 	}
 	n := p.n
@@ -80,11 +81,13 @@ func (x *executor) buildImage(r int, im *rankImage) {
 		s := &im.slots[j]
 		after, err := x.src.fill(x, r, j, s, &c)
 		if err != nil {
+			x.makeFins(r, nil)
 			return
 		}
 		im.kern[j], im.label[j] = c.kernel, c.label
 		for _, d := range after {
 			if uint(d) >= uint(j) {
+				x.makeFins(r, nil)
 				return
 			}
 			t := &im.slots[d]
@@ -104,4 +107,21 @@ func (x *executor) buildImage(r int, im *rankImage) {
 		}
 	}
 	im.ok = true
+	x.makeFins(r, im.slots)
+}
+
+// makeFins makes the completion callbacks (slotCold.fin) of rank r's
+// window positions: of every one, or, given the rank's program image,
+// of the ops that hand hw a callback (transfers and waits; launches,
+// computes, fences and signals finish by finishIn).
+func (x *executor) makeFins(r int, ops []slot) {
+	for k := range int32(x.ranks[r].cap) {
+		if ops != nil {
+			switch ops[k].kind {
+			case Launch, Compute, Fence, Signal:
+				continue
+			}
+		}
+		x.cold[int(k)*x.nranks+r].fin = x.eng.Func(x.hDone, x.opArg(r, k))
+	}
 }
