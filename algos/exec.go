@@ -41,7 +41,8 @@ type executor struct {
 	finished int
 	err      error
 	res      *Result
-	per      *periodic // steady-state detection; nil when off
+	per      *periodic   // steady-state detection; nil when off
+	images   []rankImage // by rank, for a stored schedule (image.go); nil for a stream
 }
 
 // completion handles op completions: the argument is the op's window
@@ -107,6 +108,9 @@ func (x *executor) startIter(r, it int) {
 		return
 	}
 	p.base, p.next, p.basePos, p.nextPos = 0, 0, 0, 0
+	if x.loadImage(r) {
+		return
+	}
 	for p.next < p.n && p.next-p.base < p.cap {
 		x.load(r, -1)
 	}
@@ -288,32 +292,29 @@ func (p *rankRun) addMore(t *slot, dp int, k int32) {
 // done handles the completion of the op in window position k of rank r.
 func (x *executor) done(r int, k int32) {
 	p := &x.ranks[r]
-	i := int(k)*x.nranks + r
-	s := &x.slots[i]
+	s := &x.slots[int(k)*x.nranks+r]
 	s.bits |= opDone
 	now := x.eng.Now()
 	if x.opt.Spans {
 		x.res.Spans = append(x.res.Spans, Span{Rank: r, Op: x.opIndex(r, k), Iter: p.iter, Start: p.starts[k], End: now})
 	}
 	p.left--
-	for q, n := 0, int(s.nsucc); q < n; q++ {
-		var j int32
-		if q < inlineSucc {
-			j = s.succ(q)
-		} else {
-			j = p.more[k][q-inlineSucc]
-		}
-		if t := &x.slots[int(j)*x.nranks+r]; t.waiting == 1 {
-			t.waiting = 0
-			x.start(r, j)
-		} else {
-			t.waiting--
+	if n := int(s.nsucc); n > 0 {
+		x.notify(r, s.succ(0))
+		if n > 1 {
+			x.notify(r, s.succ(1))
+			if n > inlineSucc {
+				for _, j := range p.more[k][:n-inlineSucc] {
+					x.notify(r, j)
+				}
+			}
 		}
 	}
 	s.link = uint64(now) // the successors are notified: the word holds doneAt
-	if int(k) == p.basePos {
+	if int(k) == p.basePos && p.next < p.n {
 		// Retire the finished ops at the bottom of the window and load
-		// as many new ones.
+		// as many new ones. (With nothing left to load, base stays:
+		// the ops before it are done, those after it may be.)
 		cur := p.base
 		base, pos, next, nr := p.base, p.basePos, p.next, x.nranks
 		slots := x.slots
@@ -331,6 +332,17 @@ func (x *executor) done(r int, k int32) {
 	}
 	if p.left == 0 {
 		x.endIter(r)
+	}
+}
+
+// notify tells op j of rank r that one of its deps is done: the last
+// starts it.
+func (x *executor) notify(r int, j int32) {
+	if t := &x.slots[int(j)*x.nranks+r]; t.waiting == 1 {
+		t.waiting = 0
+		x.start(r, j)
+	} else {
+		t.waiting--
 	}
 }
 

@@ -43,9 +43,10 @@ type periodic struct {
 	// waited for the host to issue them (eager mode).
 	hostBound int
 	// scratch
-	base      []int64 // by flag Index: the flag's value that counts as zero
-	want, got []uint64
-	taken     int // checkpoints taken so far
+	base  []int64 // by flag Index: the flag's value that counts as zero
+	seen  []uint8 // callbacksMatch's counts, by slot and then by rank
+	refs  []uint64
+	taken int // checkpoints taken so far
 }
 
 // iterEnd is a rank's end of allreduce iter at time at.
@@ -195,29 +196,54 @@ func (pd *periodic) flagValues(x *executor, k int64) []int64 {
 
 // callbacksMatch checks that the state names exactly the executor's
 // callbacks that must be pending, each once: one per op in flight and one
-// per rank waiting to begin its next allreduce.
+// per rank waiting to begin its next allreduce. The state's are counted
+// by slot (and rank), then each one that must be pending takes its count,
+// which must be one.
 func (pd *periodic) callbacksMatch(x *executor, s *sim.Snapshot) bool {
-	want := pd.want[:0]
+	nslots := len(x.slots)
+	if len(pd.seen) != nslots+x.nranks {
+		pd.seen = make([]uint8, nslots+x.nranks)
+	}
+	seen := pd.seen
+	refs := pd.refs[:0]
+	s.Refs(func(h sim.HandlerID, arg int64) { refs = append(refs, uint64(h)<<48|uint64(arg)) })
+	pd.refs = refs
+	ok := true
+	done, start := uint64(x.hDone), uint64(x.hStart)
+	for _, w := range refs {
+		h, arg := w>>48, w&(1<<48-1)
+		i := -1
+		switch {
+		case h == done && int(arg&uint64(x.rmask)) < x.nranks:
+			i = int(arg>>x.rbits)*x.nranks + int(arg&uint64(x.rmask))
+		case h == start:
+			i = nslots + int(arg)
+		}
+		if i < 0 || i >= len(seen) || seen[i] == 255 {
+			ok = false
+			break
+		}
+		seen[i]++
+	}
+	want := 0
 	for r := range x.ranks {
 		p := &x.ranks[r]
 		for i, k := p.base, p.basePos; i < p.next; i++ {
 			if t := x.slot(r, int32(k)); t.started() && !t.done() {
-				want = append(want, uint64(x.hDone)<<48|uint64(x.opArg(r, int32(k))))
+				ok = ok && seen[k*x.nranks+r] == 1
+				want++
 			}
 			if k++; k == p.cap {
 				k = 0
 			}
 		}
 		if p.left == 0 && p.iter+1 < x.opt.Iterations {
-			want = append(want, uint64(x.hStart)<<48|uint64(r))
+			ok = ok && seen[nslots+r] == 1
+			want++
 		}
 	}
-	got := pd.got[:0]
-	s.Refs(func(h sim.HandlerID, arg int64) { got = append(got, uint64(h)<<48|uint64(arg)) })
-	slices.Sort(want)
-	slices.Sort(got)
-	pd.want, pd.got = want, got
-	return slices.Equal(want, got)
+	clear(seen)
+	return ok && len(refs) == want
 }
 
 // skip moves the run forward by whole periods of the cycle from h to c
@@ -288,7 +314,8 @@ func hostAgrees(interval sim.Duration, cyc int, period sim.Duration, bound int) 
 // a function of its rank and index (a source gives the same op every time
 // it is asked), which the window's bounds give. What is written is what
 // changes as ops run: for each op in the window whether it started and
-// finished, its deps not yet done and its waiting successors, when it
+// finished, its deps not yet done and its waiting successors (a rank's
+// loaded from its program image are the image's: not written), when it
 // started (for spans) and, while ops are still to be loaded, when the
 // finished ones finished (load compares it with the time).
 func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
@@ -302,6 +329,10 @@ func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
 				w = append(w, uint64(x.slots[(i%p.cap)*x.nranks+r].doneAt().Sub(at)))
 			}
 		}
+		// The successors of a rank loaded from its image are the image's
+		// until the op finishes (nothing else changes them): a function
+		// of the op's position, not written.
+		imaged := x.images != nil && x.images[r].ok
 		for i, q := p.base, p.basePos; i < p.next; i++ {
 			s := &x.slots[q*x.nranks+r]
 			w = append(w, uint64(s.bits)|uint64(s.nsucc)<<8|uint64(uint32(s.waiting))<<24)
@@ -311,7 +342,7 @@ func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
 					w = append(w, uint64(s.doneAt().Sub(at)))
 				}
 			default:
-				for j := 0; j < int(s.nsucc); j++ {
+				for j := 0; j < int(s.nsucc) && !imaged; j++ {
 					if j < inlineSucc {
 						w = append(w, uint64(s.succ(j)))
 					} else {

@@ -120,21 +120,10 @@ type scheduleSource struct {
 	keys   []Flag
 	stride []int64
 	flagOf [][]int32 // each Signal/Wait op's flag ID, resolved once
-	// The slots of the ops loaded so far, by rank and op: each allreduce
-	// after the first copies them (a verify pass loads every op 122
-	// times; converting an Op, kernel compared field by field, is most of
-	// a load).
-	image [][]slotImage
-}
-
-// slotImage is what fill writes of an op.
-type slotImage struct {
-	s             slot
-	kernel, label int32
 }
 
 func newScheduleSource(s *Schedule) (*scheduleSource, error) {
-	src := &scheduleSource{s: s, flagOf: make([][]int32, len(s.Programs)), image: make([][]slotImage, len(s.Programs))}
+	src := &scheduleSource{s: s, flagOf: make([][]int32, len(s.Programs))}
 	ids := map[Flag]int32{}
 	for r, prog := range s.Programs {
 		src.flagOf[r] = make([]int32, len(prog))
@@ -183,18 +172,12 @@ func (src *scheduleSource) load(r, i int) (*Op, int32, error) {
 	return &src.s.Programs[r][i], src.flagOf[r][i], nil
 }
 
+// fill converts op i of rank r. Each is converted once a run: the
+// executor keeps the rank's program image (image.go).
 func (src *scheduleSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]int, error) {
 	op := &src.s.Programs[r][i]
-	if img := src.image[r]; i < len(img) {
-		s.kind, s.bits, s.a, s.dst, s.n = img[i].s.kind, img[i].s.bits, img[i].s.a, img[i].s.dst, img[i].s.n
-		c.kernel, c.label = img[i].kernel, img[i].label
-		return op.After, nil
-	}
 	if err := x.fill(s, c, op, src.flagOf[r][i], r, i); err != nil {
 		return nil, err
-	}
-	if i == len(src.image[r]) {
-		src.image[r] = append(src.image[r], slotImage{*s, c.kernel, c.label})
 	}
 	return op.After, nil
 }
@@ -287,6 +270,9 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 		x.compact = st
 	}
 	x.ranks = make([]rankRun, s.Ranks)
+	if _, ok := src.(*scheduleSource); ok {
+		x.images = make([]rankImage, s.Ranks)
+	}
 	maxCap := 0
 	for r := range x.ranks {
 		p := &x.ranks[r]
@@ -313,9 +299,9 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 	x.rmask = 1<<x.rbits - 1
 	x.hDone = x.eng.Register((*completion)(x))
 	x.hStart = x.eng.Register((*iterStart)(x))
-	for r := range x.ranks {
-		for k := range int32(x.ranks[r].cap) {
-			x.cold[int(k)*s.Ranks+r].fin = x.eng.Func(x.hDone, x.opArg(r, k))
+	if x.images == nil {
+		for r := range x.ranks {
+			x.makeFins(r, nil)
 		}
 	}
 	x.per = newPeriodic(x)

@@ -137,7 +137,9 @@ func (w *slotName) String() string {
 
 // rankRun is one rank's program in progress: ops [base, next) are held in
 // slots, op i in window position i mod cap; ops before base are done, ops
-// from next are not yet loaded.
+// from next are not yet loaded. base moves past finished ops only while
+// ops remain to be loaded (it makes room for them); once all are loaded
+// it stays, and ops after it may be done.
 //
 // Invariant: base ≤ next ≤ n, next − base ≤ cap, basePos = base mod cap,
 // nextPos = next mod cap.

@@ -29,16 +29,16 @@ func (m *Machine) WriteFenced(r int, dst Mem, bytes sim.Bytes, k Kernel, label s
 // write is Write, or WriteFenced when fenced: then done runs the fence's
 // cost after the last byte leaves instead of the route's latency.
 func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string, done func(), fenced bool) error {
-	spec, err := m.writeFlow(r, dst, k, label, fenced)
+	spec, pr, err := m.writeFlow(r, dst, k, label, fenced)
 	if err != nil {
 		return err
 	}
-	return m.launchWrite(r, spec, k, bytes, label, done)
+	return m.launchWrite(r, spec, pr, k, bytes, label, done)
 }
 
 // launchWrite starts a write of rank r whose flow is spec but for its
-// label, bytes and callback.
-func (m *Machine) launchWrite(r int, spec sim.FlowSpec, k *Kernel, bytes sim.Bytes, label string, done func()) error {
+// label, bytes and callback (on prepared route pr, when not nil).
+func (m *Machine) launchWrite(r int, spec sim.FlowSpec, pr *sim.PreparedRoute, k *Kernel, bytes sim.Bytes, label string, done func()) error {
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
 	if k.Loop == LoopSimple {
 		// A copy loop's first stores wait for its first loads: a copy
@@ -48,9 +48,9 @@ func (m *Machine) launchWrite(r int, spec sim.FlowSpec, k *Kernel, bytes sim.Byt
 		if err != nil {
 			return err
 		}
-		return m.launchInOrder(r, k, d, spec, false)
+		return m.launchInOrder(r, k, d, spec, pr, false)
 	}
-	return m.launchInOrder(r, k, 0, spec, true)
+	return m.launchInOrder(r, k, 0, spec, pr, true)
 }
 
 // writeSpec is a write's flow but for its label, bytes and callback: a
@@ -109,12 +109,12 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 // when the last completion is back. The rate is capped at bytes in flight /
 // round trip (Little's law).
 func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	spec, delay, err := m.readFlow(r, src, &k, label)
+	spec, delay, pr, err := m.readFlow(r, src, &k, label)
 	if err != nil {
 		return err
 	}
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
-	return m.launchInOrder(r, &k, delay, spec, false)
+	return m.launchInOrder(r, &k, delay, spec, pr, false)
 }
 
 // readSpec is a read's flow but for its label, bytes and callback, and
@@ -208,7 +208,7 @@ func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label stri
 		rtt := 2*p.latency + ph.HostMemLatency
 		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, true), Bytes: bytes,
 			Cap: sim.Rate(ph.CEWindow / rtt.Seconds()), Latency: p.latency, Done: done}
-		return m.startAfter(ph.CESetup+p.latency+ph.HostMemLatency, spec)
+		return m.startAfter(ph.CESetup+p.latency+ph.HostMemLatency, spec, nil)
 	case D2H:
 		p, err := m.path(GPUMem(r), host)
 		if err != nil {
@@ -216,7 +216,7 @@ func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label stri
 		}
 		spec := sim.FlowSpec{Label: label, Kind: sim.Copy, Route: m.route(p, ceXfer, 1, false), Bytes: bytes,
 			Latency: p.latency + ph.HostMemLatency, Done: done}
-		return m.startAfter(ph.CESetup, spec)
+		return m.startAfter(ph.CESetup, spec, nil)
 	case P2P:
 		if err := m.p2pCheck(r, GPUMem(peer), "copy to"); err != nil {
 			return err
@@ -231,15 +231,17 @@ func (m *Machine) Copy(r int, dir CopyDir, peer int, bytes sim.Bytes, label stri
 		if p.smp {
 			spec.Cap = ph.SMPFlowCap
 		}
-		return m.startAfter(setup, spec)
+		return m.startAfter(setup, spec, nil)
 	}
 	return fmt.Errorf("hw: copy %s: unknown direction %d", label, dir)
 }
 
-func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec) error {
+// startAfter starts spec's flow d from now (on prepared route pr, when
+// not nil).
+func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec, pr *sim.PreparedRoute) error {
 	if spec.Bytes < 0 {
 		return fmt.Errorf("hw: %s: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
 	}
-	m.launchAfter(d, &spec)
+	m.launchAfter(d, &spec, pr)
 	return nil
 }

@@ -26,11 +26,14 @@ func (m *Machine) StoreLanding(r int, at Mem) (sim.Duration, error) {
 	if !at.Host && at.Rank == r {
 		return m.Phys.GPUMemLatency, nil
 	}
+	if p := m.tablePath(r, at); p != nil {
+		return p.land, nil
+	}
 	p, err := m.path(GPUMem(r), at)
 	if err != nil {
 		return 0, err
 	}
-	return p.latency + m.memLatency(at), nil
+	return p.land, nil
 }
 
 // BarrierWaitExtra is what a wait that ends a thread block's barrier with

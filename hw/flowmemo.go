@@ -18,7 +18,8 @@ type flowMemo struct {
 	at     Mem // the write's destination, the read's source
 	k      Kernel
 	spec   sim.FlowSpec
-	delay  sim.Duration // a read's wait before its flow starts
+	pr     *sim.PreparedRoute // spec.Route prepared (nil if the network refused it)
+	delay  sim.Duration       // a read's wait before its flow starts
 }
 
 // memoWays is how many transfers of each kind a rank keeps (the newest
@@ -46,8 +47,14 @@ func memoGet(ms []*flowMemos, r int, at Mem, k *Kernel, fenced bool) *flowMemo {
 	if uint(r) >= uint(len(ms)) || ms[r] == nil {
 		return nil
 	}
+	// From the one after the last: a rank's transfers often go round
+	// its peers in turn (staged_push's rounds).
 	w := ms[r]
-	for i := range w.e {
+	for j, n := 0, len(w.e); j < n; j++ {
+		i := w.last + 1 + j
+		if i >= n {
+			i -= n
+		}
 		if e := &w.e[i]; e.ok && e.at == at && e.fenced == fenced && sameKernel(&e.k, k) {
 			w.last = i
 			return e
@@ -56,8 +63,12 @@ func memoGet(ms []*flowMemos, r int, at Mem, k *Kernel, fenced bool) *flowMemo {
 	return nil
 }
 
-// memoPut keeps e among rank r's transfers in *ms (r a GPU rank).
-func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) {
+// memoPut keeps e among rank r's transfers in *ms (r a GPU rank), its
+// route prepared, and returns the prepared route.
+func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) *sim.PreparedRoute {
+	if pr, err := m.Net.Prepare(e.spec.Route); err == nil {
+		e.pr = pr
+	}
 	if *ms == nil {
 		*ms = make([]*flowMemos, m.Top.NumGPUs())
 	}
@@ -70,23 +81,26 @@ func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) {
 	if len(w.e) < memoWays {
 		w.last = len(w.e)
 		w.e = append(w.e, e)
-		return
+		return e.pr
 	}
 	w.last = w.next
 	w.e[w.next] = e
 	w.next = (w.next + 1) % memoWays
+	return e.pr
 }
 
-// writeFlow returns writeSpec(r, dst, *k, label, fenced), kept per rank.
-func (m *Machine) writeFlow(r int, dst Mem, k *Kernel, label string, fenced bool) (sim.FlowSpec, error) {
+// writeFlow returns writeSpec(r, dst, *k, label, fenced), kept per rank,
+// and its route prepared (nil when not kept).
+func (m *Machine) writeFlow(r int, dst Mem, k *Kernel, label string, fenced bool) (sim.FlowSpec, *sim.PreparedRoute, error) {
 	if e := memoGet(m.wmemo, r, dst, k, fenced); e != nil {
-		return e.spec, nil
+		return e.spec, e.pr, nil
 	}
 	spec, err := m.writeSpec(r, dst, *k, label, fenced)
+	var pr *sim.PreparedRoute
 	if err == nil && r >= 0 && r < m.Top.NumGPUs() {
-		m.memoPut(&m.wmemo, r, flowMemo{fenced: fenced, at: dst, k: *k, spec: spec})
+		pr = m.memoPut(&m.wmemo, r, flowMemo{fenced: fenced, at: dst, k: *k, spec: spec})
 	}
-	return spec, err
+	return spec, pr, err
 }
 
 // WriteAgain is Write (or WriteFenced) of rank r with the destination,
@@ -99,19 +113,21 @@ func (m *Machine) WriteAgain(r int, bytes sim.Bytes, label string, done func()) 
 	}
 	w := m.wmemo[r]
 	e := &w.e[w.last]
-	return m.launchWrite(r, e.spec, &e.k, bytes, label, done)
+	return m.launchWrite(r, e.spec, e.pr, &e.k, bytes, label, done)
 }
 
-// readFlow returns readSpec(r, src, *k, label), kept per rank.
-func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, error) {
+// readFlow returns readSpec(r, src, *k, label), kept per rank, and its
+// route prepared (nil when not kept).
+func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, *sim.PreparedRoute, error) {
 	if e := memoGet(m.rmemo, r, src, k, false); e != nil {
-		return e.spec, e.delay, nil
+		return e.spec, e.delay, e.pr, nil
 	}
 	spec, delay, err := m.readSpec(r, src, *k, label)
+	var pr *sim.PreparedRoute
 	if err == nil && r >= 0 && r < m.Top.NumGPUs() {
-		m.memoPut(&m.rmemo, r, flowMemo{at: src, k: *k, spec: spec, delay: delay})
+		pr = m.memoPut(&m.rmemo, r, flowMemo{at: src, k: *k, spec: spec, delay: delay})
 	}
-	return spec, delay, err
+	return spec, delay, pr, err
 }
 
 // kernelBytes is a Kernel's memory.

@@ -11,22 +11,20 @@ import "github.com/arsim/arsim/sim"
 // orderQueue is one in-order group's state.
 type orderQueue struct {
 	busy bool
-	wait []sim.FlowSpec // ready transfers, oldest first
+	wait []pendingStart // ready transfers, oldest first
 	sent func()         // starts the next one; made once per group
 }
 
 // launchInOrder starts spec d from now (now: directly, without an event,
-// when direct), or, when its kernel's group runs in order and is busy,
-// once the transfers before it have sent their bytes.
-func (m *Machine) launchInOrder(r int, k *Kernel, d sim.Duration, spec sim.FlowSpec, direct bool) error {
+// when direct; on prepared route pr, when not nil), or, when its kernel's
+// group runs in order and is busy, once the transfers before it have sent
+// their bytes.
+func (m *Machine) launchInOrder(r int, k *Kernel, d sim.Duration, spec sim.FlowSpec, pr *sim.PreparedRoute, direct bool) error {
 	if !k.InOrder || k.LoopGroup == "" {
-		if direct {
-			return m.Net.Launch(spec)
-		}
-		return m.startAfter(d, spec)
+		return m.launchNow(d, spec, pr, direct)
 	}
 	if spec.Bytes < 0 {
-		return m.startAfter(d, spec) // refused there, with its message
+		return m.startAfter(d, spec, pr) // refused there, with its message
 	}
 	key := loopGroupKey{rank: r, group: k.LoopGroup}
 	q := m.order[key]
@@ -39,15 +37,24 @@ func (m *Machine) launchInOrder(r int, k *Kernel, d sim.Duration, spec sim.FlowS
 		m.order[key] = q
 	}
 	if q.busy {
-		q.wait = append(q.wait, spec)
+		q.wait = append(q.wait, pendingStart{spec, pr})
 		return nil
 	}
 	q.busy = true
 	spec.Sent = q.sent
-	if direct {
-		return m.Net.Launch(spec)
+	return m.launchNow(d, spec, pr, direct)
+}
+
+// launchNow starts spec d from now, or now without an event when direct,
+// on prepared route pr when not nil.
+func (m *Machine) launchNow(d sim.Duration, spec sim.FlowSpec, pr *sim.PreparedRoute, direct bool) error {
+	if !direct {
+		return m.startAfter(d, spec, pr)
 	}
-	return m.startAfter(d, spec)
+	if pr != nil {
+		return m.Net.LaunchOn(pr, &spec)
+	}
+	return m.Net.Launch(spec)
 }
 
 // nextInOrder starts q's next waiting transfer, or marks it idle.
@@ -56,13 +63,13 @@ func (m *Machine) nextInOrder(q *orderQueue) {
 		q.busy = false
 		return
 	}
-	spec := q.wait[0]
+	st := q.wait[0]
 	copy(q.wait, q.wait[1:])
-	q.wait[len(q.wait)-1] = sim.FlowSpec{}
+	q.wait[len(q.wait)-1] = pendingStart{}
 	q.wait = q.wait[:len(q.wait)-1]
-	spec.Sent = q.sent
-	// Checked when it was queued: Launch cannot fail here.
-	_ = m.Net.Launch(spec)
+	st.spec.Sent = q.sent
+	// Checked when it was queued: the launch cannot fail here.
+	_ = m.launchNow(0, st.spec, st.pr, true)
 }
 
 // InOrderIdle reports whether no in-order group has a transfer running or

@@ -162,19 +162,56 @@ func (m *Machine) LoopRate(r int, k Kernel) (sim.Rate, error) {
 	if k.Loop == LoopNone {
 		return 0, nil
 	}
+	w := m.loopWays(r)
+	if w != nil {
+		for i := range w.e {
+			if e := &w.e[i]; e.ok && sameKernel(&e.k, &k) {
+				return e.rate, nil
+			}
+		}
+	}
 	key := loopRateKey{rank: r, k: k}
-	if rate, ok := m.loopRates[key]; ok {
-		return rate, nil
+	rate, ok := m.loopRates[key]
+	if !ok {
+		var err error
+		if rate, err = m.loopRate(r, k); err != nil {
+			return 0, err
+		}
+		if m.loopRates == nil {
+			m.loopRates = map[loopRateKey]sim.Rate{}
+		}
+		m.loopRates[key] = rate
 	}
-	rate, err := m.loopRate(r, k)
-	if err != nil {
-		return 0, err
+	if w != nil {
+		w.e[w.next] = loopMemo{ok: true, k: k, rate: rate}
+		w.next = (w.next + 1) % len(w.e)
 	}
-	if m.loopRates == nil {
-		m.loopRates = map[loopRateKey]sim.Rate{}
-	}
-	m.loopRates[key] = rate
 	return rate, nil
+}
+
+// loopMemos are a rank's last loop rates (LoopRate), found by comparing
+// kernels as bytes (sameKernel) before the map, whose key hashes the
+// kernel's strings.
+type loopMemos struct {
+	e    [4]loopMemo
+	next int
+}
+
+type loopMemo struct {
+	ok   bool
+	k    Kernel
+	rate sim.Rate
+}
+
+// loopWays returns GPU rank r's loop rate memos, nil for another rank.
+func (m *Machine) loopWays(r int) *loopMemos {
+	if uint(r) >= uint(m.Top.NumGPUs()) {
+		return nil
+	}
+	if m.loopMemo == nil {
+		m.loopMemo = make([]loopMemos, m.Top.NumGPUs())
+	}
+	return &m.loopMemo[r]
 }
 
 // loopRateKey is a rank's kernel: what its loop rate depends on besides
@@ -301,5 +338,5 @@ func (m *Machine) LocalPass(r, inputs int, bytes sim.Bytes, k Kernel, label stri
 	if route, capr, err = m.loopBound(r, route, capr, k); err != nil {
 		return err
 	}
-	return m.launchInOrder(r, &k, 0, sim.FlowSpec{Label: label, Kind: sim.Read, Route: route, Bytes: bytes, Cap: capr, Done: done}, true)
+	return m.launchInOrder(r, &k, 0, sim.FlowSpec{Label: label, Kind: sim.Read, Route: route, Bytes: bytes, Cap: capr, Done: done}, nil, true)
 }

@@ -124,14 +124,21 @@ type Machine struct {
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate
+	loopMemo  []loopMemos // by rank: its last loop rates, before loopRates
 	// lastPath[r] is the path GPU r's memory last took (to lastTo[r]):
 	// ranks of a collective mostly talk to the same peer, and this spares
 	// the map lookup.
 	lastPath []*path
 	lastTo   []Mem
-	wmemo    []*flowMemos // by rank: its writes' flows (writeFlow)
-	rmemo    []*flowMemos // by rank: its reads' flows (readFlow)
-	pend     pending      // delayed flow starts and flag landings
+	// pathTab[memIndex(from) × pathW + memIndex(to)] is the path between
+	// two memories, on a machine of at most maxPathW memories (pathW
+	// wide; 0 on larger machines, which use lastPath and routes).
+	pathTab []*path
+	pathW   int
+	nGPU    int          // Top.NumGPUs()
+	wmemo   []*flowMemos // by rank: its writes' flows (writeFlow)
+	rmemo   []*flowMemos // by rank: its reads' flows (readFlow)
+	pend    pending      // delayed flow starts and flag landings
 	// flagGroups: the sector group of each flag made by NewFlag with one;
 	// pollers: the waits polling each sector group of host memory now.
 	flagGroups map[*sim.FlagVar]string
@@ -149,6 +156,8 @@ type path struct {
 	smp     bool // crosses the socket interconnect
 	destHB  int  // host bridge ID above the destination (for collapse), 0 if none
 	latency sim.Duration
+	land    sim.Duration // latency plus an access of the destination memory (StoreLanding)
+	rtt     sim.Duration // twice latency plus that access (RoundTrip)
 
 	p2pErr  error // whether GPU-to-GPU access along this path is allowed, once checked
 	p2pDone bool
@@ -168,7 +177,14 @@ type cachedHops struct {
 func New(top *topology.Topology) (*Machine, error) {
 	eng := sim.NewEngine()
 	net := sim.NewNetwork(eng)
-	m := &Machine{Top: top, Eng: eng, Net: net, Phys: resolve(top.Params), routes: map[[2]topology.NodeID]*path{}}
+	m := &Machine{Top: top, Eng: eng, Net: net, Phys: resolve(top.Params), routes: map[[2]topology.NodeID]*path{}, nGPU: top.NumGPUs()}
+	if socks := top.Sockets(); len(socks) > 0 && socks[len(socks)-1] >= 0 {
+		if w := top.NumGPUs() + socks[len(socks)-1] + 1; w <= maxPathW {
+			m.pathW, m.pathTab = w, make([]*path, w*w)
+		}
+	} else if w := top.NumGPUs(); w > 0 && w <= maxPathW {
+		m.pathW, m.pathTab = w, make([]*path, w*w)
+	}
 	for _, l := range top.Links() {
 		name := top.LinkName(l)
 		a, b := top.Node(l.A).Name, top.Node(l.B).Name
@@ -255,9 +271,55 @@ func (m *Machine) LocalSocket(r int) int { return m.Top.GPU(r).Socket }
 
 // path returns the prepared route between two memories seen from a GPU.
 func (m *Machine) path(from, to Mem) (*path, error) {
+	if m.pathW > 0 {
+		a, okA := m.memIndex(from)
+		b, okB := m.memIndex(to)
+		if okA && okB {
+			i := a*m.pathW + b
+			if p := m.pathTab[i]; p != nil {
+				return p, nil
+			}
+			p, err := m.findPath(from, to)
+			if err == nil {
+				m.pathTab[i] = p
+			}
+			return p, err
+		}
+	}
 	if r := from.Rank; !from.Host && r >= 0 && r < len(m.lastPath) && m.lastTo[r] == to && m.lastPath[r] != nil {
 		return m.lastPath[r], nil
 	}
+	return m.findPath(from, to)
+}
+
+// tablePath returns the path from GPU r's memory to memory to if the
+// table holds it, nil otherwise (then path finds it).
+func (m *Machine) tablePath(r int, to Mem) *path {
+	if uint(r) < uint(m.nGPU) && m.pathW > 0 {
+		if b, ok := m.memIndex(to); ok {
+			return m.pathTab[r*m.pathW+b]
+		}
+	}
+	return nil
+}
+
+// maxPathW bounds the memories of a machine whose paths are kept in a
+// table (pathTab): GPUs and host memories.
+const maxPathW = 64
+
+// memIndex returns x's row and column in pathTab: a GPU's rank, or the
+// GPUs' count plus a socket.
+func (m *Machine) memIndex(x Mem) (int, bool) {
+	n := m.nGPU
+	if !x.Host {
+		return x.Rank, uint(x.Rank) < uint(n)
+	}
+	return n + x.Socket, uint(x.Socket) < uint(m.pathW-n)
+}
+
+// findPath is path without the table: the map of paths by nodes, or the
+// route computed and prepared.
+func (m *Machine) findPath(from, to Mem) (*path, error) {
 	a, err := m.node(from)
 	if err != nil {
 		return nil, err
@@ -279,7 +341,7 @@ func (m *Machine) path(from, to Mem) (*path, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hw: %w", err)
 	}
-	p := &path{route: r, latency: r.Latency}
+	p := &path{route: r, latency: r.Latency, land: r.Latency + m.memLatency(to), rtt: 2*r.Latency + m.memLatency(to)}
 	for _, s := range r.Steps {
 		ids := m.linkRes[s.Link.ID]
 		if s.Forward() {
@@ -419,11 +481,14 @@ func (m *Machine) RoundTrip(r int, x Mem) (sim.Duration, error) {
 	if !x.Host && x.Rank == r {
 		return m.Phys.GPUMemLatency, nil
 	}
+	if p := m.tablePath(r, x); p != nil {
+		return p.rtt, nil
+	}
 	p, err := m.path(GPUMem(r), x)
 	if err != nil {
 		return 0, err
 	}
-	return 2*p.latency + m.memLatency(x), nil
+	return p.rtt, nil
 }
 
 // ResidentThreads returns how many of blocks × threads run at once on one GPU.

@@ -119,15 +119,8 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	if fp.waits[r]++; fp.waits[r] == 1 {
 		m.pollers[sec]++
 	}
-	f.Wait(value, 0, who, func() {
-		period := pollPeriod(rtt, m.pollers[sec], svc)
-		m.Eng.After(period+extra, func() {
-			if fp.waits[r]--; fp.waits[r] == 0 {
-				m.pollers[sec]--
-			}
-			fn()
-		})
-	})
+	i := m.newPoll(pollWait{fp: fp, r: r, sec: sec, rtt: rtt, svc: svc, extra: extra, fn: fn})
+	f.Wait(value, 0, who, m.pend.pollSeen[i])
 	return nil
 }
 

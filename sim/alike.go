@@ -65,22 +65,22 @@ func (n *Network) solveAlike(comp []*Flow) {
 	const eps = 1e-9
 	n.solveEpoch++
 	ep := n.solveEpoch
-	route := comp[0].Spec.Route
+	rh := comp[0].rh
 	act := n.act[:0]
 	for range comp {
-		for _, h := range route {
-			r := n.res[h.Res]
+		for _, h := range rh {
+			r := h.r
 			if r.mark != ep {
 				r.mark = ep
 				r.wsum = 0
 				act = append(act, r)
 			}
-			r.wsum += h.Weight
+			r.wsum += h.w
 		}
 	}
 	n.act = act
 	for _, r := range act {
-		r.rem = float64(n.capacity(r))
+		r.rem = n.capOf(r)
 	}
 	capr := comp[0].Spec.Cap
 	level := 0.0
@@ -108,8 +108,8 @@ func (n *Network) solveAlike(comp []*Flow) {
 			}
 		}
 		hit := capr > 0 && float64(capr)-level <= eps*float64(capr)
-		for _, h := range route {
-			if r := n.res[h.Res]; !hit && r.rem <= eps*float64(r.Capacity) {
+		for _, h := range rh {
+			if r := h.r; !hit && r.rem <= eps*float64(r.Capacity) {
 				hit = true
 			}
 		}
@@ -126,4 +126,51 @@ func (n *Network) solveAlike(comp []*Flow) {
 		f.frozen = true
 		f.next = level
 	}
+}
+
+// lone reports whether f is alone on every resource of its route, each
+// crossed once: then it is a component of its own.
+func lone(f *Flow) bool {
+	for _, h := range f.rh {
+		if len(h.r.flows) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// solveLone is solveAlike for a lone flow f (see lone), its resources
+// marked visited by ep and appended to touch (but for the one already
+// there, which is marked). Progressive filling of one flow ends at its
+// first step: the level rises from zero by the least of each resource's
+// capacity over the flow's weight on it (its weight sum, 0 + weight) and
+// of the flow's cap, in the order solveAlike compares them, and that step
+// freezes the flow (the resource that set it is left with at most a
+// rounding error of its capacity, the cap with none), so its rate is that
+// least value, bit for bit what solveAlike computes.
+func (n *Network) solveLone(f *Flow, ep uint64, touch []*Resource) []*Resource {
+	f.visit = ep
+	delta := math.Inf(1)
+	for _, h := range f.rh {
+		if r := h.r; r.visit != ep {
+			r.visit = ep
+			touch = append(touch, r)
+		}
+		if w := 0 + h.w; w > 0 {
+			if d := n.capOf(h.r) / w; d < delta {
+				delta = d
+			}
+		}
+	}
+	if capr := f.Spec.Cap; capr > 0 {
+		if d := float64(capr) - 0; d < delta {
+			delta = d
+		}
+	}
+	if delta < 0 {
+		delta = 0
+	}
+	f.frozen = true
+	f.next = 0 + delta
+	return touch
 }

@@ -81,8 +81,7 @@ func (n *Network) newDueGroup(t Time) *dueGroup {
 
 // freeDueGroup keeps an emptied group, out of the heap, for reuse.
 func (n *Network) freeDueGroup(g *dueGroup) {
-	clear(g.flows)
-	g.flows = g.flows[:0]
+	g.flows = g.flows[:0] // not cleared, as the settle's scratch (see reshare)
 	g.hidx = -1
 	n.dueFree = append(n.dueFree, g)
 }
@@ -107,8 +106,7 @@ func (n *Network) takeDue(now Time, done []*Flow) []*Flow {
 		n.freeDueGroup(g)
 	}
 	done = n.appendByID(done, taken)
-	clear(taken)
-	n.dueTaken = taken[:0]
+	n.dueTaken = taken[:0] // not cleared, as the settle's scratch (see reshare)
 	return done
 }
 

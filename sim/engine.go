@@ -88,7 +88,7 @@ func (e *Engine) EventLimit() uint64 { return e.maxEvents }
 // caller and panics with a message naming both times.
 func (e *Engine) At(t Time, fn func()) {
 	if t < e.now {
-		panic(fmt.Sprintf("sim: event scheduled at %v, before now (%v)", t, e.now))
+		e.past(t)
 	}
 	e.q.push(t, event{fn: fn})
 }
@@ -108,21 +108,40 @@ func (e *Engine) Register(h Handler) HandlerID {
 
 // handlerArg packs a handler event's word, checking both parts.
 func (e *Engine) handlerArg(h HandlerID, arg int64) uint64 {
-	if uint(h) >= uint(len(e.handlers)) {
-		panic(fmt.Sprintf("sim: handler %d is not registered (%d are)", h, len(e.handlers)))
-	}
-	if arg < 0 || arg > MaxArg {
-		panic(fmt.Sprintf("sim: handler argument %d outside 0–%d", arg, int64(MaxArg)))
+	if uint(h) >= uint(len(e.handlers)) || uint64(arg) > MaxArg {
+		e.badHandlerArg(h, arg)
 	}
 	return uint64(h)<<argBits | uint64(arg)
 }
 
+// badHandlerArg panics: h is not registered, or arg is outside 0–MaxArg.
+func (e *Engine) badHandlerArg(h HandlerID, arg int64) {
+	if uint(h) >= uint(len(e.handlers)) {
+		panic(fmt.Sprintf("sim: handler %d is not registered (%d are)", h, len(e.handlers)))
+	}
+	panic(fmt.Sprintf("sim: handler argument %d outside 0–%d", arg, int64(MaxArg)))
+}
+
 // CallAt schedules h.Handle(arg) at time t (see At).
 func (e *Engine) CallAt(t Time, h HandlerID, arg int64) {
-	if t < e.now {
-		panic(fmt.Sprintf("sim: event scheduled at %v, before now (%v)", t, e.now))
+	if t < e.now || uint(h) >= uint(len(e.handlers)) || uint64(arg) > MaxArg {
+		e.badCall(t, h, arg)
 	}
-	e.q.push(t, event{arg: e.handlerArg(h, arg)})
+	e.q.push(t, event{arg: uint64(h)<<argBits | uint64(arg)})
+}
+
+// badCall panics: CallAt was asked for a time before now, a handler not
+// registered or an argument outside 0–MaxArg.
+func (e *Engine) badCall(t Time, h HandlerID, arg int64) {
+	if t < e.now {
+		e.past(t)
+	}
+	e.badHandlerArg(h, arg)
+}
+
+// past panics: an event was scheduled at t, before now.
+func (e *Engine) past(t Time) {
+	panic(fmt.Sprintf("sim: event scheduled at %v, before now (%v)", t, e.now))
 }
 
 // CallAfter schedules h.Handle(arg) d after now.

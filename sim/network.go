@@ -124,12 +124,23 @@ type Flow struct {
 	active    bool
 	pooled    bool    // started by Launch: the record is reused after it finishes
 	slots     []int32 // slots[i]: position in the flows list of hop i's resource
+	rh        []hop   // rh[i]: hop i's resource and weight (normalised)
+	routeID   int32   // its prepared route's number (memo.go), 0 for a route of its own
 	hopBuf    [inlineHops]Hop
 	slotBuf   [inlineHops]int32
+	rhBuf     [inlineHops]hop
 	// Longer routes' storage, kept with a reused record: PCIe routes of
 	// reads have 5–8 hops.
 	hopMore  []Hop
 	slotMore []int32
+	rhMore   []hop
+}
+
+// hop is a hop of a flow's route as the solver reads it: its resource
+// and its weight (Spec.Route's, normalised).
+type hop struct {
+	r *Resource
+	w float64
 }
 
 // Rate returns the flow's current payload rate.
@@ -191,14 +202,21 @@ type Network struct {
 	dirtyFlows []*Flow
 	// Stamps and scratch, reused so that a settle allocates nothing.
 	epoch, solveEpoch uint64
-	queue, act, touch []*Resource
+	act, touch        []*Resource
 	comp, all, done   []*Flow
 	changed           []*Flow // flows whose rate changed, for observers
 	classes           []int
 	byIDScratch       []*Flow
 	free              []*Flow // finished Launch records, for reuse
 	// log of the wire bytes added to resources, for Advance (see Snapshot).
-	log loadLog
+	log       loadLog
+	replayAcc []float64 // scratch of replay
+	// Solved components kept (memo.go), and the numbers of prepared
+	// routes by their hops.
+	memo        map[uint64]int32
+	memoEntries []memoEntry
+	sig         []uint64
+	routeIDs    map[string]int32
 	// reference makes every settle solve every component from scratch
 	// (tests compare it with the incremental path).
 	reference bool
@@ -255,6 +273,7 @@ func (n *Network) SetCollapse(id ResourceID, c Collapse) error {
 		return fmt.Errorf("sim: resource %q: collapse needs MinClasses ≥ 2 and a positive capacity, got %d and %v B/s", r.Name, c.MinClasses, float64(c.Capacity))
 	}
 	r.Collapse = &c
+	n.memo, n.memoEntries = nil, nil // kept rates assumed the old capacity
 	return nil
 }
 
@@ -299,36 +318,24 @@ func (n *Network) resource(id ResourceID) (*Resource, error) {
 // Start begins a flow now. It returns an error, and starts nothing, when the
 // spec is invalid: negative bytes or latency, a route naming an unknown
 // resource, a negative weight, or neither a route nor a cap.
-func (n *Network) Start(spec FlowSpec) (*Flow, error) { return n.start(&spec, false) }
+func (n *Network) Start(spec FlowSpec) (*Flow, error) { return n.start(&spec, nil, false) }
 
 // Launch is Start for callers that do not keep the flow: the network
 // reuses the flow's record once it has finished, so a long run allocates
 // no memory per flow. Observers must not keep the *Flow they are given
 // beyond the call.
 func (n *Network) Launch(spec FlowSpec) error {
-	_, err := n.start(&spec, true)
+	_, err := n.start(&spec, nil, true)
 	return err
 }
 
 // start takes the spec by reference (it copies it into the flow): Launch,
 // inlined into its callers, then passes the caller's spec without a copy.
-func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
-	if spec.Bytes < 0 {
-		return nil, fmt.Errorf("sim: flow %q: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
-	}
-	if spec.Latency < 0 {
-		return nil, fmt.Errorf("sim: flow %q: latency must be ≥ 0, got %v", spec.Label, spec.Latency)
-	}
-	if !(spec.Cap >= 0 && spec.Cap <= math.MaxFloat64) { // NaN fails both
-		return nil, fmt.Errorf("sim: flow %q: cap must be a finite rate ≥ 0, got %v", spec.Label, float64(spec.Cap))
-	}
-	if len(spec.Route) == 0 && spec.Cap == 0 && spec.Bytes > 0 {
-		return nil, fmt.Errorf("sim: flow %q: needs a route or a rate cap", spec.Label)
-	}
-	for i, h := range spec.Route {
-		if uint(h.Res) >= uint(len(n.res)) || !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
-			return nil, n.badHop(spec, i)
-		}
+// With a prepared route pr (LaunchOn) the flow crosses pr, whose hops
+// were checked when it was prepared, instead of spec.Route.
+func (n *Network) start(spec *FlowSpec, pr *PreparedRoute, pooled bool) (*Flow, error) {
+	if err := n.checkSpec(spec, pr); err != nil {
+		return nil, err
 	}
 	n.nextID++
 	n.started++
@@ -345,26 +352,23 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	f.ID, f.Spec, f.Start = n.nextID, *spec, now
 	f.remaining, f.since = float64(spec.Bytes), now
 	f.active, f.pooled, f.dueI, f.index = true, pooled, -1, -1
-	// The flow keeps its own copy of the route, weights normalised.
-	var route []Hop
-	switch k := len(spec.Route); {
-	case k <= inlineHops:
-		route = f.hopBuf[:k:k]
-		f.slots = f.slotBuf[:k:k]
-	case k <= cap(f.hopMore):
-		route = f.hopMore[:k:k]
-		f.slots = f.slotMore[:k:k]
-	default:
-		f.hopMore, f.slotMore = make([]Hop, k), make([]int32, k)
-		route, f.slots = f.hopMore, f.slotMore
-	}
-	for i, h := range spec.Route {
-		if h.Weight == 0 {
-			h.Weight = 1
+	if pr != nil {
+		// The prepared route's hops and resources, shared: nothing
+		// writes them.
+		k := len(pr.hops)
+		f.Spec.Route, f.rh, f.routeID = pr.hops, pr.rh, pr.id
+		if k <= inlineHops {
+			f.slots = f.slotBuf[:k:k]
+		} else {
+			if k > cap(f.slotMore) {
+				f.slotMore = make([]int32, k)
+			}
+			f.slots = f.slotMore[:k:k]
 		}
-		route[i] = h
+	} else {
+		n.copyRoute(f, spec.Route)
+		f.routeID = 0
 	}
-	f.Spec.Route = route
 	if n.obs != nil {
 		n.obs.FlowStarted(now, f)
 	}
@@ -375,6 +379,66 @@ func (n *Network) start(spec *FlowSpec, pooled bool) (*Flow, error) {
 	n.attach(f)
 	n.dirty()
 	return f, nil
+}
+
+// checkSpec returns the error of a spec that Start refuses (with a
+// prepared route pr, the route is pr's, checked when it was prepared).
+func (n *Network) checkSpec(spec *FlowSpec, pr *PreparedRoute) error {
+	if spec.Bytes < 0 {
+		return fmt.Errorf("sim: flow %q: bytes must be ≥ 0, got %d", spec.Label, spec.Bytes)
+	}
+	if spec.Latency < 0 {
+		return fmt.Errorf("sim: flow %q: latency must be ≥ 0, got %v", spec.Label, spec.Latency)
+	}
+	if !(spec.Cap >= 0 && spec.Cap <= math.MaxFloat64) { // NaN fails both
+		return fmt.Errorf("sim: flow %q: cap must be a finite rate ≥ 0, got %v", spec.Label, float64(spec.Cap))
+	}
+	route := spec.Route
+	if pr != nil {
+		if pr.n != n {
+			return fmt.Errorf("sim: flow %q: its prepared route belongs to another network", spec.Label)
+		}
+		route = pr.hops
+	}
+	if len(route) == 0 && spec.Cap == 0 && spec.Bytes > 0 {
+		return fmt.Errorf("sim: flow %q: needs a route or a rate cap", spec.Label)
+	}
+	if pr != nil {
+		return nil
+	}
+	for i, h := range route {
+		if uint(h.Res) >= uint(len(n.res)) || !(h.Weight >= 0 && h.Weight <= math.MaxFloat64) { // NaN fails both
+			return n.badHop(spec, i)
+		}
+	}
+	return nil
+}
+
+// copyRoute gives f its own copy of route, weights normalised, and the
+// resources of its hops.
+func (n *Network) copyRoute(f *Flow, route []Hop) {
+	var own []Hop
+	switch k := len(route); {
+	case k <= inlineHops:
+		own = f.hopBuf[:k:k]
+		f.slots = f.slotBuf[:k:k]
+		f.rh = f.rhBuf[:k:k]
+	case k <= cap(f.hopMore) && k <= cap(f.rhMore):
+		own = f.hopMore[:k:k]
+		f.slots = f.slotMore[:k:k]
+		f.rh = f.rhMore[:k:k]
+	default:
+		f.hopMore, f.slotMore, f.rhMore = make([]Hop, k), make([]int32, k), make([]hop, k)
+		own, f.slots, f.rh = f.hopMore, f.slotMore, f.rhMore
+	}
+	for i, h := range route {
+		if h.Weight == 0 {
+			h.Weight = 1
+		}
+		own[i] = h
+		f.rh[i] = hop{n.res[h.Res], h.Weight}
+	}
+	f.Spec.Route = own
 }
 
 // badHop words the error of a spec whose hop i names no resource or has
@@ -391,8 +455,8 @@ func (n *Network) badHop(spec *FlowSpec, i int) error {
 // crosses, which become dirty.
 func (n *Network) attach(f *Flow) {
 	n.active++
-	for i, h := range f.Spec.Route {
-		r := n.res[h.Res]
+	for i, h := range f.rh {
+		r := h.r
 		f.slots[i] = int32(len(r.flows))
 		r.flows = append(r.flows, flowRef{f: f, hop: int32(i)})
 		n.markDirty(r)
@@ -416,8 +480,8 @@ func (n *Network) detach(f *Flow) {
 		n.routeless = n.routeless[:k]
 		f.index = -1
 	}
-	for i, h := range f.Spec.Route {
-		r := n.res[h.Res]
+	for i, h := range f.rh {
+		r := h.r
 		p := f.slots[i]
 		k := len(r.flows) - 1
 		moved := r.flows[k]
@@ -479,5 +543,5 @@ func (f *Flow) clear() {
 	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
 	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Sent, f.Spec.Meta = "", nil, nil, nil, nil
 	f.dueG, f.dueI, f.index, f.active, f.pooled = nil, 0, 0, false, false
-	f.slots = nil
+	f.slots, f.rh = nil, nil
 }

@@ -295,10 +295,37 @@ func (n *Network) advance(from, to netMark, periods int, d Duration) {
 		r.since = r.since.Add(d)
 	}
 	n.tickAt = n.tickAt.Add(d)
-	recs := n.log.recs[from.logPos-n.log.base : to.logPos-n.log.base]
+	n.replay(n.log.recs[from.logPos-n.log.base:to.logPos-n.log.base], periods)
+}
+
+// replay adds the wire bytes of recs, a period's log, to their resources
+// periods times over, in order: record by record, as they were added,
+// into a dense table of the resources' sums (the resources' fields are
+// written once at the end), so each resource's additions are those of
+// running the periods.
+func (n *Network) replay(recs []loadRec, periods int) {
+	if len(recs) == 0 || periods <= 0 {
+		return
+	}
+	acc := n.replayAcc[:0]
+	for _, r := range n.res {
+		acc = append(acc, r.bytes)
+	}
+	replayInto(acc, recs, periods)
+	for i, r := range n.res {
+		r.bytes = acc[i]
+	}
+	n.replayAcc = acc
+}
+
+// replayInto adds recs' increments to acc by resource, periods times
+// over. Kept out of line, its loop runs in registers.
+//
+//go:noinline
+func replayInto(acc []float64, recs []loadRec, periods int) {
 	for range periods {
 		for _, x := range recs {
-			n.res[x.res].bytes += x.inc
+			acc[x.res] += x.inc
 		}
 	}
 }

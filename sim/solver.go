@@ -31,8 +31,7 @@ func (n *Network) settle() {
 	for _, f := range done {
 		n.finish(f, now)
 	}
-	clear(done)
-	n.done = done[:0]
+	n.done = done[:0] // not cleared: at most one settle's flows
 }
 
 // canonical orders the flows of a component for the solver: by start
@@ -105,9 +104,9 @@ func (n *Network) reshare(now Time) {
 	all, touch := n.solveDirty()
 	n.applyRates(now, all)
 	n.updateLoads(now, all, touch)
-	clear(all)
+	// The scratch slices are not cleared: the resources live as long as
+	// the network, and the flows they name are at most one settle's.
 	n.all = all[:0]
-	clear(touch)
 	n.touch = touch[:0]
 }
 
@@ -141,31 +140,18 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 		if len(r0.flows) == 0 {
 			continue // its flows finished: its load is now zero
 		}
+		if f := r0.flows[0].f; len(r0.flows) == 1 && lone(f) {
+			touch = n.solveLone(f, ep, touch)
+			all = append(all, f)
+			continue
+		}
 		if comp, ok := n.soleAlike(r0, ep); ok {
 			n.solveAlike(comp)
 			all = append(all, comp...)
 			continue
 		}
-		queue := append(n.queue[:0], r0)
-		comp := n.comp[:0]
-		for qi := 0; qi < len(queue); qi++ {
-			for _, ref := range queue[qi].flows {
-				f := ref.f
-				if f.visit == ep {
-					continue
-				}
-				f.visit = ep
-				comp = append(comp, f)
-				for _, h := range f.Spec.Route {
-					if r := n.res[h.Res]; r.visit != ep {
-						r.visit = ep
-						queue = append(queue, r)
-						touch = append(touch, r)
-					}
-				}
-			}
-		}
-		n.queue = queue
+		var comp []*Flow
+		comp, touch = n.component(r0, ep, touch)
 		switch {
 		case len(comp) == 0:
 		case alike(comp):
@@ -173,14 +159,45 @@ func (n *Network) solveDirty() (all []*Flow, touch []*Resource) {
 			all = append(all, comp...)
 		default:
 			slices.SortFunc(comp, canonical)
-			n.solve(comp)
+			n.solveKept(comp)
 			all = append(all, comp...)
 		}
 		n.comp = comp
 	}
-	clear(n.dirtyRes)
-	n.dirtyRes = n.dirtyRes[:0]
+	n.dirtyRes = n.dirtyRes[:0] // not cleared: resources live as long as the network
 	return all, touch
+}
+
+// component returns r0's component, found by a breadth-first search over
+// flows (each flow's resources, then their flows), every flow and
+// resource marked visited by ep, the resources other than r0 appended to
+// touch.
+func (n *Network) component(r0 *Resource, ep uint64, touch []*Resource) ([]*Flow, []*Resource) {
+	comp := n.comp[:0]
+	for _, ref := range r0.flows {
+		if f := ref.f; f.visit != ep {
+			f.visit = ep
+			comp = append(comp, f)
+		}
+	}
+	for i := 0; i < len(comp); i++ {
+		for _, h := range comp[i].rh {
+			r := h.r
+			if r.visit == ep {
+				continue
+			}
+			r.visit = ep
+			touch = append(touch, r)
+			for _, ref := range r.flows {
+				if f := ref.f; f.visit != ep {
+					f.visit = ep
+					comp = append(comp, f)
+				}
+			}
+		}
+	}
+	n.comp = comp
+	return comp, touch
 }
 
 // applyRates gives each solved flow its new rate: the bytes it moved at
@@ -246,19 +263,19 @@ func (n *Network) solve(comp []*Flow) {
 	for _, f := range comp {
 		f.frozen = false
 		f.next = 0
-		for _, h := range f.Spec.Route {
-			r := n.res[h.Res]
+		for _, h := range f.rh {
+			r := h.r
 			if r.mark != ep {
 				r.mark = ep
 				r.wsum = 0
 				act = append(act, r)
 			}
-			r.wsum += h.Weight
+			r.wsum += h.w
 		}
 	}
 	n.act = act
 	for _, r := range act {
-		r.rem = float64(n.capacity(r))
+		r.rem = n.capOf(r)
 	}
 	level := 0.0
 	left := len(comp)
@@ -292,9 +309,8 @@ func (n *Network) solve(comp []*Flow) {
 				continue
 			}
 			hit := f.Spec.Cap > 0 && float64(f.Spec.Cap)-level <= eps*float64(f.Spec.Cap)
-			for _, h := range f.Spec.Route {
-				r := n.res[h.Res]
-				if r.rem <= eps*float64(r.Capacity) {
+			for _, h := range f.rh {
+				if r := h.r; r.rem <= eps*float64(r.Capacity) {
 					hit = true
 					break
 				}
@@ -306,8 +322,8 @@ func (n *Network) solve(comp []*Flow) {
 			f.frozen = true
 			f.next = level
 			left--
-			for _, h := range f.Spec.Route {
-				n.res[h.Res].wsum -= h.Weight
+			for _, h := range f.rh {
+				h.r.wsum -= h.w
 			}
 		}
 		// Guard the sums against rounding: a resource no unfrozen flow
@@ -320,6 +336,14 @@ func (n *Network) solve(comp []*Flow) {
 			}
 		}
 	}
+}
+
+// capOf is capacity as a float64, inlined where r has no collapse rule.
+func (n *Network) capOf(r *Resource) float64 {
+	if r.Collapse == nil {
+		return float64(r.Capacity)
+	}
+	return float64(n.capacity(r))
 }
 
 // capacity returns r's capacity now, lowered by its collapse rule if the
@@ -352,8 +376,8 @@ func (n *Network) updateLoads(now Time, all []*Flow, touch []*Resource) {
 		r.wsum = 0 // reused as the new load
 	}
 	for _, f := range all {
-		for _, h := range f.Spec.Route {
-			n.res[h.Res].wsum += f.rate * h.Weight
+		for _, h := range f.rh {
+			h.r.wsum += f.rate * h.w
 		}
 	}
 	if n.obs != nil {
