@@ -151,7 +151,7 @@ func cmdCheck(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\n%d schedules proved correct (sum at every rank, no races across back-to-back runs (two, or every phase of a buffer rotation), no deadlock); %d algorithm × world-size pairs not allowed\n", checked, skipped)
+	fmt.Fprintf(out, "\n%d schedules proved correct (sum at every rank, no races across back-to-back runs (two, or every phase of a buffer rotation), no deadlock, no wait ended by a flag value raised out of order); %d algorithm × world-size pairs not allowed\n", checked, skipped)
 	return nil
 }
 
