@@ -368,6 +368,13 @@ func (l *loadLog) add(r *Resource, inc float64) {
 		l.on, l.full, l.recs = false, true, nil
 		return
 	}
+	if len(l.recs) == cap(l.recs) {
+		// Double: append grows a long slice by a quarter at a time, and
+		// the log's copies are most of what a run allocates.
+		recs := make([]loadRec, len(l.recs), max(1024, 2*cap(l.recs)))
+		copy(recs, l.recs)
+		l.recs = recs
+	}
 	l.recs = append(l.recs, loadRec{res: int32(r.ID), inc: inc})
 }
 
