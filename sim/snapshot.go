@@ -53,6 +53,10 @@ type netMark struct {
 // its own instant).
 func (s *Snapshot) Equal(o *Snapshot) bool { return slices.Equal(s.words, o.words) }
 
+// Grow makes room for n words, so that a snapshot of about that size
+// allocates once.
+func (s *Snapshot) Grow(n int) { s.words = slices.Grow(s.words[:0], n) }
+
 // Size returns the snapshot's length in 64-bit words.
 func (s *Snapshot) Size() int { return len(s.words) }
 
