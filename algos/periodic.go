@@ -43,10 +43,10 @@ type periodic struct {
 	// waited for the host to issue them (eager mode).
 	hostBound int
 	// scratch
-	base      []int64 // by flag Index: the flag's value that counts as zero
-	seen      []uint8 // callbacksMatch's counts, by slot and then by rank
-	refs      []uint64
-	taken     int // checkpoints taken so far
+	base  []int64 // by flag Index: the flag's value that counts as zero
+	seen  []uint8 // callbacksMatch's counts, by slot and then by rank
+	refs  []uint64
+	taken int // checkpoints taken so far
 }
 
 // iterEnd is a rank's end of allreduce iter at time at.
