@@ -120,6 +120,7 @@ func (pd *periodic) checkpoint(x *executor) {
 			// The state's size changes little from one allreduce to
 			// the next: allocate it once.
 			c.own = make([]uint64, 0, cap(pd.hist[k-1].own))
+			c.snap.Grow(pd.hist[k-1].snap.Size())
 		}
 	}
 	c.k = pd.k

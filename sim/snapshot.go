@@ -53,6 +53,10 @@ type netMark struct {
 // its own instant).
 func (s *Snapshot) Equal(o *Snapshot) bool { return slices.Equal(s.words, o.words) }
 
+// Grow makes room for n words, so that a snapshot of about that size
+// allocates once.
+func (s *Snapshot) Grow(n int) { s.words = slices.Grow(s.words[:0], n) }
+
 // Size returns the snapshot's length in 64-bit words.
 func (s *Snapshot) Size() int { return len(s.words) }
 
@@ -370,6 +374,13 @@ func (l *loadLog) add(r *Resource, inc float64) {
 	if len(l.recs) == maxLoadLog {
 		l.on, l.full, l.recs = false, true, nil
 		return
+	}
+	if len(l.recs) == cap(l.recs) {
+		// Double: append grows a long slice by a quarter at a time, and
+		// the log's copies are most of what a run allocates.
+		recs := make([]loadRec, len(l.recs), max(1024, 2*cap(l.recs)))
+		copy(recs, l.recs)
+		l.recs = recs
 	}
 	l.recs = append(l.recs, loadRec{res: int32(r.ID), inc: inc})
 }
