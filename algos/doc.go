@@ -28,6 +28,10 @@
 //     and the first value that satisfies a Wait is set by exactly one op
 //     (two ops setting it would make the wait ambiguous): Check refuses
 //     either mistake by name;
+//   - a larger value must not be set before a smaller one that a Wait is
+//     for (the wait would end on the larger, early): from the least value
+//     a Wait ends on, each value's signal must precede the next larger
+//     one's (a counter raised in order); Check refuses it by name;
 //   - a flag's stride is the largest value signalled to it in one
 //     allreduce. In back-to-back allreduces the executor and the checker
 //     add iteration × stride to every value of that flag, so allreduce k
