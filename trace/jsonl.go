@@ -206,7 +206,8 @@ type Record struct {
 	// group_barrier's slot layout ("packed": a rank's slots in one sector;
 	// "line_per_slot") and its groups of World blocks barriering at once;
 	// Producer who wrote an LL receive loop's lines ("stale": one launch
-	// before every trial; "before": the launch just before; "live":
+	// before every trial; "before": the launch just before; "evicted":
+	// the launch just before, then 128 MiB of other writes; "live":
 	// another block of the GPU at the same time, storing ahead of the
 	// receiver; "paced": that block pausing ProducerPauseNs after each of
 	// its stores); NsPerOp and OneWayNs the values (NsPerIter for loops).

@@ -58,3 +58,34 @@ func TestLLReceiveBehindALiveProducer(t *testing.T) {
 	assert.Equal(t, 36, simulated, "stale, before and live receivers are simulated")
 	assert.NotEmpty(t, v.Skipped, "the paced ones are not")
 }
+
+// testdata/h200x1-arsim/ll_live_2.jsonl adds receivers whose lines were
+// written just before and then pushed out of the caches by 128 MiB of
+// other writes (producer "evicted"): the same loop is 15–22 % slower over
+// host lines (the host's last-level cache against its DRAM) and about
+// twice as slow over local ones (the GPU's L2 against HBM). The LL
+// parameters are fitted on lines behind a 96 MiB fill, the evicted case.
+func TestLLReceiveDependsOnWhereItsLinesAre(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/ll_live_2.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	type key struct {
+		recv     string
+		threads  int
+		producer string
+	}
+	ns := map[key]float64{}
+	for _, r := range recs {
+		if r.Producer != "" {
+			ns[key{r.Recv, r.Threads, r.Producer}] = r.NsPerIter
+		}
+	}
+	for _, th := range []int{64, 192, 320, 512, 640, 1024} {
+		hb, he := ns[key{"host", th, "before"}], ns[key{"host", th, "evicted"}]
+		lb, le := ns[key{"local", th, "before"}], ns[key{"local", th, "evicted"}]
+		require.Positive(t, hb*he*lb*le, "threads %d", th)
+		assert.Greater(t, he, 1.12*hb, "host, %d threads: evicted lines come from DRAM", th)
+		assert.Less(t, he, 1.30*hb, "host, %d threads", th)
+		assert.Greater(t, le, 1.6*lb, "local, %d threads: evicted lines come from HBM", th)
+	}
+}

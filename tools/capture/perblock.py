@@ -254,7 +254,8 @@ class PerBlock:
         The lines live in pinned host memory (NCCL's SHM FIFO) or local memory. producer: live (the producer
         block stores as fast as it can, ahead of the receiver), paced (it pauses so as to store one iteration in
         about the receiver's time), before (the launch just before wrote them; timed alone), stale (one launch wrote
-        them before the first trial; every trial reads the same lines, as part ll does)."""
+        them before the first trial; every trial reads the same lines), evicted (written just before, then 128 MiB
+        of other host memory written, as part ll's 96 MiB fill does before its loops)."""
         cp = self.cp
         k = self.fn("pb_ll_live")
         iters = 256
@@ -280,7 +281,18 @@ class PerBlock:
                     self.s.synchronize()
                 for trial in range(TRIALS + 1):
                     flag = next_flag()
-                    if producer == "stale":
+                    if producer == "evicted":
+                        # written just before, then 128 MiB of other host memory written by the GPU, which
+                        # pushes the lines out of the host's last-level cache
+                        k((1,), (t,), (lp, out, np.int32(iters), np.int32(1), flag, np.int64(0), self.err, self.res),
+                          stream=self.s)
+                        self.s.synchronize()
+                        self.fill("host", "llevict", 128 * MB, [trial, 3])
+                        k((1,), (t,), (lp, out, np.int32(iters), np.int32(2), flag, np.int64(0), self.err, self.res),
+                          stream=self.s)
+                        self.s.synchronize()
+                        cyc = int(self.res[0].get())
+                    elif producer == "stale":
                         k((1,), (t,), (lp, out, np.int32(iters), np.int32(2), stale, np.int64(0), self.err, self.res),
                           stream=self.s)
                         self.s.synchronize()
@@ -309,7 +321,7 @@ class PerBlock:
             self.emit(rec, vals, "ns_per_iter")
 
         for where in ("host", "local"):
-            for producer in ("stale", "before", "live", "paced"):
+            for producer in ("stale", "before", "evicted", "live", "paced"):
                 for t in ([192, 512] if self.quick else [64, 192, 320, 512, 640, 1024]):
                     self.rec.guard(f"ll_live {where} {producer} 1x{t}", run, where, producer, t)
 
