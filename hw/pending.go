@@ -18,16 +18,40 @@ type pending struct {
 	registered bool
 	hStart     sim.HandlerID
 	hLand      sim.HandlerID
-	starts     []pendingStart
-	startFree  []int32
-	lands      []landing
-	landFree   []int32
+	starts     slotTable[pendingStart]
+	lands      slotTable[landing]
 	// Waits polling host memory (WaitFlag): the wait's state, and the
 	// flag waiter each slot hands its flag (made once per slot).
 	hSeen, hPolled sim.HandlerID
-	polls          []pollWait
+	polls          slotTable[pollWait]
 	pollSeen       []func()
-	pollFree       []int32
+}
+
+// slotTable keeps values in slots that are reused once taken.
+type slotTable[T any] struct {
+	items []T
+	free  []int32
+}
+
+// put keeps v in a free slot, or a new one (fresh), and returns the slot.
+func (t *slotTable[T]) put(v T) (i int32, fresh bool) {
+	if k := len(t.free); k > 0 {
+		i = t.free[k-1]
+		t.free = t.free[:k-1]
+		t.items[i] = v
+		return i, false
+	}
+	t.items = append(t.items, v)
+	return int32(len(t.items) - 1), true
+}
+
+// take returns slot i's value and frees the slot.
+func (t *slotTable[T]) take(i int64) T {
+	v := t.items[i]
+	var zero T
+	t.items[i] = zero
+	t.free = append(t.free, int32(i))
+	return v
 }
 
 // pollWait is a wait polling a flag in host memory: its poll loop's
@@ -49,7 +73,7 @@ type seenHandler Machine
 
 func (h *seenHandler) Handle(arg int64) {
 	m := (*Machine)(h)
-	w := &m.pend.polls[arg]
+	w := &m.pend.polls.items[arg]
 	period := pollPeriod(w.rtt, m.pollers[w.sec], w.svc)
 	m.Eng.CallAfter(period+w.extra, m.pend.hPolled, arg)
 }
@@ -60,9 +84,7 @@ type polledHandler Machine
 
 func (h *polledHandler) Handle(arg int64) {
 	m := (*Machine)(h)
-	w := m.pend.polls[arg]
-	m.pend.polls[arg] = pollWait{}
-	m.pend.pollFree = append(m.pend.pollFree, int32(arg))
+	w := m.pend.polls.take(arg)
 	if w.fp.waits[w.r]--; w.fp.waits[w.r] == 0 {
 		m.pollers[w.sec]--
 	}
@@ -72,15 +94,10 @@ func (h *polledHandler) Handle(arg int64) {
 // newPoll keeps w in a free slot and returns the slot.
 func (m *Machine) newPoll(w pollWait) int32 {
 	m.registerPending()
-	if k := len(m.pend.pollFree); k > 0 {
-		i := m.pend.pollFree[k-1]
-		m.pend.pollFree = m.pend.pollFree[:k-1]
-		m.pend.polls[i] = w
-		return i
+	i, fresh := m.pend.polls.put(w)
+	if fresh {
+		m.pend.pollSeen = append(m.pend.pollSeen, m.Eng.Func(m.pend.hSeen, int64(i)))
 	}
-	i := int32(len(m.pend.polls))
-	m.pend.polls = append(m.pend.polls, w)
-	m.pend.pollSeen = append(m.pend.pollSeen, m.Eng.Func(m.pend.hSeen, int64(i)))
 	return i
 }
 
@@ -101,25 +118,17 @@ type startHandler Machine
 
 func (h *startHandler) Handle(arg int64) {
 	m := (*Machine)(h)
-	st := m.pend.starts[arg]
-	m.pend.starts[arg] = pendingStart{}
-	m.pend.startFree = append(m.pend.startFree, int32(arg))
-	// The route and sizes were checked when it was scheduled; Launch
+	st := m.pend.starts.take(arg)
+	// The route and sizes were checked when it was scheduled; the launch
 	// cannot fail here.
-	if st.pr != nil {
-		_ = m.Net.LaunchOn(st.pr, &st.spec)
-	} else {
-		_ = m.Net.Launch(st.spec)
-	}
+	_ = m.launchNow(0, st.spec, st.pr, true)
 }
 
 type landHandler Machine
 
 func (h *landHandler) Handle(arg int64) {
 	m := (*Machine)(h)
-	l := m.pend.lands[arg]
-	m.pend.lands[arg] = landing{}
-	m.pend.landFree = append(m.pend.landFree, int32(arg))
+	l := m.pend.lands.take(arg)
 	l.f.Set(l.value)
 }
 
@@ -137,29 +146,13 @@ func (m *Machine) registerPending() {
 // not nil).
 func (m *Machine) launchAfter(d sim.Duration, spec *sim.FlowSpec, pr *sim.PreparedRoute) {
 	m.registerPending()
-	var i int32
-	if k := len(m.pend.startFree); k > 0 {
-		i = m.pend.startFree[k-1]
-		m.pend.startFree = m.pend.startFree[:k-1]
-		m.pend.starts[i] = pendingStart{*spec, pr}
-	} else {
-		i = int32(len(m.pend.starts))
-		m.pend.starts = append(m.pend.starts, pendingStart{*spec, pr})
-	}
+	i, _ := m.pend.starts.put(pendingStart{*spec, pr})
 	m.Eng.CallAfter(d, m.pend.hStart, int64(i))
 }
 
 // setAfter sets flag f to value d from now.
 func (m *Machine) setAfter(d sim.Duration, f *sim.FlagVar, value int64) {
 	m.registerPending()
-	var i int32
-	if k := len(m.pend.landFree); k > 0 {
-		i = m.pend.landFree[k-1]
-		m.pend.landFree = m.pend.landFree[:k-1]
-		m.pend.lands[i] = landing{f: f, value: value}
-	} else {
-		i = int32(len(m.pend.lands))
-		m.pend.lands = append(m.pend.lands, landing{f: f, value: value})
-	}
+	i, _ := m.pend.lands.put(landing{f: f, value: value})
 	m.Eng.CallAfter(d, m.pend.hLand, int64(i))
 }
