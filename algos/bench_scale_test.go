@@ -189,6 +189,33 @@ func (st *ringStream) CompactOp(r, i int, op *algos.StreamOp) {
 	}
 }
 
+// Repeats: from step 2 on, each step is the one before with every
+// chunk's counter one higher (step 1's waits follow step 0's two-op
+// steps), in two stretches, the reduce-scatter's steps (their writes
+// accumulate) and the all-gather's.
+func (st *ringStream) Repeats() []algos.Repeat {
+	n := st.n
+	if n < 4 {
+		return nil
+	}
+	for c := range scaleChunks {
+		for _, l := range st.ln[c] {
+			if l != st.ln[c][0] {
+				return nil // parts of different lengths: steps differ
+			}
+		}
+	}
+	step := make([]int64, scaleChunks*n)
+	for i := range step {
+		step[i] = 1
+	}
+	at := func(s int) int { return st.pre + ringIndex(s, 0, 0) }
+	return []algos.Repeat{
+		{From: at(2), To: at(n - 1), Ops: 3 * scaleChunks, Step: step},
+		{From: at(n - 1), To: st.pre + st.core, Ops: 3 * scaleChunks, Step: step},
+	}
+}
+
 // Op is CompactOp in full.
 func (st *ringStream) Op(r, i int, op *algos.Op) int {
 	var c algos.StreamOp
@@ -212,14 +239,29 @@ func (st *ringStream) Op(r, i int, op *algos.Op) int {
 // run. algos.Check is not run (it is O(ops²)); TestRingStreamChecks checks
 // small rings.
 //
+// The stream says where its steps repeat (Repeats), so the run skips the
+// steady state of each of its two stretches exactly (periodic_step.go);
+// events are counted as if they ran, and skipped-ops/op reports the ops
+// of each rank advanced over. BenchmarkRingAllreduceEveryEvent runs every
+// event.
+//
 // Besides time, allocations and events it reports peak-heap-MiB: the
 // largest heap (bytes of live and not yet collected objects,
 // runtime/metrics /memory/classes/heap/objects:bytes) sampled every
 // millisecond while the benchmark ran, machine and schedule included.
 //
-// ranks=4096 (1 MiB only: 268 million events, minutes a run) is there for
-// the scale target; select it explicitly (-bench 'RingAllreduce/ranks=4096').
-func BenchmarkRingAllreduce(b *testing.B) {
+// ranks=4096 (1 MiB only: 268 million events; about a second a run,
+// minutes every event) is there for the scale target.
+func BenchmarkRingAllreduce(b *testing.B) { benchRing(b, algos.RunOptions{EventLimit: 1 << 40}) }
+
+// BenchmarkRingAllreduceEveryEvent is BenchmarkRingAllreduce with every
+// event run (RunOptions.EveryEvent): the steady state's steps are not
+// skipped, the engine's own speed.
+func BenchmarkRingAllreduceEveryEvent(b *testing.B) {
+	benchRing(b, algos.RunOptions{EventLimit: 1 << 40, EveryEvent: true})
+}
+
+func benchRing(b *testing.B, opt algos.RunOptions) {
 	for _, n := range []int{8, 64, 256, 512, 1024, 4096} {
 		top, err := topology.Ring(n)
 		if err != nil {
@@ -233,26 +275,32 @@ func BenchmarkRingAllreduce(b *testing.B) {
 				b.ReportAllocs()
 				peak := sampleHeap()
 				var events uint64
+				skipped := 0
 				for b.Loop() {
 					m, err := hw.New(top)
 					if err != nil {
 						b.Fatal(err)
 					}
-					res, err := algos.RunStream(m, newRingStream(n, int64(size), false), algos.RunOptions{EventLimit: 1 << 40})
+					res, err := algos.RunStream(m, newRingStream(n, int64(size), false), opt)
 					if err != nil {
 						b.Fatal(err)
 					}
 					events += res.Events
+					skipped += res.SkippedOps
 				}
 				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 				b.ReportMetric(float64(events)/float64(b.N), "events/op")
+				b.ReportMetric(float64(skipped)/float64(b.N), "skipped-ops/op")
 				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MiB")
 			})
 		}
 	}
 }
 
-var ringOnce = flag.Int("ring.once", 0, "TestRingOnce: run one ring allreduce of this many ranks (1 MiB, 4 chunks)")
+var (
+	ringOnce  = flag.Int("ring.once", 0, "TestRingOnce: run one ring allreduce of this many ranks (1 MiB, 4 chunks)")
+	ringEvery = flag.Bool("ring.every", false, "TestRingOnce: run every event (no steady-state skipping)")
+)
 
 // TestRingOnce runs the benchmark's ring allreduce once, at the size given
 // by -ring.once, and logs its events and time: a run without the
@@ -267,10 +315,10 @@ func TestRingOnce(t *testing.T) {
 	require.NoError(t, err)
 	m, err := hw.New(top)
 	require.NoError(t, err)
-	res, err := algos.RunStream(m, newRingStream(*ringOnce, int64(sim.MiB), false), algos.RunOptions{EventLimit: 1 << 40})
+	res, err := algos.RunStream(m, newRingStream(*ringOnce, int64(sim.MiB), false), algos.RunOptions{EventLimit: 1 << 40, EveryEvent: *ringEvery})
 	require.NoError(t, err)
 	d := time.Since(start)
-	t.Logf("%d ranks: %d events in %v (%.1f M events/s), simulated %v", *ringOnce, res.Events, d, float64(res.Events)/d.Seconds()/1e6, res.Time)
+	t.Logf("%d ranks: %d events in %v (%.1f M events/s), simulated %v, %d ops of each rank skipped", *ringOnce, res.Events, d, float64(res.Events)/d.Seconds()/1e6, res.Time, res.SkippedOps)
 }
 
 // sampleHeap starts sampling the heap's size every millisecond; the
@@ -344,6 +392,7 @@ func TestRingStreamMatchesStored(t *testing.T) {
 				require.NoError(t, err)
 				got, err := algos.RunStream(m, st, opt)
 				require.NoError(t, err, name)
+				got.SkippedOps = 0 // the stored schedule does not say that it repeats
 				require.Equal(t, want, got, name)
 				require.Positive(t, got.Time, name)
 			}
@@ -364,4 +413,79 @@ func TestRingStreamWindowTooSmall(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "outside the window of 6 ops")
 	require.Contains(t, err.Error(), "rank 0 op")
+}
+
+// Inside one allreduce, the ring's steady state is skipped exactly: the
+// results (time, ends, event counts, every op's span) are bit for bit
+// those of running every event, on rings whose stretches are long enough
+// to skip and with parts of different lengths, which do not repeat.
+func TestRingStreamStepSkipIsExact(t *testing.T) {
+	for _, n := range []int{4, 5, 33, 64, 97} {
+		top, err := topology.Ring(n)
+		require.NoError(t, err)
+		for _, bytes := range []int64{1 << 20, 3<<20 + 2*1234, 1 << 30} {
+			for _, opt := range []algos.RunOptions{{}, {Spans: true}, {Launch: hw.Eager}} {
+				for _, checked := range []bool{false, true} {
+					name := fmt.Sprintf("ranks %d, %d B, spans %v, %v, checked %v", n, bytes, opt.Spans, opt.Launch, checked)
+					st := newRingStream(n, bytes, checked)
+					require.NoError(t, algos.CheckRepeats(st), name)
+					m, err := hw.New(top)
+					require.NoError(t, err)
+					full := opt
+					full.EveryEvent = true
+					want, err := algos.RunStream(m, st, full)
+					require.NoError(t, err, name)
+					m, err = hw.New(top)
+					require.NoError(t, err)
+					got, err := algos.RunStream(m, st, opt)
+					require.NoError(t, err, name)
+					if n >= 64 && st.Repeats() != nil {
+						require.Positive(t, got.SkippedOps, name)
+					}
+					got.SkippedOps = 0
+					require.Equal(t, want, got, name)
+				}
+			}
+		}
+	}
+}
+
+// CheckRepeats finds a stream whose ops do not repeat as it says.
+func TestCheckRepeatsFindsAFalseClaim(t *testing.T) {
+	st := &lyingRing{newRingStream(16, 1<<20, false)}
+	require.NoError(t, algos.CheckRepeats(st.ringStream))
+	err := algos.CheckRepeats(st)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "is not op")
+	require.Contains(t, err.Error(), "one period on")
+}
+
+// lyingRing claims that the reduce-scatter's steps and the all-gather's
+// are alike (their writes differ: the first accumulate).
+type lyingRing struct{ *ringStream }
+
+func (l *lyingRing) Repeats() []algos.Repeat {
+	r := l.ringStream.Repeats()
+	return []algos.Repeat{{From: r[0].From, To: r[1].To, Ops: r[0].Ops, Step: r[0].Step}}
+}
+
+// A stretch past the end of the programs is refused before the run.
+func TestRepeatPastTheEndIsRefused(t *testing.T) {
+	st := &farRing{newRingStream(16, 1<<20, false)}
+	top, err := topology.Ring(16)
+	require.NoError(t, err)
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	_, err = algos.RunStream(m, st, algos.RunOptions{})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "repeat 1")
+	require.Contains(t, err.Error(), "passes the end of a program")
+}
+
+type farRing struct{ *ringStream }
+
+func (l *farRing) Repeats() []algos.Repeat {
+	r := l.ringStream.Repeats()
+	r[1].To = l.Len(0) + 1
+	return r
 }

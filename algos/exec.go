@@ -42,6 +42,7 @@ type executor struct {
 	err      error
 	res      *Result
 	per      *periodic   // steady-state detection; nil when off
+	stepAt   int         // rank 0's op whose start is the next step mark (periodic_step.go); −1 when none
 	images   []rankImage // by rank, for a stored schedule (image.go); nil for a stream
 }
 
@@ -100,7 +101,7 @@ func (x *executor) startIter(r, it int) {
 	p := &x.ranks[r]
 	p.iter = it
 	p.left = p.n
-	if r == 0 && x.per != nil {
+	if r == 0 && x.per != nil && x.per.step == nil {
 		x.per.mark(x, it)
 	}
 	if p.n == 0 {
@@ -354,6 +355,9 @@ func (x *executor) start(r int, k int32) {
 	p := &x.ranks[r]
 	s := &x.slots[int(k)*x.nranks+r]
 	s.bits |= opStarted
+	if r == 0 && x.stepAt >= 0 && x.opIndex(0, k) == x.stepAt {
+		x.per.step.mark(x, x.per)
+	}
 	m := x.m
 	if p.starts != nil {
 		p.starts[k] = x.eng.Now()

@@ -25,6 +25,10 @@ import (
 // The results are bit for bit those of running every event; events are
 // counted as if they ran.
 //
+// A run of one allreduce of a stream that says where its ops repeat (a
+// ring's steps) is skipped the same way inside the allreduce, with marks
+// in place of allreduce starts (periodic_step.go).
+//
 // Detection stays off where the state cannot be written down exactly: a
 // pending closure that neither the engine nor the executor made, an
 // observer on the network, a handler event of a handler other than the
@@ -42,6 +46,10 @@ type periodic struct {
 	// hostBound counts the allreduces, since detection began, whose start
 	// waited for the host to issue them (eager mode).
 	hostBound int
+	// step is set when detection runs inside one allreduce of a
+	// repeating stream (see stepMode); checkpoints then come at its
+	// marks, not at allreduce starts.
+	step *stepMode
 	// scratch
 	base  []int64 // by flag Index: the flag's value that counts as zero
 	seen  []uint8 // callbacksMatch's counts, by slot and then by rank
@@ -86,9 +94,18 @@ const (
 func (c *checkpoint) size() int { return c.snap.Size() + len(c.own) }
 
 // newPeriodic returns the detector of a run, or nil when a run is too
-// short to skip anything (three allreduces at least).
+// short to skip anything (three allreduces at least, or one of a
+// repeating stream).
 func newPeriodic(x *executor) *periodic {
-	if x.opt.Iterations < 3 || x.nranks == 0 || x.opt.EveryEvent {
+	if x.nranks == 0 || x.opt.EveryEvent {
+		return nil
+	}
+	if x.opt.Iterations == 1 {
+		if sm := newStepMode(x); sm != nil {
+			return &periodic{step: sm}
+		}
+	}
+	if x.opt.Iterations < 3 {
 		return nil
 	}
 	return &periodic{}
@@ -111,6 +128,9 @@ func (pd *periodic) checkpoint(x *executor) {
 	if pd.off || x.err != nil {
 		return
 	}
+	if pd.step != nil {
+		defer pd.step.next(x, pd)
+	}
 	var c *checkpoint
 	if k := len(pd.free); k > 0 {
 		c, pd.free = pd.free[k-1], pd.free[:k-1]
@@ -125,6 +145,11 @@ func (pd *periodic) checkpoint(x *executor) {
 	}
 	c.k = pd.k
 	if pd.taken++; pd.taken > maxMisses {
+		if pd.step != nil {
+			pd.step.done = true // give the stretch up, watch the next
+			pd.free = append(pd.free, c)
+			return
+		}
 		pd.stop(x)
 		return
 	}
@@ -135,7 +160,18 @@ func (pd *periodic) checkpoint(x *executor) {
 	for i := len(pd.hist) - 1; i >= 0; i-- {
 		h := pd.hist[i]
 		if h.snap.Equal(&c.snap) && slices.Equal(h.own, c.own) {
-			if pd.skip(x, h, c) {
+			skipped := false
+			if pd.step != nil {
+				skipped = pd.step.skip(x, pd, h, c)
+			} else {
+				skipped = pd.skip(x, h, c)
+			}
+			if skipped {
+				pd.free = append(pd.free, c)
+				if pd.step != nil {
+					pd.step.done = true // on to the next stretch
+					return
+				}
 				pd.stop(x)
 				return
 			}
@@ -166,13 +202,19 @@ func (pd *periodic) take(x *executor, c *checkpoint) bool {
 	if !x.m.InOrderIdle() {
 		return false // in-order loop groups' queues are not in the snapshot
 	}
-	if !x.eng.TakeSnapshot(&c.snap, pd.flagValues(x, int64(c.k))) {
+	base, iter, shift := pd.flagValues(x, int64(c.k)), c.k, 0
+	if pd.step != nil {
+		// Mark c.k of a stretch, in allreduce 0.
+		base, iter, shift = pd.step.flagValues(x, pd, int64(c.k)), 0, c.k*pd.step.unit
+	}
+	c.snap.Unordered = pd.step != nil
+	if !x.eng.TakeSnapshot(&c.snap, base) {
 		return false
 	}
 	if !pd.callbacksMatch(x, &c.snap) {
 		return false
 	}
-	c.own = x.appendState(c.own[:0], c.snap.At, c.k)
+	c.own = x.appendState(c.own[:0], c.snap.At, iter, shift)
 	if c.size() > maxKeptWords {
 		pd.off = true
 		return false
@@ -319,10 +361,13 @@ func hostAgrees(interval sim.Duration, cyc int, period sim.Duration, bound int) 
 // loaded from its program image are the image's: not written), when it
 // started (for spans) and, while ops are still to be loaded, when the
 // finished ones finished (load compares it with the time).
-func (x *executor) appendState(w []uint64, at sim.Time, k int) []uint64 {
+//
+// Inside one allreduce (a repeating stream's stretch, stepMode), op
+// indices are written less shift, the ops of the periods before.
+func (x *executor) appendState(w []uint64, at sim.Time, k, shift int) []uint64 {
 	for r := range x.ranks {
 		p := &x.ranks[r]
-		w = append(w, uint64(p.iter-k), uint64(p.left), uint64(p.base), uint64(p.next), uint64(p.basePos), uint64(p.nextPos))
+		w = append(w, uint64(p.iter-k), uint64(p.left+shift), uint64(p.base-shift), uint64(p.next-shift), uint64(p.basePos), uint64(p.nextPos))
 		loading := p.next < p.n
 		if loading {
 			// Finished ops before base whose slots still hold them.

@@ -60,6 +60,10 @@ type Result struct {
 	// Skipped is how many allreduces (of all ranks) were advanced over
 	// without running their events (see RunOptions.EveryEvent).
 	Skipped int
+	// SkippedOps is how many ops of each rank were advanced over inside
+	// an allreduce of a repeating stream (RepeatingStream), events
+	// counted as if they ran.
+	SkippedOps int
 }
 
 // MeanUs returns the mean time per allreduce in µs.
@@ -304,6 +308,10 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 			x.makeFins(r, nil)
 		}
 	}
+	x.stepAt = -1
 	x.per = newPeriodic(x)
+	if x.per != nil && x.per.step != nil {
+		x.per.step.first(x, x.per)
+	}
 	return x, nil
 }

@@ -56,6 +56,112 @@ type CompactStream interface {
 	CompactOp(r, i int, op *StreamOp)
 }
 
+// RepeatingStream is a Stream whose ops repeat in stretches, as a ring's
+// steps do: in a run of one allreduce, the executor then finds the
+// stretch's steady state and skips whole periods of it exactly, as it
+// does back-to-back allreduces (periodic.go). What a stretch claims is the
+// stream's to keep, like Op's returning the same op every time (CheckRepeats
+// verifies it op by op); the skip itself rests on the run's state being
+// equal, not on the claim alone.
+type RepeatingStream interface {
+	Stream
+	// Repeats lists the stretches, in program order, not overlapping.
+	Repeats() []Repeat
+}
+
+// Repeat is a stretch [From, To) of every rank's program in which the
+// ops repeat every Ops ops: for From ≤ i and i + Ops < To, op i + Ops is
+// op i one period on. It has op i's kind, options, memories, byte count,
+// kernel and label (buffer offsets may differ), its deps lie as far back
+// as op i's do, and a Signal's or Wait's flag is op i's with the value
+// raised by Step[f], f the flag's index in Flags (0 beyond Step's end).
+type Repeat struct {
+	From, To, Ops int
+	Step          []int64
+}
+
+// CheckRepeats verifies, by generating every op, that the stream's ops
+// repeat as its Repeats say (nil for a stream without them). It costs a
+// pass over the whole schedule: for tests.
+func CheckRepeats(st Stream) error {
+	rs, ok := st.(RepeatingStream)
+	if !ok {
+		return nil
+	}
+	h := st.Header()
+	reps := rs.Repeats()
+	if err := checkRepeatBounds(st, reps); err != nil {
+		return err
+	}
+	var a, b Op
+	for r := 0; r < h.Ranks; r++ {
+		for _, rp := range reps {
+			for i := rp.From; i+rp.Ops < rp.To; i++ {
+				a, b = Op{After: a.After[:0]}, Op{After: b.After[:0]}
+				fa, fb := st.Op(r, i, &a), st.Op(r, i+rp.Ops, &b)
+				if why := repeatDiff(&a, &b, fa, fb, rp); why != "" {
+					return fmt.Errorf("algos: stream %s: rank %d op %d is not op %d one period on: %s", h.Algo, r, i+rp.Ops, i, why)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// repeatDiff says how op b (flag index fb) differs from op a (fa) one
+// period of rp on, or "" when it does not.
+func repeatDiff(a, b *Op, fa, fb int, rp Repeat) string {
+	switch {
+	case a.Kind != b.Kind || a.Accumulate != b.Accumulate || a.Inline != b.Inline || a.Atomic != b.Atomic || a.BlockSync != b.BlockSync || a.Fenced != b.Fenced:
+		return fmt.Sprintf("%s against %s", b.Kind, a.Kind)
+	case a.Kernel != b.Kernel || a.Label != b.Label || a.Dur != b.Dur:
+		return "kernel, label or duration differ"
+	case len(a.After) != len(b.After):
+		return "a different number of deps"
+	}
+	for j := range a.After {
+		if b.After[j]-a.After[j] != rp.Ops {
+			return fmt.Sprintf("its dep on op %d is not op %d one period on", b.After[j], a.After[j])
+		}
+	}
+	switch a.Kind {
+	case Signal, Wait:
+		step := int64(0)
+		if fa >= 0 && fa < len(rp.Step) {
+			step = rp.Step[fa]
+		}
+		if fa != fb || b.Value != a.Value+step {
+			return fmt.Sprintf("flag %d = %d against flag %d = %d + %d", fb, b.Value, fa, a.Value, step)
+		}
+	case Compute, Launch:
+	default:
+		if a.Src.Buf.At != b.Src.Buf.At || a.Dst.Buf.At != b.Dst.Buf.At || a.Src.Len != b.Src.Len {
+			return fmt.Sprintf("moves %d bytes %s → %s against %d bytes %s → %s", b.Src.Len, b.Src.Buf.At, b.Dst.Buf.At, a.Src.Len, a.Src.Buf.At, a.Dst.Buf.At)
+		}
+	}
+	return ""
+}
+
+// checkRepeatBounds refuses stretches that are empty, out of order,
+// overlapping or past a rank's program, or name flags the stream lacks.
+func checkRepeatBounds(st Stream, reps []Repeat) error {
+	h := st.Header()
+	n := -1
+	for r := 0; r < h.Ranks; r++ {
+		if l := st.Len(r); n < 0 || l < n {
+			n = l
+		}
+	}
+	end := 0
+	for i, rp := range reps {
+		if rp.Ops < 1 || rp.From < end || rp.To < rp.From || rp.To > n || len(rp.Step) > len(st.Flags()) {
+			return fmt.Errorf("algos: stream %s: repeat %d (ops %d–%d every %d, %d steps) has no period, runs backwards, overlaps the one before, passes the end of a program (%d ops) or names more than the %d flags", h.Algo, i, rp.From, rp.To, rp.Ops, len(rp.Step), n, len(st.Flags()))
+		}
+		end = rp.To
+	}
+	return nil
+}
+
 // StreamTables are what compact ops name by index. An empty Kernels or
 // Labels stands for one entry, the zero Kernel or the empty label.
 type StreamTables struct {
@@ -143,10 +249,11 @@ type streamSource struct {
 	cst     CompactStream
 	tables  StreamTables
 	cop     StreamOp
-	flagMem []memOK // by flag ID
-	bufMem  []memOK // by buffer index
-	kmap    []int32 // executor kernel ID by table index (made by bind)
-	lmap    []int32 // executor label ID by table index
+	flagMem []memOK  // by flag ID
+	bufMem  []memOK  // by buffer index
+	repeats []Repeat // a RepeatingStream's stretches
+	kmap    []int32  // executor kernel ID by table index (made by bind)
+	lmap    []int32  // executor label ID by table index
 }
 
 func newStreamSource(st Stream) (*streamSource, error) {
@@ -168,6 +275,12 @@ func newStreamSource(st Stream) (*streamSource, error) {
 		src.stride = append(src.stride, f.Stride)
 	}
 	src.seen = make([]int64, len(src.sflags))
+	if rs, ok := st.(RepeatingStream); ok {
+		src.repeats = rs.Repeats()
+		if err := checkRepeatBounds(st, src.repeats); err != nil {
+			return nil, err
+		}
+	}
 	if cst, ok := st.(CompactStream); ok {
 		src.cst = cst
 		src.tables = cst.Tables()

@@ -25,6 +25,7 @@ type Engine struct {
 	maxEvents uint64
 	running   bool // inside Run or RunUntil
 	stop      bool // Stop was called: Run returns after the current event
+	instant   bool // StopAfterInstant was called: Run returns after the instant's last event
 	handlers  []Handler
 	funcs     []funcRec          // closures made by Func, for snapshots
 	names     map[uintptr]uint64 // funcs by key, made by the first snapshot
@@ -175,6 +176,16 @@ func (e *Engine) Stop() {
 	}
 }
 
+// StopAfterInstant makes the Run now running return, without error, once
+// every event at the current instant has run (those it schedules at the
+// instant too): the state is then the instant's end, which does not depend
+// on the order of the instant's events. Outside Run it does nothing.
+func (e *Engine) StopAfterInstant() {
+	if e.running {
+		e.stop, e.instant = true, true
+	}
+}
+
 // Step runs the next event and reports whether there was one.
 func (e *Engine) Step() bool {
 	if e.q.pending == 0 {
@@ -210,14 +221,14 @@ func (e *Engine) Run() error {
 			return fmt.Errorf("sim: stopped after %d events at %v with %d still queued (event limit)", e.processed, e.now, e.q.pending)
 		}
 		e.step()
-		if e.stop {
+		if e.stop && (!e.instant || e.q.pending == 0 || e.q.next() > e.now) {
 			break
 		}
 	}
 	return nil
 }
 
-func (e *Engine) halt() { e.running, e.stop = false, false }
+func (e *Engine) halt() { e.running, e.stop, e.instant = false, false, false }
 
 // RunUntil runs every event at or before t, then sets the clock to t; if
 // Stop is called it returns after that event, clock unchanged.

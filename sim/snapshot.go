@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -33,13 +34,20 @@ import (
 // the snapshot, or make it fail.
 type Snapshot struct {
 	// At is the instant the snapshot was taken.
-	At    Time
-	words []uint64
+	At Time
+	// Unordered, set before TakeSnapshot, writes the events pending at
+	// one instant sorted by what they do instead of in the order they
+	// will run, for a caller whose instants' outcomes do not depend on
+	// the order of their events (the executor's, see algos): two states
+	// that differ only in that order are then equal.
+	Unordered bool
+	words     []uint64
 	// refs lists the handler events the state names, as handler<<48|arg,
 	// once per place they are pending (queue, flow, flag waiter).
 	refs      []uint64
 	processed uint64
 	nets      []netMark
+	scratch   [][3]uint64
 }
 
 // netMark is what Advance needs of a network beyond the snapshot's words.
@@ -111,7 +119,12 @@ func (e *Engine) TakeSnapshot(s *Snapshot, flagBase []int64) bool {
 	}
 	names := e.funcNames()
 	ok := true
+	runAt, runFrom := Time(-1), 0
 	e.q.each(func(at Time, ev *event) {
+		if s.Unordered && at != runAt {
+			s.sortRun(runFrom)
+			runAt, runFrom = at, len(s.words)
+		}
 		s.putTime(at)
 		if ev.fn != nil {
 			ok = ok && s.putFunc(names, ev.fn)
@@ -126,6 +139,9 @@ func (e *Engine) TakeSnapshot(s *Snapshot, flagBase []int64) bool {
 	})
 	if !ok {
 		return false
+	}
+	if s.Unordered {
+		s.sortRun(runFrom)
 	}
 	s.put(uint64(len(e.flags)))
 	for i, f := range e.flags {
@@ -392,4 +408,43 @@ func (l *loadLog) trim(pos int) {
 	}
 	l.recs = l.recs[:copy(l.recs, l.recs[k:])]
 	l.base = pos
+}
+
+// sortRun sorts the events written from word from on, all pending at one
+// instant, by their words. An event is its time and two words (a
+// handler event or a closure: tag and handler<<48|arg; none: tag and 0)
+// or one (a network's own event).
+func (s *Snapshot) sortRun(from int) {
+	run := s.words[from:]
+	if len(run) <= 3 {
+		return
+	}
+	evs := s.scratch[:0]
+	for i := 0; i < len(run); {
+		var e [3]uint64
+		e[0] = run[i+1]
+		n := 2
+		if e[0] == tagHandler {
+			e[1] = run[i+2]
+			n = 3
+		}
+		e[2] = uint64(n)
+		evs = append(evs, e)
+		i += n
+	}
+	slices.SortFunc(evs, func(a, b [3]uint64) int {
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	t := run[0]
+	w := run[:0]
+	for _, e := range evs {
+		w = append(w, t, e[0])
+		if e[2] == 3 {
+			w = append(w, e[1])
+		}
+	}
+	s.scratch = evs
 }

@@ -191,3 +191,42 @@ func TestSnapshotsSeeDifferences(t *testing.T) {
 		assert.False(t, base.Equal(take(setup)), name)
 	}
 }
+
+// StopAfterInstant makes Run return once the instant's last event has run,
+// those scheduled at the instant by its events included.
+func TestStopAfterInstantRunsTheInstantOut(t *testing.T) {
+	e := NewEngine()
+	h := &recorder{e: e}
+	id := e.Register(h)
+	e.At(1000, func() {
+		e.StopAfterInstant()
+		e.CallAt(1000, id, 3) // joins the instant
+	})
+	e.CallAt(1000, id, 1)
+	e.CallAt(2000, id, 2)
+	require.NoError(t, e.Run())
+	assert.Equal(t, []string{"1 ns:b", "1 ns:d"}, h.got)
+	assert.Equal(t, Time(1000), e.Now())
+	assert.Equal(t, 1, e.Pending())
+	require.NoError(t, e.Run())
+	assert.Equal(t, []string{"1 ns:b", "1 ns:d", "2 ns:c"}, h.got)
+}
+
+// Unordered snapshots of two states that differ only in the order of one
+// instant's events are equal; ordered ones are not.
+func TestUnorderedSnapshotIgnoresTheOrderWithinAnInstant(t *testing.T) {
+	take := func(args []int64, unordered bool) *Snapshot {
+		e := NewEngine()
+		id := e.Register(&recorder{e: e})
+		for _, a := range args {
+			e.CallAt(1000, id, a)
+		}
+		e.CallAt(3000, id, 9)
+		s := &Snapshot{Unordered: unordered}
+		require.True(t, e.TakeSnapshot(s, nil))
+		return s
+	}
+	assert.False(t, take([]int64{1, 2, 3}, false).Equal(take([]int64{3, 1, 2}, false)))
+	assert.True(t, take([]int64{1, 2, 3}, true).Equal(take([]int64{3, 1, 2}, true)))
+	assert.False(t, take([]int64{1, 2, 3}, true).Equal(take([]int64{1, 2, 4}, true)))
+}
