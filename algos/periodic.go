@@ -10,10 +10,12 @@ import (
 //
 // A run of many back-to-back allreduces (a verify pass: 122 between
 // compute gaps) mostly repeats itself. Each time rank 0 begins an
-// allreduce k, at the end of that event, the executor writes down the
-// whole state of the run relative to that instant T and to k: the
+// allreduce k, once every event of that instant T has run, the executor
+// writes down the whole state of the run relative to T and to k: the
 // engine's (every pending event, flag and flow, see sim.Snapshot, with
-// flag values less k × their epoch stride) and its own (each rank's
+// flag values less k × their epoch stride; the events pending at one
+// instant in a canonical order, Snapshot.Unordered, since nothing the
+// run computes depends on their order) and its own (each rank's
 // allreduce less k, its window and slots, times less T, and in eager mode
 // the host's issue clock). When the state at allreduce k equals the state
 // at an earlier allreduce k − c, the run from k on is the run from k − c
@@ -118,7 +120,7 @@ func (pd *periodic) mark(x *executor, it int) {
 		return
 	}
 	pd.due, pd.k = true, it
-	x.eng.Stop()
+	x.eng.StopAfterInstant()
 }
 
 // checkpoint writes down the state, compares it with the past ones and,
@@ -207,7 +209,7 @@ func (pd *periodic) take(x *executor, c *checkpoint) bool {
 		// Mark c.k of a stretch, in allreduce 0.
 		base, iter, shift = pd.step.flagValues(x, pd, int64(c.k)), 0, c.k*pd.step.unit
 	}
-	c.snap.Unordered = pd.step != nil
+	c.snap.Unordered = true
 	if !x.eng.TakeSnapshot(&c.snap, base) {
 		return false
 	}
