@@ -326,7 +326,9 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 	k.Share = share
 	switch pl.spec.proto {
 	case protoLL:
-		k.Loop, k.LoopAt = hw.LoopLL, at
+		// Lines in host memory are the SHM FIFO's, which the peer wrote
+		// just before (hw.Kernel.Fresh).
+		k.Loop, k.LoopAt, k.Fresh = hw.LoopLL, at, at.Host
 	case protoLL128:
 		k.Loop, k.LoopAt, k.Reload = hw.LoopLL128, at, true
 	case protoSimple:

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -156,5 +157,33 @@ func TestNCCLEstimateSaysWhenTheSearchFellBack(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, e.Fallback, name)
 		assert.Positive(t, e.Us, name)
+	}
+}
+
+// NCCL's LL receives over SHM read FIFO lines the peer wrote just before
+// (hw.Kernel.Fresh); its P2P LL loops and its LL128 and Simple loops are
+// not marked (the saving was measured for LL over host memory only).
+func TestNCCLSHMLLReceivesReadFreshLines(t *testing.T) {
+	count := func(opts map[string]string) (fresh, hostLL int) {
+		s := plan(t, "nccl", req(t, "h200x2", 2, 43008, opts))
+		for _, op := range s.Programs[0] {
+			k := op.Kernel
+			if k.Fresh {
+				fresh++
+				assert.Equal(t, hw.LoopLL, k.Loop, op.Label)
+				assert.True(t, k.LoopAt.Host, op.Label)
+			}
+			if k.Loop == hw.LoopLL && k.LoopAt.Host {
+				hostLL++
+			}
+		}
+		return fresh, hostLL
+	}
+	fresh, hostLL := count(map[string]string{"p2p_level": "loc", "proto": "ll"})
+	assert.Positive(t, fresh)
+	assert.Equal(t, hostLL, fresh)
+	for _, opts := range []map[string]string{{"proto": "ll"}, {"p2p_level": "loc", "proto": "ll128"}, {"p2p_level": "loc", "proto": "simple"}} {
+		fresh, _ := count(opts)
+		assert.Zero(t, fresh, "%v", opts)
 	}
 }

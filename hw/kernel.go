@@ -56,6 +56,13 @@ type Kernel struct {
 	// lines carry their own flags): the wait before them paid the round
 	// trip, and the data streams at the read's rate from the start.
 	Polled bool
+	// Fresh: the loop's lines were written by another agent just before
+	// it reads them (NCCL's SHM FIFO, which the peer fills step by step):
+	// an LL loop over such lines in host memory waits
+	// hostmem.fresh_line_saving less per iteration than over lines that
+	// come from DRAM, which the LL parameters were measured on
+	// (testdata/h200x1-arsim/ll_live_2.jsonl).
+	Fresh bool
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

@@ -19,7 +19,8 @@ import (
 //     line keeps one line in flight. An iteration waits one round trip of a
 //     warp-wide 16-byte load to the memory the lines live in
 //     (Kernel.LoopAt), plus gpu.ll_iter_overhead and gpu.ll_iter_per_warp
-//     for each warp of the block.
+//     for each warp of the block; over host lines a device wrote just
+//     before (Kernel.Fresh), hostmem.fresh_line_saving less.
 //   - LoopLL128, NCCL's LL128 protocol (prims_ll128.h): a warp moves 128-byte
 //     lines, 120 bytes of data and a flag word each, 4 16-byte vectors per
 //     thread per iteration (64 bytes, 60 of data), polling until every
@@ -230,6 +231,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		it, err := m.llIterTime(r, k.LoopAt, int(threads)) // the thread group's warps (the tree's up or down group)
 		if err != nil {
 			return 0, err
+		}
+		if k.Fresh && k.LoopAt.Host {
+			it = max(it-m.Phys.FreshLineSaving, 1)
 		}
 		return sim.Rate(float64(blocks) * threads * 8 / it.Seconds()), nil
 	case LoopLL128:

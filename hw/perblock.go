@@ -41,6 +41,9 @@ type PerBlock struct {
 	Blocks  int
 	Threads int
 	Iters   int // loop: iterations per block
+	// Fresh (loop ll): another agent wrote the lines just before the
+	// loop reads them (producer before, live or stale).
+	Fresh bool
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -185,7 +188,7 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 	if rec.Recv == "none" {
 		at = GPUMem(0) // a send loop waits on its source, in local memory
 	}
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at}
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh}
 	return m.lineLoopTwin(rec, k, 8, "ll")
 }
 

@@ -314,3 +314,44 @@ func TestSMHostBandwidthFromItsFittedSide(t *testing.T) {
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/host_link.jsonl")
 	}
 }
+
+// hostmem.fresh_line_saving is what the LL receive saves per iteration over
+// host lines written just before against lines pushed out of the caches:
+// the median over thread counts of the difference, on ll_live_2.jsonl's
+// fitted side (producers before and evicted).
+func TestFreshLineSavingFromItsFittedSide(t *testing.T) {
+	const file = "h200x1-arsim/ll_live_2.jsonl"
+	recs, bad, err := trace.ReadJSONLFile("../testdata/"+file, trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	before, evicted := map[int]float64{}, map[int]float64{}
+	for _, r := range recs {
+		f, _ := fitOf(file, r)
+		if f == nil || f.Params[0] != "hostmem.fresh_line_saving" {
+			continue
+		}
+		v, _, _ := r.Primary()
+		switch r.Producer {
+		case "before":
+			before[r.Threads] = v
+		case "evicted":
+			evicted[r.Threads] = v
+		}
+	}
+	require.Len(t, before, 6)
+	var diffs []float64
+	for th, b := range before {
+		e, ok := evicted[th]
+		require.True(t, ok, "threads %d", th)
+		diffs = append(diffs, e-b)
+	}
+	want := median(diffs)
+	for _, name := range []string{"h200x1", "h200x2"} {
+		p, err := topology.Lookup(name)
+		require.NoError(t, err)
+		ps := p.DefaultParams()
+		assert.InDelta(t, want, ps.Get("hostmem.fresh_line_saving"), 0.5, name)
+		par, _ := ps.Lookup("hostmem.fresh_line_saving")
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/ll_live_2.jsonl")
+	}
+}
