@@ -139,6 +139,7 @@ func (sm *stepMode) skip(x *executor, pd *periodic, h, c *checkpoint) bool {
 	d := sim.Duration(m) * period
 	moved := m * ops
 	rise := int64(m) * int64(ops/rp.Ops)
+	src, _ := x.src.(*streamSource)
 	for r := range x.ranks {
 		p := &x.ranks[r]
 		for k := range int32(p.cap) {
@@ -155,6 +156,11 @@ func (sm *stepMode) skip(x *executor, pd *periodic, h, c *checkpoint) bool {
 		for i, k := p.base, p.basePos; i < p.next; i++ {
 			if s := x.slot(r, int32(k)); (s.kind == Signal || s.kind == Wait) && int(s.a) < len(rp.Step) {
 				s.n += rise * rp.Step[s.a]
+				if s.kind == Signal && src != nil {
+					// The skipped ops' signals count as loaded: the
+					// window's are the latest of them.
+					src.seen[s.a] = max(src.seen[s.a], s.n)
+				}
 			}
 			if k++; k == p.cap {
 				k = 0
