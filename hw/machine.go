@@ -91,7 +91,7 @@ func resolve(ps *topology.Params) Physics {
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
 		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
 		FreshLineSaving: ns(g("hostmem.fresh_line_saving")),
-		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		CEWindow:        g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
