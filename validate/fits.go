@@ -62,7 +62,7 @@ var Fits = append([]Fit{
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local"},
 	{Params: []string{"gpu.ll128_iter_overhead", "gpu.ll128_iter_per_warp"}, Files: []string{"h200x1-arsim/perblock_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll128w" },
-		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl"},
+		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl", "h200x1-arsim/ll128_live.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1 && r.Iters == 64
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local of the same run"},
@@ -101,7 +101,7 @@ var Fits = append([]Fit{
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
 	{Params: []string{"hostmem.fresh_line_saving"}, Files: []string{"h200x1-arsim/ll_live_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "host" && r.Producer != "" },
-		AlsoPredicts: []string{"h200x1-arsim/ll_live.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll128_live.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.Producer == "before" || r.Producer == "evicted"
 		}, How: "median over threads of ns per iteration with the lines evicted minus with the lines written just before"},

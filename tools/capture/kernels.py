@@ -590,6 +590,51 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll_live(uint4* lines, uint
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
 
+// ---- A live LL128 stream, as pb_ll_live is for LL, in NCCL's LL128 layout (pb_ll128w): warp w of the block moves
+// the 2-KiB chunk (i*nw + w)*128 vectors in iteration i, thread `lane` the vectors u*32 + lane (u < 4), and the
+// eighth vector of every 128-B line (lane % 8 == 7) carries the flag in its last word. The producer stores its 4
+// vectors (volatile 16-B stores, flag words set); the consumer loads its 4 vectors and reloads them until every flag
+// of the warp matches (__any_sync), then stores the data to out. role 0: block 0 produces while block 1 consumes;
+// role 1: block 0 only produces; role 2: block 0 only consumes (lines written by an earlier launch). The consumer's
+// cycles go to res.
+extern "C" __global__ void __launch_bounds__(1024) pb_ll128_live(uint4* lines, uint4* out, int iters, int role,
+                                                                 unsigned flag, int* err, long long* res) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const bool produce = (role == 0 && blockIdx.x == 0) || role == 1;
+  const bool flagLane = (lane & 7) == 7;
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const size_t chunk = ((size_t)i * nw + warp) * 128;
+    if (produce) {
+      #pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const unsigned d = (unsigned)(i * 4 + u);
+        st_vol4(lines + chunk + u * 32 + lane, make_uint4(d, d + 1, d + 2, flagLane ? flag : d + 3));
+      }
+    } else {
+      uint4 v[4];
+      int need;
+      do {
+        #pragma unroll
+        for (int u = 0; u < 4; u++) v[u] = ld_vol4(lines + chunk + u * 32 + lane);
+        need = flagLane && (v[0].w != flag || v[1].w != flag || v[2].w != flag || v[3].w != flag);
+      } while (__any_sync(0xffffffffu, need) && ++spins < SPIN_LIMIT);
+      #pragma unroll
+      for (int u = 0; u < 4; u++) {
+        out[chunk + u * 32 + lane] = v[u];
+        acc += v[u].x;
+      }
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
 // ---- NCCL LL128-style loop: each thread moves 8 u64 per iteration (4 16-B volatile loads in flight), the last u64
 // of every 8-thread group's 128-B line... simplified per thread: the 4th vector's .w word carries the flag; the thread
 // spins until its last vector holds the flag, then stores its 4 vectors (data + flag) to dst. op bit 2 adds an 8-u64

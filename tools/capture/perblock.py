@@ -325,6 +325,60 @@ class PerBlock:
                 for t in ([192, 512] if self.quick else [64, 192, 320, 512, 640, 1024]):
                     self.rec.guard(f"ll_live {where} {producer} 1x{t}", run, where, producer, t)
 
+    def ll128_live(self):
+        """ll_live for LL128 (kernel pb_ll128_live, NCCL's LL128 layout): one block receives lines that another block
+        of the GPU stores at the same time (live), or that a launch just before wrote (before), one launch before
+        every trial wrote (stale), or a launch just before wrote and 128 MiB of other host memory then pushed out of
+        the caches (evicted). Lines in pinned host memory (NCCL's SHM FIFO) or local memory; 64–640 threads."""
+        cp = self.cp
+        k = self.fn("pb_ll128_live")
+        iters = 64
+        tmax = 640
+        nb = iters * tmax * 64
+        out = self.dev("ll128liveout", nb)
+        counter = [1000]
+
+        def next_flag():
+            counter[0] += 1
+            return np.uint32(counter[0])
+
+        def launch(grid, t, lp, role, flag):
+            k((grid,), (t,), (lp, out, np.int32(iters), np.int32(role), flag, self.err, self.res), stream=self.s)
+            self.s.synchronize()
+
+        def run(where, producer, t):
+            lp = self.ptr(where, "ll128live", nb)
+            meds = []
+            with cp.cuda.Device(0):
+                self.err[...] = 0
+                stale = next_flag()
+                if producer == "stale":
+                    launch(1, t, lp, 1, stale)
+                for trial in range(TRIALS + 1):
+                    flag = next_flag()
+                    if producer == "live":
+                        launch(2, t, lp, 0, flag)
+                        cyc = int(self.res[2].get())
+                    else:
+                        if producer != "stale":
+                            launch(1, t, lp, 1, flag)
+                        if producer == "evicted":
+                            self.fill("host", "llevict", 128 * MB, [trial, 5])
+                        launch(1, t, lp, 2, stale if producer == "stale" else flag)
+                        cyc = int(self.res[0].get())
+                    if trial > 0:  # the first is the warm-up
+                        meds.append(cyc / self.ghz / iters)
+                err = bool(int(self.err.get()[0]))
+            vals = (statistics.median(meds), min(meds), max(meds), max(meds), statistics.median(meds), err)
+            self.emit({"kind": "loop", "loop": "ll128w", "ll_op": "recv", "recv": where, "dst": "none", "blocks": 1,
+                       "threads": t, "iters": iters, "bytes_per_thread_iter": 64, "producer": producer},
+                      vals, "ns_per_iter")
+
+        for where in ("host", "local"):
+            for producer in ("stale", "before", "evicted", "live"):
+                for t in ([256, 640] if self.quick else [64, 128, 256, 640]):
+                    self.rec.guard(f"ll128_live {where} {producer} 1x{t}", run, where, producer, t)
+
     def ll128(self):
         k = self.fn("pb_ll128")
         flag = 1
@@ -532,7 +586,7 @@ def run(out_dir, quick):
     if pb.ghz is None:
         raise RuntimeError("perblock: SM clock calibration failed")
     parts = ("fences", "simple_steps", "pulls", "ll", "ll128", "ll128w", "group_barriers", "copies", "pingpong", "polls",
-             "ll_live")
+             "ll_live", "ll128_live")
     if pb.cp.cuda.runtime.getDeviceCount() >= 2:
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
