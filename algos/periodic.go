@@ -308,13 +308,7 @@ func (pd *periodic) skip(x *executor, h, c *checkpoint) bool {
 	if cyc <= 0 || left < cyc || !hostAgrees(x.opt.IssueInterval, cyc, period, c.bound-h.bound) {
 		return false
 	}
-	m := left / cyc
-	if lim, per := x.eng.EventLimit(), c.events-h.events; lim > 0 && per > 0 {
-		if c.events+1 >= lim {
-			return false
-		}
-		m = min(m, int((lim-1-c.events)/per))
-	}
+	m := withinEventLimit(x, h, c, left/cyc)
 	if m <= 0 {
 		return false
 	}
@@ -335,6 +329,18 @@ func (pd *periodic) skip(x *executor, h, c *checkpoint) bool {
 		}
 	}
 	return true
+}
+
+// withinEventLimit returns m, or fewer periods of the cycle from h to c
+// if m would take the run's event count to its limit (0: none fits).
+func withinEventLimit(x *executor, h, c *checkpoint, m int) int {
+	if lim, per := x.eng.EventLimit(), c.events-h.events; lim > 0 && per > 0 {
+		if c.events+1 >= lim {
+			return 0
+		}
+		m = min(m, int((lim-1-c.events)/per))
+	}
+	return m
 }
 
 // hostAgrees reports whether the host's issue clock (eager mode: allreduce

@@ -125,13 +125,7 @@ func (sm *stepMode) skip(x *executor, pd *periodic, h, c *checkpoint) bool {
 	if lo-ops < rp.From {
 		return false
 	}
-	m := (rp.To - hi) / ops
-	if lim, per := x.eng.EventLimit(), c.events-h.events; lim > 0 && per > 0 {
-		if c.events+1 >= lim {
-			return false
-		}
-		m = min(m, int((lim-1-c.events)/per))
-	}
+	m := withinEventLimit(x, h, c, (rp.To-hi)/ops)
 	if m <= 0 {
 		return false
 	}
