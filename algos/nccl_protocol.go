@@ -2,6 +2,8 @@ package algos
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
@@ -329,8 +331,10 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 		// Lines in host memory are the SHM FIFO's, which the peer wrote
 		// just before (hw.Kernel.Fresh).
 		k.Loop, k.LoopAt, k.Fresh = hw.LoopLL, at, at.Host
+		k.StepBytes = protoLL.sliceBytes() // each NCCL step's barriers and head store (prims_ll.h)
 	case protoLL128:
 		k.Loop, k.LoopAt, k.Reload = hw.LoopLL128, at, true
+		k.StepBytes = protoLL128.sliceBytes() // each NCCL step's barriers and head store (prims_ll128.h)
 	case protoSimple:
 		k.Loop, k.LoopAt, k.Unroll, k.Sources = hw.LoopSimple, at, pl.spec.unroll, sources
 	}
@@ -366,6 +370,10 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels
 	}
 	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label.name}, after...)
 	flagAfter := w
+	if hackLLStep > 0 && pl.spec.proto == protoLL {
+		m := ceilDiv(src.Len, pl.spec.proto.sliceBytes())
+		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Duration(m) * hackLLStep, Label: label.plus(sufBookkeeping)}, flagAfter)
+	}
 	if !pl.spec.proto.inline() {
 		// Simple: the data must be visible at the receiver before the tail
 		// flag, so every step pays a fence before its flag, and the
@@ -515,3 +523,8 @@ func NCCLKernelOwn(ps *topology.Params) sim.Duration {
 func NCCLCallSetup(ps *topology.Params, algo, proto string) sim.Duration {
 	return NCCLKernelOwn(ps) + sim.Micros(ps.Get("nccl.call_extra."+algo+"."+proto))
 }
+
+var hackLLStep = func() sim.Duration {
+	v, _ := strconv.Atoi(os.Getenv("ARSIM_LLSTEP_NS"))
+	return sim.Duration(v) * sim.Nanosecond
+}()

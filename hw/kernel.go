@@ -63,6 +63,12 @@ type Kernel struct {
 	// come from DRAM, which the LL parameters were measured on
 	// (testdata/h200x1-arsim/ll_live_2.jsonl).
 	Fresh bool
+	// StepBytes (LoopLL, LoopLL128): the loop runs in NCCL's steps of
+	// this many payload bytes, and each step's bookkeeping (block
+	// barriers before and after it, the head store: prims_ll.h,
+	// prims_ll128.h) stalls the loop for nccl.ll_step_overhead or
+	// nccl.ll128_step_overhead; 0: no steps.
+	StepBytes int64
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

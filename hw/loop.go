@@ -20,7 +20,8 @@ import (
 //     warp-wide 16-byte load to the memory the lines live in
 //     (Kernel.LoopAt), plus gpu.ll_iter_overhead and gpu.ll_iter_per_warp
 //     for each warp of the block; over host lines a device wrote just
-//     before (Kernel.Fresh), hostmem.fresh_line_saving less.
+//     before (Kernel.Fresh), hostmem.fresh_line_saving less; in NCCL's
+//     steps of Kernel.StepBytes, nccl.ll_step_overhead more per step.
 //   - LoopLL128, NCCL's LL128 protocol (prims_ll128.h): a warp moves 128-byte
 //     lines, 120 bytes of data and a flag word each, 4 16-byte vectors per
 //     thread per iteration (64 bytes, 60 of data), polling until every
@@ -29,7 +30,8 @@ import (
 //     gpu.ll128_iter_per_warp for each warp of the thread group (the
 //     block's threads times Kernel.Share: the tree's up or down group),
 //     and, in NCCL's loop, which loads its lines again once their flags
-//     match (Kernel.Reload), a second round trip.
+//     match (Kernel.Reload), a second round trip; in NCCL's steps of
+//     Kernel.StepBytes, nccl.ll128_step_overhead more per step.
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
 //     block's loads turn over Threads × 16 B × Unroll per iteration: a
@@ -235,6 +237,10 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.Fresh && k.LoopAt.Host {
 			it = max(it-m.Phys.FreshLineSaving, 1)
 		}
+		if perIter := threads * 8; k.StepBytes > 0 && perIter > 0 {
+			// A step's bookkeeping, spread over its iterations.
+			it += sim.Duration(float64(m.Phys.LLStepOverhead) * perIter / float64(k.StepBytes))
+		}
 		return sim.Rate(float64(blocks) * threads * 8 / it.Seconds()), nil
 	case LoopLL128:
 		warps := (int(threads) + 31) / 32
@@ -245,6 +251,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		it := rtt + m.Phys.LL128IterOverhead + sim.Duration(warps)*m.Phys.LL128IterPerWarp
 		if k.Reload {
 			it += rtt
+		}
+		if perIter := threads * ll128DataPerThread; k.StepBytes > 0 && perIter > 0 {
+			it += sim.Duration(float64(m.Phys.LL128StepOverhead) * perIter / float64(k.StepBytes))
 		}
 		return sim.Rate(float64(blocks) * threads * ll128DataPerThread / it.Seconds()), nil
 	case LoopSimple:

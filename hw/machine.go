@@ -55,6 +55,8 @@ type Physics struct {
 	PollLoopOverhead                        sim.Duration
 	IOMMUHostLatency                        sim.Duration
 	FreshLineSaving                         sim.Duration // hostmem.fresh_line_saving
+	LLStepOverhead                          sim.Duration // nccl.ll_step_overhead
+	LL128StepOverhead                       sim.Duration // nccl.ll128_step_overhead
 	CEWindow                                float64
 	CESetup, CEP2PSetup                     sim.Duration
 	NVLinkSMEff, NVLinkCEEff                float64
@@ -90,8 +92,9 @@ func resolve(ps *topology.Params) Physics {
 		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
 		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
-		FreshLineSaving: ns(g("hostmem.fresh_line_saving")),
-		CEWindow:        g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
+		FreshLineSaving: ns(g("hostmem.fresh_line_saving")), LLStepOverhead: ns(g("nccl.ll_step_overhead")),
+		LL128StepOverhead: ns(g("nccl.ll128_step_overhead")),
+		CEWindow:          g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),

@@ -44,6 +44,9 @@ type PerBlock struct {
 	// Fresh (loop ll): another agent wrote the lines just before the
 	// loop reads them (producer before, live or stale).
 	Fresh bool
+	// ItersPerStep (loop ll_steps): iterations per NCCL step, each step
+	// paying the step's bookkeeping; 0: no steps.
+	ItersPerStep int
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -89,9 +92,9 @@ func PerBlockValue(top *topology.Topology, rec PerBlock) (float64, error) {
 		return m.pingpongTwin(rec)
 	case "loop":
 		switch rec.Loop {
-		case "ll":
+		case "ll", "ll_steps":
 			return m.llTwin(rec)
-		case "ll128w":
+		case "ll128w", "ll128_steps":
 			return m.ll128Twin(rec)
 		case "copy":
 			return m.copyTwin(rec)
@@ -188,7 +191,8 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 	if rec.Recv == "none" {
 		at = GPUMem(0) // a send loop waits on its source, in local memory
 	}
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh}
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh,
+		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * 8}
 	return m.lineLoopTwin(rec, k, 8, "ll")
 }
 
@@ -196,7 +200,8 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 // memory (local or host) and storing to the destination, 64 bytes per
 // thread per iteration.
 func (m *Machine) ll128Twin(rec PerBlock) (float64, error) {
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 128.0 / 120, Loop: LoopLL128, LoopAt: mem(rec.Recv)}
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 128.0 / 120, Loop: LoopLL128, LoopAt: mem(rec.Recv),
+		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * ll128DataPerThread}
 	return m.lineLoopTwin(rec, k, ll128DataPerThread, "ll128")
 }
 

@@ -213,7 +213,10 @@ type Record struct {
 	// its stores); NsPerOp and OneWayNs the values (NsPerIter for loops).
 	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout, Producer          string
 	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
-	NsPerOp, OneWayNs, ProducerPauseNs                                               float64
+	// ItersPerStep (loop ll_steps): the loop runs in steps of this many
+	// iterations, each paying NCCL's per-step bookkeeping; 0: no steps.
+	ItersPerStep                       int
+	NsPerOp, OneWayNs, ProducerPauseNs float64
 
 	// NCCLOp is what an nccl_kernel record ran: "self_sendrecv",
 	// "allreduce_one_rank", "memcpy_d2d" or "empty_kernel".

@@ -105,6 +105,15 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Producer == "before" || r.Producer == "evicted"
 		}, How: "median over threads of ns per iteration with the lines evicted minus with the lines written just before"},
+	{Params: []string{"nccl.ll_step_overhead"}, Files: []string{"h200x1-arsim/ll_steps.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers:       func(r trace.Record) bool { return r.Loop == "ll_steps" },
+		AlsoPredicts: []string{"h200x1-arsim/ll128_steps.jsonl"},
+		On:           func(r trace.Record) bool { return r.Loop == "ll_steps" && r.Threads == 512 },
+		How:          "(ns per iteration with the step bookkeeping − without) × iterations per step, 512 threads"},
+	{Params: []string{"nccl.ll128_step_overhead"}, Files: []string{"h200x1-arsim/ll128_steps.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "ll128_steps" },
+		On:     func(r trace.Record) bool { return r.Loop == "ll128_steps" && r.Threads == 640 },
+		How:    "(ns per iteration with the step bookkeeping − without) × iterations per step, 640 threads"},
 	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512

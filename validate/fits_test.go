@@ -355,3 +355,43 @@ func TestFreshLineSavingFromItsFittedSide(t *testing.T) {
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/ll_live_2.jsonl")
 	}
 }
+
+// nccl.ll_step_overhead and nccl.ll128_step_overhead are what NCCL's
+// per-step bookkeeping costs an LL loop of 512 threads and an LL128 loop
+// of 640 per step: (ns per iteration with it − without) × iterations per
+// step, on their captures' fitted sides.
+func TestStepOverheadsFromTheirFittedSides(t *testing.T) {
+	for _, c := range []struct{ file, param string }{
+		{"h200x1-arsim/ll_steps.jsonl", "nccl.ll_step_overhead"},
+		{"h200x1-arsim/ll128_steps.jsonl", "nccl.ll128_step_overhead"},
+	} {
+		recs, bad, err := trace.ReadJSONLFile("../testdata/"+c.file, trace.ReadOptions{})
+		require.NoError(t, err)
+		require.Empty(t, bad)
+		var with, without float64
+		per := 0
+		for _, r := range recs {
+			f, _ := fitOf(c.file, r)
+			if f == nil || f.Params[0] != c.param {
+				continue
+			}
+			v, _, _ := r.Primary()
+			if r.ItersPerStep > 0 {
+				with, per = v, r.ItersPerStep
+			} else {
+				without = v
+			}
+		}
+		require.Positive(t, per, c.param)
+		require.Positive(t, without, c.param)
+		want := (with - without) * float64(per)
+		for _, name := range []string{"h200x1", "h200x2", "rtxpro6000x8-2numa"} {
+			p, err := topology.Lookup(name)
+			require.NoError(t, err)
+			ps := p.DefaultParams()
+			assert.InDelta(t, want, ps.Get(c.param), 0.5, "%s %s", c.param, name)
+			par, _ := ps.Lookup(c.param)
+			assert.Contains(t, par.Source, "testdata/"+c.file)
+		}
+	}
+}

@@ -558,6 +558,82 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll(const uint4* recv, cons
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
 
+// ---- pb_ll's recv_reduce_send (op 7) in NCCL's steps: every per_step iterations make a step, and with book set
+// each step pays what NCCL's LL primitive does around its loop (prims_ll.h): a barrier of the block's threads when
+// the step starts (waitSend), and at its end another barrier and the last thread's volatile store of the step count
+// to head (postRecv). Without book the same loop runs without them.
+extern "C" __global__ void __launch_bounds__(1024) pb_ll_steps(const uint4* recv, const uint2* src, uint4* dst,
+                                                               int iters, int per_step, int book, unsigned flag,
+                                                               unsigned* head, int* err, long long* res) {
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  // Steps as nested loops, as NCCL's primitive calls are (no division per iteration).
+  for (int i0 = 0; i0 < iters; i0 += per_step) {
+    if (book) asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");
+    for (int i = i0; i < i0 + per_step; i++) {
+      const size_t k = (size_t)i * blockDim.x + threadIdx.x;
+      uint2 s = src[k];
+      uint4 v;
+      do { v = ld_vol4(recv + k); } while ((v.y != flag || v.w != flag) && ++spins < SPIN_LIMIT);
+      const uint2 d = make_uint2(v.x + s.x, v.z + s.y);
+      st_vol4(dst + k, make_uint4(d.x, flag, d.y, flag));
+      acc += d.x;
+    }
+    if (book) {
+      asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");
+      if (threadIdx.x == blockDim.x - 1) *(volatile unsigned*)head = (unsigned)(i0 / per_step + 1);
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
+// ---- pb_ll128w's recv_reduce_send in NCCL's steps: per_step iterations a step; with book set each step pays what
+// NCCL's LL128 primitive does around its loop (prims_ll128.h GenericOp: a barrier of the block's threads before the
+// loop, after it another barrier and the last thread's volatile store of the step count to head).
+extern "C" __global__ void __launch_bounds__(1024) pb_ll128_steps(const uint4* recv, const uint4* src, uint4* dst,
+                                                                  int iters, int per_step, int book, unsigned flag,
+                                                                  unsigned* head, int* err, long long* res) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i0 = 0; i0 < iters; i0 += per_step) {
+    if (book) asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");
+    for (int i = i0; i < i0 + per_step; i++) {
+      const size_t chunk = ((size_t)i * nw + warp) * 128;
+      uint4 s[4], v[4];
+      #pragma unroll
+      for (int u = 0; u < 4; u++) s[u] = src[chunk + u * 32 + lane];
+      int need;
+      do {
+        #pragma unroll
+        for (int u = 0; u < 4; u++) v[u] = ld_vol4(recv + chunk + u * 32 + lane);
+        need = ((lane & 7) == 7) && (v[3].w != flag);
+      } while (__any_sync(0xffffffffu, need) && ++spins < SPIN_LIMIT);
+      #pragma unroll
+      for (int u = 0; u < 4; u++) {
+        uint4 d = make_uint4(v[u].x + s[u].x, v[u].y + s[u].y, v[u].z + s[u].z, v[u].w + s[u].w);
+        st_vol4(dst + chunk + u * 32 + lane, d);
+        acc += d.x;
+      }
+    }
+    if (book) {
+      asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");
+      if (threadIdx.x == blockDim.x - 1) *(volatile unsigned*)head = (unsigned)(i0 / per_step + 1);
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
 // ---- A live LL stream through memory, as NCCL's LL send and receive run it between two GPUs: role 0, block 0
 // produces each thread's 16-B line of iteration i (data, flag, data, flag) with one volatile store, pausing
 // delay_cycles after each iteration, while block 1 polls its line of iteration i until both flags match (pb_ll's

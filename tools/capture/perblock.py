@@ -248,6 +248,70 @@ class PerBlock:
             for b in blocks:
                 self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
 
+    def ll_steps(self):
+        """An LL recv_reduce_send loop over local lines (pb_ll's op 7) in NCCL's steps of 32 KiB: 8 iterations of
+        512 threads (4096 / threads × 8 iterations at other thread counts, 32 KiB a step), with and without NCCL's
+        per-step bookkeeping around the loop (a block barrier at the step's start, a barrier and the head store at its
+        end: prims_ll.h waitSend, postRecv). 64 steps a launch; lines and destination local."""
+        k = self.fn("pb_ll_steps")
+        flag = 1
+        nb = 96 * MB
+        self.fill("local", "llrecv", nb, [7, flag, 9, flag])
+        src = self.dev("llsrc", nb)
+        head = self.dev("llhead", 4096)
+        steps = 64
+
+        def run(t, book):
+            per_step = max(1, 32 * 1024 // (t * 8))
+            iters = steps * per_step
+            rp, dp = self.ptr("local", "llrecv", nb), self.ptr("local", "lldst", nb)
+
+            def launch():
+                k((1,), (t,), (rp, src, dp, np.int32(iters), np.int32(per_step), np.int32(book), np.uint32(flag), head,
+                               self.err, self.res), stream=self.s)
+            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+            rec = {"kind": "loop", "loop": "ll_steps", "ll_op": "recv_reduce_send", "recv": "local", "dst": "local",
+                   "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 8}
+            if book:
+                rec["iters_per_step"] = per_step  # with NCCL's per-step bookkeeping; without: no steps
+            self.emit(rec, vals, "ns_per_iter")
+
+        for t in ([256, 512] if self.quick else [64, 128, 256, 512, 1024]):
+            for book in (0, 1):
+                self.rec.guard(f"ll_steps 1x{t} book{book}", run, t, book)
+
+    def ll128_steps(self):
+        """ll_steps for LL128 (kernel pb_ll128_steps, NCCL's LL128 layout, recv_reduce_send over local lines): steps
+        of NCCL's 576,000 data bytes (15 iterations of 640 threads; 576,000 / (threads × 60) at other thread counts),
+        with and without NCCL's per-step bookkeeping (prims_ll128.h GenericOp: barriers before and after the loop, the
+        head store). 16 steps a launch."""
+        k = self.fn("pb_ll128_steps")
+        flag = 1
+        nb = 96 * MB
+        self.fill("local", "l128", nb, [7, 8, 9, 10] * 7 + [7, 8, 9, flag])
+        src = self.dev("llsrc", nb)
+        head = self.dev("llhead", 4096)
+        steps = 16
+
+        def run(t, book):
+            per_step = max(1, round(576000 / (t * 60)))
+            iters = steps * per_step
+            rp, dp = self.ptr("local", "l128", nb), self.ptr("local", "lldst", nb)
+
+            def launch():
+                k((1,), (t,), (rp, src, dp, np.int32(iters), np.int32(per_step), np.int32(book), np.uint32(flag), head,
+                               self.err, self.res), stream=self.s)
+            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+            rec = {"kind": "loop", "loop": "ll128_steps", "ll_op": "recv_reduce_send", "recv": "local",
+                   "dst": "local", "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 64}
+            if book:
+                rec["iters_per_step"] = per_step
+            self.emit(rec, vals, "ns_per_iter")
+
+        for t in ([256, 640] if self.quick else [128, 256, 512, 640]):
+            for book in (0, 1):
+                self.rec.guard(f"ll128_steps 1x{t} book{book}", run, t, book)
+
     def ll_live(self):
         """LL receive loops whose lines another block of the GPU is writing at the same time (NCCL's LL between
         two GPUs: the sender's stores land while the receiver polls), against lines written by earlier launches.
@@ -586,7 +650,7 @@ def run(out_dir, quick):
     if pb.ghz is None:
         raise RuntimeError("perblock: SM clock calibration failed")
     parts = ("fences", "simple_steps", "pulls", "ll", "ll128", "ll128w", "group_barriers", "copies", "pingpong", "polls",
-             "ll_live", "ll128_live")
+             "ll_live", "ll128_live", "ll_steps", "ll128_steps")
     if pb.cp.cuda.runtime.getDeviceCount() >= 2:
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
