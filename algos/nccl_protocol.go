@@ -332,6 +332,9 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 		// just before (hw.Kernel.Fresh).
 		k.Loop, k.LoopAt, k.Fresh = hw.LoopLL, at, at.Host
 		k.StepBytes = protoLL.sliceBytes() // each NCCL step's barriers and head store (prims_ll.h)
+		// A reduction loads the user buffer, from device memory when the
+		// call's input and output span more than the L2.
+		k.SrcFromDRAM = sources >= 2 && float64(2*pl.req.Bytes) > pl.req.Top.Params.Get("gpu.l2_size")
 	case protoLL128:
 		k.Loop, k.LoopAt, k.Reload = hw.LoopLL128, at, true
 		k.StepBytes = protoLL128.sliceBytes() // each NCCL step's barriers and head store (prims_ll128.h)

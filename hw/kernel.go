@@ -69,6 +69,10 @@ type Kernel struct {
 	// prims_ll128.h) stalls the loop for nccl.ll_step_overhead or
 	// nccl.ll128_step_overhead; 0: no steps.
 	StepBytes int64
+	// SrcFromDRAM (LoopLL): the loop's reduction loads its user buffer
+	// from device memory, not the L2 (the call's buffers span more than
+	// gpu.l2_size): each iteration waits gpu.dram_src_extra more.
+	SrcFromDRAM bool
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

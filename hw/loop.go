@@ -21,7 +21,9 @@ import (
 //     (Kernel.LoopAt), plus gpu.ll_iter_overhead and gpu.ll_iter_per_warp
 //     for each warp of the block; over host lines a device wrote just
 //     before (Kernel.Fresh), hostmem.fresh_line_saving less; in NCCL's
-//     steps of Kernel.StepBytes, nccl.ll_step_overhead more per step.
+//     steps of Kernel.StepBytes, nccl.ll_step_overhead more per step;
+//     with its reduction's user buffer in device memory (Kernel.SrcFromDRAM),
+//     gpu.dram_src_extra more per iteration.
 //   - LoopLL128, NCCL's LL128 protocol (prims_ll128.h): a warp moves 128-byte
 //     lines, 120 bytes of data and a flag word each, 4 16-byte vectors per
 //     thread per iteration (64 bytes, 60 of data), polling until every
@@ -236,6 +238,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		}
 		if k.Fresh && k.LoopAt.Host {
 			it = max(it-m.Phys.FreshLineSaving, 1)
+		}
+		if k.SrcFromDRAM {
+			it += m.Phys.DRAMSrcExtra
 		}
 		if perIter := threads * 8; k.StepBytes > 0 && perIter > 0 {
 			// A step's bookkeeping, spread over its iterations.

@@ -99,7 +99,7 @@ var fieldDefs = []fieldDef{
 	{name: "ll_op", typ: jString, enum: []string{"recv", "recv_reduce_copy_send", "recv_reduce_send", "recv_send", "send"}, str: func(r *Record) *string { return &r.LLOp }},
 	{name: "recv", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Recv }},
 	{name: "dst", typ: jString, enum: []string{"host", "local", "none", "peer"}, str: func(r *Record) *string { return &r.Dst }},
-	{name: "src", typ: jString, enum: []string{"host", "local", "local+host"}, str: func(r *Record) *string { return &r.Src }},
+	{name: "src", typ: jString, enum: []string{"host", "local", "local+host", "local_streamed"}, str: func(r *Record) *string { return &r.Src }},
 	{name: "unroll", typ: jInt, max: 64, why: "loads in flight per source per thread", i32: func(r *Record) *int { return &r.Unroll }},
 	{name: "sources", typ: jInt, max: 64, why: "sources a loop reads per element", i32: func(r *Record) *int { return &r.Sources }},
 	{name: "loop_bound", typ: jString, enum: []string{"runtime", "unrolled"}, str: func(r *Record) *string { return &r.LoopBound }},

@@ -114,6 +114,9 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool { return r.Loop == "ll128_steps" },
 		On:     func(r trace.Record) bool { return r.Loop == "ll128_steps" && r.Threads == 640 },
 		How:    "(ns per iteration with the step bookkeeping − without) × iterations per step, 640 threads"},
+	{Params: []string{"gpu.dram_src_extra"}, Files: []string{"h200x1-arsim/src_residency.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		On:  func(r trace.Record) bool { return r.Loop == "ll" && r.Threads == 512 },
+		How: "ns per iteration with the user buffer streamed from HBM minus in the L2, 512 threads"},
 	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512

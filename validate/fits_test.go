@@ -395,3 +395,36 @@ func TestStepOverheadsFromTheirFittedSides(t *testing.T) {
 		}
 	}
 }
+
+// gpu.dram_src_extra is what an LL loop of 512 threads waits more per
+// iteration when its reduction's user buffer streams from HBM instead of
+// sitting in the L2 (src_residency.jsonl's fitted side).
+func TestDRAMSrcExtraFromItsFittedSide(t *testing.T) {
+	const file = "h200x1-arsim/src_residency.jsonl"
+	recs, bad, err := trace.ReadJSONLFile("../testdata/"+file, trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	var l2, dram float64
+	for _, r := range recs {
+		f, _ := fitOf(file, r)
+		if f == nil || f.Params[0] != "gpu.dram_src_extra" {
+			continue
+		}
+		v, _, _ := r.Primary()
+		if r.Src == "local_streamed" {
+			dram = v
+		} else {
+			l2 = v
+		}
+	}
+	require.Positive(t, l2)
+	require.Positive(t, dram)
+	for _, name := range []string{"h200x1", "h200x2"} {
+		p, err := topology.Lookup(name)
+		require.NoError(t, err)
+		ps := p.DefaultParams()
+		assert.InDelta(t, dram-l2, ps.Get("gpu.dram_src_extra"), 0.5, name)
+		par, _ := ps.Lookup("gpu.dram_src_extra")
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/src_residency.jsonl")
+	}
+}

@@ -248,6 +248,55 @@ class PerBlock:
             for b in blocks:
                 self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
 
+    def src_residency(self):
+        """pb_ll's and pb_ll128w's recv_reduce_send over local lines with the reduction's user buffer in the L2
+        (src local: the same region every launch) or streamed from HBM (src local_streamed: each launch reads a region
+        of a 512 MiB buffer none of the 64 launches before read), as NCCL's user buffers are when a call's working set
+        exceeds the L2."""
+        cp = self.cp
+        flag = 1
+        nb = 96 * MB
+        big = 512 * MB
+        self.fill("local", "llrecv", nb, [7, flag, 9, flag])
+        self.fill("local", "l128", nb, [7, 8, 9, 10] * 7 + [7, 8, 9, flag])
+        stream = self.dev("srcstream", big)
+        base = np.uint64(stream.data.ptr)
+        launches = [0]
+
+        def run(loop, t, streamed):
+            iters = 256 if loop == "ll" else 64
+            per_launch = iters * t * (8 if loop == "ll" else 64)
+            regions = big // per_launch
+
+            def src_ptr():
+                if not streamed:
+                    return base
+                launches[0] += 1
+                return np.uint64(int(base) + (launches[0] % regions) * per_launch)
+            dp = self.ptr("local", "lldst", nb)
+            if loop == "ll":
+                k, rp = self.fn("pb_ll"), self.ptr("local", "llrecv", nb)
+                out = self.dev("llout", nb)
+
+                def launch():
+                    k((1,), (t,), (rp, src_ptr(), dp, out, np.int32(iters), np.int32(LL_OPS["recv_reduce_send"]),
+                                   np.uint32(flag), self.err, self.res), stream=self.s)
+            else:
+                k, rp = self.fn("pb_ll128w"), self.ptr("local", "l128", nb)
+
+                def launch():
+                    k((1,), (t,), (rp, src_ptr(), dp, np.int32(iters), np.int32(3), np.uint32(flag), self.err,
+                                   self.res), stream=self.s)
+            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+            self.emit({"kind": "loop", "loop": loop, "ll_op": "recv_reduce_send", "recv": "local", "dst": "local",
+                       "src": "local_streamed" if streamed else "local", "blocks": 1, "threads": t, "iters": iters,
+                       "bytes_per_thread_iter": 8 if loop == "ll" else 64}, vals, "ns_per_iter")
+
+        for loop, threads in (("ll", [128, 512, 1024]), ("ll128w", [128, 256, 640])):
+            for t in threads:
+                for streamed in (False, True):
+                    self.rec.guard(f"src_residency {loop} 1x{t} streamed{streamed}", run, loop, t, streamed)
+
     def ll_steps(self):
         """An LL recv_reduce_send loop over local lines (pb_ll's op 7) in NCCL's steps of 32 KiB: 8 iterations of
         512 threads (4096 / threads × 8 iterations at other thread counts, 32 KiB a step), with and without NCCL's
@@ -650,7 +699,7 @@ def run(out_dir, quick):
     if pb.ghz is None:
         raise RuntimeError("perblock: SM clock calibration failed")
     parts = ("fences", "simple_steps", "pulls", "ll", "ll128", "ll128w", "group_barriers", "copies", "pingpong", "polls",
-             "ll_live", "ll128_live", "ll_steps", "ll128_steps")
+             "ll_live", "ll128_live", "ll_steps", "ll128_steps", "src_residency")
     if pb.cp.cuda.runtime.getDeviceCount() >= 2:
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
