@@ -302,64 +302,47 @@ class PerBlock:
         512 threads (4096 / threads × 8 iterations at other thread counts, 32 KiB a step), with and without NCCL's
         per-step bookkeeping around the loop (a block barrier at the step's start, a barrier and the head store at its
         end: prims_ll.h waitSend, postRecv). 64 steps a launch; lines and destination local."""
-        k = self.fn("pb_ll_steps")
-        flag = 1
-        nb = 96 * MB
-        self.fill("local", "llrecv", nb, [7, flag, 9, flag])
-        src = self.dev("llsrc", nb)
-        head = self.dev("llhead", 4096)
-        steps = 64
-
-        def run(t, book):
-            per_step = max(1, 32 * 1024 // (t * 8))
-            iters = steps * per_step
-            rp, dp = self.ptr("local", "llrecv", nb), self.ptr("local", "lldst", nb)
-
-            def launch():
-                k((1,), (t,), (rp, src, dp, np.int32(iters), np.int32(per_step), np.int32(book), np.uint32(flag), head,
-                               self.err, self.res), stream=self.s)
-            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
-            rec = {"kind": "loop", "loop": "ll_steps", "ll_op": "recv_reduce_send", "recv": "local", "dst": "local",
-                   "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 8}
-            if book:
-                rec["iters_per_step"] = per_step  # with NCCL's per-step bookkeeping; without: no steps
-            self.emit(rec, vals, "ns_per_iter")
-
-        for t in ([256, 512] if self.quick else [64, 128, 256, 512, 1024]):
-            for book in (0, 1):
-                self.rec.guard(f"ll_steps 1x{t} book{book}", run, t, book)
+        self.step_loops("pb_ll_steps", "ll_steps", "llrecv", [7, 1, 9, 1], 8, 32 * 1024, 64,
+                        [256, 512] if self.quick else [64, 128, 256, 512, 1024])
 
     def ll128_steps(self):
         """ll_steps for LL128 (kernel pb_ll128_steps, NCCL's LL128 layout, recv_reduce_send over local lines): steps
         of NCCL's 576,000 data bytes (15 iterations of 640 threads; 576,000 / (threads × 60) at other thread counts),
         with and without NCCL's per-step bookkeeping (prims_ll128.h GenericOp: barriers before and after the loop, the
         head store). 16 steps a launch."""
-        k = self.fn("pb_ll128_steps")
+        self.step_loops("pb_ll128_steps", "ll128_steps", "l128", [7, 8, 9, 10] * 7 + [7, 8, 9, 1], 64, 576000, 16,
+                        [256, 640] if self.quick else [128, 256, 512, 640])
+
+    def step_loops(self, kernel, loop, lines, pattern, per_thread, step_data, steps, threads):
+        """Runs kernel (pb_ll_steps or pb_ll128_steps) over local lines filled with pattern (flag 1), in steps of
+        step_data payload bytes (per_thread bytes a thread per iteration, of which 60/64 are data for LL128), each
+        thread count with (book 1) and without (book 0) the steps' bookkeeping."""
+        k = self.fn(kernel)
         flag = 1
         nb = 96 * MB
-        self.fill("local", "l128", nb, [7, 8, 9, 10] * 7 + [7, 8, 9, flag])
+        self.fill("local", lines, nb, pattern)
         src = self.dev("llsrc", nb)
         head = self.dev("llhead", 4096)
-        steps = 16
+        data = per_thread if per_thread == 8 else 60
 
         def run(t, book):
-            per_step = max(1, round(576000 / (t * 60)))
+            per_step = max(1, round(step_data / (t * data)))
             iters = steps * per_step
-            rp, dp = self.ptr("local", "l128", nb), self.ptr("local", "lldst", nb)
+            rp, dp = self.ptr("local", lines, nb), self.ptr("local", "lldst", nb)
 
             def launch():
                 k((1,), (t,), (rp, src, dp, np.int32(iters), np.int32(per_step), np.int32(book), np.uint32(flag), head,
                                self.err, self.res), stream=self.s)
             vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
-            rec = {"kind": "loop", "loop": "ll128_steps", "ll_op": "recv_reduce_send", "recv": "local",
-                   "dst": "local", "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 64}
+            rec = {"kind": "loop", "loop": loop, "ll_op": "recv_reduce_send", "recv": "local", "dst": "local",
+                   "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": per_thread}
             if book:
-                rec["iters_per_step"] = per_step
+                rec["iters_per_step"] = per_step  # with NCCL's per-step bookkeeping; without: no steps
             self.emit(rec, vals, "ns_per_iter")
 
-        for t in ([256, 640] if self.quick else [128, 256, 512, 640]):
+        for t in threads:
             for book in (0, 1):
-                self.rec.guard(f"ll128_steps 1x{t} book{book}", run, t, book)
+                self.rec.guard(f"{loop} 1x{t} book{book}", run, t, book)
 
     def ll_live(self):
         """LL receive loops whose lines another block of the GPU is writing at the same time (NCCL's LL between
