@@ -49,11 +49,9 @@ func newStepMode(x *executor) *stepMode {
 	return sm
 }
 
-// first arms the first mark; the run calls it once the executor is made.
-func (sm *stepMode) first(x *executor, pd *periodic) { sm.next(x, pd) }
-
 // next arms the mark after the one just taken, or the first of the next
-// stretch that has room for three, or none (detection then ends).
+// stretch that has room for three, or none (detection then ends). The run
+// calls it once the executor is made, to arm the first.
 func (sm *stepMode) next(x *executor, pd *periodic) {
 	if !sm.done {
 		sm.j++

@@ -311,7 +311,7 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 	x.stepAt = -1
 	x.per = newPeriodic(x)
 	if x.per != nil && x.per.step != nil {
-		x.per.step.first(x, x.per)
+		x.per.step.next(x, x.per)
 	}
 	return x, nil
 }
