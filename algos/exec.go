@@ -17,33 +17,34 @@ import (
 // sorted, flags are compared by value), so this changes no result, only
 // the number of events.
 type executor struct {
-	m        *hw.Machine
-	eng      *sim.Engine
-	src      source
-	compact  *streamSource // src when it is a compact stream (called directly)
-	algo     string
-	nranks   int
-	opt      RunOptions
-	flagVars []*sim.FlagVar // by flag ID
-	stride   []int64        // by flag ID
-	kernels  []hw.Kernel    // the distinct kernels of the ops loaded
-	kernelID map[hw.Kernel]int32
-	labels   []string // the distinct labels of the ops loaded
-	labelID  map[string]int32
-	ranks    []rankRun
-	slots    []slot     // window position k of rank r at k × nranks + r
-	cold     []slotCold // likewise
-	rbits    uint8      // bits of a rank in opArg
-	rmask    int64
-	hDone    sim.HandlerID
-	hStart   sim.HandlerID
-	ready    []int64 // ops (opArg) that finished now, not yet handled
-	finished int
-	err      error
-	res      *Result
-	per      *periodic   // steady-state detection; nil when off
-	stepAt   int         // rank 0's op whose start is the next step mark (periodic_step.go); −1 when none
-	images   []rankImage // by rank, for a stored schedule (image.go); nil for a stream
+	m         *hw.Machine
+	eng       *sim.Engine
+	src       source
+	compact   *streamSource // src when it is a compact stream (called directly)
+	algo      string
+	nranks    int
+	opt       RunOptions
+	flagVars  []*sim.FlagVar // by flag ID
+	stride    []int64        // by flag ID
+	kernels   []hw.Kernel    // the distinct kernels of the ops loaded
+	kernelID  map[hw.Kernel]int32
+	kernelMRU recent
+	labels    []string // the distinct labels of the ops loaded
+	labelID   map[string]int32
+	ranks     []rankRun
+	slots     []slot     // window position k of rank r at k × nranks + r
+	cold      []slotCold // likewise
+	rbits     uint8      // bits of a rank in opArg
+	rmask     int64
+	hDone     sim.HandlerID
+	hStart    sim.HandlerID
+	ready     []int64 // ops (opArg) that finished now, not yet handled
+	finished  int
+	err       error
+	res       *Result
+	per       *periodic   // steady-state detection; nil when off
+	stepAt    int         // rank 0's op whose start is the next step mark (periodic_step.go); −1 when none
+	images    []rankImage // by rank, for a stored schedule (image.go); nil for a stream
 }
 
 // completion handles op completions: the argument is the op's window
@@ -232,13 +233,42 @@ func (x *executor) label(l string) int32 {
 
 // kernel returns the ID of kernel k, interning it.
 func (x *executor) kernel(k hw.Kernel) int32 {
+	if id, ok := find(&x.kernelMRU, x.kernels, k); ok {
+		return id
+	}
 	id, ok := x.kernelID[k]
 	if !ok {
 		id = int32(len(x.kernels))
 		x.kernels = append(x.kernels, k)
 		x.kernelID[k] = id
 	}
+	x.kernelMRU.push(id)
 	return id
+}
+
+// recent holds the IDs an interning lookup found last, newest first: a
+// rank's ops use a few kernels and flags in turn, and comparing with
+// those is cheaper than hashing a large key.
+type recent struct {
+	ids [4]int32
+	n   int
+}
+
+// find returns the ID of k among the recent ones of keys.
+func find[K comparable](m *recent, keys []K, k K) (int32, bool) {
+	for _, id := range m.ids[:m.n] {
+		if keys[id] == k {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// push makes id the newest.
+func (m *recent) push(id int32) {
+	copy(m.ids[1:], m.ids[:len(m.ids)-1])
+	m.ids[0] = id
+	m.n = min(m.n+1, len(m.ids))
 }
 
 // endIter ends rank r's allreduce and starts its next one, after the gap

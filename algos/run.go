@@ -129,6 +129,7 @@ type scheduleSource struct {
 func newScheduleSource(s *Schedule) (*scheduleSource, error) {
 	src := &scheduleSource{s: s, flagOf: make([][]int32, len(s.Programs))}
 	ids := map[Flag]int32{}
+	var last recent
 	for r, prog := range s.Programs {
 		src.flagOf[r] = make([]int32, len(prog))
 		for i := range prog {
@@ -141,11 +142,14 @@ func newScheduleSource(s *Schedule) (*scheduleSource, error) {
 			id := int32(-1)
 			if op.Kind == Signal || op.Kind == Wait {
 				var ok bool
-				if id, ok = ids[op.Flag]; !ok {
-					id = int32(len(src.keys))
-					ids[op.Flag] = id
-					src.keys = append(src.keys, op.Flag)
-					src.stride = append(src.stride, 0)
+				if id, ok = find(&last, src.keys, op.Flag); !ok {
+					if id, ok = ids[op.Flag]; !ok {
+						id = int32(len(src.keys))
+						ids[op.Flag] = id
+						src.keys = append(src.keys, op.Flag)
+						src.stride = append(src.stride, 0)
+					}
+					last.push(id)
 				}
 				if op.Kind == Signal {
 					src.stride[id] = max(src.stride[id], op.Value)
