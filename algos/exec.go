@@ -233,7 +233,7 @@ func (x *executor) label(l string) int32 {
 
 // kernel returns the ID of kernel k, interning it.
 func (x *executor) kernel(k hw.Kernel) int32 {
-	if id, ok := find(&x.kernelMRU, x.kernels, k); ok {
+	if id, ok := findRecent(&x.kernelMRU, x.kernels, k); ok {
 		return id
 	}
 	id, ok := x.kernelID[k]
@@ -254,8 +254,8 @@ type recent struct {
 	n   int
 }
 
-// find returns the ID of k among the recent ones of keys.
-func find[K comparable](m *recent, keys []K, k K) (int32, bool) {
+// findRecent returns the ID of k among m's recent ones of keys.
+func findRecent[K comparable](m *recent, keys []K, k K) (int32, bool) {
 	for _, id := range m.ids[:m.n] {
 		if keys[id] == k {
 			return id, true

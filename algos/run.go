@@ -142,7 +142,7 @@ func newScheduleSource(s *Schedule) (*scheduleSource, error) {
 			id := int32(-1)
 			if op.Kind == Signal || op.Kind == Wait {
 				var ok bool
-				if id, ok = find(&last, src.keys, op.Flag); !ok {
+				if id, ok = findRecent(&last, src.keys, op.Flag); !ok {
 					if id, ok = ids[op.Flag]; !ok {
 						id = int32(len(src.keys))
 						ids[op.Flag] = id
