@@ -44,16 +44,9 @@ type proofRequest struct {
 	opts func(algo string) map[string]string
 }
 
-// proveAll proves every algorithm at every size class of sizes, in
-// parallel, and returns the first refusal as an error naming the
-// algorithm, world size, size and the check that failed. A point the
-// algorithm cannot plan is left to the timing (which reports it). A
-// schedule too large for the checker is proved at the largest size below
-// it that the checker takes; notes say so, once per algorithm. progress,
-// if set, is told (done, total). proved holds the schedules proved at the
-// very size asked for, by algorithm and size, for the timing of the same
-// request to run instead of planning them again.
-func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int64, progress func(done, total int)) (notes []string, proved map[scenarios.PlanKey]*algos.Schedule, err error) {
+// proofPoints lists what proveAll proves: every algorithm at the first
+// size asked for in each size class.
+func proofPoints(names []string, sizes []int64) []proofPoint {
 	var pts []proofPoint
 	for _, a := range names {
 		seen := map[int]bool{}
@@ -64,9 +57,99 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 			}
 		}
 	}
+	return pts
+}
+
+// planProofs plans every proof point of names × sizes, in parallel; a
+// point the algorithm cannot plan is left out (the timing reports it).
+// The schedules are the ones proveAll proves and the timing of the same
+// request runs: neither writes to a schedule, so both may read it at once.
+func planProofs(ctx context.Context, pr proofRequest, names []string, sizes []int64) (map[scenarios.PlanKey]*algos.Schedule, error) {
+	pts := proofPoints(names, sizes)
+	planned := make([]*algos.Schedule, len(pts))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range pts {
+		g.Go(func() (err error) {
+			defer crash.Recover(&err)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			planned[i], _ = pr.plan(p.algo, p.bytes)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	plans := map[scenarios.PlanKey]*algos.Schedule{}
+	for i, s := range planned {
+		if s != nil {
+			plans[scenarios.PlanKey{Algo: pts[i].algo, Bytes: pts[i].bytes}] = s
+		}
+	}
+	return plans, nil
+}
+
+// plan plans one algorithm at one size for the request.
+func (pr proofRequest) plan(algo string, bytes int64) (*algos.Schedule, error) {
+	return algos.Plan(algo, algos.Request{Top: pr.top, Ranks: pr.ranks, Bytes: bytes, DType: pr.dtype, Launch: pr.launch, Opts: pr.opts(algo)})
+}
+
+// proveWhileTiming proves the schedules of names × sizes (proveAll) while
+// timing them (timing, given the schedules planned for the proof, to run
+// instead of planning them again): the two use the cores at once, and a
+// refusal cancels the timing. The proof's error comes first: a schedule
+// the checker refuses is not timed, whatever its timing gave. progress,
+// if set, is told (done, total) over both. proofErr is the proof's (or
+// the planning's) error, timingErr the timing's.
+func proveWhileTiming(ctx context.Context, pr proofRequest, names []string, sizes []int64, progress func(done, total int),
+	timing func(ctx context.Context, planned map[scenarios.PlanKey]*algos.Schedule, progress func(done, total int)) error) (notes []string, proofErr, timingErr error) {
+	plans, err := planProofs(ctx, pr, names, sizes)
+	if err != nil {
+		return nil, err, nil
+	}
+	var proofProgress, timingProgress func(int, int)
+	if progress != nil {
+		var mu sync.Mutex
+		var done, total [2]int
+		part := func(k int) func(int, int) {
+			return func(d, t int) {
+				mu.Lock()
+				defer mu.Unlock()
+				done[k], total[k] = d, t
+				progress(done[0]+done[1], total[0]+total[1])
+			}
+		}
+		proofProgress, timingProgress = part(0), part(1)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		notes, proofErr = proveAll(gctx, pr, names, sizes, plans, proofProgress)
+		return proofErr
+	})
+	g.Go(func() error {
+		timingErr = timing(gctx, plans, timingProgress)
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err, nil
+	}
+	return notes, nil, timingErr
+}
+
+// proveAll proves every algorithm at every size class of sizes, in
+// parallel, and returns the first refusal as an error naming the
+// algorithm, world size, size and the check that failed. plans holds
+// the proof points' schedules when they are planned already (planProofs;
+// nil: proveAll plans them). A point the algorithm cannot plan is left
+// to the timing (which reports it). A schedule too large for the checker
+// is proved at the largest size below it that the checker takes; notes
+// say so, once per algorithm. progress, if set, is told (done, total).
+func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int64, plans map[scenarios.PlanKey]*algos.Schedule, progress func(done, total int)) (notes []string, err error) {
+	pts := proofPoints(names, sizes)
 	refused := make([]error, len(pts))
 	smaller := make([]string, len(pts))
-	planned := make([]*algos.Schedule, len(pts))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	var mu sync.Mutex
@@ -77,7 +160,11 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			refused[i], smaller[i], planned[i] = prove(pr, p)
+			s, ok := plans[scenarios.PlanKey{Algo: p.algo, Bytes: p.bytes}]
+			if !ok && plans == nil {
+				s, _ = pr.plan(p.algo, p.bytes)
+			}
+			refused[i], smaller[i] = prove(pr, p, s)
 			if progress != nil {
 				mu.Lock()
 				done++
@@ -88,11 +175,11 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for i, e := range refused {
 		if e != nil {
-			return nil, nil, fmt.Errorf("%s, %d ranks, %v: the checker refuses the schedule, so it is not timed (--no-check times it anyway): %w", pts[i].algo, pr.ranks, sim.Bytes(pts[i].bytes), e)
+			return nil, fmt.Errorf("%s, %d ranks, %v: the checker refuses the schedule, so it is not timed (--no-check times it anyway): %w", pts[i].algo, pr.ranks, sim.Bytes(pts[i].bytes), e)
 		}
 	}
 	seen := map[string]bool{}
@@ -103,43 +190,27 @@ func proveAll(ctx context.Context, pr proofRequest, names []string, sizes []int6
 		}
 	}
 	sort.Strings(notes)
-	proved = map[scenarios.PlanKey]*algos.Schedule{}
-	for i, s := range planned {
-		if s != nil {
-			proved[scenarios.PlanKey{Algo: pts[i].algo, Bytes: pts[i].bytes}] = s
-		}
-	}
-	return notes, proved, nil
+	return notes, nil
 }
 
-// prove plans and checks one point; a plan that fails is not the
-// checker's to judge (nil). When the schedule is too large to check, it
-// proves the largest smaller size of the same algorithm that checks and
-// says so. proved is the schedule of the point itself when the checker
-// proved it.
-func prove(pr proofRequest, p proofPoint) (refused error, smaller string, proved *algos.Schedule) {
+// prove checks one point's schedule s; a point that could not be planned
+// (nil) is not the checker's to judge. When the schedule is too large to
+// check, it proves the largest smaller size of the same algorithm that
+// checks and says so.
+func prove(pr proofRequest, p proofPoint, s *algos.Schedule) (refused error, smaller string) {
+	if s == nil {
+		return nil, ""
+	}
 	a, err := algos.Lookup(p.algo)
 	if err != nil {
-		return nil, "", nil
+		return nil, ""
 	}
-	var last *algos.Schedule
-	check := func(b int64) (bool, error) {
-		s, err := algos.Plan(p.algo, algos.Request{Top: pr.top, Ranks: pr.ranks, Bytes: b, DType: pr.dtype, Launch: pr.launch, Opts: pr.opts(p.algo)})
-		if err != nil {
-			return false, nil
-		}
-		last = s
-		return true, algos.Check(s)
-	}
-	planned, err := check(p.bytes)
-	if !planned {
-		return nil, "", nil
-	}
+	err = algos.Check(s)
 	if err == nil {
-		return nil, "", last
+		return nil, ""
 	}
 	if !errors.Is(err, algos.ErrTooLarge) {
-		return err, "", nil
+		return err, ""
 	}
 	sizes := sizesFor(a, pr.dtype.Size())
 	for i := len(sizes) - 1; i >= 0; i-- {
@@ -147,18 +218,19 @@ func prove(pr proofRequest, p proofPoint) (refused error, smaller string, proved
 		if b >= p.bytes || b%pr.dtype.Size() != 0 {
 			continue
 		}
-		planned, err := check(b)
-		if !planned {
+		s, err := pr.plan(p.algo, b)
+		if err != nil {
 			continue
 		}
+		err = algos.Check(s)
 		if err == nil {
-			return nil, fmt.Sprintf("schedules from %v on are too large for the checker; proved at %v (same program, fewer or smaller chunks)", sim.Bytes(p.bytes), sim.Bytes(b)), nil
+			return nil, fmt.Sprintf("schedules from %v on are too large for the checker; proved at %v (same program, fewer or smaller chunks)", sim.Bytes(p.bytes), sim.Bytes(b))
 		}
 		if !errors.Is(err, algos.ErrTooLarge) {
-			return err, "", nil
+			return err, ""
 		}
 	}
-	return nil, fmt.Sprintf("not proved at %v: too large for the checker at every size tried", sim.Bytes(p.bytes)), nil
+	return nil, fmt.Sprintf("not proved at %v: too large for the checker at every size tried", sim.Bytes(p.bytes))
 }
 
 // checkNotes prints the checker's notes on errOut.

@@ -68,29 +68,34 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		n = t.NumGPUs()
 	}
 	show := showProgress(*progress, errOut) && (*progress || len(names)*len(sz) >= 40)
-	var proved map[scenarios.PlanKey]*algos.Schedule
+	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, DType: dt, Launch: mode, Opts: o, Parallel: *parallel}
+	var rows []scenarios.SweepRow
+	timing := func(ctx context.Context, planned map[scenarios.PlanKey]*algos.Schedule, progress func(int, int)) error {
+		cfg.Planned, cfg.Progress = planned, progress
+		rows, err = scenarios.Sweep(ctx, cfg)
+		return err
+	}
+	var bar func(int, int)
 	if *noCheck {
 		uncheckedNote(errOut)
-	} else {
-		var bar func(int, int)
 		if show {
-			bar = progressBar(errOut, "schedules proved")
+			bar = progressBar(errOut, "points")
 		}
-		var notes []string
-		notes, proved, err = proveAll(ctx, proofRequest{top: t, ranks: n, dtype: dt, launch: mode, opts: optsForAlgo(o)}, names, sz, bar)
-		if err != nil {
-			return fmt.Errorf("sweep: %w", err)
+		err = timing(ctx, nil, bar)
+	} else {
+		if show {
+			bar = progressBar(errOut, "schedules proved and points timed")
+		}
+		// The proof plans with the request the sweep times (the same
+		// machine, world size, type, launch and options): its schedules
+		// are run as they were proved rather than planned again.
+		notes, proofErr, timingErr := proveWhileTiming(ctx, proofRequest{top: t, ranks: n, dtype: dt, launch: mode, opts: optsForAlgo(o)}, names, sz, bar, timing)
+		if proofErr != nil {
+			return fmt.Errorf("sweep: %w", proofErr)
 		}
 		checkNotes(errOut, notes)
+		err = timingErr
 	}
-	// The proof planned with the request the sweep times (the same
-	// machine, world size, type, launch and options): its schedules are
-	// run as they were proved rather than planned again.
-	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, DType: dt, Launch: mode, Opts: o, Parallel: *parallel, Planned: proved}
-	if show {
-		cfg.Progress = progressBar(errOut, "points")
-	}
-	rows, err := scenarios.Sweep(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func cmdTimeline(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if *noCheck {
 		uncheckedNote(errOut)
 	} else {
-		notes, _, err := proveAll(ctx, proofRequest{top: t, ranks: n, dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, []string{*algo}, []int64{b}, nil)
+		notes, err := proveAll(ctx, proofRequest{top: t, ranks: n, dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, []string{*algo}, []int64{b}, nil, nil)
 		if err != nil {
 			return fmt.Errorf("timeline: %w", err)
 		}

@@ -76,8 +76,22 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: computeD, Accept: *accept, Draft: draftD, Launch: mode, Opts: o, LayerKernels: *layerKernels}
+	if len(toks) > 1 && *format == "json" {
+		return badInputf("verify: --format json takes one --tokens value")
+	}
+	var res []scenarios.VerifyResult
+	timing := func(ctx context.Context, planned map[scenarios.PlanKey]*algos.Schedule, _ func(int, int)) error {
+		cfg.Planned = planned // the proof's requests are the passes': all GPUs, bf16, this launch and these options
+		if len(toks) > 1 {
+			return nil // the what-if table runs its passes itself
+		}
+		var err error
+		res, err = scenarios.Verify(cfg, names)
+		return err
+	}
 	if *noCheck {
 		uncheckedNote(errOut)
+		err = timing(ctx, nil, nil)
 	} else {
 		sizes := []int64{scenarios.BytesPerAllreduce(1)}
 		for _, n := range toks {
@@ -87,24 +101,20 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if isTerminal(errOut) {
 			bar = progressBar(errOut, "schedules proved")
 		}
-		notes, proved, err := proveAll(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar)
-		if err != nil {
-			return fmt.Errorf("verify: %w", err)
+		notes, proofErr, timingErr := proveWhileTiming(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar, timing)
+		if proofErr != nil {
+			return fmt.Errorf("verify: %w", proofErr)
 		}
 		checkNotes(errOut, notes)
-		cfg.Planned = proved // the proof's requests are the passes': all GPUs, bf16, this launch and these options
+		err = timingErr
 	}
-	if len(toks) > 1 {
-		if *format == "json" {
-			return badInputf("verify: --format json takes one --tokens value")
-		}
-		return writeTokensTable(out, errOut, cfg, t.Name, names, toks)
-	}
-	tokens := &toks[0]
-	res, err := scenarios.Verify(cfg, names)
 	if err != nil {
 		return badInput(err)
 	}
+	if len(toks) > 1 {
+		return writeTokensTable(out, errOut, cfg, t.Name, names, toks)
+	}
+	tokens := &toks[0]
 	if *format == "json" {
 		err = writeVerifyJSON(out, t.Name, *tokens, res)
 	} else {
