@@ -79,37 +79,9 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(toks) > 1 && *format == "json" {
 		return badInputf("verify: --format json takes one --tokens value")
 	}
-	var res []scenarios.VerifyResult
-	timing := func(ctx context.Context, planned map[scenarios.PlanKey]*algos.Schedule, _ func(int, int)) error {
-		cfg.Planned = planned // the proof's requests are the passes': all GPUs, bf16, this launch and these options
-		if len(toks) > 1 {
-			return nil // the what-if table runs its passes itself
-		}
-		var err error
-		res, err = scenarios.Verify(cfg, names)
-		return err
-	}
-	if *noCheck {
-		uncheckedNote(errOut)
-		err = timing(ctx, nil, nil)
-	} else {
-		sizes := []int64{scenarios.BytesPerAllreduce(1)}
-		for _, n := range toks {
-			sizes = append(sizes, scenarios.BytesPerAllreduce(n))
-		}
-		var bar func(int, int)
-		if isTerminal(errOut) {
-			bar = progressBar(errOut, "schedules proved")
-		}
-		notes, proofErr, timingErr := proveWhileTiming(ctx, proofRequest{top: t, ranks: t.NumGPUs(), dtype: algos.BF16, launch: mode, opts: optsForAlgo(o)}, names, sizes, bar, timing)
-		if proofErr != nil {
-			return fmt.Errorf("verify: %w", proofErr)
-		}
-		checkNotes(errOut, notes)
-		err = timingErr
-	}
+	res, err := provedPasses(ctx, &cfg, names, toks, *noCheck, errOut)
 	if err != nil {
-		return badInput(err)
+		return err
 	}
 	if len(toks) > 1 {
 		return writeTokensTable(out, errOut, cfg, t.Name, names, toks)
@@ -128,6 +100,47 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		outs[i] = ran{r.Algo, r.Err}
 	}
 	return noteCannotRun(errOut, t.Name, outs)
+}
+
+// provedPasses proves the schedules of the passes' allreduces (unless
+// noCheck) while timing one pass per algorithm (scenarios.Verify) with
+// them; with several token counts it only proves them, for the what-if
+// table to run its passes with cfg.Planned. A refusal is the error.
+func provedPasses(ctx context.Context, cfg *scenarios.VerifyConfig, names []string, toks []int, noCheck bool, errOut io.Writer) ([]scenarios.VerifyResult, error) {
+	var res []scenarios.VerifyResult
+	timing := func(ctx context.Context, planned map[scenarios.PlanKey]*algos.Schedule, _ func(int, int)) error {
+		cfg.Planned = planned // the proof's requests are the passes': all GPUs, bf16, this launch and these options
+		if len(toks) > 1 {
+			return nil // the what-if table runs its passes itself
+		}
+		var err error
+		res, err = scenarios.Verify(*cfg, names)
+		return err
+	}
+	var err error
+	if noCheck {
+		uncheckedNote(errOut)
+		err = timing(ctx, nil, nil)
+	} else {
+		sizes := []int64{scenarios.BytesPerAllreduce(1)}
+		for _, n := range toks {
+			sizes = append(sizes, scenarios.BytesPerAllreduce(n))
+		}
+		var bar func(int, int)
+		if isTerminal(errOut) {
+			bar = progressBar(errOut, "schedules proved")
+		}
+		notes, proofErr, timingErr := proveWhileTiming(ctx, proofRequest{top: cfg.Top, ranks: cfg.Top.NumGPUs(), dtype: algos.BF16, launch: cfg.Launch, opts: optsForAlgo(cfg.Opts)}, names, sizes, bar, timing)
+		if proofErr != nil {
+			return nil, fmt.Errorf("verify: %w", proofErr)
+		}
+		checkNotes(errOut, notes)
+		err = timingErr
+	}
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return res, nil
 }
 
 func parseLaunch(s string) (hw.LaunchMode, error) {
