@@ -53,6 +53,7 @@ type Physics struct {
 	SMLoadRate                              sim.Rate
 	VectorIssue, VectorIssuePerWarp         sim.Duration
 	PollLoopOverhead                        sim.Duration
+	PollRelaxedSaving                       sim.Duration // gpu.poll_relaxed_saving
 	IOMMUHostLatency                        sim.Duration
 	FreshLineSaving                         sim.Duration // hostmem.fresh_line_saving
 	LLStepOverhead                          sim.Duration // nccl.ll_step_overhead
@@ -92,7 +93,7 @@ func resolve(ps *topology.Params) Physics {
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),
 		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
-		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
+		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), PollRelaxedSaving: ns(g("gpu.poll_relaxed_saving")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
 		FreshLineSaving: ns(g("hostmem.fresh_line_saving")), LLStepOverhead: ns(g("nccl.ll_step_overhead")),
 		LL128StepOverhead: ns(g("nccl.ll128_step_overhead")), DRAMSrcExtra: ns(g("gpu.dram_src_extra")),
 		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),

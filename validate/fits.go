@@ -40,43 +40,58 @@ type Fit struct {
 	How string
 }
 
+// perBlockRepeats are whole runs of the per-block suite on further H200
+// instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
+// so every record a per-block fit covers is on its predicted side.
+var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl"}
+
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
 	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop},
-		AlsoPredicts: []string{"h200x1-arsim/perblock_2.jsonl"},
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
 		}, How: "slope of ns per load over blocks, least squares through 0"},
 	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
+		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "atomic")
 		}, How: "slope of ns per atomic over blocks, least squares through 0"},
 	{Params: []string{"gpu.poll_loop_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
+		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
 			return r.Target == "local" && r.SpacingBytes == 0 && r.Blocks == 1 && r.Request == "load_volatile"
 		}, How: "ns per load minus pointer_chase local"},
+	{Params: []string{"gpu.poll_relaxed_saving"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl"}, perBlockRepeats...),
+		Covers:       func(r trace.Record) bool { return r.Request == "load_relaxed" },
+		On: func(r trace.Record) bool {
+			return r.Request == "load_relaxed" && r.Target == "local" && r.SpacingBytes == 0 && r.Blocks == 1
+		}, How: "ns per volatile load minus ns per relaxed load, one block, a local word"},
 	{Params: []string{"gpu.ll_iter_overhead", "gpu.ll_iter_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl"},
+		AlsoPredicts: append([]string{"h200x2-arsim/perblock_peer.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "ll" && r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local"},
 	{Params: []string{"gpu.ll128_iter_overhead", "gpu.ll128_iter_per_warp"}, Files: []string{"h200x1-arsim/perblock_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll128w" },
-		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl", "h200x1-arsim/ll128_live.jsonl"},
+		AlsoPredicts: append([]string{"h200x2-arsim/perblock_peer.jsonl", "h200x1-arsim/ll128_live.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.LLOp == "recv_reduce_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1 && r.Iters == 64
 		}, How: "least-squares line of ns per iteration over warps; the intercept minus pointer_chase local of the same run"},
 	{Params: []string{"gpu.copy_iter_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		AlsoPredicts: []string{"h200x2-arsim/perblock_peer.jsonl"},
+		AlsoPredicts: append([]string{"h200x2-arsim/perblock_peer.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 128
 		}, How: "ns per iteration minus pointer_chase local"},
 	{Params: []string{"gpu.sm_load_bandwidth"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 8 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 512 && r.Iters == 32
 		}, How: "512 threads × 8 × 16 B per iteration"},
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		On: vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
+		AlsoPredicts: perBlockRepeats,
+		On:           vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
 	// nccl.call_extra.<algo>.<proto>: one fit per algorithm and protocol
 	// (callExtraFits).
 	{Params: []string{"nccl.kernel_fixed"}, Files: []string{"h200x1-arsim/nccl_self.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
@@ -101,24 +116,26 @@ var Fits = append([]Fit{
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
 	{Params: []string{"hostmem.fresh_line_saving"}, Files: []string{"h200x1-arsim/ll_live_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "host" && r.Producer != "" },
-		AlsoPredicts: []string{"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll128_live.jsonl"},
+		AlsoPredicts: append([]string{"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll128_live.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Producer == "before" || r.Producer == "evicted"
 		}, How: "median over threads of ns per iteration with the lines evicted minus with the lines written just before"},
 	{Params: []string{"nccl.ll_step_overhead"}, Files: []string{"h200x1-arsim/ll_steps.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll_steps" },
-		AlsoPredicts: []string{"h200x1-arsim/ll128_steps.jsonl", "h200x1-arsim/steps_3.jsonl"},
+		AlsoPredicts: append([]string{"h200x1-arsim/ll128_steps.jsonl", "h200x1-arsim/steps_3.jsonl"}, perBlockRepeats...),
 		On:           func(r trace.Record) bool { return r.Loop == "ll_steps" && r.Threads == 512 },
 		How:          "(ns per iteration with the step bookkeeping − without) × iterations per step, 512 threads"},
 	{Params: []string{"nccl.ll128_step_overhead"}, Files: []string{"h200x1-arsim/ll128_steps.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll128_steps" },
-		AlsoPredicts: []string{"h200x1-arsim/steps_3.jsonl"},
+		AlsoPredicts: append([]string{"h200x1-arsim/steps_3.jsonl"}, perBlockRepeats...),
 		On:           func(r trace.Record) bool { return r.Loop == "ll128_steps" && r.Threads == 640 },
 		How:          "(ns per iteration with the step bookkeeping − without) × iterations per step, 640 threads"},
 	{Params: []string{"gpu.dram_src_extra"}, Files: []string{"h200x1-arsim/src_residency.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		On:  func(r trace.Record) bool { return r.Loop == "ll" && r.Threads == 512 },
-		How: "ns per iteration with the user buffer streamed from HBM minus in the L2, 512 threads"},
+		AlsoPredicts: perBlockRepeats,
+		On:           func(r trace.Record) bool { return r.Loop == "ll" && r.Threads == 512 },
+		How:          "ns per iteration with the user buffer streamed from HBM minus in the L2, 512 threads"},
 	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
 		}, How: "ns per step"},

@@ -96,6 +96,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		"hostmem.poll_service":       throughOrigin(side("hostmem.poll_service")),
 		"hostmem.atomic_service":     throughOrigin(side("hostmem.atomic_service")),
 		"gpu.poll_loop_overhead":     value(side("gpu.poll_loop_overhead")[0]) - chaseLocal,
+		"gpu.poll_relaxed_saving":    value(side("gpu.poll_loop_overhead")[0]) - value(side("gpu.poll_relaxed_saving")[0]),
 		"gpu.ll_iter_overhead":       llA - chaseLocal,
 		"gpu.ll_iter_per_warp":       llB,
 		"gpu.copy_iter_overhead":     oneLoad - chaseLocal,
