@@ -106,7 +106,17 @@ func (p ncclProto) sliceBytes() int64 {
 // depth·8 down to 128 KiB, below depth·4 down to 64 KiB, below depth down
 // to 32 KiB (the "Optimize chunkSize / nSteps" loops of NCCL's enqueue.cc
 // for TreeUpDown).
+//
+// LL128's tree steps are halved too (the same function, for TreeUpDown
+// with LL128): from a step's line bytes (614,400), while the call has
+// fewer chunks per channel than nsteps·64/ppn down to 128 KiB, then
+// fewer than nsteps·16/ppn down to 32 KiB, where nsteps = 1 + log2(nodes)
+// + 0.1·ppn and ppn is the ranks per node (one node here); a step then
+// carries 15/16 of its line bytes. LL's tree steps are not halved.
 func (p ncclProto) treeChunk(bytes int64, channels, depth int) int64 {
+	if p == protoLL128 {
+		return ll128TreeChunk(bytes, channels, depth+1)
+	}
 	if p != protoSimple {
 		return p.sliceBytes()
 	}
@@ -122,6 +132,22 @@ func (p ncclProto) treeChunk(bytes int64, channels, depth int) int64 {
 		chunk /= 2
 	}
 	return chunk
+}
+
+// ll128TreeChunk is NCCL's LL128 tree step on one node of ranks ranks:
+// the payload bytes of a step (treeChunk).
+func ll128TreeChunk(bytes int64, channels, ranks int) int64 {
+	chunk := int64(ll128ElemsPerThread * ll128MaxNThreads * 8) // line bytes of a step
+	ppn := float64(ranks)
+	nsteps := 1 + 0.1*ppn // 1 + log2i(nNodes) with one node
+	per := func() float64 { return float64(bytes / (int64(channels) * chunk)) }
+	for per() < nsteps*64/ppn && chunk > 131072 {
+		chunk /= 2
+	}
+	for per() < nsteps*16/ppn && chunk > 32768 {
+		chunk /= 2
+	}
+	return chunk * 120 / 128
 }
 
 // slots is how many slices a connection's FIFO holds at once.
@@ -231,6 +257,10 @@ type ncclPlanner struct {
 	// inOrder: each connection's loops move its steps one at a time
 	// (hw.Kernel.InOrder), as NCCL's thread groups do; set by the tree.
 	inOrder bool
+	// stepBytes, if set, is the payload of one NCCL step where it is not
+	// the protocol's FIFO step (the tree's halved LL128 steps): each step
+	// pays the protocol's bookkeeping.
+	stepBytes int64
 }
 
 func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
@@ -336,8 +366,11 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 		// call's input and output span more than the L2.
 		k.SrcFromDRAM = sources >= 2 && float64(2*pl.req.Bytes) > pl.req.Top.Params.Get("gpu.l2_size")
 	case protoLL128:
-		k.Loop, k.LoopAt, k.Reload = hw.LoopLL128, at, true
+		k.Loop, k.LoopAt, k.Reload, k.PeerFIFO = hw.LoopLL128, at, true, true
 		k.StepBytes = protoLL128.sliceBytes() // each NCCL step's barriers and head store (prims_ll128.h)
+		if pl.stepBytes > 0 {
+			k.StepBytes = pl.stepBytes
+		}
 	case protoSimple:
 		k.Loop, k.LoopAt, k.Unroll, k.Sources = hw.LoopSimple, at, pl.spec.unroll, sources
 	}

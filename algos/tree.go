@@ -166,6 +166,9 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 			kids[p] = append(kids[p], r)
 		}
 		chunk := spec.proto.treeChunk(req.Bytes, spec.channels, n-1)
+		if spec.proto == protoLL128 {
+			pl.stepBytes = chunk
+		}
 		S := int(max(1, min(ceilDiv(chLen[ch], chunk), maxTreeSlices)))
 		slots := spec.proto.slots()
 		if spec.proto == protoLL && S < maxTreeSlices {

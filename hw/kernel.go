@@ -91,6 +91,11 @@ type Kernel struct {
 	// step k before it starts k+1, so the steps flow down a pipeline of
 	// connections instead of all finishing at once.
 	InOrder bool
+	// PeerFIFO (LoopLL128): the loop moves an NCCL connection's steps
+	// between GPUs (a FIFO another GPU fills, or the sends that fill
+	// another GPU's): each iteration waits nccl.ll128_iter_extra more, what
+	// NCCL's LL128 needs on two GPUs beyond the loop measured on one.
+	PeerFIFO bool
 	// Ranks and RanksInHost: the buffers a LoopRanks loop visits.
 	Ranks       int
 	RanksInHost bool

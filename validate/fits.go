@@ -108,6 +108,15 @@ var Fits = append([]Fit{
 		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && (r.Proto == "ll" || r.Proto == "ll128") },
 		AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
 		On:           func(trace.Record) bool { return false }, How: "fitted on one GPU's loops (the loop fits above); none of these records"},
+	// NCCL's LL128 on two GPUs beyond the loop measured on one: fitted on
+	// the ring over NVLink at one channel and the largest sizes, where one
+	// block's loop is the time; 2, 4 and 8 channels and NCCL's default,
+	// the tree, SHM, eager launches and smaller sizes are its predicted
+	// side.
+	{Params: []string{"nccl.ll128_iter_extra"}, Files: []string{"h200x2-arsim/nccl_channels.jsonl"}, Kinds: []trace.Kind{trace.KindAllreduce},
+		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "ll128" },
+		AlsoPredicts: []string{"h200x2-arsim/measurements.jsonl"},
+		On:           ll128IterExtraSide, How: "the value that makes the median error of its records 0"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
 		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},
@@ -162,6 +171,13 @@ func callExtraFits() []Fit {
 		}
 	}
 	return fs
+}
+
+// ll128IterExtraSide: NCCL's ring/LL128 over NVLink with one channel, in
+// CUDA graphs, at 8 MiB and more (where the block's loop is the time).
+func ll128IterExtraSide(r trace.Record) bool {
+	return r.Algo == "ring" && r.Proto == "ll128" && r.Transport == trace.TransportP2P && r.MaxChannels == 1 &&
+		r.Launch == trace.LaunchCUDAGraph && r.Bytes >= 8<<20
 }
 
 // callExtraSide: NCCL in CUDA graphs, bf16, at most 256 KiB (where the
