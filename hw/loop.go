@@ -260,6 +260,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.PeerFIFO {
 			it += m.Phys.LL128IterExtra
 		}
+		if k.Sources == 1 {
+			it = max(it-m.Phys.LL128CopySaving, 1)
+		}
 		if perIter := threads * ll128DataPerThread; k.StepBytes > 0 && perIter > 0 {
 			it += sim.Duration(float64(m.Phys.LL128StepOverhead) * perIter / float64(k.StepBytes))
 		}

@@ -3,6 +3,7 @@ package hw
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
@@ -208,7 +209,10 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 // thread per iteration.
 func (m *Machine) ll128Twin(rec PerBlock) (float64, error) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 128.0 / 120, Loop: LoopLL128, LoopAt: mem(rec.Recv),
-		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * ll128DataPerThread}
+		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * ll128DataPerThread, Sources: 2}
+	if !strings.Contains(rec.LLOp, "reduce") {
+		k.Sources = 1 // no user buffer to load and add beside the lines
+	}
 	return m.lineLoopTwin(rec, k, ll128DataPerThread, "ll128")
 }
 

@@ -131,7 +131,21 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	require.Len(t, fit2, 4)
 	require.NotZero(t, chase2)
 	a, b := lsq(fit2, func(r trace.Record) (float64, float64) { return float64((r.Threads + 31) / 32), value(r) })
-	for name, w := range map[string]float64{"gpu.ll128_iter_overhead": a - chase2, "gpu.ll128_iter_per_warp": b} {
+	// The copy's saving: the same loop without the reduction, 640 threads.
+	var copy640, reduce640 float64
+	for _, r := range recs2 {
+		if f, _ := fitOf("h200x1-arsim/perblock_2.jsonl", r); f != nil && f.Params[0] == "gpu.ll128_copy_saving" {
+			copy640 = value(r)
+		}
+	}
+	for _, r := range fit2 {
+		if r.Threads == 640 {
+			reduce640 = value(r)
+		}
+	}
+	require.Positive(t, copy640)
+	require.Positive(t, reduce640)
+	for name, w := range map[string]float64{"gpu.ll128_iter_overhead": a - chase2, "gpu.ll128_iter_per_warp": b, "gpu.ll128_copy_saving": reduce640 - copy640} {
 		assert.InEpsilon(t, w, ps.Get(name), 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", name, w, ps.Get(name))
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock_2.jsonl", name)
