@@ -53,7 +53,8 @@
 // uint64; engine copy_engine; dir h2d, d2h, p2p, bidir; api cudaMemcpyAsync,
 // torch.copy_; op read, read_only_loop, read_reduce, write; target host,
 // local, peer; via host, peer; what ce_h2d, ce_d2h, ce_bidir, sm_read,
-// sm_write; barrier cas, flag; mode single, back_to_back, graph_replay;
+// sm_write; barrier cas, flag; mode single, back_to_back, queued, graph_replay;
+// issuer native;
 // nccl_op self_sendrecv, allreduce_one_rank, allreduce_one_rank_inplace,
 // torch_allreduce_one_rank, memcpy_d2d, empty_kernel.
 // nccl_env is an object of strings (NCCL variables by name). Sizes, counts,

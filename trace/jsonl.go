@@ -185,8 +185,15 @@ type Record struct {
 
 	// Mode is how an empty_kernel record launched its kernels: "single"
 	// (one launch between two events), "back_to_back" (eager launches in
-	// a row) or "graph_replay"; "" is taken as single.
+	// a row), "queued" (eager launches issued behind a device-side spin,
+	// timed on the host clock: the host's issue cost alone) or
+	// "graph_replay"; "" is taken as single. An eager nccl_kernel record
+	// may say back_to_back or queued too.
 	Mode string
+	// Issuer is what issued an eager record's launches or calls: "native"
+	// (C++ against the CUDA runtime and NCCL directly); "" is the
+	// capture's Python layer (CuPy, ctypes, PyTorch).
+	Issuer string
 	// PrefillUs is the device-side spin, in µs, queued before the timed
 	// launches of an empty_kernel record; 0: none.
 	PrefillUs float64

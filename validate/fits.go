@@ -101,7 +101,7 @@ var Fits = append([]Fit{
 	// nccl.call_extra.<algo>.<proto>: one fit per algorithm and protocol
 	// (callExtraFits).
 	{Params: []string{"nccl.kernel_fixed"}, Files: []string{"h200x1-arsim/nccl_self.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
-		AlsoPredicts: []string{"h200x1-arsim/nccl_self_2.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/nccl_self_2.jsonl", "h200x1-arsim/nccl_self_3.jsonl"},
 		Covers:       func(r trace.Record) bool { return r.NCCLOp == "self_sendrecv" },
 		On: func(r trace.Record) bool {
 			return r.NCCLOp == "self_sendrecv" && r.Launch == trace.LaunchCUDAGraph && r.Bytes == 8

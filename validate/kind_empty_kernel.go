@@ -18,11 +18,16 @@ func emptyKernelTwin(r trace.Record) (*Twin, error) {
 		t.Sim = device(GraphKernelGapUs)
 		return t, nil
 	}
-	if r.Mode == "back_to_back" {
-		// tools/capture launches through CuPy, not PyTorch.
+	if r.Mode == "back_to_back" || r.Mode == "queued" {
+		// tools/capture launches through CuPy, not PyTorch, or from C++
+		// (issuer native).
 		t.Group += " driver API"
 		t.Note = "back-to-back eager launches through the CUDA driver API (host.cuda_launch_issue)"
-		if r.PrefillUs > 0 {
+		if r.Issuer == "native" {
+			t.Group += " native"
+			t.Note = "eager launches issued from C++ (host.cuda_launch_issue, measured through CuPy)"
+		}
+		if r.Mode == "back_to_back" && r.PrefillUs > 0 {
 			return nil, notModelled("eager launches queued behind a device-side spin measure the device gap, not the host; not modelled")
 		}
 		t.Sim = hostPaced(RawLaunchIntervalUs)

@@ -21,6 +21,17 @@ func init() { Register(trace.KindNCCLKernel, ncclKernelTwin) }
 func ncclKernelTwin(r trace.Record) (*Twin, error) {
 	t := &Twin{Group: "nccl_kernel " + r.NCCLOp + " " + string(r.Launch)}
 	if r.Launch != trace.LaunchCUDAGraph {
+		if r.Issuer == "native" && r.NCCLOp == "allreduce_one_rank" {
+			// One NCCL call issued from C++, as nccl-tests issues each
+			// GPU's call: its eager pacing charges host.cuda_launch_issue.
+			t.Group += " native"
+			t.Note = "one NCCL call issued from C++, as nccl-tests' eager pacing charges it per GPU (host.cuda_launch_issue)"
+			t.Sim = hostPaced(RawLaunchIntervalUs)
+			return t, nil
+		}
+		if r.Issuer == "native" {
+			return nil, notModelled("eager %s from C++: a group of NCCL calls, whose host cost no parameter models", r.NCCLOp)
+		}
 		return nil, notModelled("eager %s: the issuing host's cost through PyTorch and ctypes, not modelled", r.NCCLOp)
 	}
 	switch r.NCCLOp {

@@ -37,6 +37,7 @@ ENUMS = {
     "nccl_op": {"self_sendrecv", "allreduce_one_rank", "allreduce_one_rank_inplace", "torch_allreduce_one_rank", "memcpy_d2d", "empty_kernel"},
     "loop": {"ll", "ll128", "ll128w", "ll_steps", "ll128_steps", "group_barrier", "copy", "simple_step", "fence", "pull"},
     "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir"},
+    "issuer": {"native"},
 }
 
 

@@ -1,0 +1,176 @@
+// native_issue: what the host pays to issue a kernel or an NCCL call from native code (no Python), one GPU.
+//
+//   native_issue LIBNCCL_PATH OUT.jsonl SYSTEM_ID
+//
+// nccl-tests issues its calls from C, one thread for all its GPUs; the other captures issue through CuPy, ctypes
+// and PyTorch, whose Python layers cost more per call than the call itself. For each op this measures, TRIALS
+// times:
+//   queued: a spin kernel holds the GPU for SPIN_US while the host issues N ops; the host clock around the N
+//           issues / N is the host's issue cost alone (the ops queue behind the spin, nothing waits on the GPU);
+//   back-to-back: N ops with no spin, CUDA events around them / N, as nccl-tests times its eager calls (the
+//           slower of host issue and device time).
+// Ops: an empty kernel (<<<1, 32>>>), a one-rank NCCL send to and receive from itself of 8 B in one group, and a
+// one-rank ncclAllReduce of 8 B (float sum). NCCL is loaded with dlopen (the library PyTorch ships); its API is
+// declared here from nccl.h's public signatures. Records: JSON Lines v1 (docs/TRACE_FORMAT.md), kinds
+// empty_kernel and nccl_kernel, launch eager, issuer native, mode queued or back_to_back.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+typedef struct ncclComm* ncclComm_t;
+typedef int (*InitAllFn)(ncclComm_t*, int, const int*);
+typedef int (*SendFn)(const void*, size_t, int, int, ncclComm_t, cudaStream_t);
+typedef int (*RecvFn)(void*, size_t, int, int, ncclComm_t, cudaStream_t);
+typedef int (*AllReduceFn)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
+typedef int (*GroupFn)();
+typedef int (*VersionFn)(int*);
+
+static const int kUint8 = 1, kFloat32 = 7, kSum = 0;  // ncclUint8, ncclFloat32, ncclSum
+static const int N = 200, TRIALS = 9;
+static const double SPIN_US = 5000;
+
+__global__ void empty_kernel() {}
+
+__global__ void spin_kernel(long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+#define CK(x)                                                                         \
+  do {                                                                                \
+    cudaError_t e = (x);                                                              \
+    if (e != cudaSuccess) {                                                           \
+      fprintf(stderr, "native_issue: %s: %s (line %d)\n", #x, cudaGetErrorString(e), __LINE__); \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+static void nck(int r, const char* what) {
+  if (r != 0) {
+    fprintf(stderr, "native_issue: %s returned %d\n", what, r);
+    exit(1);
+  }
+}
+
+struct Stats {
+  double median, lo, hi;
+};
+
+static Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: native_issue LIBNCCL OUT.jsonl SYSTEM_ID\n");
+    return 2;
+  }
+  void* lib = dlopen(argv[1], RTLD_NOW);
+  if (!lib) {
+    fprintf(stderr, "native_issue: dlopen %s: %s\n", argv[1], dlerror());
+    return 1;
+  }
+  auto sym = [&](const char* name) {
+    void* p = dlsym(lib, name);
+    if (!p) {
+      fprintf(stderr, "native_issue: %s not in %s\n", name, argv[1]);
+      exit(1);
+    }
+    return p;
+  };
+  auto initAll = (InitAllFn)sym("ncclCommInitAll");
+  auto send = (SendFn)sym("ncclSend");
+  auto recv = (RecvFn)sym("ncclRecv");
+  auto allReduce = (AllReduceFn)sym("ncclAllReduce");
+  auto groupStart = (GroupFn)sym("ncclGroupStart");
+  auto groupEnd = (GroupFn)sym("ncclGroupEnd");
+  int version = 0;
+  nck(((VersionFn)sym("ncclGetVersion"))(&version), "ncclGetVersion");
+
+  CK(cudaSetDevice(0));
+  int clockKHz = 0;
+  CK(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0));
+  ncclComm_t comm;
+  int dev = 0;
+  nck(initAll(&comm, 1, &dev), "ncclCommInitAll");
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void *a, *b;
+  CK(cudaMalloc(&a, 4096));
+  CK(cudaMalloc(&b, 4096));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+
+  struct Op {
+    const char* kind;
+    const char* name;
+    std::function<void()> run;
+  };
+  std::vector<Op> ops = {
+      {"empty_kernel", "empty_kernel", [&] { empty_kernel<<<1, 32, 0, s>>>(); }},
+      {"nccl_kernel", "self_sendrecv",
+       [&] {
+         nck(groupStart(), "ncclGroupStart");
+         nck(send(a, 8, kUint8, 0, comm, s), "ncclSend");
+         nck(recv(b, 8, kUint8, 0, comm, s), "ncclRecv");
+         nck(groupEnd(), "ncclGroupEnd");
+       }},
+      {"nccl_kernel", "allreduce_one_rank", [&] { nck(allReduce(a, b, 2, kFloat32, kSum, comm, s), "ncclAllReduce"); }},
+  };
+  FILE* out = fopen(argv[2], "a");
+  if (!out) {
+    fprintf(stderr, "native_issue: cannot write %s\n", argv[2]);
+    return 1;
+  }
+  long long spinCycles = (long long)(SPIN_US * clockKHz / 1000.0);
+  for (auto& op : ops) {
+    for (int w = 0; w < 3 * N; w++) op.run();  // warm up: NCCL's first calls set up its plans and buffers
+    CK(cudaStreamSynchronize(s));
+    std::vector<double> queued, b2b;
+    for (int t = 0; t < TRIALS; t++) {
+      spin_kernel<<<1, 1, 0, s>>>(spinCycles);
+      auto h0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < N; i++) op.run();
+      auto h1 = std::chrono::steady_clock::now();
+      CK(cudaStreamSynchronize(s));
+      queued.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count() / N);
+
+      CK(cudaEventRecord(e0, s));
+      for (int i = 0; i < N; i++) op.run();
+      CK(cudaEventRecord(e1, s));
+      CK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      b2b.push_back(ms * 1000.0 / N);
+    }
+    Stats q = stats(queued), d = stats(b2b);
+    std::string bytes = std::string(op.kind) == "nccl_kernel" ? ", \"bytes\": 8" : "";
+    std::string opField = std::string(op.kind) == "nccl_kernel"
+                              ? std::string(", \"nccl_op\": \"") + op.name + "\", \"nccl_version\": " + std::to_string(version)
+                              : ", \"blocks\": 1, \"threads\": 32";
+    fprintf(out,
+            "{\"system\": \"%s\", \"kind\": \"%s\", \"clock\": \"host\", \"launch\": \"eager\", \"issuer\": \"native\", "
+            "\"mode\": \"queued\"%s%s, \"iters\": %d, \"trials\": %d, \"prefill_us\": %.0f, \"us\": %.4f, \"us_min\": "
+            "%.4f, \"us_max\": %.4f}\n",
+            argv[3], op.kind, opField.c_str(), bytes.c_str(), N, TRIALS, SPIN_US, q.median, q.lo, q.hi);
+    fprintf(out,
+            "{\"system\": \"%s\", \"kind\": \"%s\", \"clock\": \"device_events\", \"launch\": \"eager\", \"issuer\": "
+            "\"native\", \"mode\": \"back_to_back\"%s%s, \"iters\": %d, \"trials\": %d, \"prefill_us\": 0, \"us\": %.4f, "
+            "\"us_min\": %.4f, \"us_max\": %.4f}\n",
+            argv[3], op.kind, opField.c_str(), bytes.c_str(), N, TRIALS, d.median, d.lo, d.hi);
+    fflush(out);
+    fprintf(stderr, "native_issue %s: queued host issue %.3f us (%.3f-%.3f), back-to-back %.3f us (%.3f-%.3f)\n",
+            op.name, q.median, q.lo, q.hi, d.median, d.lo, d.hi);
+  }
+  fclose(out);
+  return 0;
+}
