@@ -51,6 +51,9 @@ type Kernel struct {
 	// (LoopSimple).
 	Unroll int
 	// Sources: loads per output element (1 copy, 2 reduction; LoopSimple).
+	// On a LoopLL128 loop, 1 is a copy of its lines (no user buffer loaded
+	// and added): gpu.ll128_copy_saving less per iteration than the
+	// reduction (2, or 0) the loop parameters were fitted on.
 	Sources int
 	// Polled: the loads are the ones a poll loop has just made (NCCL LL
 	// lines carry their own flags): the wait before them paid the round
