@@ -322,6 +322,59 @@ func (r Record) Primary() (value float64, unit string, err error) {
 	return value, unit, nil
 }
 
+// Configuration is what r was measured in, as text: every field of
+// JSON Lines v1 that r sets but its measured values, in the
+// format's order, "name=value" joined by ";". Two records with the same
+// configuration measured the same thing (on the same system id: another
+// run, process or instance of one machine type); fields this package does
+// not know are left out.
+func (r Record) Configuration() string {
+	var b strings.Builder
+	for i := range fieldDefs {
+		f := &fieldDefs[i]
+		if f.value {
+			continue
+		}
+		var v string
+		switch {
+		case f.str != nil:
+			v = *f.str(&r)
+		case f.num != nil:
+			if x := *f.num(&r); x != 0 {
+				v = strconv.FormatFloat(x, 'g', -1, 64)
+			}
+		case f.i32 != nil:
+			if x := *f.i32(&r); x != 0 {
+				v = strconv.Itoa(x)
+			}
+		case f.i64 != nil:
+			if x := *f.i64(&r); x != 0 {
+				v = strconv.FormatInt(x, 10)
+			}
+		case f.obj != nil:
+			m := *f.obj(&r)
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				v += k + ":" + m[k] + ","
+			}
+		}
+		if v == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(f.name)
+		b.WriteByte('=')
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
 // jsonTypeOf names the JSON type of a raw value, for error messages.
 func jsonTypeOf(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)

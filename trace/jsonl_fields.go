@@ -41,6 +41,9 @@ type fieldDef struct {
 	i32    func(*Record) *int
 	i64    func(*Record) *int64
 	obj    func(*Record) *map[string]string
+	// value: the field is a measured value (the record's result), not
+	// part of the configuration it was measured in (Configuration).
+	value bool
 }
 
 // fieldDefs lists the fields of JSON Lines v1 in a fixed order, so that
@@ -50,9 +53,9 @@ var fieldDefs = []fieldDef{
 	{name: "kind", typ: jString, enum: kindValues(), str: func(r *Record) *string { return (*string)(&r.Kind) }},
 	{name: "clock", typ: jString, enum: []string{"device_events", "host", "sm_clock64"}, str: func(r *Record) *string { return (*string)(&r.Clock) }},
 	{name: "launch", typ: jString, enum: names(Launches()), str: func(r *Record) *string { return (*string)(&r.Launch) }},
-	{name: "us", typ: jNumber, num: func(r *Record) *float64 { return &r.Us }},
-	{name: "us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMin }},
-	{name: "us_max", typ: jNumber, num: func(r *Record) *float64 { return &r.UsMax }},
+	{name: "us", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.Us }},
+	{name: "us_min", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.UsMin }},
+	{name: "us_max", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.UsMax }},
 	{name: "impl", typ: jString, enum: names(Impls()), str: func(r *Record) *string { return (*string)(&r.Impl) }},
 	{name: "algo", typ: jString, enum: []string{"auto", "one_shot", "ring", "tree", "two_shot"}, str: func(r *Record) *string { return &r.Algo }},
 	{name: "proto", typ: jString, enum: []string{"auto", "ll", "ll128", "simple"}, str: func(r *Record) *string { return &r.Proto }},
@@ -71,22 +74,22 @@ var fieldDefs = []fieldDef{
 	{name: "op", typ: jString, enum: []string{"read", "read_only_loop", "read_reduce", "write"}, str: func(r *Record) *string { return &r.Op }},
 	{name: "target", typ: jString, enum: []string{"host", "local", "peer"}, str: func(r *Record) *string { return &r.Target }},
 	{name: "bytes_per_access", typ: jInt, max: 64, why: "the widest vector access of any GPU is 32 B", i32: func(r *Record) *int { return &r.BytesPerAccess }},
-	{name: "gbps", typ: jNumber, num: func(r *Record) *float64 { return &r.Gbps }},
-	{name: "ns_per_step", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
+	{name: "gbps", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.Gbps }},
+	{name: "ns_per_step", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
 	{name: "variant", typ: jString, enum: []string{"16x16B", "16x16B+fence_sys", "st_release_sys", "store", "store+fence_gpu", "store+fence_sys"}, str: func(r *Record) *string { return &r.Variant }},
-	{name: "ns_per_iter", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIter }},
+	{name: "ns_per_iter", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIter }},
 	{name: "barrier", typ: jString, enum: []string{"cas", "flag"}, str: func(r *Record) *string { return &r.Barrier }},
 	{name: "stride_words", typ: jInt, max: 1 << 20, why: "slots 4 MiB apart", i32: func(r *Record) *int { return &r.StrideWords }},
 	{name: "barriers_per_launch", typ: jInt, max: 1024, why: "barriers in a row in one kernel: each is simulated, every rank signalling every other", i32: func(r *Record) *int { return &r.BarriersPerLaunch }},
 	{name: "via", typ: jString, enum: []string{"host", "peer"}, str: func(r *Record) *string { return &r.Via }},
-	{name: "one_way_us", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
-	{name: "one_way_us_min", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
+	{name: "one_way_us", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
+	{name: "one_way_us_min", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
 	{name: "note", typ: jString, str: func(r *Record) *string { return &r.Note }},
 	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_bidir", "sm_read", "sm_write"}, str: func(r *Record) *string { return &r.What }},
 	{name: "gpus", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.GPUs }},
 	{name: "bytes_per_gpu", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
-	{name: "gbps_per_gpu", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
-	{name: "gbps_total", typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsTotal }},
+	{name: "gbps_per_gpu", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
+	{name: "gbps_total", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsTotal }},
 	{name: "api", typ: jString, enum: []string{"cudaMemcpyAsync", "torch.copy_"}, str: func(r *Record) *string { return &r.API }},
 	{name: "streams", typ: jInt, max: 1024, why: "CUDA streams copying at once", i32: func(r *Record) *int { return &r.Streams }},
 	{name: "transfers", typ: jInt, max: 1 << 16, why: "copies at once: each is simulated", i32: func(r *Record) *int { return &r.Transfers }},
@@ -113,8 +116,8 @@ var fieldDefs = []fieldDef{
 	{name: "producer", typ: jString, enum: []string{"before", "evicted", "live", "paced", "stale"}, str: func(r *Record) *string { return &r.Producer }},
 	{name: "producer_pause_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.ProducerPauseNs }},
 	{name: "groups", typ: jInt, max: 1024, why: "groups of blocks: each is simulated", i32: func(r *Record) *int { return &r.Groups }},
-	{name: "ns_per_op", typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
-	{name: "one_way_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
+	{name: "ns_per_op", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
+	{name: "one_way_ns", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
 	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
 	{name: "nccl_op", typ: jString, enum: []string{"allreduce_one_rank", "allreduce_one_rank_inplace", "empty_kernel", "memcpy_d2d", "self_sendrecv", "torch_allreduce_one_rank"}, str: func(r *Record) *string { return &r.NCCLOp }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},

@@ -193,3 +193,21 @@ func TestReadJSONLFileMissing(t *testing.T) {
 	_, _, err := ReadJSONLFile("testdata/does-not-exist.jsonl", ReadOptions{})
 	assert.ErrorContains(t, err, "trace: ")
 }
+
+// Two records of one configuration have the same Configuration whatever
+// they measured; another configuration differs.
+func TestConfiguration(t *testing.T) {
+	in := `{"system": "s", "kind": "poll", "clock": "sm_clock64", "target": "host", "request": "load_volatile", "spacing_bytes": 4, "blocks": 8, "ns_per_op": 1200, "note": "in-place"}
+{"system": "s", "kind": "poll", "clock": "sm_clock64", "target": "host", "request": "load_volatile", "spacing_bytes": 4, "blocks": 8, "ns_per_op": 1300, "note": "in-place"}
+{"system": "s", "kind": "poll", "clock": "sm_clock64", "target": "host", "request": "load_volatile", "spacing_bytes": 8, "blocks": 8, "ns_per_op": 1200}
+{"system": "s", "kind": "allreduce", "clock": "device_events", "world": 2, "dtype": "bf16", "bytes": 8, "impl": "nccl", "algo": "ring", "proto": "ll", "transport": "p2p", "launch": "eager", "us": 10, "us_min": 9, "us_max": 11, "nccl_env": {"NCCL_B": "2", "NCCL_A": "1"}}`
+	recs, bad, err := ReadJSONL(strings.NewReader(in), "configs", ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	require.Len(t, recs, 4)
+	assert.Equal(t, recs[0].Configuration(), recs[1].Configuration())
+	assert.NotEqual(t, recs[0].Configuration(), recs[2].Configuration())
+	assert.Equal(t, "system=s;kind=poll;clock=sm_clock64;blocks=8;target=host;note=in-place;request=load_volatile;spacing_bytes=4", recs[0].Configuration())
+	assert.Contains(t, recs[3].Configuration(), "nccl_env=NCCL_A:1,NCCL_B:2,")
+	assert.NotContains(t, recs[3].Configuration(), "us=")
+}

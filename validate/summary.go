@@ -49,6 +49,7 @@ func (v *Validation) summarize() {
 	s.MedianAbsErrorPct, s.P95AbsErrorPct = median(abs), nearestRank(abs, 95)
 	s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs = len(hostAbs), median(hostAbs), nearestRank(hostAbs, 95)
 	s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs = len(devAbs), median(devAbs), nearestRank(devAbs, 95)
+	s.Repeats = repeatsOf(v.Records)
 	s.ModelCount = len(modelAbs)
 	if len(modelAbs) > 0 {
 		s.ModelMedianAbs, s.ModelP95Abs = ptrTo(median(modelAbs)), ptrTo(nearestRank(modelAbs, 95))
@@ -134,4 +135,54 @@ func maxOf(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// repeatsOf sums up the records whose configuration was measured more
+// than once (Repeats).
+func repeatsOf(recs []Compared) *Repeats {
+	byConfig := map[string][]int{}
+	var order []string
+	for i, r := range recs {
+		if r.config == "" {
+			continue
+		}
+		if _, ok := byConfig[r.config]; !ok {
+			order = append(order, r.config)
+		}
+		byConfig[r.config] = append(byConfig[r.config], i)
+	}
+	rp := &Repeats{}
+	var all, dev, host []float64
+	for _, c := range order {
+		idx := byConfig[c]
+		if len(idx) < 2 {
+			continue
+		}
+		vals := make([]float64, len(idx))
+		for j, i := range idx {
+			vals[j] = recs[i].Measured
+		}
+		med := median(vals)
+		if med <= 0 {
+			continue
+		}
+		rp.Configurations++
+		for _, i := range idx {
+			d := math.Abs(recs[i].Measured/med-1) * 100
+			all = append(all, d)
+			if recs[i].HostPaced {
+				host = append(host, d)
+			} else {
+				dev = append(dev, d)
+			}
+		}
+	}
+	if rp.Configurations == 0 {
+		return nil
+	}
+	rp.Records = len(all)
+	rp.MedianAbsPct, rp.P95AbsPct = median(all), nearestRank(all, 95)
+	rp.DevicePacedRecords, rp.DevicePacedMedianAbsPct, rp.DevicePacedP95AbsPct = len(dev), median(dev), nearestRank(dev, 95)
+	rp.HostPacedRecords, rp.HostPacedMedianAbsPct, rp.HostPacedP95AbsPct = len(host), median(host), nearestRank(host, 95)
+	return rp
 }

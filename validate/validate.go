@@ -76,6 +76,9 @@ type Compared struct {
 	// bin and impl place an allreduce record for WinnerBins: the same
 	// system, launch, world size, dtype and size; the implementation.
 	bin, impl string
+	// config is what the record was measured in (trace.Record
+	// Configuration), for Repeats.
+	config string
 }
 
 // Skipped is a record that could not be simulated, and why.
@@ -116,6 +119,29 @@ type Summary struct {
 	DevicePacedCount     int     `json:"device_paced_count"`
 	DevicePacedMedianAbs float64 `json:"device_paced_median_abs_error_pct"`
 	DevicePacedP95Abs    float64 `json:"device_paced_p95_abs_error_pct"`
+	// Repeats is over the configurations measured more than once; nil
+	// when none is.
+	Repeats *Repeats `json:"repeats,omitempty"`
+}
+
+// Repeats is how far the records of one configuration measured more than
+// once (another run, process or instance of one machine type: the same
+// trace.Record.Configuration) lie from their configuration's median: the
+// floor under the error no model of one machine can go below.
+type Repeats struct {
+	Configurations int `json:"configurations"`
+	Records        int `json:"records"`
+	// MedianAbsPct and P95AbsPct are over every such record's |measured /
+	// its configuration's median − 1|; the DevicePaced and HostPaced ones
+	// over those records as Compared.HostPaced splits them.
+	MedianAbsPct            float64 `json:"median_abs_pct"`
+	P95AbsPct               float64 `json:"p95_abs_pct"`
+	DevicePacedRecords      int     `json:"device_paced_records"`
+	DevicePacedMedianAbsPct float64 `json:"device_paced_median_abs_pct"`
+	DevicePacedP95AbsPct    float64 `json:"device_paced_p95_abs_pct"`
+	HostPacedRecords        int     `json:"host_paced_records"`
+	HostPacedMedianAbsPct   float64 `json:"host_paced_median_abs_pct"`
+	HostPacedP95AbsPct      float64 `json:"host_paced_p95_abs_pct"`
 }
 
 // ReasonCount is how many records were skipped for one reason.
@@ -207,6 +233,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			c.Dimensions = dimensionsOf(t.rec)
 		}
 		c.bin, c.impl = winnerBin(t.rec)
+		c.config = t.rec.Configuration()
 		v.Records = append(v.Records, c)
 	}
 	sort.SliceStable(skipped, func(i, j int) bool { return skipped[i].Line < skipped[j].Line })

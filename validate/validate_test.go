@@ -237,3 +237,25 @@ func TestValidateParams(t *testing.T) {
 	_, err = Run([]trace.Record{rec}, Options{Params: map[string]*topology.Params{"nosuch": ps}})
 	assert.ErrorContains(t, err, "nosuch")
 }
+
+// Records of one configuration measured more than once are summed up as
+// their distance from the configuration's median, device- and host-paced
+// apart; a configuration measured once is not a repeat.
+func TestRepeats(t *testing.T) {
+	recs := []Compared{
+		{config: "a", Measured: 100}, {config: "a", Measured: 110}, {config: "a", Measured: 120},
+		{config: "b", Measured: 50, HostPaced: true}, {config: "b", Measured: 70, HostPaced: true},
+		{config: "c", Measured: 10},
+	}
+	r := repeatsOf(recs)
+	require.NotNil(t, r)
+	assert.Equal(t, 2, r.Configurations)
+	assert.Equal(t, 5, r.Records)
+	assert.Equal(t, 3, r.DevicePacedRecords)
+	assert.Equal(t, 2, r.HostPacedRecords)
+	// a: median 110, distances 9.09, 0, 9.09 %; b: median 60, 16.7 % each.
+	assert.InDelta(t, 100.0/11, r.DevicePacedMedianAbsPct, 1e-9)
+	assert.InDelta(t, 100.0/6, r.HostPacedMedianAbsPct, 1e-9)
+	assert.InDelta(t, 100.0/11, r.MedianAbsPct, 1e-9)
+	assert.Nil(t, repeatsOf([]Compared{{config: "a", Measured: 1}, {config: "b", Measured: 2}}))
+}

@@ -283,6 +283,14 @@ func writeValidateSummary(b *bytes.Buffer, s validate.Summary, bad int) {
 		fmt.Fprintf(b, "  device-paced       %d: median |error| %.1f%%, p95 %.1f%% (the machine model sets the value)\n", s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs)
 		fmt.Fprintf(b, "  host-paced         %d: median |error| %.1f%%, p95 %.1f%% (eager calls and copies: the value is a host issue-cost parameter)\n", s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs)
 	}
+	if r := s.Repeats; r != nil {
+		fmt.Fprintf(b, "  repeats            %d configurations measured more than once (%d records): |distance from their median| median %.1f%%, p95 %.1f%% (what no model of one machine can beat)\n",
+			r.Configurations, r.Records, r.MedianAbsPct, r.P95AbsPct)
+		if r.HostPacedRecords > 0 && r.DevicePacedRecords > 0 {
+			fmt.Fprintf(b, "                     device-paced %d: median %.1f%%, p95 %.1f%%; host-paced %d: median %.1f%%, p95 %.1f%%\n",
+				r.DevicePacedRecords, r.DevicePacedMedianAbsPct, r.DevicePacedP95AbsPct, r.HostPacedRecords, r.HostPacedMedianAbsPct, r.HostPacedP95AbsPct)
+		}
+	}
 	if s.ModelMedianAbs != nil {
 		fmt.Fprintf(b, "  NCCL records       %d: arsim median |error| %.1f%%, p95 %.1f%%; nccl_model (NCCL's own estimate) median %.1f%%, p95 %.1f%%\n",
 			s.ModelCount, *s.OursOnModelRecordsMedian, *s.OursOnModelRecordsP95, *s.ModelMedianAbs, *s.ModelP95Abs)
