@@ -37,6 +37,11 @@ func FuzzReadJSONL(f *testing.F) {
 				require.NoError(t, r.Validate())
 				_, _, err := r.Primary()
 				require.NoError(t, err)
+				// A record's configuration names its kind and holds no
+				// measured value.
+				c := r.Configuration()
+				require.Contains(t, c, "kind="+string(r.Kind))
+				require.NotContains(t, c, ";us=")
 			}
 		}
 		recs, bad, err := ReadJSONL(bytes.NewReader(in), "fuzz.jsonl", ReadOptions{SkipBad: true})
