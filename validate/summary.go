@@ -3,6 +3,7 @@ package validate
 import (
 	"errors"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -50,6 +51,7 @@ func (v *Validation) summarize() {
 	s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs = len(hostAbs), median(hostAbs), nearestRank(hostAbs, 95)
 	s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs = len(devAbs), median(devAbs), nearestRank(devAbs, 95)
 	s.Repeats = repeatsOf(v.Records)
+	v.BySize = bySize(v.Records)
 	s.ModelCount = len(modelAbs)
 	if len(modelAbs) > 0 {
 		s.ModelMedianAbs, s.ModelP95Abs = ptrTo(median(modelAbs)), ptrTo(nearestRank(modelAbs, 95))
@@ -185,4 +187,31 @@ func repeatsOf(recs []Compared) *Repeats {
 	rp.DevicePacedRecords, rp.DevicePacedMedianAbsPct, rp.DevicePacedP95AbsPct = len(dev), median(dev), nearestRank(dev, 95)
 	rp.HostPacedRecords, rp.HostPacedMedianAbsPct, rp.HostPacedP95AbsPct = len(host), median(host), nearestRank(host, 95)
 	return rp
+}
+
+// bySize sums up the allreduce records by SizeRanges.
+func bySize(recs []Compared) []SizeSummary {
+	var out []SizeSummary
+	for _, rg := range SizeRanges {
+		ss := SizeSummary{Range: rg.Name}
+		var errs, abs []float64
+		for _, r := range recs {
+			if r.bytes <= 0 || r.bytes < rg.Min || r.bytes > rg.Max {
+				continue
+			}
+			errs = append(errs, r.ErrorPct)
+			abs = append(abs, math.Abs(r.ErrorPct))
+			if r.HostPaced {
+				ss.HostPaced++
+			}
+		}
+		if len(errs) == 0 {
+			continue
+		}
+		ss.Count = len(errs)
+		ss.MedianErrorPct, ss.MedianAbsErrorPct = median(errs), median(abs)
+		ss.MinErrorPct, ss.MaxErrorPct = slices.Min(errs), slices.Max(errs)
+		out = append(out, ss)
+	}
+	return out
 }

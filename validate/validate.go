@@ -77,8 +77,10 @@ type Compared struct {
 	// system, launch, world size, dtype and size; the implementation.
 	bin, impl string
 	// config is what the record was measured in (trace.Record
-	// Configuration), for Repeats.
+	// Configuration), for Repeats; bytes an allreduce record's size, for
+	// BySize (0: not an allreduce).
 	config string
+	bytes  int64
 }
 
 // Skipped is a record that could not be simulated, and why.
@@ -175,6 +177,34 @@ type Validation struct {
 	// measured fastest, per bin of allreduce records that compare two or
 	// more implementations.
 	Winners *WinnerBins `json:"winners,omitempty"`
+	// BySize sums up the allreduce records by size range (SizeRanges),
+	// the ranges that hold any.
+	BySize []SizeSummary `json:"by_size,omitempty"`
+}
+
+// SizeRanges are the allreduce sizes BySize sums up, in bytes, each from
+// its Min to its Max: where a protocol, a step size or the links bound
+// NCCL's time on most machines.
+var SizeRanges = []struct {
+	Name     string
+	Min, Max int64
+}{
+	{"≤ 2 KiB", 0, 2 << 10},
+	{"> 2 KiB, ≤ 1 MiB", 2<<10 + 1, 1 << 20},
+	{"> 1 MiB, ≤ 16 MiB", 1<<20 + 1, 16 << 20},
+	{"> 16 MiB", 16<<20 + 1, math.MaxInt64},
+}
+
+// SizeSummary sums up the allreduce records of one size range.
+type SizeSummary struct {
+	Range             string  `json:"range"`
+	Count             int     `json:"count"`
+	HostPaced         int     `json:"host_paced"`
+	MedianErrorPct    float64 `json:"median_error_pct"`
+	MedianAbsErrorPct float64 `json:"median_abs_error_pct"`
+	// MinErrorPct and MaxErrorPct are the extremes of the signed error.
+	MinErrorPct float64 `json:"min_error_pct"`
+	MaxErrorPct float64 `json:"max_error_pct"`
 }
 
 // Run simulates the twin of every record and compares it with the measured
@@ -234,6 +264,9 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 		}
 		c.bin, c.impl = winnerBin(t.rec)
 		c.config = t.rec.Configuration()
+		if t.rec.Kind == trace.KindAllreduce {
+			c.bytes = t.rec.Bytes
+		}
 		v.Records = append(v.Records, c)
 	}
 	sort.SliceStable(skipped, func(i, j int) bool { return skipped[i].Line < skipped[j].Line })

@@ -259,3 +259,20 @@ func TestRepeats(t *testing.T) {
 	assert.InDelta(t, 100.0/11, r.MedianAbsPct, 1e-9)
 	assert.Nil(t, repeatsOf([]Compared{{config: "a", Measured: 1}, {config: "b", Measured: 2}}))
 }
+
+// Allreduce records are summed up by size range; other records and empty
+// ranges are left out.
+func TestBySize(t *testing.T) {
+	recs := []Compared{
+		{bytes: 8, ErrorPct: 10}, {bytes: 2048, ErrorPct: -20, HostPaced: true},
+		{bytes: 2049, ErrorPct: 5}, {bytes: 1 << 20, ErrorPct: 15}, {bytes: 64 << 20, ErrorPct: -1},
+		{ErrorPct: 99}, // not an allreduce
+	}
+	got := bySize(recs)
+	require.Len(t, got, 3)
+	assert.Equal(t, SizeSummary{Range: "≤ 2 KiB", Count: 2, HostPaced: 1, MedianErrorPct: -5, MedianAbsErrorPct: 15, MinErrorPct: -20, MaxErrorPct: 10}, got[0])
+	assert.Equal(t, "> 2 KiB, ≤ 1 MiB", got[1].Range)
+	assert.Equal(t, 2, got[1].Count)
+	assert.Equal(t, "> 16 MiB", got[2].Range)
+	assert.Equal(t, -1.0, got[2].MaxErrorPct)
+}

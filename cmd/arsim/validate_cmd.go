@@ -156,7 +156,8 @@ func writeValidateJSON(out io.Writer, files []traceFile, v *validate.Validation)
 		Groups   []validate.GroupSummary `json:"groups"`
 		HeldOut  *validate.HeldOut       `json:"held_out,omitempty"`
 		Winners  *validate.WinnerBins    `json:"winners,omitempty"`
-	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups, v.HeldOut, v.Winners}
+		BySize   []validate.SizeSummary  `json:"by_size,omitempty"`
+	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups, v.HeldOut, v.Winners, v.BySize}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
@@ -191,6 +192,17 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(v.BySize) > 0 {
+		fmt.Fprintf(&b, "\nAllreduce records by size\n\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "size\trecords\thost-paced\tmedian error\tmedian |error|\terror from … to\t")
+		for _, g := range v.BySize {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%+.1f%%\t%.1f%%\t%+.1f%% … %+.1f%%\t\n", g.Range, g.Count, g.HostPaced, g.MedianErrorPct, g.MedianAbsErrorPct, g.MinErrorPct, g.MaxErrorPct)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	writeValidateSummary(&b, v.Summary, len(badLines(files)))
 	writeHeldOut(&b, v.HeldOut)
