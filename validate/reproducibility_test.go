@@ -1,10 +1,8 @@
 package validate
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -94,20 +92,23 @@ func TestPerBlockRunsRepeat(t *testing.T) {
 	// Local polls: a relaxed load saves 27 ns a poll against a volatile
 	// one on every instance, at every block count and spacing (23.9–28.0).
 	for name, recs := range files {
+		pairs := 0
 		for k, vol := range recs {
-			if !strings.Contains(k, `"request":"load_volatile"`) || !strings.Contains(k, `"target":"local"`) {
+			if !strings.Contains(k, "request=load_volatile") || !strings.Contains(k, "target=local") {
 				continue
 			}
 			rel, ok := recs[strings.Replace(k, "load_volatile", "load_relaxed", 1)]
 			require.True(t, ok, "%s: %s has no relaxed twin", name, k)
 			assert.InDelta(t, 27.0, vol-rel, 3.5, "%s %s", name, k)
+			pairs++
 		}
+		assert.Equal(t, 32, pairs, "%s: local volatile and relaxed polls", name)
 	}
 	// Local atomics: one instance of the three is far slower.
 	atomics := func(a, b string) float64 {
 		var d []float64
 		for k, x := range files[a] {
-			if y, ok := files[b][k]; ok && strings.Contains(k, `"request":"atomic_`) && strings.Contains(k, `"target":"local"`) {
+			if y, ok := files[b][k]; ok && strings.Contains(k, "request=atomic_") && strings.Contains(k, "target=local") {
 				d = append(d, (y/x-1)*100)
 			}
 		}
@@ -118,37 +119,18 @@ func TestPerBlockRunsRepeat(t *testing.T) {
 }
 
 // perBlockByConfig reads a per-block capture as its primary value by
-// configuration: each record's fields but the measured ones, as JSON.
+// configuration (trace.Record.Configuration).
 func perBlockByConfig(t *testing.T, path string) map[string]float64 {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	recs, bad, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
 	require.NoError(t, err)
-	measured := []string{"ns_per_iter", "ns_per_iter_min", "ns_per_iter_max", "ns_per_iter_slowest_block", "ns_per_iter_block0",
-		"ns_per_op", "ns_per_op_min", "ns_per_op_max", "ns_per_op_slowest_block", "ns_per_op_block0",
-		"one_way_ns", "one_way_ns_min", "one_way_ns_max", "one_way_ns_slowest_block", "one_way_ns_block0",
-		"us", "us_min", "us_max", "clock_ghz", "spin_timeout", "trials", "ns_per_iter_globaltimer", "cycles_per_iter",
-		"ns_per_iter_kernel", "kernel_us_block0", "gbps", "host_issue_us_per_replay", "correct"}
+	require.Empty(t, bad)
 	out := map[string]float64{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &m))
-		v, ok := 0.0, false
-		for _, k := range []string{"ns_per_iter", "ns_per_op", "one_way_ns", "us", "gbps"} {
-			if x, is := m[k].(float64); is {
-				v, ok = x, true
-				break
-			}
-		}
-		if !ok {
-			continue
-		}
-		for _, k := range measured {
-			delete(m, k)
-		}
-		key, err := json.Marshal(m)
+	for _, r := range recs {
+		v, _, err := r.Primary()
 		require.NoError(t, err)
-		if _, dup := out[string(key)]; !dup {
-			out[string(key)] = v
+		if c := r.Configuration(); out[c] == 0 {
+			out[c] = v
 		}
 	}
 	return out

@@ -70,7 +70,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	show := showProgress(*progress, errOut) && (*progress || len(names)*len(sz) >= 40)
 	cfg := scenarios.SweepConfig{Top: t, Ranks: *ranks, Algos: names, Sizes: sz, DType: dt, Launch: mode, Opts: o, Parallel: *parallel}
 	var rows []scenarios.SweepRow
-	timing := func(ctx context.Context, planned map[scenarios.PlanKey]*algos.Schedule, progress func(int, int)) error {
+	timing := func(ctx context.Context, planned map[scenarios.PlanKey]*algos.Schedule, progress func(int, int)) (err error) {
 		cfg.Planned, cfg.Progress = planned, progress
 		rows, err = scenarios.Sweep(ctx, cfg)
 		return err
