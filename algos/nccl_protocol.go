@@ -366,7 +366,8 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 		// call's input and output span more than the L2.
 		k.SrcFromDRAM = sources >= 2 && float64(2*pl.req.Bytes) > pl.req.Top.Params.Get("gpu.l2_size")
 	case protoLL128:
-		k.Loop, k.LoopAt, k.Reload, k.PeerFIFO, k.Sources = hw.LoopLL128, at, true, true, sources
+		// Host lines are the SHM FIFO's, as for LL (hw.Kernel.Fresh).
+		k.Loop, k.LoopAt, k.Reload, k.PeerFIFO, k.Sources, k.Fresh = hw.LoopLL128, at, true, true, sources, at.Host
 		k.StepBytes = protoLL128.sliceBytes() // each NCCL step's barriers and head store (prims_ll128.h)
 		if pl.stepBytes > 0 {
 			k.StepBytes = pl.stepBytes

@@ -160,30 +160,32 @@ func TestNCCLEstimateSaysWhenTheSearchFellBack(t *testing.T) {
 	}
 }
 
-// NCCL's LL receives over SHM read FIFO lines the peer wrote just before
-// (hw.Kernel.Fresh); its P2P LL loops and its LL128 and Simple loops are
-// not marked (the saving was measured for LL over host memory only).
-func TestNCCLSHMLLReceivesReadFreshLines(t *testing.T) {
-	count := func(opts map[string]string) (fresh, hostLL int) {
+// NCCL's LL and LL128 receives over SHM read FIFO lines the peer wrote
+// just before (hw.Kernel.Fresh); its P2P line loops and its Simple loops
+// are not marked (the saving is host memory's).
+func TestNCCLSHMLineReceivesReadFreshLines(t *testing.T) {
+	count := func(opts map[string]string, loop hw.LoopKind) (fresh, hostLines int) {
 		s := plan(t, "nccl", req(t, "h200x2", 2, 43008, opts))
 		for _, op := range s.Programs[0] {
 			k := op.Kernel
 			if k.Fresh {
 				fresh++
-				assert.Equal(t, hw.LoopLL, k.Loop, op.Label)
+				assert.Equal(t, loop, k.Loop, op.Label)
 				assert.True(t, k.LoopAt.Host, op.Label)
 			}
-			if k.Loop == hw.LoopLL && k.LoopAt.Host {
-				hostLL++
+			if k.Loop == loop && k.LoopAt.Host {
+				hostLines++
 			}
 		}
-		return fresh, hostLL
+		return fresh, hostLines
 	}
-	fresh, hostLL := count(map[string]string{"p2p_level": "loc", "proto": "ll"})
-	assert.Positive(t, fresh)
-	assert.Equal(t, hostLL, fresh)
-	for _, opts := range []map[string]string{{"proto": "ll"}, {"p2p_level": "loc", "proto": "ll128"}, {"p2p_level": "loc", "proto": "simple"}} {
-		fresh, _ := count(opts)
+	for proto, loop := range map[string]hw.LoopKind{"ll": hw.LoopLL, "ll128": hw.LoopLL128} {
+		fresh, hostLines := count(map[string]string{"p2p_level": "loc", "proto": proto}, loop)
+		assert.Positive(t, fresh, proto)
+		assert.Equal(t, hostLines, fresh, proto)
+	}
+	for _, opts := range []map[string]string{{"proto": "ll"}, {"proto": "ll128"}, {"p2p_level": "loc", "proto": "simple"}} {
+		fresh, _ := count(opts, hw.LoopLL)
 		assert.Zero(t, fresh, "%v", opts)
 	}
 }

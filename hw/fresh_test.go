@@ -38,10 +38,12 @@ func TestFreshHostLinesShortenTheLLIteration(t *testing.T) {
 	local.LoopAt, localFresh.LoopAt = GPUMem(0), GPUMem(0)
 	assert.Equal(t, iter("h200x2", local), iter("h200x2", localFresh))
 
+	// LL128 over host lines: the same saving on the chain of its
+	// iteration (where the lines are is the memory's, not the protocol's).
 	ll128 := Kernel{Blocks: 1, Threads: 640, Wire: 128.0 / 120, Loop: LoopLL128, LoopAt: HostMem(0), Reload: true}
 	ll128Fresh := ll128
 	ll128Fresh.Fresh = true
-	assert.Equal(t, iter("h200x2", ll128), iter("h200x2", ll128Fresh))
+	assert.InDelta(t, float64(206*sim.Nanosecond), float64(iter("h200x2", ll128)-iter("h200x2", ll128Fresh)), float64(sim.Nanosecond))
 
 	assert.Equal(t, iter("rtxpro6000x8-2numa", ll), iter("rtxpro6000x8-2numa", fresh))
 }

@@ -52,8 +52,8 @@ type Kernel struct {
 	Unroll int
 	// Sources: loads per output element (1 copy, 2 reduction; LoopSimple).
 	// On a LoopLL128 loop, 1 is a copy of its lines (no user buffer loaded
-	// and added): gpu.ll128_copy_saving less per iteration than the
-	// reduction (2, or 0) the loop parameters were fitted on.
+	// and added), which the loop parameters were fitted on; a reduction (2,
+	// or 0) takes gpu.ll128_copy_saving more per iteration.
 	Sources int
 	// Polled: the loads are the ones a poll loop has just made (NCCL LL
 	// lines carry their own flags): the wait before them paid the round
@@ -61,9 +61,9 @@ type Kernel struct {
 	Polled bool
 	// Fresh: the loop's lines were written by another agent just before
 	// it reads them (NCCL's SHM FIFO, which the peer fills step by step):
-	// an LL loop over such lines in host memory waits
+	// an LL or LL128 loop over such lines in host memory waits
 	// hostmem.fresh_line_saving less per iteration than over lines that
-	// come from DRAM, which the LL parameters were measured on
+	// come from DRAM, which the loop parameters were measured on
 	// (testdata/h200x1-arsim/ll_live_2.jsonl).
 	Fresh bool
 	// StepBytes (LoopLL, LoopLL128): the loop runs in NCCL's steps of

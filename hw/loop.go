@@ -2,6 +2,7 @@ package hw
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/arsim/arsim/sim"
 )
@@ -27,13 +28,18 @@ import (
 //   - LoopLL128, NCCL's LL128 protocol (prims_ll128.h): a warp moves 128-byte
 //     lines, 120 bytes of data and a flag word each, 4 16-byte vectors per
 //     thread per iteration (64 bytes, 60 of data), polling until every
-//     line's flag matches. An iteration waits one round trip of the line
-//     loads to Kernel.LoopAt plus gpu.ll128_iter_overhead and
-//     gpu.ll128_iter_per_warp for each warp of the thread group (the
-//     block's threads times Kernel.Share: the tree's up or down group),
-//     and, in NCCL's loop, which loads its lines again once their flags
-//     match (Kernel.Reload), a second round trip; in NCCL's steps of
-//     Kernel.StepBytes, nccl.ll128_step_overhead more per step.
+//     line's flag matches. An iteration waits the longer of its chain —
+//     one round trip of the line loads to Kernel.LoopAt (over fresh host
+//     lines, hostmem.fresh_line_saving less) plus gpu.ll128_iter_overhead
+//     and gpu.ll128_iter_per_warp for each warp of the thread group (the
+//     block's threads times Kernel.Share: the tree's up or down group) —
+//     and the group's line loads at gpu.sm_load_bandwidth (measured on
+//     H200: one block's local LL128 loop at 640 threads loads its lines at
+//     the copy loop's SM rate, and over host memory it takes one round
+//     trip from 64 to 640 threads); then, in NCCL's loop, which loads its
+//     lines again once their flags match (Kernel.Reload), a second round
+//     trip; with a reduction, gpu.ll128_copy_saving more; in NCCL's steps
+//     of Kernel.StepBytes, nccl.ll128_step_overhead more per step.
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
 //     block's loads turn over Threads × 16 B × Unroll per iteration: a
@@ -79,6 +85,10 @@ const (
 // ll128DataPerThread is what one thread of an LL128 loop moves per
 // iteration: 4 vectors of 16 bytes, 120/128 of them data.
 const ll128DataPerThread = 64 * 120 / 128
+
+// ll128LineBytesPerThread is what an LL128 thread loads of lines per
+// iteration, flags included: 4 16-byte vectors.
+const ll128LineBytesPerThread = 64
 
 // String returns none, ll, simple, ranks or ll128.
 func (k LoopKind) String() string { return [...]string{"none", "ll", "simple", "ranks", "ll128"}[k] }
@@ -253,15 +263,22 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if err != nil {
 			return 0, err
 		}
-		it := rtt + m.Phys.LL128IterOverhead + sim.Duration(warps)*m.Phys.LL128IterPerWarp
+		// The chain of one iteration (the lines' round trip, the loop's
+		// own work and each warp's), or the block's line loads at the
+		// SM's load rate, whichever is longer.
+		chain := rtt + m.Phys.LL128IterOverhead + sim.Duration(warps)*m.Phys.LL128IterPerWarp
+		if k.Fresh && k.LoopAt.Host {
+			chain = max(chain-m.Phys.FreshLineSaving, 1)
+		}
+		it := max(chain, m.smLoadTime(sim.Bytes(warps*32*ll128LineBytesPerThread)))
 		if k.Reload {
 			it += rtt
 		}
 		if k.PeerFIFO {
 			it += m.Phys.LL128IterExtra
 		}
-		if k.Sources == 1 {
-			it = max(it-m.Phys.LL128CopySaving, 1)
+		if k.Sources != 1 {
+			it += m.Phys.LL128CopySaving // what the reduction adds: the user buffer's load and the add
 		}
 		if perIter := threads * ll128DataPerThread; k.StepBytes > 0 && perIter > 0 {
 			it += sim.Duration(float64(m.Phys.LL128StepOverhead) * perIter / float64(k.StepBytes))
@@ -286,6 +303,15 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		return sim.Rate(float64(blocks) * float64(k.Threads) * 16 / it.Seconds()), nil
 	}
 	return 0, fmt.Errorf("hw: unknown loop kind %d", k.Loop)
+}
+
+// smLoadTime is how long one block's SM takes to load b bytes at
+// gpu.sm_load_bandwidth (0 when unbounded).
+func (m *Machine) smLoadTime(b sim.Bytes) sim.Duration {
+	if m.Phys.SMLoadRate <= 0 {
+		return 0
+	}
+	return sim.Duration(math.Ceil(float64(b) / float64(m.Phys.SMLoadRate) * float64(sim.Second)))
 }
 
 // rankLoopTime is one iteration of a LoopRanks loop of rank r: the round

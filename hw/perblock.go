@@ -42,7 +42,7 @@ type PerBlock struct {
 	Blocks  int
 	Threads int
 	Iters   int // loop: iterations per block
-	// Fresh (loop ll): another agent wrote the lines just before the
+	// Fresh (loop ll, ll128w): another agent wrote the lines just before the
 	// loop reads them (producer before, live or stale).
 	Fresh bool
 	// ItersPerStep (loop ll_steps): iterations per NCCL step, each step
@@ -208,7 +208,7 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 // memory (local or host) and storing to the destination, 64 bytes per
 // thread per iteration.
 func (m *Machine) ll128Twin(rec PerBlock) (float64, error) {
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 128.0 / 120, Loop: LoopLL128, LoopAt: mem(rec.Recv),
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 128.0 / 120, Loop: LoopLL128, LoopAt: mem(rec.Recv), Fresh: rec.Fresh,
 		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * ll128DataPerThread, Sources: 2}
 	if !strings.Contains(rec.LLOp, "reduce") {
 		k.Sources = 1 // no user buffer to load and add beside the lines

@@ -26,7 +26,7 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Mode: r.Mode, Pairs: r.Pairs, Loop: r.Loop, LLOp: r.LLOp, Recv: r.Recv, Dst: r.Dst, Src: r.Src,
 		Unroll: r.Unroll, Sources: r.Sources, Bound: r.LoopBound, World: r.World, Slice: int64(r.SliceBytes),
 		Fence: r.Fence, Stores: r.StoresPerThread, Blocks: r.Blocks, Threads: r.Threads, Iters: r.Iters,
-		Layout: r.Layout, Groups: r.Groups, Fresh: r.Loop == "ll" && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
+		Layout: r.Layout, Groups: r.Groups, Fresh: (r.Loop == "ll" || r.Loop == "ll128w") && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
 		ItersPerStep: r.ItersPerStep}
 }
 
