@@ -385,6 +385,18 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 // produced src carried the bound already (an SHM step forwarding what its
 // receive loop loaded). It returns the index of the write.
 func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels, sources int, deps ...int) int {
+	return pl.sendLoop(c, src, share, label, sources, false, deps...)
+}
+
+// sendInput is NCCL's send primitive: it posts src, a rank's own data, as
+// the connection's next step, its loop loading src with no lines to poll
+// (hw.Kernel.NoPoll).
+func (pl *ncclPlanner) sendInput(c *conn, src Range, share float64, label *stepLabels, deps ...int) int {
+	return pl.sendLoop(c, src, share, label, 1, true, deps...)
+}
+
+// sendLoop is send, noPoll telling a loop that polls no lines.
+func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLabels, sources int, noPoll bool, deps ...int) int {
 	c.sent++
 	k := c.sent
 	r := c.from
@@ -397,6 +409,7 @@ func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels
 	kern.Share = share
 	if sources > 0 {
 		kern = pl.loopKern(hw.GPUMem(r), sources, share)
+		kern.NoPoll = noPoll && kern.Loop == hw.LoopLL
 		kern.LoopGroup = c.id // the steps in flight share the block's loop
 		kern.InOrder = pl.inOrder
 	}

@@ -179,7 +179,7 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 			x := ((r-s)%n + n) % n
 			for j := 0; j < K; j++ {
 				if s == 0 {
-					pl.send(conns[r], b.In(r, sOff[x][j], sLen[x][j]), 1, name(s, j), 1)
+					pl.sendInput(conns[r], b.In(r, sOff[x][j], sLen[x][j]), 1, name(s, j))
 					continue
 				}
 				// The send of step s is the primitive that received step

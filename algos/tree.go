@@ -242,7 +242,7 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 		for r := 0; r < n; r++ {
 			lbl := newStepLabels(fmt.Sprintf("up ch%d slice %d", ch, j))
 			if len(kids[r]) == 0 {
-				pl.send(up[r], b.In(r, off, l), upShare, lbl, 1)
+				pl.sendInput(up[r], b.In(r, off, l), upShare, lbl)
 				continue
 			}
 			cp := pl.local(r, Read, b.Out(r, off, l), b.In(r, off, l), lbl.name+" own", pl.launch[r])

@@ -81,6 +81,13 @@ type Kernel struct {
 	// predate the flag lane's), so its iteration waits a second round
 	// trip to the lines' memory.
 	Reload bool
+	// NoPoll (LoopLL): the loop sends what it loads from its source, with
+	// no lines to poll (NCCL's send primitive: a chunk's first step, a
+	// tree leaf's reduce): each iteration waits
+	// gpu.poll_loop_overhead less, the poll loop's own work beyond its
+	// load (measured on one GPU: an LL send loop is 34–52 ns faster than
+	// the receive loop at 64–256 threads).
+	NoPoll bool
 	// LoopGroup, if set, makes the loop's rate a limit on all the
 	// transfers of the group together (the steps in flight that one
 	// block's loop moves, as an NCCL connection's FIFO steps) instead of

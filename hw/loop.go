@@ -21,7 +21,8 @@ import (
 //     warp-wide 16-byte load to the memory the lines live in
 //     (Kernel.LoopAt), plus gpu.ll_iter_overhead and gpu.ll_iter_per_warp
 //     for each warp of the block; over host lines a device wrote just
-//     before (Kernel.Fresh), hostmem.fresh_line_saving less; in NCCL's
+//     before (Kernel.Fresh), hostmem.fresh_line_saving less; a send with
+//     no lines to poll (Kernel.NoPoll), gpu.poll_loop_overhead less; in NCCL's
 //     steps of Kernel.StepBytes, nccl.ll_step_overhead more per step;
 //     with its reduction's user buffer in device memory (Kernel.SrcFromDRAM),
 //     gpu.dram_src_extra more per iteration.
@@ -248,6 +249,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		}
 		if k.Fresh && k.LoopAt.Host {
 			it = max(it-m.Phys.FreshLineSaving, 1)
+		}
+		if k.NoPoll {
+			it = max(it-m.Phys.PollLoopOverhead, 1)
 		}
 		if k.SrcFromDRAM {
 			it += m.Phys.DRAMSrcExtra

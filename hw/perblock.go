@@ -199,7 +199,7 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 	if rec.Recv == "none" {
 		at = GPUMem(0) // a send loop waits on its source, in local memory
 	}
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh,
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh, NoPoll: rec.Recv == "none",
 		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * 8, SrcFromDRAM: rec.Src == "local_streamed"}
 	return m.lineLoopTwin(rec, k, 8, "ll")
 }
