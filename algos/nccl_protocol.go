@@ -364,7 +364,7 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 		k.StepBytes = protoLL.sliceBytes() // each NCCL step's barriers and head store (prims_ll.h)
 		// A reduction loads the user buffer, from device memory when the
 		// call's input and output span more than the L2.
-		k.SrcFromDRAM = sources >= 2 && float64(2*pl.req.Bytes) > pl.req.Top.Params.Get("gpu.l2_size")
+		k.FromDRAM = sources >= 2 && float64(2*pl.req.Bytes) > pl.req.Top.Params.Get("gpu.l2_size")
 	case protoLL128:
 		// Host lines are the SHM FIFO's, as for LL (hw.Kernel.Fresh).
 		k.Loop, k.LoopAt, k.Reload, k.PeerFIFO, k.Sources, k.Fresh = hw.LoopLL128, at, true, true, sources, at.Host

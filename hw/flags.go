@@ -138,8 +138,13 @@ func (m *Machine) IssueInterval() sim.Duration { return m.Phys.LaunchEager }
 // ReduceTime is the time to reduce: read inputs × bytes and write bytes of
 // local memory at the GPU's memory bandwidth.
 func (m *Machine) ReduceTime(inputs int, bytes sim.Bytes) sim.Duration {
-	total := float64(inputs+1) * float64(bytes)
-	d, err := sim.FromSeconds(total / float64(m.Phys.GPUMemBandwidth))
+	return m.MemTime(sim.Bytes(inputs+1) * bytes)
+}
+
+// MemTime is how long the GPU's memory takes to move bytes, reads and
+// writes together (gpu.mem_bandwidth × gpu.mem_efficiency).
+func (m *Machine) MemTime(bytes sim.Bytes) sim.Duration {
+	d, err := sim.FromSeconds(float64(bytes) / float64(m.Phys.GPUMemBandwidth))
 	if err != nil {
 		return sim.Duration(math.MaxInt64 / 4)
 	}

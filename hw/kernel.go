@@ -72,10 +72,15 @@ type Kernel struct {
 	// prims_ll128.h) stalls the loop for nccl.ll_step_overhead or
 	// nccl.ll128_step_overhead; 0: no steps.
 	StepBytes int64
-	// SrcFromDRAM (LoopLL): the loop's reduction loads its user buffer
-	// from device memory, not the L2 (the call's buffers span more than
-	// gpu.l2_size): each iteration waits gpu.dram_src_extra more.
-	SrcFromDRAM bool
+	// FromDRAM: the loads a loop's iteration waits on come from device
+	// memory, not the L2 (the call's buffers span more than gpu.l2_size,
+	// or its lines were pushed out): each iteration waits
+	// gpu.dram_src_extra more. Those loads are LL's lines and its
+	// reduction's user buffer, LL128's lines (its user buffer's loads are
+	// issued before the poll and hide behind it: measured within 4 % on
+	// one GPU, testdata/h200x1-arsim/src_residency.jsonl) and a Simple
+	// loop's sources.
+	FromDRAM bool
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

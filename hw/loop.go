@@ -24,8 +24,10 @@ import (
 //     before (Kernel.Fresh), hostmem.fresh_line_saving less; a send with
 //     no lines to poll (Kernel.NoPoll), gpu.poll_loop_overhead less; in NCCL's
 //     steps of Kernel.StepBytes, nccl.ll_step_overhead more per step;
-//     with its reduction's user buffer in device memory (Kernel.SrcFromDRAM),
-//     gpu.dram_src_extra more per iteration.
+//     with its lines or its reduction's user buffer in device memory
+//     rather than the L2 (Kernel.FromDRAM), gpu.dram_src_extra more per
+//     iteration (so too LL128's chain over lines in device memory, and a
+//     Simple loop's iteration over sources there).
 //   - LoopLL128, NCCL's LL128 protocol (prims_ll128.h): a warp moves 128-byte
 //     lines, 120 bytes of data and a flag word each, 4 16-byte vectors per
 //     thread per iteration (64 bytes, 60 of data), polling until every
@@ -116,7 +118,11 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	}
 	vectors := unroll*max(k.Sources, 1) - 1
 	warps := sim.Duration((int(float64(k.Threads)*k.share()) + 31) / 32)
-	return rtt + m.Phys.CopyIterOverhead + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp), nil
+	it := rtt + m.Phys.CopyIterOverhead + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp)
+	if k.FromDRAM {
+		it += m.Phys.DRAMSrcExtra
+	}
+	return it, nil
 }
 
 // firstIteration is what a LoopSimple copy of bytes waits before its
@@ -253,7 +259,7 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.NoPoll {
 			it = max(it-m.Phys.PollLoopOverhead, 1)
 		}
-		if k.SrcFromDRAM {
+		if k.FromDRAM {
 			it += m.Phys.DRAMSrcExtra
 		}
 		if perIter := threads * 8; k.StepBytes > 0 && perIter > 0 {
@@ -273,6 +279,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		chain := rtt + m.Phys.LL128IterOverhead + sim.Duration(warps)*m.Phys.LL128IterPerWarp
 		if k.Fresh && k.LoopAt.Host {
 			chain = max(chain-m.Phys.FreshLineSaving, 1)
+		}
+		if k.FromDRAM {
+			chain += m.Phys.DRAMSrcExtra
 		}
 		it := max(chain, m.smLoadTime(sim.Bytes(warps*32*ll128LineBytesPerThread)))
 		if k.Reload {

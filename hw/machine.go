@@ -80,7 +80,7 @@ func resolve(ps *topology.Params) Physics {
 		ReadRequest: g("pcie.read_request"), MaxReadRequest: g("pcie.max_read_request"),
 		CEPayload: g("pcie.ce_payload"), SMWritePayload: g("pcie.sm_write_payload"), ReadCpl: g("pcie.read_completion_payload"),
 		GPUMemLatency: ns(g("gpu.mem_latency")), HostMemLatency: ns(g("hostmem.latency")),
-		GPUMemBandwidth: sim.Rate(g("gpu.mem_bandwidth")) * sim.GBps,
+		GPUMemBandwidth: sim.Rate(g("gpu.mem_bandwidth")*g("gpu.mem_efficiency")) * sim.GBps,
 		SMs:             int(g("gpu.sms")), MaxBlocksPerSM: int(g("gpu.max_blocks_per_sm")),
 		LoadsInFlight: g("gpu.loads_in_flight"), SMStoreRate: sim.Rate(g("gpu.sm_store_bandwidth")) * sim.GBps,
 		LaunchEager: us(g("gpu.launch_eager")), LaunchGraph: us(g("gpu.launch_graph")),

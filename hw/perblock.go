@@ -42,6 +42,9 @@ type PerBlock struct {
 	Blocks  int
 	Threads int
 	Iters   int // loop: iterations per block
+	// Evicted (loop ll, ll128w): the lines were written, then pushed out
+	// of the caches by other writes.
+	Evicted bool
 	// Fresh (loop ll, ll128w): another agent wrote the lines just before the
 	// loop reads them (producer before, live or stale).
 	Fresh bool
@@ -191,6 +194,38 @@ func (m *Machine) perIter(iters int, start func(done func()) error) (float64, er
 	return nsOf(sim.Duration(m.Eng.Now())) / float64(iters), nil
 }
 
+// footprint is what a loop record's launch touches of local memory: per
+// thread and iteration, read bytes and, to a local destination, written
+// bytes; the lines' memory counts only when local.
+func (m *Machine) footprint(rec PerBlock, read, written int64) int64 {
+	if rec.Dst != "local" {
+		written = 0
+	}
+	return int64(rec.Blocks) * int64(rec.Threads) * int64(max(rec.Iters, 1)) * (read + written)
+}
+
+// l2Bytes is the GPU's L2 (gpu.l2_size).
+func (m *Machine) l2Bytes() int64 { return int64(m.Top.Params.Get("gpu.l2_size")) }
+
+// fromDRAM says whether a line loop's loads come from device memory: its
+// local lines were pushed out of the caches, or the launch touches more
+// local memory (lines bytes per thread and iteration, src more of its
+// user buffer, the destination's lines) than the L2 holds. Lines in host
+// memory count as host memory's (hostmem.fresh_line_saving), not here.
+func (m *Machine) fromDRAM(rec PerBlock, lines, src int64) bool {
+	if rec.Recv == "host" {
+		return false
+	}
+	if rec.Evicted {
+		return true
+	}
+	read := src
+	if rec.Recv == "local" {
+		read += lines
+	}
+	return m.footprint(rec, read, lines) > m.l2Bytes()
+}
+
 // llTwin: B blocks of T threads each move iters lines per thread; the
 // lines are polled (and so loaded) from the recv memory, stored to the
 // destination, both at the LL loop's rate and sharing the links.
@@ -200,7 +235,14 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 		at = GPUMem(0) // a send loop waits on its source, in local memory
 	}
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh, NoPoll: rec.Recv == "none",
-		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * 8, SrcFromDRAM: rec.Src == "local_streamed"}
+		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * 8}
+	// The loads an iteration waits on: the lines (local ones), the user
+	// buffer a reduction or a send loads (8 B per thread).
+	src := int64(0)
+	if rec.Recv == "none" || strings.Contains(rec.LLOp, "reduce") {
+		src = 8
+	}
+	k.FromDRAM = rec.Src == "local_streamed" || m.fromDRAM(rec, 16, src)
 	return m.lineLoopTwin(rec, k, 8, "ll")
 }
 
@@ -213,6 +255,7 @@ func (m *Machine) ll128Twin(rec PerBlock) (float64, error) {
 	if !strings.Contains(rec.LLOp, "reduce") {
 		k.Sources = 1 // no user buffer to load and add beside the lines
 	}
+	k.FromDRAM = m.fromDRAM(rec, ll128LineBytesPerThread, int64(k.Sources-1)*ll128LineBytesPerThread)
 	return m.lineLoopTwin(rec, k, ll128DataPerThread, "ll128")
 }
 
@@ -240,14 +283,34 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 			n++
 		}
 		if n == 0 {
-			d, err := m.LocalTime(0, 1, data, k)
+			// All local: the loop's time, or its lines, user buffer and
+			// stores through the GPU's memory, whichever is longer.
+			d, err := m.LocalTime(0, 0, data, k)
 			if err != nil {
 				return err
 			}
-			m.Eng.After(d, done)
+			m.Eng.After(max(d, m.MemTime(sim.Bytes(float64(data)*localTraffic(rec, k)))), done)
 		}
 		return nil
 	})
+}
+
+// localTraffic is what an all-local line loop moves through the GPU's
+// memory per byte of data: its lines read (wire bytes, when it receives),
+// the user buffer a reduction or a send loads, and its lines stored.
+func localTraffic(rec PerBlock, k Kernel) float64 {
+	wire := max(k.Wire, 1)
+	t := 0.0
+	if rec.Recv == "local" {
+		t += wire
+	}
+	if rec.Recv == "none" || strings.Contains(rec.LLOp, "reduce") {
+		t++
+	}
+	if rec.Dst == "local" {
+		t += wire
+	}
+	return t
 }
 
 // copyTwin: an unrolled copy loop from the source memory to the
@@ -255,6 +318,10 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1))}
+	if rec.Src == "local" {
+		per := int64(16 * max(rec.Unroll, 1))
+		k.FromDRAM = m.footprint(rec, per*int64(max(rec.Sources, 1)), per) > m.l2Bytes()
+	}
 	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(max(rec.Unroll, 1)) * int64(rec.Iters))
 	return m.perIter(rec.Iters, func(done func()) error {
 		switch {

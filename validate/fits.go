@@ -90,6 +90,11 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 128
 		}, How: "ns per iteration minus pointer_chase local"},
+	{Params: []string{"gpu.mem_efficiency"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: perBlockRepeats,
+		On: func(r trace.Record) bool {
+			return r.Loop == "copy" && r.Unroll == 8 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 132 && r.Threads == 512
+		}, How: "132 blocks × 512 threads × 8 × 16 B read and written per iteration, over gpu.mem_bandwidth"},
 	{Params: []string{"gpu.sm_load_bandwidth"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
