@@ -149,7 +149,8 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 	if rec.Request == "load_relaxed" {
 		loop = max(0, loop-m.Phys.PollRelaxedSaving)
 	}
-	d := pollPeriod(rtt+loop, sharers(rec.Blocks, rec.Spacing, unit), m.pollService(at, atomic))
+	d := linePollPeriod(rtt+loop, sharers(rec.Blocks, rec.Spacing, unit), lineWaiting(rec.Blocks, rec.Spacing, atomic),
+		m.pollService(at, atomic), m.lineContention(at))
 	return nsOf(d), nil
 }
 
@@ -167,7 +168,7 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	period, err := m.PollPeriod(0, at, sharers(2*rec.Pairs, rec.Spacing, 32), false)
+	period, err := m.PollPeriod(0, at, sharers(2*rec.Pairs, rec.Spacing, 32), lineWaiting(2*rec.Pairs, rec.Spacing, false), false)
 	if err != nil {
 		return 0, err
 	}
@@ -423,7 +424,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	if rec.Layout == "packed" {
 		pollers = rec.World - 1
 	}
-	period, err := m.PollPeriod(0, at, pollers, false)
+	period, err := m.PollPeriod(0, at, pollers, 0, false)
 	if err != nil {
 		return 0, err
 	}

@@ -12,10 +12,13 @@ import (
 // another, each taking about a round trip (hostmem.poll_service), and
 // system-scope atomics one after another per 128-byte line
 // (hostmem.atomic_service); requests to distinct sectors pipeline (measured
-// on H200: no queuing from 1 to 132 blocks, each on its own sector). So a
+// on H200: no queuing from 1 to 132 blocks, each on its own sector), but
+// not wholly within one 128-byte line: each load waiting at another sector
+// of the line adds hostmem.line_contention to the sector's service. So a
 // poll loop's period is not one round trip but
 //
-//	max(round trip, pollers of the sector × service time)
+//	max(round trip, pollers of the sector × service time
+//	                + loads waiting at the line's other sectors × line contention)
 //
 // and a wait ends one period after the flag lands. GPU memory serves polls
 // and atomics from 1 to 132 blocks, on one word or apart, without queuing
@@ -85,14 +88,45 @@ func pollPeriod(rtt sim.Duration, pollers int, svc sim.Duration) sim.Duration {
 	return max(rtt, sim.Duration(pollers)*svc)
 }
 
+// linePollPeriod is pollPeriod with waiting loads queued at the other
+// sectors of the sector's line, each adding line to its service.
+func linePollPeriod(rtt sim.Duration, pollers, waiting int, svc, line sim.Duration) sim.Duration {
+	return max(rtt, sim.Duration(pollers)*svc+sim.Duration(waiting)*line)
+}
+
+// lineWaiting is how many loads wait at the other sectors of one line
+// when n pollers' words lie spacing bytes apart (0: one shared word)
+// from the line's start: sectors of k pollers each, k−1 of whom wait.
+// Atomics queue per line already (their unit is the line): none.
+func lineWaiting(n, spacing int, atomic bool) int {
+	const sector, line = 32, 128
+	if atomic || spacing <= 0 || spacing >= sector {
+		return 0
+	}
+	k := sharers(n, spacing, sector)
+	sectors := min(line/sector, (n*spacing+sector-1)/sector)
+	return (sectors - 1) * (k - 1)
+}
+
 // PollPeriod is the period of the poll loops of rank r on memory at when
-// pollers loops poll one sector (line, for atomics) of it.
-func (m *Machine) PollPeriod(r int, at Mem, pollers int, atomic bool) (sim.Duration, error) {
+// pollers loops poll one sector (line, for atomics) of it and waiting
+// loads queue at the other sectors of its line (lineWaiting).
+func (m *Machine) PollPeriod(r int, at Mem, pollers, waiting int, atomic bool) (sim.Duration, error) {
 	rtt, err := m.RoundTrip(r, at)
 	if err != nil {
 		return 0, err
 	}
-	return pollPeriod(rtt, pollers, m.pollService(at, atomic)), nil
+	return linePollPeriod(rtt, pollers, waiting, m.pollService(at, atomic), m.lineContention(at)), nil
+}
+
+// lineContention is what a load waiting at another sector of a line adds
+// to a sector's service in memory at (hostmem.line_contention; 0 in GPU
+// memory, which serves its pollers without queuing).
+func (m *Machine) lineContention(at Mem) sim.Duration {
+	if !at.Host {
+		return 0
+	}
+	return m.Phys.HostLineContention
 }
 
 // WaitFlag calls fn once flag f (in memory at) holds value, as seen by the

@@ -52,6 +52,12 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
 		}, How: "slope of ns per load over blocks, least squares through 0"},
+	{Params: []string{"hostmem.line_contention"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong},
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl"}, perBlockRepeats...),
+		Covers:       func(r trace.Record) bool { return r.Target == "host" && r.SpacingBytes > 0 && r.SpacingBytes < 32 },
+		On: func(r trace.Record) bool {
+			return r.Kind == trace.KindPoll && r.Target == "host" && r.Request == "load_volatile" && r.SpacingBytes == 4 && (r.Blocks == 16 || r.Blocks == 32)
+		}, How: "ns per load beyond 8 × hostmem.poll_service over the loads waiting at the line's other sectors, least squares through 0"},
 	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {

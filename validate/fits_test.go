@@ -85,6 +85,13 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		}
 		return xy / xx
 	}
+	// Loads 4 B apart: 8 per sector, the line's other sectors holding 7 waiting loads each.
+	var lineXY, lineXX float64
+	for _, r := range side("hostmem.line_contention") {
+		waiting := float64((min(4, r.Blocks*4/32) - 1) * 7)
+		lineXY += waiting * (value(r) - 8*ps.Get("hostmem.poll_service"))
+		lineXX += waiting * waiting
+	}
 	llA, llB := lsq(side("gpu.ll_iter_overhead"), func(r trace.Record) (float64, float64) {
 		return float64((r.Threads + 31) / 32), value(r)
 	})
@@ -95,6 +102,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	want := map[string]float64{
 		"hostmem.poll_service":       throughOrigin(side("hostmem.poll_service")),
 		"hostmem.atomic_service":     throughOrigin(side("hostmem.atomic_service")),
+		"hostmem.line_contention":    lineXY / lineXX,
 		"gpu.poll_loop_overhead":     value(side("gpu.poll_loop_overhead")[0]) - chaseLocal,
 		"gpu.poll_relaxed_saving":    value(side("gpu.poll_loop_overhead")[0]) - value(side("gpu.poll_relaxed_saving")[0]),
 		"gpu.ll_iter_overhead":       llA - chaseLocal,
