@@ -92,7 +92,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		HostLineContention: ns(g("hostmem.line_contention")),
-		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
+		LLIterOverhead:     ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),
 		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
