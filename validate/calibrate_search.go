@@ -2,6 +2,7 @@ package validate
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/arsim/arsim/topology"
@@ -56,6 +57,30 @@ func spaceOf(p topology.Param) (space, string) {
 // gridN is the number of points of the scan over a parameter's range.
 const gridN = 9
 
+// nearStart are the multiples of a parameter's starting value the scan
+// tries beside the range's grid: a linear grid over a wide range (a
+// latency of 0–1000 µs) steps past a minimum a few µs wide near the
+// default, which a golden section between grid points then misses.
+var nearStart = []float64{0.25, 0.5, 0.75, 1.25, 1.5, 2}
+
+// scanGrid is the values a parameter's scan tries, ascending: gridN points
+// across its range and the nearStart multiples of its starting value
+// within it.
+func scanGrid(sp space, start float64) []float64 {
+	xlo, xhi := sp.toX(sp.lo), sp.toX(sp.hi)
+	vs := make([]float64, 0, gridN+len(nearStart))
+	for g := 0; g < gridN; g++ {
+		vs = append(vs, sp.fromX(xlo+(xhi-xlo)*float64(g)/(gridN-1)))
+	}
+	if start > 0 {
+		for _, m := range nearStart {
+			vs = append(vs, sp.fromX(sp.toX(min(max(start*m, sp.lo), sp.hi))))
+		}
+	}
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
+
 // point is a value tried, with the objective and the predictions there.
 type point struct {
 	x, v, f float64
@@ -104,10 +129,7 @@ func (c *calib) fitOne(ps *topology.Params, name string, cur *[]float64, dep *[]
 		return why, false
 	}
 	s := &paramSearch{c: c, ps: ps, name: name, p: p, sp: sp, xlo: sp.toX(sp.lo), xhi: sp.toX(sp.hi)}
-	gridV := make([]float64, gridN)
-	for g := range gridV {
-		gridV[g] = sp.fromX(s.xlo + (s.xhi-s.xlo)*float64(g)/(gridN-1))
-	}
+	gridV := scanGrid(sp, p.Value)
 	gridPreds, ok := s.scan(gridV, *cur, dep, first)
 	if !ok {
 		return "", false
@@ -131,7 +153,22 @@ func (c *calib) fitOne(ps *topology.Params, name string, cur *[]float64, dep *[]
 			bestG = g
 		}
 	}
-	tol := s.golden(bestG)
+	// The golden section runs between the best scan point's neighbours
+	// (or the starting value's, for none).
+	centre := min(max(p.Value, sp.lo), sp.hi)
+	if bestG >= 0 {
+		centre = gridV[bestG]
+	}
+	lo, hi := sp.lo, sp.hi
+	for _, v := range gridV {
+		if v < centre {
+			lo = v
+		}
+		if v > centre && hi == sp.hi {
+			hi = v
+		}
+	}
+	tol := s.golden(sp.toX(lo), sp.toX(hi))
 	if !(s.best.f < startF) || s.best.v == p.Value {
 		return "unchanged", false
 	}
@@ -143,7 +180,7 @@ func (c *calib) fitOne(ps *topology.Params, name string, cur *[]float64, dep *[]
 // on the grid; later it predicts dep's only. It reports false when the
 // evaluation cap stopped it.
 func (s *paramSearch) scan(gridV, cur []float64, dep *[]int, first bool) ([][]float64, bool) {
-	gridPreds := make([][]float64, gridN)
+	gridPreds := make([][]float64, len(gridV))
 	if !first {
 		for g, v := range gridV {
 			if s.c.evals >= s.c.opts.MaxEvals {
@@ -181,16 +218,9 @@ func (s *paramSearch) scan(gridV, cur []float64, dep *[]int, first bool) ([][]fl
 	return gridPreds, true
 }
 
-// golden runs a golden-section search between the neighbours of the best
-// scan point bestG (or of the starting value, for none), keeping the best
-// point; it returns the search's tolerance in x.
-func (s *paramSearch) golden(bestG int) (tol float64) {
-	centre := s.best.x
-	if bestG < 0 {
-		centre = min(max(s.sp.toX(s.p.Value), s.xlo), s.xhi)
-	}
-	step := (s.xhi - s.xlo) / (gridN - 1)
-	a, b := max(s.xlo, centre-step), min(s.xhi, centre+step)
+// golden runs a golden-section search over [a, b] (in x), keeping the
+// best point; it returns the search's tolerance in x.
+func (s *paramSearch) golden(a, b float64) (tol float64) {
 	tol = 1e-5 * (s.xhi - s.xlo)
 	if s.sp.integer {
 		tol = 0.5

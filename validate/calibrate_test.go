@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,4 +165,32 @@ func TestCalibrateDeterministic(t *testing.T) {
 	// (the status once used 0.1 % of the range, 1 µs, as its margin).
 	assert.Equal(t, "fitted", fits[0][1].Status)
 	assert.Equal(t, "fitted", fits[0][0].Status)
+}
+
+// A parameter whose range dwarfs its default (a host issue cost, 0–1000 µs)
+// has its minimum a few µs wide near the default: the 8 × RTX 5090 table's
+// host-paced rows sit within 3 % at 3.1 µs per launch, and at 0–2 µs the
+// device time sets them instead. A scan over the range alone (125-µs steps)
+// and a golden section between its points land on 0; the scan's multiples
+// of the starting value find the minimum.
+func TestCalibrateFindsANarrowMinimumNearTheDefault(t *testing.T) {
+	run, _, err := trace.ReadNCCLTestsFile("../testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt", trace.ReadOptions{})
+	require.NoError(t, err)
+	recs, err := NCCLTestsRecords(run, map[string]string{"NCCL_P2P_LEVEL": "SYS"})
+	require.NoError(t, err)
+	cal, err := Calibrate(recs, CalibrateOptions{Fit: []string{"host.cuda_launch_issue"}, Preset: "rtxpro6000x8-2numa", Sweeps: 1})
+	require.NoError(t, err)
+	require.Len(t, cal.Params, 1)
+	assert.Equal(t, "fitted", cal.Params[0].Status)
+	assert.InDelta(t, 3.1, cal.Params[0].Fitted, 0.2, "the issue cost that puts the host-paced rows on the measurement")
+}
+
+func TestScanGridTriesTheStartingValuesNeighbourhood(t *testing.T) {
+	sp := space{lo: 0, hi: 1000}
+	g := scanGrid(sp, 4)
+	assert.True(t, slices.IsSorted(g))
+	assert.Subset(t, g, []float64{0, 1, 2, 3, 5, 6, 8, 125, 1000})
+	assert.Len(t, g, gridN+len(nearStart))
+	assert.Len(t, scanGrid(sp, 0), gridN, "no starting value: the range's grid alone")
+	assert.Equal(t, []float64{1, 2, 3}, scanGrid(space{lo: 1, hi: 3, integer: true}, 2), "integers, clipped and without repeats")
 }
