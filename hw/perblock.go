@@ -118,13 +118,15 @@ func PerBlockValue(top *topology.Topology, rec PerBlock) (float64, error) {
 
 func nsOf(d sim.Duration) float64 { return float64(d) / float64(sim.Nanosecond) }
 
-// sharers is how many of n blocks, spacing bytes apart (0: all on one
-// word), fall on one unit of unit bytes.
+// sharers is how many of n blocks, spacing bytes apart from a unit's
+// start (0: all on one word), fall on the busiest unit of unit bytes: a
+// spacing that does not divide the unit puts ⌈unit/spacing⌉ words on some
+// units (24 B apart: 0 and 24 share a 32-byte sector).
 func sharers(n, spacing, unit int) int {
 	if spacing <= 0 {
 		return n
 	}
-	return max(1, min(n, unit/spacing))
+	return max(1, min(n, (unit+spacing-1)/spacing))
 }
 
 func (m *Machine) pollTwin(rec PerBlock) (float64, error) {

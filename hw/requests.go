@@ -104,7 +104,7 @@ func lineWaiting(n, spacing int, atomic bool) int {
 		return 0
 	}
 	k := sharers(n, spacing, sector)
-	sectors := min(line/sector, (n*spacing+sector-1)/sector)
+	sectors := min(line/sector, (n-1)*spacing/sector+1) // up to the last word's sector
 	return (sectors - 1) * (k - 1)
 }
 

@@ -43,7 +43,7 @@ type Fit struct {
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
 // so every record a per-block fit covers is on its predicted side.
-var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl"}
+var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl", "h200x1-arsim/perblock_4.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{

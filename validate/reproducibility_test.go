@@ -68,7 +68,7 @@ func TestEagerNCCLCapturesDisagree(t *testing.T) {
 func TestPerBlockRunsRepeat(t *testing.T) {
 	dir := "../testdata/h200x1-arsim/"
 	files := map[string]map[string]float64{}
-	for _, f := range []string{"perblock", "perblock_2", "perblock_3", "perblock_3b"} {
+	for _, f := range []string{"perblock", "perblock_2", "perblock_3", "perblock_3b", "perblock_4"} {
 		files[f] = perBlockByConfig(t, dir+f+".jsonl")
 	}
 	diff := func(a, b string) []float64 {
@@ -80,7 +80,7 @@ func TestPerBlockRunsRepeat(t *testing.T) {
 		}
 		return d
 	}
-	for _, p := range [][2]string{{"perblock_3", "perblock_3b"}, {"perblock", "perblock_3"}, {"perblock_2", "perblock_3"}, {"perblock", "perblock_2"}} {
+	for _, p := range [][2]string{{"perblock_3", "perblock_3b"}, {"perblock", "perblock_3"}, {"perblock_2", "perblock_3"}, {"perblock", "perblock_2"}, {"perblock_3", "perblock_4"}} {
 		d := diff(p[0], p[1])
 		require.NotEmpty(t, d, "%v", p)
 		t.Logf("%s against %s: %d records, |difference| median %.1f%%, p95 %.1f%%", p[1], p[0], len(d), median(d), nearestRank(d, 95))

@@ -154,15 +154,17 @@ class PerBlock:
         self.rec.emit(rec)
 
     # ---------- polls and atomics -----------------------------------------------------------------------------------
-    def polls(self):
+    def polls(self, targets=("host", "local"), spacings=(0, 4, 8, 16, 32, 128, 4096), blocks=None, ops=None):
         cp = self.cp
         k = self.fn("pb_poll")
-        blocks = [1, 8, 66] if self.quick else BLOCKS
-        for target in ("host", "local"):
+        blocks = blocks or ([1, 8, 66] if self.quick else BLOCKS)
+        for target in targets:
             buf = self.ptr(target, "poll", 1 * MB)
-            for spacing in (0, 4, 8, 16, 32, 128, 4096):
+            for spacing in spacings:
                 for op_i, op in enumerate(POLL_OPS):
-                    if spacing in (4, 8, 16) and (target == "local" or op_i not in (0, 3)):
+                    if ops is not None and op not in ops:
+                        continue
+                    if 0 < spacing < 32 and (target == "local" or op_i not in (0, 3)):
                         continue  # packed words: volatile loads and atomics of host memory only
                     for b in blocks:
                         def meas(target=target, buf=buf, spacing=spacing, op_i=op_i, op=op, b=b):
@@ -211,7 +213,7 @@ class PerBlock:
                         self.rec.guard(f"pingpong {target} {mode} {spacing} {pairs}", meas)
 
     # ---------- LL loops ------------------------------------------------------------------------------------------
-    def ll(self, combos=None, block_combos=None):
+    def ll(self, combos=None, block_combos=None, threads=None, blocks=None):
         k = self.fn("pb_ll")
         flag = 1
         nb = 96 * MB
@@ -238,12 +240,12 @@ class PerBlock:
             self.emit({"kind": "loop", "loop": "ll", "ll_op": op, "recv": recv, "dst": dst, "blocks": b, "threads": t,
                        "iters": iters, "bytes_per_thread_iter": 8}, vals, "ns_per_iter")
 
-        threads = [128, 512] if self.quick else [64, 128, 256, 512, 1024]
+        threads = threads or ([128, 512] if self.quick else [64, 128, 256, 512, 1024])
         for op, recv, dst in combos:
             for t in threads:
                 self.rec.guard(f"ll {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 256)
-        blocks = [1, 8, 66] if self.quick else BLOCKS
-        for op, recv, dst in block_combos or [("recv_reduce_send", "local", "local"), ("recv_reduce_send", "host", "host"),
+        blocks = blocks or ([1, 8, 66] if self.quick else BLOCKS)
+        for op, recv, dst in [] if block_combos == [] else block_combos or [("recv_reduce_send", "local", "local"), ("recv_reduce_send", "host", "host"),
                                               ("recv", "host", "none"), ("send", "none", "host")]:
             for b in blocks:
                 self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
@@ -526,7 +528,7 @@ class PerBlock:
                                        "barriers_per_launch": nb}, vals, "ns_per_iter")
                         self.rec.guard(f"group_barrier {target} {layout} W{W} G{G}", meas)
 
-    def ll128w(self, pairs=None, block_pair=("local", "local")):
+    def ll128w(self, pairs=None, block_pair=("local", "local"), threads=None, blocks=None):
         k = self.fn("pb_ll128w")
         flag = 1
         nb = 96 * MB
@@ -549,10 +551,21 @@ class PerBlock:
 
         for op in (1, 3):
             for recv, dst in pairs or (("local", "local"), ("host", "host"), ("local", "host")):
-                for t in ([640] if self.quick else [64, 128, 256, 640]):
+                for t in threads or ([640] if self.quick else [64, 128, 256, 640]):
                     self.rec.guard(f"ll128w {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 64)
-        for b in ([1, 8] if self.quick else BLOCKS):
+        for b in blocks if blocks is not None else ([1, 8] if self.quick else BLOCKS):
             self.rec.guard(f"ll128w 3 {block_pair[0]} {block_pair[1]} {b}x640", run, 3, *block_pair, b, 640, 16)
+
+    def heldout(self):
+        """Configurations the rest of the suite does not run, for predictions nobody fitted: host polls at word
+        spacings 12 and 24 B and at 12, 24, 48 and 96 blocks; LL and LL128 loops at 384, 512 and 768 threads; copies
+        at 24, 48 and 96 blocks."""
+        self.polls(targets=("host",), spacings=(4, 8, 12, 16, 24), blocks=[2, 6, 12, 24, 48, 96], ops=("load_volatile",))
+        self.ll(combos=[("recv", "local", "none"), ("recv", "host", "none"), ("send", "none", "local"),
+                        ("send", "none", "host"), ("recv_reduce_send", "local", "local"), ("recv_reduce_send", "host", "host")],
+                block_combos=[], threads=[384, 768])
+        self.ll128w(threads=[384, 512], blocks=[])
+        self.copies(pairs=[("local", "local"), ("local", "host")], single=False, blocks=[24, 48, 96])
 
     def peer_loops(self):
         """NCCL-style loops whose stores go to GPU 1's memory (peer access), as NCCL's P2P sends do: LL, LL128 and
@@ -563,7 +576,7 @@ class PerBlock:
         self.copies(pairs=[("local", "peer")], block_pairs=[("local", "peer"), ("local", "local")])
 
     # ---------- Simple-style copies -----------------------------------------------------------------------------------
-    def copies(self, pairs=None, block_pairs=None):
+    def copies(self, pairs=None, block_pairs=None, single=True, blocks=None):
         cp = self.cp
         nb = self.big
         for where in ("host", "local"):
@@ -591,13 +604,13 @@ class PerBlock:
                       "ns_per_iter")
 
         pairs = pairs or [("local", "local"), ("host", "local"), ("local", "host")]
-        for U in (1, 2, 4, 8):
+        for U in (1, 2, 4, 8) if single else ():
             for S in (1, 2):
                 for src, dst in pairs:
                     for t in ([512] if self.quick else [128, 512]):
                         iters = max(8, 256 // U)
                         self.rec.guard(f"copy U{U} S{S} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t, iters)
-        blocks = [1, 8, 66] if self.quick else BLOCKS
+        blocks = blocks or ([1, 8, 66] if self.quick else BLOCKS)
         for U in (1, 8):
             for src, dst in block_pairs or pairs:
                 for b in blocks:
@@ -687,7 +700,7 @@ def run(out_dir, quick):
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts + ("peer_loops",):
+        if name not in parts + ("peer_loops", "heldout"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
