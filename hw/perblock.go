@@ -37,7 +37,7 @@ type PerBlock struct {
 	Slice   int64  // loop simple_step: bytes per step
 	Fence   string // loop simple_step, fence: none, acq_rel, sc
 	Stores  int    // loop fence: stores per thread before the fence
-	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector) or "line_per_slot"
+	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64, packed_128: 64 or 128 B apart) or "line_per_slot"
 	Groups  int    // loop group_barrier: groups of World blocks barriering at once
 	Blocks  int
 	Threads int
@@ -423,7 +423,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	pollers := 1
-	if rec.Layout == "packed" {
+	if strings.HasPrefix(rec.Layout, "packed") {
 		pollers = rec.World - 1
 	}
 	period, err := m.PollPeriod(0, at, pollers, 0, false)

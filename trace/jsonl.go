@@ -210,8 +210,10 @@ type Record struct {
 	// "unrolled" loop over ranks, SliceBytes a Simple step's slice, Fence
 	// the fence ("none", "acq_rel", "sc"), StoresPerThread the stores before
 	// a fence, Iters the iterations per block, Layout and Groups a
-	// group_barrier's slot layout ("packed": a rank's slots in one sector;
-	// "line_per_slot") and its groups of World blocks barriering at once;
+	// group_barrier's slot layout ("packed": a rank's slots in one sector,
+	// the ranks' sectors 32 B apart, "packed_64" and "packed_128" 64 and
+	// 128 B apart; "line_per_slot") and its groups of World blocks
+	// barriering at once;
 	// Producer who wrote an LL receive loop's lines ("stale": one launch
 	// before every trial; "before": the launch just before; "evicted":
 	// the launch just before, then 128 MiB of other writes; "live":

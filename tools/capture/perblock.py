@@ -528,6 +528,34 @@ class PerBlock:
                                        "barriers_per_launch": nb}, vals, "ns_per_iter")
                         self.rec.guard(f"group_barrier {target} {layout} W{W} G{G}", meas)
 
+    def barrier_lines(self):
+        """W-rank barriers among the GPU's blocks (pb_group_barrier) with each rank's slots packed in one 32-B sector
+        and the ranks' sectors 32, 64 or 128 B apart (layout packed, packed_64, packed_128): how many sectors that are
+        written and polled at once share a 128-B line; W 2 and 4, 1-32 groups at once."""
+        k = self.fn("pb_group_barrier")
+        nb = 200
+        for target in ("host", "local"):
+            buf = self.ptr(target, "gbl", 4 * MB)
+            self.fill(target, "gbl", 4 * MB, [0])
+            e0 = [0]
+            for stride in (32, 64, 128):
+                layout = "packed" if stride == 32 else f"packed_{stride}"
+                for W in (2, 4):
+                    for G in (1, 2, 4, 8, 16, 32):
+                        if G * W > self.sms:
+                            continue
+
+                        def meas(target=target, buf=buf, layout=layout, sr=stride // 4, W=W, G=G):
+                            def launch():
+                                k((G * W,), (32,), (buf, np.int32(W), np.int32(sr), np.int32(1), np.int32(nb),
+                                                   np.uint32(e0[0]), self.err, self.res), stream=self.s)
+                                e0[0] += nb
+                            vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                            self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
+                                       "world": W, "groups": G, "blocks": G * W, "threads": 32,
+                                       "barriers_per_launch": nb}, vals, "ns_per_iter")
+                        self.rec.guard(f"barrier_lines {target} {layout} W{W} G{G}", meas)
+
     def ll128w(self, pairs=None, block_pair=("local", "local"), threads=None, blocks=None):
         k = self.fn("pb_ll128w")
         flag = 1
@@ -700,7 +728,7 @@ def run(out_dir, quick):
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts + ("peer_loops", "heldout"):
+        if name not in parts + ("peer_loops", "heldout", "barrier_lines"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
