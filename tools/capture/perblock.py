@@ -504,16 +504,19 @@ class PerBlock:
         for b in ([1, 8] if self.quick else BLOCKS):
             self.rec.guard(f"ll128 3 local local {b}x640", run, 3, "local", "local", b, 640, 16)
 
-    def group_barriers(self):
+    def group_barriers(self, layouts=(("packed", 8, 1), ("line_per_slot", 8 * 32, 32)), worlds=(2, 3, 4, 6, 8),
+                       groups=(1, 4, 16), buf_name="gb"):
+        """W-rank barriers among the GPU's blocks; a layout is (name, words between the ranks' slot groups, words
+        between a rank's slots)."""
         k = self.fn("pb_group_barrier")
         nb = 200
         for target in ("host", "local"):
-            buf = self.ptr(target, "gb", 4 * MB)
-            self.fill(target, "gb", 4 * MB, [0])
+            buf = self.ptr(target, buf_name, 4 * MB)
+            self.fill(target, buf_name, 4 * MB, [0])
             e0 = [0]
-            for layout, sr, sp in (("packed", 8, 1), ("line_per_slot", 8 * 32, 32)):
-                for W in (2, 3, 4, 6, 8):
-                    for G in (1, 4, 16):
+            for layout, sr, sp in layouts:
+                for W in worlds:
+                    for G in groups:
                         if G * W > self.sms:
                             continue
 
@@ -529,32 +532,11 @@ class PerBlock:
                         self.rec.guard(f"group_barrier {target} {layout} W{W} G{G}", meas)
 
     def barrier_lines(self):
-        """W-rank barriers among the GPU's blocks (pb_group_barrier) with each rank's slots packed in one 32-B sector
-        and the ranks' sectors 32, 64 or 128 B apart (layout packed, packed_64, packed_128): how many sectors that are
-        written and polled at once share a 128-B line; W 2 and 4, 1-32 groups at once."""
-        k = self.fn("pb_group_barrier")
-        nb = 200
-        for target in ("host", "local"):
-            buf = self.ptr(target, "gbl", 4 * MB)
-            self.fill(target, "gbl", 4 * MB, [0])
-            e0 = [0]
-            for stride in (32, 64, 128):
-                layout = "packed" if stride == 32 else f"packed_{stride}"
-                for W in (2, 4):
-                    for G in (1, 2, 4, 8, 16, 32):
-                        if G * W > self.sms:
-                            continue
-
-                        def meas(target=target, buf=buf, layout=layout, sr=stride // 4, W=W, G=G):
-                            def launch():
-                                k((G * W,), (32,), (buf, np.int32(W), np.int32(sr), np.int32(1), np.int32(nb),
-                                                   np.uint32(e0[0]), self.err, self.res), stream=self.s)
-                                e0[0] += nb
-                            vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
-                            self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
-                                       "world": W, "groups": G, "blocks": G * W, "threads": 32,
-                                       "barriers_per_launch": nb}, vals, "ns_per_iter")
-                        self.rec.guard(f"barrier_lines {target} {layout} W{W} G{G}", meas)
+        """W-rank barriers with each rank's slots packed in one 32-B sector and the ranks' sectors 32, 64 or 128 B
+        apart (layout packed, packed_64, packed_128): how many sectors that are written and polled at once share a
+        128-B line; W 2 and 4, 1-32 groups at once."""
+        self.group_barriers(layouts=(("packed", 8, 1), ("packed_64", 16, 1), ("packed_128", 32, 1)), worlds=(2, 4),
+                            groups=(1, 2, 4, 8, 16, 32), buf_name="gbl")
 
     def ll128w(self, pairs=None, block_pair=("local", "local"), threads=None, blocks=None):
         k = self.fn("pb_ll128w")
