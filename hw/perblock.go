@@ -200,7 +200,7 @@ func (m *Machine) perIter(iters int, start func(done func()) error) (float64, er
 // footprint is what a loop record's launch touches of local memory: per
 // thread and iteration, read bytes and, to a local destination, written
 // bytes; the lines' memory counts only when local.
-func (m *Machine) footprint(rec PerBlock, read, written int64) int64 {
+func footprint(rec PerBlock, read, written int64) int64 {
 	if rec.Dst != "local" {
 		written = 0
 	}
@@ -226,7 +226,7 @@ func (m *Machine) fromDRAM(rec PerBlock, lines, src int64) bool {
 	if rec.Recv == "local" {
 		read += lines
 	}
-	return m.footprint(rec, read, lines) > m.l2Bytes()
+	return footprint(rec, read, lines) > m.l2Bytes()
 }
 
 // llTwin: B blocks of T threads each move iters lines per thread; the
@@ -323,7 +323,7 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1))}
 	if rec.Src == "local" {
 		per := int64(16 * max(rec.Unroll, 1))
-		k.FromDRAM = m.footprint(rec, per*int64(max(rec.Sources, 1)), per) > m.l2Bytes()
+		k.FromDRAM = footprint(rec, per*int64(max(rec.Sources, 1)), per) > m.l2Bytes()
 	}
 	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(max(rec.Unroll, 1)) * int64(rec.Iters))
 	return m.perIter(rec.Iters, func(done func()) error {
