@@ -53,7 +53,7 @@ type Kernel struct {
 	// Sources: loads per output element (1 copy, 2 reduction; LoopSimple).
 	// On a LoopLL128 loop, 1 is a copy of its lines (no user buffer loaded
 	// and added), which the loop parameters were fitted on; a reduction (2,
-	// or 0) takes gpu.ll128_copy_saving more per iteration.
+	// or 0) takes gpu.ll128_reduce_extra more per iteration.
 	Sources int
 	// Polled: the loads are the ones a poll loop has just made (NCCL LL
 	// lines carry their own flags): the wait before them paid the round

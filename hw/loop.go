@@ -41,7 +41,7 @@ import (
 //     the copy loop's SM rate, and over host memory it takes one round
 //     trip from 64 to 640 threads); then, in NCCL's loop, which loads its
 //     lines again once their flags match (Kernel.Reload), a second round
-//     trip; with a reduction, gpu.ll128_copy_saving more; in NCCL's steps
+//     trip; with a reduction, gpu.ll128_reduce_extra more; in NCCL's steps
 //     of Kernel.StepBytes, nccl.ll128_step_overhead more per step.
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
@@ -291,7 +291,7 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 			it += m.Phys.LL128IterExtra
 		}
 		if k.Sources != 1 {
-			it += m.Phys.LL128CopySaving // what the reduction adds: the user buffer's load and the add
+			it += m.Phys.LL128ReduceExtra // what the reduction adds: the user buffer's load and the add
 		}
 		if perIter := threads * ll128DataPerThread; k.StepBytes > 0 && perIter > 0 {
 			it += sim.Duration(float64(m.Phys.LL128StepOverhead) * perIter / float64(k.StepBytes))

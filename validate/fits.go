@@ -85,7 +85,7 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.LLOp == "recv_send" && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1 && r.Iters == 64 && r.Threads <= 256
 		}, How: "least-squares line of ns per iteration over warps where the chain sets the iteration (64–256 threads); the intercept minus pointer_chase local of the same run"},
-	{Params: []string{"gpu.ll128_copy_saving"}, Files: []string{"h200x1-arsim/perblock_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"gpu.ll128_reduce_extra"}, Files: []string{"h200x1-arsim/perblock_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll128w" },
 		AlsoPredicts: append([]string{"h200x2-arsim/perblock_peer.jsonl", "h200x1-arsim/ll128_live.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {

@@ -144,7 +144,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	// threads.
 	var copy640, reduce640 float64
 	for _, r := range recs2 {
-		if f, _ := fitOf("h200x1-arsim/perblock_2.jsonl", r); f != nil && f.Params[0] == "gpu.ll128_copy_saving" {
+		if f, _ := fitOf("h200x1-arsim/perblock_2.jsonl", r); f != nil && f.Params[0] == "gpu.ll128_reduce_extra" {
 			if r.LLOp == "recv_send" {
 				copy640 = value(r)
 			} else {
@@ -154,7 +154,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	}
 	require.Positive(t, copy640)
 	require.Positive(t, reduce640)
-	for name, w := range map[string]float64{"gpu.ll128_iter_overhead": a - chase2, "gpu.ll128_iter_per_warp": b, "gpu.ll128_copy_saving": reduce640 - copy640} {
+	for name, w := range map[string]float64{"gpu.ll128_iter_overhead": a - chase2, "gpu.ll128_iter_per_warp": b, "gpu.ll128_reduce_extra": reduce640 - copy640} {
 		assert.InEpsilon(t, w, ps.Get(name), 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", name, w, ps.Get(name))
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock_2.jsonl", name)
