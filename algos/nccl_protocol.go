@@ -2,8 +2,6 @@ package algos
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
@@ -420,10 +418,6 @@ func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLa
 	}
 	w := pl.b.Add(r, Op{Kind: Write, Src: src, Dst: c.slot(k, src.Len), Kernel: kern, Label: label.name}, after...)
 	flagAfter := w
-	if hackLLStep > 0 && pl.spec.proto == protoLL {
-		m := ceilDiv(src.Len, pl.spec.proto.sliceBytes())
-		flagAfter = pl.b.Add(r, Op{Kind: Compute, Dur: sim.Duration(m) * hackLLStep, Label: label.plus(sufBookkeeping)}, flagAfter)
-	}
 	if !pl.spec.proto.inline() {
 		// Simple: the data must be visible at the receiver before the tail
 		// flag, so every step pays a fence before its flag, and the
@@ -573,8 +567,3 @@ func NCCLKernelOwn(ps *topology.Params) sim.Duration {
 func NCCLCallSetup(ps *topology.Params, algo, proto string) sim.Duration {
 	return NCCLKernelOwn(ps) + sim.Micros(ps.Get("nccl.call_extra."+algo+"."+proto))
 }
-
-var hackLLStep = func() sim.Duration {
-	v, _ := strconv.Atoi(os.Getenv("ARSIM_LLSTEP_NS"))
-	return sim.Duration(v) * sim.Nanosecond
-}()
