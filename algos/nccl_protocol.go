@@ -238,11 +238,16 @@ type conn struct {
 	head     Flag
 	slots    int
 	slotLen  int64
-	sent     int
-	recvd    int
-	released int
-	lastHead int // op index (on to) of the last head signal, −1 none
-	lastTail int // op index (on from) of the last tail signal, −1 none
+	// recvGroup, if set, is the loop group of the receiver's loads over
+	// SHM (default: a group of their own): the ring's receiver block runs
+	// its primitives one after another, its receives in the group of its
+	// sends.
+	recvGroup string
+	sent      int
+	recvd     int
+	released  int
+	lastHead  int // op index (on to) of the last head signal, −1 none
+	lastTail  int // op index (on from) of the last tail signal, −1 none
 }
 
 // ncclPlanner builds NCCL-style programs.
@@ -457,6 +462,9 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels) 
 	kern := pl.loopKern(c.buf, 1, share)
 	kern.Polled = pl.spec.proto.inline()
 	kern.LoopGroup = c.id + ".recv"
+	if c.recvGroup != "" {
+		kern.LoopGroup = c.recvGroup
+	}
 	kern.InOrder = pl.inOrder
 	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: kern, Label: label.plus(sufLoad)}, w)
 	return tmp, rd

@@ -54,6 +54,10 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 		}
 		used++
 		L, K := ringLoops(spec.proto, chLen[ch], n)
+		P, slots := ringPieces(spec.proto, chLen[ch], n, L, K)
+		// A connection's loop moves its pieces one at a time, so they
+		// flow down the ring as NCCL's lines do.
+		pl.inOrder, K = P > K, P
 		loopsMax, kMax = max(loopsMax, L), max(kMax, K)
 		lOff, lLen := Split(chLen[ch], elem, L)
 		// sOff[l][x][j], sLen[l][x][j]: slice j of chunk x of loop l,
@@ -76,6 +80,15 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 		conns := make([]*conn, n) // conns[r]: r → r+1
 		for r := 0; r < n; r++ {
 			conns[r] = pl.newConn(fmt.Sprintf("ring.ch%d", ch), r, (r+1)%n, slotLen)
+			conns[r].slots = slots
+		}
+		if pl.inOrder {
+			// One block per rank and channel runs the ring's primitives
+			// one after another (prims_ll.h): its receives over SHM
+			// share the in-order loop of its sends.
+			for r := 0; r < n; r++ {
+				conns[r].recvGroup = conns[(r+1)%n].id
+			}
 		}
 		for l := 0; l < L; l++ {
 			pl.ringLoop(conns, ch, l, K, sOff[l], sLen[l])
@@ -115,8 +128,9 @@ func ringOps(spec ncclSpec, chLen []int64, n, r int) int {
 	for _, d := range chLen {
 		if d > 0 {
 			L, K := ringLoops(spec.proto, d, n)
+			K, slots := ringPieces(spec.proto, d, n, L, K)
 			sends := L * K * 2 * (n - 1)
-			ops += sends*(5+simple+shmIn) + L*K + max(0, sends-spec.proto.slots()) + 1 + simple/2
+			ops += sends*(5+simple+shmIn) + L*K + max(0, sends-slots) + 1 + simple/2
 		}
 	}
 	return ops
@@ -142,6 +156,33 @@ func ringLoops(p ncclProto, d int64, n int) (loops, slices int) {
 	}
 	L = min(L, maxSlicesPerRingStep/k)
 	return int(L), int(k)
+}
+
+// ringPieces returns how many pieces each ring step of a channel of d
+// bytes moves in (K: the step's slices before) and how many of them the
+// FIFO holds. NCCL's LL receiver uses each line as it lands and its
+// recvReduceSend stores the line onward in the same iteration
+// (prims_ll.h), so a step flows around the ring line by line: arsim moves
+// it in pieces (llPieces), up to maxSlicesPerRingStep over the loops.
+func ringPieces(p ncclProto, d int64, n, L, K int) (pieces, slots int) {
+	return llPieces(p, ceilDiv(d, int64(L)*int64(n)), K, maxSlicesPerRingStep/L)
+}
+
+// llPieces returns how many pieces an LL step of step bytes moves in,
+// each with its flag, down to treeLinePiece bytes and at most most (k:
+// the pieces it moves in otherwise), and how many such pieces the FIFO
+// holds: as many as its steps hold bytes (NCCL_STEPS slices of
+// sliceBytes). Other protocols keep k and their slots.
+func llPieces(p ncclProto, step int64, k, most int) (pieces, slots int) {
+	slots = p.slots()
+	if p != protoLL {
+		return k, slots
+	}
+	pieces = int(min(int64(most), max(int64(k), ceilDiv(step, treeLinePiece))))
+	if pieces <= k {
+		return k, slots
+	}
+	return pieces, max(slots, int(int64(slots)*p.sliceBytes()/ceilDiv(step, int64(pieces))))
 }
 
 // ringLoop adds one loop: 2(n−1) steps of K slices on every rank.

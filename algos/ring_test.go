@@ -198,3 +198,27 @@ func TestRingReservesItsOps(t *testing.T) {
 		}
 	}
 }
+
+// An LL step moves in pieces of at least 4 KiB, each with its flag, at
+// most as many as asked, and the FIFO holds as many pieces as its steps
+// hold bytes; other protocols, and steps of one piece, keep their slices
+// and slots.
+func TestLLPiecesSplitAStepIntoLines(t *testing.T) {
+	for _, c := range []struct {
+		p                   ncclProto
+		step                int64
+		k, most             int
+		wantPieces, wantFIF int
+	}{
+		{protoLL, 32 << 10, 1, 8, 8, 64},   // a full step: 8 pieces of 4 KiB, 8 × 32 KiB of FIFO
+		{protoLL, 10 << 10, 1, 8, 3, 76},   // 3 pieces of 3414 B
+		{protoLL, 32 << 10, 1, 2, 2, 16},   // capped by the loops
+		{protoLL, 2 << 10, 1, 8, 1, 8},     // one piece: the step as it was
+		{protoSimple, 1 << 20, 2, 8, 2, 4}, // Simple keeps its slices and slots
+		{protoLL128, 1 << 20, 1, 8, 1, 8},
+	} {
+		p, s := llPieces(c.p, c.step, c.k, c.most)
+		assert.Equal(t, c.wantPieces, p, "%v %d B", c.p, c.step)
+		assert.Equal(t, c.wantFIF, s, "%v %d B", c.p, c.step)
+	}
+}

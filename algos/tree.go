@@ -170,25 +170,14 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 			pl.stepBytes = chunk
 		}
 		S := int(max(1, min(ceilDiv(chLen[ch], chunk), maxTreeSlices)))
-		slots := spec.proto.slots()
-		if spec.proto == protoLL && S < maxTreeSlices {
-			// LL lines carry their flags: a receiver uses each line as
-			// it lands, so a step flows down the tree line by line
-			// (prims_ll.h). arsim moves such a step in pieces, each with
-			// its flag, down to treeLinePiece bytes (at most
-			// maxTreeSlices per channel), and gives the FIFO as many
-			// slots of a piece as its steps hold bytes. LL128's lines
-			// stream too, but its steps move whole: in pieces, tree/LL128
-			// over NVLink runs 24–39 % fast at 2–8 MiB on two H200s,
-			// where its loop rate over NVLink is already too fast
-			// (docs/VALIDATION.md), and the winners go 74 → 70 of 79.
-			pieces := int(min(int64(maxTreeSlices), max(int64(S), ceilDiv(chLen[ch], treeLinePiece))))
-			if pieces > S {
-				pieceLen := ceilDiv(chLen[ch], int64(pieces))
-				slots = max(slots, int(int64(slots)*spec.proto.sliceBytes()/pieceLen))
-				S = pieces
-			}
-		}
+		// LL lines carry their flags: a receiver uses each line as it
+		// lands, so a step flows down the tree line by line
+		// (prims_ll.h): in pieces (llPieces), at most maxTreeSlices per
+		// channel. LL128's lines stream too, but its steps move whole:
+		// in pieces, tree/LL128 over NVLink runs 24–39 % fast at 2–8 MiB
+		// on two H200s, where its loop rate over NVLink is already too
+		// fast (docs/VALIDATION.md), and the winners go 74 → 70 of 79.
+		S, slots := llPieces(spec.proto, chLen[ch], S, maxTreeSlices)
 		maxS = max(maxS, S)
 		sOff, sLen := Split(chLen[ch], elem, S)
 		slotLen := int64(0)

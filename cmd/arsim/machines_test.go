@@ -247,7 +247,7 @@ func TestPublishedTablesBySize(t *testing.T) {
 			"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS"},
 			[]string{"> 1 MiB, ≤ 16 MiB", "> 16 MiB"}},
 		{"4 × RTX 5090, SHM", []string{"--traces", "../../testdata/nccltests/rtx5090x4_shm.txt", "--topology", "rtxpro6000x4-1numa"},
-			[]string{"> 1 MiB, ≤ 16 MiB", "> 16 MiB"}},
+			[]string{"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"}},
 		{"4 × RTX 4090, P2P at SYS", []string{"--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt",
 			"--topology", "../../testdata/topologies/pcie4_1socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS"},
 			[]string{"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"}},
