@@ -51,6 +51,11 @@ type PerBlock struct {
 	// ItersPerStep (loop ll_steps): iterations per NCCL step, each step
 	// paying the step's bookkeeping; 0: no steps.
 	ItersPerStep int
+	// Neighbours (block_pingpong): blocks beside the pair, half on each
+	// side, that poll, store to ("store") or ping-pong through
+	// NeighbourOp words at NeighbourPlace (trace.Record.NeighbourPlace).
+	Neighbours                  int
+	NeighbourOp, NeighbourPlace string
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -170,7 +175,9 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	period, err := m.PollPeriod(0, at, sharers(2*rec.Pairs, rec.Spacing, 32), lineWaiting(2*rec.Pairs, rec.Spacing, false), false)
+	pollers, waiting := sharers(2*rec.Pairs, rec.Spacing, 32), lineWaiting(2*rec.Pairs, rec.Spacing, false)
+	p, w := neighbourLoads(rec)
+	period, err := m.PollPeriod(0, at, pollers+p, waiting+w, false)
 	if err != nil {
 		return 0, err
 	}
@@ -183,6 +190,26 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		d += f
 	}
 	return nsOf(d), nil
+}
+
+// neighbourLoads is what a ping-pong's neighbour blocks add to the loads
+// at the sector each of the pair polls: pollers of that sector, and loads
+// waiting at the other sectors of its line. A neighbour that polls or
+// ping-pongs keeps one load in flight (half of them on each side); one
+// that stores adds nothing (stores are posted: they occupy no request
+// slot), nor does one on another line.
+func neighbourLoads(rec PerBlock) (pollers, waiting int) {
+	if rec.NeighbourOp != "poll" && rec.NeighbourOp != "pingpong" {
+		return 0, 0
+	}
+	k := rec.Neighbours / 2
+	switch rec.NeighbourPlace {
+	case "same_sector":
+		return k, 0
+	case "same_half", "other_half":
+		return 0, k
+	}
+	return 0, 0
 }
 
 // perIter runs transfers started by start on the machine's engine and

@@ -224,7 +224,17 @@ type Record struct {
 	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
 	// ItersPerStep (loop ll_steps): the loop runs in steps of this many
 	// iterations, each paying NCCL's per-step bookkeeping; 0: no steps.
-	ItersPerStep                       int
+	ItersPerStep int
+	// Neighbours (block_pingpong): blocks beside the pair, half on each of
+	// its two lines' side, doing NeighbourOp ("poll", "store" every
+	// NeighbourGapNs, "pingpong" in pairs) at NeighbourPlace: "same_sector"
+	// (the words after the pair's in its sector), "same_half" (another
+	// sector of its 64-B half), "other_half" (the line's other half),
+	// "other_line" (the next line), "lines_apart" (a line each from the
+	// next on), "1k_on", "64k_on" (one sector that far on),
+	// "64k_on_lines_apart".
+	Neighbours, NeighbourGapNs         int
+	NeighbourOp, NeighbourPlace        string
 	NsPerOp, OneWayNs, ProducerPauseNs float64
 
 	// NCCLOp is what an nccl_kernel record ran: "self_sendrecv",

@@ -27,7 +27,8 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Unroll: r.Unroll, Sources: r.Sources, Bound: r.LoopBound, World: r.World, Slice: int64(r.SliceBytes),
 		Fence: r.Fence, Stores: r.StoresPerThread, Blocks: r.Blocks, Threads: r.Threads, Iters: r.Iters,
 		Layout: r.Layout, Groups: r.Groups, Fresh: (r.Loop == "ll" || r.Loop == "ll128w") && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
-		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep}
+		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep,
+		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace}
 }
 
 func perBlockTwin(r trace.Record) (*Twin, error) {

@@ -526,6 +526,74 @@ done:
   res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
 }
 
+// ---- one ping-pong pair beside K neighbour blocks acting on the pair's two host lines ----------------------------
+// The pair: block 0 (lead) polls word 0 (line A), block 1 word lb (line B); each stores the other's word (volatile,
+// as pb_pingpong mode 0). Neighbour j (block 2 + j) works on line A's side (j even) or line B's (j odd), at word
+// off + (j / 2) * stride (off 1: the pair's sector; 8: another sector of the same 64-B half; 16: the line's other
+// half; 32: the next line; further: 1 KiB or 64 KiB on; stride 1 puts a side's neighbours in one sector, 32 each
+// on a line of its own). op 0: it polls its word with volatile loads; 1: it stores to its word, then sleeps gap_ns; 2: it
+// ping-pongs with neighbour j ^ 1 as the pair does (j even leads). Block 0 tells the neighbours to stop through
+// *done (device memory), which they read every 8th request.
+extern "C" __global__ void pb_line_probe(unsigned* flags, int lb, int op, int off, int stride, int gap_ns, int n,
+                                         unsigned e0, unsigned* done, int* err, long long* res) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x;
+  const unsigned stop = e0 + (unsigned)n;
+  long long spins = 0;
+  if (b < 2) {
+    const int lead = b == 0;
+    unsigned* mine = flags + (lead ? 0 : lb);
+    unsigned* theirs = flags + (lead ? lb : 0);
+    long long c0 = clock64();
+    for (int i = 1; i <= n; i++) {
+      const unsigned e = e0 + (unsigned)i;
+      if (lead) st_vol(theirs, e);
+      while (ld_vol(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto out; } }
+      if (!lead) st_vol(theirs, e);
+    }
+  out:
+    res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
+    if (lead) { __threadfence(); st_vol(done, stop); }
+    return;
+  }
+  const int j = b - 2;
+  unsigned* w = flags + (j % 2 ? lb : 0) + off + (j / 2) * stride;
+  unsigned acc = 0;
+  if (op == 0) {
+    for (unsigned k = 0; ; k++) {
+      acc += ld_vol(w);
+      if ((k & 7) == 7 && ld_vol(done) == stop) break;
+      if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+    }
+  } else if (op == 1) {
+    for (unsigned k = 1; ; k++) {
+      st_vol(w, k);
+      if (gap_ns > 0) __nanosleep(gap_ns);
+      if ((k & 7) == 7 && ld_vol(done) == stop) break;
+      if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+    }
+  } else {
+    // j even leads: it stores a new value to j + 1's word and waits for it back in its own; j + 1 echoes each
+    // new value it finds. The lead starts above both words, whatever an earlier launch left in them.
+    const int lead = (j % 2) == 0;
+    unsigned* theirs = flags + (lead ? lb : 0) + off + (j / 2) * stride;
+    unsigned v = lead ? max(ld_vol(w), ld_vol(theirs)) : ld_vol(w);
+    bool quit = false;
+    for (unsigned k = 1; !quit; k++) {
+      if ((k & 7) == 0 && ld_vol(done) == stop) break;
+      if (lead) st_vol(theirs, ++v);
+      unsigned x;
+      for (unsigned q = 0; lead ? (x = ld_vol(w)) != v : (x = ld_vol(w)) == v; q++) {
+        if ((q & 7) == 7 && ld_vol(done) == stop) { quit = true; break; }
+        if (++spins > SPIN_LIMIT) { atomicExch(err, 1); quit = true; break; }
+      }
+      if (!quit && !lead) { v = x; st_vol(theirs, v); }
+      acc += x;
+    }
+  }
+  res[2 * b] = 0; res[2 * b + 1] = acc;
+}
+
 // ---- NCCL LL-style loops: one 16-B line (8 B data + two 4-B flags) per thread per iteration ------------------
 // op bits: 1 RECV (spin with a volatile 16-B load on the own recv line until both flags match, as readLL),
 // 2 SRC (8-B load of the user buffer, issued before the recv poll as NCCL's DataLoader does), 4 SEND (volatile

@@ -212,6 +212,51 @@ class PerBlock:
                                        "round_trips": n}, vals, "one_way_ns")
                         self.rec.guard(f"pingpong {target} {mode} {spacing} {pairs}", meas)
 
+    def line_probe(self):
+        """One ping-pong pair through two host lines (4 KiB apart), beside 0-6 neighbour blocks that poll, store
+        to, or ping-pong through other words near the pair's: in its sector, another sector of its 64-B half, the
+        line's other half, the next line, 1 KiB or 64 KiB on; a side's neighbours in one sector or each on a line
+        of its own (pb_line_probe)."""
+        k = self.fn("pb_line_probe")
+        buf = self.ptr("host", "lp", 1 * MB)
+        self.fill("host", "lp", 1 * MB, [0])
+        done = self.dev("lpdone", 4096)
+        lb = 1024  # words: line B is 4 KiB after line A
+        n = 500
+        e0 = [0]
+        places = (("same_sector", 1, 1), ("same_half", 8, 1), ("other_half", 16, 1), ("other_line", 32, 1))
+        cases = [("none", "same_sector", 1, 1, 0, 0)]
+        for op in ("pingpong", "poll", "store"):
+            for place, off, stride in places:
+                for nb in (2, 6):
+                    cases.append((op, place, off, stride, nb, 2000 if op == "store" else 0))
+        for op in ("pingpong", "poll"):
+            for place, off, stride in (("lines_apart", 32, 32), ("1k_on", 256, 1), ("64k_on", 16384, 1),
+                                       ("64k_on_lines_apart", 16384, 32)):
+                cases.append((op, place, off, stride, 6, 0))
+        for place, off, stride in places:
+            cases.append(("store", place, off, stride, 6, 200))
+        cases.append(("none", "same_sector", 1, 1, 0, 0))  # the baseline again, last
+        ops = {"none": 0, "poll": 0, "store": 1, "pingpong": 2}
+        for op, place, off, stride, nb, gap in cases:
+            def meas(op=op, off=off, stride=stride, nb=nb, gap=gap):
+                def launch():
+                    k((2 + nb,), (32,), (buf, np.int32(lb), np.int32(ops[op]), np.int32(off), np.int32(stride),
+                                         np.int32(gap), np.int32(n), np.uint32(e0[0]), done, self.err, self.res),
+                      stream=self.s)
+                    e0[0] += n
+                return self.trials(launch, 2, lambda c: c / self.ghz / n / 2)
+            def run(op=op, place=place, off=off, stride=stride, nb=nb, gap=gap):
+                vals = meas(op, off, stride, nb, gap)
+                rec = {"kind": "block_pingpong", "target": "host", "mode": "volatile", "spacing_bytes": 4 * lb,
+                       "pairs": 1, "blocks": 2 + nb, "threads": 32, "round_trips": n, "neighbours": nb}
+                if nb:
+                    rec.update({"neighbour_op": op, "neighbour_place": place})
+                    if op == "store":
+                        rec["neighbour_gap_ns"] = gap
+                self.emit(rec, vals, "one_way_ns")
+            self.rec.guard(f"line_probe {op} {place} {stride} {nb} gap {gap}", run)
+
     # ---------- LL loops ------------------------------------------------------------------------------------------
     def ll(self, combos=None, block_combos=None, threads=None, blocks=None):
         k = self.fn("pb_ll")
@@ -710,7 +755,7 @@ def run(out_dir, quick):
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts + ("peer_loops", "heldout", "barrier_lines"):
+        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
