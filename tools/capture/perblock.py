@@ -579,8 +579,8 @@ class PerBlock:
     def barrier_lines(self):
         """W-rank barriers with each rank's slots packed in one 32-B sector and the ranks' sectors 32, 64 or 128 B
         apart (layout packed, packed_64, packed_128): how many sectors that are written and polled at once share a
-        128-B line; W 2 and 4, 1-32 groups at once."""
-        self.group_barriers(layouts=(("packed", 8, 1), ("packed_64", 16, 1), ("packed_128", 32, 1)), worlds=(2, 4),
+        128-B line; W 2, 4 and 8, 1-32 groups at once (at most 132 blocks)."""
+        self.group_barriers(layouts=(("packed", 8, 1), ("packed_64", 16, 1), ("packed_128", 32, 1)), worlds=(2, 4, 8),
                             groups=(1, 2, 4, 8, 16, 32), buf_name="gbl")
 
     def ll128w(self, pairs=None, block_pair=("local", "local"), threads=None, blocks=None):
