@@ -48,6 +48,7 @@ type Physics struct {
 	BarrierSync, AtomicPollExtra            sim.Duration
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
+	HostSlotService                         sim.Duration // hostmem.slot_service
 	LLIterOverhead, LLIterPerWarp           sim.Duration
 	LL128IterOverhead, LL128IterPerWarp     sim.Duration
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
@@ -91,8 +92,8 @@ func resolve(ps *topology.Params) Physics {
 		FencePCIeRoundTrip: g("gpu.fence_pcie_round_trip") != 0, FencePostedExtra: ns(g("gpu.fence_posted_extra")),
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
-		HostLineContention: ns(g("hostmem.line_contention")),
-		LLIterOverhead:     ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
+		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
+		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),
 		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
@@ -151,11 +152,11 @@ type Machine struct {
 	rmemo   []*flowMemos // by rank: its reads' flows (readFlow)
 	pend    pending      // delayed flow starts and flag landings
 	// flagGroups: the sector group of each flag made by NewFlag with one;
-	// pollers: the waits polling each sector group of host memory now.
-	flagGroups map[*sim.FlagVar]string
-	sectors    map[sectorKey]int32 // each sector group's index in pollers
-	pollers    []int               // poll loops on each sector group now
-	flagPolls  []*flagPoll         // by flag index: its sector and pending waits
+	// sectorPolls: each sector group's poll loops and slots.
+	flagGroups  map[*sim.FlagVar]string
+	sectors     map[sectorKey]int32 // each sector group's index in sectorPolls
+	sectorPolls []sectorPolls       // by sector group: its pollers now and its slots
+	flagPolls   []*flagPoll         // by flag index: its sector
 }
 
 // path is a route prepared for flows: resources in both directions.

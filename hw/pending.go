@@ -54,12 +54,11 @@ func (t *slotTable[T]) take(i int64) T {
 	return v
 }
 
-// pollWait is a wait polling a flag in host memory: its poll loop's
-// share of the flag's pollers (fp, rank r), the sector it polls, the
-// loop's round trip and the memory's service time per poll, what the
-// wait adds (extra) and its callback.
+// pollWait is a wait polling a flag in host memory: its poll loop's rank
+// (r), the sector it polls, the loop's round trip and the memory's service
+// time per poll, what the wait adds (extra: a block barrier's
+// synchronisation and the sector's queued stores) and its callback.
 type pollWait struct {
-	fp              *flagPoll
 	r               int
 	sec             int32
 	rtt, svc, extra sim.Duration
@@ -74,19 +73,20 @@ type seenHandler Machine
 func (h *seenHandler) Handle(arg int64) {
 	m := (*Machine)(h)
 	w := &m.pend.polls.items[arg]
-	period := pollPeriod(w.rtt, m.pollers[w.sec], w.svc)
+	period := pollPeriod(w.rtt, m.sectorPolls[w.sec].pollers, w.svc)
 	m.Eng.CallAfter(period+w.extra, m.pend.hPolled, arg)
 }
 
 // polledHandler ends a wait polling host memory: its loop leaves the
-// sector's pollers when it was the rank's last wait on the flag.
+// sector's pollers when it was the rank's last wait on the sector.
 type polledHandler Machine
 
 func (h *polledHandler) Handle(arg int64) {
 	m := (*Machine)(h)
 	w := m.pend.polls.take(arg)
-	if w.fp.waits[w.r]--; w.fp.waits[w.r] == 0 {
-		m.pollers[w.sec]--
+	sp := &m.sectorPolls[w.sec]
+	if sp.waits[w.r]--; sp.waits[w.r] == 0 {
+		sp.pollers--
 	}
 	w.fn()
 }

@@ -456,25 +456,34 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 }
 
 // groupBarrierTwin: a barrier of World blocks through flags in one memory,
-// laid out as vLLM's (a rank's slots for its peers in one sector) or a
-// line per slot: each block's threads store their flags into the peers'
-// slots and poll their own World−1 slots, which queue at the sector when
-// they share one; the block then meets at __syncthreads
-// (gpu.barrier_sync). The groups running their barriers at once are not
-// modelled (each block has sectors of its own).
+// laid out as vLLM's (a rank's slots for its peers in one sector, the
+// ranks' sectors 32, 64 or 128 B apart: layouts packed, packed_64,
+// packed_128) or a line per slot. Each block's threads store the epoch
+// into the peers' slots and poll their own World − 1 slots: packed, one
+// warp-wide load of the block's sector that costs hostmem.slot_service per
+// slot (hw.Machine.WaitFlag); a line per slot, a load of each slot's line
+// in parallel, which costs nothing more. The poll waiting
+// at each of the line's other sectors in use adds hostmem.line_contention
+// to the sector's service; the block then meets at __syncthreads
+// (gpu.barrier_sync). The groups' sectors follow each other, so a line
+// holds the sectors of several groups when a group has fewer ranks than a
+// line has sectors; the groups cost nothing else (measured, they do:
+// docs/PER_BLOCK.md).
 func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	at := mem(rec.Target)
 	land, err := m.StoreLanding(0, at)
 	if err != nil {
 		return 0, err
 	}
-	pollers := 1
-	if strings.HasPrefix(rec.Layout, "packed") {
-		pollers = rec.World - 1
+	slots, waiting := 0, 0 // a line per slot: each slot polled on its own line
+	if apart, ok := map[string]int{"packed": 32, "packed_64": 64, "packed_128": 128}[rec.Layout]; ok {
+		slots = rec.World - 1
+		inLine := min(128/apart, max(rec.Groups, 1)*rec.World) // sectors of one line in use
+		waiting = inLine - 1                                   // one warp polls each
 	}
-	period, err := m.PollPeriod(0, at, pollers, 0, false)
+	period, err := m.PollPeriod(0, at, 1, waiting, false)
 	if err != nil {
 		return 0, err
 	}
-	return nsOf(land + period + m.BarrierWaitExtra(false)), nil
+	return nsOf(land + period + m.slotPolls(at, slots) + m.BarrierWaitExtra(false)), nil
 }

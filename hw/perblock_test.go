@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
 )
 
 // TestRuntimePullChainIsNvccsUnroll pins the chain of the pull loop whose
@@ -48,4 +50,38 @@ func TestNeighbourLoadsCountPollsNearThePair(t *testing.T) {
 		p, w := neighbourLoads(PerBlock{Neighbours: c.n, NeighbourOp: c.op, NeighbourPlace: c.place})
 		assert.Equal(t, [2]int{c.pollers, c.waiting}, [2]int{p, w}, "%s %s %d", c.op, c.place, c.n)
 	}
+}
+
+// The barrier twin: a line per slot pays no slot cost; a packed sector
+// pays hostmem.slot_service for each of its W − 1 slots, and a poll
+// waiting at each other sector of its line in use; GPU memory neither.
+func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	twin := func(layout, target string, w, g int) float64 {
+		v, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: target, Layout: layout, World: w, Groups: g, Blocks: w * g, Threads: 32})
+		require.NoError(t, err)
+		return v
+	}
+	slot := nsOf(m.Phys.HostSlotService)
+	base := twin("line_per_slot", "host", 2, 1)
+	for _, w := range []int{2, 4, 8} {
+		assert.InDelta(t, base, twin("line_per_slot", "host", w, 16), 1e-9, "a line per slot, W = %d", w)
+		assert.InDelta(t, base+float64(w-1)*slot, twin("packed_128", "host", w, 4), 1e-9, "packed_128, W = %d", w)
+	}
+	// Two ranks' sectors 32 B apart, one group: one other sector of the line polled.
+	assert.InDelta(t, base+slot+nsOf(m.Phys.HostLineContention)+nsOf(m.Phys.HostPollService)-nsOf(max(m.Phys.HostPollService, mustRTT(t, m))),
+		twin("packed", "host", 2, 1), 1e-9)
+	assert.InDelta(t, twin("line_per_slot", "local", 8, 1), twin("packed", "local", 8, 16), 1e-9, "GPU memory: no slot or line cost")
+}
+
+func mustRTT(t *testing.T, m *Machine) sim.Duration {
+	t.Helper()
+	rtt, err := m.RoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	return rtt
 }

@@ -25,20 +25,37 @@ import (
 // (measured), so flags in GPU memory keep the plain round trip.
 //
 // The pollers of a sector are counted as the poll loops are: the waits of
-// one rank on one flag are one loop, standing for one poller per thread
-// block, each block on its own sector (the slot
-// layout of vLLM's, PyTorch's and arsim's barriers: a block's slots sit
-// together, blocks apart), so the blocks do not queue behind each other;
-// waits on flags declared in the same sector group (NewFlag) share their
-// block's sector, so the W−1 slots a block polls in one barrier queue.
+// one rank on the flags of one sector are one loop, standing for one
+// poller per thread block, each block on its own sector (the slot layout
+// of vLLM's, PyTorch's and arsim's barriers: a block's slots sit together,
+// blocks apart), so the blocks do not queue behind each other. Flags
+// declared in the same sector group (NewFlag) are the slots of one sector
+// (a barrier's flags packed as vLLM's), which a block polls with one
+// warp-wide load. That load costs hostmem.slot_service per slot it covers,
+// more than a flag alone in its sector or line (measured on H200: barriers
+// of W ranks, each rank's W − 1 slots in a sector with a line of its own,
+// take 2.1, 2.5–3.6 and 4.2–4.7 µs at W = 2, 4, 8, a line per slot 1.7–1.9
+// µs at W = 2; W − 1 pollers of hostmem.poll_service each would take 1.9,
+// 3.8 and 8.0). Stores into the sector do not queue (a neighbour storing
+// into a polled sector every 0.2 µs costs the poller nothing:
+// line_probe.jsonl). So a wait on a slot of a sector of k slots is seen
+// k × hostmem.slot_service after its flag lands, on top of the poll
+// period; a flag of no group (NCCL's FIFO tails) pays nothing more.
 
-// flagPoll is what the poll loops on one flag share: the sector group it
-// lies in (its index in Machine.pollers, for the memory at) and, per
-// rank, the waits pending in that rank's poll loop on it.
+// flagPoll is where one flag is polled: the sector group it lies in (its
+// index in Machine.sectorPolls, for the memory at).
 type flagPoll struct {
 	at     Mem
 	sector int32
-	waits  []int32
+}
+
+// sectorPolls is one sector group of host memory: the poll loops on it
+// now (ranks with a wait pending on one of its flags), each rank's
+// pending waits on it, and its slots (the flags made in it).
+type sectorPolls struct {
+	pollers int
+	waits   []int32 // by rank
+	slots   int
 }
 
 // sectorKey names one sector group of one memory.
@@ -59,8 +76,33 @@ func (m *Machine) NewFlag(name string, at Mem, group string) *sim.FlagVar {
 			m.flagGroups = map[*sim.FlagVar]string{}
 		}
 		m.flagGroups[f] = group
+		m.sectorPolls[m.sectorOf(sectorKey{at: at, group: group})].slots++
 	}
 	return f
+}
+
+// sectorOf returns the index of sector group sk, making it the first time.
+func (m *Machine) sectorOf(sk sectorKey) int32 {
+	if m.sectors == nil {
+		m.sectors = map[sectorKey]int32{}
+	}
+	sec, ok := m.sectors[sk]
+	if !ok {
+		sec = int32(len(m.sectorPolls))
+		m.sectors[sk] = sec
+		m.sectorPolls = append(m.sectorPolls, sectorPolls{})
+	}
+	return sec
+}
+
+// slotPolls is what a warp's poll of the slots of one sector of memory at
+// adds: hostmem.slot_service per slot; 0 in GPU memory, which serves polls
+// without queuing.
+func (m *Machine) slotPolls(at Mem, slots int) sim.Duration {
+	if !at.Host {
+		return 0
+	}
+	return sim.Duration(slots) * m.Phys.HostSlotService
 }
 
 // Poll describes the poll loop of a wait.
@@ -143,17 +185,20 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 		f.Wait(value, rtt+extra, who, fn)
 		return nil
 	}
-	fp := m.flagPollOf(f, at)
-	sec := fp.sector
-	for len(fp.waits) <= r {
-		fp.waits = append(fp.waits, 0)
+	sec := m.flagPollOf(f, at).sector
+	sp := &m.sectorPolls[sec]
+	for len(sp.waits) <= r {
+		sp.waits = append(sp.waits, 0)
 	}
-	// Waits of one rank on one flag are one poll loop (NCCL's step waits
-	// on a FIFO's tail are pending together but polled by one thread).
-	if fp.waits[r]++; fp.waits[r] == 1 {
-		m.pollers[sec]++
+	// Waits of one rank on the flags of one sector are one poll loop
+	// (NCCL's step waits on a FIFO's tail are pending together but polled
+	// by one thread; a barrier's slots in one sector by one warp-wide load,
+	// served slot by slot).
+	if sp.waits[r]++; sp.waits[r] == 1 {
+		sp.pollers++
 	}
-	i := m.newPoll(pollWait{fp: fp, r: r, sec: sec, rtt: rtt, svc: svc, extra: extra, fn: fn})
+	extra += m.slotPolls(at, sp.slots)
+	i := m.newPoll(pollWait{r: r, sec: sec, rtt: rtt, svc: svc, extra: extra, fn: fn})
 	f.Wait(value, 0, who, m.pend.pollSeen[i])
 	return nil
 }
@@ -174,15 +219,7 @@ func (m *Machine) flagPollOf(f *sim.FlagVar, at Mem) *flagPoll {
 	if sk.group == "" {
 		sk.own = f
 	}
-	if m.sectors == nil {
-		m.sectors = map[sectorKey]int32{}
-	}
-	sec, ok := m.sectors[sk]
-	if !ok {
-		sec = int32(len(m.pollers))
-		m.sectors[sk] = sec
-		m.pollers = append(m.pollers, 0)
-	}
+	sec := m.sectorOf(sk)
 	if fp == nil {
 		fp = &flagPoll{}
 		m.flagPolls[i] = fp

@@ -1,9 +1,14 @@
 package hw
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
 )
 
 // Words spacing bytes apart from a sector's start: the busiest sector holds
@@ -31,4 +36,50 @@ func TestLineWaiting(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, lineWaiting(c.n, c.spacing, c.atomic), "%d blocks %d B apart atomic=%v", c.n, c.spacing, c.atomic)
 	}
+}
+
+// A barrier through host memory on the executor's path: W − 1 peers store
+// into rank 0's slots, all in one sector group. Rank 0's waits on them are
+// one poll loop (one warp-wide load of the sector, not W − 1 pollers)
+// that costs hostmem.slot_service per slot: the last is seen one round
+// trip plus (W − 1) × hostmem.slot_service after the stores land, as the
+// twin's barrier of the same slots. A flag of no group (NCCL's FIFO tails)
+// keeps the plain period.
+func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	for _, w := range []int{2, 4, 8} {
+		m, err := New(top)
+		require.NoError(t, err)
+		at := HostMem(0)
+		var last sim.Time
+		for p := 1; p < w; p++ {
+			f := m.NewFlag(fmt.Sprintf("sig0[%d]", p), at, "sig0")
+			require.NoError(t, m.WaitFlag(0, at, f, 1, nil, 0, Poll{}, func() { last = max(last, m.Eng.Now()) }))
+			require.NoError(t, m.SignalFlag(0, at, f, 1))
+		}
+		require.NoError(t, m.Eng.Run())
+		land, err := m.StoreLanding(0, at)
+		require.NoError(t, err)
+		rtt, err := m.RoundTrip(0, at)
+		require.NoError(t, err)
+		period := max(rtt, m.Phys.HostPollService) // one poller, however many slots
+		want := land + period + sim.Duration(w-1)*m.Phys.HostSlotService
+		assert.Equal(t, sim.Time(want), last, "W = %d", w)
+	}
+	// No group: a sector of its own, one store a round.
+	m, err := New(top)
+	require.NoError(t, err)
+	f := m.NewFlag("tail", HostMem(0), "")
+	var seen sim.Time
+	require.NoError(t, m.WaitFlag(0, HostMem(0), f, 1, nil, 0, Poll{}, func() { seen = m.Eng.Now() }))
+	require.NoError(t, m.SignalFlag(0, HostMem(0), f, 1))
+	require.NoError(t, m.Eng.Run())
+	land, _ := m.StoreLanding(0, HostMem(0))
+	rtt, _ := m.RoundTrip(0, HostMem(0))
+	assert.Equal(t, sim.Time(land+max(rtt, m.Phys.HostPollService)), seen)
+	// GPU memory queues nothing.
+	assert.Zero(t, m.slotPolls(GPUMem(0), 8))
 }

@@ -59,6 +59,11 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPoll && r.Target == "host" && r.Request == "load_volatile" && r.SpacingBytes == 4 && (r.Blocks == 16 || r.Blocks == 32)
 		}, How: "ns per load beyond 8 × hostmem.poll_service over the loads waiting at the line's other sectors, least squares through 0"},
+	{Params: []string{"hostmem.slot_service"}, Files: []string{"h200x1-arsim/barrier_lines.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "host" },
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines_2.jsonl", "h200x1-arsim/line_probe_2.jsonl",
+			"h200x1-arsim/line_probe_3.jsonl"}, perBlockRepeats...),
+		On: slotServiceSide, How: "least squares through 0 of ns per barrier beyond the same barrier with this at 0, over the W − 1 further slots of each sector"},
 	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
@@ -203,6 +208,14 @@ func ll128IterExtraSide(r trace.Record) bool {
 // fit does not take up what the model misses of the data's movement.
 func callExtraSide(r trace.Record) bool {
 	return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 8<<10
+}
+
+// slotServiceSide: barriers in host memory whose ranks' sectors each
+// have a line of their own (layout packed_128), 2 and 4 ranks, every
+// group count: 8 ranks, the other layouts (whose lines several sectors
+// share) and the other instances are its predicted side.
+func slotServiceSide(r trace.Record) bool {
+	return r.Loop == "group_barrier" && r.Target == "host" && r.Layout == "packed_128" && (r.World == 2 || r.World == 4)
 }
 
 // vectorIssueSide: local one-source copies of 1 block with more than one
