@@ -260,7 +260,7 @@ func (g *GPUClass) setField(k, v, src string, line int) string {
 		if err != nil {
 			return fmt.Sprintf("%s = %q: value must be a number", k, v)
 		}
-		if _, ok := baseTable.Lookup(k); !ok {
+		if _, ok := baseTable().Lookup(k); !ok {
 			return fmt.Sprintf("%s is not a machine parameter", k)
 		}
 		g.Params = append(g.Params, Override{Name: k, Value: f, Source: src, Line: line})

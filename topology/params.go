@@ -201,7 +201,7 @@ func ReadOverrides(r io.Reader, name string) ([]Override, error) {
 	lr := &io.LimitedReader{R: r, N: maxParamsBytes + 1}
 	out, err := readOverrides(bufio.NewScanner(lr), name)
 	if lr.N <= 0 { // whatever the last line read gave: it may be cut short
-		return nil, fmt.Errorf("topology: %s: larger than %d KiB: a parameter file has a line per parameter (%d in all)", name, maxParamsBytes>>10, len(baseTable.list))
+		return nil, fmt.Errorf("topology: %s: larger than %d KiB: a parameter file has a line per parameter (%d in all)", name, maxParamsBytes>>10, len(baseTable().list))
 	}
 	return out, err
 }

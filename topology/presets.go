@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/arsim/arsim/sim"
 )
@@ -159,9 +160,12 @@ func buildLayout(name string, ps *Params, l layout) (*Topology, error) {
 // commonParams are the parameters every preset has (params/base.txt),
 // with the values of a PCIe Gen5 Blackwell workstation GPU on an AMD EPYC
 // host; presets change some (the other tables).
-func commonParams() *Params { return baseTable.Clone() }
+func commonParams() *Params { return baseTable().Clone() }
 
-var baseTable = mustTable("base.txt")
+// baseTable is params/base.txt, read the first time a preset or the GPU
+// table needs it (not at start-up: a run that reads no preset pays
+// nothing).
+var baseTable = sync.OnceValue(func() *Params { return mustTable("base.txt") })
 
 // fromH200Prefix marks a value of the base table measured on the H200
 // machine of testdata and used for other GPUs as an estimate.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The parameter tables, one text file per machine family (params/*.txt):
@@ -127,10 +128,10 @@ func mustOverrides(file string) []Override {
 // withChanges returns base's parameters with the embedded file's changes
 // applied (each in its range, with its own source).
 func withChanges(base func() *Params, file string) func() *Params {
-	ovs := mustOverrides(file)
+	ovs := sync.OnceValue(func() []Override { return mustOverrides(file) })
 	return func() *Params {
 		ps := base()
-		if err := ps.Apply(ovs, file); err != nil {
+		if err := ps.Apply(ovs(), file); err != nil {
 			panic(err)
 		}
 		return ps
