@@ -49,6 +49,8 @@ type Physics struct {
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
 	HostSlotService                         sim.Duration // hostmem.slot_service
+	HostSectorCollision                     sim.Duration // hostmem.sector_collision
+	HostCollisionSpan                       int          // hostmem.collision_span, bytes
 	LLIterOverhead, LLIterPerWarp           sim.Duration
 	LL128IterOverhead, LL128IterPerWarp     sim.Duration
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
@@ -93,6 +95,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
+		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")),

@@ -37,7 +37,7 @@ type PerBlock struct {
 	Slice   int64  // loop simple_step: bytes per step
 	Fence   string // loop simple_step, fence: none, acq_rel, sc
 	Stores  int    // loop fence: stores per thread before the fence
-	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64, packed_128: 64 or 128 B apart) or "line_per_slot"
+	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64 … packed_4k: 64 B–4 KiB apart) or "line_per_slot"
 	Groups  int    // loop group_barrier: groups of World blocks barriering at once
 	Blocks  int
 	Threads int
@@ -455,16 +455,22 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 	return nsOf(f), err
 }
 
+// packedApart is how far apart a packed barrier layout puts the ranks'
+// sectors, in bytes.
+var packedApart = map[string]int{"packed": 32, "packed_64": 64, "packed_128": 128, "packed_256": 256, "packed_512": 512,
+	"packed_1k": 1024, "packed_2k": 2048, "packed_4k": 4096}
+
 // groupBarrierTwin: a barrier of World blocks through flags in one memory,
 // laid out as vLLM's (a rank's slots for its peers in one sector, the
-// ranks' sectors 32, 64 or 128 B apart: layouts packed, packed_64,
-// packed_128) or a line per slot. Each block's threads store the epoch
-// into the peers' slots and poll their own World − 1 slots: packed, one
-// warp-wide load of the block's sector that costs hostmem.slot_service per
-// slot (hw.Machine.WaitFlag); a line per slot, a load of each slot's line
-// in parallel, which costs nothing more. The poll waiting
-// at each of the line's other sectors in use adds hostmem.line_contention
-// to the sector's service; the block then meets at __syncthreads
+// ranks' sectors 32 B to 4 KiB apart: packedApart) or a line per slot.
+// Each block's threads store the epoch into the peers' slots and poll
+// their own World − 1 slots: packed, one warp-wide load of the block's
+// sector, hostmem.slot_service per slot and hostmem.sector_collision for
+// each of the barrier's other sectors within hostmem.collision_span
+// (hw.Machine.WaitFlag); a line per slot, a load of each slot's line in
+// parallel, which costs nothing more. The poll waiting at each of the
+// line's other sectors in use adds hostmem.line_contention to the
+// sector's service; the block then meets at __syncthreads
 // (gpu.barrier_sync). The groups' sectors follow each other, so a line
 // holds the sectors of several groups when a group has fewer ranks than a
 // line has sectors; the groups cost nothing else (measured, they do:
@@ -475,15 +481,16 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	slots, waiting := 0, 0 // a line per slot: each slot polled on its own line
-	if apart, ok := map[string]int{"packed": 32, "packed_64": 64, "packed_128": 128}[rec.Layout]; ok {
+	slots, collide, waiting := 0, 0, 0 // a line per slot: each slot polled on its own line
+	if apart, ok := packedApart[rec.Layout]; ok {
 		slots = rec.World - 1
-		inLine := min(128/apart, max(rec.Groups, 1)*rec.World) // sectors of one line in use
-		waiting = inLine - 1                                   // one warp polls each
+		collide = m.barrierCollisions(slots, apart)
+		inLine := min(max(128/apart, 1), max(rec.Groups, 1)*rec.World) // sectors of one line in use
+		waiting = inLine - 1                                           // one warp polls each
 	}
 	period, err := m.PollPeriod(0, at, 1, waiting, false)
 	if err != nil {
 		return 0, err
 	}
-	return nsOf(land + period + m.slotPolls(at, slots) + m.BarrierWaitExtra(false)), nil
+	return nsOf(land + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false)), nil
 }

@@ -31,15 +31,19 @@ import (
 // blocks apart), so the blocks do not queue behind each other. Flags
 // declared in the same sector group (NewFlag) are the slots of one sector
 // (a barrier's flags packed as vLLM's), which a block polls with one
-// warp-wide load. That load costs hostmem.slot_service per slot it covers,
-// more than a flag alone in its sector or line (measured on H200: barriers
-// of W ranks, each rank's W − 1 slots in a sector with a line of its own,
-// take 2.1, 2.5–3.6 and 4.2–4.7 µs at W = 2, 4, 8, a line per slot 1.7–1.9
-// µs at W = 2; W − 1 pollers of hostmem.poll_service each would take 1.9,
-// 3.8 and 8.0). Stores into the sector do not queue (a neighbour storing
-// into a polled sector every 0.2 µs costs the poller nothing:
-// line_probe.jsonl). So a wait on a slot of a sector of k slots is seen
-// k × hostmem.slot_service after its flag lands, on top of the poll
+// warp-wide load: hostmem.slot_service per slot. What costs more is where
+// the barrier's sectors lie: each of its other ranks' sectors within
+// hostmem.collision_span of the polled one adds hostmem.sector_collision
+// (measured on H200, barriers of W ranks, each rank's slots in a sector:
+// with the sectors 128 B apart 2.1, 2.5–3.6 and 4.2–4.7 µs at W = 2, 4, 8;
+// 1–4 KiB apart 1.7–2.0, 2.0–2.2 and 2.2–2.5 µs; W − 1 pollers of
+// hostmem.poll_service each would take 1.9, 3.8 and 8.0). The other
+// barriers running at once cost nothing, however near their sectors, nor
+// do stores beside a polled word (line_probe.jsonl). arsim's barriers keep
+// a rank's slots in a sector and the ranks' sectors next to each other in
+// a line each, so a wait on a slot of a sector of k slots is seen
+// k × hostmem.slot_service + min(k, span/128 B − 1) ×
+// hostmem.sector_collision after its flag lands, on top of the poll
 // period; a flag of no group (NCCL's FIFO tails) pays nothing more.
 
 // flagPoll is where one flag is polled: the sector group it lies in (its
@@ -95,14 +99,27 @@ func (m *Machine) sectorOf(sk sectorKey) int32 {
 	return sec
 }
 
-// slotPolls is what a warp's poll of the slots of one sector of memory at
-// adds: hostmem.slot_service per slot; 0 in GPU memory, which serves polls
-// without queuing.
-func (m *Machine) slotPolls(at Mem, slots int) sim.Duration {
+// slotPolls is what a warp's poll of slots slots of one sector of memory
+// at adds when collide of the barrier's other sectors lie within
+// hostmem.collision_span of it: hostmem.slot_service per slot and
+// hostmem.sector_collision per such sector; 0 in GPU memory, which serves
+// polls without queuing.
+func (m *Machine) slotPolls(at Mem, slots, collide int) sim.Duration {
 	if !at.Host {
 		return 0
 	}
-	return sim.Duration(slots) * m.Phys.HostSlotService
+	return sim.Duration(slots)*m.Phys.HostSlotService + sim.Duration(collide)*m.Phys.HostSectorCollision
+}
+
+// barrierCollisions is how many of a barrier's other sectors lie within
+// hostmem.collision_span of one of them when the barrier's ranks' sectors
+// are apart bytes apart, one after another, and the sector's slots are the
+// other ranks'.
+func (m *Machine) barrierCollisions(slots, apart int) int {
+	if apart <= 0 {
+		return 0
+	}
+	return min(slots, max(m.Phys.HostCollisionSpan/apart, 1)-1)
 }
 
 // Poll describes the poll loop of a wait.
@@ -197,7 +214,7 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	if sp.waits[r]++; sp.waits[r] == 1 {
 		sp.pollers++
 	}
-	extra += m.slotPolls(at, sp.slots)
+	extra += m.slotPolls(at, sp.slots, m.barrierCollisions(sp.slots, 128))
 	i := m.newPoll(pollWait{r: r, sec: sec, rtt: rtt, svc: svc, extra: extra, fn: fn})
 	f.Wait(value, 0, who, m.pend.pollSeen[i])
 	return nil

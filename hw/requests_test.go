@@ -40,11 +40,11 @@ func TestLineWaiting(t *testing.T) {
 
 // A barrier through host memory on the executor's path: W − 1 peers store
 // into rank 0's slots, all in one sector group. Rank 0's waits on them are
-// one poll loop (one warp-wide load of the sector, not W − 1 pollers)
-// that costs hostmem.slot_service per slot: the last is seen one round
-// trip plus (W − 1) × hostmem.slot_service after the stores land, as the
-// twin's barrier of the same slots. A flag of no group (NCCL's FIFO tails)
-// keeps the plain period.
+// one poll loop (one warp-wide load of the sector, not W − 1 pollers):
+// the last is seen one round trip after the stores land plus, per slot,
+// hostmem.slot_service and, the ranks' sectors lying next to each other,
+// hostmem.sector_collision — the twin's barrier of the same slots 128 B
+// apart. A flag of no group (NCCL's FIFO tails) keeps the plain period.
 func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	pre, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 		rtt, err := m.RoundTrip(0, at)
 		require.NoError(t, err)
 		period := max(rtt, m.Phys.HostPollService) // one poller, however many slots
-		want := land + period + sim.Duration(w-1)*m.Phys.HostSlotService
+		want := land + period + sim.Duration(w-1)*(m.Phys.HostSlotService+m.Phys.HostSectorCollision)
 		assert.Equal(t, sim.Time(want), last, "W = %d", w)
 	}
 	// No group: a sector of its own, one store a round.
@@ -81,5 +81,10 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	rtt, _ := m.RoundTrip(0, HostMem(0))
 	assert.Equal(t, sim.Time(land+max(rtt, m.Phys.HostPollService)), seen)
 	// GPU memory queues nothing.
-	assert.Zero(t, m.slotPolls(GPUMem(0), 8))
+	assert.Zero(t, m.slotPolls(GPUMem(0), 8, 7))
+	// Sectors 1 KiB or more apart do not collide; 128 B apart, at most the
+	// 7 others of a kibibyte do.
+	assert.Equal(t, 0, m.barrierCollisions(7, 1024))
+	assert.Equal(t, 7, m.barrierCollisions(15, 128))
+	assert.Equal(t, 3, m.barrierCollisions(3, 32))
 }

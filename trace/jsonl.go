@@ -211,8 +211,9 @@ type Record struct {
 	// the fence ("none", "acq_rel", "sc"), StoresPerThread the stores before
 	// a fence, Iters the iterations per block, Layout and Groups a
 	// group_barrier's slot layout ("packed": a rank's slots in one sector,
-	// the ranks' sectors 32 B apart, "packed_64" and "packed_128" 64 and
-	// 128 B apart; "line_per_slot") and its groups of World blocks
+	// the ranks' sectors 32 B apart, "packed_64" … "packed_4k" 64 B to
+	// 4 KiB apart;
+	// "line_per_slot") and its groups of World blocks
 	// barriering at once;
 	// Producer who wrote an LL receive loop's lines ("stale": one launch
 	// before every trial; "before": the launch just before; "evicted":

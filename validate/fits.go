@@ -59,11 +59,12 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPoll && r.Target == "host" && r.Request == "load_volatile" && r.SpacingBytes == 4 && (r.Blocks == 16 || r.Blocks == 32)
 		}, How: "ns per load beyond 8 × hostmem.poll_service over the loads waiting at the line's other sectors, least squares through 0"},
-	{Params: []string{"hostmem.slot_service"}, Files: []string{"h200x1-arsim/barrier_lines.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "host" },
-		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines_2.jsonl", "h200x1-arsim/line_probe_2.jsonl",
-			"h200x1-arsim/line_probe_3.jsonl"}, perBlockRepeats...),
-		On: slotServiceSide, How: "least squares through 0 of ns per barrier beyond the same barrier with this at 0, over the W − 1 further slots of each sector"},
+	{Params: []string{"hostmem.slot_service"}, Files: []string{"h200x1-arsim/barrier_spacing.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_spacing.jsonl"),
+		On: slotServiceSide, How: "least squares through 0 of ns per barrier beyond a line per slot's over the W − 1 slots"},
+	{Params: []string{"hostmem.sector_collision"}, Files: []string{"h200x1-arsim/barrier_lines.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_lines.jsonl"),
+		On: sectorCollisionSide, How: "least squares through 0 of ns per barrier beyond the same with this at 0, over the W − 1 other sectors"},
 	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
@@ -210,12 +211,32 @@ func callExtraSide(r trace.Record) bool {
 	return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 8<<10
 }
 
-// slotServiceSide: barriers in host memory whose ranks' sectors each
-// have a line of their own (layout packed_128), 2 and 4 ranks, every
-// group count: 8 ranks, the other layouts (whose lines several sectors
-// share) and the other instances are its predicted side.
+// hostBarrier: W-rank barriers among one GPU's blocks through host memory.
+func hostBarrier(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "host" }
+
+// hostBarrierCaptures are the captures with host-memory barriers but file,
+// whose every such record a barrier fit predicts.
+func hostBarrierCaptures(file string) []string {
+	all := append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
+		"h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl", "h200x1-arsim/barrier_spacing.jsonl",
+		"h200x1-arsim/barrier_spacing_2.jsonl"}, perBlockRepeats...)
+	return slices.DeleteFunc(all, func(f string) bool { return f == file })
+}
+
+// slotServiceSide: barriers in host memory whose ranks' sectors lie 4 KiB
+// apart (layout packed_4k), one group, 2, 4 and 8 ranks: what the slots
+// cost where the sectors do not collide.
 func slotServiceSide(r trace.Record) bool {
-	return r.Loop == "group_barrier" && r.Target == "host" && r.Layout == "packed_128" && (r.World == 2 || r.World == 4)
+	return hostBarrier(r) && r.Layout == "packed_4k" && r.Groups == 1
+}
+
+// sectorCollisionSide: barriers in host memory whose ranks' sectors lie
+// 128 B apart, each in a line of its own (layout packed_128), 2 and 4
+// ranks, every group count: 8 ranks, the sectors 256 B to 2 KiB apart,
+// the layouts whose lines several sectors share and the other instances
+// are its predicted side.
+func sectorCollisionSide(r trace.Record) bool {
+	return hostBarrier(r) && r.Layout == "packed_128" && (r.World == 2 || r.World == 4)
 }
 
 // vectorIssueSide: local one-source copies of 1 block with more than one

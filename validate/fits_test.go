@@ -244,40 +244,48 @@ func TestCallExtraFromItsFittedSide(t *testing.T) {
 	}
 }
 
-// hostmem.slot_service is what each slot of a barrier's sector beyond the
-// first adds to the poll: least squares through 0, over the W − 1 further slots,
-// of each fitted barrier's time beyond the same barrier simulated with
-// the parameter at 0.
-func TestSlotServiceFromItsFittedSide(t *testing.T) {
+// hostmem.slot_service and hostmem.sector_collision, each recomputed from
+// its fitted side: least squares through 0, over the W − 1 slots (sectors
+// 4 KiB apart, barrier_spacing.jsonl) and over the W − 1 other sectors
+// within a kibibyte (128 B apart, barrier_lines.jsonl), of each barrier's
+// time beyond the same barrier simulated with the parameter at 0.
+func TestBarrierSlotParametersFromTheirFittedSides(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
-	const name = "hostmem.slot_service"
-	want := p.DefaultParams().Get(name)
-	ps := p.DefaultParams()
-	require.NoError(t, ps.Set(name, 0, "zero for the fit"))
-	const file = "../testdata/h200x1-arsim/barrier_lines.jsonl"
-	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
-	v, err := Run(recs, Options{File: file, Params: map[string]*topology.Params{"h200x1": ps}})
-	require.NoError(t, err)
-	var xy, xx float64
-	n := 0
-	for _, r := range v.Records {
-		if r.FittedFor != name {
-			continue
+	for _, c := range []struct {
+		name, file string
+		n          int
+	}{
+		{"hostmem.slot_service", "barrier_spacing.jsonl", 6},    // W = 2, 4, 8, one group, run twice
+		{"hostmem.sector_collision", "barrier_lines.jsonl", 12}, // W = 2, 4, 6 group counts each
+	} {
+		want := p.DefaultParams().Get(c.name)
+		ps := p.DefaultParams()
+		require.NoError(t, ps.Set(c.name, 0, "zero for the fit"))
+		file := "../testdata/h200x1-arsim/" + c.file
+		recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+		require.NoError(t, err)
+		require.Empty(t, bad)
+		v, err := Run(recs, Options{File: file, Params: map[string]*topology.Params{"h200x1": ps}})
+		require.NoError(t, err)
+		var xy, xx float64
+		n := 0
+		for _, r := range v.Records {
+			if r.FittedFor != c.name {
+				continue
+			}
+			rec := recs[slices.IndexFunc(recs, func(q trace.Record) bool { return q.Line == r.Line })]
+			x := float64(rec.World - 1)
+			xy += x * (r.Measured - r.Predicted)
+			xx += x * x
+			n++
 		}
-		rec := recs[slices.IndexFunc(recs, func(q trace.Record) bool { return q.Line == r.Line })]
-		x := float64(rec.World - 1)
-		xy += x * (r.Measured - r.Predicted)
-		xx += x * x
-		n++
+		require.Equal(t, c.n, n, c.name)
+		t.Logf("%s: %d records, %.1f ns", c.name, n, xy/xx)
+		assert.InDelta(t, want, xy/xx, 0.5, "%s: its fitted side gives %.1f ns", c.name, xy/xx)
+		par, _ := p.DefaultParams().Lookup(c.name)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/"+c.file)
 	}
-	require.Equal(t, 12, n, "packed_128 at 2 and 4 ranks, 6 group counts each")
-	t.Logf("%s: %d records, %.1f ns", name, n, xy/xx)
-	assert.InDelta(t, want, xy/xx, 0.5, "%s: its fitted side gives %.1f ns", name, xy/xx)
-	par, _ := p.DefaultParams().Lookup(name)
-	assert.Contains(t, par.Source, "testdata/h200x1-arsim/barrier_lines.jsonl")
 }
 
 // nccl.ll128_iter_extra is the value that makes the median error of its

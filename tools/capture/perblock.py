@@ -550,12 +550,12 @@ class PerBlock:
             self.rec.guard(f"ll128 3 local local {b}x640", run, 3, "local", "local", b, 640, 16)
 
     def group_barriers(self, layouts=(("packed", 8, 1), ("line_per_slot", 8 * 32, 32)), worlds=(2, 3, 4, 6, 8),
-                       groups=(1, 4, 16), buf_name="gb"):
+                       groups=(1, 4, 16), buf_name="gb", targets=("host", "local")):
         """W-rank barriers among the GPU's blocks; a layout is (name, words between the ranks' slot groups, words
         between a rank's slots)."""
         k = self.fn("pb_group_barrier")
         nb = 200
-        for target in ("host", "local"):
+        for target in targets:
             buf = self.ptr(target, buf_name, 4 * MB)
             self.fill(target, buf_name, 4 * MB, [0])
             e0 = [0]
@@ -582,6 +582,19 @@ class PerBlock:
         128-B line; W 2, 4 and 8, 1-32 groups at once (at most 132 blocks)."""
         self.group_barriers(layouts=(("packed", 8, 1), ("packed_64", 16, 1), ("packed_128", 32, 1)), worlds=(2, 4, 8),
                             groups=(1, 2, 4, 8, 16, 32), buf_name="gbl")
+
+    def barrier_spacing(self):
+        """Host-memory W-rank barriers with each rank's slots in one sector and the ranks' sectors 128 B to 4 KiB
+        apart (layouts packed_128, packed_256, packed_512, packed_1k, packed_2k, packed_4k): whether what a barrier
+        and groups of barriers at once cost depends on how near their sectors lie; W 2, 4 and 8 at 1-16 groups for
+        128 B, 256 B and 4 KiB, at 1 and 4 groups for the others; then packed_128 and packed_4k again (the run's
+        drift)."""
+        lay = {"packed_128": 32, "packed_256": 64, "packed_512": 128, "packed_1k": 256, "packed_2k": 512, "packed_4k": 1024}
+        sweep = lambda names, groups: self.group_barriers(layouts=tuple((n, lay[n], 1) for n in names), worlds=(2, 4, 8),
+                                                          groups=groups, buf_name="gbs", targets=("host",))
+        sweep(("packed_128", "packed_256", "packed_4k"), (1, 2, 4, 8, 16))
+        sweep(("packed_512", "packed_1k", "packed_2k"), (1, 4))
+        sweep(("packed_128", "packed_4k"), (1, 4))
 
     def ll128w(self, pairs=None, block_pair=("local", "local"), threads=None, blocks=None):
         k = self.fn("pb_ll128w")
@@ -755,7 +768,7 @@ def run(out_dir, quick):
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe"):
+        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
