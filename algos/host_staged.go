@@ -47,24 +47,32 @@ func (h hostStaged) Describe() string {
 }
 
 func (hostStaged) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), rankLoopOption)
+	return append(append([]OptionSpec(nil), pullOptions...), rankLoopOption, flagApartOption)
 }
+
+// flagApartOption: how far apart the ranks' flag sectors lie in host
+// memory. A rank's warp stores its slot into every peer's sector; stores
+// to sectors within hostmem.collision_span of each other are slow
+// (docs/PER_BLOCK.md: on one H200, 8 ranks' barrier 4.3 µs with the
+// sectors 128 B apart, 2.2 µs 1 KiB apart or more).
+var flagApartOption = OptionSpec{Name: "flag_apart", Values: []string{"128", "256", "512", "1024", "4096"}, Default: "128",
+	Doc: "bytes between the ranks' flag sectors in host memory: 128 keeps them next to each other, a line each; 1024 or more keeps each rank's stores out of the others' way"}
 
 // hostBarrier: every rank writes v into its slot of every peer's flag
 // array, which lives in host memory on the peer's socket, then polls its
 // own array. Returns the wait indices per rank.
-func hostBarrier(b *Builder, m func(r int) hw.Mem, name string, v int64, k hw.Kernel, label string, after [][]int) [][]int {
+func hostBarrier(b *Builder, m func(r int) hw.Mem, name string, v int64, k hw.Kernel, apart int32, label string, after [][]int) [][]int {
 	n := b.s.Ranks
 	done := make([][]int, n)
 	for r := 0; r < n; r++ {
 		for p := 0; p < n; p++ {
 			if p != r {
-				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r), Sector: fmt.Sprintf("%s.sig%d", name, p)}, Value: v, Kernel: k, Label: label}, after[r]...)
+				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r), Sector: fmt.Sprintf("%s.sig%d", name, p), Apart: apart}, Value: v, Kernel: k, Label: label}, after[r]...)
 			}
 		}
 		for p := 0; p < n; p++ {
 			if p != r {
-				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p), Sector: fmt.Sprintf("%s.sig%d", name, r)}, Value: v, Kernel: k, Label: label}, after[r]...))
+				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p), Sector: fmt.Sprintf("%s.sig%d", name, r), Apart: apart}, Value: v, Kernel: k, Label: label}, after[r]...))
 			}
 		}
 	}
@@ -77,6 +85,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 	socket := func(r int) int { return req.Top.GPU(r).Socket }
 	home := func(r int) hw.Mem { return hw.HostMem(socket(r)) }
 	stage := func(r int, off, l int64) Range { return OnHost(socket(r), fmt.Sprintf("stage%d", r), off, l) }
+	apart := int32(req.IntOpt("flag_apart", 128))
 	k := pullKernel(req.Bytes, req)
 	if h.two {
 		k = pullKernel(max(req.Bytes/int64(n), 16), req)
@@ -90,7 +99,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 		for r := 0; r < n; r++ {
 			staged[r] = []int{b.Add(r, Op{Kind: Write, Src: b.In(r, 0, req.Bytes), Dst: stage(r, 0, req.Bytes), Kernel: k, Label: "stage input in host memory"}, launch[r]...)}
 		}
-		start := hostBarrier(b, home, "start", 1, k, "start barrier (host flags)", staged)
+		start := hostBarrier(b, home, "start", 1, k, apart, "start barrier (host flags)", staged)
 		ends := make([][]int, n)
 		for r := 0; r < n; r++ {
 			own := b.Add(r, Op{Kind: Read, Src: b.In(r, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: k, Label: "own input"}, start[r]...)
@@ -103,7 +112,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 					Label: fmt.Sprintf("pull rank %d's host copy", p)}, own))
 			}
 		}
-		hostBarrier(b, home, "end", 1, k, "end barrier (host flags)", ends)
+		hostBarrier(b, home, "end", 1, k, apart, "end barrier (host flags)", ends)
 		return b.Schedule(), nil
 	}
 	off, size := Split(req.Bytes, req.DType.Size(), n)
@@ -121,7 +130,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 			staged[r] = launch[r]
 		}
 	}
-	start := hostBarrier(b, home, "start", 1, k, "start barrier (host flags)", staged)
+	start := hostBarrier(b, home, "start", 1, k, apart, "start barrier (host flags)", staged)
 	mids := make([][]int, n)
 	for r := 0; r < n; r++ {
 		own := b.Add(r, Op{Kind: Read, Src: b.In(r, off[r], size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k, Label: "own part"}, start[r]...)
@@ -135,7 +144,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 			Label: "publish reduced part to host memory"}, red...)
 		mids[r] = []int{fence(b, r, home(r), pub)}
 	}
-	mid := hostBarrier(b, home, "mid", 1, k, "mid barrier (release/acquire, host flags)", mids)
+	mid := hostBarrier(b, home, "mid", 1, k, apart, "mid barrier (release/acquire, host flags)", mids)
 	ends := make([][]int, n)
 	for r := 0; r < n; r++ {
 		for i := 1; i < n; i++ {
@@ -144,6 +153,6 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 				Label: fmt.Sprintf("gather part %d from host memory", p)}, mid[r]...))
 		}
 	}
-	hostBarrier(b, home, "end", 1, k, "end barrier (host flags)", ends)
+	hostBarrier(b, home, "end", 1, k, apart, "end barrier (host flags)", ends)
 	return b.Schedule(), nil
 }

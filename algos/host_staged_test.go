@@ -39,3 +39,21 @@ func TestHostStagedNeedsNoP2P(t *testing.T) {
 	_, err = Run(m, plan(t, "one_stage", r), RunOptions{})
 	assert.ErrorContains(t, err, "P2P over a")
 }
+
+// flag_apart: with the ranks' flag sectors a kibibyte apart no rank's
+// stores collide, so each of the one-shot's two barriers is 7 ×
+// hostmem.sector_collision shorter on 8 ranks (one allreduce, nothing
+// else changes); 256 B apart, 3 of the 7 still collide. The schedules
+// stay correct.
+func TestHostStagedFlagApart(t *testing.T) {
+	one := func(apart string) float64 {
+		r := req(t, "rtxpro6000x8-2numa", 8, 14336, map[string]string{"flag_apart": apart})
+		require.NoError(t, Check(plan(t, "host_one_shot", r)))
+		return runUs(t, "host_one_shot", r, 1)
+	}
+	coll := req(t, "rtxpro6000x8-2numa", 8, 14336, nil).Top.Params.Get("hostmem.sector_collision") / 1000
+	near, mid, far := one("128"), one("256"), one("1024")
+	assert.InDelta(t, 2*7*coll, near-far, 1e-3, "two barriers, 7 collisions each")
+	assert.InDelta(t, 2*3*coll, mid-far, 1e-3, "256 B apart: 3 of the 7 within a kibibyte")
+	assert.Equal(t, far, one("4096"))
+}

@@ -86,6 +86,11 @@ type Flag struct {
 	At     hw.Mem
 	Name   string
 	Sector string
+	// Apart: bytes between the sectors of one barrier's ranks (Sector
+	// groups of the same barrier), when they lie one after another in host
+	// memory; 0 for the default, next to each other a line apart (hw's
+	// hostmem.collision_span: what their writers' stores cost).
+	Apart int32
 }
 
 func (f Flag) String() string { return f.At.String() + ":" + f.Name }

@@ -47,7 +47,7 @@ func Build(p Params, req algos.Request) (*algos.Schedule, string, error) {
 	r.Opts = opts
 	s, err := algos.Plan(name, r)
 	as := name
-	for _, k := range []string{"barrier", "islands", "proto", "transport", "p2p_level"} {
+	for _, k := range []string{"barrier", "islands", "proto", "transport", "p2p_level", "flag_apart"} {
 		if v, ok := opts[k]; ok {
 			as += " " + k + "=" + v
 		}
@@ -69,6 +69,9 @@ func resolve(p Params, req algos.Request) (string, map[string]string, composer, 
 	}
 	if c.staging == "host" {
 		return resolveHostStaged(p, c)
+	}
+	if p.FlagApart > 0 {
+		return "", nil, nil, notComposable("flag_apart is the flag layout of staging through host memory (host_one_shot, host_two_shot)")
 	}
 	if c.flags == "host" && (c.move != "pull" || c.barrier != "flag" || p.Shape == "islands") {
 		return "", nil, nil, notComposable("flags in host memory are composed for the pull kernels' flag barriers")
@@ -146,10 +149,14 @@ func resolveHostStaged(p Params, c choices) (string, map[string]string, composer
 	if c.move != "pull" || c.barrier != "flag" || c.flags != "host" || p.Shape == "islands" {
 		return "", nil, nil, notComposable("staging through host memory is a pull with host flags (host_one_shot, host_two_shot)")
 	}
-	if p.Shape == "one_shot" {
-		return "host_one_shot", map[string]string{}, nil, nil
+	o := map[string]string{}
+	if p.FlagApart > 0 {
+		o["flag_apart"] = strconv.Itoa(p.FlagApart)
 	}
-	return "host_two_shot", map[string]string{}, nil, nil
+	if p.Shape == "one_shot" {
+		return "host_one_shot", o, nil, nil
+	}
+	return "host_two_shot", o, nil, nil
 }
 
 // resolveOneShot maps a one-shot point: pulls (one_stage, or composed

@@ -140,6 +140,7 @@ func TestBuildRefusesWhatNoBuilderMakes(t *testing.T) {
 		{Shape: "one_shot", Move: "push", Barrier: "flag", Flags: "host"},
 		{Shape: "two_shot", Move: "pull", Barrier: "flag", Chunks: 4},
 		{Shape: "ring", Blocks: 4},
+		{Shape: "one_shot", Move: "pull", Barrier: "flag", Flags: "host", FlagApart: 1024}, // not staged through host memory
 	} {
 		_, _, err := Build(p, req)
 		assert.ErrorIs(t, err, ErrNotComposable, p.Name())
@@ -206,3 +207,18 @@ func TestSpecLoader(t *testing.T) {
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
+
+// A host-staged point with its flags a kibibyte apart is host_one_shot
+// with flag_apart, which takes the 8-rank barrier's 7 collisions off each
+// of its two barriers; its name says the layout.
+func TestFlagApartIsTheHostStagedFlagLayout(t *testing.T) {
+	req := algos.Request{Top: load(t, "rtxpro6000x8-2numa"), Ranks: 8, Bytes: 14336, DType: algos.BF16}
+	p := Params{Shape: "one_shot", Staging: "host", Move: "pull", Barrier: "flag", Flags: "host", FlagApart: 1024}
+	s, as, err := Build(p, req)
+	require.NoError(t, err)
+	assert.Equal(t, "host_one_shot flag_apart=1024", as)
+	assert.Equal(t, "one_shot via-host pull flag@host/1024B", p.Name())
+	require.NoError(t, algos.Check(s))
+	_, _, err = Build(Params{Shape: "one_shot", Staging: "host", Move: "pull", Barrier: "flag", Flags: "host", FlagApart: 8192}, req)
+	assert.ErrorContains(t, err, "flag_apart 8192: want 0–4096")
+}

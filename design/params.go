@@ -35,6 +35,10 @@ type Params struct {
 	// Staging: direct (GPU to GPU) or host (through pinned host memory,
 	// for machines without peer-to-peer).
 	Staging string `json:"staging,omitempty"`
+	// FlagApart, for Staging host: bytes between the ranks' flag sectors
+	// in host memory (host_one_shot's and host_two_shot's flag_apart);
+	// 0: next to each other (128).
+	FlagApart int `json:"flag_apart,omitempty"`
 	// Chunks: the message in this many pieces, each with its own
 	// completion, so that the receiver works on one while the next lands
 	// (pipeline depth); 0 or 1 for none.
@@ -86,6 +90,9 @@ func (p Params) Name() string {
 		}
 		if p.Flags == "host" {
 			b += "@host"
+		}
+		if p.FlagApart > 0 {
+			b += fmt.Sprintf("/%dB", p.FlagApart)
 		}
 		parts = append(parts, b)
 	}
@@ -152,7 +159,7 @@ func (p Params) Validate() error {
 		field string
 		v     int
 		hi    int
-	}{{"chunks", p.Chunks, 64}, {"blocks", p.Blocks, 1024}, {"threads", p.Threads, 1024}} {
+	}{{"chunks", p.Chunks, 64}, {"blocks", p.Blocks, 1024}, {"threads", p.Threads, 1024}, {"flag_apart", p.FlagApart, 4096}} {
 		if x.v < 0 || x.v > x.hi {
 			return fmt.Errorf("design: %s %d: want 0–%d", x.field, x.v, x.hi)
 		}

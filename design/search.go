@@ -128,6 +128,7 @@ func Space(top *topology.Topology, ranks int) []Params {
 		add(Params{Shape: shape, Move: "pull", Barrier: "atomic"})
 		add(Params{Shape: shape, Move: "pull", Barrier: "flag", Flags: "host"})
 		add(Params{Shape: shape, Staging: "host", Move: "pull", Barrier: "flag", Flags: "host"})
+		add(Params{Shape: shape, Staging: "host", Move: "pull", Barrier: "flag", Flags: "host", FlagApart: 1024})
 	}
 	add(Params{Shape: "one_shot", Move: "push", Barrier: "flag"})
 	add(Params{Shape: "one_shot", Move: "push", Order: "staged", Barrier: "flag"})

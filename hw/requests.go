@@ -40,10 +40,10 @@ import (
 // hostmem.poll_service each would take 1.9, 3.8 and 8.0). The other
 // barriers running at once cost nothing, however near their sectors, nor
 // do stores beside a polled word (line_probe.jsonl). arsim's barriers keep
-// a rank's slots in a sector and the ranks' sectors next to each other in
-// a line each, so a wait on a slot of a sector of k slots is seen
-// k × hostmem.slot_service + min(k, span/128 B − 1) ×
-// hostmem.sector_collision after its flag lands, on top of the poll
+// a rank's slots in a sector and the ranks' sectors apart bytes apart (by
+// default next to each other, a line each), so a wait on a slot of a
+// sector of k slots is seen k × hostmem.slot_service + min(k, span/apart
+// − 1) × hostmem.sector_collision after its flag lands, on top of the poll
 // period; a flag of no group (NCCL's FIFO tails) pays nothing more.
 
 // flagPoll is where one flag is polled: the sector group it lies in (its
@@ -60,6 +60,7 @@ type sectorPolls struct {
 	pollers int
 	waits   []int32 // by rank
 	slots   int
+	apart   int // bytes to the barrier's next sector; 0: 128
 }
 
 // sectorKey names one sector group of one memory.
@@ -71,16 +72,21 @@ type sectorKey struct {
 
 // NewFlag makes a flag that lives in memory at. Flags with the same
 // non-empty group in the same memory share one sector per block (a
-// barrier's slots that one block polls); an empty group gives the flag a
+// barrier's slots that one block polls), the barrier's sectors apart bytes
+// apart (0: next to each other, 128 B); an empty group gives the flag a
 // sector of its own.
-func (m *Machine) NewFlag(name string, at Mem, group string) *sim.FlagVar {
+func (m *Machine) NewFlag(name string, at Mem, group string, apart int) *sim.FlagVar {
 	f := sim.NewFlag(m.Eng, name)
 	if group != "" {
 		if m.flagGroups == nil {
 			m.flagGroups = map[*sim.FlagVar]string{}
 		}
 		m.flagGroups[f] = group
-		m.sectorPolls[m.sectorOf(sectorKey{at: at, group: group})].slots++
+		sp := &m.sectorPolls[m.sectorOf(sectorKey{at: at, group: group})]
+		sp.slots++
+		if apart > 0 {
+			sp.apart = apart
+		}
 	}
 	return f
 }
@@ -214,7 +220,11 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	if sp.waits[r]++; sp.waits[r] == 1 {
 		sp.pollers++
 	}
-	extra += m.slotPolls(at, sp.slots, m.barrierCollisions(sp.slots, 128))
+	apart := sp.apart
+	if apart == 0 {
+		apart = 128
+	}
+	extra += m.slotPolls(at, sp.slots, m.barrierCollisions(sp.slots, apart))
 	i := m.newPoll(pollWait{r: r, sec: sec, rtt: rtt, svc: svc, extra: extra, fn: fn})
 	f.Wait(value, 0, who, m.pend.pollSeen[i])
 	return nil

@@ -56,7 +56,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 		at := HostMem(0)
 		var last sim.Time
 		for p := 1; p < w; p++ {
-			f := m.NewFlag(fmt.Sprintf("sig0[%d]", p), at, "sig0")
+			f := m.NewFlag(fmt.Sprintf("sig0[%d]", p), at, "sig0", 0)
 			require.NoError(t, m.WaitFlag(0, at, f, 1, nil, 0, Poll{}, func() { last = max(last, m.Eng.Now()) }))
 			require.NoError(t, m.SignalFlag(0, at, f, 1))
 		}
@@ -72,7 +72,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	// No group: a sector of its own, one store a round.
 	m, err := New(top)
 	require.NoError(t, err)
-	f := m.NewFlag("tail", HostMem(0), "")
+	f := m.NewFlag("tail", HostMem(0), "", 0)
 	var seen sim.Time
 	require.NoError(t, m.WaitFlag(0, HostMem(0), f, 1, nil, 0, Poll{}, func() { seen = m.Eng.Now() }))
 	require.NoError(t, m.SignalFlag(0, HostMem(0), f, 1))
