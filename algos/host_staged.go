@@ -51,12 +51,12 @@ func (hostStaged) Options() []OptionSpec {
 }
 
 // flagApartOption: how far apart the ranks' flag sectors lie in host
-// memory. A rank's warp stores its slot into every peer's sector; stores
-// to sectors within hostmem.collision_span of each other are slow
-// (docs/PER_BLOCK.md: on one H200, 8 ranks' barrier 4.3 µs with the
-// sectors 128 B apart, 2.2 µs 1 KiB apart or more).
+// memory. Every rank's sector is written by all the others, and such
+// sectors within hostmem.collision_span of each other slow each other's
+// barrier (docs/PER_BLOCK.md: on one H200, 8 ranks' barrier 4.1–4.5 µs
+// with the sectors 128 B apart, 2.2 µs 1 KiB apart or more).
 var flagApartOption = OptionSpec{Name: "flag_apart", Values: []string{"128", "256", "512", "1024", "4096"}, Default: "128",
-	Doc: "bytes between the ranks' flag sectors in host memory: 128 keeps them next to each other, a line each; 1024 or more keeps each rank's stores out of the others' way"}
+	Doc: "bytes between the ranks' flag sectors in host memory: 128 keeps them next to each other, a line each; 1024 or more keeps them out of each other's way"}
 
 // hostBarrier: every rank writes v into its slot of every peer's flag
 // array, which lives in host memory on the peer's socket, then polls its

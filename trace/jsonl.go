@@ -212,8 +212,8 @@ type Record struct {
 	// a fence, Iters the iterations per block, Layout and Groups a
 	// group_barrier's slot layout ("packed": a rank's slots in one sector,
 	// the ranks' sectors 32 B apart, "packed_64" … "packed_4k" 64 B to
-	// 4 KiB apart;
-	// "line_per_slot") and its groups of World blocks
+	// 4 KiB apart; "line_per_slot", and "line_per_slot_t" with rank r's
+	// slot for peer p at line p·W + r) and its groups of World blocks
 	// barriering at once;
 	// Producer who wrote an LL receive loop's lines ("stale": one launch
 	// before every trial; "before": the launch just before; "evicted":

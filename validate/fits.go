@@ -219,7 +219,7 @@ func hostBarrier(r trace.Record) bool { return r.Loop == "group_barrier" && r.Ta
 func hostBarrierCaptures(file string) []string {
 	all := append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
 		"h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl", "h200x1-arsim/barrier_spacing.jsonl",
-		"h200x1-arsim/barrier_spacing_2.jsonl"}, perBlockRepeats...)
+		"h200x1-arsim/barrier_spacing_2.jsonl", "h200x1-arsim/barrier_spacing_3.jsonl"}, perBlockRepeats...)
 	return slices.DeleteFunc(all, func(f string) bool { return f == file })
 }
 

@@ -588,13 +588,21 @@ class PerBlock:
         apart (layouts packed_128, packed_256, packed_512, packed_1k, packed_2k, packed_4k): whether what a barrier
         and groups of barriers at once cost depends on how near their sectors lie; W 2, 4 and 8 at 1-16 groups for
         128 B, 256 B and 4 KiB, at 1 and 4 groups for the others; then packed_128 and packed_4k again (the run's
-        drift)."""
+        drift); then, one group, a line per slot both ways round (line_per_slot_t: a writer's slots in consecutive
+        lines, a poller's W lines apart; line_per_slot: the reverse)."""
         lay = {"packed_128": 32, "packed_256": 64, "packed_512": 128, "packed_1k": 256, "packed_2k": 512, "packed_4k": 1024}
         sweep = lambda names, groups: self.group_barriers(layouts=tuple((n, lay[n], 1) for n in names), worlds=(2, 4, 8),
                                                           groups=groups, buf_name="gbs", targets=("host",))
         sweep(("packed_128", "packed_256", "packed_4k"), (1, 2, 4, 8, 16))
         sweep(("packed_512", "packed_1k", "packed_2k"), (1, 4))
         sweep(("packed_128", "packed_4k"), (1, 4))
+        # One group only: rank r's slot for peer p at line p*W + r, so that a writer's slots lie in consecutive lines
+        # and a poller's slots W lines apart (line_per_slot the other way round).
+        for W in (2, 4, 8):
+            self.group_barriers(layouts=(("line_per_slot_t", 32, W * 32),), worlds=(W,), groups=(1,), buf_name="gbs",
+                                targets=("host",))
+        self.group_barriers(layouts=(("line_per_slot", 8 * 32, 32),), worlds=(2, 4, 8), groups=(1,), buf_name="gbs",
+                            targets=("host",))
 
     def ll128w(self, pairs=None, block_pair=("local", "local"), threads=None, blocks=None):
         k = self.fn("pb_ll128w")
