@@ -57,7 +57,8 @@ func (t *slotTable[T]) take(i int64) T {
 // pollWait is a wait polling a flag in host memory: its poll loop's rank
 // (r), the sector it polls, the loop's round trip and the memory's service
 // time per poll, what the wait adds (extra: a block barrier's
-// synchronisation and the sector's queued stores) and its callback.
+// synchronisation, the sector's slots and their collisions) and its
+// callback.
 type pollWait struct {
 	r               int
 	sec             int32

@@ -38,8 +38,8 @@ import (
 // with the sectors 128 B apart 2.1, 2.5–3.6 and 4.2–4.7 µs at W = 2, 4, 8;
 // 1–4 KiB apart 1.7–2.0, 2.0–2.2 and 2.2–2.5 µs; W − 1 pollers of
 // hostmem.poll_service each would take 1.9, 3.8 and 8.0). The other
-// barriers running at once cost nothing, however near their sectors, nor
-// do stores beside a polled word (line_probe.jsonl). arsim's barriers keep
+// barriers running at once cost nothing unless their sectors share the
+// polled one's line, nor do stores beside a polled word (line_probe.jsonl). arsim's barriers keep
 // a rank's slots in a sector and the ranks' sectors apart bytes apart (by
 // default next to each other, a line each), so a wait on a slot of a
 // sector of k slots is seen k × hostmem.slot_service + min(k, span/apart
