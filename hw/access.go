@@ -134,6 +134,11 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	rtt := 2*p.latency + m.memLatency(src)
 	loads := m.Phys.LoadsInFlight
 	switch {
+	case k.Volatile:
+		loads = 1
+		if (src.Host || src.Rank != r) && !p.nvlink() {
+			rtt += m.Phys.VectorLoadExtraPCIe
+		}
 	case k.LoadsInFlight > 0:
 		loads = k.LoadsInFlight
 	case k.Loop == LoopLL128:

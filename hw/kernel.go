@@ -40,6 +40,13 @@ type Kernel struct {
 	// over PCIe) to the load round trip: the in-flight bytes turn over once
 	// per round trip plus that.
 	ReduceLoop bool
+	// Volatile: the loads are volatile (ld.volatile, as a host-memory
+	// one-shot reads its peers' data), which the compiler neither hoists
+	// nor overlaps: each thread keeps one 16-byte load in flight, and each
+	// waits a warp-wide vector load's round trip (gpu.vector_load_extra_pcie
+	// more over PCIe). Not with ReduceLoop, whose overheads were measured
+	// with such loads and include it.
+	Volatile bool
 	// Loop is the per-thread loop the transfer runs in (see LoopRate):
 	// its rate bounds the transfer, and, for a loop with a wire factor,
 	// the SM's store rate counts wire bytes.
@@ -232,6 +239,9 @@ func scale(h []sim.Hop, w float64) []sim.Hop {
 func (k Kernel) check(op, label string) error {
 	if k.Blocks <= 0 || k.Threads <= 0 {
 		return fmt.Errorf("hw: %s %s: blocks and threads must be > 0, got %d × %d", op, label, k.Blocks, k.Threads)
+	}
+	if k.Volatile && k.ReduceLoop {
+		return fmt.Errorf("hw: %s %s: a volatile load loop and a reduce loop at once (the reduce loop's overheads include its volatile loads)", op, label)
 	}
 	return nil
 }

@@ -135,8 +135,10 @@ type Record struct {
 	// way). 0: not given.
 	Streams, Transfers int
 
-	// Op is the sm_access operation: "read" or "write".
-	Op string
+	// Op is the sm_access operation: "read" or "write", or the loops
+	// "read_reduce" and "read_only_loop"; Load their remote loads:
+	// "plain" or "volatile" (ld.volatile); "": plain.
+	Op, Load string
 	// Target is the memory accessed by sm_access and pointer_chase:
 	// "host", "local" or "peer".
 	Target string

@@ -72,6 +72,7 @@ var fieldDefs = []fieldDef{
 	{name: "engine", typ: jString, enum: []string{"copy_engine"}, str: func(r *Record) *string { return &r.Engine }},
 	{name: "dir", typ: jString, enum: []string{"bidir", "d2h", "h2d", "p2p"}, str: func(r *Record) *string { return &r.Dir }},
 	{name: "op", typ: jString, enum: []string{"read", "read_only_loop", "read_reduce", "write"}, str: func(r *Record) *string { return &r.Op }},
+	{name: "load", typ: jString, enum: []string{"plain", "volatile"}, str: func(r *Record) *string { return &r.Load }},
 	{name: "target", typ: jString, enum: []string{"host", "local", "peer"}, str: func(r *Record) *string { return &r.Target }},
 	{name: "bytes_per_access", typ: jInt, max: 64, why: "the widest vector access of any GPU is 32 B", i32: func(r *Record) *int { return &r.BytesPerAccess }},
 	{name: "gbps", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.Gbps }},

@@ -45,6 +45,15 @@ type Fit struct {
 // so every record a per-block fit covers is on its predicted side.
 var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl", "h200x1-arsim/perblock_4.jsonl"}
 
+// micro2Repeats are the further captures that hold the micro2 part (the
+// per-block runs on H200 instances, and two H200s): their micro2 records
+// are predicted.
+var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl",
+	"h200x1-arsim/perblock_4.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
+	"h200x1-arsim/barrier_spacing.jsonl", "h200x1-arsim/barrier_spacing_2.jsonl", "h200x1-arsim/barrier_spacing_3.jsonl",
+	"h200x1-arsim/line_probe.jsonl", "h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl",
+	"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll_steps.jsonl", "h200x1-arsim/native_issue.jsonl", "h200x2-arsim/micro2.jsonl"}
+
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
 	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop},
@@ -98,6 +107,12 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return (r.LLOp == "recv_send" || r.LLOp == "recv_reduce_send") && r.Recv == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 640 && r.Iters == 64
 		}, How: "ns per iteration of recv_reduce_send minus recv_send, the same configuration (640 threads, where both load their lines at the SM's rate)"},
+	{Params: []string{"gpu.vector_load_extra_pcie"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindSMAccess},
+		AlsoPredicts: micro2Repeats,
+		Covers:       func(r trace.Record) bool { return r.Op == "read_only_loop" && r.Load == "volatile" },
+		On: func(r trace.Record) bool {
+			return r.Target == "host" && r.Blocks == 1 && r.Threads == 32
+		}, How: "block 0's ns per iteration minus pointer_chase host, the same run"},
 	{Params: []string{"gpu.copy_iter_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: append([]string{"h200x2-arsim/perblock_peer.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {

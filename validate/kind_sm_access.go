@@ -20,7 +20,8 @@ func smAccessTwin(r trace.Record) (*Twin, error) {
 	}
 	write := r.Op == "write"
 	t.Sim = device(func(top *topology.Topology) (float64, error) {
-		gbps, err := SMAccessGBps(top, write, r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
+		volatile := r.Op == "read_only_loop" && r.Load == "volatile"
+		gbps, err := SMAccessGBps(top, write, volatile, r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
 		if r.Op == "read_reduce" {
 			gbps, err = ReduceLoopGBps(top, r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
 		}

@@ -97,8 +97,9 @@ func MemcpyEager(top *topology.Topology, dir hw.CopyDir, bytes sim.Bytes, api Co
 
 // SMAccessGBps returns the rate, in GB/s, of one kernel of blocks × threads
 // on rank 0 reading or writing bytes of target memory with 16-byte accesses
-// ("host": NUMA-local pinned memory; "peer": rank 1's memory).
-func SMAccessGBps(top *topology.Topology, write bool, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
+// ("host": NUMA-local pinned memory; "peer": rank 1's memory); volatile:
+// a loop of volatile loads, one in flight per thread (hw.Kernel.Volatile).
+func SMAccessGBps(top *topology.Topology, write, volatile bool, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
 	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
@@ -108,7 +109,7 @@ func SMAccessGBps(top *topology.Topology, write bool, target string, blocks, thr
 		return 0, err
 	}
 	var end sim.Time
-	k := hw.Kernel{Blocks: blocks, Threads: threads}
+	k := hw.Kernel{Blocks: blocks, Threads: threads, Volatile: volatile}
 	if write {
 		err = m.Write(0, at, bytes, k, "sm_write", func() { end = m.Eng.Now() })
 	} else {

@@ -53,7 +53,7 @@ func microRows(t *testing.T, top *topology.Topology, path string) []row {
 			if r.Target == "local" {
 				continue // local HBM streaming is not modelled
 			}
-			sim_, err = SMAccessGBps(top, r.Op == "write", r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
+			sim_, err = SMAccessGBps(top, r.Op == "write", r.Op == "read_only_loop" && r.Load == "volatile", r.Target, r.Blocks, r.Threads, sim.Bytes(r.Bytes))
 			meas, what = r.Gbps, fmt.Sprintf("sm_access %s %s %d×%d (GB/s)", r.Op, r.Target, r.Blocks, r.Threads)
 		case trace.KindPointerChase:
 			sim_, err = PointerChaseNs(top, r.Target)
