@@ -415,7 +415,7 @@ func (x *executor) start(r int, k int32) {
 		if s.bits&opBlockSync != 0 {
 			extra = m.BarrierWaitExtra(s.bits&opAtomic != 0)
 		}
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, hw.Poll{Atomic: s.bits&opAtomic != 0}, x.cold[int(k)*x.nranks+r].fin)
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, hw.Poll{Atomic: s.bits&opAtomic != 0, Blocks: x.kernels[x.coldOf(r, k).kernel].Blocks}, x.cold[int(k)*x.nranks+r].fin)
 	}
 	if err != nil {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, x.opIndex(r, k), x.labels[x.coldOf(r, k).label], err))

@@ -47,7 +47,27 @@ func (h hostStaged) Describe() string {
 }
 
 func (hostStaged) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), rankLoopOption, flagApartOption)
+	return append(append([]OptionSpec(nil), pullOptions...), rankLoopOption, flagApartOption, flagLayoutOption)
+}
+
+// flagLayoutOption: where each thread block's copy of a rank's flags lies.
+// "line": a block's slots in a sector, the ranks' sectors flag_apart
+// apart, every block's on lines of its own. "vllm": vLLM's Signal layout,
+// as tools/capture's flag kernels keep it: each rank's flags in an array
+// of their own, a block's slots in one 32-byte sector, the blocks'
+// sectors one after another, four to a line. With four blocks or more
+// each line's four sectors are polled and written at once, and host
+// memory serves its polls one after another (hw's slotsPeriod).
+var flagLayoutOption = OptionSpec{Name: "flag_layout", Values: []string{"line", "vllm"}, Default: "line",
+	Doc: "line: every block's flag sectors on lines of their own (flag_apart between ranks); vllm: each rank's flags in an array of their own, the blocks' 32-B sectors adjacent, four to a line (vLLM's Signal)"}
+
+// flagSpacing returns the Apart and BlockStride of the request's flag
+// layout (flagLayoutOption).
+func flagSpacing(req Request) (apart, blockStride int32) {
+	if req.Opt("flag_layout", "line") == "vllm" {
+		return 4096, 32 // the ranks' arrays are allocations of their own, pages apart
+	}
+	return int32(req.IntOpt("flag_apart", 128)), 0
 }
 
 // flagApartOption: how far apart the ranks' flag sectors lie in host
@@ -61,18 +81,18 @@ var flagApartOption = OptionSpec{Name: "flag_apart", Values: []string{"128", "25
 // hostBarrier: every rank writes v into its slot of every peer's flag
 // array, which lives in host memory on the peer's socket, then polls its
 // own array. Returns the wait indices per rank.
-func hostBarrier(b *Builder, m func(r int) hw.Mem, name string, v int64, k hw.Kernel, apart int32, label string, after [][]int) [][]int {
+func hostBarrier(b *Builder, m func(r int) hw.Mem, name string, v int64, k hw.Kernel, apart, stride int32, label string, after [][]int) [][]int {
 	n := b.s.Ranks
 	done := make([][]int, n)
 	for r := 0; r < n; r++ {
 		for p := 0; p < n; p++ {
 			if p != r {
-				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r), Sector: fmt.Sprintf("%s.sig%d", name, p), Apart: apart}, Value: v, Kernel: k, Label: label}, after[r]...)
+				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r), Sector: fmt.Sprintf("%s.sig%d", name, p), Apart: apart, BlockStride: stride}, Value: v, Kernel: k, Label: label}, after[r]...)
 			}
 		}
 		for p := 0; p < n; p++ {
 			if p != r {
-				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p), Sector: fmt.Sprintf("%s.sig%d", name, r), Apart: apart}, Value: v, Kernel: k, Label: label}, after[r]...))
+				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p), Sector: fmt.Sprintf("%s.sig%d", name, r), Apart: apart, BlockStride: stride}, Value: v, Kernel: k, Label: label}, after[r]...))
 			}
 		}
 	}
@@ -85,7 +105,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 	socket := func(r int) int { return req.Top.GPU(r).Socket }
 	home := func(r int) hw.Mem { return hw.HostMem(socket(r)) }
 	stage := func(r int, off, l int64) Range { return OnHost(socket(r), fmt.Sprintf("stage%d", r), off, l) }
-	apart := int32(req.IntOpt("flag_apart", 128))
+	apart, stride := flagSpacing(req)
 	k := pullKernel(req.Bytes, req)
 	if h.two {
 		k = pullKernel(max(req.Bytes/int64(n), 16), req)
@@ -99,7 +119,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 		for r := 0; r < n; r++ {
 			staged[r] = []int{b.Add(r, Op{Kind: Write, Src: b.In(r, 0, req.Bytes), Dst: stage(r, 0, req.Bytes), Kernel: k, Label: "stage input in host memory"}, launch[r]...)}
 		}
-		start := hostBarrier(b, home, "start", 1, k, apart, "start barrier (host flags)", staged)
+		start := hostBarrier(b, home, "start", 1, k, apart, stride, "start barrier (host flags)", staged)
 		ends := make([][]int, n)
 		for r := 0; r < n; r++ {
 			own := b.Add(r, Op{Kind: Read, Src: b.In(r, 0, req.Bytes), Dst: b.Out(r, 0, req.Bytes), Kernel: k, Label: "own input"}, start[r]...)
@@ -112,7 +132,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 					Label: fmt.Sprintf("pull rank %d's host copy", p)}, own))
 			}
 		}
-		hostBarrier(b, home, "end", 1, k, apart, "end barrier (host flags)", ends)
+		hostBarrier(b, home, "end", 1, k, apart, stride, "end barrier (host flags)", ends)
 		return b.Schedule(), nil
 	}
 	off, size := Split(req.Bytes, req.DType.Size(), n)
@@ -130,7 +150,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 			staged[r] = launch[r]
 		}
 	}
-	start := hostBarrier(b, home, "start", 1, k, apart, "start barrier (host flags)", staged)
+	start := hostBarrier(b, home, "start", 1, k, apart, stride, "start barrier (host flags)", staged)
 	mids := make([][]int, n)
 	for r := 0; r < n; r++ {
 		own := b.Add(r, Op{Kind: Read, Src: b.In(r, off[r], size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k, Label: "own part"}, start[r]...)
@@ -144,7 +164,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 			Label: "publish reduced part to host memory"}, red...)
 		mids[r] = []int{fence(b, r, home(r), pub)}
 	}
-	mid := hostBarrier(b, home, "mid", 1, k, apart, "mid barrier (release/acquire, host flags)", mids)
+	mid := hostBarrier(b, home, "mid", 1, k, apart, stride, "mid barrier (release/acquire, host flags)", mids)
 	ends := make([][]int, n)
 	for r := 0; r < n; r++ {
 		for i := 1; i < n; i++ {
@@ -153,6 +173,6 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 				Label: fmt.Sprintf("gather part %d from host memory", p)}, mid[r]...))
 		}
 	}
-	hostBarrier(b, home, "end", 1, k, apart, "end barrier (host flags)", ends)
+	hostBarrier(b, home, "end", 1, k, apart, stride, "end barrier (host flags)", ends)
 	return b.Schedule(), nil
 }

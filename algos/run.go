@@ -271,7 +271,7 @@ func newExecutor(m *hw.Machine, src source, opt RunOptions) (*executor, error) {
 		kernelID: map[hw.Kernel]int32{}, labels: []string{""}, labelID: map[string]int32{"": 0},
 		res: &Result{PerIter: make([]sim.Time, opt.Iterations)}}
 	for _, f := range src.flags() {
-		x.flagVars = append(x.flagVars, m.NewFlag(f.String(), f.At, f.Sector, int(f.Apart)))
+		x.flagVars = append(x.flagVars, m.NewFlag(f.String(), f.At, f.Sector, int(f.Apart), int(f.BlockStride)))
 	}
 	if st, ok := src.(*streamSource); ok && st.cst != nil {
 		st.bind(x)

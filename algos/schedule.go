@@ -91,6 +91,11 @@ type Flag struct {
 	// memory; 0 for the default, next to each other a line apart (hw's
 	// hostmem.collision_span: what their writers' stores cost).
 	Apart int32
+	// BlockStride: bytes between the thread blocks' copies of the sector
+	// (each block of the kernel polls its own), when they lie one after
+	// another in host memory (vLLM's Signal layout: 32, four blocks' to a
+	// line); 0: each on a line of its own.
+	BlockStride int32
 }
 
 func (f Flag) String() string { return f.At.String() + ":" + f.Name }

@@ -60,10 +60,11 @@ func (t *slotTable[T]) take(i int64) T {
 // synchronisation, the sector's slots and their collisions) and its
 // callback.
 type pollWait struct {
-	r               int
-	sec             int32
-	rtt, svc, extra sim.Duration
-	fn              func()
+	r                     int
+	sec                   int32
+	rtt, svc, line, extra sim.Duration
+	inLine                int8 // sectors of its line polled and written (sectorPolls.lineSectors)
+	fn                    func()
 }
 
 // seenHandler runs when a polled flag holds the value waited for: the
@@ -74,7 +75,7 @@ type seenHandler Machine
 func (h *seenHandler) Handle(arg int64) {
 	m := (*Machine)(h)
 	w := &m.pend.polls.items[arg]
-	period := pollPeriod(w.rtt, m.sectorPolls[w.sec].pollers, w.svc)
+	period := slotsPeriod(w.rtt, w.svc, w.line, m.sectorPolls[w.sec].pollers, int(w.inLine))
 	m.Eng.CallAfter(period+w.extra, m.pend.hPolled, arg)
 }
 

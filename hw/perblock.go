@@ -470,27 +470,28 @@ var packedApart = map[string]int{"packed": 32, "packed_64": 64, "packed_128": 12
 // (hw.Machine.WaitFlag); a line per slot, a load of each slot's line in
 // parallel, which costs nothing more. The poll waiting at each of the
 // line's other sectors in use adds hostmem.line_contention to the
-// sector's service; the block then meets at __syncthreads
-// (gpu.barrier_sync). The groups' sectors follow each other, so a line
-// holds the sectors of several groups when a group has fewer ranks than a
-// line has sectors; the groups cost nothing else (measured, they do:
-// docs/PER_BLOCK.md).
+// sector's service, and a line whose four sectors are all in use serves
+// its polls one after another (slotsPeriod); the block then meets at
+// __syncthreads (gpu.barrier_sync). The groups' sectors follow each
+// other, so a line holds the sectors of several groups when a group has
+// fewer ranks than a line has sectors; the groups cost nothing else
+// (measured, they do: docs/PER_BLOCK.md).
 func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	at := mem(rec.Target)
 	land, err := m.StoreLanding(0, at)
 	if err != nil {
 		return 0, err
 	}
-	slots, collide, waiting := 0, 0, 0 // a line per slot: each slot polled on its own line
+	slots, collide, inLine := 0, 0, 1 // a line per slot: each slot polled on its own line
 	if apart, ok := packedApart[rec.Layout]; ok {
 		slots = rec.World - 1
 		collide = m.barrierCollisions(slots, apart)
-		inLine := min(max(128/apart, 1), max(rec.Groups, 1)*rec.World) // sectors of one line in use
-		waiting = inLine - 1                                           // one warp polls each
+		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
 	}
-	period, err := m.PollPeriod(0, at, 1, waiting, false)
+	rtt, err := m.RoundTrip(0, at)
 	if err != nil {
 		return 0, err
 	}
+	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine)
 	return nsOf(land + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false)), nil
 }

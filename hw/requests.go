@@ -39,7 +39,10 @@ import (
 // 1–4 KiB apart 1.7–2.0, 2.0–2.2 and 2.2–2.5 µs; W − 1 pollers of
 // hostmem.poll_service each would take 1.9, 3.8 and 8.0). The other
 // barriers running at once cost nothing unless their sectors share the
-// polled one's line, nor do stores beside a polled word (line_probe.jsonl). arsim's barriers keep
+// polled one's line, nor do stores beside a polled word (line_probe.jsonl);
+// a line all four of whose sectors are polled and written at once (the
+// blocks' sectors of vLLM's Signal layout from four blocks on) serves its
+// polls one after another (slotsPeriod). arsim's barriers keep
 // a rank's slots in a sector and the ranks' sectors apart bytes apart (by
 // default next to each other, a line each), so a wait on a slot of a
 // sector of k slots is seen k × hostmem.slot_service + min(k, span/apart
@@ -61,7 +64,16 @@ type sectorPolls struct {
 	waits   []int32 // by rank
 	slots   int
 	apart   int // bytes to the barrier's next sector; 0: 128
+	// blockStride: bytes from one thread block's copy of the sector to
+	// the next block's (vLLM's Signal layout: 32, a block's slots in a
+	// sector, the blocks' sectors adjacent); 0: each block's on a line of
+	// its own.
+	blockStride int
 }
+
+// sectorsPerLine is how many 32-byte sectors a 128-byte line of host
+// memory holds.
+const sectorsPerLine = 4
 
 // sectorKey names one sector group of one memory.
 type sectorKey struct {
@@ -73,9 +85,10 @@ type sectorKey struct {
 // NewFlag makes a flag that lives in memory at. Flags with the same
 // non-empty group in the same memory share one sector per block (a
 // barrier's slots that one block polls), the barrier's sectors apart bytes
-// apart (0: next to each other, 128 B); an empty group gives the flag a
-// sector of its own.
-func (m *Machine) NewFlag(name string, at Mem, group string, apart int) *sim.FlagVar {
+// apart (0: next to each other, 128 B), the blocks' copies of the sector
+// blockStride bytes apart (0: a line each); an empty group gives the flag
+// a sector of its own.
+func (m *Machine) NewFlag(name string, at Mem, group string, apart, blockStride int) *sim.FlagVar {
 	f := sim.NewFlag(m.Eng, name)
 	if group != "" {
 		if m.flagGroups == nil {
@@ -86,6 +99,9 @@ func (m *Machine) NewFlag(name string, at Mem, group string, apart int) *sim.Fla
 		sp.slots++
 		if apart > 0 {
 			sp.apart = apart
+		}
+		if blockStride > 0 {
+			sp.blockStride = blockStride
 		}
 	}
 	return f
@@ -133,6 +149,47 @@ type Poll struct {
 	// Atomic: the poll is a compare-and-swap (PyTorch's wait_signal),
 	// served per 128-byte line (hostmem.atomic_service).
 	Atomic bool
+	// Blocks: the thread blocks of the waiting kernel, each polling its
+	// own copy of the flag's sector (0: one).
+	Blocks int
+}
+
+// lineSectors is how many sectors of a barrier's sector group sp share a
+// 128-byte line, each polled by its own loop and written by the
+// barrier's other ranks: the blocks' copies when they lie blockStride
+// apart, else the ranks' sectors when they lie less than a line apart;
+// at most a line's four.
+func (sp *sectorPolls) lineSectors(blocks int) int {
+	if sp.slots == 0 {
+		return 1 // a flag of no group: a sector, and a line, of its own
+	}
+	const line = 32 * sectorsPerLine
+	n := 1
+	switch {
+	case sp.blockStride > 0 && sp.blockStride < line:
+		n = min(max(blocks, 1), line/sp.blockStride)
+	case sp.apart > 0 && sp.apart < line:
+		n = min(sp.slots+1, line/sp.apart)
+	}
+	return min(n, sectorsPerLine)
+}
+
+// slotsPeriod is the period of the poll loops of a barrier's sector when
+// pollers loops poll it, each request served in svc, and inLine sectors
+// of its line are polled and written at once (lineSectors): each load
+// waiting at another sector of the line adds line (hostmem.line_contention)
+// to the sector's service, but when all four sectors of the line are in
+// use, the line serves its loads one after another, svc
+// (hostmem.poll_service) each. Measured on one H200: barriers of 2–8
+// ranks whose sectors fill lines take 4.5–6.2 µs where a line each takes
+// 2.1–4.7 (testdata/h200x1-arsim/barrier_lines.jsonl), while loads of the
+// four sectors of a line that nothing writes do not queue (perblock.jsonl,
+// words 32 B apart: 1.2–1.4 µs a load from 1 to 132 blocks).
+func slotsPeriod(rtt, svc, line sim.Duration, pollers, inLine int) sim.Duration {
+	if inLine >= sectorsPerLine {
+		return pollPeriod(rtt, pollers*inLine, svc)
+	}
+	return linePollPeriod(rtt, pollers, (inLine-1)*pollers, svc, line)
 }
 
 // pollService returns the time memory at spends per request to one sector
@@ -225,7 +282,11 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 		apart = 128
 	}
 	extra += m.slotPolls(at, sp.slots, m.barrierCollisions(sp.slots, apart))
-	i := m.newPoll(pollWait{r: r, sec: sec, rtt: rtt, svc: svc, extra: extra, fn: fn})
+	inLine := 1
+	if !p.Atomic {
+		inLine = sp.lineSectors(p.Blocks)
+	}
+	i := m.newPoll(pollWait{r: r, sec: sec, rtt: rtt, svc: svc, line: m.lineContention(at), extra: extra, inLine: int8(inLine), fn: fn})
 	f.Wait(value, 0, who, m.pend.pollSeen[i])
 	return nil
 }

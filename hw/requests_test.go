@@ -56,7 +56,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 		at := HostMem(0)
 		var last sim.Time
 		for p := 1; p < w; p++ {
-			f := m.NewFlag(fmt.Sprintf("sig0[%d]", p), at, "sig0", 0)
+			f := m.NewFlag(fmt.Sprintf("sig0[%d]", p), at, "sig0", 0, 0)
 			require.NoError(t, m.WaitFlag(0, at, f, 1, nil, 0, Poll{}, func() { last = max(last, m.Eng.Now()) }))
 			require.NoError(t, m.SignalFlag(0, at, f, 1))
 		}
@@ -72,7 +72,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	// No group: a sector of its own, one store a round.
 	m, err := New(top)
 	require.NoError(t, err)
-	f := m.NewFlag("tail", HostMem(0), "", 0)
+	f := m.NewFlag("tail", HostMem(0), "", 0, 0)
 	var seen sim.Time
 	require.NoError(t, m.WaitFlag(0, HostMem(0), f, 1, nil, 0, Poll{}, func() { seen = m.Eng.Now() }))
 	require.NoError(t, m.SignalFlag(0, HostMem(0), f, 1))
@@ -87,4 +87,45 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	assert.Equal(t, 0, m.barrierCollisions(7, 1024))
 	assert.Equal(t, 7, m.barrierCollisions(15, 128))
 	assert.Equal(t, 3, m.barrierCollisions(3, 32))
+}
+
+// The blocks' copies of a barrier's sector 32 B apart (vLLM's Signal
+// layout): with one block its line holds one polled sector; with two, two
+// (the other's waiting load adds hostmem.line_contention); with four or
+// more the line's four sectors are polled and written at once and it
+// serves their polls one after another, hostmem.poll_service each. Blocks
+// whose sectors lie a line apart (stride 0) never share one.
+func TestFullLinesOfBarrierSectorsServeTheirPollsInTurn(t *testing.T) {
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	seenAfter := func(stride, blocks int) sim.Duration {
+		m, err := New(top)
+		require.NoError(t, err)
+		at := HostMem(0)
+		f := m.NewFlag("sig0[1]", at, "sig0", 4096, stride)
+		var seen sim.Time
+		require.NoError(t, m.WaitFlag(0, at, f, 1, nil, 0, Poll{Blocks: blocks}, func() { seen = m.Eng.Now() }))
+		require.NoError(t, m.SignalFlag(0, at, f, 1))
+		require.NoError(t, m.Eng.Run())
+		land, err := m.StoreLanding(0, at)
+		require.NoError(t, err)
+		return sim.Duration(seen) - land - m.Phys.HostSlotService
+	}
+	m, err := New(top)
+	require.NoError(t, err)
+	rtt, err := m.RoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	svc, line := m.Phys.HostPollService, m.Phys.HostLineContention
+	alone := max(rtt, svc)
+	assert.Equal(t, alone, seenAfter(32, 1))
+	assert.Equal(t, max(rtt, svc+line), seenAfter(32, 2))
+	assert.Equal(t, max(rtt, svc+2*line), seenAfter(32, 3))
+	assert.Equal(t, max(rtt, 4*svc), seenAfter(32, 4))
+	assert.Equal(t, max(rtt, 4*svc), seenAfter(32, 132))
+	assert.Equal(t, max(rtt, svc+line), seenAfter(64, 8), "two blocks' sectors to a line")
+	assert.Equal(t, alone, seenAfter(0, 132))
+	assert.Equal(t, alone, seenAfter(128, 132))
+	assert.Greater(t, 4*svc, rtt+2*line, "on H200 a full line costs more than its waiting loads would")
 }

@@ -308,6 +308,9 @@ func flagKernelChoice(r trace.Record) (choice, error) {
 	}
 	if r.Impl != trace.ImplHostStagedOneShot {
 		c.opts["rank_loop"] = "runtime" // tools/capture's kernels loop over ranks with a run-time bound
+		if r.Transport == trace.TransportHostMemory {
+			c.opts["flag_layout"] = "vllm" // tools/capture's signal arrays: sig[rank] + block × 8 + peer (kernels.py block_barrier)
+		}
 	}
 	c.note = "modelled as " + c.algo
 	return c, nil
