@@ -3,6 +3,7 @@ package hw
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/arsim/arsim/sim"
@@ -37,7 +38,7 @@ type PerBlock struct {
 	Slice   int64  // loop simple_step: bytes per step
 	Fence   string // loop simple_step, fence: none, acq_rel, sc
 	Stores  int    // loop fence: stores per thread before the fence
-	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64 … packed_4k: 64 B–4 KiB apart) or "line_per_slot"
+	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64 … packed_4k: 64 B–4 KiB apart), "line_per_slot", or rank-major "vllm", "vllm_line", "vllm_off64" (rankMajor)
 	Groups  int    // loop group_barrier: groups of World blocks barriering at once
 	Blocks  int
 	Threads int
@@ -460,6 +461,35 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 var packedApart = map[string]int{"packed": 32, "packed_64": 64, "packed_128": 128, "packed_256": 256, "packed_512": 512,
 	"packed_1k": 1024, "packed_2k": 2048, "packed_4k": 4096}
 
+// rankMajor are the rank-major barrier layouts (tools/capture's
+// pb_group_barrier_rm): each rank's sectors in an array of its own,
+// rankStride bytes after the previous rank's, group g's sector at offset +
+// g × groupStride bytes into it (offset from the start of a line).
+var rankMajor = map[string]rankLayout{
+	"vllm":       {rankStride: 16 << 10, groupStride: 32},
+	"vllm_line":  {rankStride: 16 << 10, groupStride: 128},
+	"vllm_off64": {rankStride: 16 << 10, groupStride: 32, offset: 64},
+}
+
+type rankLayout struct{ rankStride, groupStride, offset int }
+
+// medianLineSectors is how many groups' sectors share the line of the
+// median group's sector among groups groups (the capture reports the
+// median block).
+func (l rankLayout) medianLineSectors(groups int) int {
+	per := make([]int, groups)
+	for g := range per {
+		line := (l.offset + g*l.groupStride) / 128
+		for h := 0; h < groups; h++ {
+			if (l.offset+h*l.groupStride)/128 == line {
+				per[g]++
+			}
+		}
+	}
+	slices.Sort(per)
+	return min(per[(groups-1)/2], sectorsPerLine)
+}
+
 // groupBarrierTwin: a barrier of World blocks through flags in one memory,
 // laid out as vLLM's (a rank's slots for its peers in one sector, the
 // ranks' sectors 32 B to 4 KiB apart: packedApart) or a line per slot.
@@ -487,6 +517,10 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		slots = rec.World - 1
 		collide = m.barrierCollisions(slots, apart)
 		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
+	} else if rm, ok := rankMajor[rec.Layout]; ok {
+		slots = rec.World - 1
+		collide = m.barrierCollisions(slots, rm.rankStride)
+		inLine = rm.medianLineSectors(max(rec.Groups, 1))
 	}
 	rtt, err := m.RoundTrip(0, at)
 	if err != nil {

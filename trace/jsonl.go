@@ -215,8 +215,10 @@ type Record struct {
 	// group_barrier's slot layout ("packed": a rank's slots in one sector,
 	// the ranks' sectors 32 B apart, "packed_64" … "packed_4k" 64 B to
 	// 4 KiB apart; "line_per_slot", and "line_per_slot_t" with rank r's
-	// slot for peer p at line p·W + r) and its groups of World blocks
-	// barriering at once;
+	// slot for peer p at line p·W + r; "vllm", "vllm_line", "vllm_off64":
+	// rank-major, each rank's sectors in an array of its own, the groups'
+	// sectors 32 B apart, 128 B apart, or 32 B apart from 64 B into a
+	// line) and its groups of World blocks barriering at once;
 	// Producer who wrote an LL receive loop's lines ("stale": one launch
 	// before every trial; "before": the launch just before; "evicted":
 	// the launch just before, then 128 MiB of other writes; "live":

@@ -840,6 +840,30 @@ extern "C" __global__ void pb_group_barrier(unsigned* flags, int W, int stride_r
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
 
+// ---- W-rank barriers laid out rank-major, as vLLM's Signal and tools/capture's flag kernels keep their flags:
+// rank p's array starts stride_rank words after rank p-1's, group g's sector at g * stride_g words into it, the slot
+// for writer r at word r. Block (g, r) stores epoch e into slot r of group g's sector of every peer's array and
+// polls the W-1 slots of its own array's sector (one thread per slot), then meets at __syncthreads.
+extern "C" __global__ void pb_group_barrier_rm(unsigned* flags, int W, int stride_rank, int stride_g, int nb,
+                                               unsigned e0, int* err, long long* res) {
+  const int g = blockIdx.x / W, r = blockIdx.x % W, p = threadIdx.x;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (p < W && p != r) {
+      st_vol(flags + (size_t)p * stride_rank + (size_t)g * stride_g + r, e);
+      while (ld_vol(flags + (size_t)r * stride_rank + (size_t)g * stride_g + p) < e) {
+        if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+      }
+    }
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
+}
+
 // ---- NCCL LL128-style loop with NCCL's layout: a warp moves one 2-KiB chunk per iteration (16 lines of 128 B);
 // thread `lane` loads the 16-B vectors u*32 + lane (u < 4) of the chunk, and the eighth vector of every 128-B line
 // (lane % 8 == 7) carries the flag in its last word; the warp reloads until every flag matches (__any_sync), as

@@ -604,6 +604,41 @@ class PerBlock:
         self.group_barriers(layouts=(("line_per_slot", 8 * 32, 32),), worlds=(2, 4, 8), groups=(1,), buf_name="gbs",
                             targets=("host",))
 
+    def barrier_layout(self):
+        """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
+        of its own, 16 KiB after the previous rank's, a group's W slots in one 32-B sector of it. Layout vllm: the
+        groups' sectors adjacent (32 B apart, four groups to a 128-B line, as vLLM's Signal and the flag kernels of
+        flagar.py); vllm_line: 128 B apart (a line each); vllm_off64: 32 B apart from 64 B into a line (groups 0-1
+        share the first line, 2-5 the next). W 2, 4, 8; 1-32 groups (at most 132 blocks)."""
+        # The same instance's barriers with each rank's sector 4 KiB from the next (no line shared), to compare with.
+        self.group_barriers(layouts=(("packed_4k", 1024, 1),), worlds=(2, 4, 8), groups=(1, 4), buf_name="gbs",
+                            targets=("host",))
+        k = self.fn("pb_group_barrier_rm")
+        nb = 200
+        stride_rank = 4096  # words: 16 KiB
+        buf = self.ptr("host", "gbr", 4 * MB)
+        self.fill("host", "gbr", 4 * MB, [0])
+        e0 = [0]
+        plan = (("vllm", 8, 0, (1, 2, 3, 4, 8, 16, 32)), ("vllm_line", 32, 0, (1, 4, 16)), ("vllm_off64", 8, 16, (2, 4, 6)),
+                ("vllm", 8, 0, (1, 4)))
+        for layout, stride_g, off, groups in plan:
+            for W in (2, 4, 8):
+                for G in groups:
+                    if G * W > self.sms:
+                        continue
+
+                    def meas(layout=layout, stride_g=stride_g, off=off, W=W, G=G):
+                        def launch():
+                            k((G * W,), (32,), (np.uint64(int(buf) + 4 * off), np.int32(W), np.int32(stride_rank),
+                                               np.int32(stride_g), np.int32(nb), np.uint32(e0[0]), self.err, self.res),
+                              stream=self.s)
+                            e0[0] += nb
+                        vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                        self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": layout,
+                                   "world": W, "groups": G, "blocks": G * W, "threads": 32,
+                                   "barriers_per_launch": nb}, vals, "ns_per_iter")
+                    self.rec.guard(f"group_barrier host {layout} W{W} G{G}", meas)
+
     def ll128w(self, pairs=None, block_pair=("local", "local"), threads=None, blocks=None):
         k = self.fn("pb_ll128w")
         flag = 1
@@ -776,7 +811,7 @@ def run(out_dir, quick):
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing"):
+        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
