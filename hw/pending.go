@@ -75,7 +75,8 @@ type seenHandler Machine
 func (h *seenHandler) Handle(arg int64) {
 	m := (*Machine)(h)
 	w := &m.pend.polls.items[arg]
-	period := slotsPeriod(w.rtt, w.svc, w.line, m.sectorPolls[w.sec].pollers, int(w.inLine))
+	sp := &m.sectorPolls[w.sec]
+	period := slotsPeriod(w.rtt, w.svc, w.line, sp.pollers, int(w.inLine), sp.slots)
 	m.Eng.CallAfter(period+w.extra, m.pend.hPolled, arg)
 }
 

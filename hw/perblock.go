@@ -500,9 +500,8 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // (hw.Machine.WaitFlag); a line per slot, a load of each slot's line in
 // parallel, which costs nothing more. The poll waiting at each of the
 // line's other sectors in use adds hostmem.line_contention to the
-// sector's service, and a line whose four sectors are all in use serves
-// its polls one after another (slotsPeriod); the block then meets at
-// __syncthreads (gpu.barrier_sync). The groups' sectors follow each
+// sector's service per store landing there (slotsPeriod); the block then
+// meets at __syncthreads (gpu.barrier_sync). The groups' sectors follow each
 // other, so a line holds the sectors of several groups when a group has
 // fewer ranks than a line has sectors; the groups cost nothing else
 // (measured, they do: docs/PER_BLOCK.md).
@@ -526,6 +525,6 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine)
+	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine, slots)
 	return nsOf(land + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false)), nil
 }

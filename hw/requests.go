@@ -40,9 +40,8 @@ import (
 // hostmem.poll_service each would take 1.9, 3.8 and 8.0). The other
 // barriers running at once cost nothing unless their sectors share the
 // polled one's line, nor do stores beside a polled word (line_probe.jsonl);
-// a line all four of whose sectors are polled and written at once (the
-// blocks' sectors of vLLM's Signal layout from four blocks on) serves its
-// polls one after another (slotsPeriod). arsim's barriers keep
+// stores landing at the other sectors of a polled sector's line, each
+// written by the barrier's other ranks, add to its service (slotsPeriod). arsim's barriers keep
 // a rank's slots in a sector and the ranks' sectors apart bytes apart (by
 // default next to each other, a line each), so a wait on a slot of a
 // sector of k slots is seen k × hostmem.slot_service + min(k, span/apart
@@ -176,20 +175,15 @@ func (sp *sectorPolls) lineSectors(blocks int) int {
 
 // slotsPeriod is the period of the poll loops of a barrier's sector when
 // pollers loops poll it, each request served in svc, and inLine sectors
-// of its line are polled and written at once (lineSectors): each load
-// waiting at another sector of the line adds line (hostmem.line_contention)
-// to the sector's service, but when all four sectors of the line are in
-// use, the line serves its loads one after another, svc
-// (hostmem.poll_service) each. Measured on one H200: barriers of 2–8
-// ranks whose sectors fill lines take 4.5–6.2 µs where a line each takes
-// 2.1–4.7 (testdata/h200x1-arsim/barrier_lines.jsonl), while loads of the
-// four sectors of a line that nothing writes do not queue (perblock.jsonl,
-// words 32 B apart: 1.2–1.4 µs a load from 1 to 132 blocks).
-func slotsPeriod(rtt, svc, line sim.Duration, pollers, inLine int) sim.Duration {
-	if inLine >= sectorsPerLine {
-		return pollPeriod(rtt, pollers*inLine, svc)
-	}
-	return linePollPeriod(rtt, pollers, (inLine-1)*pollers, svc, line)
+// of its line are in use at once (lineSectors), each written by writers
+// of the barrier's ranks: every store landing at another sector of the
+// line adds line (hostmem.line_contention) to the sector's service.
+// Measured on one H200 (barrier_layout.jsonl, each rank's sectors in an
+// array of its own, the groups' sectors of an array adjacent): a line
+// shared by 2, 3 or 4 groups' sectors adds 0.20–0.22 µs per such store at
+// 2 and 8 ranks (0.30 at 4), up to four groups.
+func slotsPeriod(rtt, svc, line sim.Duration, pollers, inLine, writers int) sim.Duration {
+	return linePollPeriod(rtt, pollers, (inLine-1)*writers, svc, line)
 }
 
 // pollService returns the time memory at spends per request to one sector

@@ -90,42 +90,48 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 }
 
 // The blocks' copies of a barrier's sector 32 B apart (vLLM's Signal
-// layout): with one block its line holds one polled sector; with two, two
-// (the other's waiting load adds hostmem.line_contention); with four or
-// more the line's four sectors are polled and written at once and it
-// serves their polls one after another, hostmem.poll_service each. Blocks
-// whose sectors lie a line apart (stride 0) never share one.
-func TestFullLinesOfBarrierSectorsServeTheirPollsInTurn(t *testing.T) {
+// layout): with one block its line holds one sector in use; with b
+// blocks, min(b, 4), and each store the barrier's other ranks land at the
+// line's other sectors adds hostmem.line_contention to the sector's
+// service. Blocks whose sectors lie a line apart (stride 0, 128) never
+// share one.
+func TestStoresAtTheOtherSectorsOfAPolledLineAddToItsService(t *testing.T) {
 	pre, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	top, err := pre.Build()
 	require.NoError(t, err)
-	seenAfter := func(stride, blocks int) sim.Duration {
+	// seenAfter: a W-rank barrier's sector group (W − 1 slots) in host
+	// memory, rank 0's wait on one slot: the time from the landing to the
+	// wait's end, less the slots' own service.
+	seenAfter := func(w, stride, blocks int) sim.Duration {
 		m, err := New(top)
 		require.NoError(t, err)
 		at := HostMem(0)
-		f := m.NewFlag("sig0[1]", at, "sig0", 4096, stride)
+		var fs []*sim.FlagVar
+		for p := 1; p < w; p++ {
+			fs = append(fs, m.NewFlag(fmt.Sprintf("sig0[%d]", p), at, "sig0", 4096, stride))
+		}
 		var seen sim.Time
-		require.NoError(t, m.WaitFlag(0, at, f, 1, nil, 0, Poll{Blocks: blocks}, func() { seen = m.Eng.Now() }))
-		require.NoError(t, m.SignalFlag(0, at, f, 1))
+		require.NoError(t, m.WaitFlag(0, at, fs[0], 1, nil, 0, Poll{Blocks: blocks}, func() { seen = m.Eng.Now() }))
+		require.NoError(t, m.SignalFlag(0, at, fs[0], 1))
 		require.NoError(t, m.Eng.Run())
 		land, err := m.StoreLanding(0, at)
 		require.NoError(t, err)
-		return sim.Duration(seen) - land - m.Phys.HostSlotService
+		return sim.Duration(seen) - land - sim.Duration(w-1)*m.Phys.HostSlotService
 	}
 	m, err := New(top)
 	require.NoError(t, err)
 	rtt, err := m.RoundTrip(0, HostMem(0))
 	require.NoError(t, err)
 	svc, line := m.Phys.HostPollService, m.Phys.HostLineContention
-	alone := max(rtt, svc)
-	assert.Equal(t, alone, seenAfter(32, 1))
-	assert.Equal(t, max(rtt, svc+line), seenAfter(32, 2))
-	assert.Equal(t, max(rtt, svc+2*line), seenAfter(32, 3))
-	assert.Equal(t, max(rtt, 4*svc), seenAfter(32, 4))
-	assert.Equal(t, max(rtt, 4*svc), seenAfter(32, 132))
-	assert.Equal(t, max(rtt, svc+line), seenAfter(64, 8), "two blocks' sectors to a line")
-	assert.Equal(t, alone, seenAfter(0, 132))
-	assert.Equal(t, alone, seenAfter(128, 132))
-	assert.Greater(t, 4*svc, rtt+2*line, "on H200 a full line costs more than its waiting loads would")
+	for _, w := range []int{2, 8} {
+		writers := sim.Duration(w - 1)
+		assert.Equal(t, max(rtt, svc), seenAfter(w, 32, 1), "W = %d", w)
+		assert.Equal(t, max(rtt, svc+writers*line), seenAfter(w, 32, 2), "W = %d", w)
+		assert.Equal(t, max(rtt, svc+3*writers*line), seenAfter(w, 32, 4), "W = %d", w)
+		assert.Equal(t, max(rtt, svc+3*writers*line), seenAfter(w, 32, 132), "W = %d: a line holds four sectors", w)
+		assert.Equal(t, max(rtt, svc+writers*line), seenAfter(w, 64, 8), "W = %d: two blocks' sectors to a line", w)
+		assert.Equal(t, max(rtt, svc), seenAfter(w, 0, 132), "W = %d", w)
+		assert.Equal(t, max(rtt, svc), seenAfter(w, 128, 132), "W = %d", w)
+	}
 }
