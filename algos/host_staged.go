@@ -55,9 +55,10 @@ func (hostStaged) Options() []OptionSpec {
 // apart, every block's on lines of its own. "vllm": vLLM's Signal layout,
 // as tools/capture's flag kernels keep it: each rank's flags in an array
 // of their own, a block's slots in one 32-byte sector, the blocks'
-// sectors one after another, four to a line. With four blocks or more
-// each line's four sectors are polled and written at once, and host
-// memory serves its polls one after another (hw's slotsPeriod).
+// sectors one after another, four to a line. Each store the other ranks
+// land at another block's sector of a polled line adds to its poll's
+// service (hw's slotsPeriod): 3 × (W − 1) stores a barrier from four
+// blocks on.
 var flagLayoutOption = OptionSpec{Name: "flag_layout", Values: []string{"line", "vllm"}, Default: "line",
 	Doc: "line: every block's flag sectors on lines of their own (flag_apart between ranks); vllm: each rank's flags in an array of their own, the blocks' 32-B sectors adjacent, four to a line (vLLM's Signal)"}
 
