@@ -197,3 +197,21 @@ func TestTimelinePicture(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(svg), "rank 0 / ops")
 }
+
+// sweep -v says what each algorithm planned at each size: NCCL's protocol
+// switch from LL to Simple with P2P at SYS, a custom kernel's launch
+// configuration, sizes with the same plan together. With a machine-readable
+// format the notes go to stderr and stdout stays parseable.
+func TestSweepVerbosePrintsEachPlansNotes(t *testing.T) {
+	out, _, err := runCLI(t, "sweep", "--algos", "nccl,two_stage", "--opts", "NCCL_P2P_LEVEL=SYS", "--sizes", "8,1KiB,4KiB", "-v", "--no-check")
+	require.NoError(t, err)
+	assert.Contains(t, out, "  nccl at 8 B:\n    NCCL: ring/ll over p2p")
+	assert.Contains(t, out, "  nccl at 4 KiB:\n    NCCL: ring/simple over p2p")
+	assert.Contains(t, out, "  two_stage at 8 B:\n    1 blocks × 512 threads per GPU")
+	assert.NotContains(t, out, "two_stage at 8 B–", "two_stage's notes name each part's bytes, so no two sizes share them")
+
+	csvOut, errOut, err := runCLI(t, "sweep", "--algos", "ring", "--sizes", "1KiB,2KiB", "--format", "csv", "-v", "--no-check")
+	require.NoError(t, err)
+	assert.NotContains(t, csvOut, "ring at")
+	assert.Contains(t, errOut, "  ring at 1 KiB–2 KiB:\n    ring: ring over 2 of 2 channels, proto simple", "the same plan at both sizes")
+}

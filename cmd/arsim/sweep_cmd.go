@@ -38,6 +38,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	plotBus := fs.String("plot-busbw", "", "also draw bus bandwidth versus size to this .svg or .png file")
 	noCheck := fs.Bool("no-check", false, noCheckUsage)
 	progress := fs.Bool("progress", false, "show progress on stderr (the default when stderr is a terminal)")
+	verbose := fs.Bool("v", false, "print each algorithm's plan notes at each size, NCCL's choices (P2P level, ring search, protocol, channels, threads) included; after a table on stdout, else on stderr")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -112,6 +113,13 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *verbose {
+		w := out
+		if *format != "table" {
+			w = errOut // keep machine-readable output clean
+		}
+		writeSweepNotes(w, algos.Request{Top: t, Ranks: n, DType: dt, Launch: mode}, o, names, sz)
+	}
 	outs := make([]ran, len(rows))
 	for i, r := range rows {
 		outs[i] = ran{r.Algo, r.Err}
@@ -120,6 +128,47 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	return drawSweepPlots(errOut, t.Name, names, rows, *plotFile, *plotBus)
+}
+
+// writeSweepNotes prints, per algorithm, the notes its plan carries at
+// each size (req with Bytes and Opts set per point), consecutive sizes
+// with the same notes together. A point the algorithm cannot plan has
+// none: the table says why.
+func writeSweepNotes(out io.Writer, req algos.Request, o map[string]string, names []string, sizes []int64) {
+	for _, name := range names {
+		req.Opts = algos.OptionsFor(name, o)
+		var from, to int64
+		var notes []string
+		flush := func() {
+			if len(notes) == 0 {
+				return
+			}
+			at := sim.Bytes(from).String()
+			if to != from {
+				at += "–" + sim.Bytes(to).String()
+			}
+			fmt.Fprintf(out, "  %s at %s:\n", name, at)
+			for _, n := range notes {
+				fmt.Fprintf(out, "    %s\n", n)
+			}
+		}
+		fmt.Fprintln(out)
+		for _, b := range sizes {
+			req.Bytes = b
+			s, err := algos.Plan(name, req)
+			var these []string
+			if err == nil {
+				these = s.Notes
+			}
+			if len(notes) > 0 && slices.Equal(these, notes) {
+				to = b
+				continue
+			}
+			flush()
+			from, to, notes = b, b, these
+		}
+		flush()
+	}
 }
 
 // checkSweepArgs refuses what sweep cannot do before anything is simulated:
