@@ -240,21 +240,10 @@ func checkNotes(errOut io.Writer, notes []string) {
 	}
 }
 
-// optsForAlgo keeps the options an algorithm accepts, as the timing does.
+// optsForAlgo keeps the options an algorithm accepts, as the timing does
+// (algos.OptionsFor).
 func optsForAlgo(o map[string]string) func(string) map[string]string {
-	return func(name string) map[string]string {
-		a, err := algos.Lookup(name)
-		if err != nil || len(o) == 0 {
-			return nil
-		}
-		out := map[string]string{}
-		for _, spec := range a.Options() {
-			if v, ok := o[spec.Name]; ok {
-				out[spec.Name] = v
-			}
-		}
-		return out
-	}
+	return func(name string) map[string]string { return algos.OptionsFor(name, o) }
 }
 
 // noCheckUsage is the --no-check flag's text.
