@@ -498,9 +498,10 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // sector, hostmem.slot_service per slot and hostmem.sector_collision for
 // each of the barrier's other sectors within hostmem.collision_span
 // (hw.Machine.WaitFlag); a line per slot, a load of each slot's line in
-// parallel, which costs nothing more. The poll waiting at each of the
-// line's other sectors in use adds hostmem.line_contention to the
-// sector's service per store landing there (slotsPeriod); the block then
+// parallel, hostmem.slot_service per slot as well (measured: 1.7–1.9,
+// 2.0–2.2, 2.3–2.6 µs at W = 2, 4, 8, about twice that slope). Each store
+// landing at another sector of the polled sector's line adds
+// hostmem.line_contention to its service (slotsPeriod); the block then
 // meets at __syncthreads (gpu.barrier_sync). The groups' sectors follow each
 // other, so a line holds the sectors of several groups when a group has
 // fewer ranks than a line has sectors; the groups cost nothing else
@@ -511,13 +512,11 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	slots, collide, inLine := 0, 0, 1 // a line per slot: each slot polled on its own line
+	slots, collide, inLine := rec.World-1, 0, 1 // a line per slot: each slot polled on its own line
 	if apart, ok := packedApart[rec.Layout]; ok {
-		slots = rec.World - 1
 		collide = m.barrierCollisions(slots, apart)
 		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
 	} else if rm, ok := rankMajor[rec.Layout]; ok {
-		slots = rec.World - 1
 		collide = m.barrierCollisions(slots, rm.rankStride)
 		inLine = rm.medianLineSectors(max(rec.Groups, 1))
 	}

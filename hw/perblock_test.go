@@ -52,12 +52,12 @@ func TestNeighbourLoadsCountPollsNearThePair(t *testing.T) {
 	}
 }
 
-// The barrier twin: a line per slot pays no slot cost; a packed sector
-// pays hostmem.slot_service for each of its W − 1 slots, and
-// hostmem.sector_collision for each other rank's sector within
-// hostmem.collision_span (all of them 128 B apart, none 4 KiB apart), and
-// a poll waiting at each other sector of its line in use; GPU memory
-// neither.
+// The barrier twin: every layout pays hostmem.slot_service for each of
+// the W − 1 slots a block polls, whether in one sector or a line each; a
+// packed sector also hostmem.sector_collision for each other rank's sector
+// within hostmem.collision_span (all of them 128 B apart, none 4 KiB
+// apart), and hostmem.line_contention for each store at another sector of
+// its line; GPU memory none of them.
 func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
 	pre, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
@@ -71,15 +71,15 @@ func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
 		return v
 	}
 	slot, coll := nsOf(m.Phys.HostSlotService), nsOf(m.Phys.HostSectorCollision)
-	base := twin("line_per_slot", "host", 2, 1)
+	none := twin("line_per_slot", "host", 2, 1) - slot // the barrier without its slots
 	for _, w := range []int{2, 4, 8} {
-		assert.InDelta(t, base, twin("line_per_slot", "host", w, 16), 1e-9, "a line per slot, W = %d", w)
-		assert.InDelta(t, base+float64(w-1)*(slot+coll), twin("packed_128", "host", w, 4), 1e-9, "packed_128, W = %d", w)
-		assert.InDelta(t, base+float64(w-1)*slot, twin("packed_4k", "host", w, 4), 1e-9, "packed_4k, W = %d", w)
+		assert.InDelta(t, none+float64(w-1)*slot, twin("line_per_slot", "host", w, 16), 1e-9, "a line per slot, W = %d", w)
+		assert.InDelta(t, none+float64(w-1)*(slot+coll), twin("packed_128", "host", w, 4), 1e-9, "packed_128, W = %d", w)
+		assert.InDelta(t, none+float64(w-1)*slot, twin("packed_4k", "host", w, 4), 1e-9, "packed_4k, W = %d", w)
 	}
-	assert.InDelta(t, base+3*slot+coll, twin("packed_512", "host", 4, 1), 1e-9, "4 ranks 512 B apart: pairs within a kibibyte")
-	// Two ranks' sectors 32 B apart, one group: one other sector of the line polled.
-	assert.InDelta(t, base+slot+coll+nsOf(m.Phys.HostLineContention)+nsOf(m.Phys.HostPollService)-nsOf(max(m.Phys.HostPollService, mustRTT(t, m))),
+	assert.InDelta(t, none+3*slot+coll, twin("packed_512", "host", 4, 1), 1e-9, "4 ranks 512 B apart: pairs within a kibibyte")
+	// Two ranks' sectors 32 B apart, one group: one store at the other sector of the line.
+	assert.InDelta(t, none+slot+coll+nsOf(m.Phys.HostLineContention)+nsOf(m.Phys.HostPollService)-nsOf(max(m.Phys.HostPollService, mustRTT(t, m))),
 		twin("packed", "host", 2, 1), 1e-9)
 	assert.InDelta(t, twin("line_per_slot", "local", 8, 1), twin("packed", "local", 8, 16), 1e-9, "GPU memory: no slot or line cost")
 }
