@@ -100,25 +100,43 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch *format {
+	return writeSweep(out, errOut, sweepOutput{format: *format, verbose: *verbose, plot: *plotFile, plotBus: *plotBus},
+		algos.Request{Top: t, Ranks: n, DType: dt, Launch: mode}, o, names, sz, rows)
+}
+
+// sweepOutput is what a sweep writes besides its rows: the format, the
+// plan notes (-v) and the plots.
+type sweepOutput struct {
+	format        string
+	verbose       bool
+	plot, plotBus string
+}
+
+// writeSweep writes a sweep's rows in its format, then, with -v, each
+// plan's notes (req without Bytes and Opts: the sweep's machine, world
+// size, type and launch), what could not run, and the plots.
+func writeSweep(out, errOut io.Writer, so sweepOutput, req algos.Request, o map[string]string, names []string, sz []int64, rows []scenarios.SweepRow) error {
+	t, n := req.Top, req.Ranks
+	var err error
+	switch so.format {
 	case "json":
 		err = writeSweepJSON(out, t.Name, rows)
 	case "csv":
 		err = writeSweepCSV(out, rows)
 	case "nccl-tests":
-		err = writeSweepNCCLTests(out, t, n, dt, mode, names, rows)
+		err = writeSweepNCCLTests(out, t, n, req.DType, req.Launch, names, rows)
 	default:
 		err = writeSweepTable(out, t.Name, names, sz, rows)
 	}
 	if err != nil {
 		return err
 	}
-	if *verbose {
+	if so.verbose {
 		w := out
-		if *format != "table" {
+		if so.format != "table" {
 			w = errOut // keep machine-readable output clean
 		}
-		writeSweepNotes(w, algos.Request{Top: t, Ranks: n, DType: dt, Launch: mode}, o, names, sz)
+		writeSweepNotes(w, req, o, names, sz)
 	}
 	outs := make([]ran, len(rows))
 	for i, r := range rows {
@@ -127,7 +145,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := noteCannotRun(errOut, t.Name, outs); err != nil {
 		return err
 	}
-	return drawSweepPlots(errOut, t.Name, names, rows, *plotFile, *plotBus)
+	return drawSweepPlots(errOut, t.Name, names, rows, so.plot, so.plotBus)
 }
 
 // writeSweepNotes prints, per algorithm, the notes its plan carries at
