@@ -7,7 +7,7 @@ plus pointer_chase (host, local, peer) again, for the round trips of the same ru
 GPU0 runs everything; GPU1 only holds the peer buffers (NVLink, cudaDeviceEnablePeerAccess).
 Every measurement is wrapped by Recorder.guard; all records go to OUT/micro2.jsonl.
 """
-import statistics, time
+import os, statistics, time
 import numpy as np
 
 from common import Recorder, log, summarize
@@ -218,13 +218,167 @@ class Micro2:
         hb.free()
 
 
+    # ---------- 1b. the graph gap against what the process holds --------------------------------
+    def launch_state(self):
+        """The graph gap per empty kernel (1 x 32 threads, graphs of 20 and 100 nodes, behind a 3-ms spin) as the
+        process grows: fresh; holding 1, 8, 32 and 96 GiB of device memory (CuPy arrays, touched); after freeing
+        them and emptying CuPy's pool; holding 1 GiB of pinned, mapped host memory; after freeing it; with
+        the per-block suite's module loaded; then after the process's first kernels that touch memory, in the order
+        LAUNCH_STATE_ORDER gives (default dev,load,store): dev, a kernel loading and storing device memory; load, a
+        kernel loading a word of pinned host memory; store, a kernel storing one; stream2, the dev kernel on another
+        stream; null, on the legacy default stream; other_module, the empty kernel of the micro module; pb_cal_short
+        and pb_cal_long, the per-block module's clock calibration kernel for 1,000 or 20 M cycles; stream2_short and
+        stream2_long, this module's calibration kernel on another stream for 1,000 or 20 M cycles. Each record says
+        the state (field state) and what is held."""
+        cp = self.cp
+        k, spin, s = self.fn("empty_kernel2"), self.fn("spin_ns"), self.s
+        GiB = 1 << 30
+        held = {"dev": 0, "host": 0}
+
+        def measure(state):
+            for K in (20, 100):
+                with cp.cuda.Device(0):
+                    s.begin_capture()
+                    try:
+                        for _ in range(K):
+                            k((1,), (32,), (), stream=s)
+                    finally:
+                        g = s.end_capture()
+                    g.launch(stream=s); s.synchronize()
+                    R = max(5, 4000 // K)
+                    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                    ts = []
+                    for _ in range(7):
+                        spin((1,), (1,), (np.int64(3000 * 1000),), stream=s)
+                        e0.record(s)
+                        for _ in range(R):
+                            g.launch(stream=s)
+                        e1.record(s); e1.synchronize()
+                        ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0 / (R * K))
+                med, lo, hi = summarize(ts)
+                self.rec.emit({"kind": "empty_kernel", "clock": "device_events", "launch": "cudagraph",
+                               "mode": "graph_replay", "graph_nodes": K, "replays": R, "trials": 7, "blocks": 1,
+                               "threads": 32, "prefill_us": 3000, "us": med, "us_min": lo, "us_max": hi,
+                               "state": state, "device_held_bytes": held["dev"], "host_pinned_bytes": held["host"]})
+                log("launch_state", state, K, f"{med:.4f} us")
+
+        self.rec.guard("launch_state fresh", measure, "fresh")
+        arrays = []
+        for gib in (1, 8, 32, 96):
+            def grow(gib=gib):
+                with cp.cuda.Device(0):
+                    a = cp.zeros((gib * GiB - held["dev"]) // 4, dtype=cp.uint32)
+                    cp.cuda.Device(0).synchronize()
+                arrays.append(a)
+                held["dev"] = gib * GiB
+                measure(f"device {gib} GiB")
+            self.rec.guard(f"launch_state device {gib} GiB", grow)
+        arrays.clear()
+        cp.get_default_memory_pool().free_all_blocks()
+        held["dev"] = 0
+        self.rec.guard("launch_state device freed", measure, "device freed")
+        bufs = []
+        for gib in (1,):
+            def pin(gib=gib):
+                bufs.append(HostBuf(gib * GiB - held["host"]))
+                held["host"] = gib * GiB
+                measure(f"pinned {gib} GiB")
+            self.rec.guard(f"launch_state pinned {gib} GiB", pin)
+        for b in bufs:
+            b.free()
+        held["host"] = 0
+        self.rec.guard("launch_state pinned freed", measure, "pinned freed")
+
+        def module():
+            with cp.cuda.Device(0):
+                self.pb_mod = cp.RawModule(code=kernels.PERBLOCK_SRC, options=("-std=c++17",))
+                self.pb_mod.get_function("pb_ll")
+            measure("per-block module loaded")
+        self.rec.guard("launch_state module", module)
+
+        touch = cp.RawModule(code=r"""
+extern "C" __global__ void touch_dev(unsigned* p) { p[threadIdx.x] += 1u; }
+extern "C" __global__ void touch_load(const unsigned* h, unsigned* out) {
+  out[threadIdx.x] = *(volatile const unsigned*)(h + threadIdx.x);
+}
+extern "C" __global__ void touch_store(unsigned* h) { *(volatile unsigned*)(h + threadIdx.x) = 7u; }
+""")
+        hb = HostBuf(1 << 20)
+        with cp.cuda.Device(0):
+            dbuf = cp.zeros(1024, dtype=cp.uint32)
+        hp = np.uint64(hb.ptr)
+        with cp.cuda.Device(0):
+            s2 = cp.cuda.Stream(non_blocking=True)
+        runs = {"dev": lambda: touch.get_function("touch_dev")((1,), (32,), (dbuf,), stream=s),
+                "stream2": lambda: touch.get_function("touch_dev")((1,), (32,), (dbuf,), stream=s2),
+                "null": lambda: touch.get_function("touch_dev")((1,), (32,), (dbuf,), stream=cp.cuda.Stream.null),
+                "other_module": lambda: self.m.mods[0].get_function("empty_kernel")((1,), (32,), (), stream=s),
+                "pb_cal_short": lambda: self.pb_mod.get_function("pb_clk_cal")((1,), (1,), (np.int64(1000), self.res), stream=s),
+                "pb_cal_long": lambda: self.pb_mod.get_function("pb_clk_cal")((1,), (1,), (np.int64(20_000_000), self.res), stream=s),
+                "stream2_long": lambda: self.fn("clk_cal")((1,), (1,), (np.int64(20_000_000), self.res), stream=s2),
+                "stream2_short": lambda: self.fn("clk_cal")((1,), (1,), (np.int64(1000), self.res), stream=s2),
+                "load": lambda: touch.get_function("touch_load")((1,), (32,), (hp, dbuf), stream=s),
+                "store": lambda: touch.get_function("touch_store")((1,), (32,), (hp,), stream=s)}
+        order = [w for w in os.environ.get("LAUNCH_STATE_ORDER", "dev,load,store").split(",") if w]
+        done = []
+        for what in order:
+            def after(what=what):
+                with cp.cuda.Device(0):
+                    runs[what]()
+                    cp.cuda.Device(0).synchronize()
+                done.append(what)
+                measure("after kernels: " + "+".join(done))
+            self.rec.guard(f"launch_state after {what}", after)
+        hb.free()
+        for stack in [int(v) for v in os.environ.get("LAUNCH_STATE_STACK", "").split(",") if v]:
+            # The context's per-thread stack limit (cudaLimitStackSize = 0), which sizes its local-memory
+            # reservation: kernels that need more stack than it grow it at their first launch.
+            def grow_stack(stack=stack):
+                with cp.cuda.Device(0):
+                    cp.cuda.runtime.deviceSetLimit(0, stack)
+                    got = cp.cuda.runtime.deviceGetLimit(0)
+                log("launch_state stack limit", stack, "->", got)
+                measure(f"stack limit {got} B")
+            self.rec.guard(f"launch_state stack {stack}", grow_stack)
+        if os.environ.get("LAUNCH_STATE_PERBLOCK"):
+            # Bisect what a per-block run does to the gap: its set-up, its clock calibration, one of its parts.
+            import tempfile
+            import perblock
+            pb = perblock.PerBlock(tempfile.mkdtemp(), True)
+            with cp.cuda.Device(0):
+                log("launch_state stack limit before the per-block kernels", cp.cuda.runtime.deviceGetLimit(0))
+                for name in ("pb_clk_cal", "pb_ll", "pb_group_barrier", "pb_ll128w"):
+                    log("launch_state", name, "local bytes per thread", pb.fn(name).attributes.get("local_size_bytes"))
+            measure("per-block set up")
+            step = os.environ.get("LAUNCH_STATE_PB_STEP", "")
+            if step:
+                with cp.cuda.Device(0):
+                    for _ in range(3):
+                        pb.fn("pb_clk_cal")((1,), (1,), (np.int64(20_000_000), pb.res), stream=pb.s)
+                        pb.s.synchronize()
+                        if step == "launch_get":
+                            pb.res[:2].get()
+                measure("per-block calibration kernels, " + step)
+            pb.calibrate("start")
+            with cp.cuda.Device(0):
+                log("launch_state stack limit after pb_clk_cal", cp.cuda.runtime.deviceGetLimit(0))
+            measure("per-block clock calibrated")
+            getattr(pb, os.environ["LAUNCH_STATE_PERBLOCK"])()
+            measure("per-block part " + os.environ["LAUNCH_STATE_PERBLOCK"])
+            pb.free()
+            measure("per-block freed")
+
+
 def run(out_dir, quick, m=None):
     t_all = time.time()
     m2 = Micro2(out_dir, quick, m)
     m2.rec.guard("calibrate", m2.calibrate, "start")
     if m2.clk_ghz is None:
         m2.clk_ghz = m2.m.clock_khz / 1e6
-    for name in ("launch_graph", "fences", "reduce_loop"):
+    parts = [p for p in os.environ.get("MICRO2_PARTS", "").split(",") if p] or ["launch_graph", "fences", "reduce_loop"]
+    for name in parts:
+        if name not in ("launch_graph", "fences", "reduce_loop", "launch_state"):
+            raise ValueError(f"micro2: unknown part {name!r} (launch_graph, fences, reduce_loop, launch_state)")
         t0 = time.time()
         m2.rec.guard(name, getattr(m2, name))
         log(name, f"{time.time() - t0:.1f}s")
