@@ -626,6 +626,44 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll(const uint4* recv, cons
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
 
+// ---- pb_ll with its op fixed at compile time (NCCL's primitives are templates): the same loop, the same line
+// indexing, the op's branches resolved by the compiler instead of tested each iteration.
+template <int OP>
+__device__ __forceinline__ void pb_ll_fixed(const uint4* recv, const uint2* src, uint4* dst, uint2* out, int iters,
+                                            unsigned flag, int* err, long long* res) {
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const size_t k = ((size_t)blockIdx.x * iters + i) * blockDim.x + threadIdx.x;
+    uint2 s = make_uint2(0u, 0u), d;
+    if (OP & 2) s = src[k];
+    if (OP & 1) {
+      uint4 v;
+      do { v = ld_vol4(recv + k); } while ((v.y != flag || v.w != flag) && ++spins < SPIN_LIMIT);
+      d = make_uint2(v.x + s.x, v.z + s.y);
+    } else {
+      d = s;
+    }
+    if (OP & 4) st_vol4(dst + k, make_uint4(d.x, flag, d.y, flag));
+    if (OP & 8) out[k] = d;
+    acc += d.x;
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+extern "C" __global__ void __launch_bounds__(1024) pb_ll_fixed_recv(const uint4* recv, const uint2* src, uint4* dst,
+    uint2* out, int iters, int op, unsigned flag, int* err, long long* res) {
+  pb_ll_fixed<1 | 8>(recv, src, dst, out, iters, flag, err, res);
+}
+extern "C" __global__ void __launch_bounds__(1024) pb_ll_fixed_rrs(const uint4* recv, const uint2* src, uint4* dst,
+    uint2* out, int iters, int op, unsigned flag, int* err, long long* res) {
+  pb_ll_fixed<1 | 2 | 4>(recv, src, dst, out, iters, flag, err, res);
+}
+
 // ---- pb_ll's recv_reduce_send (op 7) in NCCL's steps: every per_step iterations make a step, and with book set
 // each step pays what NCCL's LL primitive does around its loop (prims_ll.h): a barrier of the block's threads when
 // the step starts (waitSend), and at its end another barrier and the last thread's volatile store of the step count

@@ -295,6 +295,35 @@ class PerBlock:
             for b in blocks:
                 self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
 
+    def ll_code(self):
+        """pb_ll's receive (op recv) and recv_reduce_send (op 7) against the same loops with the op fixed at compile
+        time (pb_ll_fixed_recv, pb_ll_fixed_rrs), lines in local and host memory, one block of 64-1024 threads, 256
+        iterations, interleaved on the same buffers as the ll part: whether testing the op each iteration costs the
+        loop anything (field code: runtime_op or fixed_op)."""
+        flag = 1
+        nb = 96 * MB
+        for where in ("host", "local"):
+            self.fill(where, "llrecv", nb, [7, flag, 9, flag])
+        src = self.dev("llsrc", nb)
+        out = self.dev("llout", nb)
+        dp = self.ptr("local", "lldst", nb)
+        for op, fixed in (("recv", "pb_ll_fixed_recv"), ("recv_reduce_send", "pb_ll_fixed_rrs")):
+            for recv in ("local", "host"):
+                rp = self.ptr(recv, "llrecv", nb)
+                for t in [64, 128, 256, 512, 1024]:
+                    for code, kname in (("runtime_op", "pb_ll"), ("fixed_op", fixed), ("runtime_op", "pb_ll")):
+                        k = self.fn(kname)
+
+                        def run(k=k, code=code, op=op, recv=recv, rp=rp, t=t):
+                            def launch():
+                                k((1,), (t,), (rp, src, dp, out, np.int32(256), np.int32(LL_OPS[op]), np.uint32(flag),
+                                               self.err, self.res), stream=self.s)
+                            vals = self.trials(launch, 1, lambda c: c / self.ghz / 256)
+                            self.emit({"kind": "loop", "loop": "ll", "ll_op": op, "recv": recv,
+                                       "dst": "local" if op != "recv" else "none", "blocks": 1, "threads": t,
+                                       "iters": 256, "bytes_per_thread_iter": 8, "code": code}, vals, "ns_per_iter")
+                        self.rec.guard(f"ll_code {op} {recv} 1x{t} {code}", run)
+
     def src_residency(self):
         """pb_ll's and pb_ll128w's recv_reduce_send over local lines with the reduction's user buffer in the L2
         (src local: the same region every launch) or streamed from HBM (src local_streamed: each launch reads a region
@@ -811,7 +840,7 @@ def run(out_dir, quick):
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout"):
+        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
