@@ -363,14 +363,14 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 	case protoLL:
 		// Lines in host memory are the SHM FIFO's, which the peer wrote
 		// just before (hw.Kernel.Fresh).
-		k.Loop, k.LoopAt, k.Fresh = hw.LoopLL, at, at.Host
+		k.Loop, k.LoopAt, k.Fresh, k.NCCLLoop = hw.LoopLL, at, at.Host, true
 		k.StepBytes = protoLL.sliceBytes() // each NCCL step's barriers and head store (prims_ll.h)
 		// A reduction loads the user buffer, from device memory when the
 		// call's input and output span more than the L2.
 		k.FromDRAM = sources >= 2 && float64(2*pl.req.Bytes) > pl.req.Top.Params.Get("gpu.l2_size")
 	case protoLL128:
 		// Host lines are the SHM FIFO's, as for LL (hw.Kernel.Fresh).
-		k.Loop, k.LoopAt, k.Reload, k.PeerFIFO, k.Sources, k.Fresh = hw.LoopLL128, at, true, true, sources, at.Host
+		k.Loop, k.LoopAt, k.Reload, k.NCCLLoop, k.Sources, k.Fresh = hw.LoopLL128, at, true, true, sources, at.Host
 		k.StepBytes = protoLL128.sliceBytes() // each NCCL step's barriers and head store (prims_ll128.h)
 		if pl.stepBytes > 0 {
 			k.StepBytes = pl.stepBytes

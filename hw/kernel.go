@@ -113,11 +113,17 @@ type Kernel struct {
 	// step k before it starts k+1, so the steps flow down a pipeline of
 	// connections instead of all finishing at once.
 	InOrder bool
-	// PeerFIFO (LoopLL128): the loop moves an NCCL connection's steps
-	// between GPUs (a FIFO another GPU fills, or the sends that fill
-	// another GPU's): each iteration waits nccl.ll128_iter_extra more, what
-	// NCCL's LL128 needs on two GPUs beyond the loop measured on one.
-	PeerFIFO bool
+	// NCCLLoop (LoopLL, LoopLL128): the loop is NCCL's own primitive
+	// (prims_ll.h, prims_ll128.h) moving a connection's steps, not a loop
+	// measured on one GPU: each iteration waits nccl.ll_iter_extra (LL)
+	// or nccl.ll128_iter_extra (LL128) more, what NCCL's loop needs beyond
+	// the one-GPU loop with its operation fixed at compile time.
+	NCCLLoop bool
+	// RuntimeOp (LoopLL): the loop tests its operation each iteration, as
+	// tools/capture's pb_ll does (NCCL's templated primitives and the
+	// capture's later kernels fix it at compile time): each iteration
+	// waits capture.ll_runtime_op more.
+	RuntimeOp bool
 	// Ranks and RanksInHost: the buffers a LoopRanks loop visits.
 	Ranks       int
 	RanksInHost bool

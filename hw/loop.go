@@ -262,6 +262,12 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.FromDRAM {
 			it += m.Phys.DRAMSrcExtra
 		}
+		if k.RuntimeOp {
+			it += m.Phys.LLRuntimeOp
+		}
+		if k.NCCLLoop {
+			it += m.Phys.LLIterExtra
+		}
 		if perIter := threads * 8; k.StepBytes > 0 && perIter > 0 {
 			// A step's bookkeeping, spread over its iterations.
 			it += sim.Duration(float64(m.Phys.LLStepOverhead) * perIter / float64(k.StepBytes))
@@ -287,7 +293,7 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.Reload {
 			it += rtt
 		}
-		if k.PeerFIFO {
+		if k.NCCLLoop {
 			it += m.Phys.LL128IterExtra
 		}
 		if k.Sources != 1 {

@@ -46,6 +46,9 @@ type PerBlock struct {
 	// Evicted (loop ll, ll128w): the lines were written, then pushed out
 	// of the caches by other writes.
 	Evicted bool
+	// RuntimeOp (loop ll): the record is tools/capture's pb_ll, which tests
+	// its operation each iteration (hw.Kernel.RuntimeOp).
+	RuntimeOp bool
 	// Fresh (loop ll, ll128w): another agent wrote the lines just before the
 	// loop reads them (producer before, live or stale).
 	Fresh bool
@@ -265,7 +268,7 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 	if rec.Recv == "none" {
 		at = GPUMem(0) // a send loop waits on its source, in local memory
 	}
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh, NoPoll: rec.Recv == "none",
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: 2, Loop: LoopLL, LoopAt: at, Fresh: rec.Fresh, NoPoll: rec.Recv == "none", RuntimeOp: rec.RuntimeOp,
 		StepBytes: int64(rec.ItersPerStep) * int64(rec.Threads) * 8}
 	// The loads an iteration waits on: the lines (local ones), the user
 	// buffer a reduction or a send loads (8 B per thread).

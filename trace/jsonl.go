@@ -225,7 +225,10 @@ type Record struct {
 	// another block of the GPU at the same time, storing ahead of the
 	// receiver; "paced": that block pausing ProducerPauseNs after each of
 	// its stores); NsPerOp and OneWayNs the values (NsPerIter for loops).
-	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout, Producer          string
+	// Code (loop ll): "runtime_op", the capture's pb_ll testing its
+	// operation each iteration (the default for its records), or
+	// "fixed_op", the same loop compiled for one operation.
+	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout, Producer, Code    string
 	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
 	// ItersPerStep (loop ll_steps): the loop runs in steps of this many
 	// iterations, each paying NCCL's per-step bookkeeping; 0: no steps.

@@ -157,6 +157,21 @@ var Fits = append([]Fit{
 		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "ll128" },
 		AlsoPredicts: []string{"h200x2-arsim/measurements.jsonl"},
 		On:           ll128IterExtraSide, How: "the value that makes the median error of its records 0"},
+	// nccl.ll_iter_extra: the same for NCCL's LL loop beyond the one-GPU
+	// loop compiled for one operation, fitted on ring and tree over NVLink
+	// and SHM at one channel (the ring alone would give 112 ns, the tree
+	// alone about 70).
+	{Params: []string{"nccl.ll_iter_extra"}, Files: []string{"h200x2-arsim/nccl_channels.jsonl"}, Kinds: []trace.Kind{trace.KindAllreduce},
+		Covers:       func(r trace.Record) bool { return r.Impl == trace.ImplNCCL && r.Proto == "ll" },
+		AlsoPredicts: []string{"h200x2-arsim/measurements.jsonl"},
+		On:           llIterExtraSide, How: "the value that makes the median error of its records 0"},
+	// capture.ll_runtime_op: pb_ll against the same loop compiled for one
+	// operation, lines in local memory; its host-memory pairs and every
+	// other LL loop record are predicted.
+	{Params: []string{"capture.ll_runtime_op"}, Files: []string{"h200x1-arsim/ll_code.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "ll" },
+		On:     func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "local" },
+		How:    "median over recv and recv_reduce_send at 64–1024 threads of pb_ll's ns per iteration (mean of its two runs) minus pb_ll_fixed's"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
 		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},
@@ -215,6 +230,12 @@ func callExtraFits() []Fit {
 
 // ll128IterExtraSide: NCCL's ring/LL128 over NVLink with one channel, in
 // CUDA graphs, at 8 MiB and more (where the block's loop is the time).
+// llIterExtraSide: NCCL's LL at one channel, 8 and 32 MiB, in graphs,
+// ring and tree, over NVLink and SHM: where the loop sets the time.
+func llIterExtraSide(r trace.Record) bool {
+	return r.Proto == "ll" && r.MaxChannels == 1 && r.Launch == trace.LaunchCUDAGraph && r.Bytes >= 8<<20
+}
+
 func ll128IterExtraSide(r trace.Record) bool {
 	return r.Algo == "ring" && r.Proto == "ll128" && r.Transport == trace.TransportP2P && r.MaxChannels == 1 &&
 		r.Launch == trace.LaunchCUDAGraph && r.Bytes >= 8<<20
