@@ -229,7 +229,8 @@ class Micro2:
         stream; null, on the legacy default stream; other_module, the empty kernel of the micro module; pb_cal_short
         and pb_cal_long, the per-block module's clock calibration kernel for 1,000 or 20 M cycles; stream2_short and
         stream2_long, this module's calibration kernel on another stream for 1,000 or 20 M cycles; pb_cal_long_s2, the
-        per-block one on another stream; newmod_cal_long, the per-block one from a module compiled anew. Each record says
+        per-block one on another stream; newmod_cal_long, the per-block one from a module compiled anew (_s2: on another
+        stream); newres_cal_long_s2, on another stream writing a fresh array. Each record says
         the state (field state) and what is held."""
         cp = self.cp
         k, spin, s = self.fn("empty_kernel2"), self.fn("spin_ns"), self.s
@@ -321,6 +322,10 @@ extern "C" __global__ void touch_store(unsigned* h) { *(volatile unsigned*)(h + 
                 "pb_cal_long_s2": lambda: self.pb_mod.get_function("pb_clk_cal")((1,), (1,), (np.int64(20_000_000), self.res), stream=s2),
                 "newmod_cal_long": lambda: cp.RawModule(code=kernels.PERBLOCK_SRC, options=("-std=c++17",)).get_function("pb_clk_cal")(
                     (1,), (1,), (np.int64(20_000_000), self.res), stream=s),
+                "newmod_cal_long_s2": lambda: cp.RawModule(code=kernels.PERBLOCK_SRC, options=("-std=c++17",)).get_function("pb_clk_cal")(
+                    (1,), (1,), (np.int64(20_000_000), self.res), stream=s2),
+                "newres_cal_long_s2": lambda: self.pb_mod.get_function("pb_clk_cal")(
+                    (1,), (1,), (np.int64(20_000_000), cp.zeros(2 * 1024, dtype=cp.int64)), stream=s2),
                 "load": lambda: touch.get_function("touch_load")((1,), (32,), (hp, dbuf), stream=s),
                 "store": lambda: touch.get_function("touch_store")((1,), (32,), (hp,), stream=s)}
         order = [w for w in os.environ.get("LAUNCH_STATE_ORDER", "dev,load,store").split(",") if w]
