@@ -579,9 +579,10 @@ class PerBlock:
             self.rec.guard(f"ll128 3 local local {b}x640", run, 3, "local", "local", b, 640, 16)
 
     def group_barriers(self, layouts=(("packed", 8, 1), ("line_per_slot", 8 * 32, 32)), worlds=(2, 3, 4, 6, 8),
-                       groups=(1, 4, 16), buf_name="gb", targets=("host", "local")):
+                       groups=(1, 4, 16), buf_name="gb", targets=("host", "local"), threads=(32,)):
         """W-rank barriers among the GPU's blocks; a layout is (name, words between the ranks' slot groups, words
-        between a rank's slots)."""
+        between a rank's slots); blocks of each of threads (the first W threads take part, all of them meet at
+        __syncthreads)."""
         k = self.fn("pb_group_barrier")
         nb = 200
         for target in targets:
@@ -593,17 +594,24 @@ class PerBlock:
                     for G in groups:
                         if G * W > self.sms:
                             continue
+                        for T in threads:
+                            def meas(target=target, buf=buf, layout=layout, sr=sr, sp=sp, W=W, G=G, T=T):
+                                def launch():
+                                    k((G * W,), (T,), (buf, np.int32(W), np.int32(sr), np.int32(sp), np.int32(nb),
+                                                       np.uint32(e0[0]), self.err, self.res), stream=self.s)
+                                    e0[0] += nb
+                                vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                                self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
+                                           "world": W, "groups": G, "blocks": G * W, "threads": T,
+                                           "barriers_per_launch": nb}, vals, "ns_per_iter")
+                            self.rec.guard(f"group_barrier {target} {layout} W{W} G{G} {T} threads", meas)
 
-                        def meas(target=target, buf=buf, layout=layout, sr=sr, sp=sp, W=W, G=G):
-                            def launch():
-                                k((G * W,), (32,), (buf, np.int32(W), np.int32(sr), np.int32(sp), np.int32(nb),
-                                                   np.uint32(e0[0]), self.err, self.res), stream=self.s)
-                                e0[0] += nb
-                            vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
-                            self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
-                                       "world": W, "groups": G, "blocks": G * W, "threads": 32,
-                                       "barriers_per_launch": nb}, vals, "ns_per_iter")
-                        self.rec.guard(f"group_barrier {target} {layout} W{W} G{G}", meas)
+    def barrier_threads(self):
+        """W-rank barriers with each rank's slots in one sector and the ranks' sectors 4 KiB apart (packed_4k), in host
+        and local memory, W 2, 4, 8, one group, blocks of 32-1024 threads: what the block's meeting at
+        __syncthreads costs as the block grows (only the first W threads store and poll)."""
+        self.group_barriers(layouts=(("packed_4k", 1024, 1),), worlds=(2, 4, 8), groups=(1,), buf_name="gbt",
+                            threads=(32, 64, 128, 256, 512, 1024))
 
     def barrier_lines(self):
         """W-rank barriers with each rank's slots packed in one 32-B sector and the ranks' sectors 32, 64 or 128 B
@@ -840,7 +848,8 @@ def run(out_dir, quick):
         parts += ("peer_loops",)  # stores to GPU 1's memory
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
-        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code"):
+        if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
+                        "barrier_threads"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
