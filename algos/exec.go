@@ -412,10 +412,11 @@ func (x *executor) start(r int, k int32) {
 	case Wait:
 		v := s.n + int64(p.iter)*x.stride[s.a]
 		var extra sim.Duration
+		kern := &x.kernels[x.coldOf(r, k).kernel]
 		if s.bits&opBlockSync != 0 {
-			extra = m.BarrierWaitExtra(s.bits&opAtomic != 0)
+			extra = m.BarrierWaitExtra(s.bits&opAtomic != 0, kern.Threads, true) // a rank is a GPU
 		}
-		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, hw.Poll{Atomic: s.bits&opAtomic != 0, Blocks: x.kernels[x.coldOf(r, k).kernel].Blocks}, x.cold[int(k)*x.nranks+r].fin)
+		err = m.WaitFlag(r, s.dst.mem(), x.flagVars[s.a], v, &p.names[k], extra, hw.Poll{Atomic: s.bits&opAtomic != 0, Blocks: kern.Blocks}, x.cold[int(k)*x.nranks+r].fin)
 	}
 	if err != nil {
 		x.fail(fmt.Errorf("algos: run %s: rank %d op %d (%s): %w", x.algo, r, x.opIndex(r, k), x.labels[x.coldOf(r, k).label], err))

@@ -36,14 +36,19 @@ func (m *Machine) StoreLanding(r int, at Mem) (sim.Duration, error) {
 	return p.land, nil
 }
 
-// BarrierWaitExtra is what a wait that ends a thread block's barrier with
-// its peers adds to seeing the flag: the block's threads meet at
-// __syncthreads around the flag exchange (gpu.barrier_sync), and a
-// compare-and-swap poll, which consumes the token, is slower than a load
-// (gpu.atomic_poll_extra). Measured on h200x2 (barrier.jsonl): a flag
-// barrier between two GPUs 779 ns, a compare-and-swap one 1225 ns.
-func (m *Machine) BarrierWaitExtra(atomic bool) sim.Duration {
-	d := m.Phys.BarrierSync
+// BarrierWaitExtra is what a wait that ends a barrier of thread blocks of
+// threads threads adds to seeing the flag: the block's threads meet at
+// __syncthreads (gpu.barrier_meet + gpu.barrier_meet_per_warp × warps,
+// measured on one GPU: barrier_threads.jsonl), a barrier between GPUs
+// more (gpu.barrier_sync, fitted on two: barrier.jsonl, a flag barrier of
+// 512-thread blocks 779 ns), and a compare-and-swap poll, which consumes
+// the token, is slower than a load (gpu.atomic_poll_extra; the same
+// capture's compare-and-swap barrier, 1225 ns).
+func (m *Machine) BarrierWaitExtra(atomic bool, threads int, acrossGPUs bool) sim.Duration {
+	d := m.Phys.BarrierMeet + sim.Duration((max(threads, 1)+31)/32)*m.Phys.BarrierMeetPerWarp
+	if acrossGPUs {
+		d += m.Phys.BarrierSync
+	}
 	if atomic {
 		d += m.Phys.AtomicPollExtra
 	}

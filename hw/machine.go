@@ -46,6 +46,7 @@ type Physics struct {
 	FencePCIeRoundTrip                      bool
 	FencePostedExtra                        sim.Duration
 	BarrierSync, AtomicPollExtra            sim.Duration
+	BarrierMeet, BarrierMeetPerWarp         sim.Duration
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
 	HostSlotService                         sim.Duration // hostmem.slot_service
@@ -95,6 +96,7 @@ func resolve(ps *topology.Params) Physics {
 		KernelPrologue:     us(g("gpu.kernel_prologue")),
 		FencePCIeRoundTrip: g("gpu.fence_pcie_round_trip") != 0, FencePostedExtra: ns(g("gpu.fence_posted_extra")),
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
+		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),

@@ -528,5 +528,5 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine, slots)
-	return nsOf(land + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false)), nil
+	return nsOf(land + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false)), nil
 }

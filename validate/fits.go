@@ -173,6 +173,14 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool { return r.Loop == "ll" },
 		On:     func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "local" },
 		How:    "median over recv and recv_reduce_send at 64–1024 threads of pb_ll's ns per iteration (mean of its two runs) minus pb_ll_fixed's"},
+	// gpu.barrier_meet, gpu.barrier_meet_per_warp: 2-rank barriers in local
+	// memory at 32–1024 threads a block, less two local round trips; the
+	// same at 4 and 8 ranks, in host memory, and every other group barrier
+	// are predicted.
+	{Params: []string{"gpu.barrier_meet", "gpu.barrier_meet_per_warp"}, Files: []string{"h200x1-arsim/barrier_threads.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "group_barrier" },
+		On:     func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "local" && r.World == 2 },
+		How:    "least-squares line over warps of ns per barrier minus two local round trips (pointer_chase, same run)"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
 		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},
@@ -258,7 +266,7 @@ func hostBarrierCaptures(file string) []string {
 	all := append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
 		"h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl", "h200x1-arsim/barrier_spacing.jsonl",
 		"h200x1-arsim/barrier_spacing_2.jsonl", "h200x1-arsim/barrier_spacing_3.jsonl", "h200x1-arsim/barrier_layout.jsonl",
-		"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/barrier_threads.jsonl"}, perBlockRepeats...)
+		"h200x1-arsim/barrier_layout_2.jsonl"}, perBlockRepeats...)
 	return slices.DeleteFunc(all, func(f string) bool { return f == file })
 }
 

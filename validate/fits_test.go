@@ -330,6 +330,39 @@ func TestNCCLIterExtrasFromTheirFittedSides(t *testing.T) {
 	}
 }
 
+// gpu.barrier_meet and gpu.barrier_meet_per_warp are the least-squares
+// line over warps of 2-rank barriers in local memory (barrier_threads.jsonl,
+// 32–1024 threads a block) less two local round trips of the same run.
+func TestBarrierMeetFromItsCapture(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/barrier_threads.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	var chase float64
+	var xs, ys []float64
+	for _, r := range recs {
+		switch {
+		case r.Kind == trace.KindPointerChase && r.Target == "local":
+			chase = r.NsPerStep
+		case r.Loop == "group_barrier" && r.Target == "local" && r.World == 2:
+			xs = append(xs, float64((r.Threads+31)/32))
+			ys = append(ys, r.NsPerIter)
+		}
+	}
+	require.NotZero(t, chase)
+	require.Len(t, xs, 6)
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		y := ys[i] - 2*chase
+		sx, sy, sxx, sxy = sx+xs[i], sy+y, sxx+xs[i]*xs[i], sxy+xs[i]*y
+	}
+	n := float64(len(xs))
+	slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	assert.InDelta(t, (sy-slope*sx)/n, p.DefaultParams().Get("gpu.barrier_meet"), 0.01)
+	assert.InDelta(t, slope, p.DefaultParams().Get("gpu.barrier_meet_per_warp"), 0.001)
+}
+
 // capture.ll_runtime_op is the median, over pb_ll's receive and
 // recv_reduce_send at 64–1024 threads with its lines in local memory, of
 // its ns per iteration (the mean of its two runs) minus the same loop
