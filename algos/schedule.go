@@ -182,7 +182,8 @@ type Op struct {
 	// BlockSync: the Wait ends a barrier of the whole thread block with
 	// its peers (Builder.Barrier, Builder.AtomicBarrier): the block's
 	// threads meet at __syncthreads around the flag exchange, which adds
-	// gpu.barrier_sync after the flag is seen.
+	// hw.Machine.BarrierWaitExtra after the flag is seen (the meeting,
+	// gpu.barrier_meet by warps, and gpu.barrier_sync between GPUs).
 	BlockSync bool
 	// Dur is the duration of a Compute.
 	Dur sim.Duration

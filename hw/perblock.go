@@ -505,7 +505,8 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // 2.0–2.2, 2.3–2.6 µs at W = 2, 4, 8, about twice that slope). Each store
 // landing at another sector of the polled sector's line adds
 // hostmem.line_contention to its service (slotsPeriod); the block then
-// meets at __syncthreads (gpu.barrier_sync). The groups' sectors follow each
+// meets at __syncthreads (gpu.barrier_meet, by its warps; one GPU, so no
+// gpu.barrier_sync). The groups' sectors follow each
 // other, so a line holds the sectors of several groups when a group has
 // fewer ranks than a line has sectors; the groups cost nothing else
 // (measured, they do: docs/PER_BLOCK.md).
