@@ -127,8 +127,11 @@ type Machine struct {
 	Phys Physics
 
 	linkRes [][2]sim.ResourceID // by link ID: A→B, B→A (equal for memory links)
-	routes  map[[2]topology.NodeID]*path
-	p2p     map[[2]int]error // p2pCheck results by (rank, peer)
+	// twinMemBusy: the time the per-block twins of all-local loops keep
+	// the GPU's memory busy (PerBlockEnds).
+	twinMemBusy sim.Duration
+	routes      map[[2]topology.NodeID]*path
+	p2p         map[[2]int]error // p2pCheck results by (rank, peer)
 	// capGroups: the shared rate-cap resource of each Kernel.CapGroup
 	// (every transfer of a group must ask for the same RateCap).
 	capGroups map[string]sim.ResourceID

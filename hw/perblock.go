@@ -98,6 +98,57 @@ func PerBlockValue(top *topology.Topology, rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return m.perBlock(rec)
+}
+
+// sharedBusy is the share of its time that a streaming loop must keep a
+// shared resource busy for its blocks to end together (PerBlockEnds).
+const sharedBusy = 0.9
+
+// PerBlockEnds says whether the twin of rec is bound by a resource its
+// blocks share: a streaming loop (copy, ll, ll128w, pull) of two blocks or
+// more that keeps a link, host memory or, all local, the GPU's memory at
+// least 90 % busy. The model shares such a resource fairly, so all its
+// blocks end together and its value is the kernel's end, the slowest
+// block's time; the hardware serves them unevenly, and the median block
+// ends earlier. Otherwise the value is any one block's.
+func PerBlockEnds(top *topology.Topology, rec PerBlock) (bool, error) {
+	if rec.Kind != "loop" || rec.Blocks < 2 {
+		return false, nil
+	}
+	switch rec.Loop {
+	case "copy", "ll", "ll128w", "pull":
+	default:
+		return false, nil
+	}
+	m, err := New(top)
+	if err != nil {
+		return false, err
+	}
+	if _, err := m.perBlock(rec); err != nil {
+		return false, err
+	}
+	elapsed := float64(m.Eng.Now())
+	if float64(m.twinMemBusy) >= sharedBusy*elapsed {
+		return true, nil
+	}
+	for _, r := range m.Net.Resources() {
+		if strings.HasPrefix(r.Name, "loop:") || strings.HasPrefix(r.Name, "cap:") {
+			continue // a kernel's own loop or rate cap, not hardware
+		}
+		capacity := float64(r.Capacity)
+		if r.Collapse != nil {
+			capacity = min(capacity, float64(r.Collapse.Capacity))
+		}
+		if r.Carried() >= sharedBusy*capacity*elapsed/float64(sim.Second) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// perBlock runs the twin of rec on m.
+func (m *Machine) perBlock(rec PerBlock) (float64, error) {
 	switch rec.Kind {
 	case "poll":
 		return m.pollTwin(rec)
@@ -323,7 +374,9 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 			if err != nil {
 				return err
 			}
-			m.Eng.After(max(d, m.MemTime(sim.Bytes(float64(data)*localTraffic(rec, k)))), done)
+			busy := m.MemTime(sim.Bytes(float64(data) * localTraffic(rec, k)))
+			m.twinMemBusy += busy
+			m.Eng.After(max(d, busy), done)
 		}
 		return nil
 	})
@@ -368,6 +421,7 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		if err != nil {
 			return err
 		}
+		m.twinMemBusy += m.ReduceTime(rec.Sources, data)
 		m.Eng.After(d, done)
 		return nil
 	})

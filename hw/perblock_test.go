@@ -90,3 +90,36 @@ func mustRTT(t *testing.T, m *Machine) sim.Duration {
 	require.NoError(t, err)
 	return rtt
 }
+
+// A streaming loop's value is the kernel's end where its blocks keep a
+// shared resource busy: copies to host memory from enough blocks to fill
+// the link, local copies from enough to fill the GPU's memory. One block,
+// a few blocks that do not fill the link, and loops that are not streams
+// (barriers, polls) are any block's time.
+func TestPerBlockEndsWhereBlocksShareABusyResource(t *testing.T) {
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	copyLoop := func(src, dst string, unroll, blocks int) PerBlock {
+		return PerBlock{Kind: "loop", Loop: "copy", Src: src, Dst: dst, Unroll: unroll, Sources: 1, Blocks: blocks, Threads: 512, Iters: 8}
+	}
+	for _, c := range []struct {
+		name string
+		rec  PerBlock
+		want bool
+	}{
+		{"to host, 132 blocks", copyLoop("local", "host", 1, 132), true},
+		{"to host, 8 blocks of 8 loads", copyLoop("local", "host", 8, 8), true},
+		{"to host, 1 block", copyLoop("local", "host", 8, 1), false},
+		{"to host, 2 blocks of 1 load", copyLoop("local", "host", 1, 2), false},
+		{"local, 132 blocks of 8 loads", copyLoop("local", "local", 8, 132), true},
+		{"local, 8 blocks of 8 loads", copyLoop("local", "local", 8, 8), false},
+		{"barrier", PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "packed_4k", World: 8, Groups: 4, Blocks: 32, Threads: 32}, false},
+		{"poll", PerBlock{Kind: "poll", Target: "host", Request: "load_volatile", Blocks: 132, Threads: 32}, false},
+	} {
+		got, err := PerBlockEnds(top, c.rec)
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.want, got, c.name)
+	}
+}

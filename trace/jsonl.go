@@ -154,6 +154,10 @@ type Record struct {
 	Variant string
 	// NsPerIter is the fence record's time per loop iteration, in ns.
 	NsPerIter float64
+	// NsPerIterSlowestBlock is a loop record's time per iteration of its
+	// slowest block (the median over trials), in ns: the kernel's end,
+	// where NsPerIter is the median block's.
+	NsPerIterSlowestBlock float64
 
 	// Barrier is the barrier record's kind of barrier: "cas" or "flag".
 	Barrier string
@@ -296,6 +300,9 @@ func (r *Record) validate() error {
 	}
 	if r.UsMax != 0 && r.Us != 0 && r.UsMax < r.Us {
 		return fieldErrf("us_max", "%v is below us %v", r.UsMax, r.Us)
+	}
+	if r.NsPerIterSlowestBlock != 0 && r.NsPerIter != 0 && r.NsPerIterSlowestBlock < r.NsPerIter*(1-1e-6) { // a millionth: the capture rounds ns_per_iter
+		return fieldErrf("ns_per_iter_slowest_block", "%v is below ns_per_iter %v (the median block's)", r.NsPerIterSlowestBlock, r.NsPerIter)
 	}
 	if r.OneWayUsMin != 0 && r.OneWayUs != 0 && r.OneWayUsMin > r.OneWayUs {
 		return fieldErrf("one_way_us_min", "%v is above one_way_us %v", r.OneWayUsMin, r.OneWayUs)

@@ -79,6 +79,7 @@ var fieldDefs = []fieldDef{
 	{name: "ns_per_step", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerStep }},
 	{name: "variant", typ: jString, enum: []string{"16x16B", "16x16B+fence_sys", "st_release_sys", "store", "store+fence_gpu", "store+fence_sys"}, str: func(r *Record) *string { return &r.Variant }},
 	{name: "ns_per_iter", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIter }},
+	{name: "ns_per_iter_slowest_block", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerIterSlowestBlock }},
 	{name: "barrier", typ: jString, enum: []string{"cas", "flag"}, str: func(r *Record) *string { return &r.Barrier }},
 	{name: "stride_words", typ: jInt, max: 1 << 20, why: "slots 4 MiB apart", i32: func(r *Record) *int { return &r.StrideWords }},
 	{name: "barriers_per_launch", typ: jInt, max: 1024, why: "barriers in a row in one kernel: each is simulated, every rank signalling every other", i32: func(r *Record) *int { return &r.BarriersPerLaunch }},

@@ -139,6 +139,8 @@ func TestReadJSONLMalformed(t *testing.T) {
 			[]string{`field "proto": missing`}},
 		{"min above median", `{"system": "s", "clock": "device_events", "kind": "empty_kernel", "us": 6.5, "us_min": 7}`,
 			[]string{`field "us_min"`}},
+		{"slowest block below the median one", `{"system": "s", "clock": "sm_clock64", "kind": "loop", "loop": "copy", "blocks": 2, "threads": 32, "ns_per_iter": 400, "ns_per_iter_slowest_block": 390}`,
+			[]string{`field "ns_per_iter_slowest_block"`, "below ns_per_iter"}},
 		{"zero time", `{"system": "s", "clock": "device_events", "kind": "empty_kernel", "us": 0}`,
 			[]string{`field "us": must be > 0, got 0`}},
 		{"null", `{"system": "s", "clock": "device_events", "kind": "empty_kernel", "us": null}`,

@@ -242,6 +242,9 @@ func Calibrate(recs []trace.Record, opts CalibrateOptions) (_ *Calibration, err 
 		all[i] = i
 	}
 	start := c.predict(base, all)
+	if err := c.kernelEnds(base); err != nil {
+		return nil, err
+	}
 	held, failed, err := c.split(start)
 	if err != nil {
 		return nil, err
@@ -306,6 +309,25 @@ func (c *calib) prepare(recs []trace.Record) (skipped int, err error) {
 		c.measured[i] = t.measured
 	}
 	return skipped, nil
+}
+
+// kernelEnds compares the twins whose value at the starting parameters ps
+// is the kernel's end (Twin.Ends) with their slowest block, for the whole
+// fit: the comparison does not switch as the parameters move.
+func (c *calib) kernelEnds(ps *topology.Params) error {
+	top, err := c.preset.BuildWith(ps)
+	if err != nil {
+		return nil // the records fail to simulate, as split reports
+	}
+	for i, t := range c.twins {
+		if t.Ends == nil {
+			continue
+		}
+		if end, err := t.Ends(top); err == nil && end {
+			c.measured[i] = t.EndValue
+		}
+	}
+	return nil
 }
 
 // split divides the records that simulate at the starting parameters

@@ -124,7 +124,7 @@ var Fits = append([]Fit{
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 8 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 132 && r.Threads == 512
-		}, How: "132 blocks × 512 threads × 8 × 16 B read and written per iteration, over gpu.mem_bandwidth"},
+		}, How: "132 blocks × 512 threads × 8 × 16 B read and written per iteration of the slowest block (the kernel's end), over gpu.mem_bandwidth"},
 	{Params: []string{"gpu.sm_load_bandwidth"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {

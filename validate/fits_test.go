@@ -109,7 +109,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		"gpu.ll_iter_per_warp":       llB,
 		"gpu.copy_iter_overhead":     oneLoad - chaseLocal,
 		"gpu.sm_load_bandwidth":      512 * 16 * 8 / value(side("gpu.sm_load_bandwidth")[0]),
-		"gpu.mem_efficiency":         132 * 512 * 16 * 8 * 2 / value(side("gpu.mem_efficiency")[0]) / ps.Get("gpu.mem_bandwidth"),
+		"gpu.mem_efficiency":         132 * 512 * 16 * 8 * 2 / side("gpu.mem_efficiency")[0].NsPerIterSlowestBlock / ps.Get("gpu.mem_bandwidth"),
 		"gpu.vector_issue":           vecA,
 		"gpu.vector_issue_per_warp":  vecB,
 		"nccl.simple_step_overhead":  value(side("nccl.simple_step_overhead")[0]),

@@ -47,6 +47,10 @@ func perBlockTwin(r trace.Record) (*Twin, error) {
 	}
 	t := &Twin{Group: perBlockGroup(r)}
 	t.Sim = device(func(top *topology.Topology) (float64, error) { return hw.PerBlockValue(top, pb) })
+	if r.NsPerIterSlowestBlock > 0 {
+		t.Ends = func(top *topology.Topology) (bool, error) { return hw.PerBlockEnds(top, pb) }
+		t.EndValue = r.NsPerIterSlowestBlock
+	}
 	return t, nil
 }
 

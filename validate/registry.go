@@ -25,6 +25,12 @@ type Twin struct {
 	// Model, when set, is NCCL's own analytic estimate of the same value,
 	// and whether NCCL's ring search fell back to its 0.1 GB/s graph.
 	Model func(top *topology.Topology) (us float64, fallback bool, err error)
+	// Ends, when set, says whether Sim's value on top is the kernel's end
+	// (every block ending together, as the model shares a resource they
+	// are bound by) rather than a typical block's; EndValue is then the
+	// measured value compared, the record's slowest block.
+	Ends     func(top *topology.Topology) (bool, error)
+	EndValue float64
 
 	rec      trace.Record
 	preset   *topology.Preset

@@ -35,6 +35,9 @@ func (v *Validation) summarize() {
 			groups[r.Group] = g
 			order = append(order, r.Group)
 		}
+		if r.KernelEnd {
+			s.KernelEndCount++
+		}
 		g.errs = append(g.errs, r.ErrorPct)
 		g.abs = append(g.abs, a)
 		if r.ModelErrorPct != nil {

@@ -68,6 +68,10 @@ type Compared struct {
 	// eager call the device finished before the host issued the next), so
 	// it rests on a host-cost parameter, not on the machine model.
 	HostPaced bool `json:"host_paced,omitempty"`
+	// KernelEnd: the simulated value is the kernel's end (its blocks bound
+	// by a resource they share end together in the model), so Measured is
+	// the record's slowest block rather than its median one.
+	KernelEnd bool `json:"kernel_end,omitempty"`
 	// FittedFor names the parameters this record was fitted for (a Fit's
 	// fitted side); Dimensions, for a record a fit covers but did not fit
 	// on, what it is predicted along (see Fits).
@@ -115,6 +119,9 @@ type Summary struct {
 	// HostPaced* are over the records whose simulated value is a host
 	// issue interval (Compared.HostPaced); DevicePaced* over the
 	// rest, whose value the machine model sets.
+	// KernelEndCount records are compared at their slowest block
+	// (Compared.KernelEnd).
+	KernelEndCount       int     `json:"kernel_end_count,omitempty"`
 	HostPacedCount       int     `json:"host_paced_count"`
 	HostPacedMedianAbs   float64 `json:"host_paced_median_abs_error_pct"`
 	HostPacedP95Abs      float64 `json:"host_paced_p95_abs_error_pct"`
@@ -251,10 +258,15 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			skipped = append(skipped, skip(opts.File, t.rec, simulationFailed(o.err)))
 			continue
 		}
+		measured := t.measured
+		if o.end {
+			measured = t.EndValue
+		}
 		c := Compared{File: opts.File, Line: t.rec.Line, Kind: string(t.rec.Kind), System: t.rec.System, Group: t.Group,
-			Unit: t.unit, Measured: t.measured, Predicted: o.pred, ErrorPct: errPct(o.pred, t.measured), Note: t.Note, HostPaced: o.hostPaced}
+			Unit: t.unit, Measured: measured, Predicted: o.pred, ErrorPct: errPct(o.pred, measured), Note: t.Note, HostPaced: o.hostPaced,
+			KernelEnd: o.end}
 		if o.model != nil {
-			e := errPct(*o.model, t.measured)
+			e := errPct(*o.model, measured)
 			c.ModelPredicted, c.ModelErrorPct, c.ModelFallback = o.model, &e, o.modelFallback
 		}
 		if f, covered := fitOf(opts.File, t.rec); f != nil {
@@ -380,6 +392,8 @@ type outcome struct {
 	model     *float64
 	// modelFallback: the model's estimate rests on NCCL's fallback graph.
 	modelFallback bool
+	// end: the value is the kernel's end (Twin.Ends).
+	end bool
 }
 
 // simulateOne runs one twin. A panic inside the simulator becomes the
@@ -390,6 +404,9 @@ func simulateOne(tw *Twin, t *topology.Topology, withModel bool) (o outcome) {
 	o.pred, o.hostPaced, o.err = tw.Sim(t)
 	if o.err == nil && (o.pred <= 0 || math.IsNaN(o.pred) || math.IsInf(o.pred, 0)) {
 		o.err = fmt.Errorf("simulated value %v is not a positive number", o.pred)
+	}
+	if withModel && tw.Ends != nil && o.err == nil {
+		o.end, o.err = tw.Ends(t)
 	}
 	if withModel && tw.Model != nil && o.err == nil {
 		if us, fb, err := tw.Model(t); err == nil && us > 0 {

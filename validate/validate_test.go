@@ -276,3 +276,31 @@ func TestBySize(t *testing.T) {
 	assert.Equal(t, "> 16 MiB", got[2].Range)
 	assert.Equal(t, -1.0, got[2].MaxErrorPct)
 }
+
+// A streaming loop whose blocks fill the link is compared at its slowest
+// block (the kernel's end, as the model shares the link and ends every
+// block together); one block, at its median block; and calibration holds
+// the same comparison as validate.
+func TestLoopsThatFillALinkAreComparedAtTheKernelsEnd(t *testing.T) {
+	loop := func(line, blocks int, median, slowest float64) trace.Record {
+		return trace.Record{Line: line, System: "h200x1-vm", Kind: trace.KindLoop, Clock: trace.ClockSMClock64, Loop: "copy",
+			Src: "local", Dst: "host", Unroll: 1, Sources: 1, Blocks: blocks, Threads: 512, Iters: 64,
+			NsPerIter: median, NsPerIterSlowestBlock: slowest}
+	}
+	recs := []trace.Record{loop(1, 132, 19256, 20490), loop(2, 1, 431, 431.5), loop(3, 132, 19256, 0)}
+	v, err := Run(recs, Options{})
+	require.NoError(t, err)
+	require.Len(t, v.Records, 3)
+	assert.True(t, v.Records[0].KernelEnd)
+	assert.Equal(t, 20490.0, v.Records[0].Measured)
+	assert.False(t, v.Records[1].KernelEnd)
+	assert.Equal(t, 431.0, v.Records[1].Measured)
+	assert.False(t, v.Records[2].KernelEnd, "a record without its slowest block keeps its median one")
+	assert.Equal(t, 19256.0, v.Records[2].Measured)
+
+	c := &calib{}
+	_, err = c.prepare(recs)
+	require.NoError(t, err)
+	require.NoError(t, c.kernelEnds(c.preset.DefaultParams()))
+	assert.Equal(t, []float64{20490, 431, 19256}, c.measured)
+}

@@ -295,6 +295,9 @@ func writeValidateSummary(b *bytes.Buffer, s validate.Summary, bad int) {
 		fmt.Fprintf(b, "  device-paced       %d: median |error| %.1f%%, p95 %.1f%% (the machine model sets the value)\n", s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs)
 		fmt.Fprintf(b, "  host-paced         %d: median |error| %.1f%%, p95 %.1f%% (eager calls and copies: the value is a host issue-cost parameter)\n", s.HostPacedCount, s.HostPacedMedianAbs, s.HostPacedP95Abs)
 	}
+	if s.KernelEndCount > 0 {
+		fmt.Fprintf(b, "  kernel's end       %d streaming loops whose blocks fill a link or memory they share: compared at their slowest block (the model shares it fairly, so every block ends together)\n", s.KernelEndCount)
+	}
 	if r := s.Repeats; r != nil {
 		fmt.Fprintf(b, "  repeats            %d configurations measured more than once (%d records): |distance from their median| median %.1f%%, p95 %.1f%% (what no model of one machine can beat)\n",
 			r.Configurations, r.Records, r.MedianAbsPct, r.P95AbsPct)
