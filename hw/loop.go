@@ -118,11 +118,24 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	}
 	vectors := unroll*max(k.Sources, 1) - 1
 	warps := sim.Duration((int(float64(k.Threads)*k.share()) + 31) / 32)
-	it := rtt + m.Phys.CopyIterOverhead + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp)
+	it := rtt + m.copyIterOverhead(k.LoopAt) + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp)
 	if k.FromDRAM {
 		it += m.Phys.DRAMSrcExtra
 	}
 	return it, nil
+}
+
+// copyIterOverhead is what a copy loop's iteration adds to the round trip
+// of its loads from memory at: gpu.copy_iter_overhead, measured over fresh
+// data in device memory against a dependent load that hits the L2, so it
+// holds the device memory beyond the L2 (gpu.dram_src_extra) as well as
+// the store and the loop. A round trip to host memory already holds the
+// host's DRAM: from host memory only the store and the loop are added.
+func (m *Machine) copyIterOverhead(at Mem) sim.Duration {
+	if at.Host {
+		return max(0, m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra)
+	}
+	return m.Phys.CopyIterOverhead
 }
 
 // firstIteration is what a LoopSimple copy of bytes waits before its

@@ -123,3 +123,24 @@ func TestPerBlockEndsWhereBlocksShareABusyResource(t *testing.T) {
 		assert.Equal(t, c.want, got, c.name)
 	}
 }
+
+// A copy loop's iteration adds gpu.copy_iter_overhead to its loads' round
+// trip; from host memory, whose round trip already holds its DRAM, less
+// gpu.dram_src_extra (the fitted local copy's round trip was an L2 hit).
+func TestCopyIterOverheadFromHostLeavesOutDeviceMemory(t *testing.T) {
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	assert.Equal(t, m.Phys.CopyIterOverhead, m.copyIterOverhead(GPUMem(0)))
+	assert.Equal(t, m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra, m.copyIterOverhead(HostMem(0)))
+	k := Kernel{Blocks: 1, Threads: 128, Loop: LoopSimple, Unroll: 1, Sources: 1}
+	k.LoopAt = HostMem(0)
+	host, err := m.copyIterTime(0, k)
+	require.NoError(t, err)
+	v, err := m.vectorRoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	assert.Equal(t, v+m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra, host)
+}
