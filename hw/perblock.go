@@ -410,6 +410,14 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		k.FromDRAM = footprint(rec, per*int64(max(rec.Sources, 1)), per) > m.l2Bytes()
 	}
 	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(max(rec.Unroll, 1)) * int64(rec.Iters))
+	if rec.Dst == "host" && rec.Src != "host" {
+		land, err := m.perIter(rec.Iters, func(done func()) error { return m.Write(0, HostMem(0), data, k, "copy", done) })
+		if err != nil {
+			return 0, err
+		}
+		end, err := m.storeLoopEnd(sim.Duration(land*float64(rec.Iters)*float64(sim.Nanosecond)), data, k, rec.Fence)
+		return nsOf(end) / float64(rec.Iters), err
+	}
 	return m.perIter(rec.Iters, func(done func()) error {
 		switch {
 		case rec.Src == "host":
@@ -425,6 +433,37 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		m.Eng.After(d, done)
 		return nil
 	})
+}
+
+// storeLoopEnd is when a loop of kernel k storing data to host memory
+// ends by its blocks' clocks, its last stores landing at land: the stores
+// still in pcie.posted_write_buffer are not waited for, so a loop the link
+// holds back ends that many bytes (at the loop's landing rate) before its
+// last stores land, never before it has issued them all at its own rate;
+// a loop ending with a system-scope fence (fence "sc" or "acq_rel") waits
+// for them, and the fence once they have landed.
+func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fence string) (sim.Duration, error) {
+	if fence == "sc" || fence == "acq_rel" {
+		f, err := m.FenceAfterLanding(0, HostMem(0))
+		return land + f, err
+	}
+	if data <= 0 || m.Phys.PostedWriteBuffer <= 0 {
+		return land, nil
+	}
+	early := sim.Duration(float64(land) * min(1, float64(m.Phys.PostedWriteBuffer)/float64(data)))
+	rate, err := m.LoopRate(0, k)
+	if err != nil || rate <= 0 {
+		return land - early, err
+	}
+	issue, err := sim.FromSeconds(float64(data) / float64(rate))
+	if err != nil {
+		return 0, err
+	}
+	first, err := m.firstIteration(0, k, data)
+	if err != nil {
+		return 0, err
+	}
+	return max(land-early, issue+first), nil
 }
 
 // pullTwin: a one-shot's pull-and-reduce over World buffers, rank 0's own
@@ -509,8 +548,37 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 	if err := rec.Modelled(); err != nil {
 		return 0, fmt.Errorf("hw: %w", err)
 	}
-	f, err := m.FenceCost(0, mem(rec.Dst))
-	return nsOf(f), err
+	at := mem(rec.Dst)
+	if rec.Blocks <= 1 {
+		f, err := m.FenceCost(0, at)
+		return nsOf(f), err
+	}
+	// Blocks at once: each iteration's stores of every block share the
+	// way to the memory, and each block's fence follows its stores'
+	// landing (as a schedule's fence after its writes does).
+	after, err := m.FenceAfterLanding(0, at)
+	if err != nil {
+		return 0, err
+	}
+	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * int64(max(rec.Stores, 1)) * 16)
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads}
+	iters := max(rec.Iters, 1)
+	var step func(i int) func()
+	step = func(i int) func() {
+		return func() {
+			if i == iters {
+				return
+			}
+			m.Eng.After(after, func() {
+				if err := m.Write(0, at, per, k, "fence stores", step(i+1)); err != nil {
+					panic(err) // the first iteration's Write succeeded on the same path
+				}
+			})
+		}
+	}
+	return m.perIter(iters, func(done func()) error {
+		return m.Write(0, at, per, k, "fence stores", step(1))
+	})
 }
 
 // packedApart is how far apart a packed barrier layout puts the ranks'

@@ -638,3 +638,36 @@ func runFile(t *testing.T, file string) (*Validation, []trace.Record) {
 	require.NoError(t, err)
 	return v, recs
 }
+
+// pcie.posted_write_buffer is the median, over the copies to host memory
+// from 4 blocks at 4–128 iterations (write_buffer.jsonl), of what the
+// slowest block of the copy ending with fence.sc.sys takes beyond the
+// plain one's, as bytes at the fenced copy's rate.
+func TestPostedWriteBufferFromItsCapture(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/write_buffer.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	plain, fenced := map[int]trace.Record{}, map[int]trace.Record{}
+	for _, r := range recs {
+		if r.Loop != "copy" || r.Blocks != 4 {
+			continue
+		}
+		if r.Fence == "sc" {
+			fenced[r.Iters] = r
+		} else {
+			plain[r.Iters] = r
+		}
+	}
+	require.Len(t, plain, 6)
+	var bs []float64
+	for iters, p := range plain {
+		f, ok := fenced[iters]
+		require.True(t, ok, "no fenced copy of %d iterations", iters)
+		data := float64(p.Blocks*p.Threads*16*p.Unroll) * float64(iters)
+		tf, tp := f.NsPerIterSlowestBlock*float64(iters), p.NsPerIterSlowestBlock*float64(iters)
+		bs = append(bs, (tf-tp)*data/tf)
+	}
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	assert.InEpsilon(t, median(bs), pre.DefaultParams().Get("pcie.posted_write_buffer"), 0.001)
+}

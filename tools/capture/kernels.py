@@ -941,7 +941,9 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll128w(const uint4* recv, 
 // ---- Simple-style copy: U independent 16-B loads per source in flight per thread, then U stores ---------------
 // S sources (a; b too when S == 2), host sources read with ld.volatile (vol_a / vol_b), destination d.
 // Each block copies its own range of iters * U * blockDim.x int4 (coalesced per u), starting at elements off.
-template <int U, int S>
+// FENCE: the block's threads end with fence.sc.sys before the clock is read, so its time runs until its stores
+// have landed where every thread of the system sees them, not until they were issued.
+template <int U, int S, bool FENCE = false>
 __device__ __forceinline__ void copy_loop(const uint4* a, const uint4* b, uint4* d, int iters, int vol_a, int vol_b,
                                           long long* res) {
   unsigned acc = 0;
@@ -963,6 +965,7 @@ __device__ __forceinline__ void copy_loop(const uint4* a, const uint4* b, uint4*
     #pragma unroll
     for (int u = 0; u < U; u++) { d[k0 + u * blockDim.x] = v[u]; acc += v[u].x; }
   }
+  if (FENCE) fence_sc_sys();
   __syncthreads();
   long long c1 = clock64();
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
@@ -974,6 +977,26 @@ extern "C" __global__ void __launch_bounds__(1024) pb_copy_##U##_##S(const uint4
 }
 COPY_K(1, 1) COPY_K(2, 1) COPY_K(4, 1) COPY_K(8, 1)
 COPY_K(1, 2) COPY_K(2, 2) COPY_K(4, 2) COPY_K(8, 2)
+extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
+    long long off, int iters, int vol_a, int vol_b, long long* res) {
+  copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);
+}
+
+// ---- fences from many blocks at once: each block's threads store nst 16-B words into the block's own range
+// (stride16 int4 past the previous block's) and fence (1 acq_rel, 2 sc), iters times.
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_blocks(uint4* dst, int nst, int fence, int iters,
+                                                                   long long stride16, long long* res) {
+  uint4* base = dst + (size_t)blockIdx.x * stride16;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    for (int k = 0; k < nst; k++) st_vol4(base + (size_t)k * blockDim.x + threadIdx.x, make_uint4(i, k, threadIdx.x, 1u));
+    if (fence == 1) fence_acq_rel_sys(); else if (fence == 2) fence_sc_sys();
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
 
 // ---- Simple's per-slice bookkeeping: thread 0 waits on a counter (already satisfied), block barrier, the block
 // copies slice16 int4 (unroll 8 from local src to dst), block barrier, thread 0 fences (0 none, 1 fence.acq_rel.sys,

@@ -724,16 +724,17 @@ class PerBlock:
         self.copies(pairs=[("local", "peer")], block_pairs=[("local", "peer"), ("local", "local")])
 
     # ---------- Simple-style copies -----------------------------------------------------------------------------------
-    def copies(self, pairs=None, block_pairs=None, single=True, blocks=None):
-        cp = self.cp
+    def copy_runner(self):
+        """Fills the copy loops' buffers and returns run(U, S, src, dst, blocks, threads, iters, fenced=False), which
+        measures and emits one copy record (fenced: the copy ends with fence.sc.sys, kernel pb_copy_fenced_8_1)."""
         nb = self.big
         for where in ("host", "local"):
             self.fill(where, "cpa", nb, [0x01010101])
         self.fill("local", "cpb", nb, [0x02020202])
         off = [0]
 
-        def run(U, S, src, dst, b, t, iters):
-            k = self.fn(f"pb_copy_{U}_{S}")
+        def run(U, S, src, dst, b, t, iters, fenced=False):
+            k = self.fn(f"pb_copy_fenced_{U}_{S}" if fenced else f"pb_copy_{U}_{S}")
             a = self.ptr(src, "cpa", nb)
             bb = self.dev("cpb", nb)
             d = self.ptr(dst, "cpd", nb)
@@ -747,9 +748,46 @@ class PerBlock:
                                self.res), stream=self.s)
                 off[0] += span  # fresh data every launch: no L2 reuse between launches
             vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
-            self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": src, "dst": dst,
-                       "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}, vals,
-                      "ns_per_iter")
+            rec = {"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": src, "dst": dst,
+                   "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}
+            if fenced:
+                rec["fence"] = "sc"
+            self.emit(rec, vals, "ns_per_iter")
+        return run
+
+    def write_buffer(self):
+        """Copies to pinned host memory whose blocks fill the link, 8 loads in flight, 2-32 blocks x 512 threads, as
+        the launch grows from 4 to 128 iterations; each plain and ending with a system-scope fence. If stores still in
+        flight between the SMs and the link when a block ends are not in its time, a plain copy's time per iteration
+        grows with the launch towards the link's rate and the fenced one's does not."""
+        run = self.copy_runner()
+        for fenced in (False, True):
+            for b in (2, 4, 8, 16, 32):
+                for iters in (4, 8, 16, 32, 64, 128):
+                    self.rec.guard(f"write_buffer U8 {b}x512 {iters} fenced={fenced}", run, 8, 1, "local", "host", b,
+                                   512, iters, fenced)
+
+    def fence_blocks(self):
+        """One store of 16 B per thread then a system-scope fence, 32 threads, from 1-132 blocks at once, each block
+        in its own 4 KiB of local or pinned host memory: does a fence take longer while other blocks fence?"""
+        k = self.fn("pb_fence_blocks")
+        iters = 200
+        for dst in ("local", "host"):
+            d = self.ptr(dst, "fbdst", 16 * MB)
+            for f_i, f in ((1, "acq_rel"), (2, "sc")):
+                for b in BLOCKS:
+                    def meas(dst=dst, d=d, f_i=f_i, f=f, b=b):
+                        def launch():
+                            k((b,), (32,), (d, np.int32(1), np.int32(f_i), np.int32(iters), np.int64(256), self.res),
+                              stream=self.s)
+                        vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                        self.emit({"kind": "loop", "loop": "fence", "dst": dst, "stores_per_thread": 1, "fence": f,
+                                   "blocks": b, "threads": 32, "iters": iters, "spacing_bytes": 4096}, vals,
+                                  "ns_per_iter")
+                    self.rec.guard(f"fence_blocks {dst} {f} {b}", meas)
+
+    def copies(self, pairs=None, block_pairs=None, single=True, blocks=None):
+        run = self.copy_runner()
 
         pairs = pairs or [("local", "local"), ("host", "local"), ("local", "host")]
         for U in (1, 2, 4, 8) if single else ():
@@ -763,7 +801,6 @@ class PerBlock:
             for src, dst in block_pairs or pairs:
                 for b in blocks:
                     self.rec.guard(f"copy U{U} {src}->{dst} {b}x512", run, U, 1, src, dst, b, 512, max(4, 64 // U))
-        del cp
 
     def simple_steps(self):
         k = self.fn("pb_simple_step")
@@ -849,7 +886,7 @@ def run(out_dir, quick):
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
-                        "barrier_threads"):
+                        "barrier_threads", "write_buffer", "fence_blocks"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
