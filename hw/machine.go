@@ -99,7 +99,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
-		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")),
+		PostedWriteBuffer:  sim.Bytes(g("pcie.posted_write_buffer")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
