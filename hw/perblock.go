@@ -60,6 +60,9 @@ type PerBlock struct {
 	// NeighbourOp words at NeighbourPlace (trace.Record.NeighbourPlace).
 	Neighbours                  int
 	NeighbourOp, NeighbourPlace string
+	// PollSleep: a group barrier's pause after each poll that does not
+	// see its flag, in ns (trace.Record.PollSleepNs).
+	PollSleep int
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -83,6 +86,10 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
 		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
+		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0:
+		return fmt.Errorf("a fence beside %d blocks streaming stores to %s memory: %w", rec.Neighbours, rec.NeighbourPlace, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):
 		return fmt.Errorf("a fence after %d stores by %d threads (fence %s; the stores' issue is not simulated): %w",
 			rec.Stores, rec.Threads, rec.Fence, ErrNotModelled)

@@ -144,3 +144,15 @@ func TestCopyIterOverheadFromHostLeavesOutDeviceMemory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v+m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra, host)
 }
+
+// A fence beside other blocks' streams of stores and a barrier whose polls
+// pause are measured but not modelled: each says so.
+func TestFenceBesideStreamsAndPausedPollsAreNotModelled(t *testing.T) {
+	err := PerBlock{Kind: "loop", Loop: "fence", Fence: "sc", Stores: 1, Threads: 32, Blocks: 1, Neighbours: 8, NeighbourOp: "stream", NeighbourPlace: "host"}.Modelled()
+	require.ErrorIs(t, err, ErrNotModelled)
+	assert.Contains(t, err.Error(), "beside 8 blocks streaming stores to host memory")
+	err = PerBlock{Kind: "loop", Loop: "group_barrier", Target: "local", Layout: "packed_4k", World: 4, Groups: 1, Blocks: 4, Threads: 32, PollSleep: 300}.Modelled()
+	require.ErrorIs(t, err, ErrNotModelled)
+	assert.Contains(t, err.Error(), "pause 300 ns")
+	require.NoError(t, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "local", Layout: "packed_4k", World: 4, Groups: 1, Blocks: 4, Threads: 32}.Modelled())
+}

@@ -158,6 +158,9 @@ type Record struct {
 	// slowest block (the median over trials), in ns: the kernel's end,
 	// where NsPerIter is the median block's.
 	NsPerIterSlowestBlock float64
+	// PollSleepNs is a group_barrier record's pause after each poll that
+	// does not yet see its flag (__nanosleep), in ns; 0: none.
+	PollSleepNs int
 
 	// Barrier is the barrier record's kind of barrier: "cas" or "flag".
 	Barrier string

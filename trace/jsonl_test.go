@@ -213,3 +213,18 @@ func TestConfiguration(t *testing.T) {
 	assert.Contains(t, recs[3].Configuration(), "nccl_env=NCCL_A:1,NCCL_B:2,")
 	assert.NotContains(t, recs[3].Configuration(), "us=")
 }
+
+// The fields of fence_beside.jsonl and write_buffer.jsonl read back.
+func TestPerBlockFieldsOfFencesAndPausedBarriers(t *testing.T) {
+	in := `{"system": "s", "clock": "sm_clock64", "kind": "loop", "loop": "fence", "dst": "local", "stores_per_thread": 1, "fence": "sc", "blocks": 1, "threads": 32, "ns_per_iter": 12452, "neighbours": 8, "neighbour_op": "stream", "neighbour_place": "host"}
+{"system": "s", "clock": "sm_clock64", "kind": "loop", "loop": "group_barrier", "target": "local", "layout": "packed_4k", "world": 4, "groups": 1, "blocks": 4, "threads": 32, "ns_per_iter": 514, "poll_sleep_ns": 300, "ns_per_iter_slowest_block": 515}
+`
+	recs, bad, err := ReadJSONL(strings.NewReader(in), "t.jsonl", ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	require.Len(t, recs, 2)
+	assert.Equal(t, "stream", recs[0].NeighbourOp)
+	assert.Equal(t, "host", recs[0].NeighbourPlace)
+	assert.Equal(t, 300, recs[1].PollSleepNs)
+	assert.Equal(t, 515.0, recs[1].NsPerIterSlowestBlock)
+}

@@ -54,7 +54,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/line_probe.jsonl", "h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl",
 	"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll_steps.jsonl", "h200x1-arsim/native_issue.jsonl", "h200x1-arsim/barrier_layout.jsonl",
 	"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/launch_state.jsonl", "h200x1-arsim/barrier_threads.jsonl",
-	"h200x1-arsim/write_buffer.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -178,17 +178,19 @@ var Fits = append([]Fit{
 	// same at 4 and 8 ranks, in host memory, and every other group barrier
 	// are predicted.
 	{Params: []string{"gpu.barrier_meet", "gpu.barrier_meet_per_warp"}, Files: []string{"h200x1-arsim/barrier_threads.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: func(r trace.Record) bool { return r.Loop == "group_barrier" },
-		On:     func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "local" && r.World == 2 },
-		How:    "least-squares line over warps of ns per barrier minus two local round trips (pointer_chase, same run)"},
+		Covers:       func(r trace.Record) bool { return r.Loop == "group_barrier" },
+		AlsoPredicts: []string{"h200x1-arsim/fence_beside.jsonl"},
+		On:           func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "local" && r.World == 2 },
+		How:          "least-squares line over warps of ns per barrier minus two local round trips (pointer_chase, same run)"},
 	// pcie.posted_write_buffer: copies to host memory from 4 blocks, 4–128
 	// iterations, plain against ending with a system fence; the same at 2,
 	// 8, 16 and 32 blocks, the fenced copies and the fences of 1–132 blocks
 	// are predicted.
 	{Params: []string{"pcie.posted_write_buffer"}, Files: []string{"h200x1-arsim/write_buffer.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: func(r trace.Record) bool { return r.Loop == "copy" || r.Loop == "fence" },
-		On:     func(r trace.Record) bool { return r.Loop == "copy" && r.Blocks == 4 && r.Fence == "" },
-		How:    "median over the launches of (slowest block with a closing fence.sc.sys − without) × bytes / (the fenced time)"},
+		Covers:       func(r trace.Record) bool { return r.Loop == "copy" || r.Loop == "fence" },
+		AlsoPredicts: []string{"h200x1-arsim/fence_beside.jsonl"},
+		On:           func(r trace.Record) bool { return r.Loop == "copy" && r.Blocks == 4 && r.Fence == "" },
+		How:          "median over the launches of (slowest block with a closing fence.sc.sys − without) × bytes / (the fenced time)"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
 		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},

@@ -878,6 +878,29 @@ extern "C" __global__ void pb_group_barrier(unsigned* flags, int W, int stride_r
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
 
+// ---- pb_group_barrier with a pause of sleep_ns (__nanosleep) after every poll that does not yet see its flag: the
+// poll loop's period grows by about the pause, the stores and the meeting do not.
+extern "C" __global__ void pb_group_barrier_sleep(unsigned* flags, int W, int stride_r, int stride_p, int nb, unsigned e0,
+                                                  unsigned sleep_ns, int* err, long long* res) {
+  const int g = blockIdx.x / W, r = blockIdx.x % W, p = threadIdx.x;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (p < W && p != r) {
+      st_vol(flags + (size_t)(g * W + p) * stride_r + r * stride_p, e);
+      while (ld_vol(flags + (size_t)(g * W + r) * stride_r + p * stride_p) < e) {
+        if (sleep_ns) __nanosleep(sleep_ns);
+        if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+      }
+    }
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
+}
+
 // ---- W-rank barriers laid out rank-major, as vLLM's Signal and tools/capture's flag kernels keep their flags:
 // rank p's array starts stride_rank words after rank p-1's, group g's sector at g * stride_g words into it, the slot
 // for writer r at word r. Block (g, r) stores epoch e into slot r of group g's sector of every peer's array and
@@ -980,6 +1003,38 @@ COPY_K(1, 2) COPY_K(2, 2) COPY_K(4, 2) COPY_K(8, 2)
 extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);
+}
+
+// ---- a fence beside other blocks' streams of stores: blocks 0 .. gridDim.x-2 copy from src to bulk (8 loads of 16 B in
+// flight per thread, iters_bulk iterations, each block its own range; no fence); the last block's first warp stores one
+// 16-B word per thread to fdst and runs fence.sc.sys, iters times, timing itself. With gridDim.x == 1, the fence alone.
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_beside(const uint4* src, uint4* bulk, uint4* fdst,
+                                                                   int iters_bulk, int iters, long long* res) {
+  const int last = gridDim.x - 1;
+  if ((int)blockIdx.x < last) {
+    unsigned acc = 0;
+    const size_t base = (size_t)blockIdx.x * iters_bulk * 8 * blockDim.x;
+    long long c0 = clock64();
+    for (int i = 0; i < iters_bulk; i++) {
+      uint4 v[8];
+      const size_t k0 = base + (size_t)i * 8 * blockDim.x + threadIdx.x;
+      #pragma unroll
+      for (int u = 0; u < 8; u++) v[u] = src[k0 + u * blockDim.x];
+      #pragma unroll
+      for (int u = 0; u < 8; u++) { bulk[k0 + u * blockDim.x] = v[u]; acc += v[u].x; }
+    }
+    long long c1 = clock64();
+    if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+    return;
+  }
+  if (threadIdx.x >= 32) return;
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
+    fence_sc_sys();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
 }
 
 // ---- fences from many blocks at once: each block's threads store nst 16-B words into the block's own range

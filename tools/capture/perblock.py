@@ -606,6 +606,28 @@ class PerBlock:
                                            "barriers_per_launch": nb}, vals, "ns_per_iter")
                             self.rec.guard(f"group_barrier {target} {layout} W{W} G{G} {T} threads", meas)
 
+    def barrier_sleep(self):
+        """W-rank barriers in local memory (packed_4k, one group, 32 threads), W 2, 4, 8, the poll loop pausing 0, 100,
+        300 or 1000 ns (__nanosleep) after each load that does not see its flag: if a barrier grows with the ranks
+        because the last of several flags is seen up to a poll period late, the growth grows with the period."""
+        k = self.fn("pb_group_barrier_sleep")
+        nb = 200
+        buf = self.ptr("local", "gbz", 4 * MB)
+        self.fill("local", "gbz", 4 * MB, [0])
+        e0 = [0]
+        for sleep_ns in (0, 100, 300, 1000):
+            for W in (2, 4, 8):
+                def meas(W=W, sleep_ns=sleep_ns):
+                    def launch():
+                        k((W,), (32,), (buf, np.int32(W), np.int32(1024), np.int32(1), np.int32(nb), np.uint32(e0[0]),
+                                        np.uint32(sleep_ns), self.err, self.res), stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, W, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "local", "layout": "packed_4k",
+                               "world": W, "groups": 1, "blocks": W, "threads": 32, "barriers_per_launch": nb,
+                               "poll_sleep_ns": sleep_ns}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_sleep W{W} sleep {sleep_ns}", meas)
+
     def barrier_threads(self):
         """W-rank barriers with each rank's slots in one sector and the ranks' sectors 4 KiB apart (packed_4k), in host
         and local memory, W 2, 4, 8, one group, blocks of 32-1024 threads: what the block's meeting at
@@ -786,6 +808,47 @@ class PerBlock:
                                   "ns_per_iter")
                     self.rec.guard(f"fence_blocks {dst} {f} {b}", meas)
 
+    def fence_beside(self):
+        """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) in local or pinned host
+        memory, alone or beside 8 blocks x 512 threads streaming stores (8 loads in flight, 64 KiB a block an
+        iteration, 256 iterations) to pinned host memory or to local memory. Does a fence wait only for its own
+        block's stores, or for every store of the GPU still on its way?"""
+        k = self.fn("pb_fence_beside")
+        nb = self.big
+        self.fill("local", "fbsrc", nb, [0x01010101])
+        src = self.dev("fbsrc", nb)
+        iters, iters_bulk, writers = 200, 256, 8
+        for fdst in ("local", "host"):
+            f = self.ptr(fdst, "fbf", 1 * MB)
+            for place in ("none", "local", "host"):
+                b = 1 if place == "none" else writers + 1
+                bulk = self.ptr("host" if place == "none" else place, "fbbulk", nb)
+
+                def meas(f=f, fdst=fdst, place=place, b=b, bulk=bulk):
+                    def launch():
+                        k((b,), (512,), (src, bulk, f, np.int32(iters_bulk), np.int32(iters), self.res), stream=self.s)
+                    cp = self.cp
+                    vals, bulk_ns = [], []
+                    with cp.cuda.Device(0):
+                        launch(); self.s.synchronize()
+                        for _ in range(TRIALS):
+                            launch(); self.s.synchronize()
+                            cyc = self.res[:2 * b].get()[0::2]
+                            vals.append(int(cyc[b - 1]) / self.ghz / iters)
+                            if b > 1:
+                                bulk_ns.append(max(int(c) for c in cyc[:b - 1]) / self.ghz)
+                    med = statistics.median(vals)
+                    rec = {"kind": "loop", "loop": "fence", "dst": fdst, "stores_per_thread": 1, "fence": "sc",
+                           "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64", "ns_per_iter": med,
+                           "ns_per_iter_min": min(vals), "ns_per_iter_max": max(vals), "clock_ghz": self.ghz,
+                           "trials": TRIALS, "spin_timeout": False}
+                    if b > 1:
+                        rec.update({"neighbours": writers, "neighbour_op": "stream", "neighbour_place": place,
+                                    "note": f"neighbours' stream: 8 blocks x 512 threads x 8 x 16 B x {iters_bulk} "
+                                            f"iterations, slowest {statistics.median(bulk_ns):.0f} ns"})
+                    self.rec.emit(rec)
+                self.rec.guard(f"fence_beside {fdst} {place}", meas)
+
     def copies(self, pairs=None, block_pairs=None, single=True, blocks=None):
         run = self.copy_runner()
 
@@ -886,7 +949,7 @@ def run(out_dir, quick):
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
-                        "barrier_threads", "write_buffer", "fence_blocks"):
+                        "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
