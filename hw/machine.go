@@ -47,7 +47,8 @@ type Physics struct {
 	FencePostedExtra                        sim.Duration
 	BarrierSync, AtomicPollExtra            sim.Duration
 	BarrierMeet, BarrierMeetPerWarp         sim.Duration
-	PostedWriteBuffer                       sim.Bytes // pcie.posted_write_buffer
+	PostedWriteBuffer                       sim.Bytes    // pcie.posted_write_buffer
+	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
 	HostSlotService                         sim.Duration // hostmem.slot_service
@@ -100,6 +101,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		PostedWriteBuffer:  sim.Bytes(g("pcie.posted_write_buffer")),
+		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),

@@ -156,3 +156,24 @@ func TestFenceBesideStreamsAndPausedPollsAreNotModelled(t *testing.T) {
 	assert.Contains(t, err.Error(), "pause 300 ns")
 	require.NoError(t, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "local", Layout: "packed_4k", World: 4, Groups: 1, Blocks: 4, Threads: 32}.Modelled())
 }
+
+// A loop's iteration over its own GPU memory grows with the load its
+// blocks put on it: base + gpu.mem_loaded_latency × loads / (iteration ×
+// rate), solved for the iteration; nothing without load or parameter.
+func TestLoadedIterationGrowsWithTheKernelsOwnLoad(t *testing.T) {
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	base := 400 * sim.Nanosecond
+	assert.Equal(t, base, m.loaded(base, 0))
+	per := float64(32 * 512 * 16)
+	it := m.loaded(base, per)
+	busy := per / float64(m.Phys.GPUMemBandwidth) * float64(sim.Second)
+	assert.InDelta(t, float64(base)+float64(m.Phys.MemLoadedLatency)*busy/float64(it), float64(it), 2, "the iteration solves its own equation")
+	assert.Greater(t, m.loaded(base, 4*per), it, "more load, a longer iteration")
+	m.Phys.MemLoadedLatency = 0
+	assert.Equal(t, base, m.loaded(base, per))
+}

@@ -125,6 +125,11 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 8 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 132 && r.Threads == 512
 		}, How: "132 blocks × 512 threads × 8 × 16 B read and written per iteration of the slowest block (the kernel's end), over gpu.mem_bandwidth"},
+	{Params: []string{"gpu.mem_loaded_latency"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl"}, perBlockRepeats...),
+		On: func(r trace.Record) bool {
+			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 32 && r.Threads == 512
+		}, How: "(ns per iteration − the model's unloaded iteration) × ns per iteration × memory rate / bytes loaded an iteration"},
 	{Params: []string{"gpu.sm_load_bandwidth"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
