@@ -59,12 +59,7 @@ func TestNeighbourLoadsCountPollsNearThePair(t *testing.T) {
 // apart), and hostmem.line_contention for each store at another sector of
 // its line; GPU memory none of them.
 func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
-	pre, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	top, err := pre.Build()
-	require.NoError(t, err)
-	m, err := New(top)
-	require.NoError(t, err)
+	top, m := h200x1(t)
 	twin := func(layout, target string, w, g int) float64 {
 		v, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: target, Layout: layout, World: w, Groups: g, Blocks: w * g, Threads: 32})
 		require.NoError(t, err)
@@ -97,10 +92,7 @@ func mustRTT(t *testing.T, m *Machine) sim.Duration {
 // a few blocks that do not fill the link, and loops that are not streams
 // (barriers, polls) are any block's time.
 func TestPerBlockEndsWhereBlocksShareABusyResource(t *testing.T) {
-	pre, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	top, err := pre.Build()
-	require.NoError(t, err)
+	top, _ := h200x1(t)
 	copyLoop := func(src, dst string, unroll, blocks int) PerBlock {
 		return PerBlock{Kind: "loop", Loop: "copy", Src: src, Dst: dst, Unroll: unroll, Sources: 1, Blocks: blocks, Threads: 512, Iters: 8}
 	}
@@ -128,12 +120,7 @@ func TestPerBlockEndsWhereBlocksShareABusyResource(t *testing.T) {
 // trip; from host memory, whose round trip already holds its DRAM, less
 // gpu.dram_src_extra (the fitted local copy's round trip was an L2 hit).
 func TestCopyIterOverheadFromHostLeavesOutDeviceMemory(t *testing.T) {
-	pre, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	top, err := pre.Build()
-	require.NoError(t, err)
-	m, err := New(top)
-	require.NoError(t, err)
+	_, m := h200x1(t)
 	assert.Equal(t, m.Phys.CopyIterOverhead, m.copyIterOverhead(GPUMem(0)))
 	assert.Equal(t, m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra, m.copyIterOverhead(HostMem(0)))
 	k := Kernel{Blocks: 1, Threads: 128, Loop: LoopSimple, Unroll: 1, Sources: 1}
@@ -161,12 +148,7 @@ func TestFenceBesideStreamsAndPausedPollsAreNotModelled(t *testing.T) {
 // blocks put on it: base + gpu.mem_loaded_latency × loads / (iteration ×
 // rate), solved for the iteration; nothing without load or parameter.
 func TestLoadedIterationGrowsWithTheKernelsOwnLoad(t *testing.T) {
-	pre, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	top, err := pre.Build()
-	require.NoError(t, err)
-	m, err := New(top)
-	require.NoError(t, err)
+	_, m := h200x1(t)
 	base := 400 * sim.Nanosecond
 	assert.Equal(t, base, m.loaded(base, 0))
 	per := float64(32 * 512 * 16)
@@ -176,4 +158,16 @@ func TestLoadedIterationGrowsWithTheKernelsOwnLoad(t *testing.T) {
 	assert.Greater(t, m.loaded(base, 4*per), it, "more load, a longer iteration")
 	m.Phys.MemLoadedLatency = 0
 	assert.Equal(t, base, m.loaded(base, per))
+}
+
+// h200x1 is the preset of testdata/h200x1-arsim, built, and a machine on it.
+func h200x1(t *testing.T) (*topology.Topology, *Machine) {
+	t.Helper()
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	return top, m
 }
