@@ -789,6 +789,19 @@ class PerBlock:
                     self.rec.guard(f"write_buffer U8 {b}x512 {iters} fenced={fenced}", run, 8, 1, "local", "host", b,
                                    512, iters, fenced)
 
+    def heldout_2(self):
+        """Block counts no earlier part ran, for gpu.mem_loaded_latency and pcie.posted_write_buffer: one-load copies
+        local to local at 12-120 blocks x 512 threads (64 iterations); copies to host memory with 8 loads in flight at
+        3, 6, 12 and 24 blocks, 8 and 32 iterations, plain and ending with fence.sc.sys."""
+        run = self.copy_runner()
+        for b in (12, 20, 40, 80, 100, 120):
+            self.rec.guard(f"heldout_2 copy U1 local {b}x512", run, 1, 1, "local", "local", b, 512, 64)
+        for fenced in (False, True):
+            for b in (3, 6, 12, 24):
+                for iters in (8, 32):
+                    self.rec.guard(f"heldout_2 copy U8 host {b}x512 {iters} fenced={fenced}", run, 8, 1, "local", "host",
+                                   b, 512, iters, fenced)
+
     def fence_blocks(self):
         """One store of 16 B per thread then a system-scope fence, 32 threads, from 1-132 blocks at once, each block
         in its own 4 KiB of local or pinned host memory: does a fence take longer while other blocks fence?"""
@@ -949,7 +962,7 @@ def run(out_dir, quick):
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
-                        "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep"):
+                        "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
