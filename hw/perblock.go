@@ -358,6 +358,16 @@ func (m *Machine) ll128Twin(rec PerBlock) (float64, error) {
 func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name string) (float64, error) {
 	at := k.LoopAt
 	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * perThread * int64(rec.Iters))
+	if rec.Recv == "none" && rec.Dst == "host" {
+		// A send loop's stores to host memory: it ends by its clocks
+		// before they land (storeLoopEnd).
+		land, err := m.perIter(rec.Iters, func(done func()) error { return m.Write(0, HostMem(0), data, k, name+" send", done) })
+		if err != nil {
+			return 0, err
+		}
+		end, err := m.storeLoopEnd(sim.Duration(land*float64(rec.Iters)*float64(sim.Nanosecond)), data, k, "")
+		return nsOf(end) / float64(rec.Iters), err
+	}
 	return m.perIter(rec.Iters, func(done func()) error {
 		n := 0
 		if rec.Recv == "host" {
@@ -456,7 +466,7 @@ func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fenc
 	if data <= 0 || m.Phys.PostedWriteBuffer <= 0 {
 		return land, nil
 	}
-	early := sim.Duration(float64(land) * min(1, float64(m.Phys.PostedWriteBuffer)/float64(data)))
+	early := sim.Duration(float64(land) * min(1, float64(m.Phys.PostedWriteBuffer)/(float64(data)*max(k.wire(), 1)))) // the buffer holds wire bytes (LL's flags too)
 	rate, err := m.LoopRate(0, k)
 	if err != nil || rate <= 0 {
 		return land - early, err
