@@ -565,9 +565,12 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 		return 0, fmt.Errorf("hw: %w", err)
 	}
 	at := mem(rec.Dst)
+	// The capture's loop code (capture.fence_loop_code) beside a fence
+	// after local stores: an iteration is at least that long.
+	floor := m.Phys.FenceLocal + m.Phys.FenceLoopCode
 	if rec.Blocks <= 1 {
 		f, err := m.FenceCost(0, at)
-		return nsOf(f), err
+		return nsOf(max(f, floor)), err
 	}
 	// Blocks at once: each iteration's stores of every block share the
 	// way to the memory, and each block's fence follows its stores'
@@ -592,9 +595,10 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 			})
 		}
 	}
-	return m.perIter(iters, func(done func()) error {
+	v, err := m.perIter(iters, func(done func()) error {
 		return m.Write(0, at, per, k, "fence stores", step(1))
 	})
+	return max(v, nsOf(floor)), err
 }
 
 // packedApart is how far apart a packed barrier layout puts the ranks'

@@ -171,3 +171,18 @@ func h200x1(t *testing.T) (*topology.Topology, *Machine) {
 	require.NoError(t, err)
 	return top, m
 }
+
+// The capture's fence loop takes at least a fence after local stores plus
+// its own loop code (capture.fence_loop_code), whichever memory it stores
+// to; a fence to host memory that costs more sets the iteration.
+func TestFenceLoopTwinHasTheCapturesCodeAsAFloor(t *testing.T) {
+	top, m := h200x1(t)
+	floor := nsOf(m.Phys.FenceLocal + m.Phys.FenceLoopCode)
+	for _, dst := range []string{"local", "host"} {
+		v, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "fence", Dst: dst, Fence: "sc", Stores: 1, Threads: 32, Blocks: 1, Iters: 200})
+		require.NoError(t, err)
+		f, err := m.FenceCost(0, mem(dst))
+		require.NoError(t, err)
+		assert.InDelta(t, max(floor, nsOf(f)), v, 1e-9, dst)
+	}
+}

@@ -196,6 +196,15 @@ var Fits = append([]Fit{
 		AlsoPredicts: []string{"h200x1-arsim/fence_beside.jsonl"},
 		On:           func(r trace.Record) bool { return r.Loop == "copy" && r.Blocks == 4 && r.Fence == "" },
 		How:          "median over the launches of (slowest block with a closing fence.sc.sys − without) × bytes / (the fenced time)"},
+	// capture.fence_loop_code: the fence loop's kernel against the same
+	// store and fence alone, after a local store, 1 block, one instance;
+	// every other fence loop (host memory, 1–132 blocks, acq_rel, the
+	// per-block files' pb_fence on four more instances) is predicted.
+	{Params: []string{"capture.fence_loop_code"}, Files: []string{"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "fence" },
+		On: func(r trace.Record) bool {
+			return r.Loop == "fence" && r.Dst == "local" && r.Fence == "sc" && r.Blocks == 1 && r.Threads == 32 && r.Neighbours == 0
+		}, How: "pb_fence_blocks' ns per iteration minus pb_fence_beside's alone, one local store and fence.sc.sys, 1 block, same instance"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
 		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},

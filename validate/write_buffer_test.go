@@ -105,3 +105,27 @@ func TestHeldout2AsPredicted(t *testing.T) {
 	assert.LessOrEqual(t, abs[len(abs)/2], 3.0)
 	assert.LessOrEqual(t, abs[len(abs)-1], 10.0)
 }
+
+// capture.fence_loop_code is what the capture's fence loop (pb_fence_blocks,
+// write_buffer.jsonl) takes beyond the same store and fence alone
+// (pb_fence_beside, fence_beside.jsonl), one local store and fence.sc.sys,
+// 1 block × 32 threads, on the same instance.
+func TestFenceLoopCodeFromItsCaptures(t *testing.T) {
+	one := func(file string) float64 {
+		recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+		require.NoError(t, err)
+		require.Empty(t, bad)
+		var v []float64
+		for _, r := range recs {
+			if r.Loop == "fence" && r.Dst == "local" && r.Fence == "sc" && r.Blocks == 1 && r.Threads == 32 && r.Neighbours == 0 {
+				v = append(v, r.NsPerIter)
+			}
+		}
+		require.Len(t, v, 1, file)
+		return v[0]
+	}
+	loop, alone := one("../testdata/h200x1-arsim/write_buffer.jsonl"), one("../testdata/h200x1-arsim/fence_beside.jsonl")
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	assert.InDelta(t, loop-alone, pre.DefaultParams().Get("capture.fence_loop_code"), 0.01)
+}
