@@ -158,6 +158,9 @@ type Record struct {
 	// slowest block (the median over trials), in ns: the kernel's end,
 	// where NsPerIter is the median block's.
 	NsPerIterSlowestBlock float64
+	// LaunchBound is a copy loop record's __launch_bounds__ (threads a
+	// block at most) when not the capture's usual 1024; 0: 1024.
+	LaunchBound int
 	// PollSleepNs is a group_barrier record's pause after each poll that
 	// does not yet see its flag (__nanosleep), in ns; 0: none.
 	PollSleepNs int

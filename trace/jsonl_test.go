@@ -218,11 +218,13 @@ func TestConfiguration(t *testing.T) {
 func TestPerBlockFieldsOfFencesAndPausedBarriers(t *testing.T) {
 	in := `{"system": "s", "clock": "sm_clock64", "kind": "loop", "loop": "fence", "dst": "local", "stores_per_thread": 1, "fence": "sc", "blocks": 1, "threads": 32, "ns_per_iter": 12452, "neighbours": 8, "neighbour_op": "stream", "neighbour_place": "host"}
 {"system": "s", "clock": "sm_clock64", "kind": "loop", "loop": "group_barrier", "target": "local", "layout": "packed_4k", "world": 4, "groups": 1, "blocks": 4, "threads": 32, "ns_per_iter": 514, "poll_sleep_ns": 300, "ns_per_iter_slowest_block": 515}
+{"system": "s", "clock": "sm_clock64", "kind": "loop", "loop": "copy", "src": "local", "dst": "local", "unroll": 4, "sources": 2, "blocks": 1, "threads": 128, "ns_per_iter": 1060, "launch_bound": 512}
 `
 	recs, bad, err := ReadJSONL(strings.NewReader(in), "t.jsonl", ReadOptions{})
 	require.NoError(t, err)
 	require.Empty(t, bad)
-	require.Len(t, recs, 2)
+	require.Len(t, recs, 3)
+	assert.Equal(t, 512, recs[2].LaunchBound)
 	assert.Equal(t, "stream", recs[0].NeighbourOp)
 	assert.Equal(t, "host", recs[0].NeighbourPlace)
 	assert.Equal(t, 300, recs[1].PollSleepNs)

@@ -1000,6 +1000,14 @@ extern "C" __global__ void __launch_bounds__(1024) pb_copy_##U##_##S(const uint4
 }
 COPY_K(1, 1) COPY_K(2, 1) COPY_K(4, 1) COPY_K(8, 1)
 COPY_K(1, 2) COPY_K(2, 2) COPY_K(4, 2) COPY_K(8, 2)
+// The two-source copies compiled for blocks of at most 512 threads (up to 128 registers a thread, where
+// __launch_bounds__(1024) allows 64): the same loop with room to keep every load in flight.
+#define COPY_K512(U, S) \
+extern "C" __global__ void __launch_bounds__(512) pb_copy_lb512_##U##_##S(const uint4* a, const uint4* b, uint4* d, \
+    long long off, int iters, int vol_a, int vol_b, long long* res) { \
+  copy_loop<U, S>(a + off, b + off, d + off, iters, vol_a, vol_b, res); \
+}
+COPY_K512(4, 2) COPY_K512(8, 2)
 extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);

@@ -755,8 +755,11 @@ class PerBlock:
         self.fill("local", "cpb", nb, [0x02020202])
         off = [0]
 
-        def run(U, S, src, dst, b, t, iters, fenced=False):
-            k = self.fn(f"pb_copy_fenced_{U}_{S}" if fenced else f"pb_copy_{U}_{S}")
+        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024):
+            name = f"pb_copy_fenced_{U}_{S}" if fenced else f"pb_copy_{U}_{S}"
+            if bound != 1024:
+                name = f"pb_copy_lb{bound}_{U}_{S}"
+            k = self.fn(name)
             a = self.ptr(src, "cpa", nb)
             bb = self.dev("cpb", nb)
             d = self.ptr(dst, "cpd", nb)
@@ -774,6 +777,8 @@ class PerBlock:
                    "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}
             if fenced:
                 rec["fence"] = "sc"
+            if bound != 1024:
+                rec["launch_bound"] = bound
             self.emit(rec, vals, "ns_per_iter")
         return run
 
@@ -788,6 +793,17 @@ class PerBlock:
                 for iters in (4, 8, 16, 32, 64, 128):
                     self.rec.guard(f"write_buffer U8 {b}x512 {iters} fenced={fenced}", run, 8, 1, "local", "host", b,
                                    512, iters, fenced)
+
+    def copy_registers(self):
+        """Two-source copies (4 and 8 loads per source in flight) as compiled for 1024-thread blocks (64 registers:
+        ptxas reuses a load's register or spills) and for 512-thread blocks (128 registers), 1 block of 128 and 512
+        threads, local to local, host to local, local to host; the one-source copies of 8 loads beside them."""
+        run = self.copy_runner()
+        for src, dst in (("local", "local"), ("host", "local"), ("local", "host")):
+            for t in (128, 512):
+                for U, S, bound in ((4, 2, 1024), (4, 2, 512), (8, 2, 1024), (8, 2, 512), (8, 1, 1024)):
+                    self.rec.guard(f"copy_registers U{U} S{S} lb{bound} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t,
+                                   max(8, 256 // U), False, bound)
 
     def heldout_2(self):
         """Block counts no earlier part ran, for gpu.mem_loaded_latency and pcie.posted_write_buffer: one-load copies
@@ -962,7 +978,8 @@ def run(out_dir, quick):
     only = [p for p in os.environ.get("PERBLOCK_PARTS", "").split(",") if p]
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
-                        "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2"):
+                        "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
+                        "copy_registers"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
