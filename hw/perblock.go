@@ -361,12 +361,7 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 	if rec.Recv == "none" && rec.Dst == "host" {
 		// A send loop's stores to host memory: it ends by its clocks
 		// before they land (storeLoopEnd).
-		land, err := m.perIter(rec.Iters, func(done func()) error { return m.Write(0, HostMem(0), data, k, name+" send", done) })
-		if err != nil {
-			return 0, err
-		}
-		end, err := m.storeLoopEnd(sim.Duration(land*float64(rec.Iters)*float64(sim.Nanosecond)), data, k, "")
-		return nsOf(end) / float64(rec.Iters), err
+		return m.storeLoopTwin(rec.Iters, data, k, "", name+" send")
 	}
 	return m.perIter(rec.Iters, func(done func()) error {
 		n := 0
@@ -427,12 +422,7 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 	// gpu.dram_src_extra, whatever the launch's footprint.
 	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(max(rec.Unroll, 1)) * int64(rec.Iters))
 	if rec.Dst == "host" && rec.Src != "host" {
-		land, err := m.perIter(rec.Iters, func(done func()) error { return m.Write(0, HostMem(0), data, k, "copy", done) })
-		if err != nil {
-			return 0, err
-		}
-		end, err := m.storeLoopEnd(sim.Duration(land*float64(rec.Iters)*float64(sim.Nanosecond)), data, k, rec.Fence)
-		return nsOf(end) / float64(rec.Iters), err
+		return m.storeLoopTwin(rec.Iters, data, k, rec.Fence, "copy")
 	}
 	return m.perIter(rec.Iters, func(done func()) error {
 		switch {
@@ -449,6 +439,17 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		m.Eng.After(d, done)
 		return nil
 	})
+}
+
+// storeLoopTwin runs a loop of kernel k storing data to host memory over
+// iters iterations and returns its time per iteration by its blocks'
+// clocks (storeLoopEnd).
+func (m *Machine) storeLoopTwin(iters int, data sim.Bytes, k Kernel, fence, label string) (float64, error) {
+	if _, err := m.perIter(iters, func(done func()) error { return m.Write(0, HostMem(0), data, k, label, done) }); err != nil {
+		return 0, err
+	}
+	end, err := m.storeLoopEnd(sim.Duration(m.Eng.Now()), data, k, fence)
+	return nsOf(end) / float64(iters), err
 }
 
 // storeLoopEnd is when a loop of kernel k storing data to host memory
@@ -582,22 +583,22 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * int64(max(rec.Stores, 1)) * 16)
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads}
 	iters := max(rec.Iters, 1)
+	var stepErr error
 	var step func(i int) func()
 	step = func(i int) func() {
 		return func() {
-			if i == iters {
+			if i == iters || stepErr != nil {
 				return
 			}
-			m.Eng.After(after, func() {
-				if err := m.Write(0, at, per, k, "fence stores", step(i+1)); err != nil {
-					panic(err) // the first iteration's Write succeeded on the same path
-				}
-			})
+			m.Eng.After(after, func() { stepErr = m.Write(0, at, per, k, "fence stores", step(i+1)) })
 		}
 	}
 	v, err := m.perIter(iters, func(done func()) error {
 		return m.Write(0, at, per, k, "fence stores", step(1))
 	})
+	if err == nil {
+		err = stepErr
+	}
 	return max(v, nsOf(floor)), err
 }
 
