@@ -52,6 +52,7 @@ type Physics struct {
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
 	HostSlotService                         sim.Duration // hostmem.slot_service
+	SpinStoreService                        sim.Duration // gpu.spin_store_service
 	HostSectorCollision                     sim.Duration // hostmem.sector_collision
 	HostCollisionSpan                       int          // hostmem.collision_span, bytes
 	LLIterOverhead, LLIterPerWarp           sim.Duration
@@ -104,6 +105,7 @@ func resolve(ps *topology.Params) Physics {
 		PostedWriteBuffer:  sim.Bytes(g("pcie.posted_write_buffer")),
 		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
+		SpinStoreService:    ns(g("gpu.spin_store_service")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),

@@ -649,7 +649,9 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // landing at another sector of the polled sector's line adds
 // hostmem.line_contention to its service (slotsPeriod); the block then
 // meets at __syncthreads (gpu.barrier_meet, by its warps; one GPU, so no
-// gpu.barrier_sync). The groups' sectors follow each
+// gpu.barrier_sync). In local memory each flag after the first waits
+// gpu.spin_store_service where the polls spin (slotPolls), whatever the
+// layout. The groups' sectors follow each
 // other, so a line holds the sectors of several groups when a group has
 // fewer ranks than a line has sectors; the groups cost nothing else
 // (measured, they do: docs/PER_BLOCK.md).

@@ -123,11 +123,14 @@ func (m *Machine) sectorOf(sk sectorKey) int32 {
 // slotPolls is what a warp's poll of slots slots of one sector of memory
 // at adds when collide of the barrier's other sectors lie within
 // hostmem.collision_span of it: hostmem.slot_service per slot and
-// hostmem.sector_collision per such sector; 0 in GPU memory, which serves
-// polls without queuing.
+// hostmem.sector_collision per such sector. GPU memory serves the polls
+// without queuing, but each store after the first that lands while they
+// spin waits gpu.spin_store_service (measured: a barrier in local memory
+// grows with its ranks while its polls spin, not once they pause 300 ns
+// or more; fence_beside.jsonl).
 func (m *Machine) slotPolls(at Mem, slots, collide int) sim.Duration {
 	if !at.Host {
-		return 0
+		return sim.Duration(max(slots-1, 0)) * m.Phys.SpinStoreService
 	}
 	return sim.Duration(slots)*m.Phys.HostSlotService + sim.Duration(collide)*m.Phys.HostSectorCollision
 }
@@ -256,6 +259,8 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	}
 	svc := m.pollService(at, p.Atomic)
 	if svc == 0 {
+		// a flag of no group has a sector, and no slots, of its own
+		extra += m.slotPolls(at, m.sectorPolls[m.flagPollOf(f, at).sector].slots, 0)
 		f.Wait(value, rtt+extra, who, fn)
 		return nil
 	}

@@ -80,8 +80,10 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	land, _ := m.StoreLanding(0, HostMem(0))
 	rtt, _ := m.RoundTrip(0, HostMem(0))
 	assert.Equal(t, sim.Time(land+max(rtt, m.Phys.HostPollService)), seen)
-	// GPU memory queues nothing.
-	assert.Zero(t, m.slotPolls(GPUMem(0), 8, 7))
+	// GPU memory queues no polls; the stores after the first that land
+	// while they spin wait gpu.spin_store_service each.
+	assert.Equal(t, 7*m.Phys.SpinStoreService, m.slotPolls(GPUMem(0), 8, 7))
+	assert.Zero(t, m.slotPolls(GPUMem(0), 1, 0))
 	// Sectors 1 KiB or more apart do not collide; 128 B apart, at most the
 	// 7 others of a kibibyte do.
 	assert.Equal(t, 0, m.barrierCollisions(7, 1024))

@@ -187,6 +187,14 @@ var Fits = append([]Fit{
 		AlsoPredicts: []string{"h200x1-arsim/fence_beside.jsonl"},
 		On:           func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "local" && r.World == 2 },
 		How:          "least-squares line over warps of ns per barrier minus two local round trips (pointer_chase, same run)"},
+	// gpu.spin_store_service: 2-, 4- and 8-rank barriers in local memory
+	// whose polls spin, one instance; every other local barrier (other
+	// instances, layouts, groups and threads) and every multi-GPU barrier
+	// are predicted.
+	{Params: []string{"gpu.spin_store_service"}, Files: []string{"h200x1-arsim/fence_beside.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "local" },
+		On:     func(r trace.Record) bool { return r.PollSleepNs == 0 },
+		How:    "least-squares slope of ns per barrier over W − 2 (W = 2, 4, 8; packed_4k, one group, 32 threads)"},
 	// pcie.posted_write_buffer: copies to host memory from 4 blocks, 4–128
 	// iterations, plain against ending with a system fence; the same at 2,
 	// 8, 16 and 32 blocks, the fenced copies and the fences of 1–132 blocks

@@ -368,6 +368,25 @@ func TestBarrierMeetFromItsCapture(t *testing.T) {
 	assert.InDelta(t, slope, p.DefaultParams().Get("gpu.barrier_meet_per_warp"), 0.001)
 }
 
+// gpu.spin_store_service is the least-squares slope over W − 2 of the
+// local barriers of fence_beside.jsonl whose polls spin.
+func TestSpinStoreServiceFromItsCapture(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/fence_beside.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	var sx, sy, sxx, sxy, n float64
+	for _, r := range recs {
+		if r.Loop == "group_barrier" && r.Target == "local" && r.PollSleepNs == 0 {
+			x := float64(r.World - 2)
+			sx, sy, sxx, sxy, n = sx+x, sy+r.NsPerIter, sxx+x*x, sxy+x*r.NsPerIter, n+1
+		}
+	}
+	require.Equal(t, 3.0, n)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	assert.InDelta(t, (n*sxy-sx*sy)/(n*sxx-sx*sx), p.DefaultParams().Get("gpu.spin_store_service"), 0.01)
+}
+
 // capture.ll_runtime_op is the median, over pb_ll's receive and
 // recv_reduce_send at 64–1024 threads with its lines in local memory, of
 // its ns per iteration (the mean of its two runs) minus the same loop
