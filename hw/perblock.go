@@ -224,8 +224,9 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 }
 
 // pingpongTwin: one way is a flag store landing, then the poll loop's
-// period; a release store fences first (st.release.sys waits as a system
-// fence does). The pairs' flags sit spacing bytes apart, two per pair, so
+// period, and in host memory hostmem.sector_collision when the partner's
+// flag lies in another sector within hostmem.collision_span; a release
+// store fences first (st.release.sys waits as a system fence does). The pairs' flags sit spacing bytes apart, two per pair, so
 // 32/spacing pollers share a sector. A fence after the store overlaps the
 // partner's reply; that is not modelled.
 func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
@@ -244,6 +245,12 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	d := land + period
+	if rec.Spacing >= 32 && at.Host {
+		// the partner's flag, in a sector of its own nearby, is the
+		// exchange's other sector: hostmem.sector_collision within
+		// hostmem.collision_span, as for a 2-rank barrier
+		d += sim.Duration(m.barrierCollisions(1, rec.Spacing)) * m.Phys.HostSectorCollision
+	}
 	if rec.Mode == "release_acquire" {
 		f, err := m.FenceCost(0, at)
 		if err != nil {
