@@ -433,14 +433,23 @@ type HeldOut struct {
 type DimensionRow struct {
 	Dimension string `json:"dimension"`
 	ErrorStats
+	// Repeats, of the row's records whose configuration was measured more
+	// than once in the files given: how far they lie from their
+	// configuration's median (about the best a model that cannot tell the
+	// runs apart does), and Model the model's error on those same records;
+	// nil when none was.
+	Repeats *ErrorStats `json:"repeats,omitempty"`
+	Model   *ErrorStats `json:"model_on_repeats,omitempty"`
 }
 
 // heldOut builds the report from the compared records; nil when no record
 // is covered by a fit.
 func heldOut(recs []Compared) *HeldOut {
 	var fitted, predicted []float64
-	dims := map[string][]float64{}
-	for _, r := range recs {
+	type dimErrs struct{ abs, rep, repModel []float64 }
+	dims := map[string]*dimErrs{}
+	devs, _ := repeatDeviations(recs)
+	for i, r := range recs {
 		switch {
 		case r.HostPaced: // its value is a host parameter, not the fitted ones
 		case r.FittedFor != "":
@@ -449,7 +458,16 @@ func heldOut(recs []Compared) *HeldOut {
 			a := math.Abs(r.ErrorPct)
 			predicted = append(predicted, a)
 			for _, d := range r.Dimensions {
-				dims[d] = append(dims[d], a)
+				de := dims[d]
+				if de == nil {
+					de = &dimErrs{}
+					dims[d] = de
+				}
+				de.abs = append(de.abs, a)
+				if devs[i] >= 0 {
+					de.rep = append(de.rep, devs[i])
+					de.repModel = append(de.repModel, a)
+				}
 			}
 		}
 	}
@@ -464,7 +482,13 @@ func heldOut(recs []Compared) *HeldOut {
 			}
 		}
 	}) {
-		h.Dims = append(h.Dims, DimensionRow{Dimension: d, ErrorStats: statsOf(dims[d])})
+		de := dims[d]
+		row := DimensionRow{Dimension: d, ErrorStats: statsOf(de.abs)}
+		if len(de.rep) > 0 {
+			rep, model := statsOf(de.rep), statsOf(de.repModel)
+			row.Repeats, row.Model = &rep, &model
+		}
+		h.Dims = append(h.Dims, row)
 	}
 	return h
 }

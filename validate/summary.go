@@ -142,9 +142,11 @@ func maxOf(xs []float64) float64 {
 	return m
 }
 
-// repeatsOf sums up the records whose configuration was measured more
-// than once (Repeats).
-func repeatsOf(recs []Compared) *Repeats {
+// repeatDeviations is, for each record whose configuration was measured
+// more than once, how far (|%|) its measurement lies from the median of
+// its configuration's measurements; -1 for the others. configs is how many
+// configurations were measured more than once.
+func repeatDeviations(recs []Compared) (dev []float64, configs int) {
 	byConfig := map[string][]int{}
 	var order []string
 	for i, r := range recs {
@@ -156,8 +158,10 @@ func repeatsOf(recs []Compared) *Repeats {
 		}
 		byConfig[r.config] = append(byConfig[r.config], i)
 	}
-	rp := &Repeats{}
-	var all, dev, host []float64
+	dev = make([]float64, len(recs))
+	for i := range dev {
+		dev[i] = -1
+	}
 	for _, c := range order {
 		idx := byConfig[c]
 		if len(idx) < 2 {
@@ -171,19 +175,33 @@ func repeatsOf(recs []Compared) *Repeats {
 		if med <= 0 {
 			continue
 		}
-		rp.Configurations++
+		configs++
 		for _, i := range idx {
-			d := math.Abs(recs[i].Measured/med-1) * 100
-			all = append(all, d)
-			if recs[i].HostPaced {
-				host = append(host, d)
-			} else {
-				dev = append(dev, d)
-			}
+			dev[i] = math.Abs(recs[i].Measured/med-1) * 100
 		}
 	}
-	if rp.Configurations == 0 {
+	return dev, configs
+}
+
+// repeatsOf sums up the records whose configuration was measured more
+// than once (Repeats).
+func repeatsOf(recs []Compared) *Repeats {
+	devs, configs := repeatDeviations(recs)
+	if configs == 0 {
 		return nil
+	}
+	rp := &Repeats{Configurations: configs}
+	var all, dev, host []float64
+	for i, d := range devs {
+		if d < 0 {
+			continue
+		}
+		all = append(all, d)
+		if recs[i].HostPaced {
+			host = append(host, d)
+		} else {
+			dev = append(dev, d)
+		}
 	}
 	rp.Records = len(all)
 	rp.MedianAbsPct, rp.P95AbsPct = median(all), nearestRank(all, 95)

@@ -260,6 +260,32 @@ func TestRepeats(t *testing.T) {
 	assert.Nil(t, repeatsOf([]Compared{{config: "a", Measured: 1}, {config: "b", Measured: 2}}))
 }
 
+// Each dimension of the held-out report says how far its repeated
+// records lie from their configuration's median and the model's error on
+// those same records; a dimension with no repeat has neither.
+func TestHeldOutRepeatsByDimension(t *testing.T) {
+	recs := []Compared{
+		{config: "a", Measured: 100, ErrorPct: 30, Dimensions: []string{"x"}},
+		{config: "a", Measured: 120, ErrorPct: -10, Dimensions: []string{"x"}},
+		{config: "b", Measured: 10, ErrorPct: 5, Dimensions: []string{"x", "y"}},
+		{config: "c", Measured: 7, ErrorPct: 1, FittedFor: "p"},
+	}
+	h := heldOut(recs)
+	require.NotNil(t, h)
+	require.Len(t, h.Dims, 2)
+	x, y := h.Dims[0], h.Dims[1]
+	assert.Equal(t, "x", x.Dimension)
+	assert.Equal(t, 3, x.Count)
+	require.NotNil(t, x.Repeats)
+	assert.Equal(t, 2, x.Repeats.Count)
+	// a: median 110, 9.09 % each side; the model misses them by 30 and 10 %.
+	assert.InDelta(t, 100.0/11, x.Repeats.P95AbsPct, 1e-9)
+	assert.InDelta(t, 30, x.Model.P95AbsPct, 1e-9)
+	assert.Equal(t, "y", y.Dimension)
+	assert.Nil(t, y.Repeats)
+	assert.Nil(t, y.Model)
+}
+
 // Allreduce records are summed up by size range; other records and empty
 // ranges are left out.
 func TestBySize(t *testing.T) {

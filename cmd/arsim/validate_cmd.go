@@ -232,8 +232,18 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
 	fmt.Fprintf(b, "\nHeld out by dimension (parameters fitted on some records, the others predicted without refitting)\n")
 	fmt.Fprintf(b, "  fitted side      %d: median |error| %.1f%%, p95 %.1f%%\n", h.Fitted.Count, h.Fitted.MedianAbsPct, h.Fitted.P95AbsPct)
 	fmt.Fprintf(b, "  predicted side   %d: median |error| %.1f%%, p95 %.1f%%\n", h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct)
+	repeats := false
 	for _, d := range h.Dims {
-		fmt.Fprintf(b, "    %-44s %4d: median %5.1f%%, p95 %5.1f%%\n", d.Dimension, d.Count, d.MedianAbsPct, d.P95AbsPct)
+		fmt.Fprintf(b, "    %-44s %4d: median %5.1f%%, p95 %5.1f%%", d.Dimension, d.Count, d.MedianAbsPct, d.P95AbsPct)
+		if d.Repeats != nil {
+			repeats = true
+			fmt.Fprintf(b, "   repeats %4d: p95 %5.1f%% apart, model p95 %5.1f%%", d.Repeats.Count, d.Repeats.P95AbsPct, d.Model.P95AbsPct)
+		}
+		b.WriteString("\n")
+	}
+	if repeats {
+		fmt.Fprintf(b, "  repeats: the row's records whose configuration was measured more than once here, how far they lie from\n"+
+			"  its median (about the best a model that cannot tell the runs apart does), and the model's error on them\n")
 	}
 }
 
