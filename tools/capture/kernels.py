@@ -1162,4 +1162,10 @@ extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled4(const uint4
     const uint4* p3, int world, uint4* out, int iters, long long* res) {
   const uint4* ptrs[4] = {p0, p1, p2, p3}; pull_unrolled<4>(ptrs, out, iters, res);
 }
+// A one-shot's reduction over 8 ranks: the rank's own buffer and seven others, every load in flight.
+extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled8(const uint4* p0, const uint4* p1, const uint4* p2,
+    const uint4* p3, const uint4* p4, const uint4* p5, const uint4* p6, const uint4* p7, uint4* out, int iters,
+    long long* res) {
+  const uint4* ptrs[8] = {p0, p1, p2, p3, p4, p5, p6, p7}; pull_unrolled<8>(ptrs, out, iters, res);
+}
 '''

@@ -958,6 +958,36 @@ class PerBlock:
                                        "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
                         self.rec.guard(f"pull {variant} {world} {b}x{t}", meas)
 
+    def pull_wide(self):
+        """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
+        (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
+        4, 8, 1-132 blocks of 128 or 512 threads: how a block's round trip and the link share out as the sources and
+        blocks grow."""
+        nb = 80 * MB
+        self.fill("local", "pw0", nb, [1])
+        for i in range(1, 8):
+            self.fill("host", f"pw{i}", nb, [i + 1])
+        p = [self.dev("pw0", nb)] + [self.ptr("host", f"pw{i}", nb) for i in range(1, 8)]
+        out = self.dev("pwout", nb)
+        for world in (2, 4, 8):
+            k = self.fn(f"pb_pull_unrolled{world}")
+            for t in (128, 512):
+                for b in (1, 8, 32, 132):
+                    iters = int(min(64, nb // (b * t * 16)))
+
+                    def meas(k=k, world=world, t=t, b=b, iters=iters):
+                        def launch():
+                            if world == 8:
+                                args = tuple(p) + (out, np.int32(iters), self.res)
+                            else:
+                                args = (p[0], p[1], p[2], p[3], np.int32(world), out, np.int32(iters), self.res)
+                            k((b,), (t,), args, stream=self.s)
+                        vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                        self.emit({"kind": "loop", "loop": "pull", "loop_bound": "unrolled", "world": world,
+                                   "src": "local+host", "blocks": b, "threads": t, "iters": iters,
+                                   "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
+                    self.rec.guard(f"pull_wide {world} {b}x{t}", meas)
+
     def free(self):
         for h in self.h.values():
             h.free()
@@ -979,7 +1009,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers"):
+                        "copy_registers", "pull_wide"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
