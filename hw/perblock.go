@@ -490,52 +490,6 @@ func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fenc
 	return max(land-early, issue+first), nil
 }
 
-// pullTwin: a one-shot's pull-and-reduce over World buffers, rank 0's own
-// in local memory and the others in host memory, with the loop over ranks
-// bounded at run time (as nvcc compiles it: runtimePullChain) or unrolled
-// (every load in flight: one round trip);
-// the host buffers' loads share the GPU's link as reads.
-func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
-	v, err := m.vectorRoundTrip(0, HostMem(0))
-	if err != nil {
-		return 0, err
-	}
-	it := v + m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe
-	if rec.Bound == "runtime" {
-		it = m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
-	}
-	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
-		RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds())}
-	return m.perIter(rec.Iters, func(done func()) error {
-		for q := 1; q < rec.World; q++ {
-			if err := m.Read(0, HostMem(0), per, k, "pull", done); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// runtimePullChain is what one iteration of the capture's pull loop over
-// world buffers waits when the loop's bound is known only at run time
-// (pb_pull_runtime, rank 0's buffer local, the others in host memory):
-// nvcc unrolls that loop by 4 (its SASS: four loads issued before the
-// first add, then a remainder loop of one load at a time), so each group
-// of 4 loads waits one host round trip v together and each load of the
-// remaining world mod 4 waits its own (the local one gpuLat).
-func runtimePullChain(world int, gpuLat, v sim.Duration) sim.Duration {
-	d := sim.Duration(world/4) * v
-	for r := 4 * (world / 4); r < world; r++ {
-		if r == 0 {
-			d += gpuLat
-		} else {
-			d += v
-		}
-	}
-	return d
-}
-
 // simpleStepTwin: NCCL Simple's bookkeeping per step, the slice copied by
 // the block's unrolled loop (8 loads in flight per thread) and the fence.
 func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {

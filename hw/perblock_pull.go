@@ -1,0 +1,75 @@
+package hw
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// pullTwin: a one-shot's pull-and-reduce over World buffers, rank 0's own
+// in local memory and the others in host memory, with the loop over ranks
+// bounded at run time (as nvcc compiles it: runtimePullChain) or unrolled
+// (its loads in the batches nvcc issues them: unrolledPullBatches);
+// the host buffers' loads share the GPU's link as reads.
+func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
+	v, err := m.vectorRoundTrip(0, HostMem(0))
+	if err != nil {
+		return 0, err
+	}
+	batches, err := unrolledPullBatches(rec.World)
+	if err != nil && rec.Bound != "runtime" {
+		return 0, err
+	}
+	it := sim.Duration(batches)*v + m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe
+	if rec.Bound == "runtime" {
+		it = m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
+	}
+	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
+		RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds())}
+	return m.perIter(rec.Iters, func(done func()) error {
+		for q := 1; q < rec.World; q++ {
+			if err := m.Read(0, HostMem(0), per, k, "pull", done); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// unrolledPullBatches is how many host round trips one iteration of the
+// capture's unrolled pull over world buffers waits, as nvcc compiles it
+// (CUDA 13.0, sm_90; testdata/h200x1-arsim/system/sass_pull.txt):
+// pb_pull_unrolled2 and 4 issue every load before the first add, but
+// pb_pull_unrolled8 (32 registers) issues the local load and four host
+// loads, adds them, and only then the last three host loads: two round
+// trips (measured 2.9 µs at one block against 1.3–1.5 for 2 and 4
+// buffers; changed after seeing them).
+func unrolledPullBatches(world int) (int, error) {
+	switch world {
+	case 2, 4:
+		return 1, nil
+	case 8:
+		return 2, nil
+	}
+	return 0, fmt.Errorf("hw: an unrolled pull over %d buffers (the capture compiles 2, 4 and 8): %w", world, ErrNotModelled)
+}
+
+// runtimePullChain is what one iteration of the capture's pull loop over
+// world buffers waits when the loop's bound is known only at run time
+// (pb_pull_runtime, rank 0's buffer local, the others in host memory):
+// nvcc unrolls that loop by 4 (its SASS: four loads issued before the
+// first add, then a remainder loop of one load at a time), so each group
+// of 4 loads waits one host round trip v together and each load of the
+// remaining world mod 4 waits its own (the local one gpuLat).
+func runtimePullChain(world int, gpuLat, v sim.Duration) sim.Duration {
+	d := sim.Duration(world/4) * v
+	for r := 4 * (world / 4); r < world; r++ {
+		if r == 0 {
+			d += gpuLat
+		} else {
+			d += v
+		}
+	}
+	return d
+}
