@@ -63,6 +63,9 @@ type PerBlock struct {
 	// PollSleep: a group barrier's pause after each poll that does not
 	// see its flag, in ns (trace.Record.PollSleepNs).
 	PollSleep int
+	// Dests: a copy loop's destination buffers, each element stored to
+	// every one (trace.Record.Dests); 0: 1.
+	Dests int
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -86,6 +89,9 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
 		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
+	case rec.Kind == "loop" && rec.Dests > 1 && (rec.Loop != "copy" || rec.Dst != "host" || rec.Src == "host" || rec.Sources > 1):
+		return fmt.Errorf("a %s loop from %s to %d %s buffers (only copies from GPU memory to several in host memory are): %w",
+			rec.Loop, rec.Src, rec.Dests, rec.Dst, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0:
@@ -420,10 +426,12 @@ func localTraffic(rec PerBlock, k Kernel) float64 {
 }
 
 // copyTwin: an unrolled copy loop from the source memory to the
-// destination.
+// destination, or to Dests buffers in host memory (a push: each loaded
+// byte crosses the link once per destination).
 func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
-		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1))}
+		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
+		Wire: float64(max(rec.Dests, 1))} // a push stores each loaded byte to every destination
 	// Every launch copies fresh data from device memory, which
 	// gpu.copy_iter_overhead (fitted on such a copy) already holds: no
 	// gpu.dram_src_extra, whatever the launch's footprint.

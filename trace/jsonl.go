@@ -161,6 +161,10 @@ type Record struct {
 	// LaunchBound is a copy loop record's __launch_bounds__ (threads a
 	// block at most) when not the capture's usual 1024; 0: 1024.
 	LaunchBound int
+	// Dests is how many destination buffers a copy loop stores each
+	// element it loads to (a one-shot's push into every peer's buffer);
+	// 0: 1.
+	Dests int
 	// PollSleepNs is a group_barrier record's pause after each poll that
 	// does not yet see its flag (__nanosleep), in ns; 0: none.
 	PollSleepNs int

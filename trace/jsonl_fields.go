@@ -119,6 +119,7 @@ var fieldDefs = []fieldDef{
 	{name: "producer", typ: jString, enum: []string{"before", "evicted", "live", "paced", "stale"}, str: func(r *Record) *string { return &r.Producer }},
 	{name: "producer_pause_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.ProducerPauseNs }},
 	{name: "launch_bound", typ: jInt, max: 1024, why: "CUDA's limit of threads per block", zeroOK: true, i32: func(r *Record) *int { return &r.LaunchBound }},
+	{name: "dests", typ: jInt, max: 1024, why: "destination buffers: each store is simulated", zeroOK: true, i32: func(r *Record) *int { return &r.Dests }},
 	{name: "poll_sleep_ns", typ: jInt, max: 1 << 20, why: "a pause of a millisecond after each poll", zeroOK: true, i32: func(r *Record) *int { return &r.PollSleepNs }},
 	{name: "groups", typ: jInt, max: 1024, why: "groups of blocks: each is simulated", i32: func(r *Record) *int { return &r.Groups }},
 	{name: "neighbours", typ: jInt, max: 1024, why: "blocks beside a ping-pong pair: each is simulated", zeroOK: true, i32: func(r *Record) *int { return &r.Neighbours }},

@@ -402,6 +402,10 @@ func dimensionsOf(r trace.Record) []string {
 				d = append(d, "loop ll, lines in "+r.Recv+" memory")
 			}
 		case "copy":
+			if r.Dests > 1 {
+				d = append(d, fmt.Sprintf("loop push %s→%s, several destinations", r.Src, r.Dst))
+				break
+			}
 			d = append(d, "loop copy "+r.Src+"→"+r.Dst)
 		case "group_barrier":
 			d = append(d, fmt.Sprintf("loop group_barrier %s, %s memory", r.Layout, r.Target))

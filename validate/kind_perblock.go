@@ -29,7 +29,8 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Layout: r.Layout, Groups: r.Groups, Fresh: (r.Loop == "ll" || r.Loop == "ll128w") && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
 		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep,
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
-		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, PollSleep: r.PollSleepNs}
+		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, PollSleep: r.PollSleepNs,
+		Dests: r.Dests}
 }
 
 func perBlockTwin(r trace.Record) (*Twin, error) {

@@ -1162,6 +1162,32 @@ extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled4(const uint4
     const uint4* p3, int world, uint4* out, int iters, long long* res) {
   const uint4* ptrs[4] = {p0, p1, p2, p3}; pull_unrolled<4>(ptrs, out, iters, res);
 }
+// A one-shot's push: each thread loads its 16-B element from local memory and stores it to D destination buffers
+// (the peers' scratch), iters times; fence 1 ends with fence.sc.sys (a one-shot fences before raising its flags).
+template <int D>
+__device__ __forceinline__ void push_loop(const uint4* a, uint4* const* d, int iters, int fence, long long* res) {
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  const size_t base = (size_t)blockIdx.x * iters * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    const size_t k = base + (size_t)i * blockDim.x + threadIdx.x;
+    const uint4 v = a[k];
+    #pragma unroll
+    for (int r = 0; r < D; r++) d[r][k] = v;
+    acc += v.x;
+  }
+  if (fence) fence_sc_sys();
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+#define PUSH_K(D) \
+extern "C" __global__ void __launch_bounds__(1024) pb_push_##D(const uint4* a, uint4* d0, uint4* d1, uint4* d2, \
+    uint4* d3, uint4* d4, uint4* d5, uint4* d6, int iters, int fence, long long* res) { \
+  uint4* const d[7] = {d0, d1, d2, d3, d4, d5, d6}; push_loop<D>(a, d, iters, fence, res); \
+}
+PUSH_K(1) PUSH_K(3) PUSH_K(7)
 // A one-shot's reduction over 8 ranks: the rank's own buffer and seven others, every load in flight.
 extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled8(const uint4* p0, const uint4* p1, const uint4* p2,
     const uint4* p3, const uint4* p4, const uint4* p5, const uint4* p6, const uint4* p7, uint4* out, int iters,

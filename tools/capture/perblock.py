@@ -988,6 +988,41 @@ class PerBlock:
                                    "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
                     self.rec.guard(f"pull_wide {world} {b}x{t}", meas)
 
+    def push_wide(self):
+        """A one-shot's push: each thread loads its 16-B element from local memory and stores it to D = 1, 3 or 7
+        buffers in pinned host memory (standing in for the peers' scratch over PCIe), 1-132 blocks of 128 or 512
+        threads, plain and ending with fence.sc.sys; fresh data and destinations every launch."""
+        nb = 64 * MB
+        self.fill("local", "psrc", nb, [0x01010101])
+        dst = [self.ptr("host", f"pd{i}", nb) for i in range(7)]
+        src = self.dev("psrc", nb)
+        for D in (1, 3, 7):
+            k = self.fn(f"pb_push_{D}")
+            for fence in (0, 1):
+                for t in (128, 512):
+                    for b in (1, 8, 32, 132):
+                        iters = int(min(32, nb // (b * t * 16 * 2)))
+                        off = [0]
+
+                        def meas(k=k, D=D, fence=fence, t=t, b=b, iters=iters, off=off):
+                            span = b * t * iters * 16  # bytes per launch and buffer
+
+                            def launch():
+                                if off[0] + span > nb:
+                                    off[0] = 0
+                                o = np.uint64(off[0])
+                                k((b,), (t,), (np.uint64(src.data.ptr) + o,) + tuple(p + o for p in dst) +
+                                  (np.int32(iters), np.int32(fence), self.res), stream=self.s)
+                                off[0] += span
+                            vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                            rec = {"kind": "loop", "loop": "copy", "unroll": 1, "sources": 1, "dests": D,
+                                   "src": "local", "dst": "host", "blocks": b, "threads": t, "iters": iters,
+                                   "bytes_per_thread_iter": 16}
+                            if fence:
+                                rec["fence"] = "sc"
+                            self.emit(rec, vals, "ns_per_iter")
+                        self.rec.guard(f"push_wide {D} fence{fence} {b}x{t}", meas)
+
     def free(self):
         for h in self.h.values():
             h.free()
@@ -1009,7 +1044,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide"):
+                        "copy_registers", "pull_wide", "push_wide"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
