@@ -352,7 +352,7 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		sources := float64(max(k.Sources, 1))
 		perBlock := min(threads*16*unroll/it.Seconds(),
 			float64(m.Phys.SMLoadRate)*k.share()/sources,
-			float64(m.Phys.SMStoreRate)*k.share())
+			float64(m.Phys.SMStoreRate)*k.share()/k.wire()) // the SM stores wire bytes (a push: every destination's)
 		return sim.Rate(float64(blocks) * perBlock), nil
 	case LoopRanks:
 		it, err := m.rankLoopTime(r, k)
