@@ -663,6 +663,14 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll_fixed_rrs(const uint4* 
     uint2* out, int iters, int op, unsigned flag, int* err, long long* res) {
   pb_ll_fixed<1 | 2 | 4>(recv, src, dst, out, iters, flag, err, res);
 }
+// The rest of NCCL's LL operations, each compiled for its op: send (src, send), recv_send, recv_copy_send,
+// recv_reduce_copy (the tree's root going up) and recv_reduce_copy_send (the ring's step from reduce to gather).
+#define LL_FIXED_K(NAME, OP) \
+extern "C" __global__ void __launch_bounds__(1024) pb_ll_fixed_##NAME(const uint4* recv, const uint2* src, uint4* dst, \
+    uint2* out, int iters, int op, unsigned flag, int* err, long long* res) { \
+  pb_ll_fixed<OP>(recv, src, dst, out, iters, flag, err, res); \
+}
+LL_FIXED_K(send, 2 | 4) LL_FIXED_K(rs, 1 | 4) LL_FIXED_K(rcs, 1 | 4 | 8) LL_FIXED_K(rrc, 1 | 2 | 8) LL_FIXED_K(rrcs, 1 | 2 | 4 | 8)
 
 // ---- pb_ll's recv_reduce_send (op 7) in NCCL's steps: every per_step iterations make a step, and with book set
 // each step pays what NCCL's LL primitive does around its loop (prims_ll.h): a barrier of the block's threads when

@@ -36,7 +36,10 @@ BLOCKS = [1, 2, 4, 8, 16, 32, 66, 132]
 POLL_OPS = ["load_volatile", "load_acquire", "load_relaxed", "atomic_add", "atomic_cas"]
 PP_MODES = ["volatile", "release_acquire", "volatile_fence"]
 LL_OPS = {"recv": 1 | 8, "send": 2 | 4, "recv_send": 1 | 4, "recv_reduce_send": 1 | 2 | 4,
-          "recv_reduce_copy_send": 1 | 2 | 4 | 8}
+          "recv_reduce_copy_send": 1 | 2 | 4 | 8, "recv_copy_send": 1 | 4 | 8, "recv_reduce_copy": 1 | 2 | 8}
+LL_FIXED = {"recv": "pb_ll_fixed_recv", "send": "pb_ll_fixed_send", "recv_send": "pb_ll_fixed_rs",
+            "recv_reduce_send": "pb_ll_fixed_rrs", "recv_reduce_copy_send": "pb_ll_fixed_rrcs",
+            "recv_copy_send": "pb_ll_fixed_rcs", "recv_reduce_copy": "pb_ll_fixed_rrc"}
 FENCES = ["none", "acq_rel", "sc"]
 MB = 1 << 20
 
@@ -323,6 +326,33 @@ class PerBlock:
                                        "dst": "local" if op != "recv" else "none", "blocks": 1, "threads": t,
                                        "iters": 256, "bytes_per_thread_iter": 8, "code": code}, vals, "ns_per_iter")
                         self.rec.guard(f"ll_code {op} {recv} 1x{t} {code}", run)
+
+    def ll_ops(self):
+        """Every LL operation NCCL's ring and tree run (send, recv, recv_send, recv_reduce_send, recv_copy_send,
+        recv_reduce_copy, recv_reduce_copy_send), each compiled for its op (pb_ll_fixed_*), lines in local and host
+        memory (send: none), sends to local memory, one block of 64-1024 threads, 256 iterations: what each op costs
+        an iteration per warp."""
+        flag = 1
+        nb = 96 * MB
+        for where in ("host", "local"):
+            self.fill(where, "llrecv", nb, [7, flag, 9, flag])
+        src = self.dev("llsrc", nb)
+        out = self.dev("llout", nb)
+        dp = self.ptr("local", "lldst", nb)
+        for op, kname in LL_FIXED.items():
+            k = self.fn(kname)
+            for recv in (("none",) if not LL_OPS[op] & 1 else ("local", "host")):
+                rp = self.ptr("local" if recv == "none" else recv, "llrecv", nb)
+                for t in [64, 128, 256, 512, 1024]:
+                    def run(k=k, op=op, recv=recv, rp=rp, t=t):
+                        def launch():
+                            k((1,), (t,), (rp, src, dp, out, np.int32(256), np.int32(LL_OPS[op]), np.uint32(flag),
+                                           self.err, self.res), stream=self.s)
+                        vals = self.trials(launch, 1, lambda c: c / self.ghz / 256)
+                        self.emit({"kind": "loop", "loop": "ll", "ll_op": op, "recv": recv,
+                                   "dst": "local" if LL_OPS[op] & 4 else "none", "blocks": 1, "threads": t,
+                                   "iters": 256, "bytes_per_thread_iter": 8, "code": "fixed_op"}, vals, "ns_per_iter")
+                    self.rec.guard(f"ll_ops {op} {recv} 1x{t}", run)
 
     def src_residency(self):
         """pb_ll's and pb_ll128w's recv_reduce_send over local lines with the reduction's user buffer in the L2
@@ -1044,7 +1074,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
