@@ -848,6 +848,13 @@ class PerBlock:
                     self.rec.guard(f"heldout_2 copy U8 host {b}x512 {iters} fenced={fenced}", run, 8, 1, "local", "host",
                                    b, 512, iters, fenced)
 
+    def heldout_3(self):
+        """Configurations no earlier part ran, for the pull's batches and single vector-load extra and the push's
+        store rate: pulls over 2, 4 and 8 buffers at 2, 4 and 16 blocks of 256 threads; pushes to 3 and 7 host
+        buffers at 1, 2, 4 and 16 blocks of 256 threads."""
+        self.pull_wide(worlds=(2, 4, 8), threads=(256,), blocks=(2, 4, 16))
+        self.push_wide(dests=(3, 7), fences=(0,), threads=(256,), blocks=(1, 2, 4, 16))
+
     def fence_blocks(self):
         """One store of 16 B per thread then a system-scope fence, 32 threads, from 1-132 blocks at once, each block
         in its own 4 KiB of local or pinned host memory: does a fence take longer while other blocks fence?"""
@@ -988,7 +995,7 @@ class PerBlock:
                                        "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
                         self.rec.guard(f"pull {variant} {world} {b}x{t}", meas)
 
-    def pull_wide(self):
+    def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
         4, 8, 1-132 blocks of 128 or 512 threads: how a block's round trip and the link share out as the sources and
@@ -999,10 +1006,10 @@ class PerBlock:
             self.fill("host", f"pw{i}", nb, [i + 1])
         p = [self.dev("pw0", nb)] + [self.ptr("host", f"pw{i}", nb) for i in range(1, 8)]
         out = self.dev("pwout", nb)
-        for world in (2, 4, 8):
+        for world in worlds:
             k = self.fn(f"pb_pull_unrolled{world}")
-            for t in (128, 512):
-                for b in (1, 8, 32, 132):
+            for t in threads:
+                for b in blocks:
                     iters = int(min(64, nb // (b * t * 16)))
 
                     def meas(k=k, world=world, t=t, b=b, iters=iters):
@@ -1018,7 +1025,7 @@ class PerBlock:
                                    "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
                     self.rec.guard(f"pull_wide {world} {b}x{t}", meas)
 
-    def push_wide(self):
+    def push_wide(self, dests=(1, 3, 7), fences=(0, 1), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's push: each thread loads its 16-B element from local memory and stores it to D = 1, 3 or 7
         buffers in pinned host memory (standing in for the peers' scratch over PCIe), 1-132 blocks of 128 or 512
         threads, plain and ending with fence.sc.sys; fresh data and destinations every launch."""
@@ -1026,11 +1033,11 @@ class PerBlock:
         self.fill("local", "psrc", nb, [0x01010101])
         dst = [self.ptr("host", f"pd{i}", nb) for i in range(7)]
         src = self.dev("psrc", nb)
-        for D in (1, 3, 7):
+        for D in dests:
             k = self.fn(f"pb_push_{D}")
-            for fence in (0, 1):
-                for t in (128, 512):
-                    for b in (1, 8, 32, 132):
+            for fence in fences:
+                for t in threads:
+                    for b in blocks:
                         iters = int(min(32, nb // (b * t * 16 * 2)))
                         off = [0]
 
@@ -1074,7 +1081,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
