@@ -298,11 +298,10 @@ class PerBlock:
             for b in blocks:
                 self.rec.guard(f"ll {op} {recv} {dst} {b}x512", run, op, recv, dst, b, 512, 64)
 
-    def ll_code(self):
-        """pb_ll's receive (op recv) and recv_reduce_send (op 7) against the same loops with the op fixed at compile
-        time (pb_ll_fixed_recv, pb_ll_fixed_rrs), lines in local and host memory, one block of 64-1024 threads, 256
-        iterations, interleaved on the same buffers as the ll part: whether testing the op each iteration costs the
-        loop anything (field code: runtime_op or fixed_op)."""
+    def ll_one_block(self):
+        """Fills the one-block LL loops' buffers and returns run(kname, op, recv, t, code, tag), which measures kernel
+        kname (pb_ll or a pb_ll_fixed_*) doing op over lines in recv memory ("none": a send, no lines polled) with
+        one block of t threads, 256 iterations, sends to local memory, and emits one record."""
         flag = 1
         nb = 96 * MB
         for where in ("host", "local"):
@@ -310,49 +309,44 @@ class PerBlock:
         src = self.dev("llsrc", nb)
         out = self.dev("llout", nb)
         dp = self.ptr("local", "lldst", nb)
-        for op, fixed in (("recv", "pb_ll_fixed_recv"), ("recv_reduce_send", "pb_ll_fixed_rrs")):
-            for recv in ("local", "host"):
-                rp = self.ptr(recv, "llrecv", nb)
-                for t in [64, 128, 256, 512, 1024]:
-                    for code, kname in (("runtime_op", "pb_ll"), ("fixed_op", fixed), ("runtime_op", "pb_ll")):
-                        k = self.fn(kname)
 
-                        def run(k=k, code=code, op=op, recv=recv, rp=rp, t=t):
-                            def launch():
-                                k((1,), (t,), (rp, src, dp, out, np.int32(256), np.int32(LL_OPS[op]), np.uint32(flag),
-                                               self.err, self.res), stream=self.s)
-                            vals = self.trials(launch, 1, lambda c: c / self.ghz / 256)
-                            self.emit({"kind": "loop", "loop": "ll", "ll_op": op, "recv": recv,
-                                       "dst": "local" if op != "recv" else "none", "blocks": 1, "threads": t,
-                                       "iters": 256, "bytes_per_thread_iter": 8, "code": code}, vals, "ns_per_iter")
-                        self.rec.guard(f"ll_code {op} {recv} 1x{t} {code}", run)
+        def run(kname, op, recv, t, code, tag):
+            k = self.fn(kname)
+            rp = self.ptr("local" if recv == "none" else recv, "llrecv", nb)
+
+            def meas():
+                def launch():
+                    k((1,), (t,), (rp, src, dp, out, np.int32(256), np.int32(LL_OPS[op]), np.uint32(flag),
+                                   self.err, self.res), stream=self.s)
+                vals = self.trials(launch, 1, lambda c: c / self.ghz / 256)
+                self.emit({"kind": "loop", "loop": "ll", "ll_op": op, "recv": recv,
+                           "dst": "local" if LL_OPS[op] & 4 else "none", "blocks": 1, "threads": t,
+                           "iters": 256, "bytes_per_thread_iter": 8, "code": code}, vals, "ns_per_iter")
+            self.rec.guard(f"{tag} {op} {recv} 1x{t} {code}", meas)
+        return run
+
+    def ll_code(self):
+        """pb_ll's receive (op recv) and recv_reduce_send (op 7) against the same loops with the op fixed at compile
+        time (pb_ll_fixed_recv, pb_ll_fixed_rrs), lines in local and host memory, one block of 64-1024 threads, 256
+        iterations, interleaved on the same buffers as the ll part: whether testing the op each iteration costs the
+        loop anything (field code: runtime_op or fixed_op)."""
+        run = self.ll_one_block()
+        for op in ("recv", "recv_reduce_send"):
+            for recv in ("local", "host"):
+                for t in [64, 128, 256, 512, 1024]:
+                    for code, kname in (("runtime_op", "pb_ll"), ("fixed_op", LL_FIXED[op]), ("runtime_op", "pb_ll")):
+                        run(kname, op, recv, t, code, "ll_code")
 
     def ll_ops(self):
         """Every LL operation NCCL's ring and tree run (send, recv, recv_send, recv_reduce_send, recv_copy_send,
         recv_reduce_copy, recv_reduce_copy_send), each compiled for its op (pb_ll_fixed_*), lines in local and host
         memory (send: none), sends to local memory, one block of 64-1024 threads, 256 iterations: what each op costs
         an iteration per warp."""
-        flag = 1
-        nb = 96 * MB
-        for where in ("host", "local"):
-            self.fill(where, "llrecv", nb, [7, flag, 9, flag])
-        src = self.dev("llsrc", nb)
-        out = self.dev("llout", nb)
-        dp = self.ptr("local", "lldst", nb)
+        run = self.ll_one_block()
         for op, kname in LL_FIXED.items():
-            k = self.fn(kname)
             for recv in (("none",) if not LL_OPS[op] & 1 else ("local", "host")):
-                rp = self.ptr("local" if recv == "none" else recv, "llrecv", nb)
                 for t in [64, 128, 256, 512, 1024]:
-                    def run(k=k, op=op, recv=recv, rp=rp, t=t):
-                        def launch():
-                            k((1,), (t,), (rp, src, dp, out, np.int32(256), np.int32(LL_OPS[op]), np.uint32(flag),
-                                           self.err, self.res), stream=self.s)
-                        vals = self.trials(launch, 1, lambda c: c / self.ghz / 256)
-                        self.emit({"kind": "loop", "loop": "ll", "ll_op": op, "recv": recv,
-                                   "dst": "local" if LL_OPS[op] & 4 else "none", "blocks": 1, "threads": t,
-                                   "iters": 256, "bytes_per_thread_iter": 8, "code": "fixed_op"}, vals, "ns_per_iter")
-                    self.rec.guard(f"ll_ops {op} {recv} 1x{t}", run)
+                    run(kname, op, recv, t, "fixed_op", "ll_ops")
 
     def src_residency(self):
         """pb_ll's and pb_ll128w's recv_reduce_send over local lines with the reduction's user buffer in the L2
