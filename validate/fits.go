@@ -56,7 +56,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/launch_state.jsonl", "h200x1-arsim/barrier_threads.jsonl",
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
-	"h200x1-arsim/heldout_3.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -129,7 +129,8 @@ var Fits = append([]Fit{
 		}, How: "132 blocks × 512 threads × 8 × 16 B read and written per iteration of the slowest block (the kernel's end), over gpu.mem_bandwidth"},
 	{Params: []string{"gpu.mem_loaded_latency"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl",
-			"h200x1-arsim/pull_wide.jsonl", "h200x1-arsim/push_wide.jsonl", "h200x1-arsim/heldout_3.jsonl"}, perBlockRepeats...),
+			"h200x1-arsim/pull_wide.jsonl", "h200x1-arsim/push_wide.jsonl", "h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl"},
+			perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 32 && r.Threads == 512
 		}, How: "(ns per iteration − the model's unloaded iteration) × ns per iteration × memory rate / bytes loaded an iteration"},
