@@ -161,6 +161,14 @@ type Record struct {
 	// LaunchBound is a copy loop record's __launch_bounds__ (threads a
 	// block at most) when not the capture's usual 1024; 0: 1024.
 	LaunchBound int
+	// Pages, Touch, StrideBytes: a pointer_chase record of page touches
+	// (tools/capture page_touch): each of Pages threads loads one word of
+	// its own page, the pages StrideBytes apart, the same pages in every
+	// launch (Touch "repeat") or pages no launch has touched ("fresh");
+	// 0, "": a chase.
+	Pages       int
+	Touch       string
+	StrideBytes int
 	// Dests is how many destination buffers a copy loop stores each
 	// element it loads to (a one-shot's push into every peer's buffer);
 	// 0: 1.

@@ -499,6 +499,29 @@ extern "C" __global__ void pb_poll(unsigned* base, int spacing_words, int op, in
   res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc;
 }
 
+// ---- page touches: thread t < npages of one block loads one word of page t (repeat) or of page
+// launch * npages + t (fresh: pages no launch has touched), stride_words apart; the block's slowest load's
+// latency (clock64 from before the load to after its value is used) goes to res[launch].
+extern "C" __global__ void pb_page_touch(const unsigned* base, long long stride_words, int npages, int launch,
+                                         int fresh, unsigned long long* res) {
+  __shared__ unsigned long long mx;
+  __shared__ unsigned sink[1024];
+  const int t = threadIdx.x;
+  if (t == 0) mx = 0;
+  __syncthreads();
+  if (t < npages) {
+    const long long page = fresh ? (long long)launch * npages + t : t;
+    const unsigned* p = base + page * stride_words;
+    long long c0 = clock64();
+    unsigned v = ld_vol(p);
+    sink[t] = v;  // the store waits for the value: the clock below reads after it arrived
+    long long c1 = clock64();
+    atomicMax(&mx, (unsigned long long)(c1 - c0));
+  }
+  __syncthreads();
+  if (t == 0) res[launch] = mx + (sink[0] == 0xdeadbeefu ? 1ull : 0ull);
+}
+
 // ---- ping-pong between pairs of blocks of one GPU through flags (host or local memory) ------------------------
 // Blocks 0..pairs-1 lead, blocks pairs..2*pairs-1 follow; pair k's flags at words (2k)*sp and (2k+1)*sp.
 // mode 0: st.volatile + ld.volatile poll (vLLM's start barrier); 1: st.release.sys + ld.acquire.sys;

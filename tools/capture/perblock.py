@@ -188,6 +188,40 @@ class PerBlock:
                                        "blocks": b, "threads": 32, "iters": iters}, vals, "ns_per_op")
                         self.rec.guard(f"poll {target} {op} {spacing} {b}", meas)
 
+    def page_touch(self):
+        """Whether a kernel pays for the address translation of the pages it touches: launches of one block whose
+        threads each load one word of their own page (1-256 pages, 4 KiB, 64 KiB or 2 MiB apart) of pinned host
+        memory or local memory, 8 launches in a row, each touching the same pages (repeat) or pages no launch has
+        touched (fresh); the slowest load's latency per launch, median over launches 2-8."""
+        cp = self.cp
+        nb = 1 << 30
+        hb = self.host("pt_host", nb)
+        bufs = {"host": np.uint64(hb.ptr), "local": self.dev("pt_local", nb)}
+        k = self.fn("pb_page_touch")
+        L = 8
+        res = cp.zeros(L, dtype=cp.uint64)
+        for target in ("host", "local"):
+            for stride in (4096, 65536, 2 << 20):
+                for pages in (1, 8, 64, 256):
+                    for fresh in (0, 1):
+                        if (L * pages if fresh else pages) * stride > nb:
+                            continue
+
+                        def meas(target=target, stride=stride, pages=pages, fresh=fresh):
+                            vals = []
+                            for _ in range(1 if fresh else 3):  # a fresh trial's pages are touched once only
+                                res.fill(0)
+                                for launch in range(L):
+                                    k((1,), (max(32, pages),), (bufs[target], np.int64(stride // 4), np.int32(pages),
+                                                               np.int32(launch), np.int32(fresh), res), stream=self.s)
+                                self.s.synchronize()
+                                vals.append(statistics.median([int(c) / self.ghz for c in res.get()[1:]]))
+                            self.rec.emit({"kind": "pointer_chase", "clock": "sm_clock64", "target": target,
+                                           "pages": pages, "stride_bytes": stride,
+                                           "touch": "fresh" if fresh else "repeat", "launches": L, "steps": 1,
+                                           "ns_per_step": statistics.median(vals), "clock_ghz": self.ghz})
+                        self.rec.guard(f"page_touch {target} {stride} {pages} fresh={fresh}", meas)
+
     def pingpong(self):
         k = self.fn("pb_pingpong")
         pairs_l = [1, 8, 33] if self.quick else [1, 2, 4, 8, 16, 33, 66]
@@ -1075,7 +1109,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
