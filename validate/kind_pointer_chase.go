@@ -1,15 +1,25 @@
 package validate
 
 import (
+	"fmt"
+
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
 
 // pointer_chase: one dependent load of local, peer or host memory, a read
-// round trip.
+// round trip. Page touches (tools/capture page_touch) of one page the
+// launch before touched too are that; many pages at once (the block's
+// loads queue) and pages no launch touched (misses of the L2 and of the
+// translation caches) are not modelled.
 func init() { Register(trace.KindPointerChase, pointerChaseTwin) }
 
 func pointerChaseTwin(r trace.Record) (*Twin, error) {
+	if r.Pages > 1 || r.Touch == "fresh" {
+		why := fmt.Sprintf("a page touch of %d page(s), %s", max(r.Pages, 1), r.Touch)
+		return nil, &SkipError{Why: ErrNotModelled, Reason: why + ": many loads of one block at once and pages no launch touched are not modelled",
+			Cause: fmt.Errorf("%s: %w", why, ErrNotModelled)}
+	}
 	return &Twin{
 		Group: "pointer_chase " + r.Target,
 		Sim:   device(func(top *topology.Topology) (float64, error) { return PointerChaseNs(top, r.Target) }),
