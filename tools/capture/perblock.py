@@ -188,6 +188,12 @@ class PerBlock:
                                        "blocks": b, "threads": 32, "iters": iters}, vals, "ns_per_op")
                         self.rec.guard(f"poll {target} {op} {spacing} {b}", meas)
 
+    def pingpong_sector(self):
+        """Ping-pong pairs through host flags 4 B apart, 1-8 pairs (2-16 pollers; a 32-B sector holds 8 flags), one
+        pair added at a time, volatile and release/acquire: where the superlinear growth of the one-way time starts."""
+        self.pingpong(pairs_l=[1, 2, 3, 4, 5, 6, 7, 8], targets=("host",), modes=("volatile", "release_acquire"),
+                      spacings=(4,))
+
     def page_touch(self):
         """Whether a kernel pays for the address translation of the pages it touches: launches of one block whose
         threads each load one word of their own page (1-256 pages, 4 KiB, 64 KiB or 2 MiB apart) of pinned host
@@ -222,15 +228,17 @@ class PerBlock:
                                            "ns_per_step": statistics.median(vals), "clock_ghz": self.ghz})
                         self.rec.guard(f"page_touch {target} {stride} {pages} fresh={fresh}", meas)
 
-    def pingpong(self):
+    def pingpong(self, pairs_l=None, targets=("host", "local"), modes=None, spacings=(4, 128)):
         k = self.fn("pb_pingpong")
-        pairs_l = [1, 8, 33] if self.quick else [1, 2, 4, 8, 16, 33, 66]
-        for target in ("host", "local"):
+        pairs_l = pairs_l or ([1, 8, 33] if self.quick else [1, 2, 4, 8, 16, 33, 66])
+        for target in targets:
             buf = self.ptr(target, "pp", 1 * MB)
             self.fill(target, "pp", 1 * MB, [0])
             e0 = [0]
             for mode_i, mode in enumerate(PP_MODES):
-                for spacing in (4, 128):
+                if modes is not None and mode not in modes:
+                    continue
+                for spacing in spacings:
                     for pairs in pairs_l:
                         if 2 * pairs > self.sms:
                             continue
@@ -1109,7 +1117,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
