@@ -56,7 +56,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/launch_state.jsonl", "h200x1-arsim/barrier_threads.jsonl",
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
-	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl",
+	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
 	"h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
