@@ -63,7 +63,8 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 var Fits = append([]Fit{
 	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop},
 		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
-			"h200x1-arsim/line_probe.jsonl", "h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl"}, perBlockRepeats...),
+			"h200x1-arsim/line_probe.jsonl", "h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl",
+			"h200x1-arsim/pingpong_sector.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
 		}, How: "slope of ns per load over blocks, least squares through 0"},
