@@ -259,8 +259,9 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	}
 	svc := m.pollService(at, p.Atomic)
 	if svc == 0 {
-		// a flag of no group has a sector, and no slots, of its own
-		extra += m.slotPolls(at, m.sectorPolls[m.flagPollOf(f, at).sector].slots, 0)
+		if m.flagGroups[f] != "" { // a flag of no group has no slots beside it
+			extra += m.slotPolls(at, m.sectorPolls[m.flagPollOf(f, at).sector].slots, 0)
+		}
 		f.Wait(value, rtt+extra, who, fn)
 		return nil
 	}
