@@ -16,20 +16,20 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	batches, err := unrolledPullBatches(rec.World)
-	if err != nil && rec.Bound != "runtime" {
-		return 0, err
-	}
-	// The first batch is a reduce loop's iteration over PCIe, whose
-	// overheads include its vector loads' extra (Kernel.Volatile); each
-	// later batch waits another vector load's round trip.
-	rtt, err := m.RoundTrip(0, HostMem(0))
-	if err != nil {
-		return 0, err
-	}
-	it := rtt + m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + sim.Duration(max(batches-1, 0))*v
-	if rec.Bound == "runtime" {
-		it = m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
+	it := m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
+	if rec.Bound != "runtime" {
+		batches, err := unrolledPullBatches(rec.World)
+		if err != nil {
+			return 0, err
+		}
+		// The first batch is a reduce loop's iteration over PCIe, whose
+		// overheads include its vector loads' extra (Kernel.Volatile);
+		// each later batch waits another vector load's round trip.
+		rtt, err := m.RoundTrip(0, HostMem(0))
+		if err != nil {
+			return 0, err
+		}
+		it = rtt + m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + sim.Duration(batches-1)*v
 	}
 	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
