@@ -66,6 +66,12 @@ type PerBlock struct {
 	// Dests: a copy loop's destination buffers, each element stored to
 	// every one (trace.Record.Dests); 0: 1.
 	Dests int
+	// Bytes, Phases, BlocksPerRank (loop host_shot): the allreduce's
+	// bytes, the parts each iteration runs (1 staging, 2 the barriers, 4
+	// the pull) and each rank's blocks (trace.Record's fields).
+	Bytes         int64
+	Phases        int
+	BlocksPerRank int
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -183,6 +189,8 @@ func (m *Machine) perBlock(rec PerBlock) (float64, error) {
 			return m.fenceTwin(rec)
 		case "group_barrier":
 			return m.groupBarrierTwin(rec)
+		case "host_shot":
+			return m.hostShotTwin(rec)
 		}
 		return 0, fmt.Errorf("hw: loop %q: %w", rec.Loop, ErrNotModelled)
 	}

@@ -173,6 +173,13 @@ type Record struct {
 	// element it loads to (a one-shot's push into every peer's buffer);
 	// 0: 1.
 	Dests int
+	// Phases, on a host_shot loop: which parts of a two-rank one-shot
+	// through host memory each iteration runs (1 staging and its fence, 2
+	// the two barriers, 4 the pull; tools/capture's pb_host_shot).
+	Phases int
+	// BlocksPerRank, on a host_shot loop: each rank's thread blocks (the
+	// record's blocks are both ranks').
+	BlocksPerRank int
 	// PollSleepNs is a group_barrier record's pause after each poll that
 	// does not yet see its flag (__nanosleep), in ns; 0: none.
 	PollSleepNs int

@@ -1225,4 +1225,69 @@ extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled8(const uint4
     long long* res) {
   const uint4* ptrs[8] = {p0, p1, p2, p3, p4, p5, p6, p7}; pull_unrolled<8>(ptrs, out, iters, res);
 }
+// ---- a two-rank one-shot through pinned host memory (FLAG_SRC's one_shot_host at world 2) with both ranks on this
+// GPU: blocks [0, B) are rank 0, [B, 2B) rank 1, each rank's block b meeting the other's block b. Per iteration, by
+// the bits of `phases`: 1 stage my input in my host staging copy (16-B volatile stores), then __threadfence_system;
+// 2 the start barrier (FLAG_SRC's block_barrier, mode 0: vLLM's layout, slot sig[rank] + off + b * 8 + writer, the
+// ranks' arrays hs_sig_words apart, volatile stores and polls, every rank storing and polling its own slot too);
+// 4 pull: for r < world (a run-time bound, as FLAG_SRC), add my input or the peer's host copy (16-B volatile loads),
+// bf16 in fp32, store to my output; 2 the end barrier (its slots 16 KiB after the start barrier's).
+#define HS_SIG_WORDS (3 * 512 * 8)
+__device__ __forceinline__ void hs_barrier(unsigned* sig, int off, int rank, int world, int b, unsigned e,
+                                           long long& spins, int* err) {
+  __syncthreads();
+  int t = threadIdx.x;
+  if (t < world) {
+    unsigned* peer_slot = sig + (size_t)t * HS_SIG_WORDS + off + b * 8 + rank;
+    const unsigned* my_slot = sig + (size_t)rank * HS_SIG_WORDS + off + b * 8 + t;
+    st_vol(peer_slot, e);
+    while (ld_vol(my_slot) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+  }
+  __syncthreads();
+}
+__device__ __forceinline__ float hs_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float hs_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ unsigned hs_f2bf(float f) {
+  unsigned u = __float_as_uint(f); u += 0x7fffu + ((u >> 16) & 1u); return u >> 16;
+}
+extern "C" __global__ void __launch_bounds__(1024) pb_host_shot(const uint4* in, uint4* out, uint4* stage, unsigned* sig,
+                                                               int B, int world, long long npacks, int phases, int nb,
+                                                               unsigned e0, int* err, long long* res) {
+  const int rank = blockIdx.x / B, b = blockIdx.x % B;
+  const uint4* my_in = in + (size_t)rank * npacks;
+  uint4* my_out = out + (size_t)rank * npacks;
+  const long long tid = (long long)b * blockDim.x + threadIdx.x, stride = (long long)B * blockDim.x;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (phases & 1) {
+      for (long long k = tid; k < npacks; k += stride) st_vol4(stage + (size_t)rank * npacks + k, my_in[k]);
+      __threadfence_system();
+    }
+    if (phases & 2) hs_barrier(sig, 0, rank, world, b, e, spins, err);
+    if (phases & 4) {
+      for (long long k = tid; k < npacks; k += stride) {
+        float acc[8];
+        #pragma unroll
+        for (int j = 0; j < 8; j++) acc[j] = 0.f;
+        for (int r = 0; r < world; r++) {
+          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)r * npacks + k);
+          unsigned w[4] = {v.x, v.y, v.z, v.w};
+          #pragma unroll
+          for (int j = 0; j < 4; j++) { acc[2 * j] += hs_lo(w[j]); acc[2 * j + 1] += hs_hi(w[j]); }
+        }
+        unsigned o[4];
+        #pragma unroll
+        for (int j = 0; j < 4; j++) o[j] = hs_f2bf(acc[2 * j]) | (hs_f2bf(acc[2 * j + 1]) << 16);
+        my_out[k] = make_uint4(o[0], o[1], o[2], o[3]);
+      }
+    }
+    if (phases & 2) hs_barrier(sig, 512 * 8, rank, world, b, e, spins, err);
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
+}
 '''

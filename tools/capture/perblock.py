@@ -1096,6 +1096,41 @@ class PerBlock:
                             self.emit(rec, vals, "ns_per_iter")
                         self.rec.guard(f"push_wide {D} fence{fence} {b}x{t}", meas)
 
+    def host_shot(self, blocks=(1, 2, 4, 8, 16, 36, 66), threads=(128, 512), sizes=(14336, 43008, 1 << 20)):
+        """A two-rank one-shot through pinned host memory (FLAG_SRC's one_shot_host at world 2, kernel pb_host_shot)
+        with both ranks on this GPU, B = 1-66 blocks each, 128 or 512 threads, 14 KiB, 42 KiB and 1 MiB, by phase:
+        the two barriers alone (phases 2), staging and its fence alone (1), the pull alone (4), staging and the
+        barriers (3), all of it (7): which of them grows with the blocks."""
+        big = 2 * max(sizes)
+        self.fill("local", "hsin", big, [0x3f803f80])
+        self.fill("host", "hsst", big, [0x3f803f80])
+        self.fill("host", "hssig", 2 * 3 * 512 * 8 * 4, [0])
+        k = self.fn("pb_host_shot")
+        inp, out = self.dev("hsin", big), self.dev("hsout", big)
+        stage, sig = self.ptr("host", "hsst", big), self.ptr("host", "hssig", 2 * 3 * 512 * 8 * 4)
+        e0 = [0]
+        plan = [(2, 14336)] + [(ph, n) for ph in (1, 4, 3, 7) for n in sizes]
+        for phases, nbytes in plan:
+            nb = 10 if nbytes > 64 * 1024 else 100
+            for t in threads:
+                for b in blocks:
+                    if 2 * b > self.sms:
+                        continue
+
+                    def meas(phases=phases, nbytes=nbytes, nb=nb, t=t, b=b):
+                        def launch():
+                            k((2 * b,), (t,), (inp, out, stage, sig, np.int32(b), np.int32(2), np.int64(nbytes // 16),
+                                               np.int32(phases), np.int32(nb), np.uint32(e0[0]), self.err, self.res),
+                              stream=self.s)
+                            e0[0] += nb
+                        vals = self.trials(launch, 2 * b, lambda c: c / self.ghz / nb)
+                        rec = {"kind": "loop", "loop": "host_shot", "world": 2, "phases": phases, "bytes": nbytes,
+                               "blocks": 2 * b, "blocks_per_rank": b, "threads": t, "iters": nb}
+                        if phases == 2:
+                            rec.pop("bytes")
+                        self.emit(rec, vals, "ns_per_iter")
+                    self.rec.guard(f"host_shot phases {phases} {nbytes} B {b}x{t}", meas)
+
     def free(self):
         for h in self.h.values():
             h.free()
@@ -1117,7 +1152,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
