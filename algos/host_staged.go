@@ -55,10 +55,12 @@ func (hostStaged) Options() []OptionSpec {
 // apart, every block's on lines of its own. "vllm": vLLM's Signal layout,
 // as tools/capture's flag kernels keep it: each rank's flags in an array
 // of their own, a block's slots in one 32-byte sector, the blocks'
-// sectors one after another, four to a line. Each store the other ranks
-// land at another block's sector of a polled line adds to its poll's
-// service (hw's slotsPeriod): 3 × (W − 1) stores a barrier from four
-// blocks on.
+// sectors one after another, four to a line, and every rank storing to and
+// polling its own slot as well (vLLM's barrier and tools/capture's flag
+// kernels run it on threads t < world, their own rank's t included): W
+// slots to a sector. Each store landing at another block's sector of a
+// polled line adds to its poll's service (hw's slotsPeriod): 3 × W stores
+// a barrier from four blocks on.
 var flagLayoutOption = OptionSpec{Name: "flag_layout", Values: []string{"line", "vllm"}, Default: "line",
 	Doc: "line: every block's flag sectors on lines of their own (flag_apart between ranks); vllm: each rank's flags in an array of their own, the blocks' 32-B sectors adjacent, four to a line (vLLM's Signal)"}
 
@@ -81,18 +83,20 @@ var flagApartOption = OptionSpec{Name: "flag_apart", Values: []string{"128", "25
 
 // hostBarrier: every rank writes v into its slot of every peer's flag
 // array, which lives in host memory on the peer's socket, then polls its
-// own array. Returns the wait indices per rank.
+// own array; in vLLM's layout (stride > 0) its own slot of its own array
+// too. Returns the wait indices per rank.
 func hostBarrier(b *Builder, m func(r int) hw.Mem, name string, v int64, k hw.Kernel, apart, stride int32, label string, after [][]int) [][]int {
 	n := b.s.Ranks
 	done := make([][]int, n)
+	self := stride > 0 // vLLM's layout: each rank stores to and polls its own slot too (threads t < world)
 	for r := 0; r < n; r++ {
 		for p := 0; p < n; p++ {
-			if p != r {
+			if p != r || self {
 				b.Add(r, Op{Kind: Signal, Flag: Flag{At: m(p), Name: fmt.Sprintf("%s.sig%d[%d]", name, p, r), Sector: fmt.Sprintf("%s.sig%d", name, p), Apart: apart, BlockStride: stride}, Value: v, Kernel: k, Label: label}, after[r]...)
 			}
 		}
 		for p := 0; p < n; p++ {
-			if p != r {
+			if p != r || self {
 				done[r] = append(done[r], b.Add(r, Op{Kind: Wait, Flag: Flag{At: m(r), Name: fmt.Sprintf("%s.sig%d[%d]", name, r, p), Sector: fmt.Sprintf("%s.sig%d", name, r), Apart: apart, BlockStride: stride}, Value: v, Kernel: k, Label: label}, after[r]...))
 			}
 		}

@@ -57,3 +57,28 @@ func TestHostStagedFlagApart(t *testing.T) {
 	assert.InDelta(t, 2*3*coll, mid-far, 1e-3, "256 B apart: 3 of the 7 within a kibibyte")
 	assert.Equal(t, far, one("4096"))
 }
+
+// In vLLM's layout every rank stores to and polls its own slot too (its
+// barrier runs on threads t < world, its own t included): each barrier
+// has n signals and n waits per rank, against n − 1 in the line layout,
+// and the schedule stays correct.
+func TestHostStagedVLLMLayoutHasTheOwnSlot(t *testing.T) {
+	for _, c := range []struct {
+		layout string
+		per    int
+	}{{"line", 7}, {"vllm", 8}} {
+		s := plan(t, "host_one_shot", req(t, "rtxpro6000x8-2numa", 8, 14336, map[string]string{"flag_layout": c.layout}))
+		require.NoError(t, Check(s))
+		signals, waits := 0, 0
+		for _, op := range s.Programs[3] {
+			switch op.Kind {
+			case Signal:
+				signals++
+			case Wait:
+				waits++
+			}
+		}
+		assert.Equal(t, 2*c.per, signals, "%s: two barriers", c.layout)
+		assert.Equal(t, 2*c.per, waits, "%s: two barriers", c.layout)
+	}
+}

@@ -72,6 +72,11 @@ type PerBlock struct {
 	Bytes         int64
 	Phases        int
 	BlocksPerRank int
+	// SelfSlot (loop group_barrier): each block stores to and polls its
+	// own rank's slot as well, as vLLM's barrier and tools/capture's flag
+	// kernels do (threads t < world, the rank's own t included): World
+	// slots to a sector, each written, instead of World − 1.
+	SelfSlot bool
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -130,10 +135,15 @@ const sharedBusy = 0.9
 // least 90 % busy. The model shares such a resource fairly, so all its
 // blocks end together and its value is the kernel's end, the slowest
 // block's time; the hardware serves them unevenly, and the median block
-// ends earlier. Otherwise the value is any one block's.
+// ends earlier. Otherwise the value is any one block's. A one-shot
+// (host_shot) is the kernel's end whatever it is bound by: blocks without
+// data finish at once and would be the median.
 func PerBlockEnds(top *topology.Topology, rec PerBlock) (bool, error) {
 	if rec.Kind != "loop" || rec.Blocks < 2 {
 		return false, nil
+	}
+	if rec.Loop == "host_shot" {
+		return true, nil // an allreduce ends with its last block; the twin is the kernel's time
 	}
 	switch rec.Loop {
 	case "copy", "ll", "ll128w", "pull":
@@ -639,6 +649,9 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	slots, collide, inLine := rec.World-1, 0, 1 // a line per slot: each slot polled on its own line
+	if rec.SelfSlot {
+		slots = rec.World
+	}
 	if apart, ok := packedApart[rec.Layout]; ok {
 		collide = m.barrierCollisions(slots, apart)
 		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each

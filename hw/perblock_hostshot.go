@@ -12,7 +12,8 @@ import "fmt"
 //     local to host memory with one 16-B load per thread in flight, then
 //     fence at system scope (copyTwin, fence "sc");
 //   - the barriers (bit 2), two per iteration: two ranks, one group per
-//     rank's block, vLLM's layout (groupBarrierTwin, layout vllm);
+//     rank's block, vLLM's layout with every block storing to and polling
+//     its own slot too (groupBarrierTwin, layout vllm, SelfSlot);
 //   - the pull (bit 4): world 2, the loop over ranks bounded at run time,
 //     the own input from local memory and the peer's from host memory
 //     (pullTwin, bound runtime).
@@ -47,7 +48,7 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 		}
 	}
 	if rec.Phases&2 != 0 {
-		if err := part(PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "vllm", World: 2,
+		if err := part(PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "vllm", World: 2, SelfSlot: true,
 			Groups: rec.BlocksPerRank, Blocks: 2 * rec.BlocksPerRank, Threads: rec.Threads}, 2); err != nil {
 			return 0, err
 		}

@@ -186,3 +186,41 @@ func TestFenceLoopTwinHasTheCapturesCodeAsAFloor(t *testing.T) {
 		assert.InDelta(t, max(floor, nsOf(f)), v, 1e-9, dst)
 	}
 }
+
+// A barrier whose blocks store to and poll their own slot too (SelfSlot,
+// vLLM's) has World slots to a sector, each written: one slot more to
+// poll, and from four groups' sectors to a line one store more at each of
+// the line's three other sectors.
+func TestGroupBarrierTwinCountsTheOwnSlot(t *testing.T) {
+	top, m := h200x1(t)
+	twin := func(self bool, g int) float64 {
+		v, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "vllm", World: 2,
+			Groups: g, Blocks: 2 * g, Threads: 128, SelfSlot: self})
+		require.NoError(t, err)
+		return v
+	}
+	slot, line := nsOf(m.Phys.HostSlotService), nsOf(m.Phys.HostLineContention)
+	assert.InDelta(t, slot+3*line, twin(true, 4)-twin(false, 4), 1e-9)
+	assert.InDelta(t, twin(true, 4), twin(true, 66), 1e-9, "past one line: nothing more (measured: it grows; host_shot.jsonl)")
+}
+
+// The two-rank host one-shot's twin is the sum of its phases' twins.
+func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
+	top, _ := h200x1(t)
+	v := func(phases, b int, bytes int64) float64 {
+		x, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "host_shot", World: 2, Phases: phases, Bytes: bytes,
+			BlocksPerRank: b, Blocks: 2 * b, Threads: 128})
+		require.NoError(t, err)
+		return x
+	}
+	for _, b := range []int{1, 8, 66} {
+		for _, n := range []int64{14336, 1 << 20} {
+			assert.InDelta(t, v(1, b, n)+v(2, b, n)+v(4, b, n), v(7, b, n), 1e-6, "%d blocks, %d B", b, n)
+			assert.InDelta(t, v(1, b, n)+v(2, b, n), v(3, b, n), 1e-6, "%d blocks, %d B", b, n)
+		}
+	}
+	_, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "host_shot", World: 3, Phases: 7, Bytes: 1024, BlocksPerRank: 1, Blocks: 3, Threads: 128})
+	assert.ErrorContains(t, err, "want world 2")
+	_, err = PerBlockValue(top, PerBlock{Kind: "loop", Loop: "host_shot", World: 2, Phases: 4, Bytes: 8, BlocksPerRank: 1, Blocks: 2, Threads: 128})
+	assert.ErrorContains(t, err, "no 16-B element")
+}

@@ -57,7 +57,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -295,8 +295,11 @@ func callExtraSide(r trace.Record) bool {
 	return r.Launch == trace.LaunchCUDAGraph && r.Dtype == "bf16" && r.Bytes <= 8<<10
 }
 
-// hostBarrier: W-rank barriers among one GPU's blocks through host memory.
-func hostBarrier(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "host" }
+// hostBarrier: W-rank barriers among one GPU's blocks through host memory,
+// and the two-rank one-shot of such barriers (host_shot).
+func hostBarrier(r trace.Record) bool {
+	return r.Loop == "group_barrier" && r.Target == "host" || r.Loop == "host_shot"
+}
 
 // hostBarrierCaptures are the captures with host-memory barriers but file,
 // whose every such record a barrier fit predicts.
@@ -304,7 +307,7 @@ func hostBarrierCaptures(file string) []string {
 	all := append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
 		"h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl", "h200x1-arsim/barrier_spacing.jsonl",
 		"h200x1-arsim/barrier_spacing_2.jsonl", "h200x1-arsim/barrier_spacing_3.jsonl", "h200x1-arsim/barrier_layout.jsonl",
-		"h200x1-arsim/barrier_layout_2.jsonl"}, perBlockRepeats...)
+		"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/host_shot.jsonl"}, perBlockRepeats...)
 	return slices.DeleteFunc(all, func(f string) bool { return f == file })
 }
 
