@@ -257,7 +257,16 @@ class PerBlock:
                                        "round_trips": n}, vals, "one_way_ns")
                         self.rec.guard(f"pingpong {target} {mode} {spacing} {pairs}", meas)
 
-    def line_probe(self):
+    def host_load(self, counts=(0, 4, 8, 16, 32, 64, 128)):
+        """One ping-pong pair through two host lines (4 KiB apart) beside 0-128 neighbour blocks, each on a line of
+        its own 64 KiB on (pb_line_probe, place 64k_on_lines_apart), that poll their word, store to it without pause
+        or every 1,000 ns, or ping-pong in pairs: whether requests to other lines of host memory slow a flag's round
+        trip as they grow in number."""
+        self.line_probe(cases=[(op, "64k_on_lines_apart", 16384, 32, nb, gap) for op, gap in
+                               (("poll", 0), ("store", 0), ("store", 1000), ("pingpong", 0)) for nb in counts if nb] +
+                        [("none", "same_sector", 1, 1, 0, 0)] * 2)
+
+    def line_probe(self, cases=None):
         """One ping-pong pair through two host lines (4 KiB apart), beside 0-6 neighbour blocks that poll, store
         to, or ping-pong through other words near the pair's: in its sector, another sector of its 64-B half, the
         line's other half, the next line, 1 KiB or 64 KiB on; a side's neighbours in one sector or each on a line
@@ -269,19 +278,20 @@ class PerBlock:
         lb = 1024  # words: line B is 4 KiB after line A
         n = 500
         e0 = [0]
-        places = (("same_sector", 1, 1), ("same_half", 8, 1), ("other_half", 16, 1), ("other_line", 32, 1))
-        cases = [("none", "same_sector", 1, 1, 0, 0)]
-        for op in ("pingpong", "poll", "store"):
+        if cases is None:
+            places = (("same_sector", 1, 1), ("same_half", 8, 1), ("other_half", 16, 1), ("other_line", 32, 1))
+            cases = [("none", "same_sector", 1, 1, 0, 0)]
+            for op in ("pingpong", "poll", "store"):
+                for place, off, stride in places:
+                    for nb in (2, 6):
+                        cases.append((op, place, off, stride, nb, 2000 if op == "store" else 0))
+            for op in ("pingpong", "poll"):
+                for place, off, stride in (("lines_apart", 32, 32), ("1k_on", 256, 1), ("64k_on", 16384, 1),
+                                           ("64k_on_lines_apart", 16384, 32)):
+                    cases.append((op, place, off, stride, 6, 0))
             for place, off, stride in places:
-                for nb in (2, 6):
-                    cases.append((op, place, off, stride, nb, 2000 if op == "store" else 0))
-        for op in ("pingpong", "poll"):
-            for place, off, stride in (("lines_apart", 32, 32), ("1k_on", 256, 1), ("64k_on", 16384, 1),
-                                       ("64k_on_lines_apart", 16384, 32)):
-                cases.append((op, place, off, stride, 6, 0))
-        for place, off, stride in places:
-            cases.append(("store", place, off, stride, 6, 200))
-        cases.append(("none", "same_sector", 1, 1, 0, 0))  # the baseline again, last
+                cases.append(("store", place, off, stride, 6, 200))
+            cases.append(("none", "same_sector", 1, 1, 0, 0))  # the baseline again, last
         ops = {"none": 0, "poll": 0, "store": 1, "pingpong": 2}
         for op, place, off, stride, nb, gap in cases:
             def meas(op=op, off=off, stride=stride, nb=nb, gap=gap):
@@ -297,7 +307,7 @@ class PerBlock:
                        "pairs": 1, "blocks": 2 + nb, "threads": 32, "round_trips": n, "neighbours": nb}
                 if nb:
                     rec.update({"neighbour_op": op, "neighbour_place": place})
-                    if op == "store":
+                    if op == "store" and gap:
                         rec["neighbour_gap_ns"] = gap
                 self.emit(rec, vals, "one_way_ns")
             self.rec.guard(f"line_probe {op} {place} {stride} {nb} gap {gap}", run)
@@ -1152,7 +1162,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
