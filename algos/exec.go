@@ -493,7 +493,7 @@ func (x *executor) signal(r int, k int32, s *slot) error {
 	v := s.n + int64(x.ranks[r].iter)*x.stride[s.a]
 	if s.bits&opInline != 0 {
 		f.Set(v)
-	} else if err := x.m.SignalFlag(r, s.dst.mem(), f, v); err != nil {
+	} else if err := x.m.SignalFlag(r, s.dst.mem(), f, v, x.kernels[x.coldOf(r, k).kernel].Blocks); err != nil {
 		return err
 	}
 	var d sim.Duration

@@ -10,14 +10,55 @@ import (
 // Flags, fences and launches: what synchronisation costs a kernel.
 
 // SignalFlag writes value into flag f, which lives in memory at, from rank
-// r: the write lands one route latency plus a memory access later.
-func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64) error {
+// r: the write lands one route latency plus a memory access later. A flag
+// of a sector group (a barrier's slot, NewFlag) is stored by each of the
+// kernel's blocks, each into its own copy; to host memory a GPU's small
+// stores leave one after another, gpu.host_store_service each (measured on
+// one H200: 4-rank and 8-rank barriers through host memory grow with the
+// barriers at once, about 2 ns for each flag store of the round, where
+// their sectors lie kibibytes apart; a flag's round trip jumps from 1.7 to
+// 10 µs once 64 blocks store to other lines without pause, not when they
+// store every microsecond), so the flag lands after the stores queued
+// before it and its own blocks'. A flag of no group (NCCL's FIFO heads
+// and tails: one store a step, behind its step's data) does not queue: the
+// 2 ns it would wait is below what the model resolves, and in NCCL's
+// pipelines over SHM a change that small moves the result by chance
+// (docs/VALIDATION.md, "What the model misses").
+func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64, blocks int) error {
 	d, err := m.StoreLanding(r, at)
 	if err != nil {
 		return err
 	}
+	if at.Host && m.Phys.HostStoreService > 0 && m.flagGroups[f] != "" {
+		d += m.hostStoreQueue(r, max(blocks, 1))
+	}
 	m.setAfter(d, f, value)
 	return nil
+}
+
+// hostStoreQueue queues stores small stores of rank r to host memory
+// behind those it has queued before, and returns how long the last of
+// them waits and is served.
+func (m *Machine) hostStoreQueue(r, stores int) sim.Duration {
+	for len(m.storeFree) <= r {
+		m.storeFree = append(m.storeFree, 0)
+	}
+	now := m.Eng.Now()
+	m.storeFree[r] = max(now, m.storeFree[r]).Add(sim.Duration(stores) * m.Phys.HostStoreService)
+	return m.storeFree[r].Sub(now)
+}
+
+// HostStoresIdle reports whether no GPU has small stores to host memory
+// waiting or in service (hostStoreQueue): their queue is state a snapshot
+// does not see.
+func (m *Machine) HostStoresIdle() bool {
+	now := m.Eng.Now()
+	for _, t := range m.storeFree {
+		if t > now {
+			return false
+		}
+	}
+	return true
 }
 
 // StoreLanding is how long a small store from rank r takes to land in

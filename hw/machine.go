@@ -53,6 +53,7 @@ type Physics struct {
 	HostLineContention                      sim.Duration // hostmem.line_contention
 	HostSlotService                         sim.Duration // hostmem.slot_service
 	SpinStoreService                        sim.Duration // gpu.spin_store_service
+	HostStoreService                        sim.Duration // gpu.host_store_service
 	HostSectorCollision                     sim.Duration // hostmem.sector_collision
 	HostCollisionSpan                       int          // hostmem.collision_span, bytes
 	LLIterOverhead, LLIterPerWarp           sim.Duration
@@ -105,7 +106,7 @@ func resolve(ps *topology.Params) Physics {
 		PostedWriteBuffer:  sim.Bytes(g("pcie.posted_write_buffer")),
 		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
-		SpinStoreService:    ns(g("gpu.spin_store_service")),
+		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
@@ -174,6 +175,7 @@ type Machine struct {
 	sectors     map[sectorKey]int32 // each sector group's index in sectorPolls
 	sectorPolls []sectorPolls       // by sector group: its pollers now and its slots
 	flagPolls   []*flagPoll         // by flag index: its sector
+	storeFree   []sim.Time          // by rank: when its queued small stores to host memory are served (hostStoreQueue)
 }
 
 // path is a route prepared for flows: resources in both directions.

@@ -640,8 +640,10 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // gpu.spin_store_service where the polls spin (slotPolls), whatever the
 // layout. The groups' sectors follow each
 // other, so a line holds the sectors of several groups when a group has
-// fewer ranks than a line has sectors; the groups cost nothing else
-// (measured, they do: docs/PER_BLOCK.md).
+// fewer ranks than a line has sectors. In host memory the round's flag
+// stores, every group's, leave the GPU one after another (roundStores);
+// the groups cost nothing else (measured, they do past a line in vLLM's
+// layout: docs/PER_BLOCK.md).
 func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	at := mem(rec.Target)
 	land, err := m.StoreLanding(0, at)
@@ -664,5 +666,19 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine, slots)
-	return nsOf(land + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false)), nil
+	return nsOf(land + m.roundStores(at, rec, slots) + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false)), nil
+}
+
+// roundStores is how long the median block of a group barrier's round
+// waits for the GPU's small stores to host memory to leave before its
+// last slot's: the round's Groups × World × slots stores leave one after
+// another (gpu.host_store_service each, SignalFlag), in no set order, so
+// the last of a block's slots stores lies slots/(slots+1) of the way
+// through them. Flags in GPU memory: none.
+func (m *Machine) roundStores(at Mem, rec PerBlock, slots int) sim.Duration {
+	if !at.Host || slots < 1 {
+		return 0
+	}
+	n := max(rec.Groups, 1) * rec.World * slots
+	return sim.Duration(float64(n) * float64(slots) / float64(slots+1) * float64(m.Phys.HostStoreService))
 }

@@ -57,7 +57,9 @@ func TestNeighbourLoadsCountPollsNearThePair(t *testing.T) {
 // packed sector also hostmem.sector_collision for each other rank's sector
 // within hostmem.collision_span (all of them 128 B apart, none 4 KiB
 // apart), and hostmem.line_contention for each store at another sector of
-// its line; GPU memory none of them.
+// its line; in host memory each of the round's flag stores that leave the
+// GPU before the block's last slot's, gpu.host_store_service; GPU memory
+// none of them.
 func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
 	top, m := h200x1(t)
 	twin := func(layout, target string, w, g int) float64 {
@@ -66,16 +68,22 @@ func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
 		return v
 	}
 	slot, coll := nsOf(m.Phys.HostSlotService), nsOf(m.Phys.HostSectorCollision)
-	none := twin("line_per_slot", "host", 2, 1) - slot // the barrier without its slots
-	for _, w := range []int{2, 4, 8} {
-		assert.InDelta(t, none+float64(w-1)*slot, twin("line_per_slot", "host", w, 16), 1e-9, "a line per slot, W = %d", w)
-		assert.InDelta(t, none+float64(w-1)*(slot+coll), twin("packed_128", "host", w, 4), 1e-9, "packed_128, W = %d", w)
-		assert.InDelta(t, none+float64(w-1)*slot, twin("packed_4k", "host", w, 4), 1e-9, "packed_4k, W = %d", w)
+	// stores: the round's stores that leave before a block's last slot's.
+	stores := func(w, g int) float64 {
+		return nsOf(m.roundStores(HostMem(0), PerBlock{World: w, Groups: g}, w-1))
 	}
-	assert.InDelta(t, none+3*slot+coll, twin("packed_512", "host", 4, 1), 1e-9, "4 ranks 512 B apart: pairs within a kibibyte")
+	none := twin("line_per_slot", "host", 2, 1) - slot - stores(2, 1) // the barrier without its slots
+	for _, w := range []int{2, 4, 8} {
+		assert.InDelta(t, none+float64(w-1)*slot+stores(w, 16), twin("line_per_slot", "host", w, 16), 1e-9, "a line per slot, W = %d", w)
+		assert.InDelta(t, none+float64(w-1)*(slot+coll)+stores(w, 4), twin("packed_128", "host", w, 4), 1e-9, "packed_128, W = %d", w)
+		assert.InDelta(t, none+float64(w-1)*slot+stores(w, 4), twin("packed_4k", "host", w, 4), 1e-9, "packed_4k, W = %d", w)
+	}
+	assert.InDelta(t, none+3*slot+coll+stores(4, 1), twin("packed_512", "host", 4, 1), 1e-9, "4 ranks 512 B apart: pairs within a kibibyte")
 	// Two ranks' sectors 32 B apart, one group: one store at the other sector of the line.
-	assert.InDelta(t, none+slot+coll+nsOf(m.Phys.HostLineContention)+nsOf(m.Phys.HostPollService)-nsOf(max(m.Phys.HostPollService, mustRTT(t, m))),
+	assert.InDelta(t, none+slot+coll+stores(2, 1)+nsOf(m.Phys.HostLineContention)+nsOf(m.Phys.HostPollService)-nsOf(max(m.Phys.HostPollService, mustRTT(t, m))),
 		twin("packed", "host", 2, 1), 1e-9)
+	// 16 groups of 8 ranks: 16 × 8 × 7 stores, the median block's last slot's 7/8 of the way.
+	assert.InDelta(t, 16*8*7*7.0/8*nsOf(m.Phys.HostStoreService), stores(8, 16), 1e-3)
 	assert.InDelta(t, twin("line_per_slot", "local", 8, 1), twin("packed", "local", 8, 16), 1e-9, "GPU memory: no slot or line cost")
 }
 
@@ -190,7 +198,7 @@ func TestFenceLoopTwinHasTheCapturesCodeAsAFloor(t *testing.T) {
 // A barrier whose blocks store to and poll their own slot too (SelfSlot,
 // vLLM's) has World slots to a sector, each written: one slot more to
 // poll, and from four groups' sectors to a line one store more at each of
-// the line's three other sectors.
+// the line's three other sectors, and one more store a block in the round.
 func TestGroupBarrierTwinCountsTheOwnSlot(t *testing.T) {
 	top, m := h200x1(t)
 	twin := func(self bool, g int) float64 {
@@ -200,8 +208,12 @@ func TestGroupBarrierTwinCountsTheOwnSlot(t *testing.T) {
 		return v
 	}
 	slot, line := nsOf(m.Phys.HostSlotService), nsOf(m.Phys.HostLineContention)
-	assert.InDelta(t, slot+3*line, twin(true, 4)-twin(false, 4), 1e-9)
-	assert.InDelta(t, twin(true, 4), twin(true, 66), 1e-9, "past one line: nothing more (measured: it grows; host_shot.jsonl)")
+	stores := func(g, slots int) float64 {
+		return nsOf(m.roundStores(HostMem(0), PerBlock{World: 2, Groups: g}, slots))
+	}
+	assert.InDelta(t, slot+3*line+stores(4, 2)-stores(4, 1), twin(true, 4)-twin(false, 4), 1e-9)
+	assert.InDelta(t, stores(66, 2)-stores(4, 2), twin(true, 66)-twin(true, 4), 1e-9,
+		"past one line only the round's stores (measured: it grows more; host_shot.jsonl)")
 }
 
 // The two-rank host one-shot's twin is the sum of its phases' twins.

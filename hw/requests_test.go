@@ -58,7 +58,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 		for p := 1; p < w; p++ {
 			f := m.NewFlag(fmt.Sprintf("sig0[%d]", p), at, "sig0", 0, 0)
 			require.NoError(t, m.WaitFlag(0, at, f, 1, nil, 0, Poll{}, func() { last = max(last, m.Eng.Now()) }))
-			require.NoError(t, m.SignalFlag(0, at, f, 1))
+			require.NoError(t, m.SignalFlag(0, at, f, 1, 1))
 		}
 		require.NoError(t, m.Eng.Run())
 		land, err := m.StoreLanding(0, at)
@@ -66,7 +66,9 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 		rtt, err := m.RoundTrip(0, at)
 		require.NoError(t, err)
 		period := max(rtt, m.Phys.HostPollService) // one poller, however many slots
-		want := land + period + sim.Duration(w-1)*(m.Phys.HostSlotService+m.Phys.HostSectorCollision)
+		// The W − 1 stores leave one after another: the last lands
+		// (W − 1) × gpu.host_store_service after a lone one would.
+		want := land + sim.Duration(w-1)*m.Phys.HostStoreService + period + sim.Duration(w-1)*(m.Phys.HostSlotService+m.Phys.HostSectorCollision)
 		assert.Equal(t, sim.Time(want), last, "W = %d", w)
 	}
 	// No group: a sector of its own, one store a round.
@@ -75,7 +77,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	f := m.NewFlag("tail", HostMem(0), "", 0, 0)
 	var seen sim.Time
 	require.NoError(t, m.WaitFlag(0, HostMem(0), f, 1, nil, 0, Poll{}, func() { seen = m.Eng.Now() }))
-	require.NoError(t, m.SignalFlag(0, HostMem(0), f, 1))
+	require.NoError(t, m.SignalFlag(0, HostMem(0), f, 1, 8)) // a flag of no group does not queue
 	require.NoError(t, m.Eng.Run())
 	land, _ := m.StoreLanding(0, HostMem(0))
 	rtt, _ := m.RoundTrip(0, HostMem(0))
@@ -115,11 +117,11 @@ func TestStoresAtTheOtherSectorsOfAPolledLineAddToItsService(t *testing.T) {
 		}
 		var seen sim.Time
 		require.NoError(t, m.WaitFlag(0, at, fs[0], 1, nil, 0, Poll{Blocks: blocks}, func() { seen = m.Eng.Now() }))
-		require.NoError(t, m.SignalFlag(0, at, fs[0], 1))
+		require.NoError(t, m.SignalFlag(0, at, fs[0], 1, 1))
 		require.NoError(t, m.Eng.Run())
 		land, err := m.StoreLanding(0, at)
 		require.NoError(t, err)
-		return sim.Duration(seen) - land - sim.Duration(w-1)*m.Phys.HostSlotService
+		return sim.Duration(seen) - land - m.Phys.HostStoreService - sim.Duration(w-1)*m.Phys.HostSlotService
 	}
 	m, err := New(top)
 	require.NoError(t, err)
@@ -136,4 +138,43 @@ func TestStoresAtTheOtherSectorsOfAPolledLineAddToItsService(t *testing.T) {
 		assert.Equal(t, max(rtt, svc), seenAfter(w, 0, 132), "W = %d", w)
 		assert.Equal(t, max(rtt, svc), seenAfter(w, 128, 132), "W = %d", w)
 	}
+}
+
+// A GPU's small stores to host memory leave one after another: a barrier
+// slot's flag is stored by each of the kernel's blocks, and a flag
+// signalled behind others lands after their stores; another GPU's queue
+// is its own, and a flag of no group (NCCL's FIFO) queues nothing.
+func TestHostFlagStoresQueuePerGPU(t *testing.T) {
+	pre, err := topology.Lookup("h200x2")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	s := m.Phys.HostStoreService
+	require.Positive(t, s)
+	at := HostMem(m.LocalSocket(0))
+	land, err := m.StoreLanding(0, at)
+	require.NoError(t, err)
+	seen := map[string]sim.Time{}
+	flag := func(name string, group string) *sim.FlagVar {
+		f := m.NewFlag(name, at, group, 0, 0)
+		f.Wait(1, 0, nil, func() { seen[name] = m.Eng.Now() })
+		return f
+	}
+	a, b, c := flag("a", "bar"), flag("b", "bar"), flag("c", "")
+	require.NoError(t, m.SignalFlag(0, at, a, 1, 36)) // 36 blocks' copies
+	require.NoError(t, m.SignalFlag(0, at, b, 1, 36))
+	require.NoError(t, m.SignalFlag(0, at, c, 1, 36)) // no group: no queue
+	other := flag("other", "bar")
+	require.NoError(t, m.SignalFlag(1, HostMem(m.LocalSocket(1)), other, 1, 36))
+	require.False(t, m.HostStoresIdle())
+	require.NoError(t, m.Eng.Run())
+	assert.Equal(t, sim.Time(land+36*s), seen["a"])
+	assert.Equal(t, sim.Time(land+72*s), seen["b"])
+	assert.Equal(t, sim.Time(land), seen["c"])
+	land1, err := m.StoreLanding(1, HostMem(m.LocalSocket(1)))
+	require.NoError(t, err)
+	assert.Equal(t, sim.Time(land1+36*s), seen["other"], "GPU 1's stores queue on their own")
+	assert.True(t, m.HostStoresIdle())
 }

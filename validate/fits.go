@@ -57,14 +57,14 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x1-arsim/host_shot.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
 	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop},
 		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
 			"h200x1-arsim/line_probe.jsonl", "h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl",
-			"h200x1-arsim/pingpong_sector.jsonl"}, perBlockRepeats...),
+			"h200x1-arsim/pingpong_sector.jsonl", "h200x1-arsim/host_load.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
 		}, How: "slope of ns per load over blocks, least squares through 0"},
@@ -74,9 +74,9 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPoll && r.Target == "host" && r.Request == "load_volatile" && r.SpacingBytes == 4 && (r.Blocks == 16 || r.Blocks == 32)
 		}, How: "ns per load beyond 8 × hostmem.poll_service over the loads waiting at the line's other sectors, least squares through 0"},
-	{Params: []string{"hostmem.slot_service"}, Files: []string{"h200x1-arsim/barrier_spacing.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"hostmem.slot_service", "gpu.host_store_service"}, Files: []string{"h200x1-arsim/barrier_spacing.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_spacing.jsonl"),
-		On: slotServiceSide, How: "least squares through 0 of ns per barrier beyond a line per slot's over the W − 1 slots"},
+		On: slotServiceSide, How: "joint least squares through 0 of ns per barrier beyond a line per slot's over the W − 1 slots and over the round's stores that leave before a block's last slot's"},
 	{Params: []string{"hostmem.sector_collision"}, Files: []string{"h200x1-arsim/barrier_lines.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_lines.jsonl"),
 		On: sectorCollisionSide, How: "least squares through 0 of ns per barrier beyond the same with this at 0, over the W − 1 other sectors"},
@@ -312,10 +312,11 @@ func hostBarrierCaptures(file string) []string {
 }
 
 // slotServiceSide: barriers in host memory whose ranks' sectors lie 4 KiB
-// apart (layout packed_4k), one group, 2, 4 and 8 ranks: what the slots
-// cost where the sectors do not collide.
+// apart (layout packed_4k), 2, 4 and 8 ranks, 1–16 groups at once: what
+// the slots and the round's flag stores cost where the sectors do not
+// collide.
 func slotServiceSide(r trace.Record) bool {
-	return hostBarrier(r) && r.Layout == "packed_4k" && r.Groups == 1
+	return r.Loop == "group_barrier" && r.Target == "host" && r.Layout == "packed_4k"
 }
 
 // sectorCollisionSide: barriers in host memory whose ranks' sectors lie

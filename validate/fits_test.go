@@ -249,47 +249,67 @@ func TestCallExtraFromItsFittedSide(t *testing.T) {
 	}
 }
 
-// hostmem.slot_service and hostmem.sector_collision, each recomputed from
-// its fitted side: least squares through 0, over the W − 1 slots (sectors
-// 4 KiB apart, barrier_spacing.jsonl) and over the W − 1 other sectors
-// within a kibibyte (128 B apart, barrier_lines.jsonl), of each barrier's
-// time beyond the same barrier simulated with the parameter at 0.
+// hostmem.slot_service and gpu.host_store_service, then
+// hostmem.sector_collision, each recomputed from its fitted side: with the
+// parameters at 0, least squares through 0 of each barrier's time beyond
+// the model's — jointly over the W − 1 slots and the round's stores that
+// leave before a block's last slot's (G × W × (W − 1) × (W − 1)/W), the
+// ranks' sectors 4 KiB apart at 1–16 groups (barrier_spacing.jsonl); then
+// over the W − 1 other sectors within a kibibyte, 128 B apart
+// (barrier_lines.jsonl).
 func TestBarrierSlotParametersFromTheirFittedSides(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
-	for _, c := range []struct {
-		name, file string
-		n          int
-	}{
-		{"hostmem.slot_service", "barrier_spacing.jsonl", 6},    // W = 2, 4, 8, one group, run twice
-		{"hostmem.sector_collision", "barrier_lines.jsonl", 12}, // W = 2, 4, 6 group counts each
-	} {
-		want := p.DefaultParams().Get(c.name)
+	// residuals returns, for the records of file fitted for fit, the
+	// record and its measured − simulated with names at 0.
+	residuals := func(file, fit string, names ...string) ([]trace.Record, []float64) {
 		ps := p.DefaultParams()
-		require.NoError(t, ps.Set(c.name, 0, "zero for the fit"))
-		file := "../testdata/h200x1-arsim/" + c.file
-		recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+		for _, n := range names {
+			require.NoError(t, ps.Set(n, 0, "zero for the fit"))
+		}
+		path := "../testdata/h200x1-arsim/" + file
+		recs, bad, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
 		require.NoError(t, err)
 		require.Empty(t, bad)
-		v, err := Run(recs, Options{File: file, Params: map[string]*topology.Params{"h200x1": ps}})
+		v, err := Run(recs, Options{File: path, Params: map[string]*topology.Params{"h200x1": ps}})
 		require.NoError(t, err)
-		var xy, xx float64
-		n := 0
+		var rs []trace.Record
+		var ys []float64
 		for _, r := range v.Records {
-			if r.FittedFor != c.name {
-				continue
+			if r.FittedFor == fit {
+				rs = append(rs, recs[slices.IndexFunc(recs, func(q trace.Record) bool { return q.Line == r.Line })])
+				ys = append(ys, r.Measured-r.Predicted)
 			}
-			rec := recs[slices.IndexFunc(recs, func(q trace.Record) bool { return q.Line == r.Line })]
-			x := float64(rec.World - 1)
-			xy += x * (r.Measured - r.Predicted)
-			xx += x * x
-			n++
 		}
-		require.Equal(t, c.n, n, c.name)
-		t.Logf("%s: %d records, %.1f ns", c.name, n, xy/xx)
-		assert.InDelta(t, want, xy/xx, 0.5, "%s: its fitted side gives %.1f ns", c.name, xy/xx)
-		par, _ := p.DefaultParams().Lookup(c.name)
-		assert.Contains(t, par.Source, "testdata/h200x1-arsim/"+c.file)
+		return rs, ys
+	}
+	recs, ys := residuals("barrier_spacing.jsonl", "hostmem.slot_service, gpu.host_store_service", "hostmem.slot_service", "gpu.host_store_service")
+	require.Len(t, recs, 21) // W = 2, 4, 8 at 1, 2, 4, 8, 16 groups, and at 1 and 4 again
+	var a11, a12, a22, b1, b2 float64
+	for i, r := range recs {
+		slots := float64(r.World - 1)
+		x1, x2 := slots, float64(r.Groups*r.World)*slots*slots/(slots+1)
+		a11, a12, a22, b1, b2 = a11+x1*x1, a12+x1*x2, a22+x2*x2, b1+x1*ys[i], b2+x2*ys[i]
+	}
+	det := a11*a22 - a12*a12
+	slot, store := (a22*b1-a12*b2)/det, (a11*b2-a12*b1)/det
+	t.Logf("hostmem.slot_service %.2f ns, gpu.host_store_service %.3f ns", slot, store)
+	assert.InDelta(t, p.DefaultParams().Get("hostmem.slot_service"), slot, 0.01)
+	assert.InDelta(t, p.DefaultParams().Get("gpu.host_store_service"), store, 0.001)
+
+	recs, ys = residuals("barrier_lines.jsonl", "hostmem.sector_collision", "hostmem.sector_collision")
+	require.Len(t, recs, 12) // W = 2, 4 at 6 group counts each
+	var xy, xx float64
+	for i, r := range recs {
+		x := float64(r.World - 1)
+		xy, xx = xy+x*ys[i], xx+x*x
+	}
+	t.Logf("hostmem.sector_collision %.1f ns", xy/xx)
+	assert.InDelta(t, p.DefaultParams().Get("hostmem.sector_collision"), xy/xx, 0.05)
+	for name, file := range map[string]string{"hostmem.slot_service": "barrier_spacing.jsonl", "gpu.host_store_service": "barrier_spacing.jsonl",
+		"hostmem.sector_collision": "barrier_lines.jsonl"} {
+		par, _ := p.DefaultParams().Lookup(name)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/"+file, name)
 	}
 }
 

@@ -183,7 +183,7 @@ func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, er
 			return
 		}
 		from, to := k%2, 1-k%2
-		keep(m.SignalFlag(from, where[to], flags[to], int64(k+1)))
+		keep(m.SignalFlag(from, where[to], flags[to], int64(k+1), 1))
 		keep(m.WaitFlag(to, where[to], flags[to], int64(k+1), sim.Name(fmt.Sprintf("gpu%d", to)), 0, hw.Poll{}, func() { hop(k + 1) }))
 	}
 	hop(0)
