@@ -266,6 +266,18 @@ class PerBlock:
                                (("poll", 0), ("store", 0), ("store", 1000), ("pingpong", 0)) for nb in counts if nb] +
                         [("none", "same_sector", 1, 1, 0, 0)] * 2)
 
+    def store_rate(self):
+        """Barriers through host memory at ranks and group counts no earlier run measured with the ranks' sectors 4 KiB
+        apart or a line per slot (W = 3 and 6 up to 132 blocks; W = 4 at 32 groups), then a flag's round trip beside
+        32-128 blocks storing to other lines with a pause of 100 or 300 ns after each store, and beside 40-56 storing
+        without pause: where the GPU's stores to host memory stop leaving as fast as they come."""
+        for W, groups in ((3, (1, 2, 4, 8, 16, 32, 44)), (6, (1, 2, 4, 8, 16, 22)), (4, (32,))):
+            self.group_barriers(layouts=(("packed_4k", 1024, 1), ("line_per_slot", 8 * 32, 32)), worlds=(W,),
+                                groups=groups, buf_name="gbq", targets=("host",))
+        self.line_probe(cases=[("store", "64k_on_lines_apart", 16384, 32, nb, gap) for gap, counts in
+                               ((100, (32, 48, 64, 96, 128)), (300, (32, 64, 96, 128)), (0, (40, 48, 56)))
+                               for nb in counts] + [("none", "same_sector", 1, 1, 0, 0)])
+
     def line_probe(self, cases=None):
         """One ping-pong pair through two host lines (4 KiB apart), beside 0-6 neighbour blocks that poll, store
         to, or ping-pong through other words near the pair's: in its sector, another sector of its 64-B half, the
@@ -1162,7 +1174,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
