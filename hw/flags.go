@@ -36,15 +36,15 @@ func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64, blocks 
 	return nil
 }
 
-// hostStoreQueue queues stores small stores of rank r to host memory
-// behind those it has queued before, and returns how long the last of
-// them waits and is served.
-func (m *Machine) hostStoreQueue(r, stores int) sim.Duration {
+// hostStoreQueue queues n small stores of rank r to host memory behind
+// those it has queued before, and returns how long the last of them waits
+// and is served.
+func (m *Machine) hostStoreQueue(r, n int) sim.Duration {
 	for len(m.storeFree) <= r {
 		m.storeFree = append(m.storeFree, 0)
 	}
 	now := m.Eng.Now()
-	m.storeFree[r] = max(now, m.storeFree[r]).Add(sim.Duration(stores) * m.Phys.HostStoreService)
+	m.storeFree[r] = max(now, m.storeFree[r]).Add(sim.Duration(n) * m.Phys.HostStoreService)
 	return m.storeFree[r].Sub(now)
 }
 
