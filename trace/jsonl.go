@@ -177,6 +177,10 @@ type Record struct {
 	// through host memory each iteration runs (1 staging and its fence, 2
 	// the two barriers, 4 the pull; tools/capture's pb_host_shot).
 	Phases int
+	// NeighbourNsPerStore, on a block_pingpong with storing neighbours
+	// (tools/capture's store_loop): the median neighbour's ns per store,
+	// timed by itself; 0: not measured.
+	NeighbourNsPerStore float64
 	// BlocksPerRank, on a host_shot loop: each rank's thread blocks (the
 	// record's blocks are both ranks').
 	BlocksPerRank int

@@ -1290,4 +1290,40 @@ extern "C" __global__ void __launch_bounds__(1024) pb_host_shot(const uint4* in,
   long long c1 = clock64();
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
+// ---- pb_line_probe's pair beside neighbours that store to words of their own, each timing itself: neighbour j
+// stores to flags + off + j * stride (pausing gap_ns after each store if gap_ns > 0) until the pair is done, and
+// reports its cycles and stores in res[2b], res[2b+1]; the pair reports as in pb_line_probe.
+extern "C" __global__ void pb_store_stream(unsigned* flags, int lb, int off, int stride, int gap_ns, int n,
+                                           unsigned e0, unsigned* done, int* err, long long* res) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x;
+  const unsigned stop = e0 + (unsigned)n;
+  long long spins = 0;
+  if (b < 2) {
+    const int lead = b == 0;
+    unsigned* mine = flags + (lead ? 0 : lb);
+    unsigned* theirs = flags + (lead ? lb : 0);
+    long long c0 = clock64();
+    for (int i = 1; i <= n; i++) {
+      const unsigned e = e0 + (unsigned)i;
+      if (lead) st_vol(theirs, e);
+      while (ld_vol(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto out; } }
+      if (!lead) st_vol(theirs, e);
+    }
+  out:
+    res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
+    if (lead) { __threadfence(); st_vol(done, stop); }
+    return;
+  }
+  unsigned* w = flags + off + (b - 2) * stride;
+  long long c0 = clock64();
+  unsigned k = 1;
+  for (; ; k++) {
+    st_vol(w, k);
+    if (gap_ns > 0) __nanosleep(gap_ns);
+    if ((k & 7) == 7 && ld_vol(done) == stop) break;
+    if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+  }
+  res[2 * b] = clock64() - c0; res[2 * b + 1] = k;
+}
 '''

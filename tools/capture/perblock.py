@@ -278,6 +278,45 @@ class PerBlock:
                                ((100, (32, 48, 64, 96, 128)), (300, (32, 64, 96, 128)), (0, (40, 48, 56)))
                                for nb in counts] + [("none", "same_sector", 1, 1, 0, 0)])
 
+    def store_loop(self):
+        """A flag's round trip beside 4-128 blocks storing to words of their own (a line each, 64 KiB on), without
+        pause or with 100 ns after each store, each neighbour timing its own stores (pb_store_stream): the stores a
+        block issues per ns when the GPU's store queue keeps up, and the block count at which the pair's round trip
+        jumps, so that the queue's service is their ratio."""
+        cp = self.cp
+        k = self.fn("pb_store_stream")
+        buf = self.ptr("host", "lp", 1 * MB)
+        self.fill("host", "lp", 1 * MB, [0])
+        done = self.dev("lpdone", 4096)
+        lb, n, e0 = 1024, 500, [0]
+        cases = [(0, nb) for nb in (4, 16, 32, 36, 40, 44, 48, 56, 64)] + [(100, nb) for nb in (4, 64, 96, 104, 112, 120, 128)]
+        for gap, nb in cases:
+            def run(gap=gap, nb=nb):
+                meds, per = [], []
+                with cp.cuda.Device(0):
+                    self.err[...] = 0
+                    for t in range(TRIALS + 1):
+                        k((2 + nb,), (32,), (buf, np.int32(lb), np.int32(16384), np.int32(32), np.int32(gap), np.int32(n),
+                                             np.uint32(e0[0]), done, self.err, self.res), stream=self.s)
+                        e0[0] += n
+                        self.s.synchronize()
+                        if t == 0:
+                            continue  # warm-up
+                        r = self.res[:2 * (2 + nb)].get()
+                        meds.append(statistics.median([int(c) / self.ghz / n / 2 for c in r[0:4:2]]))
+                        per.append(statistics.median([int(r[2 * b]) / self.ghz / max(int(r[2 * b + 1]), 1)
+                                                      for b in range(2, 2 + nb)]))
+                    err = bool(int(self.err.get()[0]))
+                rec = {"kind": "block_pingpong", "target": "host", "mode": "volatile", "spacing_bytes": 4 * lb, "pairs": 1,
+                       "blocks": 2 + nb, "threads": 32, "round_trips": n, "neighbours": nb, "neighbour_op": "store",
+                       "neighbour_place": "64k_on_lines_apart", "neighbour_ns_per_store": statistics.median(per)}
+                if gap:
+                    rec["neighbour_gap_ns"] = gap
+                rec.update({"clock": "sm_clock64", "one_way_ns": statistics.median(meds), "one_way_ns_min": min(meds),
+                            "one_way_ns_max": max(meds), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err})
+                self.rec.emit(rec)
+            self.rec.guard(f"store_loop gap {gap} {nb}", run)
+
     def line_probe(self, cases=None):
         """One ping-pong pair through two host lines (4 KiB apart), beside 0-6 neighbour blocks that poll, store
         to, or ping-pong through other words near the pair's: in its sector, another sector of its 64-B half, the
@@ -1174,7 +1213,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
