@@ -181,6 +181,9 @@ type Record struct {
 	// (tools/capture's store_loop): the median neighbour's ns per store,
 	// timed by itself; 0: not measured.
 	NeighbourNsPerStore float64
+	// NeighbourLines: the lines of its own a storing neighbour cycles its
+	// stores over (store_lines); 0: one word.
+	NeighbourLines int
 	// BlocksPerRank, on a host_shot loop: each rank's thread blocks (the
 	// record's blocks are both ranks').
 	BlocksPerRank int

@@ -1326,4 +1326,42 @@ extern "C" __global__ void pb_store_stream(unsigned* flags, int lb, int off, int
   }
   res[2 * b] = clock64() - c0; res[2 * b + 1] = k;
 }
+// ---- pb_store_stream with each neighbour cycling its stores over `lines` lines of its own (128 B apart; neighbour
+// j's lines start at off + j * stride words): store k goes to line k mod lines, so no two stores in a row go to one
+// word. Neighbours time themselves as in pb_store_stream.
+extern "C" __global__ void pb_store_stream_lines(unsigned* flags, int lb, int off, int stride, int lines, int gap_ns,
+                                                 int n, unsigned e0, unsigned* done, int* err, long long* res) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x;
+  const unsigned stop = e0 + (unsigned)n;
+  long long spins = 0;
+  if (b < 2) {
+    const int lead = b == 0;
+    unsigned* mine = flags + (lead ? 0 : lb);
+    unsigned* theirs = flags + (lead ? lb : 0);
+    long long c0 = clock64();
+    for (int i = 1; i <= n; i++) {
+      const unsigned e = e0 + (unsigned)i;
+      if (lead) st_vol(theirs, e);
+      while (ld_vol(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto out; } }
+      if (!lead) st_vol(theirs, e);
+    }
+  out:
+    res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
+    if (lead) { __threadfence(); st_vol(done, stop); }
+    return;
+  }
+  unsigned* w = flags + off + (b - 2) * stride;
+  long long c0 = clock64();
+  unsigned k = 1;
+  int line = 0;
+  for (; ; k++) {
+    st_vol(w + line * 32, k);
+    if (++line == lines) line = 0;
+    if (gap_ns > 0) __nanosleep(gap_ns);
+    if ((k & 7) == 7 && ld_vol(done) == stop) break;
+    if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+  }
+  res[2 * b] = clock64() - c0; res[2 * b + 1] = k;
+}
 '''

@@ -278,26 +278,38 @@ class PerBlock:
                                ((100, (32, 48, 64, 96, 128)), (300, (32, 64, 96, 128)), (0, (40, 48, 56)))
                                for nb in counts] + [("none", "same_sector", 1, 1, 0, 0)])
 
-    def store_loop(self):
+    def store_lines(self, lines=16):
+        """store_loop with each neighbour cycling its stores over 16 lines of its own (pb_store_stream_lines), so that no
+        two stores in a row go to one word: whether stores to one word leave faster than stores to distinct lines."""
+        self.store_loop(kernel="pb_store_stream_lines", lines=lines,
+                        cases=[(0, nb) for nb in (8, 16, 20, 24, 28, 32, 40, 48)] +
+                              [(100, nb) for nb in (32, 48, 64, 72, 80, 96, 112, 128)])
+
+    def store_loop(self, kernel="pb_store_stream", lines=0, cases=None):
         """A flag's round trip beside 4-128 blocks storing to words of their own (a line each, 64 KiB on), without
         pause or with 100 ns after each store, each neighbour timing its own stores (pb_store_stream): the stores a
         block issues per ns when the GPU's store queue keeps up, and the block count at which the pair's round trip
         jumps, so that the queue's service is their ratio."""
         cp = self.cp
-        k = self.fn("pb_store_stream")
+        k = self.fn(kernel)
         buf = self.ptr("host", "lp", 1 * MB)
         self.fill("host", "lp", 1 * MB, [0])
         done = self.dev("lpdone", 4096)
         lb, n, e0 = 1024, 500, [0]
-        cases = [(0, nb) for nb in (4, 16, 32, 36, 40, 44, 48, 56, 64)] + [(100, nb) for nb in (4, 64, 96, 104, 112, 120, 128)]
+        if cases is None:
+            cases = [(0, nb) for nb in (4, 16, 32, 36, 40, 44, 48, 56, 64)] + [(100, nb) for nb in (4, 64, 96, 104, 112, 120, 128)]
+        stride = 32 * lines if lines else 32  # words between the neighbours' first lines
         for gap, nb in cases:
             def run(gap=gap, nb=nb):
                 meds, per = [], []
                 with cp.cuda.Device(0):
                     self.err[...] = 0
                     for t in range(TRIALS + 1):
-                        k((2 + nb,), (32,), (buf, np.int32(lb), np.int32(16384), np.int32(32), np.int32(gap), np.int32(n),
-                                             np.uint32(e0[0]), done, self.err, self.res), stream=self.s)
+                        args = (buf, np.int32(lb), np.int32(16384), np.int32(stride))
+                        if lines:
+                            args += (np.int32(lines),)
+                        k((2 + nb,), (32,), args + (np.int32(gap), np.int32(n), np.uint32(e0[0]), done, self.err, self.res),
+                          stream=self.s)
                         e0[0] += n
                         self.s.synchronize()
                         if t == 0:
@@ -310,6 +322,8 @@ class PerBlock:
                 rec = {"kind": "block_pingpong", "target": "host", "mode": "volatile", "spacing_bytes": 4 * lb, "pairs": 1,
                        "blocks": 2 + nb, "threads": 32, "round_trips": n, "neighbours": nb, "neighbour_op": "store",
                        "neighbour_place": "64k_on_lines_apart", "neighbour_ns_per_store": statistics.median(per)}
+                if lines:
+                    rec["neighbour_lines"] = lines
                 if gap:
                     rec["neighbour_gap_ns"] = gap
                 rec.update({"clock": "sm_clock64", "one_way_ns": statistics.median(meds), "one_way_ns_min": min(meds),
@@ -1213,7 +1227,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
