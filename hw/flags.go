@@ -14,14 +14,13 @@ import (
 // of a sector group (a barrier's slot, NewFlag) is stored by each of the
 // kernel's blocks, each into its own copy; to host memory a GPU's small
 // stores leave one after another, gpu.host_store_service each (measured on
-// one H200: 4-rank and 8-rank barriers through host memory grow with the
-// barriers at once, about 2 ns for each flag store of the round, where
-// their sectors lie kibibytes apart; a flag's round trip jumps from 1.7 to
-// 10 µs once 64 blocks store to other lines without pause, not when they
-// store every microsecond), so the flag lands after the stores queued
-// before it and its own blocks'. A flag of no group (NCCL's FIFO heads
-// and tails: one store a step, behind its step's data) does not queue: the
-// 2 ns it would wait is below what the model resolves, and in NCCL's
+// one H200: blocks storing without pause, about 50 ns a store by their own
+// clocks, fill the queue from about 42 blocks, and a flag's round trip
+// beside them jumps from 1.8 to 5–13 µs; store_loop.jsonl), so the flag
+// lands after the stores queued before it and its own blocks'. A flag of
+// no group (NCCL's FIFO heads and tails: one store a step, behind its
+// step's data) does not queue: the nanosecond it would wait is below what
+// the model resolves, and in NCCL's
 // pipelines over SHM a change that small moves the result by chance
 // (docs/VALIDATION.md, "What the model misses").
 func (m *Machine) SignalFlag(r int, at Mem, f *sim.FlagVar, value int64, blocks int) error {

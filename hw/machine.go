@@ -54,6 +54,7 @@ type Physics struct {
 	HostSlotService                         sim.Duration // hostmem.slot_service
 	SpinStoreService                        sim.Duration // gpu.spin_store_service
 	HostStoreService                        sim.Duration // gpu.host_store_service
+	HostPollLoad                            sim.Duration // gpu.host_poll_load
 	HostSectorCollision                     sim.Duration // hostmem.sector_collision
 	HostCollisionSpan                       int          // hostmem.collision_span, bytes
 	LLIterOverhead, LLIterPerWarp           sim.Duration
@@ -107,6 +108,7 @@ func resolve(ps *topology.Params) Physics {
 		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
+		HostPollLoad:        ns(g("gpu.host_poll_load")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),

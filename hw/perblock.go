@@ -244,7 +244,7 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 	}
 	d := linePollPeriod(rtt+loop, sharers(rec.Blocks, rec.Spacing, unit), lineWaiting(rec.Blocks, rec.Spacing, atomic),
 		m.pollService(at, atomic), m.lineContention(at))
-	return nsOf(d), nil
+	return nsOf(d + m.pollLoad(at, rec.Blocks)), nil
 }
 
 // pingpongTwin: one way is a flag store landing, then the poll loop's
@@ -268,7 +268,7 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	d := land + period
+	d := land + period + m.pollLoad(at, 2*rec.Pairs+pollingNeighbours(rec))
 	if rec.Spacing >= 32 && at.Host {
 		// the partner's flag, in a sector of its own nearby, is the
 		// exchange's other sector: hostmem.sector_collision within
@@ -283,6 +283,15 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		d += f
 	}
 	return nsOf(d), nil
+}
+
+// pollingNeighbours is how many of a ping-pong's neighbour blocks poll
+// (those that poll or ping-pong; storing ones do not).
+func pollingNeighbours(rec PerBlock) int {
+	if rec.NeighbourOp != "poll" && rec.NeighbourOp != "pingpong" {
+		return 0
+	}
+	return rec.Neighbours
 }
 
 // neighbourLoads is what a ping-pong's neighbour blocks add to the loads
@@ -641,7 +650,8 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // layout. The groups' sectors follow each
 // other, so a line holds the sectors of several groups when a group has
 // fewer ranks than a line has sectors. In host memory the round's flag
-// stores, every group's, leave the GPU one after another (roundStores);
+// stores, every group's, leave the GPU one after another (roundStores),
+// and every block's polls slow every other's (pollLoad);
 // the groups cost nothing else (measured, they do past a line in vLLM's
 // layout: docs/PER_BLOCK.md).
 func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
@@ -666,7 +676,8 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine, slots)
-	return nsOf(land + m.roundStores(at, rec, slots) + period + m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false)), nil
+	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
+		m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false)), nil
 }
 
 // roundStores is how long the median block of a group barrier's round

@@ -70,7 +70,7 @@ func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
 	slot, coll := nsOf(m.Phys.HostSlotService), nsOf(m.Phys.HostSectorCollision)
 	// stores: the round's stores that leave before a block's last slot's.
 	stores := func(w, g int) float64 {
-		return nsOf(m.roundStores(HostMem(0), PerBlock{World: w, Groups: g}, w-1))
+		return nsOf(m.roundStores(HostMem(0), PerBlock{World: w, Groups: g}, w-1) + m.pollLoad(HostMem(0), w*g))
 	}
 	none := twin("line_per_slot", "host", 2, 1) - slot - stores(2, 1) // the barrier without its slots
 	for _, w := range []int{2, 4, 8} {
@@ -82,8 +82,9 @@ func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
 	// Two ranks' sectors 32 B apart, one group: one store at the other sector of the line.
 	assert.InDelta(t, none+slot+coll+stores(2, 1)+nsOf(m.Phys.HostLineContention)+nsOf(m.Phys.HostPollService)-nsOf(max(m.Phys.HostPollService, mustRTT(t, m))),
 		twin("packed", "host", 2, 1), 1e-9)
-	// 16 groups of 8 ranks: 16 × 8 × 7 stores, the median block's last slot's 7/8 of the way.
-	assert.InDelta(t, 16*8*7*7.0/8*nsOf(m.Phys.HostStoreService), stores(8, 16), 1e-3)
+	// 16 groups of 8 ranks: 16 × 8 × 7 stores, the median block's last
+	// slot's 7/8 of the way; 128 blocks polling.
+	assert.InDelta(t, 16*8*7*7.0/8*nsOf(m.Phys.HostStoreService)+128*nsOf(m.Phys.HostPollLoad), stores(8, 16), 1e-3)
 	assert.InDelta(t, twin("line_per_slot", "local", 8, 1), twin("packed", "local", 8, 16), 1e-9, "GPU memory: no slot or line cost")
 }
 
@@ -209,11 +210,11 @@ func TestGroupBarrierTwinCountsTheOwnSlot(t *testing.T) {
 	}
 	slot, line := nsOf(m.Phys.HostSlotService), nsOf(m.Phys.HostLineContention)
 	stores := func(g, slots int) float64 {
-		return nsOf(m.roundStores(HostMem(0), PerBlock{World: 2, Groups: g}, slots))
+		return nsOf(m.roundStores(HostMem(0), PerBlock{World: 2, Groups: g}, slots) + m.pollLoad(HostMem(0), 2*g))
 	}
 	assert.InDelta(t, slot+3*line+stores(4, 2)-stores(4, 1), twin(true, 4)-twin(false, 4), 1e-9)
 	assert.InDelta(t, stores(66, 2)-stores(4, 2), twin(true, 66)-twin(true, 4), 1e-9,
-		"past one line only the round's stores (measured: it grows more; host_shot.jsonl)")
+		"past one line only the round's stores and pollers (measured: it grows more; host_shot.jsonl)")
 }
 
 // The two-rank host one-shot's twin is the sum of its phases' twins.

@@ -189,6 +189,18 @@ func slotsPeriod(rtt, svc, line sim.Duration, pollers, inLine, writers int) sim.
 	return linePollPeriod(rtt, pollers, (inLine-1)*writers, svc, line)
 }
 
+// pollLoad is what pollers blocks of a GPU polling memory at add to each
+// of their polls' period: gpu.host_poll_load each in host memory (measured
+// on one H200: a flag's round trip gains about 1.4 ns for every block that
+// spins on a word of its own elsewhere in host memory, host_load.jsonl);
+// nothing in GPU memory.
+func (m *Machine) pollLoad(at Mem, pollers int) sim.Duration {
+	if !at.Host {
+		return 0
+	}
+	return sim.Duration(max(pollers, 1)) * m.Phys.HostPollLoad
+}
+
 // pollService returns the time memory at spends per request to one sector
 // (line, for atomics), 0 when it serves polls without queuing.
 func (m *Machine) pollService(at Mem, atomic bool) sim.Duration {
@@ -265,6 +277,7 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 		f.Wait(value, rtt+extra, who, fn)
 		return nil
 	}
+	extra += m.pollLoad(at, p.Blocks) // the kernel's blocks poll at once
 	sec := m.flagPollOf(f, at).sector
 	sp := &m.sectorPolls[sec]
 	for len(sp.waits) <= r {

@@ -68,7 +68,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 		period := max(rtt, m.Phys.HostPollService) // one poller, however many slots
 		// The W − 1 stores leave one after another: the last lands
 		// (W − 1) × gpu.host_store_service after a lone one would.
-		want := land + sim.Duration(w-1)*m.Phys.HostStoreService + period + sim.Duration(w-1)*(m.Phys.HostSlotService+m.Phys.HostSectorCollision)
+		want := land + sim.Duration(w-1)*m.Phys.HostStoreService + period + m.Phys.HostPollLoad + sim.Duration(w-1)*(m.Phys.HostSlotService+m.Phys.HostSectorCollision)
 		assert.Equal(t, sim.Time(want), last, "W = %d", w)
 	}
 	// No group: a sector of its own, one store a round.
@@ -81,7 +81,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	require.NoError(t, m.Eng.Run())
 	land, _ := m.StoreLanding(0, HostMem(0))
 	rtt, _ := m.RoundTrip(0, HostMem(0))
-	assert.Equal(t, sim.Time(land+max(rtt, m.Phys.HostPollService)), seen)
+	assert.Equal(t, sim.Time(land+max(rtt, m.Phys.HostPollService)+m.Phys.HostPollLoad), seen) // one block polling
 	// GPU memory queues no polls; the stores after the first that land
 	// while they spin wait gpu.spin_store_service each.
 	assert.Equal(t, 7*m.Phys.SpinStoreService, m.slotPolls(GPUMem(0), 8, 7))
@@ -121,7 +121,7 @@ func TestStoresAtTheOtherSectorsOfAPolledLineAddToItsService(t *testing.T) {
 		require.NoError(t, m.Eng.Run())
 		land, err := m.StoreLanding(0, at)
 		require.NoError(t, err)
-		return sim.Duration(seen) - land - m.Phys.HostStoreService - sim.Duration(w-1)*m.Phys.HostSlotService
+		return sim.Duration(seen) - land - m.Phys.HostStoreService - m.pollLoad(at, blocks) - sim.Duration(w-1)*m.Phys.HostSlotService
 	}
 	m, err := New(top)
 	require.NoError(t, err)

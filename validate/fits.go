@@ -74,9 +74,28 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPoll && r.Target == "host" && r.Request == "load_volatile" && r.SpacingBytes == 4 && (r.Blocks == 16 || r.Blocks == 32)
 		}, How: "ns per load beyond 8 × hostmem.poll_service over the loads waiting at the line's other sectors, least squares through 0"},
-	{Params: []string{"hostmem.slot_service", "gpu.host_store_service"}, Files: []string{"h200x1-arsim/barrier_spacing.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"hostmem.slot_service"}, Files: []string{"h200x1-arsim/barrier_spacing.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_spacing.jsonl"),
-		On: slotServiceSide, How: "joint least squares through 0 of ns per barrier beyond a line per slot's over the W − 1 slots and over the round's stores that leave before a block's last slot's"},
+		On: slotServiceSide, How: "least squares through 0 of ns per barrier beyond a line per slot's over the W − 1 slots"},
+	// gpu.host_store_service: blocks storing to host memory beside a
+	// ping-pong pair, timing their own stores (store_loop.jsonl): the
+	// queue fills where the blocks' stores come faster than it serves
+	// them. Barriers of every file (their flag stores queue) and the
+	// streams of store_lines.jsonl are its predicted side.
+	{Params: []string{"gpu.host_store_service"}, Files: []string{"h200x1-arsim/store_loop.jsonl"}, Kinds: []trace.Kind{trace.KindBlockPingpong},
+		Covers:       func(r trace.Record) bool { return r.NeighbourOp == "store" && r.NeighbourNsPerStore > 0 },
+		AlsoPredicts: []string{"h200x1-arsim/store_lines.jsonl"},
+		On:           func(r trace.Record) bool { return r.NeighbourOp == "store" },
+		How:          "mean over the two streams of ns per store over the block count midway between the last that leaves the pair's round trip below twice its value beside 4 and the first that does not"},
+	// gpu.host_poll_load: a ping-pong pair beside 4–128 blocks polling
+	// words of their own on other lines (host_load.jsonl); polls of every
+	// file at 2–132 blocks, every barrier's pollers and the second
+	// instance's are its predicted side.
+	{Params: []string{"gpu.host_poll_load"}, Files: []string{"h200x1-arsim/host_load.jsonl"}, Kinds: []trace.Kind{trace.KindBlockPingpong},
+		Covers:       func(r trace.Record) bool { return r.NeighbourOp == "poll" },
+		AlsoPredicts: []string{"h200x1-arsim/host_queue_2.jsonl"},
+		On:           func(r trace.Record) bool { return r.NeighbourOp == "poll" && r.NeighbourPlace == "64k_on_lines_apart" },
+		How:          "least-squares slope of the pair's one-way ns over the polling blocks"},
 	{Params: []string{"hostmem.sector_collision"}, Files: []string{"h200x1-arsim/barrier_lines.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_lines.jsonl"),
 		On: sectorCollisionSide, How: "least squares through 0 of ns per barrier beyond the same with this at 0, over the W − 1 other sectors"},
@@ -312,11 +331,10 @@ func hostBarrierCaptures(file string) []string {
 }
 
 // slotServiceSide: barriers in host memory whose ranks' sectors lie 4 KiB
-// apart (layout packed_4k), 2, 4 and 8 ranks, 1–16 groups at once: what
-// the slots and the round's flag stores cost where the sectors do not
-// collide.
+// apart (layout packed_4k), one group, 2, 4 and 8 ranks: what the slots
+// cost where the sectors do not collide.
 func slotServiceSide(r trace.Record) bool {
-	return r.Loop == "group_barrier" && r.Target == "host" && r.Layout == "packed_4k"
+	return hostBarrier(r) && r.Layout == "packed_4k" && r.Groups == 1
 }
 
 // sectorCollisionSide: barriers in host memory whose ranks' sectors lie

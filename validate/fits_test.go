@@ -85,11 +85,14 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		}
 		return xy / xx
 	}
-	// Loads 4 B apart: 8 per sector, the line's other sectors holding 7 waiting loads each.
+	// Loads 4 B apart: 8 per sector, the line's other sectors holding 7
+	// waiting loads each; every polling block adds gpu.host_poll_load
+	// (fitted on host_load.jsonl), so the services are the slopes less it.
+	load := ps.Get("gpu.host_poll_load")
 	var lineXY, lineXX float64
 	for _, r := range side("hostmem.line_contention") {
 		waiting := float64((min(4, r.Blocks*4/32) - 1) * 7)
-		lineXY += waiting * (value(r) - 8*ps.Get("hostmem.poll_service"))
+		lineXY += waiting * (value(r) - 8*ps.Get("hostmem.poll_service") - float64(r.Blocks)*load)
 		lineXX += waiting * waiting
 	}
 	llA, llB := lsq(side("gpu.ll_iter_overhead"), func(r trace.Record) (float64, float64) {
@@ -100,8 +103,8 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		return float64(r.Threads / 32), (value(r) - oneLoad) / float64(r.Unroll-1)
 	})
 	want := map[string]float64{
-		"hostmem.poll_service":    throughOrigin(side("hostmem.poll_service")),
-		"hostmem.atomic_service":  throughOrigin(side("hostmem.atomic_service")),
+		"hostmem.poll_service":    throughOrigin(side("hostmem.poll_service")) - load,
+		"hostmem.atomic_service":  throughOrigin(side("hostmem.atomic_service")) - load,
 		"hostmem.line_contention": lineXY / lineXX,
 		"gpu.poll_loop_overhead":  value(side("gpu.poll_loop_overhead")[0]) - chaseLocal,
 		"gpu.poll_relaxed_saving": value(side("gpu.poll_loop_overhead")[0]) - value(side("gpu.poll_relaxed_saving")[0]),
@@ -123,6 +126,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	}
 	for name, w := range want {
 		got := ps.Get(name)
+		t.Logf("%s: fitted side %.4f", name, w)
 		assert.InEpsilon(t, w, got, 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", name, w, got)
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock.jsonl", name)
@@ -249,67 +253,47 @@ func TestCallExtraFromItsFittedSide(t *testing.T) {
 	}
 }
 
-// hostmem.slot_service and gpu.host_store_service, then
-// hostmem.sector_collision, each recomputed from its fitted side: with the
-// parameters at 0, least squares through 0 of each barrier's time beyond
-// the model's — jointly over the W − 1 slots and the round's stores that
-// leave before a block's last slot's (G × W × (W − 1) × (W − 1)/W), the
-// ranks' sectors 4 KiB apart at 1–16 groups (barrier_spacing.jsonl); then
-// over the W − 1 other sectors within a kibibyte, 128 B apart
-// (barrier_lines.jsonl).
+// hostmem.slot_service, then hostmem.sector_collision, each recomputed
+// from its fitted side: with the parameter at 0, least squares through 0
+// of each barrier's time beyond the model's over the W − 1 slots, the
+// ranks' sectors 4 KiB apart, one group (barrier_spacing.jsonl); then over
+// the W − 1 other sectors within a kibibyte, 128 B apart
+// (barrier_lines.jsonl). gpu.host_store_service and gpu.host_poll_load,
+// which the barriers also pay, come from captures of their own (below).
 func TestBarrierSlotParametersFromTheirFittedSides(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
-	// residuals returns, for the records of file fitted for fit, the
-	// record and its measured − simulated with names at 0.
-	residuals := func(file, fit string, names ...string) ([]trace.Record, []float64) {
+	for _, c := range []struct {
+		name, file string
+		n          int
+	}{
+		{"hostmem.slot_service", "barrier_spacing.jsonl", 6},    // W = 2, 4, 8, one group, run twice
+		{"hostmem.sector_collision", "barrier_lines.jsonl", 12}, // W = 2, 4 at 6 group counts each
+	} {
 		ps := p.DefaultParams()
-		for _, n := range names {
-			require.NoError(t, ps.Set(n, 0, "zero for the fit"))
-		}
-		path := "../testdata/h200x1-arsim/" + file
+		require.NoError(t, ps.Set(c.name, 0, "zero for the fit"))
+		path := "../testdata/h200x1-arsim/" + c.file
 		recs, bad, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
 		require.NoError(t, err)
 		require.Empty(t, bad)
 		v, err := Run(recs, Options{File: path, Params: map[string]*topology.Params{"h200x1": ps}})
 		require.NoError(t, err)
-		var rs []trace.Record
-		var ys []float64
+		var xy, xx float64
+		n := 0
 		for _, r := range v.Records {
-			if r.FittedFor == fit {
-				rs = append(rs, recs[slices.IndexFunc(recs, func(q trace.Record) bool { return q.Line == r.Line })])
-				ys = append(ys, r.Measured-r.Predicted)
+			if r.FittedFor != c.name {
+				continue
 			}
+			rec := recs[slices.IndexFunc(recs, func(q trace.Record) bool { return q.Line == r.Line })]
+			x := float64(rec.World - 1)
+			xy, xx = xy+x*(r.Measured-r.Predicted), xx+x*x
+			n++
 		}
-		return rs, ys
-	}
-	recs, ys := residuals("barrier_spacing.jsonl", "hostmem.slot_service, gpu.host_store_service", "hostmem.slot_service", "gpu.host_store_service")
-	require.Len(t, recs, 21) // W = 2, 4, 8 at 1, 2, 4, 8, 16 groups, and at 1 and 4 again
-	var a11, a12, a22, b1, b2 float64
-	for i, r := range recs {
-		slots := float64(r.World - 1)
-		x1, x2 := slots, float64(r.Groups*r.World)*slots*slots/(slots+1)
-		a11, a12, a22, b1, b2 = a11+x1*x1, a12+x1*x2, a22+x2*x2, b1+x1*ys[i], b2+x2*ys[i]
-	}
-	det := a11*a22 - a12*a12
-	slot, store := (a22*b1-a12*b2)/det, (a11*b2-a12*b1)/det
-	t.Logf("hostmem.slot_service %.2f ns, gpu.host_store_service %.3f ns", slot, store)
-	assert.InDelta(t, p.DefaultParams().Get("hostmem.slot_service"), slot, 0.01)
-	assert.InDelta(t, p.DefaultParams().Get("gpu.host_store_service"), store, 0.001)
-
-	recs, ys = residuals("barrier_lines.jsonl", "hostmem.sector_collision", "hostmem.sector_collision")
-	require.Len(t, recs, 12) // W = 2, 4 at 6 group counts each
-	var xy, xx float64
-	for i, r := range recs {
-		x := float64(r.World - 1)
-		xy, xx = xy+x*ys[i], xx+x*x
-	}
-	t.Logf("hostmem.sector_collision %.1f ns", xy/xx)
-	assert.InDelta(t, p.DefaultParams().Get("hostmem.sector_collision"), xy/xx, 0.05)
-	for name, file := range map[string]string{"hostmem.slot_service": "barrier_spacing.jsonl", "gpu.host_store_service": "barrier_spacing.jsonl",
-		"hostmem.sector_collision": "barrier_lines.jsonl"} {
-		par, _ := p.DefaultParams().Lookup(name)
-		assert.Contains(t, par.Source, "testdata/h200x1-arsim/"+file, name)
+		require.Equal(t, c.n, n, c.name)
+		t.Logf("%s: %d records, %.2f ns", c.name, n, xy/xx)
+		assert.InDelta(t, p.DefaultParams().Get(c.name), xy/xx, 0.05, "%s: its fitted side gives %.2f ns", c.name, xy/xx)
+		par, _ := p.DefaultParams().Lookup(c.name)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/"+c.file)
 	}
 }
 
