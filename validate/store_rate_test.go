@@ -71,15 +71,10 @@ func TestHostPollLoadFromItsCapture(t *testing.T) {
 	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/host_load.jsonl", trace.ReadOptions{})
 	require.NoError(t, err)
 	require.Empty(t, bad)
-	var sx, sy, sxx, sxy, n float64
-	for _, r := range recs {
-		if r.Kind == trace.KindBlockPingpong && r.NeighbourOp == "poll" {
-			x := float64(r.Neighbours)
-			sx, sy, sxx, sxy, n = sx+x, sy+r.OneWayNs, sxx+x*x, sxy+x*r.OneWayNs, n+1
-		}
-	}
-	require.Equal(t, 6.0, n)
+	polls := slices.DeleteFunc(recs, func(r trace.Record) bool { return r.Kind != trace.KindBlockPingpong || r.NeighbourOp != "poll" })
+	require.Len(t, polls, 6)
+	_, slope := lsq(polls, func(r trace.Record) (float64, float64) { return float64(r.Neighbours), r.OneWayNs })
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
-	assert.InDelta(t, p.DefaultParams().Get("gpu.host_poll_load"), (n*sxy-sx*sy)/(n*sxx-sx*sx), 0.001)
+	assert.InDelta(t, p.DefaultParams().Get("gpu.host_poll_load"), slope, 0.001)
 }
