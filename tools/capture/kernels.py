@@ -1326,6 +1326,52 @@ extern "C" __global__ void pb_store_stream(unsigned* flags, int lb, int off, int
   }
   res[2 * b] = clock64() - c0; res[2 * b + 1] = k;
 }
+// ---- pb_store_stream with each neighbour a warp whose first `lanes` threads store `vec` bytes each (4 or 16) at
+// once: one contiguous store of lanes x vec bytes per iteration to a region of its own (neighbour j's at off + j *
+// stride words, 512-B aligned). Lane 0 tests the pair's done flag every 8 stores; lane 0 times the neighbour as in
+// pb_store_stream.
+extern "C" __global__ void pb_store_stream_wide(unsigned* flags, int lb, int off, int stride, int lanes, int vec,
+                                                int gap_ns, int n, unsigned e0, unsigned* done, int* err,
+                                                long long* res) {
+  const int b = blockIdx.x;
+  const unsigned stop = e0 + (unsigned)n;
+  long long spins = 0;
+  if (b < 2) {
+    if (threadIdx.x != 0) return;
+    const int lead = b == 0;
+    unsigned* mine = flags + (lead ? 0 : lb);
+    unsigned* theirs = flags + (lead ? lb : 0);
+    long long c0 = clock64();
+    for (int i = 1; i <= n; i++) {
+      const unsigned e = e0 + (unsigned)i;
+      if (lead) st_vol(theirs, e);
+      while (ld_vol(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto out; } }
+      if (!lead) st_vol(theirs, e);
+    }
+  out:
+    res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
+    if (lead) { __threadfence(); st_vol(done, stop); }
+    return;
+  }
+  const int lane = threadIdx.x;
+  unsigned* w = flags + off + (size_t)(b - 2) * stride;
+  long long c0 = clock64();
+  unsigned k = 1;
+  for (; ; k++) {
+    if (lane < lanes) {
+      if (vec == 16) st_vol4(((uint4*)w) + lane, make_uint4(k, k, k, k));
+      else st_vol(w + lane, k);
+    }
+    if (gap_ns > 0) __nanosleep(gap_ns);
+    if ((k & 7) == 7) {
+      int stopped = 0;
+      if (lane == 0) stopped = ld_vol(done) == stop;
+      if (__shfl_sync(0xffffffffu, stopped, 0)) break;
+    }
+    if (++spins > SPIN_LIMIT) { if (lane == 0) atomicExch(err, 1); break; }
+  }
+  if (lane == 0) { res[2 * b] = clock64() - c0; res[2 * b + 1] = k; }
+}
 // ---- pb_store_stream with each neighbour cycling its stores over `lines` lines of its own (128 B apart; neighbour
 // j's lines start at off + j * stride words): store k goes to line k mod lines, so no two stores in a row go to one
 // word. Neighbours time themselves as in pb_store_stream.

@@ -285,7 +285,16 @@ class PerBlock:
                         cases=[(0, nb) for nb in (8, 16, 20, 24, 28, 32, 40, 48)] +
                               [(100, nb) for nb in (32, 48, 64, 72, 80, 96, 112, 128)])
 
-    def store_loop(self, kernel="pb_store_stream", lines=0, cases=None):
+    def store_width(self):
+        """store_loop with each neighbour a warp storing 4, 32, 128 or 512 contiguous bytes at once (1, 8 or 32 lanes of
+        4 B, or 32 lanes of 16 B; pb_store_stream_wide), without pause: whether the queue a flag waits behind once the
+        GPU's small stores to host memory come faster than they leave counts stores or bytes, and how long it is."""
+        widths = (((1, 4), (16, 32, 40, 44, 48, 64)), ((8, 4), (16, 32, 40, 44, 48, 64)),
+                  ((32, 4), (4, 8, 12, 16, 20, 24, 32, 48, 64)), ((32, 16), (2, 4, 6, 8, 12, 16, 32, 64)))
+        for wide, counts in widths:
+            self.store_loop(kernel="pb_store_stream_wide", wide=wide, cases=[(0, nb) for nb in counts])
+
+    def store_loop(self, kernel="pb_store_stream", lines=0, cases=None, wide=None):
         """A flag's round trip beside 4-128 blocks storing to words of their own (a line each, 64 KiB on), without
         pause or with 100 ns after each store, each neighbour timing its own stores (pb_store_stream): the stores a
         block issues per ns when the GPU's store queue keeps up, and the block count at which the pair's round trip
@@ -299,6 +308,8 @@ class PerBlock:
         if cases is None:
             cases = [(0, nb) for nb in (4, 16, 32, 36, 40, 44, 48, 56, 64)] + [(100, nb) for nb in (4, 64, 96, 104, 112, 120, 128)]
         stride = 32 * lines if lines else 32  # words between the neighbours' first lines
+        if wide:
+            stride = 128  # words: each neighbour's 512 B of its own
         for gap, nb in cases:
             def run(gap=gap, nb=nb):
                 meds, per = [], []
@@ -308,6 +319,8 @@ class PerBlock:
                         args = (buf, np.int32(lb), np.int32(16384), np.int32(stride))
                         if lines:
                             args += (np.int32(lines),)
+                        if wide:
+                            args += (np.int32(wide[0]), np.int32(wide[1]))
                         k((2 + nb,), (32,), args + (np.int32(gap), np.int32(n), np.uint32(e0[0]), done, self.err, self.res),
                           stream=self.s)
                         e0[0] += n
@@ -324,12 +337,14 @@ class PerBlock:
                        "neighbour_place": "64k_on_lines_apart", "neighbour_ns_per_store": statistics.median(per)}
                 if lines:
                     rec["neighbour_lines"] = lines
+                if wide:
+                    rec["neighbour_store_bytes"] = wide[0] * wide[1]
                 if gap:
                     rec["neighbour_gap_ns"] = gap
                 rec.update({"clock": "sm_clock64", "one_way_ns": statistics.median(meds), "one_way_ns_min": min(meds),
                             "one_way_ns_max": max(meds), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err})
                 self.rec.emit(rec)
-            self.rec.guard(f"store_loop gap {gap} {nb}", run)
+            self.rec.guard(f"store_loop {kernel} {wide} gap {gap} {nb}", run)
 
     def line_probe(self, cases=None):
         """One ping-pong pair through two host lines (4 KiB apart), beside 0-6 neighbour blocks that poll, store
@@ -896,7 +911,7 @@ class PerBlock:
         self.fill("local", "cpb", nb, [0x02020202])
         off = [0]
 
-        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024):
+        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024, resident=None):
             name = f"pb_copy_fenced_{U}_{S}" if fenced else f"pb_copy_{U}_{S}"
             if bound != 1024:
                 name = f"pb_copy_lb{bound}_{U}_{S}"
@@ -912,7 +927,10 @@ class PerBlock:
                     off[0] = 0
                 k((b,), (t,), (a, bb, d, np.int64(off[0]), np.int32(iters), np.int32(src == "host"), np.int32(0),
                                self.res), stream=self.s)
-                off[0] += span  # fresh data every launch: no L2 reuse between launches
+                if not resident:
+                    off[0] += span  # fresh data every launch: no L2 reuse between launches
+            if resident:
+                off[0] = 0  # the same region every launch: in the L2 after the warm-up
             vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
             rec = {"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": src, "dst": dst,
                    "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}
@@ -920,6 +938,8 @@ class PerBlock:
                 rec["fence"] = "sc"
             if bound != 1024:
                 rec["launch_bound"] = bound
+            if resident is not None:
+                rec["src_residency"] = "l2" if resident else "fresh"
             self.emit(rec, vals, "ns_per_iter")
         return run
 
@@ -1106,6 +1126,42 @@ class PerBlock:
                                        "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
                         self.rec.guard(f"pull {variant} {world} {b}x{t}", meas)
 
+    def pull_iters(self):
+        """The pulls' loop (own buffer local, the other in pinned host memory, world 2; loop bound at run time and
+        unrolled) launched for 1, 2, 3, 4, 8, 16 and 64 iterations, 1 and 8 blocks of 128 and 512 threads: whether a
+        launch of n iterations takes n iterations, or a round trip more (the first loads' wait counted apart)."""
+        nb = 64 * MB
+        self.fill("local", "pi0", nb, [1])
+        self.fill("host", "pi1", nb, [2])
+        p = [self.dev("pi0", nb), self.ptr("host", "pi1", nb)]
+        out = self.dev("piout", nb)
+        for variant in ("runtime", "unrolled"):
+            k = self.fn("pb_pull_runtime" if variant == "runtime" else "pb_pull_unrolled2")
+            for t in (128, 512):
+                for b in (1, 8):
+                    for iters in (1, 2, 3, 4, 8, 16, 64):
+                        def meas(k=k, variant=variant, t=t, b=b, iters=iters):
+                            def launch():
+                                k((b,), (t,), (p[0], p[1], p[1], p[1], np.int32(2), out, np.int32(iters), self.res),
+                                  stream=self.s)
+                            vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                            self.emit({"kind": "loop", "loop": "pull", "loop_bound": variant, "world": 2,
+                                       "src": "local+host", "blocks": b, "threads": t, "iters": iters,
+                                       "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
+                        self.rec.guard(f"pull_iters {variant} {b}x{t} {iters}", meas)
+
+    def copy_l2(self):
+        """Copies from local to pinned host memory, one 16-B load per thread in flight, whose source is the same region
+        every launch (in the L2 after the warm-up; src_residency l2) or fresh every launch (from HBM), 1, 2 and 8 blocks of 128
+        and 512 threads, 4, 21 and 64 iterations: what the L2 saves a copy's iteration."""
+        run = self.copy_runner()
+        for resident in (False, True):
+            for t in (128, 512):
+                for b in (1, 2, 8):
+                    for iters in (4, 21, 64):
+                        self.rec.guard(f"copy_l2 {resident} {b}x{t} {iters}", run, 1, 1, "local", "host", b, t, iters,
+                                       resident=resident)
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
@@ -1227,7 +1283,8 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines"):
+                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
+                        "store_width", "pull_iters", "copy_l2"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
