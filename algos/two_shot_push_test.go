@@ -43,8 +43,10 @@ func TestTwoShotPushNeedsEndBarrier(t *testing.T) {
 	assert.Error(t, Check(s))
 }
 
-// PyTorch's two-shot has one barrier fewer than vLLM's 2-stage (no mid
-// barrier): at a small size on NVLink it is faster by about a barrier.
+// PyTorch's two-shot and vLLM's 2-stage both meet twice (start and end
+// barrier against start and mid barrier); the two-shot's second phase
+// pushes its shard with posted stores where the 2-stage pulls the peers'
+// shards, a round trip: at a small size on NVLink the two-shot is faster.
 func TestTwoShotPushBeatsTwoStageWhenSmall(t *testing.T) {
 	top, err := topology.Load("h200x2")
 	require.NoError(t, err)
@@ -58,6 +60,6 @@ func TestTwoShotPushBeatsTwoStageWhenSmall(t *testing.T) {
 		return res.SteadyUs()
 	}
 	push, stage := us("two_shot_push"), us("two_stage")
-	assert.Less(t, push, stage-0.5, "two_shot_push %.2f µs, two_stage %.2f µs", push, stage)
+	assert.Less(t, push, stage-0.3, "two_shot_push %.2f µs, two_stage %.2f µs", push, stage)
 	t.Logf("two_shot_push %.2f µs, two_stage %.2f µs", push, stage)
 }

@@ -2,6 +2,7 @@ package hw
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/arsim/arsim/sim"
 )
@@ -109,27 +110,50 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 // when the last completion is back. The rate is capped at bytes in flight /
 // round trip (Little's law).
 func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	spec, delay, pr, err := m.readFlow(r, src, &k, label)
+	spec, delay, iter, pr, err := m.readFlow(r, src, &k, label)
 	if err != nil {
 		return err
 	}
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
+	spec.Cap = windowCap(spec.Cap, delay+spec.Latency, iter, bytes)
 	return m.launchInOrder(r, &k, delay, spec, pr, false)
+}
+
+// windowCap is the cap of a read of bytes whose rate cap is set by its
+// loads in flight: each iteration of the reading loop waits, iter long,
+// for a window of capr × iter bytes, so the read takes as many whole
+// iterations as its bytes fill windows (a partial last one included), not
+// the path's round trip rtt (its first window's wait, which the engine
+// adds as latency) plus bytes at the cap. The flow's own cap is the one
+// that, after rtt, moves bytes in what those iterations take beyond it; a
+// read that rtt covers is not capped (the links still are). iter 0: the
+// cap is not a window's (a bandwidth), kept as it is.
+func windowCap(capr sim.Rate, rtt, iter sim.Duration, bytes sim.Bytes) sim.Rate {
+	if iter <= 0 || capr <= 0 || bytes <= 0 {
+		return capr
+	}
+	window := float64(capr) * iter.Seconds()
+	// Whole iterations (less 1e-9: a whole window whose rate was rounded).
+	left := math.Ceil(float64(bytes)/window-1e-9)*float64(iter) - float64(rtt)
+	if left <= 0 {
+		return 0
+	}
+	return sim.Rate(float64(bytes) / left * float64(sim.Second))
 }
 
 // readSpec is a read's flow but for its label, bytes and callback, and
 // the wait before it starts: a function of its arguments and the machine
 // only (readFlow keeps them). label is for error messages.
-func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec, sim.Duration, error) {
+func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec, sim.Duration, sim.Duration, error) {
 	if err := k.check("read", label); err != nil {
-		return sim.FlowSpec{}, 0, err
+		return sim.FlowSpec{}, 0, 0, err
 	}
 	p, err := m.path(src, GPUMem(r))
 	if err != nil {
-		return sim.FlowSpec{}, 0, err
+		return sim.FlowSpec{}, 0, 0, err
 	}
 	if err := m.p2pOn(p, r, src, "read"); err != nil {
-		return sim.FlowSpec{}, 0, err
+		return sim.FlowSpec{}, 0, 0, err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
 	loads := m.Phys.LoadsInFlight
@@ -157,20 +181,35 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 			rtt += m.Phys.ReduceLoopExtraPCIe
 		}
 	}
-	capr := sim.Rate(inflight / rtt.Seconds())
+	little := sim.Rate(inflight / rtt.Seconds())
+	capr := little
 	if p.smp && !src.Host {
 		capr = min(capr, m.Phys.SMPFlowCap)
 	}
 	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
 	if err != nil {
-		return sim.FlowSpec{}, 0, err
+		return sim.FlowSpec{}, 0, 0, err
 	}
 	if src.Host {
 		route = m.withSMHost(r, route)
 	}
+	bound := capr
 	route, capr, err = m.loopBound(r, route, capr, k)
 	if err != nil {
-		return sim.FlowSpec{}, 0, err
+		return sim.FlowSpec{}, 0, 0, err
+	}
+	// The iteration whose window of loads sets the cap (windowCap): the
+	// round trip of Little's law, or the loop's iteration; none when a
+	// bandwidth sets it.
+	var iter sim.Duration
+	switch {
+	case k.LoopGroup != "" && k.Loop != LoopNone: // the group's resource paces it
+	case k.RateCapIter > 0 && k.CapGroup == "" && capr == k.RateCap:
+		iter = k.RateCapIter
+	case capr < bound:
+		iter = sim.Duration(float64(m.loopWindow(k)) / float64(capr) * float64(sim.Second))
+	case capr == little:
+		iter = rtt
 	}
 	spec := sim.FlowSpec{
 		Kind:  sim.Read,
@@ -179,10 +218,27 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	}
 	if k.Polled {
 		spec.Latency = 0
-		return spec, 0, nil
+		return spec, 0, 0, nil
 	}
 	// The first request reaches the data one way plus a memory access in.
-	return spec, p.latency + m.memLatency(src), nil
+	return spec, p.latency + m.memLatency(src), iter, nil
+}
+
+// loopWindow is what kernel k's loop moves per iteration, payload bytes
+// over its resident blocks: each thread's 16-byte loads (Unroll of them
+// in a Simple loop), an LL line's 8 bytes, an LL128 thread's share of
+// its warp's lines.
+func (m *Machine) loopWindow(k Kernel) sim.Bytes {
+	per := 16.0
+	switch k.Loop {
+	case LoopSimple:
+		per *= float64(max(k.Unroll, 1))
+	case LoopLL:
+		per = 8
+	case LoopLL128:
+		per = ll128DataPerThread
+	}
+	return sim.Bytes(float64(m.ResidentThreads(k.Blocks, k.Threads)) * k.share() * per)
 }
 
 // CopyDir is the direction of a copy-engine transfer.

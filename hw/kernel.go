@@ -29,6 +29,11 @@ type Kernel struct {
 	// RateCap, if > 0, caps each transfer of the kernel (a protocol's own
 	// throughput limit, e.g. NCCL's LL per channel).
 	RateCap sim.Rate
+	// RateCapIter, if > 0, says RateCap is a loop's: a window of
+	// RateCap × RateCapIter bytes per iteration of this long, so a
+	// transfer takes whole iterations (windowCap); 0: RateCap is a
+	// bandwidth.
+	RateCapIter sim.Duration
 	// CapGroup, if set, makes RateCap a limit on all the kernel's transfers
 	// with the same group together (those in flight share it) instead of
 	// a limit on each: a protocol loop whose throughput is bounded however
@@ -88,6 +93,12 @@ type Kernel struct {
 	// one GPU, testdata/h200x1-arsim/src_residency.jsonl) and a Simple
 	// loop's sources.
 	FromDRAM bool
+	// SrcInL2 (LoopSimple): the loop's sources sit in the L2 (a copy of
+	// the same buffer call after call, an input the kernel before just
+	// wrote): each iteration waits gpu.copy_dram_extra less than over
+	// fresh data in device memory, which gpu.copy_iter_overhead was
+	// measured on (hw.copyIterOverhead).
+	SrcInL2 bool
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

@@ -118,7 +118,7 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	}
 	vectors := unroll*max(k.Sources, 1) - 1
 	warps := sim.Duration((int(float64(k.Threads)*k.share()) + 31) / 32)
-	it := rtt + m.copyIterOverhead(k.LoopAt) + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp)
+	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp)
 	if k.FromDRAM {
 		it += m.Phys.DRAMSrcExtra
 	}
@@ -146,15 +146,16 @@ func (m *Machine) loaded(base sim.Duration, perIter float64) sim.Duration {
 	return sim.Duration((b + math.Sqrt(b*b+4*float64(m.Phys.MemLoadedLatency)*busy)) / 2)
 }
 
-// copyIterOverhead is what a copy loop's iteration adds to the round trip
-// of its loads from memory at: gpu.copy_iter_overhead, measured over fresh
+// copyIterOverhead is what a copy loop's iteration of kernel k adds to the
+// round trip of its loads: gpu.copy_iter_overhead, measured over fresh
 // data in device memory against a dependent load that hits the L2, so it
-// holds the device memory beyond the L2 (gpu.dram_src_extra) as well as
-// the store and the loop. A round trip to host memory already holds the
-// host's DRAM: from host memory only the store and the loop are added.
-func (m *Machine) copyIterOverhead(at Mem) sim.Duration {
-	if at.Host {
-		return max(0, m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra)
+// holds the device memory beyond the L2 (gpu.copy_dram_extra) as well as
+// the store and the loop. Sources in the L2 (Kernel.SrcInL2) or in host
+// memory, whose round trip already holds the host's DRAM, add only the
+// store and the loop: that less gpu.copy_dram_extra.
+func (m *Machine) copyIterOverhead(k Kernel) sim.Duration {
+	if k.LoopAt.Host || k.SrcInL2 {
+		return max(0, m.Phys.CopyIterOverhead-m.Phys.CopyDRAMExtra)
 	}
 	return m.Phys.CopyIterOverhead
 }

@@ -199,3 +199,45 @@ func TestRateCapGroupMustAgree(t *testing.T) {
 	k.RateCap = 20 * sim.GBps
 	assert.ErrorContains(t, m.Write(0, GPUMem(1), sim.KiB, k, "b", nil), "rate cap group conn")
 }
+
+// A read whose rate its loads in flight set takes whole iterations of its
+// loop, each a round trip: one window's bytes take one round trip, not
+// the engine's first-window wait plus the window at the cap (two), and
+// n windows take n (testdata/h200x1-arsim/store_width.jsonl's pull_iters:
+// a pull of 1 iteration took 1.81 µs against 1.68 a steady iteration).
+func TestReadTakesWholeIterations(t *testing.T) {
+	top, err := topology.Load("h200x1")
+	require.NoError(t, err)
+	readUs := func(windows float64) float64 {
+		m, err := New(top)
+		require.NoError(t, err)
+		k := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1}
+		bytes := sim.Bytes(windows * 64 * 16)
+		require.NoError(t, m.Read(0, HostMem(0), bytes, k, "read", func() {}))
+		require.NoError(t, m.Eng.Run())
+		return sim.Duration(m.Eng.Now()).Seconds() * 1e6
+	}
+	m, err := New(top)
+	require.NoError(t, err)
+	rtt, err := m.RoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	it := rtt.Seconds() * 1e6
+	for _, n := range []float64{2, 8} {
+		assert.InDelta(t, n*it, readUs(n), 1e-3*n*it, "%g windows", n)
+	}
+	// One window or less: its round trip, then its bytes cross the link
+	// (1 KiB: 19 ns), no second round trip.
+	assert.InDelta(t, it, readUs(1), 0.02*it, "one window")
+	assert.InDelta(t, it, readUs(0.25), 0.01*it, "a quarter window waits its round trip")
+	assert.InDelta(t, 3*it, readUs(2.5), 1e-3*it, "a partial last window is an iteration")
+
+	// A cap that is a bandwidth, not a window (Kernel.RateCap without
+	// RateCapIter), keeps the round trip before the bytes at the cap.
+	m2, err := New(top)
+	require.NoError(t, err)
+	capr := sim.Rate(1e9)
+	k := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 64, RateCap: capr}
+	require.NoError(t, m2.Read(0, HostMem(0), 4096, k, "read", func() {}))
+	require.NoError(t, m2.Eng.Run())
+	assert.InDelta(t, it+4096/1e9*1e6, sim.Duration(m2.Eng.Now()).Seconds()*1e6, 1e-3*it)
+}

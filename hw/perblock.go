@@ -43,6 +43,9 @@ type PerBlock struct {
 	Blocks  int
 	Threads int
 	Iters   int // loop: iterations per block
+	// SrcInL2 (loop copy): the source is the same region every launch,
+	// in the L2 after the warm-up (trace src_residency l2).
+	SrcInL2 bool
 	// Evicted (loop ll, ll128w): the lines were written, then pushed out
 	// of the caches by other writes.
 	Evicted bool
@@ -458,10 +461,10 @@ func localTraffic(rec PerBlock, k Kernel) float64 {
 func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
-		Wire: float64(max(rec.Dests, 1))} // a push stores each loaded byte to every destination
-	// Every launch copies fresh data from device memory, which
-	// gpu.copy_iter_overhead (fitted on such a copy) already holds: no
-	// gpu.dram_src_extra, whatever the launch's footprint.
+		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2} // a push stores each loaded byte to every destination
+	// A launch copies fresh data from device memory, which
+	// gpu.copy_iter_overhead (fitted on such a copy) already holds, unless
+	// the record says its source stays in the L2 (Kernel.SrcInL2).
 	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(max(rec.Unroll, 1)) * int64(rec.Iters))
 	if rec.Dst == "host" && rec.Src != "host" {
 		return m.storeLoopTwin(rec.Iters, data, k, rec.Fence, "copy")

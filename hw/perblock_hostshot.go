@@ -10,7 +10,8 @@ import "fmt"
 //
 //   - staging (phases bit 1): both ranks' blocks copy their input from
 //     local to host memory with one 16-B load per thread in flight, then
-//     fence at system scope (copyTwin, fence "sc");
+//     fence at system scope (copyTwin, fence "sc"); the input is the same
+//     every iteration, so it comes from the L2 (PerBlock.SrcInL2);
 //   - the barriers (bit 2), two per iteration: two ranks, one group per
 //     rank's block, vLLM's layout with every block storing to and polling
 //     its own slot too (groupBarrierTwin, layout vllm, SelfSlot);
@@ -42,7 +43,7 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 		return err
 	}
 	if rec.Phases&1 != 0 {
-		if err := part(PerBlock{Kind: "loop", Loop: "copy", Src: "local", Dst: "host", Unroll: 1, Sources: 1, Fence: "sc",
+		if err := part(PerBlock{Kind: "loop", Loop: "copy", Src: "local", Dst: "host", Unroll: 1, Sources: 1, Fence: "sc", SrcInL2: true,
 			Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters}, iters); err != nil {
 			return 0, err
 		}

@@ -33,7 +33,7 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 	}
 	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
-		RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds())}
+		RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds()), RateCapIter: it}
 	return m.perIter(rec.Iters, func(done func()) error {
 		for q := 1; q < rec.World; q++ {
 			if err := m.Read(0, HostMem(0), per, k, "pull", done); err != nil {

@@ -126,19 +126,21 @@ func TestPerBlockEndsWhereBlocksShareABusyResource(t *testing.T) {
 }
 
 // A copy loop's iteration adds gpu.copy_iter_overhead to its loads' round
-// trip; from host memory, whose round trip already holds its DRAM, less
-// gpu.dram_src_extra (the fitted local copy's round trip was an L2 hit).
+// trip; from host memory, whose round trip already holds its DRAM, or
+// from the L2, less gpu.copy_dram_extra (the fitted local copy's round
+// trip was an L2 hit, its data fresh from device memory).
 func TestCopyIterOverheadFromHostLeavesOutDeviceMemory(t *testing.T) {
 	_, m := h200x1(t)
-	assert.Equal(t, m.Phys.CopyIterOverhead, m.copyIterOverhead(GPUMem(0)))
-	assert.Equal(t, m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra, m.copyIterOverhead(HostMem(0)))
+	assert.Equal(t, m.Phys.CopyIterOverhead, m.copyIterOverhead(Kernel{LoopAt: GPUMem(0)}))
+	assert.Equal(t, m.Phys.CopyIterOverhead-m.Phys.CopyDRAMExtra, m.copyIterOverhead(Kernel{LoopAt: HostMem(0)}))
+	assert.Equal(t, m.Phys.CopyIterOverhead-m.Phys.CopyDRAMExtra, m.copyIterOverhead(Kernel{LoopAt: GPUMem(0), SrcInL2: true}))
 	k := Kernel{Blocks: 1, Threads: 128, Loop: LoopSimple, Unroll: 1, Sources: 1}
 	k.LoopAt = HostMem(0)
 	host, err := m.copyIterTime(0, k)
 	require.NoError(t, err)
 	v, err := m.vectorRoundTrip(0, HostMem(0))
 	require.NoError(t, err)
-	assert.Equal(t, v+m.Phys.CopyIterOverhead-m.Phys.DRAMSrcExtra, host)
+	assert.Equal(t, v+m.Phys.CopyIterOverhead-m.Phys.CopyDRAMExtra, host)
 }
 
 // A fence beside other blocks' streams of stores and a barrier whose polls

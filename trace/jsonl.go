@@ -184,6 +184,13 @@ type Record struct {
 	// NeighbourLines: the lines of its own a storing neighbour cycles its
 	// stores over (store_lines); 0: one word.
 	NeighbourLines int
+	// NeighbourStoreBytes: the contiguous bytes a storing neighbour's warp
+	// stores at once (store_width: 4, 32, 128 or 512); 0: one 4-byte word.
+	NeighbourStoreBytes int
+	// SrcResidency, on a copy loop: "l2" when its source is the same
+	// region every launch (in the L2 after the warm-up), "fresh" when each
+	// launch reads a new one (from device memory); "": fresh.
+	SrcResidency string
 	// BlocksPerRank, on a host_shot loop: each rank's thread blocks (the
 	// record's blocks are both ranks').
 	BlocksPerRank int

@@ -131,6 +131,8 @@ var fieldDefs = []fieldDef{
 	{name: "neighbour_op", typ: jString, enum: []string{"pingpong", "poll", "store", "stream"}, str: func(r *Record) *string { return &r.NeighbourOp }},
 	{name: "neighbour_place", typ: jString, enum: []string{"1k_on", "64k_on", "64k_on_lines_apart", "host", "lines_apart", "local", "other_half", "other_line", "same_half", "same_sector"}, str: func(r *Record) *string { return &r.NeighbourPlace }},
 	{name: "neighbour_lines", typ: jInt, max: 1 << 16, why: "lines a storing neighbour cycles over", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourLines }},
+	{name: "neighbour_store_bytes", typ: jInt, max: 4096, why: "a warp's 32 lanes of 128 B", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourStoreBytes }},
+	{name: "src_residency", typ: jString, enum: []string{"fresh", "l2"}, str: func(r *Record) *string { return &r.SrcResidency }},
 	{name: "neighbour_ns_per_store", typ: jNumber, num: func(r *Record) *float64 { return &r.NeighbourNsPerStore }},
 	{name: "neighbour_gap_ns", typ: jInt, max: 1 << 20, why: "a pause of 1 ms", i32: func(r *Record) *int { return &r.NeighbourGapNs }},
 	{name: "ns_per_op", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},

@@ -30,7 +30,8 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep,
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
 		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, PollSleep: r.PollSleepNs,
-		Dests: r.Dests, Bytes: r.Bytes, Phases: r.Phases, BlocksPerRank: r.BlocksPerRank}
+		Dests: r.Dests, Bytes: r.Bytes, Phases: r.Phases, BlocksPerRank: r.BlocksPerRank,
+		SrcInL2: r.Loop == "copy" && r.SrcResidency == "l2"}
 }
 
 func perBlockTwin(r trace.Record) (*Twin, error) {
