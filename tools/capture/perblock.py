@@ -294,6 +294,15 @@ class PerBlock:
         for wide, counts in widths:
             self.store_loop(kernel="pb_store_stream_wide", wide=wide, cases=[(0, nb) for nb in counts])
 
+    def store_depth(self):
+        """store_width past the fill for every width: each neighbour a warp storing 4, 32, 64 or 128 contiguous bytes
+        at once (1, 8, 16 or 32 lanes of 4 B), without pause, up to 128 neighbours: how long the full queue makes a
+        flag wait behind stores of each width."""
+        widths = (((1, 4), (32, 48, 64, 80, 96, 112, 128)), ((8, 4), (32, 48, 64, 80, 96, 112, 128)),
+                  ((16, 4), (32, 48, 56, 64, 72, 80, 96, 128)), ((32, 4), (16, 24, 32, 40, 48, 64, 96)))
+        for wide, counts in widths:
+            self.store_loop(kernel="pb_store_stream_wide", wide=wide, cases=[(0, nb) for nb in counts])
+
     def store_loop(self, kernel="pb_store_stream", lines=0, cases=None, wide=None):
         """A flag's round trip beside 4-128 blocks storing to words of their own (a line each, 64 KiB on), without
         pause or with 100 ns after each store, each neighbour timing its own stores (pb_store_stream): the stores a
@@ -1284,7 +1293,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
