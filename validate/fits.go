@@ -57,14 +57,14 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
 	{Params: []string{"hostmem.poll_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll, trace.KindBlockPingpong, trace.KindLoop},
 		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
 			"h200x1-arsim/line_probe.jsonl", "h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl",
-			"h200x1-arsim/pingpong_sector.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl"}, perBlockRepeats...),
+			"h200x1-arsim/pingpong_sector.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "load")
 		}, How: "slope of ns per load over blocks, least squares through 0"},
@@ -84,7 +84,7 @@ var Fits = append([]Fit{
 	// streams of store_lines.jsonl are its predicted side.
 	{Params: []string{"gpu.host_store_service"}, Files: []string{"h200x1-arsim/store_loop.jsonl"}, Kinds: []trace.Kind{trace.KindBlockPingpong},
 		Covers:       func(r trace.Record) bool { return r.NeighbourOp == "store" && r.NeighbourNsPerStore > 0 },
-		AlsoPredicts: []string{"h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl"},
 		On:           func(r trace.Record) bool { return r.NeighbourOp == "store" },
 		How:          "mean over the two streams of ns per store over the block count midway between the last that leaves the pair's round trip below twice its value beside 4 and the first that does not"},
 	// gpu.host_poll_load: a ping-pong pair beside 4–128 blocks polling
@@ -147,11 +147,11 @@ var Fits = append([]Fit{
 	// with its source fresh every launch and the same every launch (in
 	// the L2); the other block, thread and iteration counts of both, the
 	// copies from host memory and host_shot's staging are predicted.
-	{Params: []string{"gpu.copy_dram_extra"}, Files: []string{"h200x1-arsim/store_width.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+	{Params: []string{"gpu.copy_dram_extra"}, Files: []string{"h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: func(r trace.Record) bool {
 			return (r.Loop == "copy" && (r.SrcResidency != "" || r.Src == "host")) || (r.Loop == "host_shot" && r.Phases&1 != 0)
 		},
-		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_queue_2.jsonl"}, perBlockRepeats...),
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_depth.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.SrcResidency != "" && r.Blocks == 1 && r.Threads == 128 && r.Iters == 64
 		}, How: "ns per iteration with the source fresh every launch minus the same with it in the L2"},
@@ -163,7 +163,7 @@ var Fits = append([]Fit{
 	{Params: []string{"gpu.mem_loaded_latency"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl",
 			"h200x1-arsim/pull_wide.jsonl", "h200x1-arsim/push_wide.jsonl", "h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl",
-			"h200x1-arsim/store_width.jsonl"},
+			"h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl"},
 			perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 32 && r.Threads == 512
