@@ -106,6 +106,8 @@ func (rec PerBlock) Modelled() error {
 	case rec.Kind == "loop" && rec.Dests > 1 && (rec.Loop != "copy" || rec.Dst != "host" || rec.Src == "host" || rec.Sources > 1):
 		return fmt.Errorf("a %s loop from %s to %d %s buffers (only copies from GPU memory to several in host memory are): %w",
 			rec.Loop, rec.Src, rec.Dests, rec.Dst, ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.Mode != "" && rec.Mode != "volatile":
+		return fmt.Errorf("a barrier of mode %s (only volatile flags are): %w", rec.Mode, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0:

@@ -184,6 +184,9 @@ type Record struct {
 	// NeighbourLines: the lines of its own a storing neighbour cycles its
 	// stores over (store_lines); 0: one word.
 	NeighbourLines int
+	// SelfSlot, on a group_barrier loop: 1 when every block also stores to
+	// and polls its own slot (the flag kernels' and vLLM's barriers).
+	SelfSlot int
 	// NeighbourStoreBytes: the contiguous bytes a storing neighbour's warp
 	// stores at once (store_width: 4, 32, 128 or 512); 0: one 4-byte word.
 	NeighbourStoreBytes int

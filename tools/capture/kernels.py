@@ -932,6 +932,38 @@ extern "C" __global__ void pb_group_barrier_sleep(unsigned* flags, int W, int st
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
 
+// ---- the flag kernels' per-block barrier (flagar.py's block_barrier) among the blocks of one GPU: every thread p < W,
+// its own rank's included, stores the epoch into slot r of rank p's sector and polls slot p of its own; slot p of
+// rank r of group g at word (g*W + r)*stride_r + p*stride_p. mode 0: volatile store and poll (the start and end
+// barriers); 1: __threadfence_system, st.release.sys, ld.acquire.sys polls (the two-shot's mid barrier, vLLM's);
+// 2: st.release.sys and ld.acquire.sys without the fence; 3: __threadfence_system, volatile store and poll.
+extern "C" __global__ void pb_group_barrier_mode(unsigned* flags, int W, int stride_r, int stride_p, int nb, unsigned e0,
+                                                 int mode, int* err, long long* res) {
+  const int g = blockIdx.x / W, r = blockIdx.x % W, p = threadIdx.x;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    __syncthreads();
+    if (p < W) {
+      unsigned* theirs = flags + (size_t)(g * W + p) * stride_r + r * stride_p;
+      const unsigned* mine = flags + (size_t)(g * W + r) * stride_r + p * stride_p;
+      if (mode == 1 || mode == 3) __threadfence_system();
+      if (mode == 1 || mode == 2) {
+        st_rel(theirs, e);
+        while (ld_acq(mine) < e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+      } else {
+        st_vol(theirs, e);
+        while (ld_vol(mine) < e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+      }
+    }
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
+}
+
 // ---- W-rank barriers laid out rank-major, as vLLM's Signal and tools/capture's flag kernels keep their flags:
 // rank p's array starts stride_rank words after rank p-1's, group g's sector at g * stride_g words into it, the slot
 // for writer r at word r. Block (g, r) stores epoch e into slot r of group g's sector of every peer's array and

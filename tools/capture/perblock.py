@@ -771,6 +771,35 @@ class PerBlock:
                                            "barriers_per_launch": nb}, vals, "ns_per_iter")
                             self.rec.guard(f"group_barrier {target} {layout} W{W} G{G} {T} threads", meas)
 
+    def barrier_modes(self):
+        """The flag kernels' per-block barrier (every thread p < W stores and polls, its own rank's slot included) among
+        the GPU's blocks, flags in local and in pinned host memory (each rank's sector 4 KiB from the next), W = 2, 1,
+        4 and 16 groups, 32 and 512 threads, in four modes: volatile; __threadfence_system then st.release.sys and
+        ld.acquire.sys polls (the two-shot's mid barrier, vLLM's); release/acquire without the fence; the fence then
+        volatile. What the mid barrier's release, acquire and fence cost beyond a volatile barrier."""
+        k = self.fn("pb_group_barrier_mode")
+        nb = 200
+        modes = ("volatile", "fence_release_acquire", "release_acquire", "fence_volatile")
+        for target in ("local", "host"):
+            buf = self.ptr(target, "gbm", 4 * MB)
+            self.fill(target, "gbm", 4 * MB, [0])
+            e0 = [0]
+            for T in (32, 512):
+                for G in (1, 4, 16):
+                    for mi, mode in enumerate(modes):
+                        W = 2
+
+                        def meas(target=target, buf=buf, T=T, G=G, mi=mi, mode=mode, W=W):
+                            def launch():
+                                k((G * W,), (T,), (buf, np.int32(W), np.int32(1024), np.int32(1), np.int32(nb),
+                                                   np.uint32(e0[0]), np.int32(mi), self.err, self.res), stream=self.s)
+                                e0[0] += nb
+                            vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                            self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": "packed_4k",
+                                       "self_slot": 1, "mode": mode, "world": W, "groups": G, "blocks": G * W,
+                                       "threads": T, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                        self.rec.guard(f"barrier_modes {target} {mode} G{G} {T}", meas)
+
     def barrier_sleep(self):
         """W-rank barriers in local memory (packed_4k, one group, 32 threads), W 2, 4, 8, the poll loop pausing 0, 100,
         300 or 1000 ns (__nanosleep) after each load that does not see its flag: if a barrier grows with the ranks
@@ -1293,7 +1322,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
