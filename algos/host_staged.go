@@ -46,8 +46,12 @@ func (h hostStaged) Describe() string {
 	return "custom one-shot through pinned host memory: stage input in host RAM, flag barrier in host RAM, pull peers' copies (no P2P needed)"
 }
 
-func (hostStaged) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), rankLoopOption, flagApartOption, flagLayoutOption)
+func (h hostStaged) Options() []OptionSpec {
+	o := append(append([]OptionSpec(nil), pullOptions...), rankLoopOption, flagApartOption, flagLayoutOption)
+	if h.two {
+		o = append(o, midBarrierOption)
+	}
+	return o
 }
 
 // flagLayoutOption: where each thread block's copy of a rank's flags lies.
@@ -167,7 +171,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 		}
 		pub := b.Add(r, Op{Kind: Write, Src: b.Out(r, off[r], size[r]), Dst: OnHost(socket(r), fmt.Sprintf("tmp%d", r), 0, size[r]), Kernel: k,
 			Label: "publish reduced part to host memory"}, red...)
-		mids[r] = []int{fence(b, r, home(r), pub)}
+		mids[r] = []int{midFences(b, req, r, home(r), pub)}
 	}
 	mid := hostBarrier(b, home, "mid", 1, k, apart, stride, "mid barrier (release/acquire, host flags)", mids)
 	ends := make([][]int, n)

@@ -49,7 +49,28 @@ func (twoStage) Describe() string {
 
 func (twoStage) Options() []OptionSpec {
 	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, rankLoopOption, OptionSpec{Name: "end_barrier", Values: []string{"no", "yes"}, Default: "no",
-		Doc: "add a final barrier (vLLM has none; the project's captured kernel has one)"})
+		Doc: "add a final barrier (vLLM has none; the project's captured kernel has one)"}, midBarrierOption)
+}
+
+// midBarrierOption: how a two-shot's mid barrier publishes its stage-1
+// stores. release: its flag is a st.release.sys store, which waits as a
+// system-scope fence does (vLLM's multi_gpu_barrier with need_fence);
+// fence_release: a __threadfence_system before that store, so two fences
+// one after the other (tools/capture's flag kernels, block_barrier mode
+// 1). Measured on one H200 (testdata/h200x1-arsim/barrier_modes.jsonl): a
+// release store costs what a __threadfence_system does, both together
+// about twice that.
+var midBarrierOption = OptionSpec{Name: "mid_barrier", Values: []string{"release", "fence_release"}, Default: "release",
+	Doc: "release: the mid barrier's flag is a release store, one system fence (vLLM); fence_release: a __threadfence_system before it, two (the project's captured kernels)"}
+
+// midFences adds the mid barrier's system fences on rank r after ops, for
+// stores that went to memory at (midBarrierOption), and returns the last.
+func midFences(b *Builder, req Request, r int, at hw.Mem, after ...int) int {
+	f := fence(b, r, at, after...)
+	if req.Opt("mid_barrier", "release") == "fence_release" {
+		f = fence(b, r, at, f)
+	}
+	return f
 }
 
 func (twoStage) Plan(req Request) (*Schedule, error) {
@@ -82,7 +103,7 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 	// Mid barrier: release after the stage-1 stores (a system-scope
 	// fence), acquire before stage 2.
 	for r := 0; r < n; r++ {
-		s1[r] = []int{fence(b, r, hw.GPUMem(r), s1[r]...)} // stage 1 stored into the rank's own tmp
+		s1[r] = []int{midFences(b, req, r, hw.GPUMem(r), s1[r]...)} // stage 1 stored into the rank's own tmp
 	}
 	mid := barrier("mid", 1, k, "mid barrier", s1)
 	// Stage 2: all-gather from the peers' tmp.

@@ -24,7 +24,7 @@ type PerBlock struct {
 	Target  string // poll, block_pingpong: host or local
 	Request string // poll: load_volatile, load_acquire, load_relaxed, atomic_add, atomic_cas
 	Spacing int    // poll, block_pingpong: bytes between the blocks' words (0: one shared word)
-	Mode    string // block_pingpong: volatile, release_acquire, volatile_fence
+	Mode    string // block_pingpong: volatile, release_acquire, volatile_fence; loop group_barrier: volatile, release_acquire, fence_volatile, fence_release_acquire (barrierFences)
 	Pairs   int    // block_pingpong
 	Loop    string // loop: ll, copy, simple_step, fence, pull
 	LLOp    string // loop ll: recv, send, recv_send, recv_reduce_send, recv_reduce_copy_send
@@ -106,8 +106,8 @@ func (rec PerBlock) Modelled() error {
 	case rec.Kind == "loop" && rec.Dests > 1 && (rec.Loop != "copy" || rec.Dst != "host" || rec.Src == "host" || rec.Sources > 1):
 		return fmt.Errorf("a %s loop from %s to %d %s buffers (only copies from GPU memory to several in host memory are): %w",
 			rec.Loop, rec.Src, rec.Dests, rec.Dst, ErrNotModelled)
-	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.Mode != "" && rec.Mode != "volatile":
-		return fmt.Errorf("a barrier of mode %s (only volatile flags are): %w", rec.Mode, ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "group_barrier" && barrierFences[rec.Mode] < 0:
+		return fmt.Errorf("a barrier of mode %s: %w", rec.Mode, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0:
@@ -681,9 +681,27 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine, slots)
+	fences := sim.Duration(0)
+	if n := barrierFences[rec.Mode]; n > 0 {
+		f, err := m.FenceCost(0, at)
+		if err != nil {
+			return 0, err
+		}
+		fences = sim.Duration(n) * f
+	}
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
-		m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false)), nil
+		m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
 }
+
+// barrierFences is how many system-scope fences a barrier's flag store
+// waits in each mode of tools/capture's pb_group_barrier_mode (trace
+// field mode): a volatile store none; __threadfence_system one; a
+// st.release.sys store one of its own, fence or no fence before it
+// (measured on one H200, barrier_modes.jsonl: release/acquire flags 598
+// ns above volatile ones in local memory, a fence 530, both 1,117); the
+// acquire polls nothing more. -1: not a barrier mode.
+var barrierFences = map[string]int{"": 0, "volatile": 0, "fence_volatile": 1, "release_acquire": 1, "fence_release_acquire": 2,
+	"back_to_back": -1, "graph_replay": -1, "queued": -1, "single": -1, "volatile_fence": -1}
 
 // roundStores is how long the median block of a group barrier's round
 // waits for the GPU's small stores to host memory to leave before its

@@ -306,6 +306,9 @@ func flagKernelChoice(r trace.Record) (choice, error) {
 	default:
 		return c, notModelled("%s over %q is not simulated (p2p, host_memory)", r.Impl, r.Transport)
 	}
+	if shot == "two" {
+		c.opts["mid_barrier"] = "fence_release" // block_barrier mode 1: __threadfence_system, then st.release.sys
+	}
 	if r.Impl != trace.ImplHostStagedOneShot {
 		c.opts["rank_loop"] = "runtime" // tools/capture's kernels loop over ranks with a run-time bound
 		if r.Transport == trace.TransportHostMemory {
