@@ -1,0 +1,121 @@
+package hw
+
+import (
+	"slices"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// packedApart is how far apart a packed barrier layout puts the ranks'
+// sectors, in bytes.
+var packedApart = map[string]int{"packed": 32, "packed_64": 64, "packed_128": 128, "packed_256": 256, "packed_512": 512,
+	"packed_1k": 1024, "packed_2k": 2048, "packed_4k": 4096}
+
+// rankMajor are the rank-major barrier layouts (tools/capture's
+// pb_group_barrier_rm): each rank's sectors in an array of its own,
+// rankStride bytes after the previous rank's, group g's sector at offset +
+// g × groupStride bytes into it (offset from the start of a line).
+var rankMajor = map[string]rankLayout{
+	"vllm":       {rankStride: 16 << 10, groupStride: 32},
+	"vllm_line":  {rankStride: 16 << 10, groupStride: 128},
+	"vllm_off64": {rankStride: 16 << 10, groupStride: 32, offset: 64},
+}
+
+type rankLayout struct{ rankStride, groupStride, offset int }
+
+// medianLineSectors is how many groups' sectors share the line of the
+// median group's sector among groups groups (the capture reports the
+// median block).
+func (l rankLayout) medianLineSectors(groups int) int {
+	per := make([]int, groups)
+	for g := range per {
+		line := (l.offset + g*l.groupStride) / 128
+		for h := 0; h < groups; h++ {
+			if (l.offset+h*l.groupStride)/128 == line {
+				per[g]++
+			}
+		}
+	}
+	slices.Sort(per)
+	return min(per[(groups-1)/2], sectorsPerLine)
+}
+
+// groupBarrierTwin: a barrier of World blocks through flags in one memory,
+// laid out as vLLM's (a rank's slots for its peers in one sector, the
+// ranks' sectors 32 B to 4 KiB apart: packedApart) or a line per slot.
+// Each block's threads store the epoch into the peers' slots and poll
+// their own World − 1 slots: packed, one warp-wide load of the block's
+// sector, hostmem.slot_service per slot and hostmem.sector_collision for
+// each of the barrier's other sectors within hostmem.collision_span
+// (hw.Machine.WaitFlag); a line per slot, a load of each slot's line in
+// parallel, hostmem.slot_service per slot as well (measured: 1.7–1.9,
+// 2.0–2.2, 2.3–2.6 µs at W = 2, 4, 8, about twice that slope). Each store
+// landing at another sector of the polled sector's line adds
+// hostmem.line_contention to its service (slotsPeriod); the block then
+// meets at __syncthreads (gpu.barrier_meet, by its warps; one GPU, so no
+// gpu.barrier_sync). In local memory each flag after the first waits
+// gpu.spin_store_service where the polls spin (slotPolls), whatever the
+// layout. The groups' sectors follow each
+// other, so a line holds the sectors of several groups when a group has
+// fewer ranks than a line has sectors. In host memory the round's flag
+// stores, every group's, leave the GPU one after another (roundStores),
+// and every block's polls slow every other's (pollLoad);
+// the groups cost nothing else (measured, they do past a line in vLLM's
+// layout: docs/PER_BLOCK.md).
+func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
+	at := mem(rec.Target)
+	land, err := m.StoreLanding(0, at)
+	if err != nil {
+		return 0, err
+	}
+	slots, collide, inLine := rec.World-1, 0, 1 // a line per slot: each slot polled on its own line
+	if rec.SelfSlot {
+		slots = rec.World
+	}
+	if apart, ok := packedApart[rec.Layout]; ok {
+		collide = m.barrierCollisions(slots, apart)
+		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
+	} else if rm, ok := rankMajor[rec.Layout]; ok {
+		collide = m.barrierCollisions(slots, rm.rankStride)
+		inLine = rm.medianLineSectors(max(rec.Groups, 1))
+	}
+	rtt, err := m.RoundTrip(0, at)
+	if err != nil {
+		return 0, err
+	}
+	period := slotsPeriod(rtt, m.pollService(at, false), m.lineContention(at), 1, inLine, slots)
+	fences := sim.Duration(0)
+	if n := barrierFences[rec.Mode]; n > 0 {
+		f, err := m.FenceCost(0, at)
+		if err != nil {
+			return 0, err
+		}
+		fences = sim.Duration(n) * f
+	}
+	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
+		m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
+}
+
+// barrierFences is how many system-scope fences a barrier's flag store
+// waits in each mode of tools/capture's pb_group_barrier_mode (trace
+// field mode): a volatile store none; __threadfence_system one; a
+// st.release.sys store one of its own, fence or no fence before it
+// (measured on one H200, barrier_modes.jsonl: release/acquire flags 598
+// ns above volatile ones in local memory, a fence 530, both 1,117); the
+// acquire polls nothing more. -1: not a barrier mode.
+var barrierFences = map[string]int{"": 0, "volatile": 0, "fence_volatile": 1, "release_acquire": 1, "fence_release_acquire": 2,
+	"back_to_back": -1, "graph_replay": -1, "queued": -1, "single": -1, "volatile_fence": -1}
+
+// roundStores is how long the median block of a group barrier's round
+// waits for the GPU's small stores to host memory to leave before its
+// last slot's: the round's Groups × World × slots stores leave one after
+// another (gpu.host_store_service each, SignalFlag), in no set order, so
+// the last of a block's slots stores lies slots/(slots+1) of the way
+// through them. Flags in GPU memory: none.
+func (m *Machine) roundStores(at Mem, rec PerBlock, slots int) sim.Duration {
+	if !at.Host || slots < 1 {
+		return 0
+	}
+	n := max(rec.Groups, 1) * rec.World * slots
+	return sim.Duration(float64(n) * float64(slots) / float64(slots+1) * float64(m.Phys.HostStoreService))
+}
