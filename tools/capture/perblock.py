@@ -771,7 +771,13 @@ class PerBlock:
                                            "barriers_per_launch": nb}, vals, "ns_per_iter")
                             self.rec.guard(f"group_barrier {target} {layout} W{W} G{G} {T} threads", meas)
 
-    def barrier_modes(self):
+    def barrier_modes_w(self):
+        """barrier_modes at 2, 4 and 8 ranks (1 and 4 groups, 512 threads, as vLLM launches), local and host memory:
+        whether the release store's fence costs the same whatever the ranks (the W storing threads of a block are
+        one warp)."""
+        self.barrier_modes(worlds=(2, 4, 8), threads=(512,), groups=(1, 4), buf_name="gbw")
+
+    def barrier_modes(self, worlds=(2,), threads=(32, 512), groups=(1, 4, 16), buf_name="gbm"):
         """The flag kernels' per-block barrier (every thread p < W stores and polls, its own rank's slot included) among
         the GPU's blocks, flags in local and in pinned host memory (each rank's sector 4 KiB from the next), W = 2, 1,
         4 and 16 groups, 32 and 512 threads, in four modes: volatile; __threadfence_system then st.release.sys and
@@ -781,24 +787,24 @@ class PerBlock:
         nb = 200
         modes = ("volatile", "fence_release_acquire", "release_acquire", "fence_volatile")
         for target in ("local", "host"):
-            buf = self.ptr(target, "gbm", 4 * MB)
-            self.fill(target, "gbm", 4 * MB, [0])
+            buf = self.ptr(target, buf_name, 4 * MB)
+            self.fill(target, buf_name, 4 * MB, [0])
             e0 = [0]
-            for T in (32, 512):
-                for G in (1, 4, 16):
-                    for mi, mode in enumerate(modes):
-                        W = 2
+            for T, G, W in ((T, G, W) for W in worlds for T in threads for G in groups):
+                if G * W > self.sms:
+                    continue
+                for mi, mode in enumerate(modes):
 
-                        def meas(target=target, buf=buf, T=T, G=G, mi=mi, mode=mode, W=W):
-                            def launch():
-                                k((G * W,), (T,), (buf, np.int32(W), np.int32(1024), np.int32(1), np.int32(nb),
-                                                   np.uint32(e0[0]), np.int32(mi), self.err, self.res), stream=self.s)
-                                e0[0] += nb
-                            vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
-                            self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": "packed_4k",
-                                       "self_slot": 1, "mode": mode, "world": W, "groups": G, "blocks": G * W,
-                                       "threads": T, "barriers_per_launch": nb}, vals, "ns_per_iter")
-                        self.rec.guard(f"barrier_modes {target} {mode} G{G} {T}", meas)
+                    def meas(target=target, buf=buf, T=T, G=G, mi=mi, mode=mode, W=W):
+                        def launch():
+                            k((G * W,), (T,), (buf, np.int32(W), np.int32(1024), np.int32(1), np.int32(nb),
+                                               np.uint32(e0[0]), np.int32(mi), self.err, self.res), stream=self.s)
+                            e0[0] += nb
+                        vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                        self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": "packed_4k",
+                                   "self_slot": 1, "mode": mode, "world": W, "groups": G, "blocks": G * W,
+                                   "threads": T, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                    self.rec.guard(f"barrier_modes {target} {mode} W{W} G{G} {T}", meas)
 
     def barrier_sleep(self):
         """W-rank barriers in local memory (packed_4k, one group, 32 threads), W 2, 4, 8, the poll loop pausing 0, 100,
@@ -1322,7 +1328,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
