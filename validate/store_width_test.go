@@ -141,8 +141,17 @@ func TestStoreQueueFillsWhereStoresOutpaceIt(t *testing.T) {
 // fitted): every local barrier within 10 % and every host barrier of one
 // group within 8 %; host barriers of 4 and 16 groups, whose fences wait
 // on each other's blocks, are not modelled as such and are 18–37 % fast.
+//
+// barrier_modes_w (2, 4 and 8 ranks, another instance, written down
+// before its run): locally within 15 % at every W; in host memory the
+// fences cost more as more flags are stored at once, so beyond two ranks
+// the fenced modes are under-predicted (−18…−44 %), which it holds too.
 func TestBarrierModesCostFences(t *testing.T) {
-	const file = "../testdata/h200x1-arsim/barrier_modes.jsonl"
+	testBarrierModes(t, "../testdata/h200x1-arsim/barrier_modes.jsonl", 10, 48)
+	testBarrierModes(t, "../testdata/h200x1-arsim/barrier_modes_w.jsonl", 15, 48)
+}
+
+func testBarrierModes(t *testing.T, file string, local float64, want int) {
 	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
 	require.NoError(t, err)
 	require.Empty(t, bad)
@@ -161,12 +170,12 @@ func TestBarrierModesCostFences(t *testing.T) {
 		n++
 		switch {
 		case r.Target == "local":
-			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 10.0, "line %d: %s local, %d groups", c.Line, r.Mode, r.Groups)
-		case r.Groups == 1:
-			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 8.0, "line %d: %s host, one group", c.Line, r.Mode)
+			assert.LessOrEqual(t, math.Abs(c.ErrorPct), local, "%s line %d: %s local, %d groups", file, c.Line, r.Mode, r.Groups)
+		case r.Groups == 1 && r.World == 2:
+			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 8.0, "%s line %d: %s host, one group", file, c.Line, r.Mode)
 		case r.Mode != "volatile":
-			assert.Negative(t, c.ErrorPct, "line %d: %s host, %d groups", c.Line, r.Mode, r.Groups)
+			assert.Negative(t, c.ErrorPct, "%s line %d: %s host, W %d, %d groups", file, c.Line, r.Mode, r.World, r.Groups)
 		}
 	}
-	assert.Equal(t, 48, n)
+	assert.Equal(t, want, n, file)
 }
