@@ -109,7 +109,7 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("a barrier of mode %s: %w", rec.Mode, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
-	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0:
+	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0 && rec.NeighbourOp != "poll":
 		return fmt.Errorf("a fence beside %d blocks streaming stores to %s memory: %w", rec.Neighbours, rec.NeighbourPlace, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):
 		return fmt.Errorf("a fence after %d stores by %d threads (fence %s; the stores' issue is not simulated): %w",

@@ -1049,6 +1049,47 @@ class PerBlock:
                                   "ns_per_iter")
                     self.rec.guard(f"fence_blocks {dst} {f} {b}", meas)
 
+    def fence_polls(self):
+        """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) to local or pinned host
+        memory, beside 0-128 blocks each polling a word of its own (a chain of volatile loads, one in flight) in pinned
+        host memory or in local memory: does a system fence wait for other blocks' loads still on their way?"""
+        k = self.fn("pb_fence_polls")
+        iters = 200
+        done = self.dev("fpdone", 4096)
+        stop = [0]
+        for pplace in ("host", "local"):
+            polls = self.ptr(pplace, "fppolls", 4 * MB)
+            self.fill(pplace, "fppolls", 4 * MB, [0])
+            for fdst in ("host", "local"):
+                f = self.ptr(fdst, "fpf", 1 * MB)
+                for nb in (0, 1, 2, 4, 8, 16, 32, 64, 128):
+                    if pplace == "local" and nb not in (0, 8, 128):
+                        continue
+
+                    def meas(polls=polls, f=f, fdst=fdst, pplace=pplace, nb=nb):
+                        cp = self.cp
+                        vals = []
+                        with cp.cuda.Device(0):
+                            self.err[...] = 0
+                            for t in range(TRIALS + 1):
+                                stop[0] += 1
+                                k((nb + 1,), (32,), (polls, np.int32(1024), f, np.int32(iters), done,
+                                                     np.uint32(stop[0]), self.err, self.res), stream=self.s)
+                                self.s.synchronize()
+                                if t == 0:
+                                    continue
+                                cyc = self.res[:2 * (nb + 1)].get()[0::2]
+                                vals.append(int(cyc[nb]) / self.ghz / iters)
+                            err = bool(int(self.err.get()[0]))
+                        rec = {"kind": "loop", "loop": "fence", "dst": fdst, "stores_per_thread": 1, "fence": "sc",
+                               "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64",
+                               "ns_per_iter": statistics.median(vals), "ns_per_iter_min": min(vals),
+                               "ns_per_iter_max": max(vals), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err}
+                        if nb:
+                            rec.update({"neighbours": nb, "neighbour_op": "poll", "neighbour_place": pplace})
+                        self.rec.emit(rec)
+                    self.rec.guard(f"fence_polls {pplace} {fdst} {nb}", meas)
+
     def fence_beside(self):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) in local or pinned host
         memory, alone or beside 8 blocks x 512 threads streaming stores (8 loads in flight, 64 KiB a block an
@@ -1328,7 +1369,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
