@@ -113,9 +113,9 @@ func (rec PerBlock) Modelled() error {
 		// A system fence waits for the whole GPU's stores still on their
 		// way (fence_beside.jsonl) and for its loads of host memory
 		// (fence_polls.jsonl); neither is in the fence's twin.
-		what := "streaming stores to"
-		if rec.NeighbourOp == "poll" {
-			what = "polling"
+		what := map[string]string{"poll": "polling", "read_stream": "streaming loads from"}[rec.NeighbourOp]
+		if what == "" {
+			what = "streaming stores to"
 		}
 		return fmt.Errorf("a fence beside %d blocks %s %s memory: %w", rec.Neighbours, what, rec.NeighbourPlace, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):

@@ -128,7 +128,7 @@ var fieldDefs = []fieldDef{
 	{name: "poll_sleep_ns", typ: jInt, max: 1 << 20, why: "a pause of a millisecond after each poll", zeroOK: true, i32: func(r *Record) *int { return &r.PollSleepNs }},
 	{name: "groups", typ: jInt, max: 1024, why: "groups of blocks: each is simulated", i32: func(r *Record) *int { return &r.Groups }},
 	{name: "neighbours", typ: jInt, max: 1024, why: "blocks beside a ping-pong pair: each is simulated", zeroOK: true, i32: func(r *Record) *int { return &r.Neighbours }},
-	{name: "neighbour_op", typ: jString, enum: []string{"pingpong", "poll", "store", "stream"}, str: func(r *Record) *string { return &r.NeighbourOp }},
+	{name: "neighbour_op", typ: jString, enum: []string{"pingpong", "poll", "read_stream", "store", "stream"}, str: func(r *Record) *string { return &r.NeighbourOp }},
 	{name: "neighbour_place", typ: jString, enum: []string{"1k_on", "64k_on", "64k_on_lines_apart", "host", "lines_apart", "local", "other_half", "other_line", "same_half", "same_sector"}, str: func(r *Record) *string { return &r.NeighbourPlace }},
 	{name: "neighbour_lines", typ: jInt, max: 1 << 16, why: "lines a storing neighbour cycles over", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourLines }},
 	{name: "self_slot", typ: jInt, max: 1, why: "0 or 1", zeroOK: true, i32: func(r *Record) *int { return &r.SelfSlot }},

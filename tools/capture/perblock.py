@@ -1090,19 +1090,25 @@ class PerBlock:
                         self.rec.emit(rec)
                     self.rec.guard(f"fence_polls {pplace} {fdst} {nb}", meas)
 
-    def fence_beside(self):
+    def fence_reads(self):
+        """fence_beside with the 8 neighbour blocks streaming loads from pinned host memory into local memory (8 loads
+        of 16 B in flight per thread, 512 threads): does a system fence wait for every load of the GPU on its way, as
+        it does for every store?"""
+        self.fence_beside(src_place="host", places=("local",), op="read_stream")
+
+    def fence_beside(self, src_place="local", places=("none", "local", "host"), op="stream"):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) in local or pinned host
         memory, alone or beside 8 blocks x 512 threads streaming stores (8 loads in flight, 64 KiB a block an
         iteration, 256 iterations) to pinned host memory or to local memory. Does a fence wait only for its own
         block's stores, or for every store of the GPU still on its way?"""
         k = self.fn("pb_fence_beside")
         nb = self.big
-        self.fill("local", "fbsrc", nb, [0x01010101])
-        src = self.dev("fbsrc", nb)
+        self.fill(src_place, "fbsrc", nb, [0x01010101])
+        src = self.ptr(src_place, "fbsrc", nb)
         iters, iters_bulk, writers = 200, 256, 8
         for fdst in ("local", "host"):
             f = self.ptr(fdst, "fbf", 1 * MB)
-            for place in ("none", "local", "host"):
+            for place in places:
                 b = 1 if place == "none" else writers + 1
                 bulk = self.ptr("host" if place == "none" else place, "fbbulk", nb)
 
@@ -1125,11 +1131,11 @@ class PerBlock:
                            "ns_per_iter_min": min(vals), "ns_per_iter_max": max(vals), "clock_ghz": self.ghz,
                            "trials": TRIALS, "spin_timeout": False}
                     if b > 1:
-                        rec.update({"neighbours": writers, "neighbour_op": "stream", "neighbour_place": place,
+                        rec.update({"neighbours": writers, "neighbour_op": op, "neighbour_place": src_place if op == "read_stream" else place,
                                     "note": f"neighbours' stream: 8 blocks x 512 threads x 8 x 16 B x {iters_bulk} "
-                                            f"iterations, slowest {statistics.median(bulk_ns):.0f} ns"})
+                                            f"iterations from {src_place} to {place} memory, slowest {statistics.median(bulk_ns):.0f} ns"})
                     self.rec.emit(rec)
-                self.rec.guard(f"fence_beside {fdst} {place}", meas)
+                self.rec.guard(f"fence_beside {op} {fdst} {place}", meas)
 
     def copies(self, pairs=None, block_pairs=None, single=True, blocks=None):
         run = self.copy_runner()
@@ -1369,7 +1375,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
