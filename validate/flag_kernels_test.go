@@ -31,10 +31,7 @@ func TestFlagKernelsThroughHostMemory(t *testing.T) {
 	require.NoError(t, err)
 	v, err := Run(recs, Options{File: file})
 	require.NoError(t, err)
-	byLine := map[int]trace.Record{}
-	for _, r := range recs {
-		byLine[r.Line] = r
-	}
+	byLine := recordsByLine(recs)
 	for impl, bound := range map[trace.Impl][2]float64{trace.ImplFlagOneShot: {10.5, 26}, trace.ImplFlagTwoShot: {9.5, 25}} {
 		var abs []float64
 		for _, c := range v.Records {

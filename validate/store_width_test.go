@@ -15,6 +15,15 @@ import (
 
 const storeWidthFile = "../testdata/h200x1-arsim/store_width.jsonl"
 
+// recordsByLine maps each record to its line.
+func recordsByLine(recs []trace.Record) map[int]trace.Record {
+	m := make(map[int]trace.Record, len(recs))
+	for _, r := range recs {
+		m[r.Line] = r
+	}
+	return m
+}
+
 func storeWidthRecords(t *testing.T) []trace.Record {
 	t.Helper()
 	recs, bad, err := trace.ReadJSONLFile(storeWidthFile, trace.ReadOptions{})
@@ -46,13 +55,8 @@ func TestCopyDRAMExtraFromItsCapture(t *testing.T) {
 // rule, which charged the first window's round trip on top, would be at
 // least 5 % over at every count and 40 % or more at one iteration.
 func TestPullsTakeWholeIterations(t *testing.T) {
-	recs := storeWidthRecords(t)
-	v, err := Run(recs, Options{File: storeWidthFile})
-	require.NoError(t, err)
-	byLine := map[int]trace.Record{}
-	for _, r := range recs {
-		byLine[r.Line] = r
-	}
+	v, recs := runFile(t, storeWidthFile)
+	byLine := recordsByLine(recs)
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	top, err := p.Build()
@@ -152,15 +156,8 @@ func TestBarrierModesCostFences(t *testing.T) {
 }
 
 func testBarrierModes(t *testing.T, file string, local float64, want int) {
-	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
-	v, err := Run(recs, Options{File: file})
-	require.NoError(t, err)
-	byLine := map[int]trace.Record{}
-	for _, r := range recs {
-		byLine[r.Line] = r
-	}
+	v, recs := runFile(t, file)
+	byLine := recordsByLine(recs)
 	n := 0
 	for _, c := range v.Records {
 		r := byLine[c.Line]
