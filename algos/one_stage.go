@@ -21,8 +21,18 @@ func (oneStage) Describe() string {
 }
 
 func (oneStage) Options() []OptionSpec {
-	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, endReleaseOption, rankLoopOption)
+	return append(append([]OptionSpec(nil), pullOptions...), barrierOption, startReleaseOption, endReleaseOption, rankLoopOption)
 }
+
+// startReleaseOption: PyTorch's one-shot (since it may copy a local input
+// into the symmetric buffer first) also starts with sync_remote_blocks of
+// acquire-release order: its release signal is a system fence
+// (torch/csrc/distributed/c10d/symm_mem/CUDASymmetricMemoryOps.cu,
+// one_shot_all_reduce_kernel; a release store or atomic costs a fence,
+// testdata/h200x1-arsim/barrier_modes.jsonl). vLLM's start barrier is
+// relaxed.
+var startReleaseOption = OptionSpec{Name: "start_release", Values: []string{"false", "true"}, Default: "false",
+	Doc: "true: the start barrier's signal is a release (a system fence first), as PyTorch's one-shot's is"}
 
 // endReleaseOption: PyTorch's one-shot ends with sync_remote_blocks of
 // acquire-release order, whose release waits until the kernel's output
@@ -48,6 +58,11 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 	b.Note("%d blocks × %d threads per GPU; each rank pulls %d × %d B", k.Blocks, k.Threads, n-1, req.Bytes)
 	launch := b.Launches()
 	barrier := barrierFunc(b, req)
+	if req.Opt("start_release", "false") == "true" {
+		for r := 0; r < n; r++ {
+			launch[r] = []int{fence(b, r, hw.GPUMem(r), launch[r]...)}
+		}
+	}
 	start := barrier("start", 1, k, "start barrier", launch)
 	ends := make([][]int, n)
 	for r := 0; r < n; r++ {

@@ -271,9 +271,10 @@ func symmMemChoice(r trace.Record) (choice, error) {
 		blocks, threads := algos.TorchSymmMemLaunch(r.Bytes, r.World, false)
 		c.opts["blocks"], c.opts["threads"] = strconv.Itoa(blocks), strconv.Itoa(threads)
 		c.opts["barrier"] = "atomic" // put_signal / wait_signal are compare-and-swap loops
-		// Its end barrier is sync_remote_blocks<acq_rel>: the release waits
-		// for the output stores. The start barrier's release has no stores
-		// of the kernel before it.
+		// Both its barriers are sync_remote_blocks of acquire-release
+		// order (PyTorch's one_shot_all_reduce_kernel): each release signal
+		// is a system fence; the end one's waits for the output stores.
+		c.opts["start_release"] = "true"
 		c.opts["end_release"] = "true"
 	case "two_shot":
 		c.algo = "two_shot_push"
