@@ -100,6 +100,8 @@ func (rec PerBlock) Modelled() error {
 	switch {
 	case rec.Kind == "loop" && rec.Loop == "ll128":
 		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "host_readback":
+		return fmt.Errorf("reading back host lines the GPU or the CPU just wrote (whose lines the GPU's L2 holds): %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
 		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
 	case rec.Kind == "loop" && rec.Dests > 1 && (rec.Loop != "copy" || rec.Dst != "host" || rec.Src == "host" || rec.Sources > 1):

@@ -1108,6 +1108,28 @@ extern "C" __global__ void __launch_bounds__(1024) pb_fence_beside(const uint4* 
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
 }
 
+// ---- reading back pinned host memory: each thread of one block reads its iters 16-B words of buf with volatile loads,
+// each load's address depending on the one before (one in flight), timed. write_first: the block first stores those
+// words with volatile stores and runs fence.sc.sys (the GPU wrote the lines just before); else the host filled them.
+// Are lines the GPU itself wrote served from its L2?
+extern "C" __global__ void pb_host_readback(uint4* buf, int iters, int write_first, long long* res) {
+  const int t = threadIdx.x;
+  if (write_first) {
+    for (int i = 0; i < iters; i++) st_vol4(buf + (size_t)i * blockDim.x + t, make_uint4((unsigned)i, 1u, 2u, 3u));
+    fence_sc_sys();
+  }
+  __syncthreads();
+  unsigned acc = 0;
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const uint4 v = ld_vol4(buf + (size_t)i * blockDim.x + t + (acc >> 31));
+    acc += v.x + v.y;
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (t == 0) { res[0] = c1 - c0; res[1] = acc; }
+}
+
 // ---- a fence beside polling blocks: the last block's warp stores a 16-B word per thread to fdst and runs
 // fence.sc.sys, iters times (timed), then raises done; every other block's thread 0 polls a word of its own (polls +
 // b * stride words: a chain of volatile loads, one in flight) until done. Does a system fence wait for other blocks'

@@ -1049,6 +1049,33 @@ class PerBlock:
                                   "ns_per_iter")
                     self.rec.guard(f"fence_blocks {dst} {f} {b}", meas)
 
+    def host_readback(self):
+        """One block of 32 or 512 threads reads 16-B words of pinned host memory with volatile loads, one in flight
+        (each address depending on the load before), 64 iterations: words the CPU wrote (memset) just before the launch,
+        or words the block itself stored with volatile stores and fenced (fence.sc.sys) just before. Are lines the GPU
+        wrote served from its L2?"""
+        import ctypes
+        k = self.fn("pb_host_readback")
+        nb = 16 * MB
+        hb = self.host("hrb", nb)
+        iters = 64
+        for T in (32, 512):
+            for write_first in (0, 1, 0, 1):
+                buf = self.ptr("host", "hrb", nb)
+
+                def meas(T=T, write_first=write_first, buf=buf):
+                    def launch():
+                        if not write_first:
+                            ctypes.memset(hb.ptr, 5, T * iters * 16)  # the CPU writes the lines itself
+                        k((1,), (T,), (buf, np.int32(iters), np.int32(write_first), self.res), stream=self.s)
+                    vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+                    rec = {"kind": "loop", "loop": "host_readback", "src": "host", "blocks": 1, "threads": T,
+                           "iters": iters, "bytes_per_thread_iter": 16}
+                    if write_first:
+                        rec["producer"] = "before"
+                    self.emit(rec, vals, "ns_per_iter")
+                self.rec.guard(f"host_readback {T} {write_first}", meas)
+
     def fence_polls(self):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) to local or pinned host
         memory, beside 0-128 blocks each polling a word of its own (a chain of volatile loads, one in flight) in pinned
@@ -1375,7 +1402,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
