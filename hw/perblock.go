@@ -107,7 +107,7 @@ func (rec PerBlock) Modelled() error {
 	case rec.Kind == "loop" && rec.Dests > 1 && (rec.Loop != "copy" || rec.Dst != "host" || rec.Src == "host" || rec.Sources > 1):
 		return fmt.Errorf("a %s loop from %s to %d %s buffers (only copies from GPU memory to several in host memory are): %w",
 			rec.Loop, rec.Src, rec.Dests, rec.Dst, ErrNotModelled)
-	case rec.Kind == "loop" && rec.Loop == "group_barrier" && barrierFences[rec.Mode] < 0:
+	case rec.Kind == "loop" && rec.Loop == "group_barrier" && !isBarrierMode(rec.Mode):
 		return fmt.Errorf("a barrier of mode %s: %w", rec.Mode, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
@@ -115,9 +115,12 @@ func (rec PerBlock) Modelled() error {
 		// A system fence waits for the whole GPU's stores still on their
 		// way (fence_beside.jsonl) and for its loads of host memory
 		// (fence_polls.jsonl); neither is in the fence's twin.
-		what := map[string]string{"poll": "polling", "read_stream": "streaming loads from"}[rec.NeighbourOp]
-		if what == "" {
-			what = "streaming stores to"
+		what := "streaming stores to"
+		switch rec.NeighbourOp {
+		case "poll":
+			what = "polling"
+		case "read_stream":
+			what = "streaming loads from"
 		}
 		return fmt.Errorf("a fence beside %d blocks %s %s memory: %w", rec.Neighbours, what, rec.NeighbourPlace, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence" && (rec.Fence == "none" || rec.Stores != 1 || rec.Threads > 32):

@@ -102,9 +102,14 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 // st.release.sys store one of its own, fence or no fence before it
 // (measured on one H200, barrier_modes.jsonl: release/acquire flags 598
 // ns above volatile ones in local memory, a fence 530, both 1,117); the
-// acquire polls nothing more. -1: not a barrier mode.
-var barrierFences = map[string]int{"": 0, "volatile": 0, "fence_volatile": 1, "release_acquire": 1, "fence_release_acquire": 2,
-	"back_to_back": -1, "graph_replay": -1, "queued": -1, "single": -1, "volatile_fence": -1}
+// acquire polls nothing more. A mode it does not list is not a barrier's.
+var barrierFences = map[string]int{"": 0, "volatile": 0, "fence_volatile": 1, "release_acquire": 1, "fence_release_acquire": 2}
+
+// isBarrierMode reports whether mode is one of a barrier's (barrierFences).
+func isBarrierMode(mode string) bool {
+	_, ok := barrierFences[mode]
+	return ok
+}
 
 // roundStores is how long the median block of a group barrier's round
 // waits for the GPU's small stores to host memory to leave before its
