@@ -57,7 +57,7 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 		P, slots := ringPieces(spec.proto, chLen[ch], n, L, K)
 		// A connection's loop moves its pieces one at a time, so they
 		// flow down the ring as NCCL's lines do.
-		pl.inOrder, K = P > K, P
+		pl.inOrder, K = P > K || spec.proto == protoSimple, P
 		loopsMax, kMax = max(loopsMax, L), max(kMax, K)
 		lOff, lLen := Split(chLen[ch], elem, L)
 		// sOff[l][x][j], sLen[l][x][j]: slice j of chunk x of loop l,
