@@ -56,8 +56,14 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 		L, K := ringLoops(spec.proto, chLen[ch], n)
 		P, slots := ringPieces(spec.proto, chLen[ch], n, L, K)
 		// A connection's loop moves its pieces one at a time, so they
-		// flow down the ring as NCCL's lines do.
-		pl.inOrder, K = P > K || spec.proto == protoSimple, P
+		// flow down the ring as NCCL's lines do; LL128 and Simple steps
+		// too, as a channel's block moves a chunk's slices one after
+		// another (prims_simple.h, prims_ll128.h: genericOp). Side by
+		// side, back-to-back allreduces on a ring with SHM links fall into
+		// a convoy (every FIFO slot written at once, then read at once).
+		// LL steps not cut into pieces stay side by side: their lines
+		// stream, which a whole step in order would not.
+		pl.inOrder, K = P > K || spec.proto != protoLL, P
 		loopsMax, kMax = max(loopsMax, L), max(kMax, K)
 		lOff, lLen := Split(chLen[ch], elem, L)
 		// sOff[l][x][j], sLen[l][x][j]: slice j of chunk x of loop l,
