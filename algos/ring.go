@@ -61,9 +61,17 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 		// another (prims_simple.h, prims_ll128.h: genericOp). Side by
 		// side, back-to-back allreduces on a ring with SHM links fall into
 		// a convoy (every FIFO slot written at once, then read at once).
-		// LL steps not cut into pieces stay side by side: their lines
-		// stream, which a whole step in order would not.
-		pl.inOrder, K = P > K || spec.proto != protoLL, P
+		// LL steps not cut into pieces stay side by side, their lines
+		// streaming (in order, NCCL's LL over NVLink from 8 MiB would be
+		// 20–50 % slow), except on a ring with an SHM link, where the
+		// block's receive is its own load of host memory, one step after
+		// another (side by side, back-to-back calls convoy there too:
+		// 8 KiB on a800x8-2islands 45 µs a call against 31 alone).
+		anySHM := false
+		for r := 0; r < n; r++ {
+			anySHM = anySHM || spec.transport(r, (r+1)%n) == shm
+		}
+		pl.inOrder, K = P > K || spec.proto != protoLL || anySHM, P
 		loopsMax, kMax = max(loopsMax, L), max(kMax, K)
 		lOff, lLen := Split(chLen[ch], elem, L)
 		// sOff[l][x][j], sLen[l][x][j]: slice j of chunk x of loop l,
