@@ -42,8 +42,8 @@ type PerBlock struct {
 	Blocks  int
 	Threads int
 	Iters   int // loop: iterations per block
-	// SrcInL2 (loop copy): the source is the same region every launch,
-	// in the L2 after the warm-up (trace src_residency l2).
+	// SrcInL2 (loop copy, simple_step): the source is the same region
+	// every launch, in the L2 after the warm-up (trace src_residency l2).
 	SrcInL2 bool
 	// Evicted (loop ll, ll128w): the lines were written, then pushed out
 	// of the caches by other writes.
@@ -542,12 +542,13 @@ func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fenc
 }
 
 // simpleStepTwin: NCCL Simple's bookkeeping per step, the slice copied by
-// the block's unrolled loop (8 loads in flight per thread) and the fence.
+// the block's unrolled loop (8 loads in flight per thread; its source in
+// the L2 when the record says so) and the fence.
 func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 	d := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
 	if rec.Slice > 0 {
 		// The slice's copy: at least one iteration, else the loop's rate.
-		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1}
+		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2}
 		rate, err := m.LoopRate(0, k)
 		if err != nil {
 			return 0, err

@@ -1202,6 +1202,43 @@ class PerBlock:
                                        "fence": f, "blocks": 1, "threads": t, "steps": steps}, vals, "ns_per_iter")
                         self.rec.guard(f"simple_step {dst} {slice_bytes} {f} {t}", meas)
 
+    def simple_fresh(self):
+        """pb_simple_step's slice copies (fence none) with the source in the L2 (src_residency l2: the same 200
+        slices every launch, as simple_steps runs them) or streamed from HBM (fresh: each launch reads 200 slices of a
+        1 GiB buffer that no launch before read)."""
+        k = self.fn("pb_simple_step")
+        nb = 64 * MB
+        big = 1024 * MB
+        steps = 200
+        self.fill("local", "ssctr", 4096, [0x7fffffff])
+        ctr = self.dev("ssctr", 4096)
+        stream = self.dev("ssstream", big)
+        base = np.uint64(stream.data.ptr)
+        launches = [0]
+        for dst in ("local", "host"):
+            d = self.ptr(dst, "ssdst", nb)
+            fl = self.ptr(dst, "ssflag", 4096)
+            for slice_bytes in (4096, 65536):
+                per_launch = steps * slice_bytes
+                regions = big // per_launch
+                for residency in ("l2", "fresh"):
+                    for t in [128, 256, 512]:
+                        def src_ptr(residency=residency, per_launch=per_launch, regions=regions):
+                            if residency == "l2":
+                                return base
+                            launches[0] += 1
+                            return np.uint64(int(base) + (1 + launches[0] % (regions - 1)) * per_launch)
+
+                        def meas(dst=dst, d=d, fl=fl, slice_bytes=slice_bytes, t=t, residency=residency, src_ptr=src_ptr):
+                            def launch():
+                                k((1,), (t,), (ctr, src_ptr(), d, fl, np.int32(steps), np.int32(slice_bytes // 16),
+                                               np.int32(0), self.err, self.res), stream=self.s)
+                            vals = self.trials(launch, 1, lambda c: c / self.ghz / steps)
+                            self.emit({"kind": "loop", "loop": "simple_step", "dst": dst, "slice_bytes": slice_bytes,
+                                       "fence": "none", "blocks": 1, "threads": t, "steps": steps,
+                                       "src_residency": residency}, vals, "ns_per_iter")
+                        self.rec.guard(f"simple_fresh {dst} {slice_bytes} {residency} {t}", meas)
+
     def fences(self):
         k = self.fn("pb_fence")
         iters = 200
@@ -1402,7 +1439,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
