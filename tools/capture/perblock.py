@@ -1317,6 +1317,17 @@ class PerBlock:
                         self.rec.guard(f"copy_l2 {resident} {b}x{t} {iters}", run, 1, 1, "local", "host", b, t, iters,
                                        resident=resident)
 
+    def copy_unroll_l2(self):
+        """Copies of 2, 4 and 8 loads in flight a thread (one source, local to local; 8 also to host), one block of
+        128, 256 and 512 threads, 32 iterations, whose source is the same region every launch (src_residency l2) or
+        fresh every launch (from HBM): what HBM costs an iteration as loads in flight grow (copy_l2 measured one)."""
+        run = self.copy_runner()
+        for resident in (False, True):
+            for U, dst in ((2, "local"), (4, "local"), (8, "local"), (8, "host")):
+                for t in (128, 256, 512):
+                    self.rec.guard(f"copy_unroll_l2 {resident} {U} {dst} {t}", run, U, 1, "local", dst, 1, t, 32,
+                                   resident=resident)
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
@@ -1439,7 +1450,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
