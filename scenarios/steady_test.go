@@ -39,21 +39,14 @@ func TestBackToBackNoSlowerThanAlone(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				alone := runIters(t, top, s, 1).MeanUs()
-				steady := runIters(t, top, s, 8).SteadyUs()
+				alone, err := runPoint(top, s, hw.Graph, 1)
+				require.NoError(t, err)
+				steady, err := runPoint(top, s, hw.Graph, 8)
+				require.NoError(t, err)
 				points++
 				assert.LessOrEqual(t, steady, alone*1.05, "%s %s %d B: %.2f µs an allreduce back to back, %.2f alone", name, algo, b, steady, alone)
 			}
 		}
 	}
 	assert.Greater(t, points, 1000, "points simulated")
-}
-
-func runIters(t *testing.T, top *topology.Topology, s *algos.Schedule, iters int) *algos.Result {
-	t.Helper()
-	m, err := hw.New(top)
-	require.NoError(t, err)
-	res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: hw.Graph})
-	require.NoError(t, err)
-	return res
 }
