@@ -31,7 +31,7 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
 		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, PollSleep: r.PollSleepNs,
 		Dests: r.Dests, Bytes: r.Bytes, Phases: r.Phases, BlocksPerRank: r.BlocksPerRank,
-		SrcInL2: simpleSrcInL2(r), SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1}
+		SrcInL2: srcInL2(r), SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1}
 }
 
 func perBlockTwin(r trace.Record) (*Twin, error) {
@@ -85,12 +85,12 @@ func perBlockGroup(r trace.Record) string {
 	return "loop " + r.Loop
 }
 
-// simpleSrcInL2 says whether a copy's or a Simple step's source sits in
+// srcInL2 says whether a copy's or a Simple step's source sits in
 // the L2: a copy's when the record says src_residency l2; a Simple step's
 // unless it says fresh, as tools/capture's simple_steps reads the same
 // 200 slices (12.8 MB at most) every launch (simple_fresh.jsonl: those
 // runs repeat the records without the field within 1 %).
-func simpleSrcInL2(r trace.Record) bool {
+func srcInL2(r trace.Record) bool {
 	switch r.Loop {
 	case "copy":
 		return r.SrcResidency == "l2"
