@@ -273,7 +273,9 @@ type Record struct {
 	// its stores); NsPerOp and OneWayNs the values (NsPerIter for loops).
 	// Code (loop ll): "runtime_op", the capture's pb_ll testing its
 	// operation each iteration (the default for its records), or
-	// "fixed_op", the same loop compiled for one operation.
+	// "fixed_op", the same loop compiled for one operation; (loop copy)
+	// "nccl_hunks", the capture's copy in NCCL Simple's shape (warp hunks,
+	// volatile loads: pb_nccl_copy).
 	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout, Producer, Code    string
 	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
 	// ItersPerStep (loop ll_steps): the loop runs in steps of this many

@@ -1071,6 +1071,48 @@ extern "C" __global__ void __launch_bounds__(512) pb_copy_lb512_##U##_##S(const 
   copy_loop<U, S>(a + off, b + off, d + off, iters, vol_a, vol_b, res); \
 }
 COPY_K512(4, 2) COPY_K512(8, 2)
+// ---- NCCL Simple's reduceCopyPacks shape (src/device/common_kernel.h): a warp takes a hunk of U * 32 contiguous
+// 16-B packs an iteration (pack u of lane l at hunk + (u * 32 + l) * 16), the warps' hunks one after another, every
+// source read with ld.volatile.global (NCCL's ld_volatile_global: no memory clobber), plain stores; compiled for
+// NCCL's 640-thread blocks (__launch_bounds__(640): up to 102 registers a thread). The block covers the same range as
+// copy_loop, so copy_runner's offsets apply.
+__device__ __forceinline__ uint4 ld_vol4_nccl(const uint4* p) {
+  unsigned long long lo, hi;
+  asm volatile("ld.volatile.global.v2.b64 {%0,%1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p));
+  return make_uint4((unsigned)lo, (unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32));
+}
+template <int U, int S>
+__device__ __forceinline__ void nccl_copy_loop(const uint4* a, const uint4* b, uint4* d, int iters, long long* res) {
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
+  const size_t base = (size_t)blockIdx.x * iters * U * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    const size_t h = base + ((size_t)i * nw + warp) * U * 32 + lane;
+    uint4 v[U];
+    #pragma unroll
+    for (int u = 0; u < U; u++) v[u] = ld_vol4_nccl(a + h + u * 32);
+    if (S == 2) {
+      uint4 w[U];
+      #pragma unroll
+      for (int u = 0; u < U; u++) w[u] = ld_vol4_nccl(b + h + u * 32);
+      #pragma unroll
+      for (int u = 0; u < U; u++) { v[u].x += w[u].x; v[u].y += w[u].y; v[u].z += w[u].z; v[u].w += w[u].w; }
+    }
+    #pragma unroll
+    for (int u = 0; u < U; u++) { d[h + u * 32] = v[u]; acc += v[u].x; }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+#define NCCL_COPY_K(U, S) \
+extern "C" __global__ void __launch_bounds__(640) pb_nccl_copy_##U##_##S(const uint4* a, const uint4* b, uint4* d, \
+    long long off, int iters, int vol_a, int vol_b, long long* res) { \
+  nccl_copy_loop<U, S>(a + off, b + off, d + off, iters, res); \
+}
+NCCL_COPY_K(8, 1) NCCL_COPY_K(8, 2)
 extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);

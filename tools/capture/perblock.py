@@ -955,10 +955,12 @@ class PerBlock:
         self.fill("local", "cpb", nb, [0x02020202])
         off = [0]
 
-        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024, resident=None):
+        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024, resident=None, nccl=False):
             name = f"pb_copy_fenced_{U}_{S}" if fenced else f"pb_copy_{U}_{S}"
             if bound != 1024:
                 name = f"pb_copy_lb{bound}_{U}_{S}"
+            if nccl:
+                name = f"pb_nccl_copy_{U}_{S}"
             k = self.fn(name)
             a = self.ptr(src, "cpa", nb)
             bb = self.dev("cpb", nb)
@@ -980,10 +982,12 @@ class PerBlock:
                    "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}
             if fenced:
                 rec["fence"] = "sc"
-            if bound != 1024:
-                rec["launch_bound"] = bound
             if resident is not None:
                 rec["src_residency"] = "l2" if resident else "fresh"
+            if nccl:
+                rec["code"] = "nccl_hunks"
+            elif bound != 1024:
+                rec["launch_bound"] = bound
             self.emit(rec, vals, "ns_per_iter")
         return run
 
@@ -1328,6 +1332,21 @@ class PerBlock:
                     self.rec.guard(f"copy_unroll_l2 {resident} {U} {dst} {t}", run, U, 1, "local", dst, 1, t, 32,
                                    resident=resident)
 
+    def nccl_copy(self):
+        """NCCL Simple's loop shape (pb_nccl_copy_8_S: warp hunks, volatile loads, 640-thread build) beside the plain
+        copy loop of the same loads (pb_copy_8_1; pb_copy_lb512_8_2 for two sources, which does not spill), one block
+        of 128, 256 and 512 threads, 32 iterations, local to local and local to host, the sources in the L2 or fresh
+        from HBM."""
+        run = self.copy_runner()
+        for resident in (False, True):
+            for S in (1, 2):
+                for dst in ("local", "host"):
+                    for t in (128, 256, 512):
+                        for nccl in (False, True):
+                            bound = 512 if (S == 2 and not nccl) else 1024
+                            self.rec.guard(f"nccl_copy {resident} {S} {dst} {t} {nccl}", run, 8, S, "local", dst, 1, t,
+                                           32, bound=bound, resident=resident, nccl=nccl)
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
@@ -1450,7 +1469,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
