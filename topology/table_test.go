@@ -139,3 +139,36 @@ func TestSetRefusesWhatNoMachineHas(t *testing.T) {
 	}
 	require.NoError(t, ps.Set("gpu.loads_in_flight", 1.5, "test"), "a mean, not a count")
 }
+
+// A residual fitted on the H200 machine that no measured mechanism explains
+// holds there only: base.txt gives it 0 with a source saying so, and
+// h200.txt its fitted value with the capture it comes from. The H200
+// presets carry the value; every other preset has 0.
+func TestUnexplainedResidualsStayOnTheH200Machines(t *testing.T) {
+	h200 := map[string]float64{}
+	for _, o := range mustOverrides("h200.txt") {
+		h200[o.Name] = o.Value
+	}
+	var residuals []string
+	for _, p := range mustTable("base.txt").All() {
+		if strings.HasPrefix(p.Source, "estimate: 0 off the H200 machine it was fitted on") {
+			residuals = append(residuals, p.Name)
+			assert.Zero(t, p.Value, p.Name)
+			assert.Positive(t, h200[p.Name], "%s: h200.txt gives it no fitted value", p.Name)
+		}
+		assert.NotContains(t, p.Source, "not explained", "%s: an unexplained residual carried to every machine", p.Name)
+	}
+	require.GreaterOrEqual(t, len(residuals), 9)
+	for _, name := range Presets() {
+		pr, err := Lookup(name)
+		require.NoError(t, err)
+		ps := pr.DefaultParams()
+		for _, r := range residuals {
+			if strings.HasPrefix(name, "h200") {
+				assert.Equal(t, h200[r], ps.Get(r), "%s: %s", name, r)
+			} else {
+				assert.Zero(t, ps.Get(r), "%s: %s", name, r)
+			}
+		}
+	}
+}
