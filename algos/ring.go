@@ -48,6 +48,10 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 	reserveRing(pl, chLen, n)
 	used := 0
 	loopsMax, kMax := 0, 0
+	anySHM := false // a link of the ring goes through host memory
+	for r := 0; r < n; r++ {
+		anySHM = anySHM || spec.transport(r, (r+1)%n) == shm
+	}
 	for ch := 0; ch < spec.channels; ch++ {
 		if chLen[ch] == 0 {
 			continue
@@ -67,10 +71,6 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 		// block's receive is its own load of host memory, one step after
 		// another (side by side, back-to-back calls convoy there too:
 		// 8 KiB on a800x8-2islands 45 µs a call against 31 alone).
-		anySHM := false
-		for r := 0; r < n; r++ {
-			anySHM = anySHM || spec.transport(r, (r+1)%n) == shm
-		}
 		pl.inOrder, K = P > K || spec.proto != protoLL || anySHM, P
 		loopsMax, kMax = max(loopsMax, L), max(kMax, K)
 		lOff, lLen := Split(chLen[ch], elem, L)
