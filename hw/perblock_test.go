@@ -239,3 +239,27 @@ func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
 	_, err = PerBlockValue(top, PerBlock{Kind: "loop", Loop: "host_shot", World: 2, Phases: 4, Bytes: 8, BlocksPerRank: 1, Blocks: 2, Threads: 128})
 	assert.ErrorContains(t, err, "no 16-B element")
 }
+
+// A copy loop's first iteration waits its start beyond the steady one,
+// growing with the block's warps; a loop of more bytes pays it once.
+func TestCopyLoopPaysItsStartOnce(t *testing.T) {
+	_, m := h200x1(t)
+	for _, threads := range []int{128, 512} {
+		k := Kernel{Blocks: 1, Threads: threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 1, Sources: 1, SrcInL2: true}
+		start := m.Phys.LoopStart + sim.Duration(threads/32)*m.Phys.LoopStartPerWarp
+		require.Positive(t, start)
+		assert.Equal(t, start, m.loopStart(k))
+		it, err := m.copyIterTimeFor(0, k, 16)
+		require.NoError(t, err)
+		one, err := m.firstIteration(0, k, 16) // 16 B: less than an iteration
+		require.NoError(t, err)
+		rate, err := m.LoopRate(0, k)
+		require.NoError(t, err)
+		stream, err := sim.FromSeconds(16 / float64(rate))
+		require.NoError(t, err)
+		assert.Equal(t, it-stream+start, one, "%d threads", threads)
+		long, err := m.firstIteration(0, k, 1<<30) // far more than an iteration: the start alone
+		require.NoError(t, err)
+		assert.Equal(t, start, long, "%d threads", threads)
+	}
+}

@@ -155,6 +155,22 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.SrcResidency != "" && r.Blocks == 1 && r.Threads == 128 && r.Iters == 64
 		}, How: "ns per iteration with the source fresh every launch minus the same with it in the L2"},
+	// gpu.loop_start and gpu.loop_start_per_warp: one block copying to
+	// host memory from the L2 in 4 iterations, 128 and 512 threads (its
+	// first iteration beyond the model's steady ones); the other iteration
+	// counts, the copies from device memory, NCCL's Simple steps
+	// (simple_step) and host_shot's staging are predicted.
+	{Params: []string{"gpu.loop_start", "gpu.loop_start_per_warp"}, Files: []string{"h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool {
+			return (r.Loop == "copy" && r.Dst == "host" && r.Src == "local") || r.Loop == "simple_step" || (r.Loop == "host_shot" && r.Phases&1 != 0)
+		},
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_queue_2.jsonl",
+			"h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/push_wide.jsonl", "h200x1-arsim/wide_2.jsonl",
+			"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl",
+			"h200x1-arsim/store_stream_2.jsonl"}, perBlockRepeats...),
+		On: func(r trace.Record) bool {
+			return r.Loop == "copy" && r.Src == "local" && r.Dst == "host" && r.SrcResidency == "l2" && r.Blocks == 1 && r.Iters == 4 && (r.Threads == 128 || r.Threads == 512)
+		}, How: "iterations × (ns per iteration − the model's without the start), least squares over warps"},
 	{Params: []string{"gpu.mem_efficiency"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
