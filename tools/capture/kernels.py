@@ -1257,6 +1257,48 @@ extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
 
+// ---- the same step with the slice copied in NCCL Simple's shape (src/device/common_kernel.h, reduceCopy: a pass of
+// reduceCopyPacks over whole warp hunks of 8 x 32 packs, pack u of lane l at hunk + u * 32 + l, then one over the packs
+// left in hunks of 32, the warps taking hunks in turn; sources read with ld.volatile.global).
+extern "C" __global__ void __launch_bounds__(1024) pb_simple_step_hunks(const unsigned* ctr, const uint4* src,
+    uint4* dst, unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
+  unsigned acc = 0;
+  long long spins = 0;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int s = 0; s < steps; s++) {
+    if (threadIdx.x == 0) {
+      while (ld_vol(ctr) < (unsigned)s) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+    }
+    __syncthreads();
+    const uint4* a = src + (size_t)s * slice16;
+    uint4* d = dst + (size_t)s * slice16;
+    const int whole = slice16 / 256;
+    for (int h = warp; h < whole; h += nw) {
+      const int at = h * 256 + lane;
+      uint4 v[8];
+      #pragma unroll
+      for (int u = 0; u < 8; u++) v[u] = ld_vol4_nccl(a + at + u * 32);
+      #pragma unroll
+      for (int u = 0; u < 8; u++) { d[at + u * 32] = v[u]; acc += v[u].x; }
+    }
+    for (int j = whole * 256 + warp * 32 + lane; j < slice16; j += nw * 32) {
+      const uint4 v = ld_vol4_nccl(a + j);
+      d[j] = v;
+      acc += v.x;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (fence == 1) fence_acq_rel_sys(); else if (fence == 2) fence_sc_sys();
+      st_vol(flag, (unsigned)s + 1u);
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
 // ---- fences after stores: thread t stores nst 16-B vectors to dst (coalesced), then fence (1 acq_rel.sys,
 // 2 sc.sys, 0 none), iters times. Timed per block.
 extern "C" __global__ void __launch_bounds__(1024) pb_fence(uint4* dst, int nst, int fence, int iters, long long* res) {

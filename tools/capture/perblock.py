@@ -1347,6 +1347,40 @@ class PerBlock:
                             self.rec.guard(f"nccl_copy {resident} {S} {dst} {t} {nccl}", run, 8, S, "local", dst, 1, t,
                                            32, bound=bound, resident=resident, nccl=nccl)
 
+    def loop_start(self):
+        """A loop's start, predicted at configurations it was not fitted on: one-source copies of one load a thread,
+        local to host and local to local, one block of 64, 256, 640 and 1024 threads, 1, 2, 4 and 64 iterations, the
+        source in the L2; then pb_simple_step's slice copies (fence none, local, the source in the L2) of 1-128 KiB at
+        128-1024 threads, in the plain loop's shape and in NCCL's (pb_simple_step_hunks, code nccl_hunks)."""
+        run = self.copy_runner()
+        for dst in ("host", "local"):
+            for t in (64, 256, 640, 1024):
+                for iters in (1, 2, 4, 64):
+                    self.rec.guard(f"loop_start copy {dst} {t} {iters}", run, 1, 1, "local", dst, 1, t, iters,
+                                   resident=True)
+        nb = 64 * MB
+        self.fill("local", "ssctr", 4096, [0x7fffffff])
+        ctr = self.dev("ssctr", 4096)
+        src = self.dev("sssrc", nb)
+        d = self.ptr("local", "ssdst", nb)
+        fl = self.ptr("local", "ssflag", 4096)
+        for hunks in (False, True):
+            k = self.fn("pb_simple_step_hunks" if hunks else "pb_simple_step")
+            for slice_bytes in (1024, 2048, 4096, 8192, 16384, 32768, 131072):
+                steps = min(200, 12 * MB // slice_bytes)  # source and destination stay in the L2 (50 MB)
+                for t in (128, 256, 512, 640, 1024):
+                    def meas(k=k, hunks=hunks, slice_bytes=slice_bytes, t=t, steps=steps):
+                        def launch():
+                            k((1,), (t,), (ctr, src, d, fl, np.int32(steps), np.int32(slice_bytes // 16),
+                                           np.int32(0), self.err, self.res), stream=self.s)
+                        vals = self.trials(launch, 1, lambda c: c / self.ghz / steps)
+                        rec = {"kind": "loop", "loop": "simple_step", "dst": "local", "slice_bytes": slice_bytes,
+                               "fence": "none", "blocks": 1, "threads": t, "steps": steps, "src_residency": "l2"}
+                        if hunks:
+                            rec["code"] = "nccl_hunks"
+                        self.emit(rec, vals, "ns_per_iter")
+                    self.rec.guard(f"loop_start step {slice_bytes} {t} {hunks}", meas)
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
@@ -1469,7 +1503,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
