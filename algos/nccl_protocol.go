@@ -376,7 +376,8 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 			k.StepBytes = pl.stepBytes
 		}
 	case protoSimple:
-		k.Loop, k.LoopAt, k.Unroll, k.Sources = hw.LoopSimple, at, pl.spec.unroll, sources
+		// NCCL's reduceCopy: warp hunks, no loop start (hw.Kernel.Hunks).
+		k.Loop, k.LoopAt, k.Unroll, k.Sources, k.Hunks = hw.LoopSimple, at, pl.spec.unroll, sources, true
 	}
 	return k
 }

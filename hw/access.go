@@ -116,7 +116,7 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	}
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
 	spec.Cap = windowCap(spec.Cap, delay+spec.Latency, iter, bytes)
-	return m.launchInOrder(r, &k, delay, spec, pr, false)
+	return m.launchInOrder(r, &k, delay+m.loopStart(k, bytes), spec, pr, false)
 }
 
 // windowCap is the cap of a read of bytes whose rate cap is set by its

@@ -99,6 +99,13 @@ type Kernel struct {
 	// fresh data in device memory, which gpu.copy_iter_overhead was
 	// measured on (hw.copyIterOverhead).
 	SrcInL2 bool
+	// Hunks (LoopSimple): the loop is NCCL's reduceCopy, whose warps take
+	// contiguous hunks of packs and skip a pass they have no data for
+	// (src/device/common_kernel.h): it waits no loop start (loopStart),
+	// which the plain loop's first iteration does (measured on one H200:
+	// testdata/h200x1-arsim/loop_start.jsonl, NCCL-shaped Simple steps of
+	// 1–4 KiB within −12…+6 % of the model without it at 128–1024 threads).
+	Hunks bool
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

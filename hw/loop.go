@@ -171,7 +171,7 @@ func (m *Machine) firstIteration(r int, k Kernel, bytes sim.Bytes) (sim.Duration
 	if err != nil {
 		return 0, err
 	}
-	start := m.loopStart(k)
+	start := m.loopStart(k, bytes)
 	rate, err := m.LoopRate(r, k)
 	if err != nil || rate <= 0 {
 		return it + start, err
@@ -183,16 +183,27 @@ func (m *Machine) firstIteration(r int, k Kernel, bytes sim.Bytes) (sim.Duration
 	return max(0, it-stream) + start, nil
 }
 
-// loopStart is what a LoopSimple loop's first iteration waits beyond its
-// steady one: its warps start together, after a block barrier (as each
-// NCCL Simple step's copy does) or the launch, and issue their first loads
-// at once (gpu.loop_start, gpu.loop_start_per_warp per warp; measured on
-// one H200: a copy from the L2 of 4 iterations waits 137 ns more than 4
-// steady ones at 128 threads, 364 at 512). The loops that run a copy as
-// a LocalTime pass or a Read pay no start.
-func (m *Machine) loopStart(k Kernel) sim.Duration {
-	warps := sim.Duration((int(float64(k.Threads)*k.share()) + 31) / 32)
-	return m.Phys.LoopStart + warps*m.Phys.LoopStartPerWarp
+// loopStart is what a LoopSimple loop moving bytes waits beyond its
+// steady iterations: its warps start together, after a block barrier or
+// the launch, and each warp's first loads wait behind the others':
+// gpu.loop_start, and gpu.loop_start_per_load for each warp and each load
+// a thread issues before the loop runs steady, up to
+// gpu.loop_start_loads of them (Unroll a pass, predicated where a thread
+// has no data, over the passes the bytes take). Measured on one H200
+// (testdata/h200x1-arsim/loop_start.jsonl): one-load copies of 1, 2 and 4
+// iterations at 64–1,024 threads wait 90–400 ns more than steady ones,
+// whether they store to local or host memory. NCCL's reduceCopy
+// (Kernel.Hunks) waits none.
+func (m *Machine) loopStart(k Kernel, bytes sim.Bytes) sim.Duration {
+	if k.Loop != LoopSimple || k.Hunks || bytes <= 0 {
+		return 0
+	}
+	threads := float64(k.Threads) * k.share()
+	unroll := int64(max(k.Unroll, 1))
+	window := int64(max(k.Blocks, 1)) * int64(max(threads, 1)) * 16 * unroll
+	loads := min(float64((int64(bytes)+window-1)/window*unroll), m.Top.Params.Get("gpu.loop_start_loads"))
+	warps := float64((int(threads) + 31) / 32)
+	return m.Phys.LoopStart + sim.Duration(warps*loads*float64(m.Phys.LoopStartPerLoad))
 }
 
 // llIterTime is one LL loop iteration of a block of threads threads whose
@@ -424,7 +435,8 @@ func (m *Machine) rankLoopTime(r int, k Kernel) (sim.Duration, error) {
 // LocalTime is how long rank r takes to reduce inputs sources of bytes
 // each into its own memory (inputs 1: a copy): at the GPU's memory
 // bandwidth (ReduceTime), and no faster than the kernel's loop moves them
-// (but for LoopRanks, whose iteration time counts the own load).
+// (but for LoopRanks, whose iteration time counts the own load), a
+// LoopSimple loop's start (loopStart) on top.
 func (m *Machine) LocalTime(r, inputs int, bytes sim.Bytes, k Kernel) (sim.Duration, error) {
 	d := m.ReduceTime(inputs, bytes)
 	if k.Loop == LoopRanks {
@@ -438,7 +450,7 @@ func (m *Machine) LocalTime(r, inputs int, bytes sim.Bytes, k Kernel) (sim.Durat
 	if err != nil {
 		return 0, fmt.Errorf("hw: local %d B at %v: %w", bytes, rate, err)
 	}
-	return max(d, l), nil
+	return max(d, l) + m.loopStart(k, bytes), nil
 }
 
 // LocalPass runs a pass of rank r's loop over bytes of its own memory

@@ -45,6 +45,9 @@ type PerBlock struct {
 	// SrcInL2 (loop copy, simple_step): the source is the same region
 	// every launch, in the L2 after the warm-up (trace src_residency l2).
 	SrcInL2 bool
+	// Hunks (loop copy, simple_step): the loop is in NCCL's reduceCopy
+	// shape (trace code nccl_hunks; Kernel.Hunks).
+	Hunks bool
 	// Evicted (loop ll, ll128w): the lines were written, then pushed out
 	// of the caches by other writes.
 	Evicted bool
@@ -474,7 +477,7 @@ func localTraffic(rec PerBlock, k Kernel) float64 {
 func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
-		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2} // a push stores each loaded byte to every destination
+		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks} // a push stores each loaded byte to every destination
 	// A launch copies fresh data from device memory, which
 	// gpu.copy_iter_overhead (fitted on such a copy) already holds, unless
 	// the record says its source stays in the L2 (Kernel.SrcInL2).
@@ -548,7 +551,7 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 	d := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
 	if rec.Slice > 0 {
 		// The slice's copy: at least one iteration, else the loop's rate.
-		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2}
+		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2, Hunks: rec.Hunks}
 		rate, err := m.LoopRate(0, k)
 		if err != nil {
 			return 0, err

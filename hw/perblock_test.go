@@ -240,26 +240,35 @@ func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
 	assert.ErrorContains(t, err, "no 16-B element")
 }
 
-// A copy loop's first iteration waits its start beyond the steady one,
-// growing with the block's warps; a loop of more bytes pays it once.
+// A plain copy loop waits its start once, beyond its steady iterations:
+// gpu.loop_start, and gpu.loop_start_per_load per warp and load a thread
+// issues before it runs steady, up to gpu.loop_start_loads loads; NCCL's
+// reduceCopy (Kernel.Hunks) waits none.
 func TestCopyLoopPaysItsStartOnce(t *testing.T) {
-	_, m := h200x1(t)
+	top, m := h200x1(t)
+	most := top.Params.Get("gpu.loop_start_loads")
 	for _, threads := range []int{128, 512} {
 		k := Kernel{Blocks: 1, Threads: threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 1, Sources: 1, SrcInL2: true}
-		start := m.Phys.LoopStart + sim.Duration(threads/32)*m.Phys.LoopStartPerWarp
-		require.Positive(t, start)
-		assert.Equal(t, start, m.loopStart(k))
+		warps := float64(threads / 32)
+		for _, iters := range []int64{1, 2, 4, 64} {
+			bytes := sim.Bytes(iters * int64(threads) * 16)
+			want := m.Phys.LoopStart + sim.Duration(warps*min(float64(iters), most)*float64(m.Phys.LoopStartPerLoad))
+			assert.Equal(t, want, m.loopStart(k, bytes), "%d threads, %d iterations", threads, iters)
+		}
+		// An unrolled pass issues all its loads, predicated where a
+		// thread has no data: a step of 16 B pays the cap.
+		k.Unroll = 8
+		assert.Equal(t, m.Phys.LoopStart+sim.Duration(warps*most*float64(m.Phys.LoopStartPerLoad)), m.loopStart(k, 16))
 		it, err := m.copyIterTimeFor(0, k, 16)
 		require.NoError(t, err)
-		one, err := m.firstIteration(0, k, 16) // 16 B: less than an iteration
+		one, err := m.firstIteration(0, k, 16)
 		require.NoError(t, err)
 		rate, err := m.LoopRate(0, k)
 		require.NoError(t, err)
 		stream, err := sim.FromSeconds(16 / float64(rate))
 		require.NoError(t, err)
-		assert.Equal(t, it-stream+start, one, "%d threads", threads)
-		long, err := m.firstIteration(0, k, 1<<30) // far more than an iteration: the start alone
-		require.NoError(t, err)
-		assert.Equal(t, start, long, "%d threads", threads)
+		assert.Equal(t, it-stream+m.loopStart(k, 16), one, "%d threads", threads)
+		k.Hunks = true
+		assert.Zero(t, m.loopStart(k, 16), "NCCL's reduceCopy")
 	}
 }

@@ -10,41 +10,44 @@ import (
 	"github.com/arsim/arsim/trace"
 )
 
-// gpu.loop_start and gpu.loop_start_per_warp from their fitted side: with
-// both at 0, each fitted copy's iterations × (measured − simulated) ns per
-// iteration is what its first iteration waits beyond the model's; the
-// least-squares line of those over the block's warps gives the two.
+// gpu.loop_start and gpu.loop_start_per_load from their fitted side
+// (loop_start.jsonl): each one-load copy of n = 1, 2, 4 iterations waits
+// n × (its ns per iteration − the same copy's at 64 iterations) beyond
+// steady iterations; the least-squares line of that over warps × loads a
+// thread issues (n, at most gpu.loop_start_loads) gives the two.
 func TestLoopStartFromItsFittedSide(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/loop_start.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	type copyKey struct {
+		dst            string
+		threads, iters int
+	}
+	ns := map[copyKey]float64{}
+	for _, r := range recs {
+		if f, _ := fitOf("testdata/h200x1-arsim/loop_start.jsonl", r); f != nil && f.Params[0] == "gpu.loop_start" {
+			ns[copyKey{r.Dst, r.Threads, r.Iters}] = r.NsPerIter
+		}
+	}
+	require.Len(t, ns, 32)
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	ps := p.DefaultParams()
-	for _, name := range []string{"gpu.loop_start", "gpu.loop_start_per_warp"} {
-		require.NoError(t, ps.Set(name, 0, "zero for the fit"))
-	}
-	var warps, extra []float64
-	for _, file := range []string{"store_width.jsonl", "store_depth.jsonl"} {
-		path := "../testdata/h200x1-arsim/" + file
-		recs, bad, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
-		require.NoError(t, err)
-		require.Empty(t, bad)
-		v, err := Run(recs, Options{File: path, Params: map[string]*topology.Params{"h200x1": ps}})
-		require.NoError(t, err)
-		byLine := recordsByLine(recs)
-		for _, c := range v.Records {
-			if c.FittedFor != "gpu.loop_start, gpu.loop_start_per_warp" {
-				continue
-			}
-			r := byLine[c.Line]
-			t.Logf("%s line %d: %d threads, %d iterations: measured %.1f, simulated %.1f ns", file, c.Line, r.Threads, r.Iters, c.Measured, c.Predicted)
-			warps = append(warps, float64(r.Threads/32))
-			extra = append(extra, float64(r.Iters)*(c.Measured-c.Predicted))
+	var xs, ys []float64
+	for k, v := range ns {
+		if k.iters == 64 {
+			continue
 		}
+		steady, ok := ns[copyKey{k.dst, k.threads, 64}]
+		require.True(t, ok, "%+v", k)
+		xs = append(xs, float64(k.threads/32)*min(float64(k.iters), ps.Get("gpu.loop_start_loads")))
+		ys = append(ys, float64(k.iters)*(v-steady))
 	}
-	require.Len(t, warps, 4)
-	a, b := line(warps, extra)
-	t.Logf("loop start %.2f ns + %.3f ns per warp", a, b)
-	assert.InDelta(t, a, ps0(t, "gpu.loop_start"), 0.05)
-	assert.InDelta(t, b, ps0(t, "gpu.loop_start_per_warp"), 0.005)
+	require.Len(t, xs, 24)
+	a, b := line(xs, ys)
+	t.Logf("loop start %.2f ns + %.4f ns a warp and load", a, b)
+	assert.InDelta(t, a, ps.Get("gpu.loop_start"), 0.05)
+	assert.InDelta(t, b, ps.Get("gpu.loop_start_per_load"), 0.0005)
 }
 
 // line fits y = a + b·x by least squares.
@@ -61,12 +64,4 @@ func line(xs, ys []float64) (a, b float64) {
 	}
 	b = sxy / sxx
 	return my - b*mx, b
-}
-
-// ps0 is a parameter of the h200x1 preset as it ships.
-func ps0(t *testing.T, name string) float64 {
-	t.Helper()
-	p, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	return p.DefaultParams().Get(name)
 }
