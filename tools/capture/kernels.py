@@ -1117,6 +1117,10 @@ extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);
 }
+extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_1_1(const uint4* a, const uint4* b, uint4* d,
+    long long off, int iters, int vol_a, int vol_b, long long* res) {
+  copy_loop<1, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);
+}
 
 // ---- a fence beside other blocks' streams of stores: blocks 0 .. gridDim.x-2 copy from src to bulk (8 loads of 16 B in
 // flight per thread, iters_bulk iterations, each block its own range; no fence); the last block's first warp stores one

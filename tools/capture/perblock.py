@@ -1381,6 +1381,20 @@ class PerBlock:
                         self.emit(rec, vals, "ns_per_iter")
                     self.rec.guard(f"loop_start step {slice_bytes} {t} {hunks}", meas)
 
+    def fence_land(self):
+        """Short copies to pinned host memory, plain and ending with a system-scope fence (pb_copy_fenced_1_1, _8_1),
+        the source in the L2: one load a thread at 128 and 512 threads, eight at 512, 1-32 blocks, 1, 3 and 8
+        iterations. host_shot's staging (a fenced one-load copy of 42 KiB per rank) ended about when its bytes could
+        cross the link, where the model waits for them to land and then the fence: does a fence after a short burst of
+        posted writes wait for them to land?"""
+        run = self.copy_runner()
+        for fenced in (False, True):
+            for U, t in ((1, 128), (1, 512), (8, 512)):
+                for b in (1, 4, 16, 32):
+                    for iters in (1, 3, 8):
+                        self.rec.guard(f"fence_land {fenced} U{U} {b}x{t} {iters}", run, U, 1, "local", "host", b, t,
+                                       iters, fenced, resident=True)
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
@@ -1503,7 +1517,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
