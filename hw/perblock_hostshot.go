@@ -4,9 +4,10 @@ import "fmt"
 
 // hostShotTwin: tools/capture's pb_host_shot, a two-rank one-shot through
 // pinned host memory (its one_shot_host at world 2) with both ranks on
-// GPU 0, rank r's block b meeting the other rank's block b. Its time per
-// iteration is the sum of the loops it runs one after another, each
-// simulated by the twin of the loop records that measure it alone:
+// GPU 0, rank r's block b meeting the other rank's block b. With the
+// barriers, its time per iteration is the sum of the loops it runs one
+// after another, each simulated by the twin of the loop records that
+// measure it alone (a part alone repeats as a stream, below):
 //
 //   - staging (phases bit 1): both ranks' blocks copy their input from
 //     local to host memory with one 16-B load per thread in flight, then
@@ -36,10 +37,31 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 	if blocks > 0 {
 		iters = int((packs + int64(blocks*rec.Threads) - 1) / int64(blocks*rec.Threads))
 	}
+	// Without the barriers (phases 1 or 4 alone) nothing holds the blocks
+	// together from one iteration to the next: each block runs its own
+	// part again as soon as it is done, so the iterations overlap and one
+	// takes the longer of a block's own part (its blocks alone) and the
+	// part's bytes at the rate all blocks share (repeats iterations run as
+	// one stream); with the barriers, the parts follow each other.
+	alone := rec.Phases&2 == 0
+	const repeats = 8
 	var sum float64
 	part := func(sub PerBlock, times int) error {
 		v, err := PerBlockValue(m.Top, sub) // each part on a machine of its own: its time is its engine's clock
-		sum += v * float64(times)
+		if err != nil || !alone {
+			sum += v * float64(times)
+			return err
+		}
+		one := sub
+		one.Blocks = 1
+		chain, err := PerBlockValue(m.Top, one)
+		if err != nil {
+			return err
+		}
+		long := sub
+		long.Iters = sub.Iters * repeats // its fence, if any, once: the stream's bytes land before it
+		stream, err := PerBlockValue(m.Top, long)
+		sum += max(chain, stream) * float64(times)
 		return err
 	}
 	if rec.Phases&1 != 0 {

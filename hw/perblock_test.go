@@ -219,7 +219,10 @@ func TestGroupBarrierTwinCountsTheOwnSlot(t *testing.T) {
 		"past one line only the round's stores and pollers (measured: it grows more; host_shot.jsonl)")
 }
 
-// The two-rank host one-shot's twin is the sum of its phases' twins.
+// The two-rank host one-shot's twin: with the barriers, the sum of its
+// phases' twins; a phase alone (no barrier holds the blocks together)
+// repeats as a stream, each iteration the longer of one block's part and
+// the part's bytes at the rate the blocks share.
 func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
 	top, _ := h200x1(t)
 	v := func(phases, b int, bytes int64) float64 {
@@ -228,10 +231,30 @@ func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
 		require.NoError(t, err)
 		return x
 	}
+	val := func(r PerBlock) float64 {
+		x, err := PerBlockValue(top, r)
+		require.NoError(t, err)
+		return x
+	}
 	for _, b := range []int{1, 8, 66} {
 		for _, n := range []int64{14336, 1 << 20} {
-			assert.InDelta(t, v(1, b, n)+v(2, b, n)+v(4, b, n), v(7, b, n), 1e-6, "%d blocks, %d B", b, n)
-			assert.InDelta(t, v(1, b, n)+v(2, b, n), v(3, b, n), 1e-6, "%d blocks, %d B", b, n)
+			packs := n / 16
+			blocks := int(min(int64(b), (packs+127)/128))
+			iters := int((packs + int64(blocks*128) - 1) / int64(blocks*128))
+			staging := PerBlock{Kind: "loop", Loop: "copy", Src: "local", Dst: "host", Unroll: 1, Sources: 1, Fence: "sc", SrcInL2: true,
+				Blocks: 2 * blocks, Threads: 128, Iters: iters}
+			pull := PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Blocks: 2 * blocks, Threads: 128, Iters: iters}
+			it := float64(iters)
+			assert.InDelta(t, it*val(staging)+v(2, b, n), v(3, b, n), 1e-6, "%d blocks, %d B", b, n)
+			assert.InDelta(t, it*(val(staging)+val(pull))+v(2, b, n), v(7, b, n), 1e-6, "%d blocks, %d B", b, n)
+			for _, c := range []struct {
+				phases int
+				part   PerBlock
+			}{{1, staging}, {4, pull}} {
+				one, long := c.part, c.part
+				one.Blocks, long.Iters = 1, c.part.Iters*8
+				assert.InDelta(t, it*max(val(one), val(long)), v(c.phases, b, n), 1e-6, "phases %d alone, %d blocks, %d B", c.phases, b, n)
+			}
 		}
 	}
 	_, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "host_shot", World: 3, Phases: 7, Bytes: 1024, BlocksPerRank: 1, Blocks: 3, Threads: 128})
