@@ -212,6 +212,11 @@ func lsq(rs []trace.Record, xy func(trace.Record) (float64, float64)) (a, b floa
 		x, y := xy(r)
 		xs, ys = append(xs, x), append(ys, y)
 	}
+	return line(xs, ys)
+}
+
+// line fits y = a + b·x by least squares.
+func line(xs, ys []float64) (a, b float64) {
 	var mx, my float64
 	for i := range xs {
 		mx, my = mx+xs[i], my+ys[i]

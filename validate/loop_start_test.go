@@ -49,19 +49,3 @@ func TestLoopStartFromItsFittedSide(t *testing.T) {
 	assert.InDelta(t, a, ps.Get("gpu.loop_start"), 0.05)
 	assert.InDelta(t, b, ps.Get("gpu.loop_start_per_load"), 0.0005)
 }
-
-// line fits y = a + b·x by least squares.
-func line(xs, ys []float64) (a, b float64) {
-	var mx, my float64
-	for i := range xs {
-		mx, my = mx+xs[i], my+ys[i]
-	}
-	mx, my = mx/float64(len(xs)), my/float64(len(xs))
-	var sxy, sxx float64
-	for i := range xs {
-		sxy += (xs[i] - mx) * (ys[i] - my)
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-	}
-	b = sxy / sxx
-	return my - b*mx, b
-}

@@ -1223,10 +1223,48 @@ extern "C" __global__ void __launch_bounds__(1024) pb_fence_blocks(uint4* dst, i
 }
 
 // ---- Simple's per-slice bookkeeping: thread 0 waits on a counter (already satisfied), block barrier, the block
-// copies slice16 int4 (unroll 8 from local src to dst), block barrier, thread 0 fences (0 none, 1 fence.acq_rel.sys,
-// 2 fence.sc.sys) and stores the step into flag (same memory as dst). One slice per step, `steps` steps.
-extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned* ctr, const uint4* src, uint4* dst,
-    unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
+// copies slice16 int4 from src to dst, block barrier, thread 0 fences (0 none, 1 fence.acq_rel.sys, 2 fence.sc.sys)
+// and stores the step into flag (same memory as dst). One slice per step, `steps` steps. The slice's copy:
+// - plain (pb_simple_step): unroll 8, coalesced, element c + u * blockDim.x + t, every thread running the unrolled
+//   body (predicated where it has no data);
+// - NCCL Simple's shape (pb_simple_step_hunks; src/device/common_kernel.h, reduceCopy): a pass of reduceCopyPacks
+//   over whole warp hunks of 8 x 32 packs, pack u of lane l at hunk + u * 32 + l, then one over the packs left in
+//   hunks of 32, the warps taking hunks in turn; sources read with ld.volatile.global.
+__device__ __forceinline__ void step_copy_plain(const uint4* a, uint4* d, int slice16, unsigned& acc) {
+  for (int c = 0; c < slice16; c += 8 * blockDim.x) {
+    uint4 v[8];
+    #pragma unroll
+    for (int u = 0; u < 8; u++) {
+      const int j = c + u * blockDim.x + threadIdx.x;
+      v[u] = j < slice16 ? a[j] : make_uint4(0u, 0u, 0u, 0u);
+    }
+    #pragma unroll
+    for (int u = 0; u < 8; u++) {
+      const int j = c + u * blockDim.x + threadIdx.x;
+      if (j < slice16) { d[j] = v[u]; acc += v[u].x; }
+    }
+  }
+}
+__device__ __forceinline__ void step_copy_hunks(const uint4* a, uint4* d, int slice16, unsigned& acc) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
+  const int whole = slice16 / 256;
+  for (int h = warp; h < whole; h += nw) {
+    const int at = h * 256 + lane;
+    uint4 v[8];
+    #pragma unroll
+    for (int u = 0; u < 8; u++) v[u] = ld_vol4_nccl(a + at + u * 32);
+    #pragma unroll
+    for (int u = 0; u < 8; u++) { d[at + u * 32] = v[u]; acc += v[u].x; }
+  }
+  for (int j = whole * 256 + warp * 32 + lane; j < slice16; j += nw * 32) {
+    const uint4 v = ld_vol4_nccl(a + j);
+    d[j] = v;
+    acc += v.x;
+  }
+}
+template <bool HUNKS>
+__device__ __forceinline__ void simple_step_loop(const unsigned* ctr, const uint4* src, uint4* dst, unsigned* flag,
+                                                 int steps, int slice16, int fence, int* err, long long* res) {
   unsigned acc = 0;
   long long spins = 0;
   __syncthreads();
@@ -1237,19 +1275,7 @@ extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned
     }
     __syncthreads();
     const size_t base = (size_t)s * slice16;
-    for (int c = 0; c < slice16; c += 8 * blockDim.x) {   // coalesced: element c + u * blockDim.x + t
-      uint4 v[8];
-      #pragma unroll
-      for (int u = 0; u < 8; u++) {
-        const int j = c + u * blockDim.x + threadIdx.x;
-        v[u] = j < slice16 ? src[base + j] : make_uint4(0u, 0u, 0u, 0u);
-      }
-      #pragma unroll
-      for (int u = 0; u < 8; u++) {
-        const int j = c + u * blockDim.x + threadIdx.x;
-        if (j < slice16) { dst[base + j] = v[u]; acc += v[u].x; }
-      }
-    }
+    if (HUNKS) step_copy_hunks(src + base, dst + base, slice16, acc); else step_copy_plain(src + base, dst + base, slice16, acc);
     __syncthreads();
     if (threadIdx.x == 0) {
       if (fence == 1) fence_acq_rel_sys(); else if (fence == 2) fence_sc_sys();
@@ -1260,47 +1286,13 @@ extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned
   long long c1 = clock64();
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
-
-// ---- the same step with the slice copied in NCCL Simple's shape (src/device/common_kernel.h, reduceCopy: a pass of
-// reduceCopyPacks over whole warp hunks of 8 x 32 packs, pack u of lane l at hunk + u * 32 + l, then one over the packs
-// left in hunks of 32, the warps taking hunks in turn; sources read with ld.volatile.global).
+extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned* ctr, const uint4* src, uint4* dst,
+    unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
+  simple_step_loop<false>(ctr, src, dst, flag, steps, slice16, fence, err, res);
+}
 extern "C" __global__ void __launch_bounds__(1024) pb_simple_step_hunks(const unsigned* ctr, const uint4* src,
     uint4* dst, unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
-  unsigned acc = 0;
-  long long spins = 0;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
-  __syncthreads();
-  long long c0 = clock64();
-  for (int s = 0; s < steps; s++) {
-    if (threadIdx.x == 0) {
-      while (ld_vol(ctr) < (unsigned)s) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
-    }
-    __syncthreads();
-    const uint4* a = src + (size_t)s * slice16;
-    uint4* d = dst + (size_t)s * slice16;
-    const int whole = slice16 / 256;
-    for (int h = warp; h < whole; h += nw) {
-      const int at = h * 256 + lane;
-      uint4 v[8];
-      #pragma unroll
-      for (int u = 0; u < 8; u++) v[u] = ld_vol4_nccl(a + at + u * 32);
-      #pragma unroll
-      for (int u = 0; u < 8; u++) { d[at + u * 32] = v[u]; acc += v[u].x; }
-    }
-    for (int j = whole * 256 + warp * 32 + lane; j < slice16; j += nw * 32) {
-      const uint4 v = ld_vol4_nccl(a + j);
-      d[j] = v;
-      acc += v.x;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      if (fence == 1) fence_acq_rel_sys(); else if (fence == 2) fence_sc_sys();
-      st_vol(flag, (unsigned)s + 1u);
-    }
-  }
-  __syncthreads();
-  long long c1 = clock64();
-  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+  simple_step_loop<true>(ctr, src, dst, flag, steps, slice16, fence, err, res);
 }
 
 // ---- fences after stores: thread t stores nst 16-B vectors to dst (coalesced), then fence (1 acq_rel.sys,
