@@ -119,6 +119,15 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	}
 	vectors := unroll*max(k.Sources, 1) - 1
 	warps := sim.Duration((int(float64(k.Threads)*k.share()) + 31) / 32)
+	if k.Hunks && k.LoopAt == GPUMem(r) {
+		// NCCL's reduceCopy over local memory: a warp's loads are one
+		// contiguous hunk, and each further load costs gpu.vector_issue
+		// alone (measured on one H200: testdata/h200x1-arsim/nccl_copy.jsonl,
+		// loop_start.jsonl). Over a peer's or host memory it is not
+		// measured, and NCCL's Simple on two H200s (NVLink) runs slower
+		// than even the plain loop's issue gives: the per-warp cost stays.
+		warps = 0
+	}
 	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp)
 	if k.FromDRAM {
 		it += m.Phys.DRAMSrcExtra

@@ -295,3 +295,26 @@ func TestCopyLoopPaysItsStartOnce(t *testing.T) {
 		assert.Zero(t, m.loopStart(k, 16), "NCCL's reduceCopy")
 	}
 }
+
+// In NCCL's reduceCopy shape over local memory a further load costs
+// gpu.vector_issue alone; over host memory (not measured in that shape)
+// the plain loop's per-warp cost stays.
+func TestHunksIssueTheirLoadsWithoutThePerWarpCost(t *testing.T) {
+	_, m := h200x1(t)
+	for _, at := range []Mem{GPUMem(0), HostMem(0)} {
+		plain := Kernel{Blocks: 1, Threads: 256, Loop: LoopSimple, LoopAt: at, Unroll: 8, Sources: 1}
+		hunks := plain
+		hunks.Hunks = true
+		p, err := m.copyIterTime(0, plain)
+		require.NoError(t, err)
+		h, err := m.copyIterTime(0, hunks)
+		require.NoError(t, err)
+		if at.Host {
+			assert.Equal(t, p, h, "over host memory")
+			continue
+		}
+		// 7 further loads, 8 warps, less what the memory's load adds
+		// back (hw.Machine.loaded: the faster loop loads it more).
+		assert.InEpsilon(t, float64(7*8*m.Phys.VectorIssuePerWarp), float64(p-h), 0.02)
+	}
+}
