@@ -107,8 +107,8 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("reading back host lines the GPU or the CPU just wrote (whose lines the GPU's L2 holds): %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
 		return fmt.Errorf("ping-pong with a fence after the store (it overlaps the partner's reply): %w", ErrNotModelled)
-	case rec.Kind == "loop" && rec.Dests > 1 && (rec.Loop != "copy" || rec.Dst != "host" || rec.Src == "host" || rec.Sources > 1):
-		return fmt.Errorf("a %s loop from %s to %d %s buffers (only copies from GPU memory to several in host memory are): %w",
+	case rec.Kind == "loop" && rec.Dests > 1 && (rec.Loop != "copy" || rec.Src != "local" || !(rec.Dst == "local" || rec.Dst == "host" && rec.Sources <= 1)):
+		return fmt.Errorf("a %s loop from %s to %d %s buffers (only copies from GPU memory to several in GPU memory, or of one source to several in host memory, are): %w",
 			rec.Loop, rec.Src, rec.Dests, rec.Dst, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && !isBarrierMode(rec.Mode):
 		return fmt.Errorf("a barrier of mode %s: %w", rec.Mode, ErrNotModelled)
@@ -492,11 +492,15 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		case rec.Dst == "host" || rec.Dst == "peer":
 			return m.Write(0, mem(rec.Dst), data, k, "copy", done)
 		}
-		d, err := m.LocalTime(0, rec.Sources, data, k)
+		// The memory moves every source and destination once (LocalTime
+		// counts inputs + 1 buffers): a copy to several local buffers
+		// passes its further destinations as inputs.
+		inputs := rec.Sources + max(rec.Dests, 1) - 1
+		d, err := m.LocalTime(0, inputs, data, k)
 		if err != nil {
 			return err
 		}
-		m.twinMemBusy += m.ReduceTime(rec.Sources, data)
+		m.twinMemBusy += m.ReduceTime(inputs, data)
 		m.Eng.After(d, done)
 		return nil
 	})

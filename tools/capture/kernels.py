@@ -1081,8 +1081,9 @@ __device__ __forceinline__ uint4 ld_vol4_nccl(const uint4* p) {
   asm volatile("ld.volatile.global.v2.b64 {%0,%1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p));
   return make_uint4((unsigned)lo, (unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32));
 }
-template <int U, int S>
-__device__ __forceinline__ void nccl_copy_loop(const uint4* a, const uint4* b, uint4* d, int iters, long long* res) {
+template <int U, int S, int D = 1>
+__device__ __forceinline__ void nccl_copy_loop(const uint4* a, const uint4* b, uint4* d, uint4* e, int iters,
+                                               long long* res) {
   unsigned acc = 0;
   __syncthreads();
   long long c0 = clock64();
@@ -1102,6 +1103,10 @@ __device__ __forceinline__ void nccl_copy_loop(const uint4* a, const uint4* b, u
     }
     #pragma unroll
     for (int u = 0; u < U; u++) { d[h + u * 32] = v[u]; acc += v[u].x; }
+    if (D == 2) {
+      #pragma unroll
+      for (int u = 0; u < U; u++) e[h + u * 32] = v[u];
+    }
   }
   __syncthreads();
   long long c1 = clock64();
@@ -1110,9 +1115,17 @@ __device__ __forceinline__ void nccl_copy_loop(const uint4* a, const uint4* b, u
 #define NCCL_COPY_K(U, S) \
 extern "C" __global__ void __launch_bounds__(640) pb_nccl_copy_##U##_##S(const uint4* a, const uint4* b, uint4* d, \
     long long off, int iters, int vol_a, int vol_b, long long* res) { \
-  nccl_copy_loop<U, S>(a + off, b + off, d + off, iters, res); \
+  nccl_copy_loop<U, S>(a + off, b + off, d + off, d + off, iters, res); \
 }
 NCCL_COPY_K(8, 1) NCCL_COPY_K(8, 2)
+// The same loop storing every element to a second destination too (NCCL's recvCopySend and recvReduceCopySend: the
+// output and the next rank's FIFO), both in local memory here.
+#define NCCL_COPY2_K(U, S) \
+extern "C" __global__ void __launch_bounds__(640) pb_nccl_copy2_##U##_##S(const uint4* a, const uint4* b, uint4* d, \
+    uint4* e, long long off, int iters, long long* res) { \
+  nccl_copy_loop<U, S, 2>(a + off, b + off, d + off, e + off, iters, res); \
+}
+NCCL_COPY2_K(8, 1) NCCL_COPY2_K(8, 2)
 extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);

@@ -1395,6 +1395,46 @@ class PerBlock:
                         self.rec.guard(f"fence_land {fenced} U{U} {b}x{t} {iters}", run, U, 1, "local", "host", b, t,
                                        iters, fenced, resident=True)
 
+    def nccl_dests(self):
+        """NCCL Simple's loop shape (warp hunks, volatile loads, 640-thread build) storing each element to one local
+        destination (pb_nccl_copy_8_S) or to two (pb_nccl_copy2_8_S: the output and the next rank's FIFO, as NCCL's
+        recvCopySend and recvReduceCopySend do), one and two sources, one block of 128, 256, 512 and 640 threads, 32
+        iterations, local memory, the sources in the L2 or fresh from HBM: what one block's reduce-copy-send costs."""
+        nb = self.big
+        self.fill("local", "cpa", nb, [0x01010101])
+        self.fill("local", "cpb", nb, [0x02020202])
+        a, bb = self.dev("cpa", nb), self.dev("cpb", nb)
+        d, e = self.dev("cpd", nb), self.dev("cpe", nb)
+        n16 = nb // 16
+        iters = 32
+        for resident in (True, False):
+            for S in (1, 2):
+                for D in (1, 2):
+                    for t in (128, 256, 512, 640):
+                        def meas(resident=resident, S=S, D=D, t=t):
+                            k = self.fn(f"pb_nccl_copy2_8_{S}" if D == 2 else f"pb_nccl_copy_8_{S}")
+                            span = iters * 8 * t
+                            off = [0]
+
+                            def launch():
+                                if off[0] + span > n16:
+                                    off[0] = 0
+                                if D == 2:
+                                    k((1,), (t,), (a, bb, d, e, np.int64(off[0]), np.int32(iters), self.res), stream=self.s)
+                                else:
+                                    k((1,), (t,), (a, bb, d, np.int64(off[0]), np.int32(iters), np.int32(0),
+                                                   np.int32(0), self.res), stream=self.s)
+                                if not resident:
+                                    off[0] += span
+                            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+                            rec = {"kind": "loop", "loop": "copy", "unroll": 8, "sources": S, "src": "local",
+                                   "dst": "local", "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 128,
+                                   "src_residency": "l2" if resident else "fresh", "code": "nccl_hunks"}
+                            if D == 2:
+                                rec["dests"] = 2
+                            self.emit(rec, vals, "ns_per_iter")
+                        self.rec.guard(f"nccl_dests {resident} S{S} D{D} {t}", meas)
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
@@ -1517,7 +1557,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
