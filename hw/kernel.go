@@ -102,9 +102,10 @@ type Kernel struct {
 	// Hunks (LoopSimple): the loop is NCCL's reduceCopy, whose warps take
 	// contiguous hunks of packs and skip a pass they have no data for
 	// (src/device/common_kernel.h): it waits no loop start (loopStart),
-	// which the plain loop's first iteration does (measured on one H200:
-	// testdata/h200x1-arsim/loop_start.jsonl, NCCL-shaped Simple steps of
-	// 1–4 KiB within −12…+6 % of the model without it at 128–1024 threads).
+	// which the plain loop does, and over local memory each further load
+	// costs gpu.vector_issue alone (copyIterTimeFor). Measured on one
+	// H200: testdata/h200x1-arsim/loop_start.jsonl, NCCL-shaped Simple
+	// steps of 1–128 KiB at 128–1,024 threads within −14…+8 %.
 	Hunks bool
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may

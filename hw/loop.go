@@ -210,7 +210,7 @@ func (m *Machine) loopStart(k Kernel, bytes sim.Bytes) sim.Duration {
 	threads := float64(k.Threads) * k.share()
 	unroll := int64(max(k.Unroll, 1))
 	window := int64(max(k.Blocks, 1)) * int64(max(threads, 1)) * 16 * unroll
-	loads := min(float64((int64(bytes)+window-1)/window*unroll), m.Top.Params.Get("gpu.loop_start_loads"))
+	loads := min(float64((int64(bytes)+window-1)/window*unroll), m.Phys.LoopStartLoads)
 	warps := float64((int(threads) + 31) / 32)
 	return m.Phys.LoopStart + sim.Duration(warps*loads*float64(m.Phys.LoopStartPerLoad))
 }

@@ -62,6 +62,7 @@ type Physics struct {
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
 	CopyDRAMExtra                           sim.Duration // gpu.copy_dram_extra
 	LoopStart, LoopStartPerLoad             sim.Duration // gpu.loop_start, gpu.loop_start_per_load
+	LoopStartLoads                          float64      // gpu.loop_start_loads
 	SMLoadRate                              sim.Rate
 	VectorIssue, VectorIssuePerWarp         sim.Duration
 	PollLoopOverhead                        sim.Duration
@@ -115,7 +116,7 @@ func resolve(ps *topology.Params) Physics {
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")),
-		LoopStart: ns(g("gpu.loop_start")), LoopStartPerLoad: ns(g("gpu.loop_start_per_load")),
+		LoopStart: ns(g("gpu.loop_start")), LoopStartPerLoad: ns(g("gpu.loop_start_per_load")), LoopStartLoads: g("gpu.loop_start_loads"),
 		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
 		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), PollRelaxedSaving: ns(g("gpu.poll_relaxed_saving")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
