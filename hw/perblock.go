@@ -397,6 +397,29 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 	return m.lineLoopTwin(rec, k, 8, "ll")
 }
 
+// blockStores is how long one block of a local LL loop takes to store
+// what its iterations store at gpu.sm_store_bandwidth: per thread and
+// iteration the sent line (16 B, an op that sends) and the result (8 B,
+// an op that keeps it: recv and the copies), as tools/capture's pb_ll and
+// NCCL's storeLL and output store do. Measured on one H200
+// (testdata/h200x1-arsim/ll_ops.jsonl): at 1,024 threads recv_send,
+// recv_copy_send and recv_reduce_copy_send store at 48–52 GB/s a block.
+// 0 for other loops.
+func (m *Machine) blockStores(rec PerBlock, name string) sim.Duration {
+	if name != "ll" || m.Phys.SMStoreRate <= 0 {
+		return 0
+	}
+	per := 0
+	if strings.Contains(rec.LLOp, "send") {
+		per += 16
+	}
+	if rec.LLOp == "recv" || strings.Contains(rec.LLOp, "copy") {
+		per += 8
+	}
+	bytes := float64(rec.Threads) * float64(per) * float64(max(rec.Iters, 1))
+	return sim.Duration(bytes / float64(m.Phys.SMStoreRate) * float64(sim.Second))
+}
+
 // ll128Twin: an LL128 loop of warps polling 128-byte lines in the receive
 // memory (local or host) and storing to the destination, 64 bytes per
 // thread per iteration.
@@ -439,15 +462,16 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 			n++
 		}
 		if n == 0 {
-			// All local: the loop's time, or its lines, user buffer and
-			// stores through the GPU's memory, whichever is longer.
+			// All local: the loop's time, its lines, user buffer and
+			// stores through the GPU's memory, or each block's stores at
+			// gpu.sm_store_bandwidth, whichever is longest.
 			d, err := m.LocalTime(0, 0, data, k)
 			if err != nil {
 				return err
 			}
 			busy := m.MemTime(sim.Bytes(float64(data) * localTraffic(rec, k)))
 			m.twinMemBusy += busy
-			m.Eng.After(max(d, busy), done)
+			m.Eng.After(max(d, busy, m.blockStores(rec, name)), done)
 		}
 		return nil
 	})

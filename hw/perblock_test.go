@@ -318,3 +318,19 @@ func TestHunksIssueTheirLoadsWithoutThePerWarpCost(t *testing.T) {
 		assert.InEpsilon(t, float64(7*8*m.Phys.VectorIssuePerWarp), float64(p-h), 0.02)
 	}
 }
+
+// A local LL loop is no faster than its block stores what it stores: the
+// sent line (16 B a thread) and the kept result (8 B) at
+// gpu.sm_store_bandwidth.
+func TestLocalLLLoopStoresAtTheBlocksRate(t *testing.T) {
+	_, m := h200x1(t)
+	for _, c := range []struct {
+		op  string
+		per int
+	}{{"recv", 8}, {"recv_send", 16}, {"recv_reduce_send", 16}, {"recv_copy_send", 24}, {"recv_reduce_copy", 8}, {"recv_reduce_copy_send", 24}} {
+		rec := PerBlock{Kind: "loop", Loop: "ll", LLOp: c.op, Recv: "local", Dst: "local", Blocks: 1, Threads: 1024, Iters: 10}
+		want := sim.Duration(float64(1024*c.per*10) / float64(m.Phys.SMStoreRate) * float64(sim.Second))
+		assert.Equal(t, want, m.blockStores(rec, "ll"), c.op)
+	}
+	assert.Zero(t, m.blockStores(PerBlock{LLOp: "recv_send", Threads: 1024, Iters: 10}, "ll128"))
+}
