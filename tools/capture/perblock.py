@@ -1437,6 +1437,19 @@ class PerBlock:
                             self.emit(rec, vals, "ns_per_iter")
                         self.rec.guard(f"nccl_dests {resident} S{S} D{D} {t}", meas)
 
+    def store_burst(self):
+        """Plain copies from the L2 to pinned host memory of 512-thread blocks, 1, 2, 4 and 8 loads a thread, one
+        iteration, 1-132 blocks, and 8 loads at 2 and 4 iterations at 16 and 66 blocks: how much of a launch's stores
+        to host memory the blocks issue before they wait for the link (fence_land found one iteration of 16-32
+        blocks, 1-2 MiB, ending in 1.7 us)."""
+        run = self.copy_runner()
+        for U in (1, 2, 4, 8):
+            for b in (1, 4, 16, 32, 66, 132):
+                self.rec.guard(f"store_burst U{U} {b}", run, U, 1, "local", "host", b, 512, 1, resident=True)
+        for b in (16, 66):
+            for iters in (2, 4):
+                self.rec.guard(f"store_burst U8 {b} {iters}", run, 8, 1, "local", "host", b, 512, iters, resident=True)
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
@@ -1559,7 +1572,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
