@@ -57,7 +57,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -151,7 +151,7 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool {
 			return (r.Loop == "copy" && (r.SrcResidency != "" || r.Src == "host")) || (r.Loop == "host_shot" && r.Phases&1 != 0)
 		},
-		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl"}, perBlockRepeats...),
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.SrcResidency != "" && r.Blocks == 1 && r.Threads == 128 && r.Iters == 64
 		}, How: "ns per iteration with the source fresh every launch minus the same with it in the L2"},
@@ -256,7 +256,7 @@ var Fits = append([]Fit{
 	// are predicted.
 	{Params: []string{"pcie.posted_write_buffer"}, Files: []string{"h200x1-arsim/write_buffer.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "copy" || r.Loop == "fence" },
-		AlsoPredicts: []string{"h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/fence_land.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/store_burst.jsonl"},
 		On:           func(r trace.Record) bool { return r.Loop == "copy" && r.Blocks == 4 && r.Fence == "" },
 		How:          "median over the launches of (slowest block with a closing fence.sc.sys − without) × bytes / (the fenced time)"},
 	// capture.fence_loop_code: the fence loop's kernel against the same
