@@ -428,6 +428,9 @@ func (m *Machine) rankLoopTime(r int, k Kernel) (sim.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
+		if k.Fresh && at.Host {
+			rtt = max(rtt-m.Phys.FreshLineSaving, 1)
+		}
 		it += rtt
 		p, err := m.path(GPUMem(r), at)
 		if err != nil {

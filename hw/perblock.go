@@ -54,7 +54,7 @@ type PerBlock struct {
 	// RuntimeOp (loop ll): the record is tools/capture's pb_ll, which tests
 	// its operation each iteration (hw.Kernel.RuntimeOp).
 	RuntimeOp bool
-	// Fresh (loop ll, ll128w): another agent wrote the lines just before the
+	// Fresh (loop ll, ll128w, pull): another agent wrote the lines just before the
 	// loop reads them (producer before, live or stale).
 	Fresh bool
 	// ItersPerStep (loop ll_steps): iterations per NCCL step, each step

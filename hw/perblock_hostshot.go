@@ -18,7 +18,10 @@ import "fmt"
 //     its own slot too (groupBarrierTwin, layout vllm, SelfSlot);
 //   - the pull (bit 4): world 2, the loop over ranks bounded at run time,
 //     the own input from local memory and the peer's from host memory
-//     (pullTwin, bound runtime).
+//     (pullTwin, bound runtime); after the staging (bits 1 and 4) the
+//     peer's lines were written just before, so they are read
+//     hostmem.fresh_line_saving sooner (PerBlock.Fresh; the saving is
+//     fitted on LL loops, ll_live_2.jsonl, not here).
 //
 // A phase's data is the allreduce's bytes per rank; only the threads that
 // hold data take part: its blocks are those with at least one 16-B
@@ -77,7 +80,7 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 		}
 	}
 	if rec.Phases&4 != 0 {
-		if err := part(PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2,
+		if err := part(PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Fresh: rec.Phases&1 != 0,
 			Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters}, iters); err != nil {
 			return 0, err
 		}

@@ -10,11 +10,16 @@ import (
 // in local memory and the others in host memory, with the loop over ranks
 // bounded at run time (as nvcc compiles it: runtimePullChain) or unrolled
 // (its loads in the batches nvcc issues them: unrolledPullBatches);
-// the host buffers' loads share the GPU's link as reads.
+// the host buffers' loads share the GPU's link as reads. Lines a GPU
+// wrote just before (PerBlock.Fresh: a one-shot's staging, host_shot) are
+// read hostmem.fresh_line_saving sooner, as an LL loop's are.
 func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 	v, err := m.vectorRoundTrip(0, HostMem(0))
 	if err != nil {
 		return 0, err
+	}
+	if rec.Fresh {
+		v = max(v-m.Phys.FreshLineSaving, 1)
 	}
 	it := m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
 	if rec.Bound != "runtime" {
