@@ -389,18 +389,27 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 // produced src carried the bound already (an SHM step forwarding what its
 // receive loop loaded). It returns the index of the write.
 func (pl *ncclPlanner) send(c *conn, src Range, share float64, label *stepLabels, sources int, deps ...int) int {
-	return pl.sendLoop(c, src, share, label, sources, false, deps...)
+	return pl.sendLoop(c, src, share, label, sources, 0, false, deps...)
+}
+
+// sendOut is send for a primitive that also stores each element to the
+// rank's output (recvReduceCopySend, recvCopySend: hw.Kernel.OutStores);
+// the copy to the output is its own op as well (its memory traffic), but
+// the loop that issues both stores is the send's.
+func (pl *ncclPlanner) sendOut(c *conn, src Range, share float64, label *stepLabels, sources int, deps ...int) int {
+	return pl.sendLoop(c, src, share, label, sources, 1, false, deps...)
 }
 
 // sendInput is NCCL's send primitive: it posts src, a rank's own data, as
 // the connection's next step, its loop loading src with no lines to poll
 // (hw.Kernel.NoPoll).
 func (pl *ncclPlanner) sendInput(c *conn, src Range, share float64, label *stepLabels, deps ...int) int {
-	return pl.sendLoop(c, src, share, label, 1, true, deps...)
+	return pl.sendLoop(c, src, share, label, 1, 0, true, deps...)
 }
 
-// sendLoop is send, noPoll telling a loop that polls no lines.
-func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLabels, sources int, noPoll bool, deps ...int) int {
+// sendLoop is send, outStores the primitive's stores to the output
+// (hw.Kernel.OutStores), noPoll telling a loop that polls no lines.
+func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLabels, sources, outStores int, noPoll bool, deps ...int) int {
 	c.sent++
 	k := c.sent
 	r := c.from
@@ -414,6 +423,9 @@ func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLa
 	if sources > 0 {
 		kern = pl.loopKern(hw.GPUMem(r), sources, share)
 		kern.NoPoll = noPoll && kern.Loop == hw.LoopLL
+		if kern.Loop == hw.LoopSimple {
+			kern.OutStores = outStores
+		}
 		kern.LoopGroup = c.id // the steps in flight share the block's loop
 		kern.InOrder = pl.inOrder
 	}

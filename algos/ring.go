@@ -249,7 +249,13 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 				if conns[r].tr == shm || conns[(r-1+n)%n].tr == shm {
 					srcs = 0
 				}
-				w := pl.send(conns[r], src[r][j], 1, name(s, j), srcs, ready[r][j])
+				send := pl.send
+				if s >= n-1 {
+					// recvReduceCopySend and recvCopySend store each
+					// element to the output too.
+					send = pl.sendOut
+				}
+				w := send(conns[r], src[r][j], 1, name(s, j), srcs, ready[r][j])
 				pend[r][j] = append(pend[r][j], w)
 			}
 		}

@@ -67,6 +67,12 @@ type Kernel struct {
 	// and added), which the loop parameters were fitted on; a reduction (2,
 	// or 0) takes gpu.ll128_reduce_extra more per iteration.
 	Sources int
+	// OutStores: stores of each payload byte to the rank's own memory
+	// beyond the transfer's destination (LoopSimple): NCCL's
+	// recvReduceCopySend and recvCopySend store each element to the output
+	// as well as to the next rank's FIFO. The SM issues them
+	// (smIssueRate); no link carries them.
+	OutStores int
 	// Polled: the loads are the ones a poll loop has just made (NCCL LL
 	// lines carry their own flags): the wait before them paid the round
 	// trip, and the data streams at the read's rate from the start.

@@ -365,7 +365,8 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.LoopAt == GPUMem(r) {
 			chain = m.loaded(chain, float64(blocks)*float64(warps*32*ll128LineBytesPerThread))
 		}
-		it := max(chain, m.smLoadTime(sim.Bytes(warps*32*ll128LineBytesPerThread)))
+		lines := float64(warps * 32 * ll128LineBytesPerThread)
+		it := max(chain, m.smIssueTime(lines, lines)) // the lines loaded, and stored on (or their data)
 		if k.Reload {
 			it += rtt
 		}
@@ -386,9 +387,9 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		}
 		unroll := float64(max(k.Unroll, 1))
 		sources := float64(max(k.Sources, 1))
-		perBlock := min(threads*16*unroll/it.Seconds(),
-			float64(m.Phys.SMLoadRate)*k.share()/sources,
-			float64(m.Phys.SMStoreRate)*k.share()/k.wire()) // the SM stores wire bytes (a push: every destination's)
+		// The SM issues every source's loads and every destination's
+		// stores (a push: wire bytes) of each payload byte (smIssueRate).
+		perBlock := min(threads*16*unroll/it.Seconds(), m.smIssueRate(sources, k.wire()+float64(max(k.OutStores, 0)))*k.share())
 		return sim.Rate(float64(blocks) * perBlock), nil
 	case LoopRanks:
 		it, err := m.rankLoopTime(r, k)
@@ -400,13 +401,44 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 	return 0, fmt.Errorf("hw: unknown loop kind %d", k.Loop)
 }
 
-// smLoadTime is how long one block's SM takes to load b bytes at
-// gpu.sm_load_bandwidth (0 when unbounded).
-func (m *Machine) smLoadTime(b sim.Bytes) sim.Duration {
-	if m.Phys.SMLoadRate <= 0 {
-		return 0
+// smIssueTime is how long one block's SM takes to issue loads of loaded
+// bytes and stores of stored bytes: its load/store pipe spends
+// 1/gpu.sm_load_bandwidth on each byte loaded and
+// 1/gpu.sm_local_store_bandwidth on each byte stored, one after the other
+// (stores that leave the GPU are bounded by gpu.sm_store_bandwidth as
+// well, per SM: writeSpec). Measured on one H200
+// (testdata/h200x1-arsim/nccl_copy.jsonl, NCCL's loop shape, one block of
+// 512 threads, sources in the L2): a copy moves 48.9 GB/s and a two-source
+// reduction 39.9, which set the two rates; the same loop storing to two
+// destinations then moves 27.6 GB/s from one source and 24.5 from two
+// (nccl_dests.jsonl), as the sum predicts (27.7 and 24.5), where separate
+// bounds on loads and stores give 25 and 24.
+func (m *Machine) smIssueTime(loaded, stored float64) sim.Duration {
+	var s float64
+	if m.Phys.SMLoadRate > 0 {
+		s += loaded / float64(m.Phys.SMLoadRate)
 	}
-	return sim.Duration(math.Ceil(float64(b) / float64(m.Phys.SMLoadRate) * float64(sim.Second)))
+	if m.Phys.SMLocalStoreRate > 0 {
+		s += stored / float64(m.Phys.SMLocalStoreRate)
+	}
+	return sim.Duration(math.Ceil(s * float64(sim.Second)))
+}
+
+// smIssueRate is the most payload one block's SM moves per second when
+// each payload byte is loaded from sources buffers and stored as wire
+// bytes (smIssueTime); +Inf when neither rate bounds it.
+func (m *Machine) smIssueRate(sources, wire float64) float64 {
+	var s float64
+	if m.Phys.SMLoadRate > 0 {
+		s += sources / float64(m.Phys.SMLoadRate)
+	}
+	if m.Phys.SMLocalStoreRate > 0 {
+		s += wire / float64(m.Phys.SMLocalStoreRate)
+	}
+	if s == 0 {
+		return math.Inf(1)
+	}
+	return 1 / s
 }
 
 // rankLoopTime is one iteration of a LoopRanks loop of rank r: the round

@@ -64,6 +64,7 @@ type Physics struct {
 	LoopStart, LoopStartPerLoad             sim.Duration // gpu.loop_start, gpu.loop_start_per_load
 	LoopStartLoads                          float64      // gpu.loop_start_loads
 	SMLoadRate                              sim.Rate
+	SMLocalStoreRate                        sim.Rate // gpu.sm_local_store_bandwidth
 	VectorIssue, VectorIssuePerWarp         sim.Duration
 	PollLoopOverhead                        sim.Duration
 	PollRelaxedSaving                       sim.Duration // gpu.poll_relaxed_saving
@@ -117,7 +118,7 @@ func resolve(ps *topology.Params) Physics {
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")),
 		LoopStart: ns(g("gpu.loop_start")), LoopStartPerLoad: ns(g("gpu.loop_start_per_load")), LoopStartLoads: g("gpu.loop_start_loads"),
-		SMLoadRate:  sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps,
+		SMLoadRate: sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps, SMLocalStoreRate: sim.Rate(g("gpu.sm_local_store_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
 		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), PollRelaxedSaving: ns(g("gpu.poll_relaxed_saving")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
 		FreshLineSaving: ns(g("hostmem.fresh_line_saving")), LLStepOverhead: ns(g("nccl.ll_step_overhead")),

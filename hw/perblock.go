@@ -397,27 +397,32 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 	return m.lineLoopTwin(rec, k, 8, "ll")
 }
 
-// blockStores is how long one block of a local LL loop takes to store
-// what its iterations store at gpu.sm_store_bandwidth: per thread and
-// iteration the sent line (16 B, an op that sends) and the result (8 B,
-// an op that keeps it: recv and the copies), as tools/capture's pb_ll and
-// NCCL's storeLL and output store do. Measured on one H200
+// blockIssue is how long one block of a local LL loop takes to issue
+// what its iterations load and store (smIssueTime): per thread and
+// iteration the line it polls (16 B) and, for a reduction, the user
+// buffer's 8 B; the sent line (16 B, an op that sends) and the result (8
+// B, an op that keeps it: recv and the copies), as tools/capture's pb_ll
+// and NCCL's storeLL and output store do. Measured on one H200
 // (testdata/h200x1-arsim/ll_ops.jsonl): at 1,024 threads recv_send,
-// recv_copy_send and recv_reduce_copy_send store at 48–52 GB/s a block.
-// 0 for other loops.
-func (m *Machine) blockStores(rec PerBlock, name string) sim.Duration {
-	if name != "ll" || m.Phys.SMStoreRate <= 0 {
+// recv_reduce_send, recv_copy_send and recv_reduce_copy_send take 340,
+// 377, 471 and 506 ns an iteration (this gives 334, 372, 463, 501). 0 for
+// other loops.
+func (m *Machine) blockIssue(rec PerBlock, name string) sim.Duration {
+	if name != "ll" {
 		return 0
 	}
-	per := 0
+	load, store := 16, 0
+	if strings.Contains(rec.LLOp, "reduce") {
+		load += 8
+	}
 	if strings.Contains(rec.LLOp, "send") {
-		per += 16
+		store += 16
 	}
 	if rec.LLOp == "recv" || strings.Contains(rec.LLOp, "copy") {
-		per += 8
+		store += 8
 	}
-	bytes := float64(rec.Threads) * float64(per) * float64(max(rec.Iters, 1))
-	return sim.Duration(bytes / float64(m.Phys.SMStoreRate) * float64(sim.Second))
+	n := float64(rec.Threads) * float64(max(rec.Iters, 1))
+	return m.smIssueTime(n*float64(load), n*float64(store))
 }
 
 // ll128Twin: an LL128 loop of warps polling 128-byte lines in the receive
@@ -463,15 +468,15 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 		}
 		if n == 0 {
 			// All local: the loop's time, its lines, user buffer and
-			// stores through the GPU's memory, or each block's stores at
-			// gpu.sm_store_bandwidth, whichever is longest.
+			// stores through the GPU's memory, or each block's loads and
+			// stores as its SM issues them, whichever is longest.
 			d, err := m.LocalTime(0, 0, data, k)
 			if err != nil {
 				return err
 			}
 			busy := m.MemTime(sim.Bytes(float64(data) * localTraffic(rec, k)))
 			m.twinMemBusy += busy
-			m.Eng.After(max(d, busy, m.blockStores(rec, name)), done)
+			m.Eng.After(max(d, busy, m.blockIssue(rec, name)), done)
 		}
 		return nil
 	})
@@ -560,6 +565,9 @@ func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fenc
 	rate, err := m.LoopRate(0, k)
 	if err != nil || rate <= 0 {
 		return land - early, err
+	}
+	if m.Phys.SMStoreRate > 0 { // stores that leave the GPU: gpu.sm_store_bandwidth an SM (writeSpec)
+		rate = min(rate, sim.Rate(float64(min(max(k.Blocks, 1), m.Phys.SMs))*k.share()*float64(m.Phys.SMStoreRate)/k.wire()))
 	}
 	issue, err := sim.FromSeconds(float64(data) / float64(rate))
 	if err != nil {

@@ -325,18 +325,37 @@ func TestHunksIssueTheirLoadsWithoutThePerWarpCost(t *testing.T) {
 	}
 }
 
-// A local LL loop is no faster than its block stores what it stores: the
-// sent line (16 B a thread) and the kept result (8 B) at
-// gpu.sm_store_bandwidth.
-func TestLocalLLLoopStoresAtTheBlocksRate(t *testing.T) {
+// A local LL loop is no faster than its block's SM issues what it loads
+// (the polled line, 16 B a thread, and a reduction's 8 B of user buffer)
+// and stores (the sent line, 16 B, and the kept result, 8 B): each byte
+// at gpu.sm_load_bandwidth or gpu.sm_local_store_bandwidth, added.
+func TestLocalLLLoopIssuesAtTheBlocksRate(t *testing.T) {
 	_, m := h200x1(t)
 	for _, c := range []struct {
-		op  string
-		per int
-	}{{"recv", 8}, {"recv_send", 16}, {"recv_reduce_send", 16}, {"recv_copy_send", 24}, {"recv_reduce_copy", 8}, {"recv_reduce_copy_send", 24}} {
+		op          string
+		load, store int
+	}{{"recv", 16, 8}, {"recv_send", 16, 16}, {"recv_reduce_send", 24, 16}, {"recv_copy_send", 16, 24}, {"recv_reduce_copy", 24, 8}, {"recv_reduce_copy_send", 24, 24}} {
 		rec := PerBlock{Kind: "loop", Loop: "ll", LLOp: c.op, Recv: "local", Dst: "local", Blocks: 1, Threads: 1024, Iters: 10}
-		want := sim.Duration(float64(1024*c.per*10) / float64(m.Phys.SMStoreRate) * float64(sim.Second))
-		assert.Equal(t, want, m.blockStores(rec, "ll"), c.op)
+		secs := float64(1024*c.load*10)/float64(m.Phys.SMLoadRate) + float64(1024*c.store*10)/float64(m.Phys.SMLocalStoreRate)
+		assert.InDelta(t, secs*float64(sim.Second), float64(m.blockIssue(rec, "ll")), 1, c.op)
 	}
-	assert.Zero(t, m.blockStores(PerBlock{LLOp: "recv_send", Threads: 1024, Iters: 10}, "ll128"))
+	assert.Zero(t, m.blockIssue(PerBlock{LLOp: "recv_send", Threads: 1024, Iters: 10}, "ll128"))
+}
+
+// A block's SM spends 1/gpu.sm_load_bandwidth on each byte its loop loads
+// and 1/gpu.sm_local_store_bandwidth on each it stores: a reduction of S
+// sources to D destinations moves at most 1/(S/load + D/store) a block,
+// and a primitive that also stores its output (Kernel.OutStores) stores
+// once more.
+func TestSimpleLoopIssuesLoadsAndStoresInTurn(t *testing.T) {
+	_, m := h200x1(t)
+	load, store := float64(m.Phys.SMLoadRate), float64(m.Phys.SMLocalStoreRate)
+	for _, c := range []struct{ sources, dests, out int }{{1, 1, 0}, {2, 1, 0}, {2, 1, 1}, {1, 2, 0}, {8, 1, 0}} {
+		k := Kernel{Blocks: 1, Threads: 4096, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: c.sources,
+			Wire: float64(c.dests), OutStores: c.out, SrcInL2: true, Hunks: true} // enough threads that the chain does not bound it
+		rate, err := m.LoopRate(0, k)
+		require.NoError(t, err)
+		want := 1 / (float64(c.sources)/load + float64(c.dests+c.out)/store)
+		assert.InEpsilon(t, want, float64(rate), 1e-9, "%+v", c)
+	}
 }

@@ -184,11 +184,16 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 32 && r.Threads == 512
 		}, How: "(ns per iteration − the model's unloaded iteration) × ns per iteration × memory rate / bytes loaded an iteration"},
-	{Params: []string{"gpu.sm_load_bandwidth"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		AlsoPredicts: perBlockRepeats,
-		On: func(r trace.Record) bool {
-			return r.Loop == "copy" && r.Unroll == 8 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 512 && r.Iters == 32
-		}, How: "512 threads × 8 × 16 B per iteration"},
+	// gpu.sm_load_bandwidth and gpu.sm_local_store_bandwidth: what one
+	// block's SM spends on each byte it loads and each it stores, from a
+	// copy and a two-source reduction in NCCL's loop shape whose sources
+	// sit in the L2 (nccl_copy.jsonl); every other copy, the copies to two
+	// destinations (nccl_dests.jsonl), the reductions over 3–8 sources
+	// (reduce_sources.jsonl) and the LL loops' stores are predicted.
+	{Params: []string{"gpu.sm_load_bandwidth", "gpu.sm_local_store_bandwidth"}, Files: []string{"h200x1-arsim/nccl_copy.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: []string{"h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/reduce_sources.jsonl"},
+		Covers:       func(r trace.Record) bool { return r.Loop == "copy" },
+		On:           smIssueSide, How: "the copy's and the reduction's ns per 64-KiB iteration solved for the time per byte loaded and per byte stored"},
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On:           vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
@@ -562,4 +567,13 @@ func heldOut(recs []Compared) *HeldOut {
 
 func statsOf(abs []float64) ErrorStats {
 	return ErrorStats{Count: len(abs), MedianAbsPct: median(abs), P95AbsPct: nearestRank(abs, 95)}
+}
+
+// smIssueSide is the fitted side of gpu.sm_load_bandwidth and
+// gpu.sm_local_store_bandwidth: one block of 512 threads copying and
+// reducing two sources in NCCL's loop shape, sources in the L2, local to
+// local, one destination.
+func smIssueSide(r trace.Record) bool {
+	return r.Loop == "copy" && r.Code == "nccl_hunks" && r.SrcResidency == "l2" && r.Src == "local" && r.Dst == "local" &&
+		r.Blocks == 1 && r.Threads == 512 && r.Sources <= 2 && r.Dests <= 1
 }

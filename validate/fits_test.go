@@ -111,7 +111,6 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		"gpu.ll_iter_overhead":    llA - chaseLocal - ps.Get("capture.ll_runtime_op"),
 		"gpu.ll_iter_per_warp":    llB,
 		"gpu.copy_iter_overhead":  oneLoad - chaseLocal,
-		"gpu.sm_load_bandwidth":   512 * 16 * 8 / value(side("gpu.sm_load_bandwidth")[0]),
 		"gpu.mem_efficiency":      132 * 512 * 16 * 8 * 2 / side("gpu.mem_efficiency")[0].NsPerIterSlowestBlock / ps.Get("gpu.mem_bandwidth"),
 		"gpu.mem_loaded_latency": func() float64 { // solved from t = base + k × loads / (t × rate)
 			t, base := value(side("gpu.mem_loaded_latency")[0]), ps.Get("gpu.mem_latency")+ps.Get("gpu.copy_iter_overhead")

@@ -1126,6 +1126,49 @@ extern "C" __global__ void __launch_bounds__(640) pb_nccl_copy2_##U##_##S(const 
   nccl_copy_loop<U, S, 2>(a + off, b + off, d + off, e + off, iters, res); \
 }
 NCCL_COPY2_K(8, 1) NCCL_COPY2_K(8, 2)
+// ---- NCCL's reduceCopy shape over S sources, each in its own region of one buffer (source s at a + s * sstride
+// int4), the sum stored to one destination (D == 1) or to two (D == 2: the output and the next rank's FIFO, as
+// recvReduceCopySend): the first source's packs are loaded, then each further source's and added, as
+// reduceCopyPacks does. Compiled for NCCL's 640-thread blocks. Offsets as copy_runner's.
+template <int U, int S, int D>
+__device__ __forceinline__ void nccl_reduce_loop(const uint4* a, long long sstride, uint4* d, uint4* e, int iters,
+                                                 long long* res) {
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
+  const size_t base = (size_t)blockIdx.x * iters * U * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    const size_t h = base + ((size_t)i * nw + warp) * U * 32 + lane;
+    uint4 v[U];
+    #pragma unroll
+    for (int u = 0; u < U; u++) v[u] = ld_vol4_nccl(a + h + u * 32);
+    #pragma unroll
+    for (int s = 1; s < S; s++) {
+      uint4 w[U];
+      #pragma unroll
+      for (int u = 0; u < U; u++) w[u] = ld_vol4_nccl(a + (size_t)s * sstride + h + u * 32);
+      #pragma unroll
+      for (int u = 0; u < U; u++) { v[u].x += w[u].x; v[u].y += w[u].y; v[u].z += w[u].z; v[u].w += w[u].w; }
+    }
+    #pragma unroll
+    for (int u = 0; u < U; u++) { d[h + u * 32] = v[u]; acc += v[u].x; }
+    if (D == 2) {
+      #pragma unroll
+      for (int u = 0; u < U; u++) e[h + u * 32] = v[u];
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+#define NCCL_REDUCE_K(S, D) \
+extern "C" __global__ void __launch_bounds__(640) pb_nccl_reduce_##S##_##D(const uint4* a, long long sstride, \
+    uint4* d, uint4* e, long long off, int iters, long long* res) { \
+  nccl_reduce_loop<8, S, D>(a + off, sstride, d + off, e + off, iters, res); \
+}
+NCCL_REDUCE_K(1, 1) NCCL_REDUCE_K(2, 1) NCCL_REDUCE_K(3, 1) NCCL_REDUCE_K(4, 1) NCCL_REDUCE_K(6, 1) NCCL_REDUCE_K(8, 1)
+NCCL_REDUCE_K(1, 2) NCCL_REDUCE_K(2, 2) NCCL_REDUCE_K(4, 2) NCCL_REDUCE_K(8, 2)
 extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);

@@ -1437,6 +1437,45 @@ class PerBlock:
                             self.emit(rec, vals, "ns_per_iter")
                         self.rec.guard(f"nccl_dests {resident} S{S} D{D} {t}", meas)
 
+    def reduce_sources(self):
+        """NCCL's reduceCopy shape over 1, 2, 3, 4, 6 and 8 local sources to one destination and over 1, 2, 4 and 8 to
+        two (pb_nccl_reduce_S_D: 8 packs of 16 B a source in flight a thread, 640-thread build), one block of 512
+        and 640 threads, 32 iterations, the sources in the L2 (the same region every launch) and, at 640 threads, fresh
+        from HBM: what one block's SM spends on each byte it loads and each byte it stores."""
+        iters, U = 32, 8
+        n16 = self.big // 16
+        sstride = n16 // 8  # int4 between sources: 8 regions of a 256-MiB buffer
+        self.fill("local", "rsa", self.big, [0x01010101])
+        a = self.dev("rsa", self.big)
+        d, e = self.dev("rsd", 64 * MB), self.dev("rse", 64 * MB)
+        first = 2 * iters * U * 640  # fresh regions start past the resident one
+        fresh = [first]
+        plan = [(S, 1) for S in (1, 2, 3, 4, 6, 8)] + [(S, 2) for S in (1, 2, 4, 8)]
+        for resident, threads in ((True, (512, 640)), (False, (640,))):
+            for S, D in plan:
+                for t in threads:
+                    def meas(resident=resident, S=S, D=D, t=t):
+                        k = self.fn(f"pb_nccl_reduce_{S}_{D}")
+                        span = iters * U * t
+
+                        def launch():
+                            at = 0  # the same region every launch: in the L2 after the warm-up
+                            if not resident:
+                                if fresh[0] + span > sstride:
+                                    fresh[0] = first
+                                at = fresh[0]
+                                fresh[0] += span
+                            k((1,), (t,), (a, np.int64(sstride), d, e, np.int64(at), np.int32(iters), self.res),
+                              stream=self.s)
+                        vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+                        rec = {"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local",
+                               "dst": "local", "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U,
+                               "src_residency": "l2" if resident else "fresh", "code": "nccl_hunks"}
+                        if D == 2:
+                            rec["dests"] = 2
+                        self.emit(rec, vals, "ns_per_iter")
+                    self.rec.guard(f"reduce_sources {resident} S{S} D{D} {t}", meas)
+
     def store_burst(self):
         """Plain copies from the L2 to pinned host memory of 512-thread blocks, 1, 2, 4 and 8 loads a thread, one
         iteration, 1-132 blocks, and 8 loads at 2 and 4 iterations at 16 and 66 blocks: how much of a launch's stores
@@ -1572,7 +1611,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
