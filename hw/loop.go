@@ -36,10 +36,10 @@ import (
 //     lines, hostmem.fresh_line_saving less) plus gpu.ll128_iter_overhead
 //     and gpu.ll128_iter_per_warp for each warp of the thread group (the
 //     block's threads times Kernel.Share: the tree's up or down group) —
-//     and the group's line loads at gpu.sm_load_bandwidth (measured on
-//     H200: one block's local LL128 loop at 640 threads loads its lines at
-//     the copy loop's SM rate, and over host memory it takes one round
-//     trip from 64 to 640 threads); then, in NCCL's loop, which loads its
+//     and the SM's issue of the group's lines, loaded and stored on
+//     (smIssueTime; measured on H200: one block's local LL128 loop at 640
+//     threads moves its lines at the copy loop's SM rate, and over host
+//     memory it takes one round trip from 64 to 640 threads); then, in NCCL's loop, which loads its
 //     lines again once their flags match (Kernel.Reload), a second round
 //     trip; with a reduction, gpu.ll128_reduce_extra more; in NCCL's steps
 //     of Kernel.StepBytes, nccl.ll128_step_overhead more per step.
@@ -48,8 +48,10 @@ import (
 //     block's loads turn over Threads × 16 B × Unroll per iteration: a
 //     round trip to the sources' memory, gpu.copy_iter_overhead and the
 //     issue of the further loads (gpu.vector_issue, gpu.vector_issue_per_warp);
-//     an SM loads at most gpu.sm_load_bandwidth, shared by Kernel.Sources
-//     sources, and stores at most gpu.sm_store_bandwidth. A copy takes at
+//     the SM spends 1/gpu.sm_load_bandwidth on each byte of every source
+//     and 1/gpu.sm_local_store_bandwidth on each byte of every destination
+//     (and of the output, Kernel.OutStores), added (smIssueRate); stores
+//     leaving the GPU are bounded by gpu.sm_store_bandwidth too. A copy takes at
 //     least one iteration, however few bytes it moves, and its first
 //     iteration waits the loop's start more (firstIteration, loopStart).
 //
