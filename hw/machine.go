@@ -45,6 +45,7 @@ type Physics struct {
 	FenceExtraPCIe, KernelPrologue          sim.Duration
 	FencePCIeRoundTrip                      bool
 	FencePostedExtra                        sim.Duration
+	StoreIssue                              sim.Duration // gpu.store_issue
 	BarrierSync, AtomicPollExtra            sim.Duration
 	BarrierMeet, BarrierMeetPerWarp         sim.Duration
 	PostedWriteBuffer                       sim.Bytes    // pcie.posted_write_buffer
@@ -104,7 +105,7 @@ func resolve(ps *topology.Params) Physics {
 		ReduceLoopOverhead: ns(g("gpu.reduce_loop_overhead")), ReduceLoopExtraPCIe: ns(g("gpu.reduce_loop_extra_pcie")),
 		FenceLocal: ns(g("gpu.fence_sys_local")), FenceExtraNVLink: ns(g("gpu.fence_extra_nvlink")), FenceExtraPCIe: ns(g("gpu.fence_extra_pcie")),
 		KernelPrologue:     us(g("gpu.kernel_prologue")),
-		FencePCIeRoundTrip: g("gpu.fence_pcie_round_trip") != 0, FencePostedExtra: ns(g("gpu.fence_posted_extra")),
+		FencePCIeRoundTrip: g("gpu.fence_pcie_round_trip") != 0, FencePostedExtra: ns(g("gpu.fence_posted_extra")), StoreIssue: ns(g("gpu.store_issue")),
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),

@@ -184,6 +184,13 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 32 && r.Threads == 512
 		}, How: "(ns per iteration − the model's unloaded iteration) × ns per iteration × memory rate / bytes loaded an iteration"},
+	// gpu.store_issue: one thread's burst of 16 stores to local memory
+	// (micro2's fence variant 16x16B); a warp's bursts, to host memory,
+	// ending with a fence, and every other instance's are predicted.
+	{Params: []string{"gpu.store_issue"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindFence},
+		Covers: func(r trace.Record) bool { return strings.HasPrefix(r.Variant, "16x16B") }, AlsoPredicts: micro2Repeats,
+		On: func(r trace.Record) bool { return r.Variant == "16x16B" && r.Threads == 1 && r.Target == "local" },
+		How: "ns per burst over its 16 stores"},
 	// gpu.sm_load_bandwidth and gpu.sm_local_store_bandwidth: what one
 	// block's SM spends on each byte it loads and each it stores, from a
 	// copy and a two-source reduction in NCCL's loop shape whose sources

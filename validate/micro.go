@@ -337,6 +337,21 @@ func FenceNs(top *topology.Topology, target string) (float64, error) {
 	return float64(d) / float64(sim.Nanosecond), nil
 }
 
+// StoreBurstNs is the time one block of threads threads takes to issue
+// stores 16-byte stores per thread to target memory, in ns
+// (hw.Machine.StoreBurst).
+func StoreBurstNs(top *topology.Topology, target string, stores, threads int) (float64, error) {
+	m, err := hw.New(top)
+	if err != nil {
+		return 0, err
+	}
+	at, err := targetMem(m, "fence", target, true)
+	if err != nil {
+		return 0, err
+	}
+	return float64(m.StoreBurst(0, at, stores, threads)) / float64(sim.Nanosecond), nil
+}
+
 // RawLaunchIntervalUs returns the host time per eager kernel launch issued
 // back to back through the CUDA driver API (host.cuda_launch_issue), in µs.
 func RawLaunchIntervalUs(top *topology.Topology) (float64, error) {

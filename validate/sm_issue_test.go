@@ -43,3 +43,24 @@ func TestSMIssueFromItsFittedSide(t *testing.T) {
 		assert.Contains(t, par.Source, "nccl_copy.jsonl", name)
 	}
 }
+
+// gpu.store_issue from its fitted side: one thread's burst of 16 stores to
+// local memory (perblock.jsonl micro2, fence variant 16x16B).
+func TestStoreIssueFromItsFittedSide(t *testing.T) {
+	const file = "testdata/h200x1-arsim/perblock.jsonl"
+	recs, _, err := trace.ReadJSONLFile("../"+file, trace.ReadOptions{SkipBad: true})
+	require.NoError(t, err)
+	var got []float64
+	for _, r := range recs {
+		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "gpu.store_issue" {
+			got = append(got, r.NsPerIter/16)
+		}
+	}
+	require.Len(t, got, 1)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	assert.InEpsilon(t, got[0], ps.Get("gpu.store_issue"), 1e-3)
+	par, _ := ps.Lookup("gpu.store_issue")
+	assert.Contains(t, par.Source, "perblock.jsonl")
+}

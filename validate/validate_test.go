@@ -193,7 +193,7 @@ func TestTwinSkipReasons(t *testing.T) {
 		text string
 	}{
 		{trace.Record{Kind: trace.KindSMAccess, Target: "local"}, ErrNotModelled, "local HBM streaming is not modelled"},
-		{trace.Record{Kind: trace.KindFence, Variant: "store"}, ErrNotModelled, `fence variant "store" is not modelled (only system-scope fences are)`},
+		{trace.Record{Kind: trace.KindFence, Variant: "store"}, ErrNotModelled, `fence variant "store" is not modelled (only system-scope fences and the 16-store bursts are)`},
 		{trace.Record{Kind: trace.KindBarrier, World: 1}, ErrBadRecord, "a barrier needs two ranks or more"},
 		{trace.Record{Kind: trace.KindMemcpy, Launch: trace.LaunchCUDAGraph}, ErrNotModelled, "copy-engine memcpy inside a CUDA graph is not modelled (only eager issue)"},
 		{trace.Record{Kind: trace.KindEmptyKernel, Launch: trace.LaunchEager, Mode: "back_to_back", PrefillUs: 3000}, ErrNotModelled, "eager launches queued behind a device-side spin"},
