@@ -189,7 +189,7 @@ var Fits = append([]Fit{
 	// ending with a fence, and every other instance's are predicted.
 	{Params: []string{"gpu.store_issue"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindFence},
 		Covers: func(r trace.Record) bool { return strings.HasPrefix(r.Variant, "16x16B") }, AlsoPredicts: micro2Repeats,
-		On: func(r trace.Record) bool { return r.Variant == "16x16B" && r.Threads == 1 && r.Target == "local" },
+		On:  func(r trace.Record) bool { return r.Variant == "16x16B" && r.Threads == 1 && r.Target == "local" },
 		How: "ns per burst over its 16 stores"},
 	// gpu.sm_load_bandwidth and gpu.sm_local_store_bandwidth: what one
 	// block's SM spends on each byte it loads and each it stores, from a

@@ -100,11 +100,7 @@ func MemcpyEager(top *topology.Topology, dir hw.CopyDir, bytes sim.Bytes, api Co
 // ("host": NUMA-local pinned memory; "peer": rank 1's memory); volatile:
 // a loop of volatile loads, one in flight per thread (hw.Kernel.Volatile).
 func SMAccessGBps(top *topology.Topology, write, volatile bool, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
-	m, err := hw.New(top)
-	if err != nil {
-		return 0, err
-	}
-	at, err := targetMem(m, "sm_access", target, false)
+	m, at, err := machineAt(top, "sm_access", target, false)
 	if err != nil {
 		return 0, err
 	}
@@ -127,11 +123,7 @@ func SMAccessGBps(top *topology.Topology, write, volatile bool, target string, b
 // PointerChaseNs returns the time of one dependent 8-byte load by rank 0 of
 // target memory ("host", "peer", "local"), in ns: one read round trip.
 func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
-	m, err := hw.New(top)
-	if err != nil {
-		return 0, err
-	}
-	at, err := targetMem(m, "pointer_chase", target, true)
+	m, at, err := machineAt(top, "pointer_chase", target, true)
 	if err != nil {
 		return 0, err
 	}
@@ -266,6 +258,17 @@ func HostLinkGBpsBlocks(top *topology.Topology, what string, gpus int, bytesPerG
 
 // targetMem names the memory a micro measurement on rank 0 touches: "host"
 // (NUMA-local pinned memory), "peer" (rank 1) or, where allowed, "local".
+// machineAt builds top's machine and the memory target names on it
+// (targetMem).
+func machineAt(top *topology.Topology, kind, target string, local bool) (*hw.Machine, hw.Mem, error) {
+	m, err := hw.New(top)
+	if err != nil {
+		return nil, hw.Mem{}, err
+	}
+	at, err := targetMem(m, kind, target, local)
+	return m, at, err
+}
+
 func targetMem(m *hw.Machine, kind, name string, local bool) (hw.Mem, error) {
 	switch {
 	case name == "host":
@@ -290,11 +293,7 @@ func targetMem(m *hw.Machine, kind, name string, local bool) (hw.Mem, error) {
 // (and one locally), adds and stores: one remote load in flight per thread,
 // turned over once per round trip plus gpu.reduce_loop_overhead.
 func ReduceLoopGBps(top *topology.Topology, target string, blocks, threads int, bytes sim.Bytes) (float64, error) {
-	m, err := hw.New(top)
-	if err != nil {
-		return 0, err
-	}
-	at, err := targetMem(m, "sm_access read_reduce", target, false)
+	m, at, err := machineAt(top, "sm_access read_reduce", target, false)
 	if err != nil {
 		return 0, err
 	}
@@ -322,11 +321,7 @@ func GraphKernelGapUs(top *topology.Topology) (float64, error) {
 // FenceNs returns the cost, in ns, of a system-scope fence on rank 0 after
 // stores to target memory ("local", "peer", "host").
 func FenceNs(top *topology.Topology, target string) (float64, error) {
-	m, err := hw.New(top)
-	if err != nil {
-		return 0, err
-	}
-	at, err := targetMem(m, "fence", target, true)
+	m, at, err := machineAt(top, "fence", target, true)
 	if err != nil {
 		return 0, err
 	}
@@ -341,11 +336,7 @@ func FenceNs(top *topology.Topology, target string) (float64, error) {
 // stores 16-byte stores per thread to target memory, in ns
 // (hw.Machine.StoreBurst).
 func StoreBurstNs(top *topology.Topology, target string, stores, threads int) (float64, error) {
-	m, err := hw.New(top)
-	if err != nil {
-		return 0, err
-	}
-	at, err := targetMem(m, "fence", target, true)
+	m, at, err := machineAt(top, "fence", target, true)
 	if err != nil {
 		return 0, err
 	}
