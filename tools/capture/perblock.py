@@ -1476,6 +1476,39 @@ class PerBlock:
                         self.emit(rec, vals, "ns_per_iter")
                     self.rec.guard(f"reduce_sources {resident} S{S} D{D} {t}", meas)
 
+    def reduce_blocks(self):
+        """reduce_sources' kernel (pb_nccl_reduce_S_1: NCCL's reduceCopy shape, 640-thread build) over 1, 2, 4 and 8
+        local sources to one destination, 512 threads a block, 1-132 blocks, 16 iterations, every source fresh from
+        HBM each launch (each in a 512-MiB region of its own): one block's SM issue (reduce_sources.jsonl) against the
+        GPU's memory as blocks are added."""
+        iters, U, t = 16, 8, 512
+        region = 512 * MB
+        nb = 8 * region
+        if "rbsrc" not in self.d:
+            with self.cp.cuda.Device(0):
+                self.d["rbsrc"] = self.cp.ones(nb // 4, dtype=self.cp.uint32)
+        a = self.d["rbsrc"]
+        d = self.dev("rbd", region + 160 * MB)  # the destination at the sources' offset
+        sstride = region // 16
+        at = [0]
+        for S in (1, 2, 4, 8):
+            for b in (1, 2, 4, 8, 16, 32, 66, 132):
+                def meas(S=S, b=b):
+                    k = self.fn(f"pb_nccl_reduce_{S}_1")
+                    span = b * iters * U * t
+
+                    def launch():
+                        if at[0] + span > sstride:
+                            at[0] = 0
+                        k((b,), (t,), (a, np.int64(sstride), d, d, np.int64(at[0]), np.int32(iters), self.res),
+                          stream=self.s)
+                        at[0] += span  # fresh every launch
+                    vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                    self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local", "dst": "local",
+                               "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U,
+                               "src_residency": "fresh", "code": "nccl_hunks"}, vals, "ns_per_iter")
+                self.rec.guard(f"reduce_blocks S{S} {b}x{t}", meas)
+
     def store_burst(self):
         """Plain copies from the L2 to pinned host memory of 512-thread blocks, 1, 2, 4 and 8 loads a thread, one
         iteration, 1-132 blocks, and 8 loads at 2 and 4 iterations at 16 and 66 blocks: how much of a launch's stores
@@ -1611,7 +1644,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
