@@ -39,9 +39,10 @@ import (
 //     and the SM's issue of the group's lines, loaded and stored on
 //     (smIssueTime; measured on H200: one block's local LL128 loop at 640
 //     threads moves its lines at the copy loop's SM rate, and over host
-//     memory it takes one round trip from 64 to 640 threads); then, in NCCL's loop, which loads its
-//     lines again once their flags match (Kernel.Reload), a second round
-//     trip; with a reduction, gpu.ll128_reduce_extra more; in NCCL's steps
+//     memory it takes one round trip from 64 to 640 threads); then, in
+//     NCCL's loop, which loads its lines again once their flags match
+//     (Kernel.Reload), a second round trip; with a reduction,
+//     gpu.ll128_reduce_extra more; in NCCL's steps
 //     of Kernel.StepBytes, nccl.ll128_step_overhead more per step.
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
@@ -51,8 +52,8 @@ import (
 //     the SM spends 1/gpu.sm_load_bandwidth on each byte of every source
 //     and 1/gpu.sm_local_store_bandwidth on each byte of every destination
 //     (and of the output, Kernel.OutStores), added (smIssueRate); stores
-//     leaving the GPU are bounded by gpu.sm_store_bandwidth too. A copy takes at
-//     least one iteration, however few bytes it moves, and its first
+//     leaving the GPU are bounded by gpu.sm_store_bandwidth too. A copy
+//     takes at least one iteration, however few bytes it moves, and its first
 //     iteration waits the loop's start more (firstIteration, loopStart).
 //
 // A loop's rate is in payload bytes per second for the whole kernel (its
@@ -416,6 +417,23 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 // (nccl_dests.jsonl), as the sum predicts (27.7 and 24.5), where separate
 // bounds on loads and stores give 25 and 24.
 func (m *Machine) smIssueTime(loaded, stored float64) sim.Duration {
+	return sim.Duration(math.Ceil(m.smIssueSeconds(loaded, stored) * float64(sim.Second)))
+}
+
+// smIssueRate is the most payload one block's SM moves per second when
+// each payload byte is loaded from sources buffers and stored as wire
+// bytes (smIssueTime); +Inf when neither rate bounds it.
+func (m *Machine) smIssueRate(sources, wire float64) float64 {
+	s := m.smIssueSeconds(sources, wire)
+	if s == 0 {
+		return math.Inf(1)
+	}
+	return 1 / s
+}
+
+// smIssueSeconds is the seconds one block's SM spends issuing loads of
+// loaded bytes and stores of stored bytes (0 for a rate not set).
+func (m *Machine) smIssueSeconds(loaded, stored float64) float64 {
 	var s float64
 	if m.Phys.SMLoadRate > 0 {
 		s += loaded / float64(m.Phys.SMLoadRate)
@@ -423,24 +441,7 @@ func (m *Machine) smIssueTime(loaded, stored float64) sim.Duration {
 	if m.Phys.SMLocalStoreRate > 0 {
 		s += stored / float64(m.Phys.SMLocalStoreRate)
 	}
-	return sim.Duration(math.Ceil(s * float64(sim.Second)))
-}
-
-// smIssueRate is the most payload one block's SM moves per second when
-// each payload byte is loaded from sources buffers and stored as wire
-// bytes (smIssueTime); +Inf when neither rate bounds it.
-func (m *Machine) smIssueRate(sources, wire float64) float64 {
-	var s float64
-	if m.Phys.SMLoadRate > 0 {
-		s += sources / float64(m.Phys.SMLoadRate)
-	}
-	if m.Phys.SMLocalStoreRate > 0 {
-		s += wire / float64(m.Phys.SMLocalStoreRate)
-	}
-	if s == 0 {
-		return math.Inf(1)
-	}
-	return 1 / s
+	return s
 }
 
 // rankLoopTime is one iteration of a LoopRanks loop of rank r: the round
