@@ -71,8 +71,12 @@ type Kernel struct {
 	// beyond the transfer's destination (LoopSimple): NCCL's
 	// recvReduceCopySend and recvCopySend store each element to the output
 	// as well as to the next rank's FIFO. The SM issues them
-	// (smIssueRate); no link carries them.
+	// (smIssueSeconds); no link carries them.
 	OutStores int
+	// StoresOut: the transfer's stores leave the GPU (Write sets it): the
+	// SM spends 1/gpu.sm_store_bandwidth on each of their bytes, not
+	// 1/gpu.sm_local_store_bandwidth (smIssueSeconds).
+	StoresOut bool
 	// Polled: the loads are the ones a poll loop has just made (NCCL LL
 	// lines carry their own flags): the wait before them paid the round
 	// trip, and the data streams at the read's rate from the start.

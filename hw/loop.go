@@ -51,8 +51,9 @@ import (
 //     issue of the further loads (gpu.vector_issue, gpu.vector_issue_per_warp);
 //     the SM spends 1/gpu.sm_load_bandwidth on each byte of every source
 //     and 1/gpu.sm_local_store_bandwidth on each byte of every destination
-//     (and of the output, Kernel.OutStores), added (smIssueRate); stores
-//     leaving the GPU are bounded by gpu.sm_store_bandwidth too. A copy
+//     (and of the output, Kernel.OutStores), 1/gpu.sm_store_bandwidth on
+//     each byte it stores out of the GPU (Kernel.StoresOut), added
+//     (smIssueSeconds). A copy
 //     takes at least one iteration, however few bytes it moves, and its first
 //     iteration waits the loop's start more (firstIteration, loopStart).
 //
@@ -369,7 +370,11 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 			chain = m.loaded(chain, float64(blocks)*float64(warps*32*ll128LineBytesPerThread))
 		}
 		lines := float64(warps * 32 * ll128LineBytesPerThread)
-		it := max(chain, m.smIssueTime(lines, lines)) // the lines loaded, and stored on (or their data)
+		local, remote := lines, 0.0 // the lines loaded, and stored on (or their data)
+		if k.StoresOut {
+			local, remote = 0, lines
+		}
+		it := max(chain, sim.Duration(math.Ceil(m.smIssueSeconds(lines, local, remote)*float64(sim.Second))))
 		if k.Reload {
 			it += rtt
 		}
@@ -391,8 +396,16 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		unroll := float64(max(k.Unroll, 1))
 		sources := float64(max(k.Sources, 1))
 		// The SM issues every source's loads and every destination's
-		// stores (a push: wire bytes) of each payload byte (smIssueRate).
-		perBlock := min(threads*16*unroll/it.Seconds(), m.smIssueRate(sources, k.wire()+float64(max(k.OutStores, 0)))*k.share())
+		// stores (a push: wire bytes) of each payload byte, out of the GPU
+		// at its remote rate (smIssueSeconds).
+		local, remote := k.wire()+float64(max(k.OutStores, 0)), 0.0
+		if k.StoresOut {
+			local, remote = float64(max(k.OutStores, 0)), k.wire()
+		}
+		perBlock := threads * 16 * unroll / it.Seconds()
+		if s := m.smIssueSeconds(sources, local, remote); s > 0 {
+			perBlock = min(perBlock, k.share()/s)
+		}
 		return sim.Rate(float64(blocks) * perBlock), nil
 	case LoopRanks:
 		it, err := m.rankLoopTime(r, k)
@@ -408,8 +421,8 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 // bytes and stores of stored bytes: its load/store pipe spends
 // 1/gpu.sm_load_bandwidth on each byte loaded and
 // 1/gpu.sm_local_store_bandwidth on each byte stored, one after the other
-// (stores that leave the GPU are bounded by gpu.sm_store_bandwidth as
-// well, per SM: writeSpec). Measured on one H200
+// (and 1/gpu.sm_store_bandwidth on each byte stored out of the GPU:
+// smIssueSeconds). Measured on one H200
 // (testdata/h200x1-arsim/nccl_copy.jsonl, NCCL's loop shape, one block of
 // 512 threads, sources in the L2): a copy moves 48.9 GB/s and a two-source
 // reduction 39.9, which set the two rates; the same loop storing to two
@@ -417,29 +430,24 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 // (nccl_dests.jsonl), as the sum predicts (27.7 and 24.5), where separate
 // bounds on loads and stores give 25 and 24.
 func (m *Machine) smIssueTime(loaded, stored float64) sim.Duration {
-	return sim.Duration(math.Ceil(m.smIssueSeconds(loaded, stored) * float64(sim.Second)))
-}
-
-// smIssueRate is the most payload one block's SM moves per second when
-// each payload byte is loaded from sources buffers and stored as wire
-// bytes (smIssueTime); +Inf when neither rate bounds it.
-func (m *Machine) smIssueRate(sources, wire float64) float64 {
-	s := m.smIssueSeconds(sources, wire)
-	if s == 0 {
-		return math.Inf(1)
-	}
-	return 1 / s
+	return sim.Duration(math.Ceil(m.smIssueSeconds(loaded, stored, 0) * float64(sim.Second)))
 }
 
 // smIssueSeconds is the seconds one block's SM spends issuing loads of
-// loaded bytes and stores of stored bytes (0 for a rate not set).
-func (m *Machine) smIssueSeconds(loaded, stored float64) float64 {
+// loaded bytes, stores of local bytes into its own GPU's memory and of
+// remote bytes out of it (gpu.sm_load_bandwidth,
+// gpu.sm_local_store_bandwidth, gpu.sm_store_bandwidth; 0 for a rate not
+// set).
+func (m *Machine) smIssueSeconds(loaded, local, remote float64) float64 {
 	var s float64
 	if m.Phys.SMLoadRate > 0 {
 		s += loaded / float64(m.Phys.SMLoadRate)
 	}
 	if m.Phys.SMLocalStoreRate > 0 {
-		s += stored / float64(m.Phys.SMLocalStoreRate)
+		s += local / float64(m.Phys.SMLocalStoreRate)
+	}
+	if m.Phys.SMStoreRate > 0 {
+		s += remote / float64(m.Phys.SMStoreRate)
 	}
 	return s
 }

@@ -562,7 +562,9 @@ func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fenc
 		return land, nil
 	}
 	early := sim.Duration(float64(land) * min(1, float64(m.Phys.PostedWriteBuffer)/(float64(data)*max(k.wire(), 1)))) // the buffer holds wire bytes (LL's flags too)
-	rate, err := m.LoopRate(0, k)
+	out := k
+	out.StoresOut = true // its stores leave the GPU (as Write marks them)
+	rate, err := m.LoopRate(0, out)
 	if err != nil || rate <= 0 {
 		return land - early, err
 	}

@@ -346,16 +346,23 @@ func TestLocalLLLoopIssuesAtTheBlocksRate(t *testing.T) {
 // and 1/gpu.sm_local_store_bandwidth on each it stores: a reduction of S
 // sources to D destinations moves at most 1/(S/load + D/store) a block,
 // and a primitive that also stores its output (Kernel.OutStores) stores
-// once more.
+// once more; the destinations' stores out of the GPU (Kernel.StoresOut)
+// cost 1/gpu.sm_store_bandwidth instead.
 func TestSimpleLoopIssuesLoadsAndStoresInTurn(t *testing.T) {
 	_, m := h200x1(t)
-	load, store := float64(m.Phys.SMLoadRate), float64(m.Phys.SMLocalStoreRate)
-	for _, c := range []struct{ sources, dests, out int }{{1, 1, 0}, {2, 1, 0}, {2, 1, 1}, {1, 2, 0}, {8, 1, 0}} {
+	load, store, remote := float64(m.Phys.SMLoadRate), float64(m.Phys.SMLocalStoreRate), float64(m.Phys.SMStoreRate)
+	for _, c := range []struct {
+		sources, dests, out int
+		away                bool
+	}{{1, 1, 0, false}, {2, 1, 0, false}, {2, 1, 1, false}, {1, 2, 0, false}, {8, 1, 0, false}, {1, 1, 0, true}, {2, 1, 1, true}} {
 		k := Kernel{Blocks: 1, Threads: 4096, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: c.sources,
-			Wire: float64(c.dests), OutStores: c.out, SrcInL2: true, Hunks: true} // enough threads that the chain does not bound it
+			Wire: float64(c.dests), OutStores: c.out, StoresOut: c.away, SrcInL2: true, Hunks: true} // enough threads that the chain does not bound it
 		rate, err := m.LoopRate(0, k)
 		require.NoError(t, err)
-		want := 1 / (float64(c.sources)/load + float64(c.dests+c.out)/store)
-		assert.InEpsilon(t, want, float64(rate), 1e-9, "%+v", c)
+		per := float64(c.sources)/load + float64(c.dests+c.out)/store
+		if c.away {
+			per = float64(c.sources)/load + float64(c.out)/store + float64(c.dests)/remote
+		}
+		assert.InEpsilon(t, 1/per, float64(rate), 1e-9, "%+v", c)
 	}
 }

@@ -63,7 +63,7 @@ func TestNCCLTestsRecordsSimulate(t *testing.T) {
 	assert.True(t, v.Records[0].HostPaced)
 	last := v.Records[len(v.Records)-1]
 	assert.False(t, last.HostPaced)
-	assert.InDelta(t, 0, last.ErrorPct, 12, "128 MiB with P2P at SYS is bandwidth-bound (measured 82 % of the link; the model −10.6 %)")
+	assert.InDelta(t, 0, last.ErrorPct, 10, "128 MiB with P2P at SYS is bandwidth-bound")
 }
 
 // Profiler kernels: allreduces become records timed by their duration;
