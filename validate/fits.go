@@ -57,7 +57,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -198,7 +198,7 @@ var Fits = append([]Fit{
 	// destinations (nccl_dests.jsonl), the reductions over 3–8 sources
 	// (reduce_sources.jsonl) and the LL loops' stores are predicted.
 	{Params: []string{"gpu.sm_load_bandwidth", "gpu.sm_local_store_bandwidth"}, Files: []string{"h200x1-arsim/nccl_copy.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		AlsoPredicts: []string{"h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl"},
 		Covers:       func(r trace.Record) bool { return r.Loop == "copy" },
 		On:           smIssueSide, How: "the copy's and the reduction's ns per 64-KiB iteration solved for the time per byte loaded and per byte stored"},
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},

@@ -1169,6 +1169,15 @@ extern "C" __global__ void __launch_bounds__(640) pb_nccl_reduce_##S##_##D(const
 }
 NCCL_REDUCE_K(1, 1) NCCL_REDUCE_K(2, 1) NCCL_REDUCE_K(3, 1) NCCL_REDUCE_K(4, 1) NCCL_REDUCE_K(6, 1) NCCL_REDUCE_K(8, 1)
 NCCL_REDUCE_K(1, 2) NCCL_REDUCE_K(2, 2) NCCL_REDUCE_K(4, 2) NCCL_REDUCE_K(8, 2)
+// The same loop with U = 1, 2, 4 packs a source in flight a thread (one destination).
+#define NCCL_REDUCE_UK(U, S) \
+extern "C" __global__ void __launch_bounds__(640) pb_nccl_reduce_u##U##_##S(const uint4* a, long long sstride, \
+    uint4* d, uint4* e, long long off, int iters, long long* res) { \
+  nccl_reduce_loop<U, S, 1>(a + off, sstride, d + off, e + off, iters, res); \
+}
+NCCL_REDUCE_UK(1, 1) NCCL_REDUCE_UK(1, 2) NCCL_REDUCE_UK(1, 4) NCCL_REDUCE_UK(1, 8)
+NCCL_REDUCE_UK(2, 1) NCCL_REDUCE_UK(2, 2) NCCL_REDUCE_UK(2, 4) NCCL_REDUCE_UK(2, 8)
+NCCL_REDUCE_UK(4, 1) NCCL_REDUCE_UK(4, 2) NCCL_REDUCE_UK(4, 4) NCCL_REDUCE_UK(4, 8)
 extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);

@@ -1509,6 +1509,44 @@ class PerBlock:
                                "src_residency": "fresh", "code": "nccl_hunks"}, vals, "ns_per_iter")
                 self.rec.guard(f"reduce_blocks S{S} {b}x{t}", meas)
 
+    def reduce_depth(self):
+        """NCCL's reduceCopy shape over S = 1, 2, 4, 8 local sources to one destination with U = 1, 2, 4, 8 packs of 16 B
+        a source in flight a thread (pb_nccl_reduce_uU_S, pb_nccl_reduce_S_1), one block of 128 and 512 threads, 32
+        iterations, the sources fresh from HBM every launch, and at 128 threads from the L2 too: does each source's
+        loads wait a trip to HBM of their own, or do all sources' loads wait one together?"""
+        iters, region = 32, 512 * MB
+        nb = 8 * region
+        if "rbsrc" not in self.d:
+            with self.cp.cuda.Device(0):
+                self.d["rbsrc"] = self.cp.ones(nb // 4, dtype=self.cp.uint32)
+        a = self.d["rbsrc"]
+        d = self.dev("rbd", region + 160 * MB)  # the destination at the sources' offset
+        sstride = region // 16
+        at = [0]
+        for resident, threads in ((False, (128, 512)), (True, (128,))):
+            for S in (1, 2, 4, 8):
+                for U in (1, 2, 4, 8):
+                    for t in threads:
+                        def meas(resident=resident, S=S, U=U, t=t):
+                            k = self.fn(f"pb_nccl_reduce_{S}_1" if U == 8 else f"pb_nccl_reduce_u{U}_{S}")
+                            span = iters * U * t
+
+                            def launch():
+                                off = 0
+                                if not resident:
+                                    if at[0] + span > sstride:
+                                        at[0] = 0
+                                    off = at[0]
+                                    at[0] += span  # fresh every launch
+                                k((1,), (t,), (a, np.int64(sstride), d, d, np.int64(off), np.int32(iters), self.res),
+                                  stream=self.s)
+                            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+                            self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local",
+                                       "dst": "local", "blocks": 1, "threads": t, "iters": iters,
+                                       "bytes_per_thread_iter": 16 * U, "src_residency": "l2" if resident else "fresh",
+                                       "code": "nccl_hunks"}, vals, "ns_per_iter")
+                        self.rec.guard(f"reduce_depth {resident} S{S} U{U} {t}", meas)
+
     def store_burst(self):
         """Plain copies from the L2 to pinned host memory of 512-thread blocks, 1, 2, 4 and 8 loads a thread, one
         iteration, 1-132 blocks, and 8 loads at 2 and 4 iterations at 16 and 66 blocks: how much of a launch's stores
@@ -1644,7 +1682,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
