@@ -117,6 +117,15 @@ type Kernel struct {
 	// H200: testdata/h200x1-arsim/loop_start.jsonl, NCCL-shaped Simple
 	// steps of 1–128 KiB at 128–1,024 threads within −14…+8 %.
 	Hunks bool
+	// LoadWaits (LoopSimple) is how many times a thread of the compiled
+	// loop waits a round trip for its loads each iteration: the loads it
+	// issues before the first instruction that reads one of them are in
+	// flight together, and a later load waits for that first one's data
+	// (its register reused, or ordered after the adds). 0 or 1: every
+	// load in flight at once. It is the code's, not the machine's: read
+	// from the kernel's SASS (validate's captureLoadWaits for
+	// tools/capture's kernels).
+	LoadWaits int
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

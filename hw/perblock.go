@@ -48,6 +48,9 @@ type PerBlock struct {
 	// Hunks (loop copy, simple_step): the loop is in NCCL's reduceCopy
 	// shape (trace code nccl_hunks; Kernel.Hunks).
 	Hunks bool
+	// LoadWaits (loop copy): the round trips a thread of the compiled
+	// loop waits for its loads each iteration (Kernel.LoadWaits).
+	LoadWaits int
 	// Evicted (loop ll, ll128w): the lines were written, then pushed out
 	// of the caches by other writes.
 	Evicted bool
@@ -506,7 +509,7 @@ func localTraffic(rec PerBlock, k Kernel) float64 {
 func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
-		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks} // a push stores each loaded byte to every destination
+		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits} // a push stores each loaded byte to every destination
 	// A launch copies fresh data from device memory, which
 	// gpu.copy_iter_overhead (fitted on such a copy) already holds, unless
 	// the record says its source stays in the L2 (Kernel.SrcInL2).

@@ -161,6 +161,10 @@ type Record struct {
 	// LaunchBound is a copy loop record's __launch_bounds__ (threads a
 	// block at most) when not the capture's usual 1024; 0: 1024.
 	LaunchBound int
+	// KernelName is the compiled kernel a loop record ran (trace field
+	// kernel: tools/capture's name, such as pb_nccl_reduce_2_1), where
+	// the record's other fields do not tell it; "": not given.
+	KernelName string
 	// Pages, Touch, StrideBytes: a pointer_chase record of page touches
 	// (tools/capture page_touch): each of Pages threads loads one word of
 	// its own page, the pages StrideBytes apart, the same pages in every

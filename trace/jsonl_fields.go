@@ -118,6 +118,7 @@ var fieldDefs = []fieldDef{
 	{name: "layout", typ: jString, enum: []string{"line_per_slot", "line_per_slot_t", "packed", "packed_128", "packed_1k", "packed_256", "packed_2k", "packed_4k", "packed_512", "packed_64", "vllm", "vllm_line", "vllm_off64"}, str: func(r *Record) *string { return &r.Layout }},
 	{name: "producer", typ: jString, enum: []string{"before", "evicted", "live", "paced", "stale"}, str: func(r *Record) *string { return &r.Producer }},
 	{name: "producer_pause_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.ProducerPauseNs }},
+	{name: "kernel", typ: jString, str: func(r *Record) *string { return &r.KernelName }},
 	{name: "launch_bound", typ: jInt, max: 1024, why: "CUDA's limit of threads per block", zeroOK: true, i32: func(r *Record) *int { return &r.LaunchBound }},
 	{name: "pages", typ: jInt, max: 1 << 20, why: "pages touched at once", zeroOK: true, i32: func(r *Record) *int { return &r.Pages }},
 	{name: "touch", typ: jString, enum: []string{"fresh", "repeat"}, str: func(r *Record) *string { return &r.Touch }},

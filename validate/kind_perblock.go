@@ -47,6 +47,11 @@ func perBlockTwin(r trace.Record) (*Twin, error) {
 	if r.Kind == trace.KindLoop && r.Iters == 0 && (r.Loop == "ll" || r.Loop == "copy" || r.Loop == "pull") {
 		return nil, badRecord("a %s loop record without iters", r.Loop)
 	}
+	waits, err := copyLoadWaits(r)
+	if err != nil {
+		return nil, err
+	}
+	pb.LoadWaits = waits
 	t := &Twin{Group: perBlockGroup(r)}
 	t.Sim = device(func(top *topology.Topology) (float64, error) { return hw.PerBlockValue(top, pb) })
 	if r.NsPerIterSlowestBlock > 0 {

@@ -4,7 +4,7 @@
   python3 capture.py [--out DIR] [--quick] [--budget-s S] SUBCOMMAND
 
 subcommands: system, memcpy, sm, micro2, flag-kernels, nccl, nccl-seq, torch, nccl-host, barrier, perblock, nccl-self,
-native-issue, all, merge
+native-issue, sass, all, merge
 Raw records go to DIR/*.jsonl (flushed per record), failures to DIR/*.errors.jsonl; `merge`
 (run by `all` at the end) writes DIR/measurements.jsonl with only valid format-v1 records.
 """
@@ -82,6 +82,11 @@ def cmd_native_issue(a):
     native_issue.run(a.out, a.quick, os.environ.get("ARSIM_SYSTEM_ID", "unknown"))
 
 
+def cmd_sass(a):
+    import sass
+    sass.run(a.out)
+
+
 def cmd_barrier(a):
     import barrier
     barrier.run(a.out, a.quick)
@@ -134,6 +139,8 @@ def cmd_all(a):
                 cmd_perblock(a)
             elif ph == "native-issue":
                 cmd_native_issue(a)
+            elif ph == "sass":
+                cmd_sass(a)
             elif ph in ("torch", "nccl-host"):
                 left = (a.budget_s - (time.time() - t0)) if a.budget_s else None
                 share = None
@@ -178,13 +185,13 @@ def main(argv=None):
                                                                   "(symmetric-memory allreduce)")
     p.add_argument("--phases", default="system,memcpy,sm,flag-kernels,nccl", help="phases run by `all`")
     p.add_argument("cmd", choices=("system", "memcpy", "sm", "micro2", "flag-kernels", "nccl", "nccl-seq", "torch",
-                                   "nccl-host", "barrier", "perblock", "nccl-self", "native-issue", "all", "merge"))
+                                   "nccl-host", "barrier", "perblock", "nccl-self", "native-issue", "sass", "all", "merge"))
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     if a.system_id:
         os.environ["ARSIM_SYSTEM_ID"] = a.system_id
     {"system": cmd_system, "memcpy": cmd_memcpy, "sm": cmd_sm, "micro2": cmd_micro2, "flag-kernels": cmd_flag,
-     "nccl": cmd_nccl, "nccl-seq": cmd_nccl_seq, "torch": cmd_torch, "nccl-host": cmd_nccl_host, "barrier": cmd_barrier, "nccl-self": cmd_nccl_self, "native-issue": cmd_native_issue, "perblock": cmd_perblock, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
+     "nccl": cmd_nccl, "nccl-seq": cmd_nccl_seq, "torch": cmd_torch, "nccl-host": cmd_nccl_host, "barrier": cmd_barrier, "nccl-self": cmd_nccl_self, "native-issue": cmd_native_issue, "sass": cmd_sass, "perblock": cmd_perblock, "all": cmd_all, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -979,7 +979,7 @@ class PerBlock:
                 off[0] = 0  # the same region every launch: in the L2 after the warm-up
             vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
             rec = {"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": src, "dst": dst,
-                   "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U}
+                   "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U, "kernel": name}
             if fenced:
                 rec["fence"] = "sc"
             if resident is not None:
@@ -1431,7 +1431,8 @@ class PerBlock:
                             vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
                             rec = {"kind": "loop", "loop": "copy", "unroll": 8, "sources": S, "src": "local",
                                    "dst": "local", "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 128,
-                                   "src_residency": "l2" if resident else "fresh", "code": "nccl_hunks"}
+                                   "src_residency": "l2" if resident else "fresh", "code": "nccl_hunks",
+                                   "kernel": f"pb_nccl_copy2_8_{S}" if D == 2 else f"pb_nccl_copy_8_{S}"}
                             if D == 2:
                                 rec["dests"] = 2
                             self.emit(rec, vals, "ns_per_iter")
@@ -1470,7 +1471,8 @@ class PerBlock:
                         vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
                         rec = {"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local",
                                "dst": "local", "blocks": 1, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U,
-                               "src_residency": "l2" if resident else "fresh", "code": "nccl_hunks"}
+                               "src_residency": "l2" if resident else "fresh", "code": "nccl_hunks",
+                               "kernel": f"pb_nccl_reduce_{S}_{D}"}
                         if D == 2:
                             rec["dests"] = 2
                         self.emit(rec, vals, "ns_per_iter")
@@ -1506,7 +1508,8 @@ class PerBlock:
                     vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
                     self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local", "dst": "local",
                                "blocks": b, "threads": t, "iters": iters, "bytes_per_thread_iter": 16 * U,
-                               "src_residency": "fresh", "code": "nccl_hunks"}, vals, "ns_per_iter")
+                               "src_residency": "fresh", "code": "nccl_hunks", "kernel": f"pb_nccl_reduce_{S}_1"},
+                              vals, "ns_per_iter")
                 self.rec.guard(f"reduce_blocks S{S} {b}x{t}", meas)
 
     def reduce_depth(self):
@@ -1544,7 +1547,9 @@ class PerBlock:
                             self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local",
                                        "dst": "local", "blocks": 1, "threads": t, "iters": iters,
                                        "bytes_per_thread_iter": 16 * U, "src_residency": "l2" if resident else "fresh",
-                                       "code": "nccl_hunks"}, vals, "ns_per_iter")
+                                       "code": "nccl_hunks",
+                                       "kernel": f"pb_nccl_reduce_{S}_1" if U == 8 else f"pb_nccl_reduce_u{U}_{S}"},
+                                      vals, "ns_per_iter")
                         self.rec.guard(f"reduce_depth {resident} S{S} U{U} {t}", meas)
 
     def store_burst(self):
@@ -1617,7 +1622,7 @@ class PerBlock:
                                   (np.int32(iters), np.int32(fence), self.res), stream=self.s)
                                 off[0] += span
                             vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
-                            rec = {"kind": "loop", "loop": "copy", "unroll": 1, "sources": 1, "dests": D,
+                            rec = {"kind": "loop", "loop": "copy", "unroll": 1, "sources": 1, "dests": D, "kernel": f"pb_push_{D}",
                                    "src": "local", "dst": "host", "blocks": b, "threads": t, "iters": iters,
                                    "bytes_per_thread_iter": 16}
                             if fence:

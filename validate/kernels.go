@@ -1,0 +1,85 @@
+package validate
+
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/trace"
+)
+
+// captureLoadWaits is, for each of tools/capture's copy and reduction
+// kernels, how many round trips one thread of its compiled loop waits for
+// its loads each iteration (hw.Kernel.LoadWaits). The compiler decides
+// it, not the source: ptxas issues a thread's loads in program order and
+// a load whose register it reuses, or which it places after the adds of
+// earlier loads, waits for their data first. Read from the kernels' SASS
+// (nvcc 13.0 for sm_90, testdata/h200x1-arsim/system/sass_perblock_sm_90.txt.gz;
+// TestCaptureLoadWaitsAreTheSASS derives every entry from it): each
+// instruction issued in order, each load's data a round trip after its
+// issue, an instruction waiting for the data it reads. Spill loads
+// (LDL, pb_copy_8_2's) are not round trips to the sources.
+//
+// The two-source loops are where it matters: the same 16 loads of two
+// sources compile to one wait at 2 packs a source (pb_copy_2_2), two in
+// NCCL's shape (pb_nccl_copy_8_2) and three in the reduction of
+// pb_nccl_reduce_2_1, whose loop differs only in indexing the sources.
+var captureLoadWaits = map[string]int{
+	"pb_copy_1_1": 1, "pb_copy_2_1": 1, "pb_copy_4_1": 1, "pb_copy_8_1": 1,
+	"pb_copy_1_2": 1, "pb_copy_2_2": 1, "pb_copy_4_2": 3, "pb_copy_8_2": 3,
+	"pb_copy_lb512_4_2": 2, "pb_copy_lb512_8_2": 3,
+	"pb_copy_fenced_1_1": 1, "pb_copy_fenced_8_1": 1,
+	"pb_nccl_copy_8_1": 1, "pb_nccl_copy_8_2": 2, "pb_nccl_copy2_8_1": 1, "pb_nccl_copy2_8_2": 3,
+	"pb_nccl_reduce_u1_1": 1, "pb_nccl_reduce_u1_2": 1, "pb_nccl_reduce_u1_4": 1, "pb_nccl_reduce_u1_8": 2,
+	"pb_nccl_reduce_u2_1": 1, "pb_nccl_reduce_u2_2": 1, "pb_nccl_reduce_u2_4": 2, "pb_nccl_reduce_u2_8": 4,
+	"pb_nccl_reduce_u4_1": 1, "pb_nccl_reduce_u4_2": 2, "pb_nccl_reduce_u4_4": 3, "pb_nccl_reduce_u4_8": 7,
+	"pb_nccl_reduce_1_1": 1, "pb_nccl_reduce_2_1": 3, "pb_nccl_reduce_3_1": 2, "pb_nccl_reduce_4_1": 3,
+	"pb_nccl_reduce_6_1": 7, "pb_nccl_reduce_8_1": 7,
+	"pb_nccl_reduce_1_2": 1, "pb_nccl_reduce_2_2": 4, "pb_nccl_reduce_4_2": 3, "pb_nccl_reduce_8_2": 7,
+}
+
+// copyKernel is the tools/capture kernel a loop copy record ran: its
+// kernel field, else the one its fields name (the capture's copy_runner:
+// pb_copy_U_S, pb_copy_lbB_U_S, pb_copy_fenced_U_S; NCCL's shape with
+// fewer than 8 packs a source: pb_nccl_reduce_uU_S; with 8 and other than
+// one or two sources: pb_nccl_reduce_S_D). "" when the fields name no
+// kernel of the table (a push's) or two that wait differently (NCCL's
+// shape over two sources is pb_nccl_copy_8_2 or pb_nccl_reduce_2_1).
+func copyKernel(r trace.Record) string {
+	if r.KernelName != "" {
+		return r.KernelName
+	}
+	u, s, d := max(r.Unroll, 1), max(r.Sources, 1), max(r.Dests, 1)
+	switch {
+	case r.Code == "nccl_hunks" && u < 8 && d == 1:
+		return fmt.Sprintf("pb_nccl_reduce_u%d_%d", u, s)
+	case r.Code == "nccl_hunks" && u == 8 && s != 2:
+		if s == 1 && d == 1 {
+			return "pb_nccl_copy_8_1" // pb_nccl_reduce_1_1 compiles to the same one wait
+		}
+		return fmt.Sprintf("pb_nccl_reduce_%d_%d", s, d)
+	case r.Code == "nccl_hunks" || d > 1:
+		return ""
+	case r.Fence == "sc":
+		return fmt.Sprintf("pb_copy_fenced_%d_%d", u, s)
+	case r.LaunchBound != 0 && r.LaunchBound != 1024:
+		return fmt.Sprintf("pb_copy_lb%d_%d_%d", r.LaunchBound, u, s)
+	}
+	return fmt.Sprintf("pb_copy_%d_%d", u, s)
+}
+
+// copyLoadWaits is the round trips a loop copy record's thread waits for
+// its loads each iteration (captureLoadWaits), 0 (every load in flight at
+// once) for a kernel not in the table, and an error for a record whose
+// fields name two kernels that wait differently and no kernel field.
+func copyLoadWaits(r trace.Record) (int, error) {
+	if r.Kind != trace.KindLoop || r.Loop != "copy" {
+		return 0, nil
+	}
+	k := copyKernel(r)
+	if k == "" {
+		if r.Code == "nccl_hunks" && max(r.Sources, 1) == 2 && max(r.Unroll, 1) == 8 {
+			return 0, badRecord("a copy in NCCL's shape over two sources without its kernel field (pb_nccl_copy_8_2 and pb_nccl_reduce_2_1 wait 2 and 3 round trips an iteration)")
+		}
+		return 0, nil
+	}
+	return captureLoadWaits[k], nil
+}
