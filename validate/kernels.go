@@ -34,6 +34,10 @@ var captureLoadWaits = map[string]int{
 	"pb_nccl_reduce_1_1": 1, "pb_nccl_reduce_2_1": 3, "pb_nccl_reduce_3_1": 2, "pb_nccl_reduce_4_1": 3,
 	"pb_nccl_reduce_6_1": 7, "pb_nccl_reduce_8_1": 7,
 	"pb_nccl_reduce_1_2": 1, "pb_nccl_reduce_2_2": 4, "pb_nccl_reduce_4_2": 3, "pb_nccl_reduce_8_2": 7,
+	// 3, 5 and 6 sources (the capture's part load_waits), read before it ran.
+	"pb_nccl_reduce_u1_3": 1, "pb_nccl_reduce_u2_3": 1, "pb_nccl_reduce_u4_3": 2, "pb_nccl_reduce_u1_5": 1,
+	"pb_nccl_reduce_u2_5": 2, "pb_nccl_reduce_u4_5": 3, "pb_nccl_reduce_5_1": 4, "pb_nccl_reduce_u1_6": 2,
+	"pb_nccl_reduce_u2_6": 3, "pb_nccl_reduce_u4_6": 5,
 }
 
 // copyKernel is the tools/capture kernel a loop copy record ran: its

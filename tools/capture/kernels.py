@@ -1168,6 +1168,7 @@ extern "C" __global__ void __launch_bounds__(640) pb_nccl_reduce_##S##_##D(const
   nccl_reduce_loop<8, S, D>(a + off, sstride, d + off, e + off, iters, res); \
 }
 NCCL_REDUCE_K(1, 1) NCCL_REDUCE_K(2, 1) NCCL_REDUCE_K(3, 1) NCCL_REDUCE_K(4, 1) NCCL_REDUCE_K(6, 1) NCCL_REDUCE_K(8, 1)
+NCCL_REDUCE_K(5, 1)
 NCCL_REDUCE_K(1, 2) NCCL_REDUCE_K(2, 2) NCCL_REDUCE_K(4, 2) NCCL_REDUCE_K(8, 2)
 // The same loop with U = 1, 2, 4 packs a source in flight a thread (one destination).
 #define NCCL_REDUCE_UK(U, S) \
@@ -1178,6 +1179,9 @@ extern "C" __global__ void __launch_bounds__(640) pb_nccl_reduce_u##U##_##S(cons
 NCCL_REDUCE_UK(1, 1) NCCL_REDUCE_UK(1, 2) NCCL_REDUCE_UK(1, 4) NCCL_REDUCE_UK(1, 8)
 NCCL_REDUCE_UK(2, 1) NCCL_REDUCE_UK(2, 2) NCCL_REDUCE_UK(2, 4) NCCL_REDUCE_UK(2, 8)
 NCCL_REDUCE_UK(4, 1) NCCL_REDUCE_UK(4, 2) NCCL_REDUCE_UK(4, 4) NCCL_REDUCE_UK(4, 8)
+// And over 3, 5 and 6 sources (the part load_waits).
+NCCL_REDUCE_UK(1, 3) NCCL_REDUCE_UK(1, 5) NCCL_REDUCE_UK(1, 6) NCCL_REDUCE_UK(2, 3) NCCL_REDUCE_UK(2, 5)
+NCCL_REDUCE_UK(2, 6) NCCL_REDUCE_UK(4, 3) NCCL_REDUCE_UK(4, 5) NCCL_REDUCE_UK(4, 6)
 extern "C" __global__ void __launch_bounds__(1024) pb_copy_fenced_8_1(const uint4* a, const uint4* b, uint4* d,
     long long off, int iters, int vol_a, int vol_b, long long* res) {
   copy_loop<8, 1, true>(a + off, b + off, d + off, iters, vol_a, vol_b, res);

@@ -1517,6 +1517,18 @@ class PerBlock:
         a source in flight a thread (pb_nccl_reduce_uU_S, pb_nccl_reduce_S_1), one block of 128 and 512 threads, 32
         iterations, the sources fresh from HBM every launch, and at 128 threads from the L2 too: does each source's
         loads wait a trip to HBM of their own, or do all sources' loads wait one together?"""
+        self.reduce_grid("reduce_depth", (1, 2, 4, 8), ((False, (128, 512)), (True, (128,))))
+
+    def load_waits(self):
+        """reduce_depth's grid over S = 3, 5, 6 sources (kernels no earlier part ran), U = 1, 2, 4, 8, one block of
+        64, 128 and 256 threads from HBM and of 128 from the L2: each kernel waits as many round trips an iteration
+        as its SASS says (capture.py sass), each a whole trip to HBM, and from the L2 less."""
+        self.reduce_grid("load_waits", (3, 5, 6), ((False, (64, 128, 256)), (True, (128,))))
+
+    def reduce_grid(self, part, sources, plan):
+        """One block of pb_nccl_reduce_uU_S (U < 8) or pb_nccl_reduce_S_1 (U = 8) for each S of sources, U = 1, 2,
+        4, 8, and each (resident, threads) of plan, 32 iterations, to one local destination, the sources fresh from
+        HBM every launch or (resident) the same region every launch."""
         iters, region = 32, 512 * MB
         nb = 8 * region
         if "rbsrc" not in self.d:
@@ -1526,12 +1538,13 @@ class PerBlock:
         d = self.dev("rbd", region + 160 * MB)  # the destination at the sources' offset
         sstride = region // 16
         at = [0]
-        for resident, threads in ((False, (128, 512)), (True, (128,))):
-            for S in (1, 2, 4, 8):
+        for resident, threads in plan:
+            for S in sources:
                 for U in (1, 2, 4, 8):
                     for t in threads:
                         def meas(resident=resident, S=S, U=U, t=t):
-                            k = self.fn(f"pb_nccl_reduce_{S}_1" if U == 8 else f"pb_nccl_reduce_u{U}_{S}")
+                            name = f"pb_nccl_reduce_{S}_1" if U == 8 else f"pb_nccl_reduce_u{U}_{S}"
+                            k = self.fn(name)
                             span = iters * U * t
 
                             def launch():
@@ -1547,10 +1560,8 @@ class PerBlock:
                             self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local",
                                        "dst": "local", "blocks": 1, "threads": t, "iters": iters,
                                        "bytes_per_thread_iter": 16 * U, "src_residency": "l2" if resident else "fresh",
-                                       "code": "nccl_hunks",
-                                       "kernel": f"pb_nccl_reduce_{S}_1" if U == 8 else f"pb_nccl_reduce_u{U}_{S}"},
-                                      vals, "ns_per_iter")
-                        self.rec.guard(f"reduce_depth {resident} S{S} U{U} {t}", meas)
+                                       "code": "nccl_hunks", "kernel": name}, vals, "ns_per_iter")
+                        self.rec.guard(f"{part} {resident} S{S} U{U} {t}", meas)
 
     def store_burst(self):
         """Plain copies from the L2 to pinned host memory of 512-thread blocks, 1, 2, 4 and 8 loads a thread, one
@@ -1687,7 +1698,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
