@@ -38,6 +38,14 @@ var captureLoadWaits = map[string]int{
 	"pb_nccl_reduce_u1_3": 1, "pb_nccl_reduce_u2_3": 1, "pb_nccl_reduce_u4_3": 2, "pb_nccl_reduce_u1_5": 1,
 	"pb_nccl_reduce_u2_5": 2, "pb_nccl_reduce_u4_5": 3, "pb_nccl_reduce_5_1": 4, "pb_nccl_reduce_u1_6": 2,
 	"pb_nccl_reduce_u2_6": 3, "pb_nccl_reduce_u4_6": 5,
+	// The same loop compiled for at most 256 and 1,024 threads a block
+	// (the part load_waits_lb), read before it ran: the registers move
+	// pb_nccl_reduce_lb256_u8_2 to two waits and, with spills, the 1,024
+	// build of eight packs over four and eight sources to 8 and 36.
+	"pb_nccl_reduce_lb256_u8_2": 2, "pb_nccl_reduce_lb256_u4_4": 3, "pb_nccl_reduce_lb256_u8_4": 3,
+	"pb_nccl_reduce_lb256_u2_8": 4, "pb_nccl_reduce_lb256_u4_8": 7, "pb_nccl_reduce_lb256_u8_8": 7,
+	"pb_nccl_reduce_lb1024_u8_2": 3, "pb_nccl_reduce_lb1024_u4_4": 3, "pb_nccl_reduce_lb1024_u8_4": 8,
+	"pb_nccl_reduce_lb1024_u2_8": 4, "pb_nccl_reduce_lb1024_u4_8": 7, "pb_nccl_reduce_lb1024_u8_8": 36,
 }
 
 // copyKernel is the tools/capture kernel a loop copy record ran: its

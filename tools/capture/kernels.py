@@ -1179,6 +1179,16 @@ extern "C" __global__ void __launch_bounds__(640) pb_nccl_reduce_u##U##_##S(cons
 NCCL_REDUCE_UK(1, 1) NCCL_REDUCE_UK(1, 2) NCCL_REDUCE_UK(1, 4) NCCL_REDUCE_UK(1, 8)
 NCCL_REDUCE_UK(2, 1) NCCL_REDUCE_UK(2, 2) NCCL_REDUCE_UK(2, 4) NCCL_REDUCE_UK(2, 8)
 NCCL_REDUCE_UK(4, 1) NCCL_REDUCE_UK(4, 2) NCCL_REDUCE_UK(4, 4) NCCL_REDUCE_UK(4, 8)
+// The same loop compiled for at most 256 threads a block (255 registers a thread) and for 1,024 (64 registers).
+#define NCCL_REDUCE_LBK(B, U, S) \
+extern "C" __global__ void __launch_bounds__(B) pb_nccl_reduce_lb##B##_u##U##_##S(const uint4* a, long long sstride, \
+    uint4* d, uint4* e, long long off, int iters, long long* res) { \
+  nccl_reduce_loop<U, S, 1>(a + off, sstride, d + off, e + off, iters, res); \
+}
+NCCL_REDUCE_LBK(256, 8, 2) NCCL_REDUCE_LBK(256, 4, 4) NCCL_REDUCE_LBK(256, 8, 4) NCCL_REDUCE_LBK(256, 2, 8)
+NCCL_REDUCE_LBK(256, 4, 8) NCCL_REDUCE_LBK(256, 8, 8)
+NCCL_REDUCE_LBK(1024, 8, 2) NCCL_REDUCE_LBK(1024, 4, 4) NCCL_REDUCE_LBK(1024, 8, 4) NCCL_REDUCE_LBK(1024, 2, 8)
+NCCL_REDUCE_LBK(1024, 4, 8) NCCL_REDUCE_LBK(1024, 8, 8)
 // And over 3, 5 and 6 sources (the part load_waits).
 NCCL_REDUCE_UK(1, 3) NCCL_REDUCE_UK(1, 5) NCCL_REDUCE_UK(1, 6) NCCL_REDUCE_UK(2, 3) NCCL_REDUCE_UK(2, 5)
 NCCL_REDUCE_UK(2, 6) NCCL_REDUCE_UK(4, 3) NCCL_REDUCE_UK(4, 5) NCCL_REDUCE_UK(4, 6)

@@ -1517,18 +1517,31 @@ class PerBlock:
         a source in flight a thread (pb_nccl_reduce_uU_S, pb_nccl_reduce_S_1), one block of 128 and 512 threads, 32
         iterations, the sources fresh from HBM every launch, and at 128 threads from the L2 too: does each source's
         loads wait a trip to HBM of their own, or do all sources' loads wait one together?"""
-        self.reduce_grid("reduce_depth", (1, 2, 4, 8), ((False, (128, 512)), (True, (128,))))
+        self.reduce_grid("reduce_depth", [(S, U) for S in (1, 2, 4, 8) for U in (1, 2, 4, 8)],
+                         ((False, (128, 512)), (True, (128,))))
 
     def load_waits(self):
         """reduce_depth's grid over S = 3, 5, 6 sources (kernels no earlier part ran), U = 1, 2, 4, 8, one block of
         64, 128 and 256 threads from HBM and of 128 from the L2: each kernel waits as many round trips an iteration
         as its SASS says (capture.py sass), each a whole trip to HBM, and from the L2 less."""
-        self.reduce_grid("load_waits", (3, 5, 6), ((False, (64, 128, 256)), (True, (128,))))
+        self.reduce_grid("load_waits", [(S, U) for S in (3, 5, 6) for U in (1, 2, 4, 8)],
+                         ((False, (64, 128, 256)), (True, (128,))))
 
-    def reduce_grid(self, part, sources, plan):
-        """One block of pb_nccl_reduce_uU_S (U < 8) or pb_nccl_reduce_S_1 (U = 8) for each S of sources, U = 1, 2,
-        4, 8, and each (resident, threads) of plan, 32 iterations, to one local destination, the sources fresh from
-        HBM every launch or (resident) the same region every launch."""
+    def load_waits_lb(self):
+        """The same loop compiled for at most 256 threads a block (up to 255 registers a thread) and for 1,024 (64),
+        pb_nccl_reduce_lbB_uU_S, over (S, U) = (2, 8), (4, 4), (4, 8), (8, 2), (8, 4), (8, 8): the registers change
+        how many round trips a thread waits for its loads (capture.py sass). One block of 128 and 256 threads (and
+        512 for the 1,024 build), the sources fresh from HBM; 128 threads from the L2."""
+        shapes = [(2, 8), (4, 4), (4, 8), (8, 2), (8, 4), (8, 8)]
+        for B, threads in ((256, (128, 256)), (1024, (128, 256, 512))):
+            self.reduce_grid(f"load_waits_lb{B}", shapes, ((False, threads), (True, (128,))),
+                             name_of=lambda S, U, B=B: f"pb_nccl_reduce_lb{B}_u{U}_{S}", bound=B)
+
+    def reduce_grid(self, part, shapes, plan, name_of=None, bound=None):
+        """One block of pb_nccl_reduce_uU_S (U < 8) or pb_nccl_reduce_S_1 (U = 8), or name_of(S, U), for each
+        (S, U) of shapes and each (resident, threads) of plan, 32 iterations, to one local destination, the sources
+        fresh from HBM every launch or (resident) the same region every launch; bound: the kernels'
+        __launch_bounds__ when not NCCL's 640 (trace field launch_bound)."""
         iters, region = 32, 512 * MB
         nb = 8 * region
         if "rbsrc" not in self.d:
@@ -1539,29 +1552,34 @@ class PerBlock:
         sstride = region // 16
         at = [0]
         for resident, threads in plan:
-            for S in sources:
-                for U in (1, 2, 4, 8):
-                    for t in threads:
-                        def meas(resident=resident, S=S, U=U, t=t):
+            for S, U in shapes:
+                for t in threads:
+                    def meas(resident=resident, S=S, U=U, t=t):
+                        if name_of:
+                            name = name_of(S, U)
+                        else:
                             name = f"pb_nccl_reduce_{S}_1" if U == 8 else f"pb_nccl_reduce_u{U}_{S}"
-                            k = self.fn(name)
-                            span = iters * U * t
+                        k = self.fn(name)
+                        span = iters * U * t
 
-                            def launch():
-                                off = 0
-                                if not resident:
-                                    if at[0] + span > sstride:
-                                        at[0] = 0
-                                    off = at[0]
-                                    at[0] += span  # fresh every launch
-                                k((1,), (t,), (a, np.int64(sstride), d, d, np.int64(off), np.int32(iters), self.res),
-                                  stream=self.s)
-                            vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
-                            self.emit({"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local",
-                                       "dst": "local", "blocks": 1, "threads": t, "iters": iters,
-                                       "bytes_per_thread_iter": 16 * U, "src_residency": "l2" if resident else "fresh",
-                                       "code": "nccl_hunks", "kernel": name}, vals, "ns_per_iter")
-                        self.rec.guard(f"{part} {resident} S{S} U{U} {t}", meas)
+                        def launch():
+                            off = 0
+                            if not resident:
+                                if at[0] + span > sstride:
+                                    at[0] = 0
+                                off = at[0]
+                                at[0] += span  # fresh every launch
+                            k((1,), (t,), (a, np.int64(sstride), d, d, np.int64(off), np.int32(iters), self.res),
+                              stream=self.s)
+                        vals = self.trials(launch, 1, lambda c: c / self.ghz / iters)
+                        rec = {"kind": "loop", "loop": "copy", "unroll": U, "sources": S, "src": "local",
+                               "dst": "local", "blocks": 1, "threads": t, "iters": iters,
+                               "bytes_per_thread_iter": 16 * U, "src_residency": "l2" if resident else "fresh",
+                               "code": "nccl_hunks", "kernel": name}
+                        if bound:
+                            rec["launch_bound"] = bound
+                        self.emit(rec, vals, "ns_per_iter")
+                    self.rec.guard(f"{part} {resident} S{S} U{U} {t}", meas)
 
     def store_burst(self):
         """Plain copies from the L2 to pinned host memory of 512-thread blocks, 1, 2, 4 and 8 loads a thread, one
@@ -1698,7 +1716,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
