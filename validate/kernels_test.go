@@ -288,6 +288,9 @@ func TestLoadWaitsFromHBM(t *testing.T) {
 		{"../testdata/h200x2-arsim/perblock_peer.jsonl", 4, -17, 18, 0},
 		// Predicted before its run, the waits read from the SASS first.
 		{"../testdata/h200x1-arsim/load_waits.jsonl", 27, -9, 33, 0},
+		// The same loops built for 256 and 1,024 threads: the registers
+		// move the waits (2 for 3; with spills 8 and 36 for 3 and 7).
+		{"../testdata/h200x1-arsim/load_waits_lb.jsonl", 30, -20, 24, 0},
 	} {
 		v, recs := runFile(t, c.file)
 		byLine := recordsByLine(recs)
