@@ -1,15 +1,14 @@
 package hw
 
 import (
-	"fmt"
-
 	"github.com/arsim/arsim/sim"
 )
 
 // pullTwin: a one-shot's pull-and-reduce over World buffers, rank 0's own
 // in local memory and the others in host memory, with the loop over ranks
 // bounded at run time (as nvcc compiles it: runtimePullChain) or unrolled
-// (its loads in the batches nvcc issues them: unrolledPullBatches);
+// (its loads in the batches nvcc issues them: PerBlock.LoadWaits, read
+// from the kernel's SASS; 0: one);
 // the host buffers' loads share the GPU's link as reads. Lines a GPU
 // wrote just before (PerBlock.Fresh: a one-shot's staging, host_shot) are
 // read hostmem.fresh_line_saving sooner, as an LL loop's are.
@@ -23,10 +22,7 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 	}
 	it := m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
 	if rec.Bound != "runtime" {
-		batches, err := unrolledPullBatches(rec.World)
-		if err != nil {
-			return 0, err
-		}
+		batches := max(rec.LoadWaits, 1)
 		// The first batch is a reduce loop's iteration over PCIe, whose
 		// overheads include its vector loads' extra (Kernel.Volatile);
 		// each later batch waits another vector load's round trip.
@@ -47,25 +43,6 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 		}
 		return nil
 	})
-}
-
-// unrolledPullBatches is how many host round trips one iteration of the
-// capture's unrolled pull over world buffers waits, as nvcc compiles it
-// (CUDA 13.0, sm_90; testdata/h200x1-arsim/system/sass_pull.txt):
-// pb_pull_unrolled2 and 4 issue every load before the first add, but
-// pb_pull_unrolled8 (32 registers) issues the local load and four host
-// loads, adds them, and only then the last three host loads: two round
-// trips (measured 2.9 µs at one block against 1.3–1.5 for 2 and 4
-// buffers; changed after seeing them, as was counting the vector loads'
-// extra once).
-func unrolledPullBatches(world int) (int, error) {
-	switch world {
-	case 2, 4:
-		return 1, nil
-	case 8:
-		return 2, nil
-	}
-	return 0, fmt.Errorf("hw: an unrolled pull over %d buffers (the capture compiles 2, 4 and 8): %w", world, ErrNotModelled)
 }
 
 // runtimePullChain is what one iteration of the capture's pull loop over

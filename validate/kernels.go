@@ -46,6 +46,13 @@ var captureLoadWaits = map[string]int{
 	"pb_nccl_reduce_lb256_u2_8": 4, "pb_nccl_reduce_lb256_u4_8": 7, "pb_nccl_reduce_lb256_u8_8": 7,
 	"pb_nccl_reduce_lb1024_u8_2": 3, "pb_nccl_reduce_lb1024_u4_4": 3, "pb_nccl_reduce_lb1024_u8_4": 8,
 	"pb_nccl_reduce_lb1024_u2_8": 4, "pb_nccl_reduce_lb1024_u4_8": 7, "pb_nccl_reduce_lb1024_u8_8": 36,
+	// A one-shot's pull over W buffers (loop pull, loop_bound unrolled):
+	// the capture's build for 1,024 threads (32 registers) issues the
+	// eight-buffer pull's loads in two batches; the same reduction in
+	// vLLM's shape built for 512 threads (pb_pull_bf16_W) keeps all W in
+	// flight, as arsim's rank_loop=unrolled has it.
+	"pb_pull_unrolled2": 1, "pb_pull_unrolled4": 1, "pb_pull_unrolled8": 2,
+	"pb_pull_bf16_2": 1, "pb_pull_bf16_4": 1, "pb_pull_bf16_8": 1,
 }
 
 // copyKernel is the tools/capture kernel a loop copy record ran: its
@@ -78,11 +85,20 @@ func copyKernel(r trace.Record) string {
 	return fmt.Sprintf("pb_copy_%d_%d", u, s)
 }
 
-// copyLoadWaits is the round trips a loop copy record's thread waits for
-// its loads each iteration (captureLoadWaits), 0 (every load in flight at
-// once) for a kernel not in the table, and an error for a record whose
-// fields name two kernels that wait differently and no kernel field.
+// copyLoadWaits is the round trips a loop copy or unrolled pull record's
+// thread waits for its loads each iteration (captureLoadWaits; a pull's
+// kernel is pb_pull_unrolledW unless its kernel field says), 0 (every load
+// in flight at once) for a kernel not in the table, and an error for a
+// record whose fields name two kernels that wait differently and no kernel
+// field.
 func copyLoadWaits(r trace.Record) (int, error) {
+	if r.Kind == trace.KindLoop && r.Loop == "pull" && r.LoopBound != "runtime" {
+		k := r.KernelName
+		if k == "" {
+			k = fmt.Sprintf("pb_pull_unrolled%d", r.World)
+		}
+		return captureLoadWaits[k], nil
+	}
 	if r.Kind != trace.KindLoop || r.Loop != "copy" {
 		return 0, nil
 	}

@@ -1468,6 +1468,45 @@ extern "C" __global__ void __launch_bounds__(1024) pb_pull_unrolled8(const uint4
     long long* res) {
   const uint4* ptrs[8] = {p0, p1, p2, p3, p4, p5, p6, p7}; pull_unrolled<8>(ptrs, out, iters, res);
 }
+// A one-shot's reduction in vLLM's cross_device_reduce_1stage shape (facts: the pack loaded from every rank's buffer
+// in rank order, the loop over ranks compiled for W, bf16 upcast to fp32, summed, stored once as bf16), compiled as
+// vLLM compiles it for 512 threads a block (__launch_bounds__(512, 1): up to 128 registers a thread); ptrs[0] local,
+// the others pinned host memory (standing in for the peers over PCIe) read with ld.volatile as pull_unrolled's, so
+// that no launch finds them in the L2. Whether all W loads are in flight at once is the compiler's (capture.py sass).
+__device__ __forceinline__ float bf_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ unsigned bf_pack(float lo, float hi) {
+  return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
+}
+template <int W>
+__device__ __forceinline__ void pull_bf16(const uint4* const* ptrs, uint4* out, int iters, long long* res) {
+  __syncthreads();
+  long long c0 = clock64();
+  const size_t base = (size_t)blockIdx.x * iters * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    const size_t k = base + (size_t)i * blockDim.x + threadIdx.x;
+    float acc[8];
+    #pragma unroll
+    for (int j = 0; j < 8; j++) acc[j] = 0.f;
+    #pragma unroll
+    for (int r = 0; r < W; r++) {
+      const uint4 v = ldr(ptrs[r] + k, r > 0);
+      acc[0] += bf_lo(v.x); acc[1] += bf_hi(v.x); acc[2] += bf_lo(v.y); acc[3] += bf_hi(v.y);
+      acc[4] += bf_lo(v.z); acc[5] += bf_hi(v.z); acc[6] += bf_lo(v.w); acc[7] += bf_hi(v.w);
+    }
+    out[k] = make_uint4(bf_pack(acc[0], acc[1]), bf_pack(acc[2], acc[3]), bf_pack(acc[4], acc[5]), bf_pack(acc[6], acc[7]));
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
+#define PULL_BF16_K(W) \
+extern "C" __global__ void __launch_bounds__(512, 1) pb_pull_bf16_##W(const uint4* p0, const uint4* p1, \
+    const uint4* p2, const uint4* p3, const uint4* p4, const uint4* p5, const uint4* p6, const uint4* p7, uint4* out, \
+    int iters, long long* res) { \
+  const uint4* ptrs[8] = {p0, p1, p2, p3, p4, p5, p6, p7}; pull_bf16<W>(ptrs, out, iters, res); \
+}
+PULL_BF16_K(2) PULL_BF16_K(4) PULL_BF16_K(8)
 // ---- a two-rank one-shot through pinned host memory (FLAG_SRC's one_shot_host at world 2) with both ranks on this
 // GPU: blocks [0, B) are rank 0, [B, 2B) rank 1, each rank's block b meeting the other's block b. Per iteration, by
 // the bits of `phases`: 1 stage my input in my host staging copy (16-B volatile stores), then __threadfence_system;

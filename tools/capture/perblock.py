@@ -1594,11 +1594,17 @@ class PerBlock:
             for iters in (2, 4):
                 self.rec.guard(f"store_burst U8 {b} {iters}", run, 8, 1, "local", "host", b, 512, iters, resident=True)
 
-    def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132)):
+    def pull_bf16(self):
+        """pull_wide's reduction in vLLM's one-shot shape (pb_pull_bf16_W: bf16 packs upcast to fp32, built for 512
+        threads with up to 128 registers a thread, plain loads), W = 2, 4, 8, 1-132 blocks of 512 threads: as many
+        host round trips an iteration as its SASS waits (capture.py sass)."""
+        self.pull_wide(threads=(512,), kernel="pb_pull_bf16_{world}", part="pull_bf16")
+
+    def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132), kernel=None, part="pull_wide"):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
         4, 8, 1-132 blocks of 128 or 512 threads: how a block's round trip and the link share out as the sources and
-        blocks grow."""
+        blocks grow. kernel: another kernel of the same arguments (its name with {world}), named in the records."""
         nb = 80 * MB
         self.fill("local", "pw0", nb, [1])
         for i in range(1, 8):
@@ -1606,14 +1612,15 @@ class PerBlock:
         p = [self.dev("pw0", nb)] + [self.ptr("host", f"pw{i}", nb) for i in range(1, 8)]
         out = self.dev("pwout", nb)
         for world in worlds:
-            k = self.fn(f"pb_pull_unrolled{world}")
+            name = kernel.format(world=world) if kernel else f"pb_pull_unrolled{world}"
+            k = self.fn(name)
             for t in threads:
                 for b in blocks:
                     iters = int(min(64, nb // (b * t * 16)))
 
-                    def meas(k=k, world=world, t=t, b=b, iters=iters):
+                    def meas(k=k, name=name, world=world, t=t, b=b, iters=iters):
                         def launch():
-                            if world == 8:
+                            if world == 8 or kernel:
                                 args = tuple(p) + (out, np.int32(iters), self.res)
                             else:
                                 args = (p[0], p[1], p[2], p[3], np.int32(world), out, np.int32(iters), self.res)
@@ -1621,8 +1628,8 @@ class PerBlock:
                         vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
                         self.emit({"kind": "loop", "loop": "pull", "loop_bound": "unrolled", "world": world,
                                    "src": "local+host", "blocks": b, "threads": t, "iters": iters,
-                                   "bytes_per_thread_iter": 16}, vals, "ns_per_iter")
-                    self.rec.guard(f"pull_wide {world} {b}x{t}", meas)
+                                   "bytes_per_thread_iter": 16, "kernel": name}, vals, "ns_per_iter")
+                    self.rec.guard(f"{part} {world} {b}x{t}", meas)
 
     def push_wide(self, dests=(1, 3, 7), fences=(0, 1), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's push: each thread loads its 16-B element from local memory and stores it to D = 1, 3 or 7
@@ -1716,7 +1723,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
