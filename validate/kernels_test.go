@@ -1,19 +1,16 @@
 package validate
 
 import (
-	"bufio"
 	"compress/gzip"
 	"fmt"
-	"math"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/sass"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -21,152 +18,21 @@ import (
 // cubin for sm_90 (tools/capture sass).
 const sassFile = "../testdata/h200x1-arsim/system/sass_perblock_sm_90.txt.gz"
 
-// sassInstr is one instruction: its opcode and operands.
-type sassInstr struct {
-	addr int
-	op   string
-	args []string
-}
-
-var (
-	sassLine = regexp.MustCompile(`^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;`)
-	sassPred = regexp.MustCompile(`^@!?U?P\w+\s+`)
-	sassReg  = regexp.MustCompile(`\bR(\d+)\b`)
-	sassPair = regexp.MustCompile(`\bR(\d+)\.64`)
-	sassBra  = regexp.MustCompile(`^BRA (0x[0-9a-f]+)`)
-)
-
-// readSASS returns every function's instructions in the file.
-func readSASS(t *testing.T) map[string][]sassInstr {
+// readSASS returns every kernel in the file by name.
+func readSASS(t *testing.T) map[string]sass.Kernel {
 	t.Helper()
 	f, err := os.Open(sassFile)
 	require.NoError(t, err)
 	defer f.Close()
 	z, err := gzip.NewReader(f)
 	require.NoError(t, err)
-	funcs := map[string][]sassInstr{}
-	name := ""
-	sc := bufio.NewScanner(z)
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.Index(line, "Function : "); i >= 0 {
-			name = strings.TrimSpace(line[i+len("Function : "):])
-			continue
-		}
-		m := sassLine.FindStringSubmatch(line)
-		if m == nil || name == "" {
-			continue
-		}
-		addr, err := strconv.ParseInt(m[1], 16, 64)
-		require.NoError(t, err)
-		body := sassPred.ReplaceAllString(m[2], "")
-		op, rest, _ := strings.Cut(body, " ")
-		var args []string
-		if rest = strings.TrimSpace(rest); rest != "" {
-			for _, a := range strings.Split(rest, ",") {
-				args = append(args, strings.TrimSpace(a))
-			}
-		}
-		funcs[name] = append(funcs[name], sassInstr{addr: int(addr), op: op, args: args})
+	ks, err := sass.Parse(z)
+	require.NoError(t, err)
+	m := make(map[string]sass.Kernel, len(ks))
+	for _, k := range ks {
+		m[k.Name] = k
 	}
-	require.NoError(t, sc.Err())
-	return funcs
-}
-
-// mainLoop is the body of a function's longest backward branch.
-func mainLoop(code []sassInstr) []sassInstr {
-	var body []sassInstr
-	for i, in := range code {
-		m := sassBra.FindStringSubmatch(strings.Join(append([]string{in.op}, in.args...), " "))
-		if m == nil {
-			continue
-		}
-		to, err := strconv.ParseInt(m[1], 0, 64)
-		if err != nil || int(to) >= in.addr {
-			continue
-		}
-		for j := range code[:i] {
-			if code[j].addr == int(to) && i+1-j > len(body) {
-				body = code[j : i+1]
-			}
-		}
-	}
-	return body
-}
-
-func regWidth(op string) int {
-	switch {
-	case strings.Contains(op, ".128"):
-		return 4
-	case strings.Contains(op, ".64"):
-		return 2
-	}
-	return 1
-}
-
-// loopWaits runs body in order several times over, each global load's
-// data trip (1,000 units) after its issue, each load taking one unit to issue and
-// every other instruction none, an instruction waiting for the registers
-// it reads; it returns the steady time of one pass in trips.
-func loopWaits(body []sassInstr) float64 {
-	const trip = 1000.0
-	ready := map[int]float64{}
-	t, start := 0.0, 0.0
-	for rep := 0; rep < 4; rep++ {
-		start = t
-		for _, in := range body {
-			if strings.HasPrefix(in.op, "BRA") || strings.HasPrefix(in.op, "NOP") || strings.HasPrefix(in.op, "EXIT") {
-				continue
-			}
-			load := strings.HasPrefix(in.op, "LD")
-			store := strings.HasPrefix(in.op, "ST")
-			var dst string
-			srcs := in.args
-			if !store && len(in.args) > 0 {
-				dst, srcs = in.args[0], in.args[1:]
-			}
-			need := 0.0
-			for i, a := range srcs {
-				w := 1
-				if store && i == len(srcs)-1 {
-					w = regWidth(in.op) // the stored value's registers
-				}
-				for _, m := range sassReg.FindAllStringSubmatch(a, -1) {
-					r, _ := strconv.Atoi(m[1])
-					for q := r; q < r+w; q++ {
-						need = math.Max(need, ready[q])
-					}
-				}
-				for _, m := range sassPair.FindAllStringSubmatch(a, -1) {
-					r, _ := strconv.Atoi(m[1])
-					need = math.Max(need, ready[r+1]) // a 64-bit address's high half
-				}
-			}
-			t = math.Max(t, need)
-			if load {
-				t++
-			}
-			if dst == "" {
-				continue
-			}
-			w := 1
-			if load {
-				w = regWidth(in.op)
-			} else if strings.Contains(in.op, ".64") || strings.HasPrefix(in.op, "CS2R") {
-				w = 2
-			}
-			for _, m := range sassReg.FindAllStringSubmatch(dst, -1) {
-				r, _ := strconv.Atoi(m[1])
-				for q := r; q < r+w; q++ {
-					ready[q] = t
-					if strings.HasPrefix(in.op, "LDG") {
-						ready[q] = t + trip // a spill's LDL is not a trip to the sources
-					}
-				}
-			}
-		}
-	}
-	return (t - start) / trip
+	return m
 }
 
 // kernelShape is the packs a source (U) and destinations (D) of one of
@@ -216,20 +82,14 @@ func TestCaptureLoadWaitsAreTheSASS(t *testing.T) {
 	funcs := readSASS(t)
 	require.Len(t, funcs, len(captureLoadWaits), "the SASS file holds the table's kernels")
 	for name, want := range captureLoadWaits {
-		code, ok := funcs[name]
+		k, ok := funcs[name]
 		require.True(t, ok, "%s is in the SASS file", name)
-		body := mainLoop(code)
-		require.NotEmpty(t, body, "%s has a loop", name)
-		stores := 0
-		for _, in := range body {
-			if strings.HasPrefix(in.op, "STG.E.128") {
-				stores++
-			}
-		}
+		loop, err := k.MainLoop()
+		require.NoError(t, err, name)
 		u, d := kernelShape(t, name)
-		iters := float64(stores) / float64(u*d)
+		iters := float64(loop.Stores16) / float64(u*d)
 		require.Greater(t, iters, 0.0, name)
-		waits := loopWaits(body) / iters
+		waits := loop.Waits / iters
 		assert.InDelta(t, float64(want), waits, 0.3, "%s: %.2f round trips an iteration (%v iterations a pass)", name, waits, iters)
 	}
 }

@@ -29,6 +29,7 @@ func commands() []command {
 		{"topology", "list, show or import machine topologies", cmdTopology},
 		{"validate", "compare the simulator with measured traces, record by record", cmdValidate},
 		{"calibrate", "fit machine parameters to measured traces (with a held-out check)", cmdCalibrate},
+		{"sass", "read a kernel's machine code (cuobjdump -sass): the round trips its loop waits for its loads", cmdSass},
 	}
 }
 

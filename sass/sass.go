@@ -1,0 +1,243 @@
+// Package sass reads the machine code that cuobjdump prints for a CUDA
+// binary (cuobjdump -sass) and tells how many times one thread of a
+// kernel's main loop waits for its global loads each pass: the number arsim's
+// loop model takes from the code (hw.Kernel.LoadWaits), since the
+// compiler, not the source, decides which of a thread's loads are in
+// flight at once.
+//
+// The analysis is deliberately simple: the main loop is the body of the
+// function's longest backward branch; its instructions issue in order,
+// each global load (LDG) taking one unit to issue and its data a round
+// trip (1,000 units) after that, every other instruction nothing, and an
+// instruction waits until the registers it reads are ready. The steady
+// time of one pass, in round trips, is how many times the pass waits.
+// Spill loads (LDL) and shared-memory loads are not round trips to the
+// sources. Predicates are ignored (a predicated instruction counts as
+// executed).
+package sass
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Instr is one instruction: its address, opcode and operands.
+type Instr struct {
+	Addr int
+	Op   string
+	Args []string
+}
+
+// Kernel is one function of the dump.
+type Kernel struct {
+	Name string
+	Code []Instr
+}
+
+// Loop is what the analysis finds in a kernel's main loop.
+type Loop struct {
+	// Instrs is the loop body's instructions, branch included.
+	Instrs int
+	// Loads is its global loads (LDG), Stores16 its 16-byte global stores
+	// (STG.E.128): a copy loop of U packs a thread stores U × D of them
+	// an iteration (D destinations), so a pass holds Stores16 / (U × D)
+	// iterations.
+	Loads, Stores16 int
+	// Waits is how many round trips one pass of the body waits for its
+	// loads.
+	Waits float64
+}
+
+var (
+	funcLine = regexp.MustCompile(`^\s*Function\s*:\s*(\S+)\s*$`)
+	instLine = regexp.MustCompile(`^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;`)
+	predPfx  = regexp.MustCompile(`^@!?U?P\w+\s+`)
+	regRef   = regexp.MustCompile(`\bR(\d+)\b`)
+	pairRef  = regexp.MustCompile(`\bR(\d+)\.64`)
+	braTo    = regexp.MustCompile(`^BRA\s+(?:\S+\s+)?(0x[0-9a-fA-F]+)$`)
+)
+
+// maxLine is the longest line Parse reads.
+const maxLine = 1 << 20
+
+// Parse reads cuobjdump -sass output and returns its functions in order.
+// Lines that are neither a function's header nor an instruction (headers,
+// flags, encodings on their own lines) are skipped; an instruction before
+// any function, a function without instructions or a dump without
+// functions is an error that names the line.
+func Parse(r io.Reader) ([]Kernel, error) {
+	var ks []Kernel
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if m := funcLine.FindStringSubmatch(line); m != nil {
+			if len(ks) > 0 && len(ks[len(ks)-1].Code) == 0 {
+				return nil, fmt.Errorf("sass: line %d: function %s has no instructions", n, ks[len(ks)-1].Name)
+			}
+			ks = append(ks, Kernel{Name: m[1]})
+			continue
+		}
+		m := instLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if len(ks) == 0 {
+			return nil, fmt.Errorf("sass: line %d: an instruction before any \"Function :\" line", n)
+		}
+		addr, err := strconv.ParseInt(m[1], 16, 64)
+		if err != nil || addr > math.MaxInt32 {
+			return nil, fmt.Errorf("sass: line %d: address %q", n, m[1])
+		}
+		body := predPfx.ReplaceAllString(m[2], "")
+		op, rest, _ := strings.Cut(body, " ")
+		in := Instr{Addr: int(addr), Op: op}
+		if rest = strings.TrimSpace(rest); rest != "" {
+			for _, a := range strings.Split(rest, ",") {
+				in.Args = append(in.Args, strings.TrimSpace(a))
+			}
+		}
+		k := &ks[len(ks)-1]
+		k.Code = append(k.Code, in)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("sass: line %d: %w", n+1, err)
+	}
+	if len(ks) == 0 {
+		return nil, fmt.Errorf("sass: no \"Function :\" line (is it cuobjdump -sass output?)")
+	}
+	if last := ks[len(ks)-1]; len(last.Code) == 0 {
+		return nil, fmt.Errorf("sass: function %s has no instructions", last.Name)
+	}
+	return ks, nil
+}
+
+// MainLoop analyses the kernel's main loop (the body of its longest
+// backward branch); an error when it has none.
+func (k Kernel) MainLoop() (Loop, error) {
+	body := mainLoop(k.Code)
+	if len(body) == 0 {
+		return Loop{}, fmt.Errorf("sass: %s has no loop (no backward branch)", k.Name)
+	}
+	l := Loop{Instrs: len(body), Waits: waits(body)}
+	for _, in := range body {
+		switch {
+		case strings.HasPrefix(in.Op, "LDG"):
+			l.Loads++
+		case strings.HasPrefix(in.Op, "STG") && strings.Contains(in.Op, ".128"):
+			l.Stores16++
+		}
+	}
+	return l, nil
+}
+
+// mainLoop is the body of the longest backward branch in code.
+func mainLoop(code []Instr) []Instr {
+	var body []Instr
+	at := make(map[int]int, len(code))
+	for i, in := range code {
+		if _, dup := at[in.Addr]; !dup {
+			at[in.Addr] = i
+		}
+	}
+	for i, in := range code {
+		if !strings.HasPrefix(in.Op, "BRA") {
+			continue
+		}
+		m := braTo.FindStringSubmatch(strings.TrimSpace(in.Op + " " + strings.Join(in.Args, " ")))
+		if m == nil {
+			continue
+		}
+		to, err := strconv.ParseInt(m[1], 0, 64)
+		if err != nil || int(to) >= in.Addr {
+			continue
+		}
+		if j, ok := at[int(to)]; ok && j <= i && i+1-j > len(body) {
+			body = code[j : i+1]
+		}
+	}
+	return body
+}
+
+// regWidth is how many 32-bit registers an access of op moves.
+func regWidth(op string) int {
+	switch {
+	case strings.Contains(op, ".128"):
+		return 4
+	case strings.Contains(op, ".64"):
+		return 2
+	}
+	return 1
+}
+
+// trip is a round trip in the timeline's units; a load takes one to issue.
+const trip = 1000.0
+
+// waits runs body in order four times over and returns the steady time of
+// the last pass in round trips.
+func waits(body []Instr) float64 {
+	ready := map[int]float64{}
+	t, start := 0.0, 0.0
+	for range 4 {
+		start = t
+		for _, in := range body {
+			if strings.HasPrefix(in.Op, "BRA") || strings.HasPrefix(in.Op, "NOP") || strings.HasPrefix(in.Op, "EXIT") {
+				continue
+			}
+			load := strings.HasPrefix(in.Op, "LD")
+			store := strings.HasPrefix(in.Op, "ST")
+			var dst string
+			srcs := in.Args
+			if !store && len(in.Args) > 0 {
+				dst, srcs = in.Args[0], in.Args[1:]
+			}
+			need := 0.0
+			for i, a := range srcs {
+				w := 1
+				if store && i == len(srcs)-1 {
+					w = regWidth(in.Op) // the stored value's registers
+				}
+				for _, m := range regRef.FindAllStringSubmatch(a, -1) {
+					r, _ := strconv.Atoi(m[1])
+					for q := r; q < r+w; q++ {
+						need = math.Max(need, ready[q])
+					}
+				}
+				for _, m := range pairRef.FindAllStringSubmatch(a, -1) {
+					r, _ := strconv.Atoi(m[1])
+					need = math.Max(need, ready[r+1]) // a 64-bit address's high half
+				}
+			}
+			t = math.Max(t, need)
+			if load {
+				t++
+			}
+			if dst == "" {
+				continue
+			}
+			w := 1
+			if load {
+				w = regWidth(in.Op)
+			} else if strings.Contains(in.Op, ".64") || strings.HasPrefix(in.Op, "CS2R") {
+				w = 2
+			}
+			for _, m := range regRef.FindAllStringSubmatch(dst, -1) {
+				r, _ := strconv.Atoi(m[1])
+				for q := r; q < r+w; q++ {
+					ready[q] = t
+					if strings.HasPrefix(in.Op, "LDG") {
+						ready[q] = t + trip
+					}
+				}
+			}
+		}
+	}
+	return (t - start) / trip
+}
