@@ -1478,20 +1478,22 @@ class PerBlock:
                         self.emit(rec, vals, "ns_per_iter")
                     self.rec.guard(f"reduce_sources {resident} S{S} D{D} {t}", meas)
 
+    def reduce_buffers(self):
+        """The reductions' sources: eight 512-MiB regions of one buffer (source s at s * sstride int4), allocated
+        once, and a destination at the sources' offset."""
+        region = 512 * MB
+        if "rbsrc" not in self.d:
+            with self.cp.cuda.Device(0):
+                self.d["rbsrc"] = self.cp.ones(8 * region // 4, dtype=self.cp.uint32)
+        return self.d["rbsrc"], self.dev("rbd", region + 160 * MB), region // 16
+
     def reduce_blocks(self):
         """reduce_sources' kernel (pb_nccl_reduce_S_1: NCCL's reduceCopy shape, 640-thread build) over 1, 2, 4 and 8
         local sources to one destination, 512 threads a block, 1-132 blocks, 16 iterations, every source fresh from
         HBM each launch (each in a 512-MiB region of its own): one block's SM issue (reduce_sources.jsonl) against the
         GPU's memory as blocks are added."""
         iters, U, t = 16, 8, 512
-        region = 512 * MB
-        nb = 8 * region
-        if "rbsrc" not in self.d:
-            with self.cp.cuda.Device(0):
-                self.d["rbsrc"] = self.cp.ones(nb // 4, dtype=self.cp.uint32)
-        a = self.d["rbsrc"]
-        d = self.dev("rbd", region + 160 * MB)  # the destination at the sources' offset
-        sstride = region // 16
+        a, d, sstride = self.reduce_buffers()
         at = [0]
         for S in (1, 2, 4, 8):
             for b in (1, 2, 4, 8, 16, 32, 66, 132):
@@ -1542,14 +1544,8 @@ class PerBlock:
         (S, U) of shapes and each (resident, threads) of plan, 32 iterations, to one local destination, the sources
         fresh from HBM every launch or (resident) the same region every launch; bound: the kernels'
         __launch_bounds__ when not NCCL's 640 (trace field launch_bound)."""
-        iters, region = 32, 512 * MB
-        nb = 8 * region
-        if "rbsrc" not in self.d:
-            with self.cp.cuda.Device(0):
-                self.d["rbsrc"] = self.cp.ones(nb // 4, dtype=self.cp.uint32)
-        a = self.d["rbsrc"]
-        d = self.dev("rbd", region + 160 * MB)  # the destination at the sources' offset
-        sstride = region // 16
+        iters = 32
+        a, d, sstride = self.reduce_buffers()
         at = [0]
         for resident, threads in plan:
             for S, U in shapes:
