@@ -123,8 +123,9 @@ type Kernel struct {
 	// flight together, and a later load waits for that first one's data
 	// (its register reused, or ordered after the adds). 0 or 1: every
 	// load in flight at once. It is the code's, not the machine's: read
-	// from the kernel's SASS (validate's captureLoadWaits for
-	// tools/capture's kernels).
+	// from the kernel's SASS (package sass, `arsim sass`; validate's
+	// captureLoadWaits for tools/capture's kernels). Counted only over
+	// the rank's own device memory (copyIterTimeFor).
 	LoadWaits int
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may

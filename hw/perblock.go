@@ -48,8 +48,9 @@ type PerBlock struct {
 	// Hunks (loop copy, simple_step): the loop is in NCCL's reduceCopy
 	// shape (trace code nccl_hunks; Kernel.Hunks).
 	Hunks bool
-	// LoadWaits (loop copy): the round trips a thread of the compiled
-	// loop waits for its loads each iteration (Kernel.LoadWaits).
+	// LoadWaits (loop copy, pull): the round trips a thread of the
+	// compiled loop waits for its loads each iteration (Kernel.LoadWaits;
+	// a pull's batches of host loads); 0: one.
 	LoadWaits int
 	// Evicted (loop ll, ll128w): the lines were written, then pushed out
 	// of the caches by other writes.
