@@ -18,9 +18,11 @@ package sass
 
 import (
 	"bufio"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -115,6 +117,31 @@ func Parse(r io.Reader) ([]Kernel, error) {
 	}
 	if last := ks[len(ks)-1]; len(last.Code) == 0 {
 		return nil, fmt.Errorf("sass: function %s has no instructions", last.Name)
+	}
+	return ks, nil
+}
+
+// ParseFile is Parse of the named file, gunzipped when it starts as gzip
+// does (the capture keeps its dumps gzipped).
+func ParseFile(name string) ([]Kernel, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("sass: %s: %w", name, err)
+		}
+		defer z.Close()
+		r = z
+	}
+	ks, err := Parse(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return ks, nil
 }

@@ -85,13 +85,13 @@ func copyKernel(r trace.Record) string {
 	return fmt.Sprintf("pb_copy_%d_%d", u, s)
 }
 
-// copyLoadWaits is the round trips a loop copy or unrolled pull record's
+// loadWaits is the round trips a loop copy or unrolled pull record's
 // thread waits for its loads each iteration (captureLoadWaits; a pull's
 // kernel is pb_pull_unrolledW unless its kernel field says), 0 (every load
 // in flight at once) for a kernel not in the table, and an error for a
 // record whose fields name two kernels that wait differently and no kernel
 // field.
-func copyLoadWaits(r trace.Record) (int, error) {
+func loadWaits(r trace.Record) (int, error) {
 	if r.Kind == trace.KindLoop && r.Loop == "pull" && r.LoopBound != "runtime" {
 		k := r.KernelName
 		if k == "" {

@@ -1,9 +1,7 @@
 package validate
 
 import (
-	"compress/gzip"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -21,12 +19,7 @@ const sassFile = "../testdata/h200x1-arsim/system/sass_perblock_sm_90.txt.gz"
 // readSASS returns every kernel in the file by name.
 func readSASS(t *testing.T) map[string]sass.Kernel {
 	t.Helper()
-	f, err := os.Open(sassFile)
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	ks, err := sass.Parse(z)
+	ks, err := sass.ParseFile(sassFile)
 	require.NoError(t, err)
 	m := make(map[string]sass.Kernel, len(ks))
 	for _, k := range ks {
@@ -114,18 +107,18 @@ func TestCopyKernelFromFields(t *testing.T) {
 		{copyRec(func(r *trace.Record) { r.Code, r.Unroll, r.KernelName = "nccl_hunks", 8, "pb_nccl_copy_8_2" }), "pb_nccl_copy_8_2", 2},
 	} {
 		assert.Equal(t, c.want, copyKernel(c.r))
-		w, err := copyLoadWaits(c.r)
+		w, err := loadWaits(c.r)
 		require.NoError(t, err)
 		assert.Equal(t, c.waits, w, c.want)
 	}
 	// NCCL's shape over two sources names two kernels that wait 2 and 3
 	// round trips: without the kernel field the record is refused.
-	_, err := copyLoadWaits(copyRec(func(r *trace.Record) { r.Code, r.Unroll = "nccl_hunks", 8 }))
+	_, err := loadWaits(copyRec(func(r *trace.Record) { r.Code, r.Unroll = "nccl_hunks", 8 }))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "pb_nccl_copy_8_2")
 	// A push (several destinations) is no kernel of the table: every load
 	// in flight at once, as before.
-	w, err := copyLoadWaits(copyRec(func(r *trace.Record) { r.Sources, r.Dests = 1, 3 }))
+	w, err := loadWaits(copyRec(func(r *trace.Record) { r.Sources, r.Dests = 1, 3 }))
 	require.NoError(t, err)
 	assert.Equal(t, 0, w)
 }
@@ -159,7 +152,7 @@ func TestLoadWaitsFromHBM(t *testing.T) {
 		n := 0
 		for _, res := range v.Records {
 			r := byLine[res.Line]
-			w, err := copyLoadWaits(r)
+			w, err := loadWaits(r)
 			if err != nil || w < 2 || r.Src != "local" || r.SrcResidency == "l2" || r.Blocks != 1 {
 				continue
 			}

@@ -47,7 +47,7 @@ func perBlockTwin(r trace.Record) (*Twin, error) {
 	if r.Kind == trace.KindLoop && r.Iters == 0 && (r.Loop == "ll" || r.Loop == "copy" || r.Loop == "pull") {
 		return nil, badRecord("a %s loop record without iters", r.Loop)
 	}
-	waits, err := copyLoadWaits(r)
+	waits, err := loadWaits(r)
 	if err != nil {
 		return nil, err
 	}

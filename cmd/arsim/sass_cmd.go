@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"text/tabwriter"
 
@@ -38,9 +35,9 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		want = re
 	}
-	kernels, err := readSassFile(*file)
+	kernels, err := sass.ParseFile(*file)
 	if err != nil {
-		return err
+		return badInput(err)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "kernel\tloop instructions\tglobal loads\t16-B stores\tround trips waited\t")
@@ -78,29 +75,4 @@ func matching(pattern string) string {
 		return ""
 	}
 	return fmt.Sprintf(" matching %q", pattern)
-}
-
-// readSassFile parses a cuobjdump -sass dump, gunzipping it when it
-// starts as gzip does.
-func readSassFile(name string) ([]sass.Kernel, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	defer f.Close()
-	br := bufio.NewReader(f)
-	var r io.Reader = br
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, badInputf("sass: %s: %v", name, err)
-		}
-		defer z.Close()
-		r = z
-	}
-	ks, err := sass.Parse(r)
-	if err != nil {
-		return nil, badInputf("%s: %v", name, err)
-	}
-	return ks, nil
 }
