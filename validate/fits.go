@@ -503,10 +503,25 @@ func dimensionsOf(r trace.Record) []string {
 // HeldOut is the error of the records on each side of the fits, and of
 // the predicted ones by dimension.
 type HeldOut struct {
-	Fitted    ErrorStats     `json:"fitted"`
-	Predicted ErrorStats     `json:"predicted"`
-	Dims      []DimensionRow `json:"by_dimension"`
+	Fitted    ErrorStats `json:"fitted"`
+	Predicted ErrorStats `json:"predicted"`
+	// PredictedBeyond is how many predicted records lie beyond
+	// BeyondPct.
+	PredictedBeyond int `json:"predicted_beyond_20pct"`
+	// Spread is the predicted side's error had every configuration
+	// measured more than once been predicted at its measured median, and
+	// every other record exactly: what the runs' own spread leaves to any
+	// model that gives one value per configuration (no model of one
+	// machine tells the runs apart). SpreadBeyond counts its records
+	// beyond BeyondPct.
+	Spread       ErrorStats     `json:"spread_floor"`
+	SpreadBeyond int            `json:"spread_floor_beyond_20pct"`
+	Dims         []DimensionRow `json:"by_dimension"`
 }
+
+// BeyondPct is the |error| beyond which HeldOut counts records: the
+// per-block issue's p95 target.
+const BeyondPct = 20.0
 
 // DimensionRow is the error of the predicted records along one dimension.
 type DimensionRow struct {
@@ -524,7 +539,7 @@ type DimensionRow struct {
 // heldOut builds the report from the compared records; nil when no record
 // is covered by a fit.
 func heldOut(recs []Compared) *HeldOut {
-	var fitted, predicted []float64
+	var fitted, predicted, spread []float64
 	type dimErrs struct{ abs, rep, repModel []float64 }
 	dims := map[string]*dimErrs{}
 	devs, _ := repeatDeviations(recs)
@@ -536,6 +551,7 @@ func heldOut(recs []Compared) *HeldOut {
 		case r.Dimensions != nil:
 			a := math.Abs(r.ErrorPct)
 			predicted = append(predicted, a)
+			spread = append(spread, max(devs[i], 0))
 			for _, d := range r.Dimensions {
 				de := dims[d]
 				if de == nil {
@@ -553,7 +569,8 @@ func heldOut(recs []Compared) *HeldOut {
 	if len(fitted)+len(predicted) == 0 {
 		return nil
 	}
-	h := &HeldOut{Fitted: statsOf(fitted), Predicted: statsOf(predicted)}
+	h := &HeldOut{Fitted: statsOf(fitted), Predicted: statsOf(predicted), PredictedBeyond: beyond(predicted, BeyondPct),
+		Spread: statsOf(spread), SpreadBeyond: beyond(spread, BeyondPct)}
 	for _, d := range slices.Sorted(func(yield func(string) bool) {
 		for k := range dims {
 			if !yield(k) {
@@ -570,6 +587,17 @@ func heldOut(recs []Compared) *HeldOut {
 		h.Dims = append(h.Dims, row)
 	}
 	return h
+}
+
+// beyond counts the values of abs above limit.
+func beyond(abs []float64, limit float64) int {
+	n := 0
+	for _, a := range abs {
+		if a > limit {
+			n++
+		}
+	}
+	return n
 }
 
 func statsOf(abs []float64) ErrorStats {

@@ -284,6 +284,29 @@ func TestHeldOutRepeatsByDimension(t *testing.T) {
 	assert.Equal(t, "y", y.Dimension)
 	assert.Nil(t, y.Repeats)
 	assert.Nil(t, y.Model)
+	// The predicted side: 30 % and 5 % beyond nothing, 30 % beyond 20 %;
+	// its spread floor: a's records 9.09 % from their median, b measured
+	// once (0); the fitted record is on neither.
+	assert.Equal(t, 1, h.PredictedBeyond)
+	assert.Equal(t, 3, h.Spread.Count)
+	assert.InDelta(t, 100.0/11, h.Spread.P95AbsPct, 1e-9)
+	assert.InDelta(t, 100.0/11, h.Spread.MedianAbsPct, 1e-9)
+	assert.Zero(t, h.SpreadBeyond)
+}
+
+// The spread floor counts a repeated configuration's records beyond 20 %
+// of their median, whatever the model does on them.
+func TestHeldOutSpreadBeyond(t *testing.T) {
+	recs := []Compared{
+		{config: "a", Measured: 100, ErrorPct: 1, Dimensions: []string{"x"}},
+		{config: "a", Measured: 100, ErrorPct: 1, Dimensions: []string{"x"}},
+		{config: "a", Measured: 150, ErrorPct: -30, Dimensions: []string{"x"}},
+	}
+	h := heldOut(recs)
+	require.NotNil(t, h)
+	assert.Equal(t, 1, h.PredictedBeyond)
+	assert.Equal(t, 1, h.SpreadBeyond, "150 lies 50 % from the median 100")
+	assert.InDelta(t, 50, h.Spread.P95AbsPct, 1e-9)
 }
 
 // Allreduce records are summed up by size range; other records and empty

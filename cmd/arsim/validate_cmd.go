@@ -231,7 +231,13 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
 	}
 	fmt.Fprintf(b, "\nHeld out by dimension (parameters fitted on some records, the others predicted without refitting)\n")
 	fmt.Fprintf(b, "  fitted side      %d: median |error| %.1f%%, p95 %.1f%%\n", h.Fitted.Count, h.Fitted.MedianAbsPct, h.Fitted.P95AbsPct)
-	fmt.Fprintf(b, "  predicted side   %d: median |error| %.1f%%, p95 %.1f%%\n", h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct)
+	fmt.Fprintf(b, "  predicted side   %d: median |error| %.1f%%, p95 %.1f%%, %d beyond %.0f%%\n", h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct,
+		h.PredictedBeyond, validate.BeyondPct)
+	if h.Spread.P95AbsPct > 0 {
+		fmt.Fprintf(b, "  the runs' spread on that side: median %.1f%%, p95 %.1f%%, %d beyond %.0f%% (each configuration measured more than once\n"+
+			"                   predicted at its measured median, every other record exactly: what one value per configuration can reach)\n",
+			h.Spread.MedianAbsPct, h.Spread.P95AbsPct, h.SpreadBeyond, validate.BeyondPct)
+	}
 	repeats := false
 	for _, d := range h.Dims {
 		fmt.Fprintf(b, "    %-44s %4d: median %5.1f%%, p95 %5.1f%%", d.Dimension, d.Count, d.MedianAbsPct, d.P95AbsPct)
