@@ -296,18 +296,40 @@ func barrierFunc(b *Builder, req Request) func(string, int64, hw.Kernel, string,
 }
 
 // pullKernel is the vLLM/SGLang custom-allreduce launch configuration:
-// 512 threads, blocks = min(36, ceil(packs/512)) with 16-byte packs.
-func pullKernel(bytes int64, req Request) hw.Kernel {
+// 512 threads, blocks = min(36, ceil(packs/512)) with 16-byte packs; the
+// round trips its compiled loop waits an iteration (load_waits), when
+// given.
+func pullKernel(bytes int64, req Request) (hw.Kernel, error) {
 	threads := req.IntOpt("threads", 512)
 	packs := (bytes + 15) / 16
 	blocks := int(min(36, (packs+int64(threads)-1)/int64(threads)))
 	blocks = req.IntOpt("blocks", max(blocks, 1))
 	k := hw.Kernel{Blocks: blocks, Threads: threads, ReduceLoop: true}
-	if req.Opt("rank_loop", "unrolled") == "runtime" {
+	runtime := req.Opt("rank_loop", "unrolled") == "runtime"
+	if runtime {
 		k.Loop, k.Ranks = hw.LoopRanks, req.Ranks
 	}
-	return k
+	if _, ok := req.Opts["load_waits"]; ok {
+		w := req.IntOpt("load_waits", 1)
+		switch {
+		case runtime:
+			return k, fmt.Errorf("option load_waits=%d counts the waits of a loop over ranks unrolled when compiled; with rank_loop=runtime each load is waited in turn", w)
+		case w > req.Ranks:
+			return k, fmt.Errorf("option load_waits=%d: the pull loads one pack from each of the %d ranks' buffers an iteration, so it waits at most %d times", w, req.Ranks, req.Ranks)
+		}
+		k.LoadWaits = w
+	}
+	return k, nil
 }
+
+// loadWaitsOption: how many round trips a pull kernel's compiled loop
+// waits for its loads each iteration (hw.Kernel.LoadWaits), as `arsim
+// sass` reads it from the kernel's SASS.
+var loadWaitsOption = OptionSpec{Name: "load_waits", Int: IntRange{Min: 1, Max: MaxCheckRanks,
+	Why: "one wait per rank's buffer at most, and at most 64 ranks", PerMachine: func(top *topology.Topology) (int, string) {
+		return top.NumGPUs(), fmt.Sprintf("one wait per rank's buffer at most: %s has %d GPUs", top.Name, top.NumGPUs())
+	}}, Default: "1",
+	Doc: "round trips the pull loop waits for its loads each iteration, as `arsim sass` reads them from the kernel's SASS (1: every load in flight at once, vLLM's 1stage)"}
 
 // rankLoopOption: whether a pull kernel's loop over ranks is unrolled at
 // compile time (vLLM's packed_reduce<ngpus>, PyTorch's kernels: every

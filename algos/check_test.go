@@ -87,7 +87,7 @@ func TestValidateErrors(t *testing.T) {
 		{func(r *Request) { r.Ranks = 1 }, "needs at least 2 ranks, got 1"},
 		{func(r *Request) { r.Ranks = 9 }, "9 ranks but topology rtxpro6000x8-2numa has 8 GPUs"},
 		{func(r *Request) { r.DType = "int4" }, `dtype "int4" is not one of bf16, fp16, fp32`},
-		{func(r *Request) { r.Opts = map[string]string{"proto": "ll"} }, `one_stage has no option "proto" (options: blocks, threads, barrier, start_release, end_release, rank_loop)`},
+		{func(r *Request) { r.Opts = map[string]string{"proto": "ll"} }, `one_stage has no option "proto" (options: blocks, threads, load_waits, barrier, start_release, end_release, rank_loop)`},
 		{func(r *Request) { r.Opts = map[string]string{"blocks": "-3"} }, `option blocks=-3: -3 is below the minimum 1`},
 		{func(r *Request) { r.Opts = map[string]string{"blocks": "1.5"} }, `option blocks="1.5" must be a whole number`},
 		{func(r *Request) { r.Opts = map[string]string{"blocks": "189"} }, `option blocks=189: 189 is above the limit 188 (the blocks rtxpro6000x8-2numa's GPUs run at once: gpu.sms 188 × gpu.max_blocks_per_sm 1`},

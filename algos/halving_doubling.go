@@ -53,7 +53,10 @@ func (halvingDoubling) Plan(req Request) (*Schedule, error) {
 		L++
 	}
 	b := NewBuilder("halving_doubling", n, S, es)
-	k := pullKernel(S, req) // one pull at a time: the whole kernel drives it
+	k, err := pullKernel(S, req) // one pull at a time: the whole kernel drives it
+	if err != nil {
+		return nil, fmt.Errorf("algos: halving_doubling: %w", err)
+	}
 	b.Note("%d core ranks in %d rounds each way, %d folded in; %d blocks × %d threads per GPU", p, L, n-p, k.Blocks, k.Threads)
 	acc := func(r int, lo, hi int64) Range { return On(r, "acc", lo, hi-lo) }
 	flag := func(at int, name string, from int) Flag {

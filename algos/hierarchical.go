@@ -152,7 +152,10 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 
 	b := NewBuilder("hierarchical", n, req.Bytes, es)
 	off, size := Split(req.Bytes, es, g)
-	k := pullKernel(req.Bytes, req)
+	k, err := pullKernel(req.Bytes, req)
+	if err != nil {
+		return nil, fmt.Errorf("algos: hierarchical: %w", err)
+	}
 	// Each phase is a loop whose body loads a pack from every source
 	// rank (as vLLM's stages): about one load per peer in flight.
 	k.LoadsInFlight = 1

@@ -115,9 +115,13 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 	home := func(r int) hw.Mem { return hw.HostMem(socket(r)) }
 	stage := func(r int, off, l int64) Range { return OnHost(socket(r), fmt.Sprintf("stage%d", r), off, l) }
 	apart, stride := flagSpacing(req)
-	k := pullKernel(req.Bytes, req)
+	kb := req.Bytes
 	if h.two {
-		k = pullKernel(max(req.Bytes/int64(n), 16), req)
+		kb = max(req.Bytes/int64(n), 16)
+	}
+	k, err := pullKernel(kb, req)
+	if err != nil {
+		return nil, fmt.Errorf("algos: %s: %w", h.Name(), err)
 	}
 	k.LoadsInFlight = 1  // one load per rank in flight in each loop body
 	k.RanksInHost = true // the peers' copies are staged in host memory

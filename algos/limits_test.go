@@ -39,7 +39,7 @@ func TestValidateOptionsAcrossAlgorithms(t *testing.T) {
 		want  string // "" for valid
 	}{
 		{[]string{"ring", "one_stage"}, map[string]string{"proto": "ll", "blocks": "4"}, ""},
-		{[]string{"one_stage"}, map[string]string{"nosuchkey": "1"}, `option "nosuchkey" is taken by none of the algorithms run (one_stage); their options: barrier, blocks, end_release, rank_loop, start_release, threads`},
+		{[]string{"one_stage"}, map[string]string{"nosuchkey": "1"}, `option "nosuchkey" is taken by none of the algorithms run (one_stage); their options: barrier, blocks, end_release, load_waits, rank_loop, start_release, threads`},
 		{[]string{"ring", "one_stage"}, map[string]string{"proto": "bogus"}, `ring: option proto="bogus" is not one of ll, ll128, simple`},
 		{[]string{"ring", "tree", "nccl"}, map[string]string{"channels": "65"}, `option channels=65: 65 is above the limit 64 (NCCL's MAXCHANNELS)`},
 		{[]string{"nccl"}, map[string]string{"nthreads": "96"}, ""},

@@ -43,6 +43,7 @@ var endReleaseOption = OptionSpec{Name: "end_release", Values: []string{"false",
 var pullOptions = []OptionSpec{
 	BlocksOption("thread blocks per GPU (default min(36, ceil(bytes/16/threads)), as vLLM)"),
 	ThreadsOption("threads per block (default 512, as vLLM)"),
+	loadWaitsOption,
 }
 
 // Barriers: the kernel's blocks each run the same flag handshake in
@@ -51,7 +52,10 @@ var pullOptions = []OptionSpec{
 func (oneStage) Plan(req Request) (*Schedule, error) {
 	n := req.Ranks
 	b := NewBuilder("one_stage", n, req.Bytes, req.DType.Size())
-	k := pullKernel(req.Bytes, req)
+	k, err := pullKernel(req.Bytes, req)
+	if err != nil {
+		return nil, fmt.Errorf("algos: one_stage: %w", err)
+	}
 	// Each thread loads its pack from every rank in one loop body: the
 	// loads are independent, so one is in flight per peer at once.
 	k.LoadsInFlight = 1

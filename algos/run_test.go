@@ -62,3 +62,35 @@ func TestOneStageEndRelease(t *testing.T) {
 	want := (rel.Top.Params.Get("gpu.fence_sys_local") - rel.Top.Params.Get("gpu.mem_latency")) / 1000
 	assert.InDelta(t, want, d, 0.05, "one fence on the critical path")
 }
+
+// A pull kernel's load_waits (the round trips its compiled loop waits an
+// iteration, `arsim sass`) slows its pulls where their round trips set the
+// pace: on eight RTX PRO 6000s at 14 KiB each wait more takes longer, and
+// 1 is the default (every load in flight); at 1 MiB, where the links set
+// it, 36 blocks' loads cover a second wait. Counts the loop cannot have
+// are refused, naming the option.
+func TestPullLoadWaitsOption(t *testing.T) {
+	at := func(algo string, bytes int64, opts map[string]string) float64 {
+		return runUs(t, algo, req(t, "rtxpro6000x8-2numa", 8, bytes, opts), 3)
+	}
+	for _, algo := range []string{"one_stage", "two_stage", "host_one_shot"} {
+		base := at(algo, 14336, nil)
+		w := []float64{at(algo, 14336, map[string]string{"load_waits": "1"}), at(algo, 14336, map[string]string{"load_waits": "2"}),
+			at(algo, 14336, map[string]string{"load_waits": "4"}), at(algo, 14336, map[string]string{"load_waits": "8"})}
+		t.Logf("%s 14 KiB: %.2f µs; load_waits 1, 2, 4, 8: %.2f", algo, base, w)
+		assert.Equal(t, base, w[0], "%s: load_waits=1 is the default", algo)
+		assert.GreaterOrEqual(t, w[1], w[0], algo)
+		assert.Greater(t, w[2], w[1], algo)
+		assert.Greater(t, w[3], w[2]+4, "%s: four more waits an iteration cost more than 4 µs", algo)
+		big := at(algo, 1<<20, map[string]string{"blocks": "36"})
+		assert.Equal(t, big, at(algo, 1<<20, map[string]string{"blocks": "36", "load_waits": "2"}), "%s: the links set the pace at 1 MiB", algo)
+	}
+	_, err := Plan("one_stage", req(t, "rtxpro6000x8-2numa", 4, 43008, map[string]string{"load_waits": "6"}))
+	assert.ErrorContains(t, err, "load_waits=6: the pull loads one pack from each of the 4 ranks' buffers an iteration, so it waits at most 4 times")
+	_, err = Plan("one_stage", req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"load_waits": "9"}))
+	assert.ErrorContains(t, err, "load_waits=9: 9 is above the limit 8 (one wait per rank's buffer at most: rtxpro6000x8-2numa has 8 GPUs)")
+	_, err = Plan("two_stage", req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"load_waits": "2", "rank_loop": "runtime"}))
+	assert.ErrorContains(t, err, "with rank_loop=runtime each load is waited in turn")
+	_, err = Plan("one_stage", req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"load_waits": "0"}))
+	assert.ErrorContains(t, err, "load_waits=0: 0 is below the minimum 1")
+}

@@ -77,7 +77,10 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 	n := req.Ranks
 	es := req.DType.Size()
 	b := NewBuilder("two_stage", n, req.Bytes, es)
-	k := pullKernel(req.Bytes, req)
+	k, err := pullKernel(req.Bytes, req)
+	if err != nil {
+		return nil, fmt.Errorf("algos: two_stage: %w", err)
+	}
 	// As in one_stage: in both stages each thread loads its pack from
 	// every rank in one loop body, independent loads, so about one load
 	// per peer is in flight at once.

@@ -111,12 +111,20 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 // when the last completion is back. The rate is capped at bytes in flight /
 // round trip (Little's law).
 func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	spec, delay, iter, pr, err := m.readFlow(r, src, &k, label)
+	spec, delay, pace, pr, err := m.readFlow(r, src, &k, label)
 	if err != nil {
 		return err
 	}
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
-	spec.Cap = windowCap(spec.Cap, delay+spec.Latency, iter, bytes)
+	spec.Cap = windowCap(spec.Cap, delay+spec.Latency, pace.iter, bytes)
+	if pace.chain > 0 {
+		// Where a bandwidth sets the pace, the loads' chain still bounds
+		// the read from below: each window of them takes the chain.
+		f := windowCap(sim.Rate(float64(pace.window)/pace.chain.Seconds()), delay+spec.Latency, pace.chain, bytes)
+		if f > 0 && (spec.Cap <= 0 || f < spec.Cap) {
+			spec.Cap = f
+		}
+	}
 	return m.launchInOrder(r, &k, delay+m.loopStart(k, bytes), spec, pr, false)
 }
 
@@ -142,19 +150,29 @@ func windowCap(capr sim.Rate, rtt, iter sim.Duration, bytes sim.Bytes) sim.Rate 
 	return sim.Rate(float64(bytes) / left * float64(sim.Second))
 }
 
+// readPace is how a read's loop paces it by windows of loads (windowCap):
+// iter, the iteration whose window sets its cap (0: a bandwidth does);
+// and where a bandwidth does although the loop waits for its loads more
+// than once an iteration (Kernel.LoadWaits), the window of loads in
+// flight and the chain of round trips each takes, a floor on the read.
+type readPace struct {
+	iter, chain sim.Duration
+	window      sim.Bytes
+}
+
 // readSpec is a read's flow but for its label, bytes and callback, and
 // the wait before it starts: a function of its arguments and the machine
 // only (readFlow keeps them). label is for error messages.
-func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec, sim.Duration, sim.Duration, error) {
+func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec, sim.Duration, readPace, error) {
 	if err := k.check("read", label); err != nil {
-		return sim.FlowSpec{}, 0, 0, err
+		return sim.FlowSpec{}, 0, readPace{}, err
 	}
 	p, err := m.path(src, GPUMem(r))
 	if err != nil {
-		return sim.FlowSpec{}, 0, 0, err
+		return sim.FlowSpec{}, 0, readPace{}, err
 	}
 	if err := m.p2pOn(p, r, src, "read"); err != nil {
-		return sim.FlowSpec{}, 0, 0, err
+		return sim.FlowSpec{}, 0, readPace{}, err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
 	loads := m.Phys.LoadsInFlight
@@ -182,6 +200,18 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 			rtt += m.Phys.ReduceLoopExtraPCIe
 		}
 	}
+	// The compiled pull waits for its loads LoadWaits times an iteration:
+	// each wait after the first is one more vector load's round trip to
+	// the source.
+	var waits sim.Duration
+	if k.ReduceLoop && k.LoadWaits > 1 && k.Loop == LoopNone {
+		v, err := m.vectorRoundTrip(r, src)
+		if err != nil {
+			return sim.FlowSpec{}, 0, readPace{}, err
+		}
+		waits = sim.Duration(k.LoadWaits-1) * v
+		rtt += waits
+	}
 	little := sim.Rate(inflight / rtt.Seconds())
 	capr := little
 	if p.smp && !src.Host {
@@ -189,7 +219,7 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	}
 	route, capr, err := m.capped(m.route(p, smLoad, k.wire(), true), capr, k)
 	if err != nil {
-		return sim.FlowSpec{}, 0, 0, err
+		return sim.FlowSpec{}, 0, readPace{}, err
 	}
 	if src.Host {
 		route = m.withSMHost(r, route)
@@ -197,7 +227,7 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	bound := capr
 	route, capr, err = m.loopBound(r, route, capr, k)
 	if err != nil {
-		return sim.FlowSpec{}, 0, 0, err
+		return sim.FlowSpec{}, 0, readPace{}, err
 	}
 	// The iteration whose window of loads sets the cap (windowCap): the
 	// round trip of Little's law, or the loop's iteration; none when a
@@ -219,10 +249,14 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	}
 	if k.Polled {
 		spec.Latency = 0
-		return spec, 0, 0, nil
+		return spec, 0, readPace{}, nil
+	}
+	pace := readPace{iter: iter}
+	if iter == 0 && waits > 0 {
+		pace.chain, pace.window = rtt, sim.Bytes(inflight)
 	}
 	// The first request reaches the data one way plus a memory access in.
-	return spec, p.latency + m.memLatency(src), iter, nil
+	return spec, p.latency + m.memLatency(src), pace, nil
 }
 
 // loopWindow is what kernel k's loop moves per iteration, payload bytes

@@ -20,7 +20,7 @@ type flowMemo struct {
 	spec   sim.FlowSpec
 	pr     *sim.PreparedRoute // spec.Route prepared (nil if the network refused it)
 	delay  sim.Duration       // a read's wait before its flow starts
-	iter   sim.Duration       // a read's window iteration (windowCap)
+	pace   readPace           // a read's window iterations (windowCap)
 }
 
 // memoWays is how many transfers of each kind a rank keeps (the newest
@@ -119,16 +119,16 @@ func (m *Machine) WriteAgain(r int, bytes sim.Bytes, label string, done func()) 
 
 // readFlow returns readSpec(r, src, *k, label), kept per rank, and its
 // route prepared (nil when not kept).
-func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, sim.Duration, *sim.PreparedRoute, error) {
+func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, readPace, *sim.PreparedRoute, error) {
 	if e := memoGet(m.rmemo, r, src, k, false); e != nil {
-		return e.spec, e.delay, e.iter, e.pr, nil
+		return e.spec, e.delay, e.pace, e.pr, nil
 	}
-	spec, delay, iter, err := m.readSpec(r, src, *k, label)
+	spec, delay, pace, err := m.readSpec(r, src, *k, label)
 	var pr *sim.PreparedRoute
 	if err == nil && r >= 0 && r < m.Top.NumGPUs() {
-		pr = m.memoPut(&m.rmemo, r, flowMemo{at: src, k: *k, spec: spec, delay: delay, iter: iter})
+		pr = m.memoPut(&m.rmemo, r, flowMemo{at: src, k: *k, spec: spec, delay: delay, pace: pace})
 	}
-	return spec, delay, iter, pr, err
+	return spec, delay, pace, pr, err
 }
 
 // kernelBytes is a Kernel's memory.

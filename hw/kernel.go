@@ -117,15 +117,20 @@ type Kernel struct {
 	// H200: testdata/h200x1-arsim/loop_start.jsonl, NCCL-shaped Simple
 	// steps of 1–128 KiB at 128–1,024 threads within −14…+8 %.
 	Hunks bool
-	// LoadWaits (LoopSimple) is how many times a thread of the compiled
-	// loop waits a round trip for its loads each iteration: the loads it
-	// issues before the first instruction that reads one of them are in
-	// flight together, and a later load waits for that first one's data
-	// (its register reused, or ordered after the adds). 0 or 1: every
-	// load in flight at once. It is the code's, not the machine's: read
-	// from the kernel's SASS (package sass, `arsim sass`; validate's
-	// captureLoadWaits for tools/capture's kernels). Counted only over
-	// the rank's own device memory (copyIterTimeFor).
+	// LoadWaits (LoopSimple, and a ReduceLoop pull) is how many times a
+	// thread of the compiled loop waits a round trip for its loads each
+	// iteration: the loads it issues before the first instruction that
+	// reads one of them are in flight together, and a later load waits
+	// for that first one's data (its register reused, or ordered after
+	// the adds). 0 or 1: every load in flight at once. It is the code's,
+	// not the machine's: read from the kernel's SASS (package sass,
+	// `arsim sass`; validate's captureLoadWaits for tools/capture's
+	// kernels). A copy counts it only over the rank's own device memory
+	// (copyIterTimeFor); a pull over every source, each wait after the
+	// first one more vector load's round trip to it (readSpec, as the
+	// pull twin counts its batches: measured on one H200, pull_wide.jsonl,
+	// an eight-buffer pull whose SASS waits twice takes two host round
+	// trips an iteration).
 	LoadWaits int
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
@@ -284,6 +289,9 @@ func scale(h []sim.Hop, w float64) []sim.Hop {
 func (k Kernel) check(op, label string) error {
 	if k.Blocks <= 0 || k.Threads <= 0 {
 		return fmt.Errorf("hw: %s %s: blocks and threads must be > 0, got %d × %d", op, label, k.Blocks, k.Threads)
+	}
+	if k.LoadWaits < 0 {
+		return fmt.Errorf("hw: %s %s: load waits must be ≥ 0, got %d", op, label, k.LoadWaits)
 	}
 	if k.Volatile && k.ReduceLoop {
 		return fmt.Errorf("hw: %s %s: a volatile load loop and a reduce loop at once (the reduce loop's overheads include its volatile loads)", op, label)

@@ -241,3 +241,41 @@ func TestReadTakesWholeIterations(t *testing.T) {
 	require.NoError(t, m2.Eng.Run())
 	assert.InDelta(t, it+4096/1e9*1e6, sim.Duration(m2.Eng.Now()).Seconds()*1e6, 1e-3*it)
 }
+
+// A pull whose compiled loop waits for its loads twice an iteration
+// (Kernel.LoadWaits 2, as `arsim sass` reads a SASS) takes, per window of
+// its loads, the reduce loop's round trip and one more vector load's round
+// trip to the source; 0 and 1 keep every load in flight at once. The same
+// chain as the pull twin's (pullTwin): eight windows over host memory.
+func TestPullLoadWaitsAddVectorRoundTrips(t *testing.T) {
+	top, err := topology.Load("h200x1")
+	require.NoError(t, err)
+	const windows = 8
+	readUs := func(waits int) float64 {
+		m, err := New(top)
+		require.NoError(t, err)
+		k := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: waits}
+		require.NoError(t, m.Read(0, HostMem(0), windows*64*16, k, "pull", func() {}))
+		require.NoError(t, m.Eng.Run())
+		return sim.Duration(m.Eng.Now()).Seconds() * 1e6
+	}
+	m, err := New(top)
+	require.NoError(t, err)
+	rtt, err := m.RoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	v, err := m.vectorRoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	it := (rtt + m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe).Seconds() * 1e6
+	assert.InDelta(t, windows*it, readUs(0), 1e-3*windows*it)
+	assert.Equal(t, readUs(0), readUs(1), "one wait: every load in flight")
+	want := windows * (it + v.Seconds()*1e6)
+	assert.InDelta(t, want, readUs(2), 1e-3*want, "each iteration waits one more vector round trip")
+	want3 := windows * (it + 2*v.Seconds()*1e6)
+	assert.InDelta(t, want3, readUs(3), 1e-3*want3)
+
+	// A negative count is refused, naming the op.
+	m2, err := New(top)
+	require.NoError(t, err)
+	assert.ErrorContains(t, m2.Read(0, HostMem(0), 1024, Kernel{Blocks: 1, Threads: 64, ReduceLoop: true, LoadWaits: -1}, "pull", nil),
+		"read pull: load waits must be ≥ 0, got -1")
+}
