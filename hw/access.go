@@ -209,6 +209,9 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 		if err != nil {
 			return sim.FlowSpec{}, 0, readPace{}, err
 		}
+		if k.Fresh && src.Host {
+			v = max(v-m.Phys.FreshLineSaving, 1) // lines written just before (the pull twin's batches)
+		}
 		waits = sim.Duration(k.LoadWaits-1) * v
 		rtt += waits
 	}

@@ -272,6 +272,16 @@ func TestPullLoadWaitsAddVectorRoundTrips(t *testing.T) {
 	assert.InDelta(t, want, readUs(2), 1e-3*want, "each iteration waits one more vector round trip")
 	want3 := windows * (it + 2*v.Seconds()*1e6)
 	assert.InDelta(t, want3, readUs(3), 1e-3*want3)
+	// Lines written just before (Kernel.Fresh: a staging) are read
+	// hostmem.fresh_line_saving sooner in each further wait, as the pull
+	// twin counts them.
+	mf, err := New(top)
+	require.NoError(t, err)
+	kf := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: 2, Fresh: true}
+	require.NoError(t, mf.Read(0, HostMem(0), windows*64*16, kf, "pull", func() {}))
+	require.NoError(t, mf.Eng.Run())
+	wantF := windows * (it + (v-m.Phys.FreshLineSaving).Seconds()*1e6)
+	assert.InDelta(t, wantF, sim.Duration(mf.Eng.Now()).Seconds()*1e6, 1e-3*wantF)
 
 	// A negative count is refused, naming the op.
 	m2, err := New(top)
