@@ -13,28 +13,24 @@ import (
 // wrote just before (PerBlock.Fresh: a one-shot's staging, host_shot) are
 // read hostmem.fresh_line_saving sooner, as an LL loop's are.
 func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
-	v, err := m.vectorRoundTrip(0, HostMem(0))
-	if err != nil {
-		return 0, err
-	}
-	if rec.Fresh {
-		v = max(v-m.Phys.FreshLineSaving, 1)
-	}
-	it := m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
-	if rec.Bound != "runtime" {
-		batches := max(rec.LoadWaits, 1)
-		// The first batch is a reduce loop's iteration over PCIe, whose
-		// overheads include its vector loads' extra (Kernel.Volatile);
-		// each later batch waits another vector load's round trip.
-		rtt, err := m.RoundTrip(0, HostMem(0))
+	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
+	// Unrolled, the loop is an algorithm's pull (hw.Kernel.ReduceLoop): its
+	// first batch a reduce loop's iteration over PCIe, whose overheads
+	// include its vector loads' extra, and each later batch another vector
+	// load's round trip (Kernel.LoadWaits, readSpec).
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: max(rec.LoadWaits, 1), Fresh: rec.Fresh}
+	if rec.Bound == "runtime" {
+		v, err := m.vectorRoundTrip(0, HostMem(0))
 		if err != nil {
 			return 0, err
 		}
-		it = rtt + m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + sim.Duration(batches-1)*v
+		if rec.Fresh {
+			v = max(v-m.Phys.FreshLineSaving, 1)
+		}
+		it := m.Phys.ReduceLoopOverhead + m.Phys.ReduceLoopExtraPCIe + runtimePullChain(rec.World, m.Phys.GPUMemLatency, v)
+		k = Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
+			RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds()), RateCapIter: it}
 	}
-	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
-		RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds()), RateCapIter: it}
 	return m.perIter(rec.Iters, func(done func()) error {
 		for q := 1; q < rec.World; q++ {
 			if err := m.Read(0, HostMem(0), per, k, "pull", done); err != nil {
