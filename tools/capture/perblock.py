@@ -1596,11 +1596,22 @@ class PerBlock:
         host round trips an iteration as its SASS waits (capture.py sass)."""
         self.pull_wide(threads=(512,), kernel="pb_pull_bf16_{world}", part="pull_bf16")
 
-    def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132), kernel=None, part="pull_wide"):
+    def pull_short(self):
+        """Short pulls over 8 buffers (the rank's own in local memory, 7 in pinned host memory), 1, 2 and 4 iterations,
+        1-32 blocks of 512 threads, two kernels: pb_pull_unrolled8, whose SASS waits twice an iteration, and
+        pb_pull_bf16_8, which keeps every load in flight: whether a second wait costs a round trip where the link
+        sets the pace, or only where the loads' round trips do."""
+        for kernel in (None, "pb_pull_bf16_{world}"):
+            self.pull_wide(worlds=(8,), threads=(512,), blocks=(1, 2, 4, 8, 16, 32), kernel=kernel, part="pull_short",
+                           iters_list=(1, 2, 4))
+
+    def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132), kernel=None, part="pull_wide",
+                  iters_list=None):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
         (standing in for peers reached over PCIe), every load of an iteration in flight (pb_pull_unrolled2/4/8), W = 2,
         4, 8, 1-132 blocks of 128 or 512 threads: how a block's round trip and the link share out as the sources and
-        blocks grow. kernel: another kernel of the same arguments (its name with {world}), named in the records."""
+        blocks grow. kernel: another kernel of the same arguments (its name with {world}), named in the records;
+        iters_list: launches of these iterations each (default: up to 64, as the buffers hold)."""
         nb = 80 * MB
         self.fill("local", "pw0", nb, [1])
         for i in range(1, 8):
@@ -1611,8 +1622,7 @@ class PerBlock:
             name = kernel.format(world=world) if kernel else f"pb_pull_unrolled{world}"
             k = self.fn(name)
             for t in threads:
-                for b in blocks:
-                    iters = int(min(64, nb // (b * t * 16)))
+                for b, iters in ((b, i) for b in blocks for i in (iters_list or (int(min(64, nb // (b * t * 16))),))):
 
                     def meas(k=k, name=name, world=world, t=t, b=b, iters=iters):
                         def launch():
@@ -1625,7 +1635,7 @@ class PerBlock:
                         self.emit({"kind": "loop", "loop": "pull", "loop_bound": "unrolled", "world": world,
                                    "src": "local+host", "blocks": b, "threads": t, "iters": iters,
                                    "bytes_per_thread_iter": 16, "kernel": name}, vals, "ns_per_iter")
-                    self.rec.guard(f"{part} {world} {b}x{t}", meas)
+                    self.rec.guard(f"{part} {name} {b}x{t} {iters} iters", meas)
 
     def push_wide(self, dests=(1, 3, 7), fences=(0, 1), threads=(128, 512), blocks=(1, 8, 32, 132)):
         """A one-shot's push: each thread loads its 16-B element from local memory and stores it to D = 1, 3 or 7
@@ -1719,7 +1729,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
