@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Instr is one instruction: its address, opcode and operands.
@@ -55,14 +56,20 @@ type Loop struct {
 	Waits float64
 }
 
-var (
-	funcLine = regexp.MustCompile(`^\s*Function\s*:\s*(\S+)\s*$`)
-	instLine = regexp.MustCompile(`^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;`)
-	predPfx  = regexp.MustCompile(`^@!?U?P\w+\s+`)
-	regRef   = regexp.MustCompile(`\bR(\d+)\b`)
-	pairRef  = regexp.MustCompile(`\bR(\d+)\.64`)
-	braTo    = regexp.MustCompile(`^BRA\s+(?:\S+\s+)?(0x[0-9a-fA-F]+)$`)
-)
+// The patterns, compiled on first use: every arsim command links this
+// package, few read SASS.
+var patterns = sync.OnceValue(func() *sassPatterns {
+	return &sassPatterns{
+		funcLine: regexp.MustCompile(`^\s*Function\s*:\s*(\S+)\s*$`),
+		instLine: regexp.MustCompile(`^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;`),
+		predPfx:  regexp.MustCompile(`^@!?U?P\w+\s+`),
+		regRef:   regexp.MustCompile(`\bR(\d+)\b`),
+		pairRef:  regexp.MustCompile(`\bR(\d+)\.64`),
+		braTo:    regexp.MustCompile(`^BRA\s+(?:\S+\s+)?(0x[0-9a-fA-F]+)$`),
+	}
+})
+
+type sassPatterns struct{ funcLine, instLine, predPfx, regRef, pairRef, braTo *regexp.Regexp }
 
 // maxLine is the longest line Parse reads.
 const maxLine = 1 << 20
@@ -73,6 +80,7 @@ const maxLine = 1 << 20
 // any function, a function without instructions or a dump without
 // functions is an error that names the line.
 func Parse(r io.Reader) ([]Kernel, error) {
+	pat := patterns()
 	var ks []Kernel
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
@@ -80,14 +88,14 @@ func Parse(r io.Reader) ([]Kernel, error) {
 	for sc.Scan() {
 		n++
 		line := sc.Text()
-		if m := funcLine.FindStringSubmatch(line); m != nil {
+		if m := pat.funcLine.FindStringSubmatch(line); m != nil {
 			if len(ks) > 0 && len(ks[len(ks)-1].Code) == 0 {
 				return nil, fmt.Errorf("sass: line %d: function %s has no instructions", n, ks[len(ks)-1].Name)
 			}
 			ks = append(ks, Kernel{Name: m[1]})
 			continue
 		}
-		m := instLine.FindStringSubmatch(line)
+		m := pat.instLine.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -98,7 +106,7 @@ func Parse(r io.Reader) ([]Kernel, error) {
 		if err != nil || addr > math.MaxInt32 {
 			return nil, fmt.Errorf("sass: line %d: address %q", n, m[1])
 		}
-		body := predPfx.ReplaceAllString(m[2], "")
+		body := pat.predPfx.ReplaceAllString(m[2], "")
 		op, rest, _ := strings.Cut(body, " ")
 		in := Instr{Addr: int(addr), Op: op}
 		if rest = strings.TrimSpace(rest); rest != "" {
@@ -167,6 +175,7 @@ func (k Kernel) MainLoop() (Loop, error) {
 
 // mainLoop is the body of the longest backward branch in code.
 func mainLoop(code []Instr) []Instr {
+	pat := patterns()
 	var body []Instr
 	at := make(map[int]int, len(code))
 	for i, in := range code {
@@ -178,7 +187,7 @@ func mainLoop(code []Instr) []Instr {
 		if !strings.HasPrefix(in.Op, "BRA") {
 			continue
 		}
-		m := braTo.FindStringSubmatch(strings.TrimSpace(in.Op + " " + strings.Join(in.Args, " ")))
+		m := pat.braTo.FindStringSubmatch(strings.TrimSpace(in.Op + " " + strings.Join(in.Args, " ")))
 		if m == nil {
 			continue
 		}
@@ -210,6 +219,7 @@ const trip = 1000.0
 // waits runs body in order four times over and returns the steady time of
 // the last pass in round trips.
 func waits(body []Instr) float64 {
+	pat := patterns()
 	ready := map[int]float64{}
 	t, start := 0.0, 0.0
 	for range 4 {
@@ -231,13 +241,13 @@ func waits(body []Instr) float64 {
 				if store && i == len(srcs)-1 {
 					w = regWidth(in.Op) // the stored value's registers
 				}
-				for _, m := range regRef.FindAllStringSubmatch(a, -1) {
+				for _, m := range pat.regRef.FindAllStringSubmatch(a, -1) {
 					r, _ := strconv.Atoi(m[1])
 					for q := r; q < r+w; q++ {
 						need = math.Max(need, ready[q])
 					}
 				}
-				for _, m := range pairRef.FindAllStringSubmatch(a, -1) {
+				for _, m := range pat.pairRef.FindAllStringSubmatch(a, -1) {
 					r, _ := strconv.Atoi(m[1])
 					need = math.Max(need, ready[r+1]) // a 64-bit address's high half
 				}
@@ -255,7 +265,7 @@ func waits(body []Instr) float64 {
 			} else if strings.Contains(in.Op, ".64") || strings.HasPrefix(in.Op, "CS2R") {
 				w = 2
 			}
-			for _, m := range regRef.FindAllStringSubmatch(dst, -1) {
+			for _, m := range pat.regRef.FindAllStringSubmatch(dst, -1) {
 				r, _ := strconv.Atoi(m[1])
 				for q := r; q < r+w; q++ {
 					ready[q] = t

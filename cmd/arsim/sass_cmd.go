@@ -62,7 +62,8 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	fmt.Fprintf(out, "\nPer pass of each kernel's main loop (its longest backward branch), its instructions issued in order, a\n"+
 		"global load's data a round trip after its issue. A loop of U 16-B packs a source a thread and D destinations\n"+
-		"stores U × D packs an iteration: round trips an iteration = waited × U × D / 16-B stores.")
+		"stores U × D packs an iteration: round trips an iteration = waited × U × D / 16-B stores. A pull over ranks\n"+
+		"stores one pack an iteration (U = D = 1): pass its round trips on as --opts load_waits=N (rounded).")
 	if noLoop > 0 {
 		fmt.Fprintf(out, " %d kernels have no loop.", noLoop)
 	}
