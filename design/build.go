@@ -28,7 +28,18 @@ func Build(p Params, req algos.Request) (*algos.Schedule, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if p.LoadWaits > 0 && p.nccl() {
+		return nil, "", notComposable("load_waits counts a pull kernel's waits for its loads; %s keeps its own loops", p.Shape)
+	}
+	if p.LoadWaits > 0 && p.choices().move != "pull" {
+		return nil, "", notComposable("load_waits counts a pull loop's waits for its loads; %s moves by %s", p.Name(), p.choices().move)
+	}
 	if compose != nil {
+		if p.LoadWaits > req.Ranks && req.Ranks > 0 {
+			// As the built-ins' load_waits option: one wait per rank's
+			// buffer at most.
+			return nil, "composed", fmt.Errorf("design: load_waits %d: a pull loads one pack from each of the %d ranks' buffers an iteration, so it waits at most %d times", p.LoadWaits, req.Ranks, req.Ranks)
+		}
 		if req.Top != nil && p.Blocks > algos.MaxBlocks(req.Top) {
 			// As the built-ins' blocks option (algos.BlocksOption): the
 			// blocks wait on each other, so all must be resident.
@@ -43,11 +54,14 @@ func Build(p Params, req algos.Request) (*algos.Schedule, string, error) {
 	if p.Threads > 0 {
 		opts["threads"] = strconv.Itoa(p.Threads)
 	}
+	if p.LoadWaits > 0 {
+		opts["load_waits"] = strconv.Itoa(p.LoadWaits)
+	}
 	r := req
 	r.Opts = opts
 	s, err := algos.Plan(name, r)
 	as := name
-	for _, k := range []string{"barrier", "islands", "proto", "transport", "p2p_level", "flag_apart"} {
+	for _, k := range []string{"barrier", "islands", "proto", "transport", "p2p_level", "flag_apart", "load_waits"} {
 		if v, ok := opts[k]; ok {
 			as += " " + k + "=" + v
 		}

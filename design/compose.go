@@ -25,7 +25,7 @@ func pullKernel(p Params, bytes int64) hw.Kernel {
 	if blocks == 0 {
 		blocks = int(max(1, min(36, (packs+int64(threads)-1)/int64(threads))))
 	}
-	return hw.Kernel{Blocks: blocks, Threads: threads, LoadsInFlight: 1, ReduceLoop: true}
+	return hw.Kernel{Blocks: blocks, Threads: threads, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: p.LoadWaits}
 }
 
 // pushKernel is the push kernels' launch configuration: FlashInfer's seed

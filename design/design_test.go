@@ -222,3 +222,47 @@ func TestFlagApartIsTheHostStagedFlagLayout(t *testing.T) {
 	_, _, err = Build(Params{Shape: "one_shot", Staging: "host", Move: "pull", Barrier: "flag", Flags: "host", FlagApart: 8192}, req)
 	assert.ErrorContains(t, err, "flag_apart 8192: want 0–4096")
 }
+
+// A spec's load_waits (the compiled pull loop's waits, `arsim sass`) reaches
+// the pull kernels, built-in and composed: two waits an iteration slow the
+// pulls at 14 KiB on eight RTX PRO 6000s, its name and the built-in's
+// options say it, and a push or an NCCL-style shape refuses it.
+func TestLoadWaitsReachThePullKernels(t *testing.T) {
+	req := algos.Request{Top: load(t, "rtxpro6000x8-2numa"), Ranks: 8, Bytes: 14336, DType: algos.BF16}
+	us := func(p Params) (float64, string) {
+		s, as, err := Build(p, req)
+		require.NoError(t, err, p.Name())
+		require.NoError(t, algos.Check(s), p.Name())
+		m, err := hw.New(req.Top)
+		require.NoError(t, err)
+		res, err := algos.Run(m, s, algos.RunOptions{Iterations: 3})
+		require.NoError(t, err)
+		return res.MeanUs(), as
+	}
+	for _, p := range []Params{
+		{Shape: "two_shot", Move: "pull", Barrier: "flag"},                   // two_stage
+		{Shape: "islands", Islands: "socket", Move: "pull", Barrier: "flag"}, // hierarchical
+		{Shape: "one_shot", Move: "pull", Barrier: "flag", Flags: "host"},    // composed
+	} {
+		base, _ := us(p)
+		p.LoadWaits = 4
+		slow, as := us(p)
+		t.Logf("%s: %.2f → %.2f µs (%s)", p.Name(), base, slow, as)
+		assert.Greater(t, slow, base, p.Name())
+		assert.Contains(t, p.Name(), "waits4")
+	}
+	_, as, err := Build(Params{Shape: "two_shot", Move: "pull", Barrier: "flag", LoadWaits: 2}, req)
+	require.NoError(t, err)
+	assert.Equal(t, "two_stage barrier=flag load_waits=2", as)
+	for _, p := range []Params{
+		{Shape: "one_shot", Move: "push", Barrier: "data", LoadWaits: 2},
+		{Shape: "ring", LoadWaits: 2},
+	} {
+		_, _, err := Build(p, req)
+		assert.ErrorIs(t, err, ErrNotComposable, p.Name())
+	}
+	_, _, err = Build(Params{Shape: "one_shot", Move: "pull", Barrier: "flag", Flags: "host", LoadWaits: 9}, req)
+	assert.ErrorContains(t, err, "load_waits 9: a pull loads one pack from each of the 8 ranks' buffers an iteration, so it waits at most 8 times")
+	_, _, err = Build(Params{Shape: "two_shot", LoadWaits: -1}, req)
+	assert.ErrorContains(t, err, "load_waits -1: want 0–64")
+}

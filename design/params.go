@@ -3,6 +3,8 @@ package design
 import (
 	"fmt"
 	"strings"
+
+	"github.com/arsim/arsim/algos"
 )
 
 // Params is one point of the design space. Empty fields take their
@@ -46,6 +48,12 @@ type Params struct {
 	// Blocks and Threads per GPU; 0: the kernel's own default.
 	Blocks  int `json:"blocks,omitempty"`
 	Threads int `json:"threads,omitempty"`
+	// LoadWaits, for pulls: the round trips the compiled loop waits for
+	// its loads each iteration (hw.Kernel.LoadWaits, as `arsim sass` reads
+	// it from the kernel's SASS); 0: every load in flight at once. It is
+	// the compiled code's, so the search leaves it 0: a designer sets it
+	// in a spec once the kernel is CUDA.
+	LoadWaits int `json:"load_waits,omitempty"`
 	// Proto, Transport and P2PLevel of the NCCL-style shapes.
 	Proto     string `json:"proto,omitempty"`
 	Transport string `json:"transport,omitempty"`
@@ -110,6 +118,9 @@ func (p Params) Name() string {
 	if p.Blocks > 0 || p.Threads > 0 {
 		parts = append(parts, fmt.Sprintf("%sx%s", orDefault(p.Blocks), orDefault(p.Threads)))
 	}
+	if p.LoadWaits > 0 {
+		parts = append(parts, fmt.Sprintf("waits%d", p.LoadWaits))
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -159,7 +170,8 @@ func (p Params) Validate() error {
 		field string
 		v     int
 		hi    int
-	}{{"chunks", p.Chunks, 64}, {"blocks", p.Blocks, 1024}, {"threads", p.Threads, 1024}, {"flag_apart", p.FlagApart, 4096}} {
+	}{{"chunks", p.Chunks, 64}, {"blocks", p.Blocks, 1024}, {"threads", p.Threads, 1024}, {"flag_apart", p.FlagApart, 4096},
+		{"load_waits", p.LoadWaits, algos.MaxCheckRanks}} {
 		if x.v < 0 || x.v > x.hi {
 			return fmt.Errorf("design: %s %d: want 0–%d", x.field, x.v, x.hi)
 		}
