@@ -1605,6 +1605,13 @@ class PerBlock:
             self.pull_wide(worlds=(8,), threads=(512,), blocks=(1, 2, 4, 8, 16, 32), kernel=kernel, part="pull_short",
                            iters_list=(1, 2, 4))
 
+    def pull_threads(self):
+        """One and two blocks' pulls over W = 2, 4, 8 buffers (the rank's own local, the others in pinned host memory),
+        64 iterations, at 64-512 threads (pb_pull_bf16_W, built for 512) and 64-1,024 (pb_pull_unrolledW): whether
+        what each further host buffer costs one block grows with its warps (the SM's issue) or not (the chain)."""
+        self.pull_wide(threads=(64, 128, 256, 512), blocks=(1, 2), kernel="pb_pull_bf16_{world}", part="pull_threads")
+        self.pull_wide(threads=(64, 256, 1024), blocks=(1,), part="pull_threads")
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132), kernel=None, part="pull_wide",
                   iters_list=None):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
@@ -1729,7 +1736,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
