@@ -159,6 +159,11 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 	// Each phase is a loop whose body loads a pack from every source
 	// rank (as vLLM's stages): about one load per peer in flight.
 	k.LoadsInFlight = 1
+	// An iteration loads a pack from each of the phase's buffers
+	// (hw.Kernel.Ranks): the island's g in its reduce-scatter and
+	// all-gather, the m islands' in the exchange.
+	kIsl, kEx := k, k
+	kIsl.Ranks, kEx.Ranks = g, m
 	b.Note("%d %s islands of %d: %v; shares of %d B (last %d B); %d blocks × %d threads per GPU",
 		m, by, g, isl, size[0], size[g-1], k.Blocks, k.Threads)
 
@@ -168,11 +173,11 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 	rs := make([][]int, n)
 	for r := 0; r < n; r++ {
 		j := where[r][1]
-		own := b.Add(r, Op{Kind: Read, Src: b.In(r, off[j], size[j]), Dst: On(r, "tmp", 0, size[j]), Kernel: k, Label: "rs own share"}, start[r]...)
+		own := b.Add(r, Op{Kind: Read, Src: b.In(r, off[j], size[j]), Dst: On(r, "tmp", 0, size[j]), Kernel: kIsl, Label: "rs own share"}, start[r]...)
 		rs[r] = []int{own}
 		for _, p := range peers(r) {
 			rs[r] = append(rs[r], b.Add(r, Op{Kind: Read, Accumulate: true, Src: b.In(p, off[j], size[j]), Dst: On(r, "tmp", 0, size[j]),
-				Kernel: k, Label: fmt.Sprintf("rs pull rank %d", p)}, own))
+				Kernel: kIsl, Label: fmt.Sprintf("rs pull rank %d", p)}, own))
 		}
 	}
 	mid := barrierAmong(b, "hier.rs", 1, k, "rs barrier", counterparts, counterparts, rs)
@@ -180,23 +185,23 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 	ex := make([][]int, n)
 	for r := 0; r < n; r++ {
 		j := where[r][1]
-		own := b.Add(r, Op{Kind: Read, Src: On(r, "tmp", 0, size[j]), Dst: On(r, "red", 0, size[j]), Kernel: k, Label: "exchange own partial"},
+		own := b.Add(r, Op{Kind: Read, Src: On(r, "tmp", 0, size[j]), Dst: On(r, "red", 0, size[j]), Kernel: kEx, Label: "exchange own partial"},
 			append(append([]int{}, rs[r]...), mid[r]...)...)
 		ex[r] = []int{own}
 		for _, p := range counterparts(r) {
 			ex[r] = append(ex[r], b.Add(r, Op{Kind: Read, Accumulate: true, Src: On(p, "tmp", 0, size[j]), Dst: On(r, "red", 0, size[j]),
-				Kernel: k, Label: fmt.Sprintf("exchange pull rank %d", p)}, own))
+				Kernel: kEx, Label: fmt.Sprintf("exchange pull rank %d", p)}, own))
 		}
 	}
 	ag := barrierAmong(b, "hier.ag", 1, k, "ag barrier", peers, peers, ex)
 	// All-gather inside the island.
 	for r := 0; r < n; r++ {
 		j := where[r][1]
-		b.Add(r, Op{Kind: Read, Src: On(r, "red", 0, size[j]), Dst: b.Out(r, off[j], size[j]), Kernel: k, Label: "ag own share"},
+		b.Add(r, Op{Kind: Read, Src: On(r, "red", 0, size[j]), Dst: b.Out(r, off[j], size[j]), Kernel: kIsl, Label: "ag own share"},
 			append(append([]int{}, ex[r]...), ag[r]...)...)
 		for _, p := range peers(r) {
 			jp := where[p][1]
-			b.Add(r, Op{Kind: Read, Src: On(p, "red", 0, size[jp]), Dst: b.Out(r, off[jp], size[jp]), Kernel: k,
+			b.Add(r, Op{Kind: Read, Src: On(p, "red", 0, size[jp]), Dst: b.Out(r, off[jp], size[jp]), Kernel: kIsl,
 				Label: fmt.Sprintf("ag pull rank %d", p)}, append(append([]int{}, ex[r]...), ag[r]...)...)
 		}
 	}

@@ -124,6 +124,7 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 		return nil, fmt.Errorf("algos: %s: %w", h.Name(), err)
 	}
 	k.LoadsInFlight = 1  // one load per rank in flight in each loop body
+	k.Ranks = n          // … from each rank's buffer (hw.Kernel.Ranks)
 	k.RanksInHost = true // the peers' copies are staged in host memory
 	k.Fresh = true       // … just before the pull reads them (hostmem.fresh_line_saving)
 	b.Note("%d blocks × %d threads per GPU; staging buffers and flags in host memory of each rank's socket", k.Blocks, k.Threads)

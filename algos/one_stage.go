@@ -59,6 +59,7 @@ func (oneStage) Plan(req Request) (*Schedule, error) {
 	// Each thread loads its pack from every rank in one loop body: the
 	// loads are independent, so one is in flight per peer at once.
 	k.LoadsInFlight = 1
+	k.Ranks = n // an iteration loads a pack from each rank's buffer (hw.Kernel.Ranks)
 	b.Note("%d blocks × %d threads per GPU; each rank pulls %d × %d B", k.Blocks, k.Threads, n-1, req.Bytes)
 	launch := b.Launches()
 	barrier := barrierFunc(b, req)

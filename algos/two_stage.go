@@ -85,6 +85,7 @@ func (twoStage) Plan(req Request) (*Schedule, error) {
 	// every rank in one loop body, independent loads, so about one load
 	// per peer is in flight at once.
 	k.LoadsInFlight = 1
+	k.Ranks = n // in both stages an iteration loads a pack from each rank's buffer
 	off, size := Split(req.Bytes, es, n)
 	b.Note("%d blocks × %d threads per GPU; rank r reduces part r (%d B, last %d B), pulling %d × part in each stage",
 		k.Blocks, k.Threads, size[0], size[n-1], n-1)

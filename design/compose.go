@@ -14,8 +14,9 @@ import (
 // pullKernel is the pull kernels' launch configuration (vLLM's, as
 // algos' one_stage and two_stage use it): 512 threads, blocks =
 // min(36, ceil(16-B packs / threads)); one load per peer in flight in each
-// loop body, a load-reduce-store loop. Params override blocks and threads.
-func pullKernel(p Params, bytes int64) hw.Kernel {
+// loop body, a load-reduce-store loop over buffers buffers (hw.Kernel.Ranks).
+// Params override blocks and threads.
+func pullKernel(p Params, bytes int64, buffers int) hw.Kernel {
 	threads := p.Threads
 	if threads == 0 {
 		threads = 512
@@ -25,7 +26,7 @@ func pullKernel(p Params, bytes int64) hw.Kernel {
 	if blocks == 0 {
 		blocks = int(max(1, min(36, (packs+int64(threads)-1)/int64(threads))))
 	}
-	return hw.Kernel{Blocks: blocks, Threads: threads, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: p.LoadWaits}
+	return hw.Kernel{Blocks: blocks, Threads: threads, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: p.LoadWaits, Ranks: buffers}
 }
 
 // pushKernel is the push kernels' launch configuration: FlashInfer's seed
@@ -83,7 +84,7 @@ func composeHostFlagPull(p Params, req algos.Request) (*algos.Schedule, error) {
 	}
 	launch := b.Launches()
 	if p.Shape == "one_shot" {
-		k := pullKernel(p, S)
+		k := pullKernel(p, S, n)
 		b.Note("one_stage's pulls with flags in host memory; %d blocks × %d threads", k.Blocks, k.Threads)
 		start := flagBarrier(b, n, "start", k, sock, others, others, launch)
 		ends := make([][]int, n)
@@ -98,7 +99,7 @@ func composeHostFlagPull(p Params, req algos.Request) (*algos.Schedule, error) {
 		return b.Schedule(), nil
 	}
 	off, size := algos.Split(S, es, n)
-	k := pullKernel(p, S)
+	k := pullKernel(p, S, n)
 	b.Note("two_stage's pulls with flags in host memory; %d blocks × %d threads", k.Blocks, k.Threads)
 	start := flagBarrier(b, n, "start", k, sock, others, others, launch)
 	mid := make([][]int, n)
@@ -260,7 +261,7 @@ func newIslandsComposer(p Params, req algos.Request, il *algos.IslandGroup) *isl
 	n, S, es := req.Ranks, req.Bytes, req.DType.Size()
 	c := &islandsComposer{IslandGroup: il, b: algos.NewBuilder("design", n, S, es), n: n, S: S}
 	c.off, c.size = algos.Split(S, es, il.G)
-	c.k = pullKernel(p, S)
+	c.k = pullKernel(p, S, il.G) // the island's buffers: its reduce-scatter and all-gather
 	c.wk = c.k
 	c.wk.Share = 1 / float64(il.M-1)
 	return c

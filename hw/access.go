@@ -150,6 +150,34 @@ func windowCap(capr sim.Rate, rtt, iter sim.Duration, bytes sim.Bytes) sim.Rate 
 	return sim.Rate(float64(bytes) / left * float64(sim.Second))
 }
 
+// pullChain is what an unrolled pull's iteration (Kernel.ReduceLoop over
+// LoopNone) of rank r from src waits beyond the reduce loop's round trip:
+// each buffer beyond two (Kernel.Ranks) costs gpu.vector_issue, as each
+// further load costs a copy loop; and the compiled loop waits for its
+// loads LoadWaits times, each wait after the first one more vector load's
+// round trip to src (hostmem.fresh_line_saving less for lines written
+// just before, as the pull twin's batches). 0 for other reads.
+func (m *Machine) pullChain(r int, src Mem, k Kernel) (sim.Duration, error) {
+	if !k.ReduceLoop || k.Loop != LoopNone {
+		return 0, nil
+	}
+	var d sim.Duration
+	if k.Ranks > 2 {
+		d += sim.Duration(k.Ranks-2) * m.Phys.VectorIssue
+	}
+	if k.LoadWaits > 1 {
+		v, err := m.vectorRoundTrip(r, src)
+		if err != nil {
+			return 0, err
+		}
+		if k.Fresh && src.Host {
+			v = max(v-m.Phys.FreshLineSaving, 1)
+		}
+		d += sim.Duration(k.LoadWaits-1) * v
+	}
+	return d, nil
+}
+
 // readPace is how a read's loop paces it by windows of loads (windowCap):
 // iter, the iteration whose window sets its cap (0: a bandwidth does);
 // and where a bandwidth does although the loop waits for its loads more
@@ -200,21 +228,11 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 			rtt += m.Phys.ReduceLoopExtraPCIe
 		}
 	}
-	// The compiled pull waits for its loads LoadWaits times an iteration:
-	// each wait after the first is one more vector load's round trip to
-	// the source.
-	var waits sim.Duration
-	if k.ReduceLoop && k.LoadWaits > 1 && k.Loop == LoopNone {
-		v, err := m.vectorRoundTrip(r, src)
-		if err != nil {
-			return sim.FlowSpec{}, 0, readPace{}, err
-		}
-		if k.Fresh && src.Host {
-			v = max(v-m.Phys.FreshLineSaving, 1) // lines written just before (the pull twin's batches)
-		}
-		waits = sim.Duration(k.LoadWaits-1) * v
-		rtt += waits
+	waits, err := m.pullChain(r, src, k)
+	if err != nil {
+		return sim.FlowSpec{}, 0, readPace{}, err
 	}
+	rtt += waits
 	little := sim.Rate(inflight / rtt.Seconds())
 	capr := little
 	if p.smp && !src.Host {
@@ -255,7 +273,7 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 		return spec, 0, readPace{}, nil
 	}
 	pace := readPace{iter: iter}
-	if iter == 0 && waits > 0 {
+	if iter == 0 && k.ReduceLoop && k.LoadWaits > 1 && k.Loop == LoopNone {
 		pace.chain, pace.window = rtt, sim.Bytes(inflight)
 	}
 	// The first request reaches the data one way plus a memory access in.

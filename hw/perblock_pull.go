@@ -18,7 +18,7 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 	// first batch a reduce loop's iteration over PCIe, whose overheads
 	// include its vector loads' extra, and each later batch another vector
 	// load's round trip (Kernel.LoadWaits, readSpec).
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: max(rec.LoadWaits, 1), Fresh: rec.Fresh}
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: max(rec.LoadWaits, 1), Fresh: rec.Fresh, Ranks: rec.World}
 	if rec.Bound == "runtime" {
 		v, err := m.vectorRoundTrip(0, HostMem(0))
 		if err != nil {
