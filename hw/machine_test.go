@@ -209,13 +209,7 @@ func TestReadTakesWholeIterations(t *testing.T) {
 	top, err := topology.Load("h200x1")
 	require.NoError(t, err)
 	readUs := func(windows float64) float64 {
-		m, err := New(top)
-		require.NoError(t, err)
-		k := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1}
-		bytes := sim.Bytes(windows * 64 * 16)
-		require.NoError(t, m.Read(0, HostMem(0), bytes, k, "read", func() {}))
-		require.NoError(t, m.Eng.Run())
-		return sim.Duration(m.Eng.Now()).Seconds() * 1e6
+		return hostReadUs(t, top, sim.Bytes(windows*64*16), Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1})
 	}
 	m, err := New(top)
 	require.NoError(t, err)
@@ -252,12 +246,7 @@ func TestPullLoadWaitsAddVectorRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	const windows = 8
 	readUs := func(waits int) float64 {
-		m, err := New(top)
-		require.NoError(t, err)
-		k := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: waits}
-		require.NoError(t, m.Read(0, HostMem(0), windows*64*16, k, "pull", func() {}))
-		require.NoError(t, m.Eng.Run())
-		return sim.Duration(m.Eng.Now()).Seconds() * 1e6
+		return hostReadUs(t, top, windows*64*16, Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: waits})
 	}
 	m, err := New(top)
 	require.NoError(t, err)
@@ -275,17 +264,22 @@ func TestPullLoadWaitsAddVectorRoundTrips(t *testing.T) {
 	// Lines written just before (Kernel.Fresh: a staging) are read
 	// hostmem.fresh_line_saving sooner in each further wait, as the pull
 	// twin counts them.
-	mf, err := New(top)
-	require.NoError(t, err)
-	kf := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: 2, Fresh: true}
-	require.NoError(t, mf.Read(0, HostMem(0), windows*64*16, kf, "pull", func() {}))
-	require.NoError(t, mf.Eng.Run())
 	wantF := windows * (it + (v-m.Phys.FreshLineSaving).Seconds()*1e6)
-	assert.InDelta(t, wantF, sim.Duration(mf.Eng.Now()).Seconds()*1e6, 1e-3*wantF)
+	assert.InDelta(t, wantF, hostReadUs(t, top, windows*64*16, Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 1, ReduceLoop: true, LoadWaits: 2, Fresh: true}), 1e-3*wantF)
 
 	// A negative count is refused, naming the op.
 	m2, err := New(top)
 	require.NoError(t, err)
 	assert.ErrorContains(t, m2.Read(0, HostMem(0), 1024, Kernel{Blocks: 1, Threads: 64, ReduceLoop: true, LoadWaits: -1}, "pull", nil),
 		"read pull: load waits must be ≥ 0, got -1")
+}
+
+// hostReadUs is how long, in µs, rank 0 of a fresh machine on top takes
+// to read bytes of host memory with kernel k.
+func hostReadUs(t *testing.T, top *topology.Topology, bytes sim.Bytes, k Kernel) float64 {
+	m, err := New(top)
+	require.NoError(t, err)
+	require.NoError(t, m.Read(0, HostMem(0), bytes, k, "read", func() {}))
+	require.NoError(t, m.Eng.Run())
+	return sim.Duration(m.Eng.Now()).Seconds() * 1e6
 }
