@@ -52,7 +52,7 @@ var captureLoadWaits = map[string]int{
 	// vLLM's shape built for 512 threads (pb_pull_bf16_W) keeps all W in
 	// flight, as arsim's rank_loop=unrolled has it.
 	"pb_pull_unrolled2": 1, "pb_pull_unrolled4": 1, "pb_pull_unrolled8": 2,
-	"pb_pull_bf16_2": 1, "pb_pull_bf16_4": 1, "pb_pull_bf16_8": 1,
+	"pb_pull_bf16_2": 1, "pb_pull_bf16_3": 1, "pb_pull_bf16_4": 1, "pb_pull_bf16_5": 1, "pb_pull_bf16_6": 1, "pb_pull_bf16_8": 1,
 }
 
 // copyKernel is the tools/capture kernel a loop copy record ran: its

@@ -1507,6 +1507,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) pb_pull_bf16_##W(const uint
   const uint4* ptrs[8] = {p0, p1, p2, p3, p4, p5, p6, p7}; pull_bf16<W>(ptrs, out, iters, res); \
 }
 PULL_BF16_K(2) PULL_BF16_K(4) PULL_BF16_K(8)
+PULL_BF16_K(3) PULL_BF16_K(5) PULL_BF16_K(6)
 // ---- a two-rank one-shot through pinned host memory (FLAG_SRC's one_shot_host at world 2) with both ranks on this
 // GPU: blocks [0, B) are rank 0, [B, 2B) rank 1, each rank's block b meeting the other's block b. Per iteration, by
 // the bits of `phases`: 1 stage my input in my host staging copy (16-B volatile stores), then __threadfence_system;
