@@ -322,13 +322,24 @@ func pullKernel(bytes int64, req Request) (hw.Kernel, error) {
 	return k, nil
 }
 
+// pullBuffers sets how many buffers an iteration of pull kernel k loads a
+// pack from (hw.Kernel.Ranks) and refuses a load_waits the loop cannot
+// have: at most one wait per buffer.
+func pullBuffers(k hw.Kernel, buffers int, what string) (hw.Kernel, error) {
+	k.Ranks = buffers
+	if k.LoadWaits > buffers {
+		return k, fmt.Errorf("option load_waits=%d: %s loads one pack from each of %d buffers an iteration, so it waits at most %d times", k.LoadWaits, what, buffers, buffers)
+	}
+	return k, nil
+}
+
 // loadWaitsOption: how many round trips a pull kernel's compiled loop
 // waits for its loads each iteration (hw.Kernel.LoadWaits), as `arsim
 // sass` reads it from the kernel's SASS.
 var loadWaitsOption = OptionSpec{Name: "load_waits", Int: IntRange{Min: 1, Max: MaxCheckRanks,
 	Why: "one wait per rank's buffer at most, and at most 64 ranks", PerMachine: func(top *topology.Topology) (int, string) {
 		return top.NumGPUs(), fmt.Sprintf("one wait per rank's buffer at most: %s has %d GPUs", top.Name, top.NumGPUs())
-	}}, Default: "1",
+	}, MaxName: "GPUs"}, Default: "1",
 	Doc: "round trips the pull loop waits for its loads each iteration, as `arsim sass` reads them from the kernel's SASS (1: every load in flight at once, vLLM's 1stage)"}
 
 // rankLoopOption: whether a pull kernel's loop over ranks is unrolled at

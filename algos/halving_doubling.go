@@ -54,6 +54,9 @@ func (halvingDoubling) Plan(req Request) (*Schedule, error) {
 	}
 	b := NewBuilder("halving_doubling", n, S, es)
 	k, err := pullKernel(S, req) // one pull at a time: the whole kernel drives it
+	if err == nil {
+		k, err = pullBuffers(k, 2, "each exchange") // its own and one partner's
+	}
 	if err != nil {
 		return nil, fmt.Errorf("algos: halving_doubling: %w", err)
 	}

@@ -162,8 +162,14 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 	// An iteration loads a pack from each of the phase's buffers
 	// (hw.Kernel.Ranks): the island's g in its reduce-scatter and
 	// all-gather, the m islands' in the exchange.
-	kIsl, kEx := k, k
-	kIsl.Ranks, kEx.Ranks = g, m
+	kIsl, err := pullBuffers(k, g, "the island's reduce-scatter")
+	if err != nil {
+		return nil, fmt.Errorf("algos: hierarchical: %w", err)
+	}
+	kEx, err := pullBuffers(k, m, "the islands' exchange")
+	if err != nil {
+		return nil, fmt.Errorf("algos: hierarchical: %w", err)
+	}
 	b.Note("%d %s islands of %d: %v; shares of %d B (last %d B); %d blocks × %d threads per GPU",
 		m, by, g, isl, size[0], size[g-1], k.Blocks, k.Threads)
 

@@ -45,8 +45,10 @@ type IntRange struct {
 	// block").
 	Why string
 	// PerMachine, when set, gives Max and Why for a machine instead (the
-	// thread blocks its GPUs run at once).
+	// thread blocks its GPUs run at once), and MaxName names that maximum
+	// where no machine is at hand (`arsim algos`: "SMs×blocks/SM").
 	PerMachine func(top *topology.Topology) (max int, why string)
+	MaxName    string
 }
 
 // bounds returns the range on top (nil: the static Max).
@@ -79,7 +81,7 @@ var (
 	blocksRange = IntRange{Min: 1, PerMachine: func(top *topology.Topology) (int, string) {
 		return MaxBlocks(top), fmt.Sprintf("the blocks %s's GPUs run at once: gpu.sms %d × gpu.max_blocks_per_sm %d; a kernel whose blocks wait on each other needs all of them resident",
 			top.Name, int(top.Params.Get("gpu.sms")), int(top.Params.Get("gpu.max_blocks_per_sm")))
-	}, Max: 1024 * 64, Why: "the largest gpu.sms × gpu.max_blocks_per_sm the parameters' ranges allow"}
+	}, Max: 1024 * 64, Why: "the largest gpu.sms × gpu.max_blocks_per_sm the parameters' ranges allow", MaxName: "SMs×blocks/SM"}
 	threadsRange  = IntRange{Min: 1, Max: MaxThreadsPerBlock, Why: "CUDA's limit of threads per block"}
 	channelsRange = IntRange{Min: 1, Max: MaxChannels, Why: "NCCL's MAXCHANNELS"}
 	bytesRange    = IntRange{Min: 1, Max: MaxBytes, Why: "1 TiB, more than any GPU's memory"}

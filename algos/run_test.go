@@ -93,4 +93,9 @@ func TestPullLoadWaitsOption(t *testing.T) {
 	assert.ErrorContains(t, err, "with rank_loop=runtime each load is waited in turn")
 	_, err = Plan("one_stage", req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"load_waits": "0"}))
 	assert.ErrorContains(t, err, "load_waits=0: 0 is below the minimum 1")
+	// Pulls over fewer buffers than ranks wait at most once per buffer.
+	_, err = Plan("hierarchical", req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"load_waits": "3"}))
+	assert.ErrorContains(t, err, "load_waits=3: the islands' exchange loads one pack from each of 2 buffers an iteration, so it waits at most 2 times")
+	_, err = Plan("halving_doubling", req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"load_waits": "3"}))
+	assert.ErrorContains(t, err, "load_waits=3: each exchange loads one pack from each of 2 buffers an iteration")
 }

@@ -245,11 +245,11 @@ func TestLoadWaitsReachThePullKernels(t *testing.T) {
 		{Shape: "one_shot", Move: "pull", Barrier: "flag", Flags: "host"},    // composed
 	} {
 		base, _ := us(p)
-		p.LoadWaits = 4
+		p.LoadWaits = 2
 		slow, as := us(p)
 		t.Logf("%s: %.2f → %.2f µs (%s)", p.Name(), base, slow, as)
 		assert.Greater(t, slow, base, p.Name())
-		assert.Contains(t, p.Name(), "waits4")
+		assert.Contains(t, p.Name(), "waits2")
 	}
 	_, as, err := Build(Params{Shape: "two_shot", Move: "pull", Barrier: "flag", LoadWaits: 2}, req)
 	require.NoError(t, err)

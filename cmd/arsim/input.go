@@ -147,7 +147,7 @@ func checkOpts(names []string, t *topology.Topology, opts map[string]string) err
 func intRange(r algos.IntRange) string {
 	hi := strconv.Itoa(r.Max)
 	if r.PerMachine != nil {
-		hi = "SMs×blocks/SM"
+		hi = r.MaxName
 	}
 	s := strconv.Itoa(max(r.Min, 1)) + ".." + hi
 	if r.Step > 1 {
