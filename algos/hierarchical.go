@@ -152,21 +152,7 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 
 	b := NewBuilder("hierarchical", n, req.Bytes, es)
 	off, size := Split(req.Bytes, es, g)
-	k, err := pullKernel(req.Bytes, req)
-	if err != nil {
-		return nil, fmt.Errorf("algos: hierarchical: %w", err)
-	}
-	// Each phase is a loop whose body loads a pack from every source
-	// rank (as vLLM's stages): about one load per peer in flight.
-	k.LoadsInFlight = 1
-	// An iteration loads a pack from each of the phase's buffers
-	// (hw.Kernel.Ranks): the island's g in its reduce-scatter and
-	// all-gather, the m islands' in the exchange.
-	kIsl, err := pullBuffers(k, g, "the island's reduce-scatter")
-	if err != nil {
-		return nil, fmt.Errorf("algos: hierarchical: %w", err)
-	}
-	kEx, err := pullBuffers(k, m, "the islands' exchange")
+	k, kIsl, kEx, err := hierKernels(req, g, m)
 	if err != nil {
 		return nil, fmt.Errorf("algos: hierarchical: %w", err)
 	}
@@ -212,4 +198,21 @@ func (hierarchical) Plan(req Request) (*Schedule, error) {
 		}
 	}
 	return b.Schedule(), nil
+}
+
+// hierKernels are hierarchical's pull kernel (its barriers'), and the same
+// loading a pack from each of the island's g buffers (reduce-scatter,
+// all-gather) and each of the m islands' (the exchange) an iteration.
+func hierKernels(req Request, g, m int) (k, kIsl, kEx hw.Kernel, err error) {
+	if k, err = pullKernel(req.Bytes, req); err != nil {
+		return k, k, k, err
+	}
+	// Each phase is a loop whose body loads a pack from every source
+	// rank (as vLLM's stages): about one load per peer in flight.
+	k.LoadsInFlight = 1
+	if kIsl, err = pullBuffers(k, g, "the island's reduce-scatter"); err != nil {
+		return k, k, k, err
+	}
+	kEx, err = pullBuffers(k, m, "the islands' exchange")
+	return k, kIsl, kEx, err
 }
