@@ -176,6 +176,7 @@ func FuzzReadSpec(f *testing.F) {
 	f.Add([]byte(`{"arsim_design": 1, "params": {"shape": "two_shot", "move": "push", "barrier": "data", "rearm": "reader"}}`))
 	f.Add([]byte(`{"arsim_design": 1, "params": {"shape": "islands", "islands": "switch", "move": "pull", "exchange": "push", "barrier": "flag", "chunks": 3}}`))
 	f.Add([]byte(`{"arsim_design": 1, "params": {"shape": "one_shot", "move": "push", "barrier": "data", "rearm": "deferred", "chunks": 64, "blocks": 1024}}`))
+	f.Add([]byte(`{"arsim_design": 1, "params": {"shape": "one_shot", "move": "pull", "barrier": "flag", "flags": "host", "load_waits": 3}}`))
 	top, err := topology.Load("rtxpro6000x8-switches")
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, data []byte) {
