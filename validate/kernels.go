@@ -50,9 +50,12 @@ var captureLoadWaits = map[string]int{
 	// the capture's build for 1,024 threads (32 registers) issues the
 	// eight-buffer pull's loads in two batches; the same reduction in
 	// vLLM's shape built for 512 threads (pb_pull_bf16_W) keeps all W in
-	// flight, as arsim's rank_loop=unrolled has it.
+	// flight, as arsim's rank_loop=unrolled has it, and so does its fp32
+	// sum (pb_pull_f32_W, whose body nvcc unrolls over 4 and 2 iterations
+	// at W = 2 and 4: one wait an iteration still).
 	"pb_pull_unrolled2": 1, "pb_pull_unrolled4": 1, "pb_pull_unrolled8": 2,
 	"pb_pull_bf16_2": 1, "pb_pull_bf16_3": 1, "pb_pull_bf16_4": 1, "pb_pull_bf16_5": 1, "pb_pull_bf16_6": 1, "pb_pull_bf16_8": 1,
+	"pb_pull_f32_2": 1, "pb_pull_f32_4": 1, "pb_pull_f32_8": 1,
 }
 
 // copyKernel is the tools/capture kernel a loop copy record ran: its

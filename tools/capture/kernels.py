@@ -1508,6 +1508,34 @@ extern "C" __global__ void __launch_bounds__(512, 1) pb_pull_bf16_##W(const uint
 }
 PULL_BF16_K(2) PULL_BF16_K(4) PULL_BF16_K(8)
 PULL_BF16_K(3) PULL_BF16_K(5) PULL_BF16_K(6)
+// ---- the same pull summing fp32 elements (four adds a buffer, no upcast), built alike: the loads and the buffers of
+// pb_pull_bf16_W with fewer instructions after them.
+template <int W>
+__device__ __forceinline__ void pull_f32(const uint4* const* ptrs, uint4* out, int iters, long long* res) {
+  __syncthreads();
+  long long c0 = clock64();
+  const size_t base = (size_t)blockIdx.x * iters * blockDim.x;
+  for (int i = 0; i < iters; i++) {
+    const size_t k = base + (size_t)i * blockDim.x + threadIdx.x;
+    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+    #pragma unroll
+    for (int r = 0; r < W; r++) {
+      const uint4 v = ldr(ptrs[r] + k, r > 0);
+      a0 += __uint_as_float(v.x); a1 += __uint_as_float(v.y); a2 += __uint_as_float(v.z); a3 += __uint_as_float(v.w);
+    }
+    out[k] = make_uint4(__float_as_uint(a0), __float_as_uint(a1), __float_as_uint(a2), __float_as_uint(a3));
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
+#define PULL_F32_K(W) \
+extern "C" __global__ void __launch_bounds__(512, 1) pb_pull_f32_##W(const uint4* p0, const uint4* p1, \
+    const uint4* p2, const uint4* p3, const uint4* p4, const uint4* p5, const uint4* p6, const uint4* p7, uint4* out, \
+    int iters, long long* res) { \
+  const uint4* ptrs[8] = {p0, p1, p2, p3, p4, p5, p6, p7}; pull_f32<W>(ptrs, out, iters, res); \
+}
+PULL_F32_K(2) PULL_F32_K(4) PULL_F32_K(8)
 // ---- a two-rank one-shot through pinned host memory (FLAG_SRC's one_shot_host at world 2) with both ranks on this
 // GPU: blocks [0, B) are rank 0, [B, 2B) rank 1, each rank's block b meeting the other's block b. Per iteration, by
 // the bits of `phases`: 1 stage my input in my host staging copy (16-B volatile stores), then __threadfence_system;

@@ -1618,6 +1618,13 @@ class PerBlock:
         self.pull_wide(worlds=(3, 5, 6, 2, 4, 8), threads=(64, 128, 512), blocks=(1,), kernel="pb_pull_bf16_{world}",
                        part="pull_w")
 
+    def pull_f32(self):
+        """One block's pull over W = 2, 4, 8 buffers summing fp32 (pb_pull_f32_W: four adds a buffer) and, on the
+        same instance, bf16 (pb_pull_bf16_W: the upcast and eight adds), 64, 128 and 512 threads, 64 iterations: the
+        same loads with fewer instructions after them."""
+        for kernel in ("pb_pull_f32_{world}", "pb_pull_bf16_{world}"):
+            self.pull_wide(worlds=(2, 4, 8), threads=(64, 128, 512), blocks=(1,), kernel=kernel, part="pull_f32")
+
     def pull_wide(self, worlds=(2, 4, 8), threads=(128, 512), blocks=(1, 8, 32, 132), kernel=None, part="pull_wide",
                   iters_list=None):
         """A one-shot's reduction loop: the rank's own buffer in local memory and W - 1 others in pinned host memory
@@ -1742,7 +1749,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))

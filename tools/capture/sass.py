@@ -19,7 +19,7 @@ def _tool(name):
     return p
 
 
-def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unrolled|pull_bf16)"):
+def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unrolled|pull_bf16|pull_f32)"):
     sysdir = os.path.join(out_dir, "system")
     os.makedirs(sysdir, exist_ok=True)
     src = os.path.join(out_dir, "perblock_src.cu")
