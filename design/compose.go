@@ -202,6 +202,9 @@ func composeIslands(p Params, req algos.Request) (*algos.Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.LoadWaits > il.G {
+		return nil, fmt.Errorf("design: load_waits %d: the island's pulls load one pack from each of its %d members' buffers an iteration, so they wait at most %d times", p.LoadWaits, il.G, il.G)
+	}
 	c := newIslandsComposer(p, req, il)
 	push := p.Exchange == "push"
 	c.b.Note("%d %s islands of %d: %v; exchange by %s; %d blocks × %d threads", il.M, by, il.G, il.Isl, map[bool]string{true: "push", false: "pull"}[push], c.k.Blocks, c.k.Threads)

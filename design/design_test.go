@@ -264,6 +264,10 @@ func TestLoadWaitsReachThePullKernels(t *testing.T) {
 	}
 	_, _, err = Build(Params{Shape: "one_shot", Move: "pull", Barrier: "flag", Flags: "host", LoadWaits: 9}, req)
 	assert.ErrorContains(t, err, "load_waits 9: a pull loads one pack from each of the 8 ranks' buffers an iteration, so it waits at most 8 times")
+	_, _, err = Build(Params{Shape: "islands", Islands: "socket", Move: "push", Exchange: "push", Barrier: "data", Rearm: "reader", LoadWaits: 5}, req)
+	assert.Error(t, err, "a push refuses load_waits before the islands' size is asked")
+	_, _, err = Build(Params{Shape: "islands", Islands: "socket", Move: "pull", Exchange: "push", Barrier: "flag", LoadWaits: 5}, req)
+	assert.ErrorContains(t, err, "load_waits 5: the island's pulls load one pack from each of its 4 members' buffers an iteration, so they wait at most 4 times")
 	_, _, err = Build(Params{Shape: "two_shot", LoadWaits: -1}, req)
 	assert.ErrorContains(t, err, "load_waits -1: want 0–64")
 }
