@@ -167,6 +167,34 @@ func (m *Machine) StoreBurst(r int, at Mem, stores, threads int) sim.Duration {
 	return sim.Duration(max(stores, 0)) * each
 }
 
+// FenceBesidePolls is what a system-scope fence of rank r waits beyond
+// FenceCost while others thread blocks of its GPU, not in step with the
+// fencing one, each keep a load of memory polled in flight. In host memory: the GPU's loads
+// of host memory still on their way must be answered first (measured on one
+// H200, fence_polls.jsonl: a fence after a store to host or local memory
+// took 0.54–0.66 µs more beside one block polling host memory, about half
+// a round trip, what is left of one load's on average, and 0.96 µs more
+// beside 128). The pollers' loads run nearly in step, so more of them add
+// little: half a host round trip beside one, and
+// gpu.fence_poll_wait_growth of a round trip more for each doubling.
+// Blocks that wait on the fencing one (a barrier's other ranks, a
+// ping-pong's partner) are not counted: at one group or one pair the
+// fenced barriers and ping-pongs take what a fence alone adds
+// (barrier_modes.jsonl, perblock.jsonl), and a reading that fits is that
+// their last loads were answered as the fencing block's were. Loads of GPU
+// memory cost a fence nothing (beside 8 and 128 blocks polling local
+// memory: 521–524 ns against 520 alone).
+func (m *Machine) FenceBesidePolls(r int, polled Mem, others int) (sim.Duration, error) {
+	if others < 1 || !polled.Host {
+		return 0, nil
+	}
+	rtt, err := m.RoundTrip(r, polled)
+	if err != nil {
+		return 0, err
+	}
+	return sim.Duration(math.Round(float64(rtt) * (0.5 + m.Phys.FencePollWaitGrowth*math.Log2(float64(others))))), nil
+}
+
 // FenceAfterLanding is what a fence adds once the stores it orders have
 // landed in memory at: FenceCost counts from the stores' issue (the
 // measured loop is store, then fence), and a schedule's Fence that is not

@@ -77,6 +77,7 @@ type Physics struct {
 	LLIterExtra                             sim.Duration // nccl.ll_iter_extra
 	LLRuntimeOp                             sim.Duration // capture.ll_runtime_op
 	FenceLoopCode                           sim.Duration // capture.fence_loop_code
+	FencePollWaitGrowth                     float64      // gpu.fence_poll_wait_growth, of a round trip per doubling
 	LL128ReduceExtra                        sim.Duration // gpu.ll128_reduce_extra
 	DRAMSrcExtra                            sim.Duration // gpu.dram_src_extra
 	CEWindow                                float64
@@ -123,7 +124,7 @@ func resolve(ps *topology.Params) Physics {
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
 		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), PollRelaxedSaving: ns(g("gpu.poll_relaxed_saving")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
 		FreshLineSaving: ns(g("hostmem.fresh_line_saving")), LLStepOverhead: ns(g("nccl.ll_step_overhead")),
-		LL128StepOverhead: ns(g("nccl.ll128_step_overhead")), LL128IterExtra: ns(g("nccl.ll128_iter_extra")), LLIterExtra: ns(g("nccl.ll_iter_extra")), LLRuntimeOp: ns(g("capture.ll_runtime_op")), FenceLoopCode: ns(g("capture.fence_loop_code")), LL128ReduceExtra: ns(g("gpu.ll128_reduce_extra")), DRAMSrcExtra: ns(g("gpu.dram_src_extra")),
+		LL128StepOverhead: ns(g("nccl.ll128_step_overhead")), LL128IterExtra: ns(g("nccl.ll128_iter_extra")), LLIterExtra: ns(g("nccl.ll_iter_extra")), LLRuntimeOp: ns(g("capture.ll_runtime_op")), FenceLoopCode: ns(g("capture.fence_loop_code")), FencePollWaitGrowth: g("gpu.fence_poll_wait_growth"), LL128ReduceExtra: ns(g("gpu.ll128_reduce_extra")), DRAMSrcExtra: ns(g("gpu.dram_src_extra")),
 		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
 		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
 		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},

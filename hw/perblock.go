@@ -118,15 +118,13 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("a barrier of mode %s: %w", rec.Mode, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
-	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0:
+	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0 && rec.NeighbourOp != "poll":
 		// A system fence waits for the whole GPU's stores still on their
-		// way (fence_beside.jsonl) and for its loads of host memory
-		// (fence_polls.jsonl); neither is in the fence's twin.
+		// way (fence_beside.jsonl) and for the loads of host memory it
+		// streams (fence_reads.jsonl); neither is in the fence's twin
+		// (pollers' loads are: FenceBesidePolls).
 		what := "streaming stores to"
-		switch rec.NeighbourOp {
-		case "poll":
-			what = "polling"
-		case "read_stream":
+		if rec.NeighbourOp == "read_stream" {
 			what = "streaming loads from"
 		}
 		return fmt.Errorf("a fence beside %d blocks %s %s memory: %w", rec.Neighbours, what, rec.NeighbourPlace, ErrNotModelled)
@@ -273,7 +271,9 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 // pingpongTwin: one way is a flag store landing, then the poll loop's
 // period, and in host memory hostmem.sector_collision when the partner's
 // flag lies in another sector within hostmem.collision_span; a release
-// store fences first (st.release.sys waits as a system fence does). The pairs' flags sit spacing bytes apart, two per pair, so
+// store fences first (st.release.sys waits as a system fence does), and in
+// host memory waits for the other pairs' polls (FenceBesidePolls). The
+// pairs' flags sit spacing bytes apart, two per pair, so
 // 32/spacing pollers share a sector. A fence after the store overlaps the
 // partner's reply; that is not modelled.
 func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
@@ -303,13 +303,19 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		d += f
+		// the other pairs (and polling neighbours) keep loads of host
+		// memory in flight while it fences; the partner is in step
+		w, err := m.FenceBesidePolls(0, at, 2*(rec.Pairs-1)+pollingNeighbours(rec))
+		if err != nil {
+			return 0, err
+		}
+		d += f + w
 	}
 	return nsOf(d), nil
 }
 
-// pollingNeighbours is how many of a ping-pong's neighbour blocks poll
-// (those that poll or ping-pong; storing ones do not).
+// pollingNeighbours is how many of a ping-pong's or a fence's neighbour
+// blocks poll (those that poll or ping-pong; storing ones do not).
 func pollingNeighbours(rec PerBlock) int {
 	if rec.NeighbourOp != "poll" && rec.NeighbourOp != "pingpong" {
 		return 0
@@ -629,7 +635,11 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 	floor := m.Phys.FenceLocal + m.Phys.FenceLoopCode
 	if rec.Blocks <= 1 {
 		f, err := m.FenceCost(0, at)
-		return nsOf(max(f, floor)), err
+		if err != nil {
+			return 0, err
+		}
+		w, err := m.FenceBesidePolls(0, mem(rec.NeighbourPlace), pollingNeighbours(rec))
+		return nsOf(max(f, floor) + w), err
 	}
 	// Blocks at once: each iteration's stores of every block share the
 	// way to the memory, and each block's fence follows its stores'

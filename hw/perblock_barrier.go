@@ -59,7 +59,9 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // other, so a line holds the sectors of several groups when a group has
 // fewer ranks than a line has sectors. In host memory the round's flag
 // stores, every group's, leave the GPU one after another (roundStores),
-// and every block's polls slow every other's (pollLoad);
+// and every block's polls slow every other's (pollLoad); each system fence
+// of a round waits for the other groups' polls of host memory
+// (FenceBesidePolls);
 // the groups cost nothing else (measured, they do past a line in vLLM's
 // layout: docs/PER_BLOCK.md).
 func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
@@ -90,7 +92,13 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		fences = sim.Duration(n) * f
+		// the other groups' blocks poll host memory while each fence
+		// waits (FenceBesidePolls); the barrier's own ranks are in step
+		w, err := m.FenceBesidePolls(0, at, (max(rec.Groups, 1)-1)*rec.World)
+		if err != nil {
+			return 0, err
+		}
+		fences = sim.Duration(n) * (f + w)
 	}
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
 		m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil

@@ -2,6 +2,7 @@ package hw
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -177,4 +178,36 @@ func TestHostFlagStoresQueuePerGPU(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sim.Time(land1+36*s), seen["other"], "GPU 1's stores queue on their own")
 	assert.True(t, m.HostStoresIdle())
+}
+
+// A system fence beside blocks polling host memory waits half a host round
+// trip beside one and gpu.fence_poll_wait_growth of one more for each
+// doubling; beside none it waits nothing more.
+func TestFenceBesidePolls(t *testing.T) {
+	pre, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := pre.Build()
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	rtt, err := m.RoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	growth := pre.DefaultParams().Get("gpu.fence_poll_wait_growth")
+	require.Greater(t, growth, 0.0)
+	none, err := m.FenceBesidePolls(0, HostMem(0), 0)
+	require.NoError(t, err)
+	assert.Zero(t, none)
+	local, err := m.FenceBesidePolls(0, GPUMem(0), 8)
+	require.NoError(t, err)
+	assert.Zero(t, local, "loads of GPU memory cost a fence nothing")
+	require.NoError(t, err)
+	assert.Zero(t, none)
+	prev := sim.Duration(0)
+	for _, n := range []int{1, 2, 4, 128} {
+		w, err := m.FenceBesidePolls(0, HostMem(0), n)
+		require.NoError(t, err)
+		assert.InDelta(t, float64(rtt)*(0.5+growth*math.Log2(float64(n))), float64(w), 1, "beside %d pollers", n)
+		assert.Greater(t, w, prev, "beside %d pollers", n)
+		prev = w
+	}
 }

@@ -281,6 +281,15 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "fence" && r.Dst == "local" && r.Fence == "sc" && r.Blocks == 1 && r.Threads == 32 && r.Neighbours == 0
 		}, How: "pb_fence_blocks' ns per iteration minus pb_fence_beside's alone, one local store and fence.sc.sys, 1 block, same instance"},
+	// gpu.fence_poll_wait_growth: a fence beside 1–128 blocks polling host
+	// memory (fence_polls.jsonl); the fences beside pollers of local memory,
+	// the release/acquire ping-pongs of several pairs and the fenced
+	// barriers of several groups in host memory are predicted.
+	{Params: []string{"gpu.fence_poll_wait_growth"}, Files: []string{"h200x1-arsim/fence_polls.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "fence" },
+		On: func(r trace.Record) bool {
+			return r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host"
+		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
 		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},

@@ -141,15 +141,18 @@ func TestStoreQueueFillsWhereStoresOutpaceIt(t *testing.T) {
 // barrier_modes (the expectation written down before the run held): the
 // flag kernels' per-block barrier costs a system fence for each
 // __threadfence_system and one for a st.release.sys flag store, the
-// acquire polls nothing the model counts (hw.barrierFences, nothing
-// fitted): every local barrier within 10 % and every host barrier of one
-// group within 8 %; host barriers of 4 and 16 groups, whose fences wait
-// on each other's blocks, are not modelled as such and are 18–37 % fast.
+// acquire polls nothing the model counts (hw.barrierFences): every local
+// barrier within 10 % and every host barrier of one group within 8 %.
+// Host barriers of 4 and 16 groups were 18–37 % fast until each fence
+// waited for the other groups' polls of host memory
+// (hw.FenceBesidePolls, fitted on fence_polls.jsonl alone): at two ranks
+// they are now within 8 % too.
 //
 // barrier_modes_w (2, 4 and 8 ranks, another instance, written down
-// before its run): locally within 15 % at every W; in host memory the
-// fences cost more as more flags are stored at once, so beyond two ranks
-// the fenced modes are under-predicted (−18…−44 %), which it holds too.
+// before its run): locally within 15 % at every W; in host memory beyond
+// two ranks the fenced modes are still under-predicted (−10…−34 %: the
+// barrier's own ranks' loads, which the rule does not count), which it
+// holds too.
 func TestBarrierModesCostFences(t *testing.T) {
 	testBarrierModes(t, "../testdata/h200x1-arsim/barrier_modes.jsonl", 10, 48)
 	testBarrierModes(t, "../testdata/h200x1-arsim/barrier_modes_w.jsonl", 15, 48)
@@ -168,8 +171,8 @@ func testBarrierModes(t *testing.T, file string, local float64, want int) {
 		switch {
 		case r.Target == "local":
 			assert.LessOrEqual(t, math.Abs(c.ErrorPct), local, "%s line %d: %s local, %d groups", file, c.Line, r.Mode, r.Groups)
-		case r.Groups == 1 && r.World == 2:
-			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 8.0, "%s line %d: %s host, one group", file, c.Line, r.Mode)
+		case r.World == 2:
+			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 8.0, "%s line %d: %s host, %d groups", file, c.Line, r.Mode, r.Groups)
 		case r.Mode != "volatile":
 			assert.Negative(t, c.ErrorPct, "%s line %d: %s host, W %d, %d groups", file, c.Line, r.Mode, r.World, r.Groups)
 		}
@@ -181,9 +184,11 @@ func testBarrierModes(t *testing.T, file string, local float64, want int) {
 // system fence waits for other blocks' loads of host memory still on
 // their way, whether it follows a store to host or to local memory: beside
 // 1–128 blocks polling host memory it takes 1.06–1.49 µs where alone it
-// takes 0.52, beside blocks polling local memory no more. The model has no
-// such wait, so these records are not modelled (hw.PerBlock.Modelled);
-// this holds the measurement.
+// takes 0.52, beside blocks polling local memory no more. The records
+// beside host pollers are the fitted side of gpu.fence_poll_wait_growth:
+// the test recomputes it from them (least squares through 0 over log2 of
+// the pollers of the wait in host round trips less one half,
+// hw.FenceBesidePolls) and holds the measurement.
 func TestFenceWaitsForOtherBlocksHostLoads(t *testing.T) {
 	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/fence_polls.jsonl", trace.ReadOptions{})
 	require.NoError(t, err)
@@ -206,6 +211,47 @@ func TestFenceWaitsForOtherBlocksHostLoads(t *testing.T) {
 			assert.Greater(t, extra, 500.0, "beside %d host pollers, after a %s store", r.Neighbours, r.Dst)
 		} else {
 			assert.Less(t, math.Abs(extra), 20.0, "beside %d local pollers, after a %s store", r.Neighbours, r.Dst)
+		}
+	}
+	assert.Equal(t, 20, n)
+
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := p.Build()
+	require.NoError(t, err)
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	rtt, err := m.RoundTrip(0, hw.Mem{Host: true})
+	require.NoError(t, err)
+	var xy, xx float64
+	for _, r := range recs {
+		if r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host" {
+			x := math.Log2(float64(r.Neighbours))
+			xy += x * ((r.NsPerIter-alone[r.Dst])/(rtt.Micros()*1000) - 0.5)
+			xx += x * x
+		}
+	}
+	assert.InDelta(t, xy/xx, p.DefaultParams().Get("gpu.fence_poll_wait_growth"), 5e-5)
+}
+
+// The release/acquire ping-pongs of 2–66 pairs with their flags a line
+// apart in host memory (perblock*.jsonl, four instances) were 11–25 %
+// fast with a fence that waited for nothing but itself; with each fence
+// waiting for the other pairs' polls (hw.FenceBesidePolls, fitted on
+// fence_polls.jsonl alone) they are predicted, from 4 pairs within 12 %.
+func TestReleasePingPongsWaitForOtherPairsPolls(t *testing.T) {
+	n := 0
+	for _, f := range []string{"perblock.jsonl", "perblock_3.jsonl", "perblock_3b.jsonl", "perblock_4.jsonl"} {
+		v, recs := runFile(t, "../testdata/h200x1-arsim/"+f)
+		byLine := recordsByLine(recs)
+		for _, c := range v.Records {
+			r := byLine[c.Line]
+			if r.Kind != trace.KindBlockPingpong || r.Mode != "release_acquire" || r.Target != "host" || r.SpacingBytes != 128 || r.Pairs < 4 {
+				continue
+			}
+			n++
+			assert.Empty(t, c.FittedFor, "%s line %d", f, c.Line)
+			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 12.0, "%s line %d: %d pairs", f, c.Line, r.Pairs)
 		}
 	}
 	assert.Equal(t, 20, n)
