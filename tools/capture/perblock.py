@@ -777,6 +777,14 @@ class PerBlock:
         one warp)."""
         self.barrier_modes(worlds=(2, 4, 8), threads=(512,), groups=(1, 4), buf_name="gbw")
 
+    def fence_groups(self):
+        """barrier_modes at group counts and ranks no earlier run measured (2 ranks at 2, 8, 32 and 64 groups; 3 ranks
+        at 1, 8 and 32; 6 ranks at 1, 4 and 16; 512 threads), local and host memory: whether a barrier's system fence
+        waits for the other groups' polls of host memory as fence_polls.jsonl's fences wait for other blocks' (the
+        model's rule), and whether it waits for its own ranks' polls beyond two ranks."""
+        for W, groups in ((2, (2, 8, 32, 64)), (3, (1, 8, 32)), (6, (1, 4, 16))):
+            self.barrier_modes(worlds=(W,), threads=(512,), groups=groups, buf_name="gbf")
+
     def barrier_modes(self, worlds=(2,), threads=(32, 512), groups=(1, 4, 16), buf_name="gbm"):
         """The flag kernels' per-block barrier (every thread p < W stores and polls, its own rank's slot included) among
         the GPU's blocks, flags in local and in pinned host memory (each rank's sector 4 KiB from the next), W = 2, 1,
@@ -1749,7 +1757,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
