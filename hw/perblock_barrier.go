@@ -93,8 +93,9 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 			return 0, err
 		}
 		// the other groups' blocks poll host memory while each fence
-		// waits (FenceBesidePolls); the barrier's own ranks are in step
-		w, err := m.FenceBesidePolls(0, at, (max(rec.Groups, 1)-1)*rec.World)
+		// waits (FenceBesidePolls), and so do the barrier's own ranks but
+		// the one whose flag came last (barrierFencePollers)
+		w, err := m.FenceBesidePolls(0, at, barrierFencePollers(rec.World, max(rec.Groups, 1)))
 		if err != nil {
 			return 0, err
 		}
@@ -102,6 +103,20 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	}
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
 		m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
+}
+
+// barrierFencePollers is how many blocks a fence of a W-rank barrier
+// finds polling while groups such barriers run at once: every block of the
+// other groups, and of its own the W − 2 ranks other than the fencing one
+// and the one whose flag it saw last. Measured on one H200
+// (fence_groups.jsonl, the alternative written down before the run): at
+// one group of 3 and 6 ranks the fenced barriers are −12…+4 % and −22…+3 %
+// with the W − 2 counted, −23…−37 % without; at two ranks (none counted)
+// they take what a fence alone adds (barrier_modes.jsonl). A reading: the
+// last rank to store was polling for this block's flag too, and its polls
+// were answered as this block's were, while the others still poll.
+func barrierFencePollers(world, groups int) int {
+	return (groups-1)*world + max(world-2, 0)
 }
 
 // barrierFences is how many system-scope fences a barrier's flag store

@@ -57,7 +57,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x1-arsim/load_waits.jsonl", "h200x1-arsim/load_waits_lb.jsonl", "h200x1-arsim/pull_bf16.jsonl", "h200x1-arsim/pull_short.jsonl", "h200x1-arsim/pull_threads.jsonl", "h200x1-arsim/pull_w.jsonl", "h200x1-arsim/pull_f32.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x1-arsim/load_waits.jsonl", "h200x1-arsim/load_waits_lb.jsonl", "h200x1-arsim/pull_bf16.jsonl", "h200x1-arsim/pull_short.jsonl", "h200x1-arsim/pull_threads.jsonl", "h200x1-arsim/pull_w.jsonl", "h200x1-arsim/pull_f32.jsonl", "h200x1-arsim/fence_groups.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -259,7 +259,7 @@ var Fits = append([]Fit{
 	// are predicted.
 	{Params: []string{"gpu.spin_store_service"}, Files: []string{"h200x1-arsim/fence_beside.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "group_barrier" && r.Target == "local" },
-		AlsoPredicts: []string{"h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_groups.jsonl"},
 		On:           func(r trace.Record) bool { return r.PollSleepNs == 0 },
 		How:          "least-squares slope of ns per barrier over W − 2 (W = 2, 4, 8; packed_4k, one group, 32 threads)"},
 	// pcie.posted_write_buffer: copies to host memory from 4 blocks, 4–128
@@ -379,7 +379,7 @@ func hostBarrierCaptures(file string) []string {
 		"h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl", "h200x1-arsim/barrier_spacing.jsonl",
 		"h200x1-arsim/barrier_spacing_2.jsonl", "h200x1-arsim/barrier_spacing_3.jsonl", "h200x1-arsim/barrier_layout.jsonl",
 		"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl",
-		"h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl"}, perBlockRepeats...)
+		"h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_groups.jsonl"}, perBlockRepeats...)
 	return slices.DeleteFunc(all, func(f string) bool { return f == file })
 }
 

@@ -149,10 +149,11 @@ func TestStoreQueueFillsWhereStoresOutpaceIt(t *testing.T) {
 // they are now within 8 % too.
 //
 // barrier_modes_w (2, 4 and 8 ranks, another instance, written down
-// before its run): locally within 15 % at every W; in host memory beyond
-// two ranks the fenced modes are still under-predicted (−10…−34 %: the
-// barrier's own ranks' loads, which the rule does not count), which it
-// holds too.
+// before its run): locally within 15 % at every W; in host memory the
+// fenced modes beyond two ranks were −18…−44 % with a fence that waited
+// for nothing but itself, and are within 20 % with it waiting for the
+// other groups' polls and its own ranks' but the last
+// (hw.barrierFencePollers, the alternative fence_groups.jsonl favoured).
 func TestBarrierModesCostFences(t *testing.T) {
 	testBarrierModes(t, "../testdata/h200x1-arsim/barrier_modes.jsonl", 10, 48)
 	testBarrierModes(t, "../testdata/h200x1-arsim/barrier_modes_w.jsonl", 15, 48)
@@ -174,7 +175,7 @@ func testBarrierModes(t *testing.T, file string, local float64, want int) {
 		case r.World == 2:
 			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 8.0, "%s line %d: %s host, %d groups", file, c.Line, r.Mode, r.Groups)
 		case r.Mode != "volatile":
-			assert.Negative(t, c.ErrorPct, "%s line %d: %s host, W %d, %d groups", file, c.Line, r.Mode, r.World, r.Groups)
+			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 20.0, "%s line %d: %s host, W %d, %d groups", file, c.Line, r.Mode, r.World, r.Groups)
 		}
 	}
 	assert.Equal(t, want, n, file)
@@ -255,4 +256,34 @@ func TestReleasePingPongsWaitForOtherPairsPolls(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 20, n)
+}
+
+// fence_groups (written down before the run: the fence-beside-polls rule
+// and an alternative in which the barrier's own ranks count too, all but
+// the last): two ranks at 2–64 groups in host memory, where both agree,
+// within −12…+5 % (expected ±10 %); at one group of 3 and 6 ranks the
+// alternative (−22.3…+4 %) beat the rule as first written (−23…−37 %) and is
+// now the model's; 3 and 6 ranks at several groups −4…−21 %; in local
+// memory, where the rule adds nothing, within −15.2…+5 % (expected ±15 %).
+func TestFenceGroupsPredicted(t *testing.T) {
+	v, recs := runFile(t, "../testdata/h200x1-arsim/fence_groups.jsonl")
+	byLine := recordsByLine(recs)
+	n := 0
+	for _, c := range v.Records {
+		r := byLine[c.Line]
+		if r.Loop != "group_barrier" {
+			continue
+		}
+		n++
+		assert.Empty(t, c.FittedFor, "line %d", c.Line)
+		bound := 16.0
+		switch {
+		case r.Target == "host" && r.Mode != "volatile" && r.World == 2:
+			bound = 12.0
+		case r.Target == "host" && r.Mode != "volatile":
+			bound = 23.0
+		}
+		assert.LessOrEqual(t, math.Abs(c.ErrorPct), bound, "line %d: %s %s, W %d, %d groups", c.Line, r.Target, r.Mode, r.World, r.Groups)
+	}
+	assert.Equal(t, 80, n)
 }
