@@ -549,6 +549,42 @@ done:
   res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
 }
 
+// ---- pb_line_probe's pair with release stores and acquire polls (pb_pingpong mode 1: st.release.sys waits as a
+// system fence does) beside K neighbour blocks, each polling a word of its own with volatile loads (pb_line_probe
+// op 0): whether the pair's fences wait for the neighbours' loads of host memory. Kept apart from pb_line_probe so
+// that kernel's code is unchanged.
+extern "C" __global__ void pb_line_probe_rel(unsigned* flags, int lb, int off, int stride, int n, unsigned e0,
+                                             unsigned* done, int* err, long long* res) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x;
+  const unsigned stop = e0 + (unsigned)n;
+  long long spins = 0;
+  if (b < 2) {
+    const int lead = b == 0;
+    unsigned* mine = flags + (lead ? 0 : lb);
+    unsigned* theirs = flags + (lead ? lb : 0);
+    long long c0 = clock64();
+    for (int i = 1; i <= n; i++) {
+      const unsigned e = e0 + (unsigned)i;
+      if (lead) st_rel(theirs, e);
+      while (ld_acq(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto out; } }
+      if (!lead) st_rel(theirs, e);
+    }
+  out:
+    res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
+    if (lead) { __threadfence(); st_vol(done, stop); }
+    return;
+  }
+  unsigned* w = flags + ((b - 2) % 2 ? lb : 0) + off + ((b - 2) / 2) * stride;
+  unsigned acc = 0;
+  for (unsigned k = 0; ; k++) {
+    acc += ld_vol(w);
+    if ((k & 7) == 7 && ld_vol(done) == stop) break;
+    if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+  }
+  res[2 * b] = 0; res[2 * b + 1] = acc;
+}
+
 // ---- one ping-pong pair beside K neighbour blocks acting on the pair's two host lines ----------------------------
 // The pair: block 0 (lead) polls word 0 (line A), block 1 word lb (line B); each stores the other's word (volatile,
 // as pb_pingpong mode 0). Neighbour j (block 2 + j) works on line A's side (j even) or line B's (j odd), at word

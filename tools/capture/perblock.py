@@ -266,6 +266,31 @@ class PerBlock:
                                (("poll", 0), ("store", 0), ("store", 1000), ("pingpong", 0)) for nb in counts if nb] +
                         [("none", "same_sector", 1, 1, 0, 0)] * 2)
 
+    def fence_pollers(self, counts=(0, 1, 2, 4, 8, 16, 32, 64, 128)):
+        """One ping-pong pair through two host lines (4 KiB apart) with release stores and acquire polls
+        (pb_line_probe_rel), and the same pair volatile (pb_line_probe, op 0), beside 0-128 neighbour blocks each polling
+        a word of its own on a line of its own 64 KiB on: whether each release store waits for the neighbours' loads of
+        host memory as fence_polls.jsonl's fences do (the model's rule, fitted there)."""
+        self.line_probe(cases=[("poll", "64k_on_lines_apart", 16384, 32, nb, 0) for nb in counts if nb] +
+                        [("none", "same_sector", 1, 1, 0, 0)])
+        k = self.fn("pb_line_probe_rel")
+        buf = self.ptr("host", "lp", 1 * MB)
+        done = self.dev("lpdone", 4096)
+        lb, n, e0 = 1024, 500, [1 << 20]
+        for nb in counts:
+            def meas(nb=nb):
+                def launch():
+                    k((2 + nb,), (32,), (buf, np.int32(lb), np.int32(16384), np.int32(32), np.int32(n), np.uint32(e0[0]),
+                                         done, self.err, self.res), stream=self.s)
+                    e0[0] += n
+                vals = self.trials(launch, 2, lambda c: c / self.ghz / n / 2)
+                rec = {"kind": "block_pingpong", "target": "host", "mode": "release_acquire", "spacing_bytes": 4 * lb,
+                       "pairs": 1, "blocks": 2 + nb, "threads": 32, "round_trips": n, "neighbours": nb}
+                if nb:
+                    rec.update({"neighbour_op": "poll", "neighbour_place": "64k_on_lines_apart"})
+                self.emit(rec, vals, "one_way_ns")
+            self.rec.guard(f"fence_pollers rel {nb}", meas)
+
     def store_rate(self):
         """Barriers through host memory at ranks and group counts no earlier run measured with the ranks' sectors 4 KiB
         apart or a line per slot (W = 3 and 6 up to 132 blocks; W = 4 at 32 groups), then a flag's round trip beside
@@ -1757,7 +1782,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
