@@ -184,15 +184,10 @@ func TestHostFlagStoresQueuePerGPU(t *testing.T) {
 // trip beside one and gpu.fence_poll_wait_growth of one more for each
 // doubling; beside none it waits nothing more.
 func TestFenceBesidePolls(t *testing.T) {
-	pre, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	top, err := pre.Build()
-	require.NoError(t, err)
-	m, err := New(top)
-	require.NoError(t, err)
+	top, m := h200x1(t)
 	rtt, err := m.RoundTrip(0, HostMem(0))
 	require.NoError(t, err)
-	growth := pre.DefaultParams().Get("gpu.fence_poll_wait_growth")
+	growth := top.Params.Get("gpu.fence_poll_wait_growth")
 	require.Greater(t, growth, 0.0)
 	none, err := m.FenceBesidePolls(0, HostMem(0), 0)
 	require.NoError(t, err)

@@ -159,16 +159,23 @@ func TestBarrierModesCostFences(t *testing.T) {
 	testBarrierModes(t, "../testdata/h200x1-arsim/barrier_modes_w.jsonl", 15, 48)
 }
 
-func testBarrierModes(t *testing.T, file string, local float64, want int) {
+// eachBarrier runs file through validate and calls fn with each group
+// barrier record and its comparison; it returns how many there were.
+func eachBarrier(t *testing.T, file string, fn func(c Compared, r trace.Record)) int {
 	v, recs := runFile(t, file)
 	byLine := recordsByLine(recs)
 	n := 0
 	for _, c := range v.Records {
-		r := byLine[c.Line]
-		if r.Loop != "group_barrier" {
-			continue
+		if r := byLine[c.Line]; r.Loop == "group_barrier" {
+			n++
+			fn(c, r)
 		}
-		n++
+	}
+	return n
+}
+
+func testBarrierModes(t *testing.T, file string, local float64, want int) {
+	n := eachBarrier(t, file, func(c Compared, r trace.Record) {
 		switch {
 		case r.Target == "local":
 			assert.LessOrEqual(t, math.Abs(c.ErrorPct), local, "%s line %d: %s local, %d groups", file, c.Line, r.Mode, r.Groups)
@@ -177,7 +184,7 @@ func testBarrierModes(t *testing.T, file string, local float64, want int) {
 		case r.Mode != "volatile":
 			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 20.0, "%s line %d: %s host, W %d, %d groups", file, c.Line, r.Mode, r.World, r.Groups)
 		}
-	}
+	})
 	assert.Equal(t, want, n, file)
 }
 
@@ -266,15 +273,7 @@ func TestReleasePingPongsWaitForOtherPairsPolls(t *testing.T) {
 // now the model's; 3 and 6 ranks at several groups −4…−21 %; in local
 // memory, where the rule adds nothing, within −15.2…+5 % (expected ±15 %).
 func TestFenceGroupsPredicted(t *testing.T) {
-	v, recs := runFile(t, "../testdata/h200x1-arsim/fence_groups.jsonl")
-	byLine := recordsByLine(recs)
-	n := 0
-	for _, c := range v.Records {
-		r := byLine[c.Line]
-		if r.Loop != "group_barrier" {
-			continue
-		}
-		n++
+	n := eachBarrier(t, "../testdata/h200x1-arsim/fence_groups.jsonl", func(c Compared, r trace.Record) {
 		assert.Empty(t, c.FittedFor, "line %d", c.Line)
 		bound := 16.0
 		switch {
@@ -284,6 +283,6 @@ func TestFenceGroupsPredicted(t *testing.T) {
 			bound = 23.0
 		}
 		assert.LessOrEqual(t, math.Abs(c.ErrorPct), bound, "line %d: %s %s, W %d, %d groups", c.Line, r.Target, r.Mode, r.World, r.Groups)
-	}
+	})
 	assert.Equal(t, 80, n)
 }
