@@ -57,15 +57,7 @@ func TestCopyDRAMExtraFromItsCapture(t *testing.T) {
 func TestPullsTakeWholeIterations(t *testing.T) {
 	v, recs := runFile(t, storeWidthFile)
 	byLine := recordsByLine(recs)
-	p, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	top, err := p.Build()
-	require.NoError(t, err)
-	m, err := hw.New(top)
-	require.NoError(t, err)
-	rtt, err := m.RoundTrip(0, hw.HostMem(0))
-	require.NoError(t, err)
-	rttNs := rtt.Seconds() * 1e9
+	rttNs := h200x1HostRTT(t)
 	var abs, oldAbs []float64
 	for _, c := range v.Records {
 		r := byLine[c.Line]
@@ -223,23 +215,32 @@ func TestFenceWaitsForOtherBlocksHostLoads(t *testing.T) {
 	}
 	assert.Equal(t, 20, n)
 
+	rtt := h200x1HostRTT(t)
+	var xy, xx float64
+	for _, r := range recs {
+		if r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host" {
+			x := math.Log2(float64(r.Neighbours))
+			xy += x * ((r.NsPerIter-alone[r.Dst])/rtt - 0.5)
+			xx += x * x
+		}
+	}
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	assert.InDelta(t, xy/xx, p.DefaultParams().Get("gpu.fence_poll_wait_growth"), 5e-5)
+}
+
+// h200x1HostRTT is the host round trip of the h200x1 preset's GPU, ns.
+func h200x1HostRTT(t *testing.T) float64 {
+	t.Helper()
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	top, err := p.Build()
 	require.NoError(t, err)
 	m, err := hw.New(top)
 	require.NoError(t, err)
-	rtt, err := m.RoundTrip(0, hw.Mem{Host: true})
+	rtt, err := m.RoundTrip(0, hw.HostMem(0))
 	require.NoError(t, err)
-	var xy, xx float64
-	for _, r := range recs {
-		if r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host" {
-			x := math.Log2(float64(r.Neighbours))
-			xy += x * ((r.NsPerIter-alone[r.Dst])/(rtt.Micros()*1000) - 0.5)
-			xx += x * x
-		}
-	}
-	assert.InDelta(t, xy/xx, p.DefaultParams().Get("gpu.fence_poll_wait_growth"), 5e-5)
+	return rtt.Seconds() * 1e9
 }
 
 // The release/acquire ping-pongs of 2–66 pairs with their flags a line
