@@ -1321,6 +1321,35 @@ extern "C" __global__ void pb_fence_polls(unsigned* polls, int stride, uint4* fd
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
 }
 
+// ---- pb_fence_polls with fence.acq_rel.sys (what a st.release.sys store's release orders) in place of fence.sc.sys:
+// whether the weaker fence waits for the other blocks' loads of host memory as the SC one does. Kept apart from
+// pb_fence_polls so that kernel's code is unchanged.
+extern "C" __global__ void pb_fence_polls_ar(unsigned* polls, int stride, uint4* fdst, int iters, unsigned* done,
+                                             unsigned stop, int* err, long long* res) {
+  const int last = gridDim.x - 1;
+  if ((int)blockIdx.x < last) {
+    if (threadIdx.x != 0) return;
+    const unsigned* w = polls + (size_t)blockIdx.x * stride;
+    unsigned acc = 0;
+    long long spins = 0, c0 = clock64();
+    for (unsigned k = 1; ; k++) {
+      acc += ld_vol(w + (acc & 1u));
+      if ((k & 7) == 7 && ld_vol(done) == stop) break;
+      if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+    }
+    res[2 * blockIdx.x] = clock64() - c0; res[2 * blockIdx.x + 1] = acc;
+    return;
+  }
+  if (threadIdx.x >= 32) return;
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
+    fence_acq_rel_sys();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
+}
+
 // ---- fences from many blocks at once: each block's threads store nst 16-B words into the block's own range
 // (stride16 int4 past the previous block's) and fence (1 acq_rel, 2 sc), iters times.
 extern "C" __global__ void __launch_bounds__(1024) pb_fence_blocks(uint4* dst, int nst, int fence, int iters,

@@ -1113,15 +1113,22 @@ class PerBlock:
                     self.emit(rec, vals, "ns_per_iter")
                 self.rec.guard(f"host_readback {T} {write_first}", meas)
 
-    def fence_polls(self):
+    def fence_kinds(self):
+        """fence_polls with fence.acq_rel.sys (pb_fence_polls_ar) and again with fence.sc.sys on the same instance,
+        beside 0-128 blocks polling pinned host memory: whether the weaker fence waits for their loads as the SC one
+        does."""
+        self.fence_polls(kernel="pb_fence_polls_ar", fence="acq_rel", pplaces=("host",))
+        self.fence_polls(pplaces=("host",))
+
+    def fence_polls(self, kernel="pb_fence_polls", fence="sc", pplaces=("host", "local")):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) to local or pinned host
         memory, beside 0-128 blocks each polling a word of its own (a chain of volatile loads, one in flight) in pinned
         host memory or in local memory: does a system fence wait for other blocks' loads still on their way?"""
-        k = self.fn("pb_fence_polls")
+        k = self.fn(kernel)
         iters = 200
         done = self.dev("fpdone", 4096)
         stop = [0]
-        for pplace in ("host", "local"):
+        for pplace in pplaces:
             polls = self.ptr(pplace, "fppolls", 4 * MB)
             self.fill(pplace, "fppolls", 4 * MB, [0])
             for fdst in ("host", "local"):
@@ -1145,14 +1152,14 @@ class PerBlock:
                                 cyc = self.res[:2 * (nb + 1)].get()[0::2]
                                 vals.append(int(cyc[nb]) / self.ghz / iters)
                             err = bool(int(self.err.get()[0]))
-                        rec = {"kind": "loop", "loop": "fence", "dst": fdst, "stores_per_thread": 1, "fence": "sc",
+                        rec = {"kind": "loop", "loop": "fence", "dst": fdst, "stores_per_thread": 1, "fence": fence,
                                "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64",
                                "ns_per_iter": statistics.median(vals), "ns_per_iter_min": min(vals),
                                "ns_per_iter_max": max(vals), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err}
                         if nb:
                             rec.update({"neighbours": nb, "neighbour_op": "poll", "neighbour_place": pplace})
                         self.rec.emit(rec)
-                    self.rec.guard(f"fence_polls {pplace} {fdst} {nb}", meas)
+                    self.rec.guard(f"fence_polls {fence} {pplace} {fdst} {nb}", meas)
 
     def fence_reads(self):
         """fence_beside with the 8 neighbour blocks streaming loads from pinned host memory into local memory (8 loads
@@ -1782,7 +1789,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
