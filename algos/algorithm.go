@@ -355,7 +355,9 @@ var rankLoopOption = OptionSpec{Name: "rank_loop", Values: []string{"unrolled", 
 // When every listed op is a store of rank r (a Write) to another memory,
 // the storing threads fence right after issuing them: the writes become
 // Fenced (the fence counts from their issue, Op.Fenced) and the fence,
-// Fenced too, only joins them.
+// Fenced too, only joins them. The fence runs in the kernel of the first
+// listed op: each of its blocks fences while the others keep loads in
+// flight (hw.Machine.FenceBesidePolls).
 func fence(b *Builder, r int, at hw.Mem, after ...int) int {
 	return AddFence(b, r, at, after...)
 }
@@ -371,10 +373,14 @@ func AddFence(b *Builder, r int, at hw.Mem, after ...int) int {
 		}
 	}
 	if !stores {
-		return b.Add(r, Op{Kind: Fence, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence"}, after...)
+		var k hw.Kernel
+		if len(after) > 0 && after[0] >= 0 && after[0] < len(prog) {
+			k = prog[after[0]].Kernel
+		}
+		return b.Add(r, Op{Kind: Fence, Kernel: k, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence"}, after...)
 	}
 	for _, i := range after {
 		prog[i].Fenced = true
 	}
-	return b.Add(r, Op{Kind: Fence, Fenced: true, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence (after the stores' issue)"}, after...)
+	return b.Add(r, Op{Kind: Fence, Fenced: true, Kernel: prog[after[0]].Kernel, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence (after the stores' issue)"}, after...)
 }

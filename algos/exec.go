@@ -403,7 +403,12 @@ func (x *executor) start(r int, k int32) {
 		if s.bits&opFenced != 0 {
 			x.finishIn(r, k, 0) // its Fenced stores paid for it
 		} else if d, err = m.FenceAfterLanding(r, s.dst.mem()); err == nil {
-			x.finishIn(r, k, d)
+			// each block's fence waits for the kernel's other blocks'
+			// loads of the memory (hw.Machine.FenceBesidePolls)
+			var w sim.Duration
+			if w, err = m.FenceBesidePolls(r, s.dst.mem(), max(x.kernels[x.coldOf(r, k).kernel].Blocks, 1)-1); err == nil {
+				x.finishIn(r, k, d+w)
+			}
 		}
 	case Read, Write, Copy, Reduce:
 		err = x.transfer(r, k, s)

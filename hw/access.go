@@ -103,6 +103,13 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 		if spec.Latency, err = m.FenceCost(r, dst); err != nil {
 			return sim.FlowSpec{}, err
 		}
+		// the kernel's other blocks keep loads of the memory in flight
+		// (polling its barrier's flags, or pulling) while each fences
+		w, err := m.FenceBesidePolls(r, dst, max(k.Blocks, 1)-1)
+		if err != nil {
+			return sim.FlowSpec{}, err
+		}
+		spec.Latency += w
 	}
 	return spec, nil
 }

@@ -22,7 +22,7 @@
 //   - [Machine.FenceCost]: a system-scope fence after stores, about one
 //     round trip to the memory stored to plus a per-fabric extra; beside
 //     other blocks polling host memory it waits for their loads too
-//     ([Machine.FenceBesidePolls], so far in the per-block twins only).
+//     ([Machine.FenceBesidePolls]).
 //   - [Machine.ReduceTime]: local work, a reduction at memory bandwidth.
 //
 // On PCIe each payload byte puts (payload + TLP overhead) / payload / link

@@ -169,20 +169,19 @@ func (m *Machine) StoreBurst(r int, at Mem, stores, threads int) sim.Duration {
 
 // FenceBesidePolls is what a system-scope fence of rank r waits beyond
 // FenceCost while others thread blocks of its GPU, not in step with the
-// fencing one, each keep a load of memory polled in flight. In host memory: the GPU's loads
-// of host memory still on their way must be answered first (measured on one
-// H200, fence_polls.jsonl: a fence after a store to host or local memory
-// took 0.54–0.66 µs more beside one block polling host memory, about half
-// a round trip, what is left of one load's on average, and 0.96 µs more
-// beside 128). The pollers' loads run nearly in step, so more of them add
-// little: half a host round trip beside one, and
+// fencing one, each keep a load of memory polled in flight. In host memory:
+// the GPU's loads of host memory still on their way must be answered first
+// (measured on one H200, fence_polls.jsonl: a fence after a store to host
+// or local memory took 0.54–0.66 µs more beside one block polling host
+// memory, about half a round trip, what is left of one load's on average,
+// and 0.96 µs more beside 128; an acquire-release fence alike,
+// fence_kinds.jsonl). The pollers' loads run nearly in step, so more of
+// them add little: half a host round trip beside one, and
 // gpu.fence_poll_wait_growth of a round trip more for each doubling.
-// Blocks that wait on the fencing one (a barrier's other ranks, a
-// ping-pong's partner) are not counted: at one group or one pair the
-// fenced barriers and ping-pongs take what a fence alone adds
-// (barrier_modes.jsonl, perblock.jsonl), and a reading that fits is that
-// their last loads were answered as the fencing block's were. Loads of GPU
-// memory cost a fence nothing (beside 8 and 128 blocks polling local
+// Who counts is the caller's: a ping-pong's other pairs, a barrier's other
+// groups and its own ranks but the last (barrierFencePollers), a
+// kernel's other blocks (the algorithms' fences to host memory). Loads of
+// GPU memory cost a fence nothing (beside 8 and 128 blocks polling local
 // memory: 521–524 ns against 520 alone).
 func (m *Machine) FenceBesidePolls(r int, polled Mem, others int) (sim.Duration, error) {
 	if others < 1 || !polled.Host {
