@@ -1,6 +1,7 @@
 package algos
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,5 +81,43 @@ func TestHostStagedVLLMLayoutHasTheOwnSlot(t *testing.T) {
 		}
 		assert.Equal(t, 2*c.per, signals, "%s: two barriers", c.layout)
 		assert.Equal(t, 2*c.per, waits, "%s: two barriers", c.layout)
+	}
+}
+
+// The two-shot's mid barrier fences its stores to host memory while the
+// kernel's other blocks keep loads of host memory in flight: each fence
+// waits hw.Machine.FenceBesidePolls for the blocks − 1 others, the plain
+// fence (its second, with mid_barrier=fence_release) on top of its cost
+// after the stores landed; one block waits for nobody.
+func TestHostTwoShotFencesWaitForTheOtherBlocks(t *testing.T) {
+	for _, blocks := range []int{1, 16} {
+		r := req(t, "h200x2", 2, 43008, map[string]string{"blocks": fmt.Sprint(blocks), "mid_barrier": "fence_release"})
+		s := plan(t, "host_two_shot", r)
+		m, err := hw.New(r.Top)
+		require.NoError(t, err)
+		res, err := Run(m, s, RunOptions{Iterations: 1, Launch: r.Launch, Spans: true})
+		require.NoError(t, err)
+		n := 0
+		for _, sp := range res.Spans {
+			op := s.Programs[sp.Rank][sp.Op]
+			if sp.Rank != 0 || op.Kind != Fence || op.Fenced {
+				continue
+			}
+			n++
+			home := op.Dst.Buf.At // the rank's host memory, where it published
+			require.True(t, home.Host)
+			after, err := m.FenceAfterLanding(0, home)
+			require.NoError(t, err)
+			wait, err := m.FenceBesidePolls(0, home, blocks-1)
+			require.NoError(t, err)
+			if blocks == 1 {
+				assert.Zero(t, wait)
+			} else {
+				assert.Positive(t, wait)
+			}
+			assert.Equal(t, op.Kernel.Blocks, blocks, "the fence runs in the kernel of the ops it follows")
+			assert.Equal(t, after+wait, sp.End.Sub(sp.Start), "%d blocks", blocks)
+		}
+		assert.Equal(t, 1, n, "%d blocks: one plain fence on rank 0", blocks)
 	}
 }
