@@ -12,16 +12,30 @@ var packedApart = map[string]int{"packed": 32, "packed_64": 64, "packed_128": 12
 	"packed_1k": 1024, "packed_2k": 2048, "packed_4k": 4096}
 
 // rankMajor are the rank-major barrier layouts (tools/capture's
-// pb_group_barrier_rm): each rank's sectors in an array of its own,
-// rankStride bytes after the previous rank's, group g's sector at offset +
-// g × groupStride bytes into it (offset from the start of a line).
+// pb_group_barrier_rm and pb_group_barrier_rmc): each rank's sectors in an
+// array of its own, rankStride bytes after the previous rank's, group g's
+// sector at offset + g × groupStride bytes into it (offset from the start
+// of a line), or with chunk, four groups' sectors to a chunk and the
+// chunks chunk bytes apart.
 var rankMajor = map[string]rankLayout{
-	"vllm":       {rankStride: 16 << 10, groupStride: 32},
-	"vllm_line":  {rankStride: 16 << 10, groupStride: 128},
-	"vllm_off64": {rankStride: 16 << 10, groupStride: 32, offset: 64},
+	"vllm":          {rankStride: 16 << 10, groupStride: 32},
+	"vllm_line":     {rankStride: 16 << 10, groupStride: 128},
+	"vllm_off64":    {rankStride: 16 << 10, groupStride: 32, offset: 64},
+	"vllm_chunk256": {rankStride: 16 << 10, groupStride: 32, chunk: 256},
+	"vllm_chunk512": {rankStride: 16 << 10, groupStride: 32, chunk: 512},
+	"vllm_chunk1k":  {rankStride: 16 << 10, groupStride: 32, chunk: 1 << 10},
+	"vllm_chunk4k":  {rankStride: 16 << 10, groupStride: 32, chunk: 4 << 10},
 }
 
-type rankLayout struct{ rankStride, groupStride, offset int }
+type rankLayout struct{ rankStride, groupStride, offset, chunk int }
+
+// at is where group g's sector lies in a rank's array, bytes.
+func (l rankLayout) at(g int) int {
+	if l.chunk > 0 {
+		return l.offset + g/4*l.chunk + g%4*l.groupStride
+	}
+	return l.offset + g*l.groupStride
+}
 
 // medianLineSectors is how many groups' sectors share the line of the
 // median group's sector among groups groups (the capture reports the
@@ -29,9 +43,9 @@ type rankLayout struct{ rankStride, groupStride, offset int }
 func (l rankLayout) medianLineSectors(groups int) int {
 	per := make([]int, groups)
 	for g := range per {
-		line := (l.offset + g*l.groupStride) / 128
+		line := l.at(g) / 128
 		for h := 0; h < groups; h++ {
-			if (l.offset+h*l.groupStride)/128 == line {
+			if l.at(h)/128 == line {
 				per[g]++
 			}
 		}

@@ -1024,6 +1024,30 @@ extern "C" __global__ void pb_group_barrier_rm(unsigned* flags, int W, int strid
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
 
+// ---- pb_group_barrier_rm with the groups in chunks: group g's slots at (g / per_chunk) * stride_chunk +
+// (g % per_chunk) * stride_g words into each rank's array, so that chunks of groups sharing a line can be put next to
+// each other or apart. Kept apart from pb_group_barrier_rm so that kernel's code is unchanged.
+extern "C" __global__ void pb_group_barrier_rmc(unsigned* flags, int W, int stride_rank, int stride_g, int per_chunk,
+                                                int stride_chunk, int nb, unsigned e0, int* err, long long* res) {
+  const int g = blockIdx.x / W, r = blockIdx.x % W, p = threadIdx.x;
+  const size_t go = (size_t)(g / per_chunk) * stride_chunk + (size_t)(g % per_chunk) * stride_g;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (p < W && p != r) {
+      st_vol(flags + (size_t)p * stride_rank + go + r, e);
+      while (ld_vol(flags + (size_t)r * stride_rank + go + p) < e) {
+        if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+      }
+    }
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
+}
+
 // ---- NCCL LL128-style loop with NCCL's layout: a warp moves one 2-KiB chunk per iteration (16 lines of 128 B);
 // thread `lane` loads the 16-B vectors u*32 + lane (u < 4) of the chunk, and the eighth vector of every 128-B line
 // (lane % 8 == 7) carries the flag in its last word; the warp reloads until every flag matches (__any_sync), as

@@ -896,6 +896,36 @@ class PerBlock:
         self.group_barriers(layouts=(("line_per_slot", 8 * 32, 32),), worlds=(2, 4, 8), groups=(1,), buf_name="gbs",
                             targets=("host",))
 
+    def barrier_chunks(self):
+        """Host-memory W-rank barriers in vLLM's rank-major layout (each rank's array 16 KiB after the previous one's,
+        a group's slots in one 32-B sector, groups 32 B apart) with the groups in chunks of four, one 128-B line each,
+        the chunks 128 B (vLLM's, adjacent lines), 256, 512, 1024 or 4096 B apart (pb_group_barrier_rmc; layouts vllm,
+        vllm_chunk256 ... vllm_chunk4k); W 4 and 8, 8 and 16 groups, and 4 groups (one chunk): whether vLLM's barriers
+        past a line slow each other by the lines' nearness, and over what distance."""
+        k = self.fn("pb_group_barrier_rmc")
+        nb = 200
+        stride_rank = 4096  # words: 16 KiB
+        buf = self.ptr("host", "gbc", 4 * MB)
+        self.fill("host", "gbc", 4 * MB, [0])
+        e0 = [0]
+        chunks = (("vllm", 128), ("vllm_chunk256", 256), ("vllm_chunk512", 512), ("vllm_chunk1k", 1024), ("vllm_chunk4k", 4096))
+        for W in (4, 8):
+            for layout, chunk, G in [("vllm", 128, 4)] + [(l, c, G) for G in (8, 16) for l, c in chunks]:
+                if G * W > self.sms:
+                    continue
+
+                def meas(layout=layout, chunk=chunk, W=W, G=G):
+                    def launch():
+                        k((G * W,), (32,), (buf, np.int32(W), np.int32(stride_rank), np.int32(8), np.int32(4),
+                                           np.int32(chunk // 4), np.int32(nb), np.uint32(e0[0]), self.err, self.res),
+                          stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": layout,
+                               "world": W, "groups": G, "blocks": G * W, "threads": 32,
+                               "barriers_per_launch": nb}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_chunks {layout} W{W} G{G}", meas)
+
     def barrier_layout(self):
         """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
         of its own, 16 KiB after the previous rank's, a group's W slots in one 32-B sector of it. Layout vllm: the
@@ -1789,7 +1819,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
