@@ -361,3 +361,29 @@ func TestFenceKindsWaitAlike(t *testing.T) {
 		}
 	}
 }
+
+// barrier_chunks (two readings written down before the run, neither held):
+// vLLM-layout barriers whose chunks of four groups lie 1 KiB apart take
+// less than one chunk alone, while vLLM's adjacent chunks take
+// 34–44 % longer; which nearer distances are slow changes with the group
+// count. The model counts nothing beyond a line, so it gives every chunk
+// distance the same value; this holds the measurement.
+func TestBarrierChunksNearnessCosts(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/barrier_chunks.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	ns := map[string]float64{}
+	for _, r := range recs {
+		if r.Loop == "group_barrier" {
+			ns[fmt.Sprintf("%s %d %d", r.Layout, r.World, r.Groups)] = r.NsPerIter
+		}
+	}
+	require.Len(t, ns, 22)
+	for _, w := range []int{4, 8} {
+		one := ns[fmt.Sprintf("vllm %d 4", w)]
+		for _, g := range []int{8, 16} {
+			assert.Greater(t, ns[fmt.Sprintf("vllm %d %d", w, g)], 1.3*one, "W %d, %d groups: adjacent chunks", w, g)
+			assert.Less(t, ns[fmt.Sprintf("vllm_chunk1k %d %d", w, g)], 1.0*one, "W %d, %d groups: chunks 1 KiB apart", w, g)
+		}
+	}
+}
