@@ -188,6 +188,9 @@ type Record struct {
 	// NeighbourLines: the lines of its own a storing neighbour cycles its
 	// stores over (store_lines); 0: one word.
 	NeighbourLines int
+	// NeighbourThreads: the threads of each polling neighbour block that
+	// poll, each a word of its own in a sector of its own (0: one).
+	NeighbourThreads int
 	// SelfSlot, on a group_barrier loop: 1 when every block also stores to
 	// and polls its own slot (the flag kernels' and vLLM's barriers).
 	SelfSlot int

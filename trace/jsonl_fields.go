@@ -132,6 +132,7 @@ var fieldDefs = []fieldDef{
 	{name: "neighbour_op", typ: jString, enum: []string{"pingpong", "poll", "read_stream", "store", "stream"}, str: func(r *Record) *string { return &r.NeighbourOp }},
 	{name: "neighbour_place", typ: jString, enum: []string{"1k_on", "64k_on", "64k_on_lines_apart", "host", "lines_apart", "local", "other_half", "other_line", "same_half", "same_sector"}, str: func(r *Record) *string { return &r.NeighbourPlace }},
 	{name: "neighbour_lines", typ: jInt, max: 1 << 16, why: "lines a storing neighbour cycles over", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourLines }},
+	{name: "neighbour_threads", typ: jInt, max: 1024, why: "a block's threads", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourThreads }},
 	{name: "self_slot", typ: jInt, max: 1, why: "0 or 1", zeroOK: true, i32: func(r *Record) *int { return &r.SelfSlot }},
 	{name: "neighbour_store_bytes", typ: jInt, max: 4096, why: "a warp's 32 lanes of 128 B", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourStoreBytes }},
 	{name: "src_residency", typ: jString, enum: []string{"fresh", "l2"}, str: func(r *Record) *string { return &r.SrcResidency }},

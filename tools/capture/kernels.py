@@ -1374,6 +1374,36 @@ extern "C" __global__ void pb_fence_polls_ar(unsigned* polls, int stride, uint4*
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
 }
 
+// ---- pb_fence_polls with every thread of the first pt threads of each poller block polling a word of its own, each
+// in a 32-B sector of its own (thread t at word 8 t of its block's range, stride words after the previous block's):
+// whether a system fence waits for each load in flight or for each polling block. Kept apart from pb_fence_polls so
+// that kernel's code is unchanged.
+extern "C" __global__ void pb_fence_polls_t(unsigned* polls, int stride, int pt, uint4* fdst, int iters,
+                                            unsigned* done, unsigned stop, int* err, long long* res) {
+  const int last = gridDim.x - 1;
+  if ((int)blockIdx.x < last) {
+    if ((int)threadIdx.x >= pt) return;
+    const unsigned* w = polls + (size_t)blockIdx.x * stride + 8 * threadIdx.x;
+    unsigned acc = 0;
+    long long spins = 0, c0 = clock64();
+    for (unsigned k = 1; ; k++) {
+      acc += ld_vol(w + (acc & 1u));
+      if ((k & 7) == 7 && ld_vol(done) == stop) break;
+      if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+    }
+    if (threadIdx.x == 0) { res[2 * blockIdx.x] = clock64() - c0; res[2 * blockIdx.x + 1] = acc; }
+    return;
+  }
+  if (threadIdx.x >= 32) return;
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
+    fence_sc_sys();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
+}
+
 // ---- fences from many blocks at once: each block's threads store nst 16-B words into the block's own range
 // (stride16 int4 past the previous block's) and fence (1 acq_rel, 2 sc), iters times.
 extern "C" __global__ void __launch_bounds__(1024) pb_fence_blocks(uint4* dst, int nst, int fence, int iters,

@@ -1150,6 +1150,45 @@ class PerBlock:
         self.fence_polls(kernel="pb_fence_polls_ar", fence="acq_rel", pplaces=("host",))
         self.fence_polls(pplaces=("host",))
 
+    def fence_threads(self):
+        """A fence after one 16-B store per thread to host memory (one warp, fence.sc.sys, 200 iterations) beside 1, 8
+        and 32 blocks of which 1, 32, 128 or 512 threads each poll a word of their own in pinned host memory, each in a
+        32-B sector of its own (pb_fence_polls_t): whether the fence waits for each load in flight or each polling
+        block. Records: neighbours = blocks, neighbour_threads = polling threads a block."""
+        k = self.fn("pb_fence_polls_t")
+        iters = 200
+        done = self.dev("ftdone", 4096)
+        stop = [1 << 24]
+        polls = self.ptr("host", "ftpolls", 4 * MB)
+        self.fill("host", "ftpolls", 4 * MB, [0])
+        f = self.ptr("host", "ftf", 1 * MB)
+        cases = [(0, 1)] + [(nb, pt) for nb in (1, 8, 32) for pt in (1, 32, 128, 512)]
+        for nb, pt in cases:
+            def meas(nb=nb, pt=pt):
+                cp = self.cp
+                vals = []
+                with cp.cuda.Device(0):
+                    self.err[...] = 0
+                    for t in range(TRIALS + 1):
+                        stop[0] += 1
+                        k((nb + 1,), (max(pt, 32),), (polls, np.int32(4096), np.int32(pt), f, np.int32(iters), done,
+                                                     np.uint32(stop[0]), self.err, self.res), stream=self.s)
+                        self.s.synchronize()
+                        if t == 0:
+                            continue
+                        cyc = self.res[:2 * (nb + 1)].get()[0::2]
+                        vals.append(int(cyc[nb]) / self.ghz / iters)
+                    err = bool(int(self.err.get()[0]))
+                rec = {"kind": "loop", "loop": "fence", "dst": "host", "stores_per_thread": 1, "fence": "sc",
+                       "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64",
+                       "ns_per_iter": statistics.median(vals), "ns_per_iter_min": min(vals),
+                       "ns_per_iter_max": max(vals), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err}
+                if nb:
+                    rec.update({"neighbours": nb, "neighbour_op": "poll", "neighbour_place": "host",
+                                "neighbour_threads": pt})
+                self.rec.emit(rec)
+            self.rec.guard(f"fence_threads {nb} {pt}", meas)
+
     def fence_polls(self, kernel="pb_fence_polls", fence="sc", pplaces=("host", "local")):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) to local or pinned host
         memory, beside 0-128 blocks each polling a word of its own (a chain of volatile loads, one in flight) in pinned
@@ -1819,7 +1858,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
