@@ -69,6 +69,9 @@ type PerBlock struct {
 	// NeighbourOp words at NeighbourPlace (trace.Record.NeighbourPlace).
 	Neighbours                  int
 	NeighbourOp, NeighbourPlace string
+	// NeighbourThreads (loop fence): the threads of each polling
+	// neighbour that poll, each its own sector (0: one).
+	NeighbourThreads int
 	// PollSleep: a group barrier's pause after each poll that does not
 	// see its flag, in ns (trace.Record.PollSleepNs).
 	PollSleep int
@@ -638,7 +641,8 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		w, err := m.FenceBesidePolls(0, mem(rec.NeighbourPlace), pollingNeighbours(rec))
+		// each polling thread keeps a load of its own in flight
+		w, err := m.FenceBesidePolls(0, mem(rec.NeighbourPlace), pollingNeighbours(rec)*max(rec.NeighbourThreads, 1))
 		return nsOf(max(f, floor) + w), err
 	}
 	// Blocks at once: each iteration's stores of every block share the

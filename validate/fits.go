@@ -57,7 +57,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x1-arsim/load_waits.jsonl", "h200x1-arsim/load_waits_lb.jsonl", "h200x1-arsim/pull_bf16.jsonl", "h200x1-arsim/pull_short.jsonl", "h200x1-arsim/pull_threads.jsonl", "h200x1-arsim/pull_w.jsonl", "h200x1-arsim/pull_f32.jsonl", "h200x1-arsim/fence_groups.jsonl", "h200x1-arsim/fence_pollers.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/barrier_chunks.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x1-arsim/load_waits.jsonl", "h200x1-arsim/load_waits_lb.jsonl", "h200x1-arsim/pull_bf16.jsonl", "h200x1-arsim/pull_short.jsonl", "h200x1-arsim/pull_threads.jsonl", "h200x1-arsim/pull_w.jsonl", "h200x1-arsim/pull_f32.jsonl", "h200x1-arsim/fence_groups.jsonl", "h200x1-arsim/fence_pollers.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/barrier_chunks.jsonl", "h200x1-arsim/fence_threads.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -276,7 +276,7 @@ var Fits = append([]Fit{
 	// every other fence loop (host memory, 1–132 blocks, acq_rel, the
 	// per-block files' pb_fence on four more instances) is predicted.
 	{Params: []string{"capture.fence_loop_code"}, Files: []string{"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		AlsoPredicts: []string{"h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_kinds.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/fence_threads.jsonl"},
 		Covers:       func(r trace.Record) bool { return r.Loop == "fence" },
 		On: func(r trace.Record) bool {
 			return r.Loop == "fence" && r.Dst == "local" && r.Fence == "sc" && r.Blocks == 1 && r.Threads == 32 && r.Neighbours == 0
@@ -286,7 +286,7 @@ var Fits = append([]Fit{
 	// the release/acquire ping-pongs of several pairs and the fenced
 	// barriers of several groups in host memory are predicted.
 	{Params: []string{"gpu.fence_poll_wait_growth"}, Files: []string{"h200x1-arsim/fence_polls.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: func(r trace.Record) bool { return r.Loop == "fence" }, AlsoPredicts: []string{"h200x1-arsim/fence_kinds.jsonl"},
+		Covers: func(r trace.Record) bool { return r.Loop == "fence" }, AlsoPredicts: []string{"h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/fence_threads.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host"
 		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},

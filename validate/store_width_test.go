@@ -387,3 +387,47 @@ func TestBarrierChunksNearnessCosts(t *testing.T) {
 		}
 	}
 }
+
+// fence_threads (written down before the run: per polling block, the model
+// then, against per load in flight; per load held): beside 1–32 blocks of
+// 1–512 polling threads each, a fence's wait grows with the threads, and up
+// to 1,024 loads in flight it lies within −0.15…0.00 µs of
+// hw.FenceBesidePolls counting each polling thread; at 4,096 loads and more
+// the loads queue for the host link and the fence waits 2.2–13.2 µs, which
+// the model does not have.
+func TestFenceThreadsWaitPerLoad(t *testing.T) {
+	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/fence_threads.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	wait := map[[2]int]float64{}
+	alone := 0.0
+	for _, r := range recs {
+		if r.Loop != "fence" {
+			continue
+		}
+		if r.Neighbours == 0 {
+			alone = r.NsPerIter
+			continue
+		}
+		wait[[2]int{r.Neighbours, r.NeighbourThreads}] = r.NsPerIter
+	}
+	require.Len(t, wait, 12)
+	require.Positive(t, alone)
+	rtt := h200x1HostRTT(t)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	growth := p.DefaultParams().Get("gpu.fence_poll_wait_growth")
+	for k, ns := range wait {
+		loads := k[0] * k[1]
+		w := ns - alone
+		if loads <= 1024 {
+			rule := rtt * (0.5 + growth*math.Log2(float64(loads)))
+			assert.InDelta(t, rule-75, w, 80, "%d blocks × %d threads", k[0], k[1])
+		} else {
+			assert.Greater(t, w, 2000.0, "%d blocks × %d threads: the loads queue", k[0], k[1])
+		}
+	}
+	for _, b := range []int{1, 8, 32} {
+		assert.Greater(t, wait[[2]int{b, 32}], wait[[2]int{b, 1}]+150, "%d blocks: more threads, longer", b)
+	}
+}
