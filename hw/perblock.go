@@ -89,6 +89,10 @@ type PerBlock struct {
 	// kernels do (threads t < world, the rank's own t included): World
 	// slots to a sector, each written, instead of World − 1.
 	SelfSlot bool
+	// FlagOffset (loop group_barrier, rank-major layouts): bytes into
+	// each rank's array where its first sector lies, beyond the layout's
+	// own offset.
+	FlagOffset int
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.

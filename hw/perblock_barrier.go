@@ -22,8 +22,11 @@ var rankMajor = map[string]rankLayout{
 	"vllm_line":     {rankStride: 16 << 10, groupStride: 128},
 	"vllm_off64":    {rankStride: 16 << 10, groupStride: 32, offset: 64},
 	"vllm_chunk256": {rankStride: 16 << 10, groupStride: 32, chunk: 256},
+	"vllm_chunk384": {rankStride: 16 << 10, groupStride: 32, chunk: 384},
 	"vllm_chunk512": {rankStride: 16 << 10, groupStride: 32, chunk: 512},
+	"vllm_chunk768": {rankStride: 16 << 10, groupStride: 32, chunk: 768},
 	"vllm_chunk1k":  {rankStride: 16 << 10, groupStride: 32, chunk: 1 << 10},
+	"vllm_chunk2k":  {rankStride: 16 << 10, groupStride: 32, chunk: 2 << 10},
 	"vllm_chunk4k":  {rankStride: 16 << 10, groupStride: 32, chunk: 4 << 10},
 }
 
@@ -92,6 +95,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		collide = m.barrierCollisions(slots, apart)
 		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
 	} else if rm, ok := rankMajor[rec.Layout]; ok {
+		rm.offset += rec.FlagOffset
 		collide = m.barrierCollisions(slots, rm.rankStride)
 		inLine = rm.medianLineSectors(max(rec.Groups, 1))
 	}

@@ -191,6 +191,10 @@ type Record struct {
 	// NeighbourThreads: the threads of each polling neighbour block that
 	// poll, each a word of its own in a sector of its own (0: one).
 	NeighbourThreads int
+	// FlagOffset, on a group_barrier loop with a rank-major layout: how
+	// far into each rank's array (bytes) its first sector lies, beyond
+	// the layout's own offset (tools/capture's barrier_chunks_2).
+	FlagOffset int
 	// SelfSlot, on a group_barrier loop: 1 when every block also stores to
 	// and polls its own slot (the flag kernels' and vLLM's barriers).
 	SelfSlot int

@@ -926,6 +926,50 @@ class PerBlock:
                                "barriers_per_launch": nb}, vals, "ns_per_iter")
                 self.rec.guard(f"barrier_chunks {layout} W{W} G{G}", meas)
 
+    def barrier_chunks_2(self):
+        """barrier_chunks again, three passes in a shuffled order (a fixed seed) on one instance, with the chunk
+        distances 128 B-2 KiB and the first chunk moved 0, 256, 512 or 1024 B into each rank's array (flag_offset):
+        whether a distance's cost repeats within an instance, and whether it follows the distance or where the
+        chunks land in the page. W 4 and 8; 8 and 16 groups (two and four chunks of four groups), and 4 groups (one
+        chunk) at each offset for reference."""
+        import random
+        k = self.fn("pb_group_barrier_rmc")
+        nb = 200
+        stride_rank = 4096  # words: 16 KiB
+        base = self.ptr("host", "gbc2", 4 * MB)
+        self.fill("host", "gbc2", 4 * MB, [0])
+        log("perblock", f"barrier_chunks_2: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        e0 = [0]
+        names = {128: "vllm", 256: "vllm_chunk256", 384: "vllm_chunk384", 512: "vllm_chunk512", 768: "vllm_chunk768",
+                 1024: "vllm_chunk1k", 2048: "vllm_chunk2k"}
+        configs = []
+        for W in (4, 8):
+            for off in (0, 256, 512, 1024):
+                configs.append((W, 4, 128, off))
+                for G in (8, 16):
+                    for d in names:
+                        if G * W <= self.sms:
+                            configs.append((W, G, d, off))
+        rng = random.Random(20261202)
+        for ps in range(3):
+            order = configs[:]
+            rng.shuffle(order)
+            for W, G, d, off in order:
+                def meas(W=W, G=G, d=d, off=off, ps=ps):
+                    buf = np.uint64(int(base) + off)
+
+                    def launch():
+                        k((G * W,), (32,), (buf, np.int32(W), np.int32(stride_rank), np.int32(8), np.int32(4),
+                                           np.int32(d // 4), np.int32(nb), np.uint32(e0[0]), self.err, self.res),
+                          stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": names[d],
+                               "flag_offset": off, "world": W, "groups": G, "blocks": G * W,
+                               "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_chunks_2 {names[d]} off {off} W{W} G{G} pass {ps}", meas)
+            log("perblock", f"barrier_chunks_2: pass {ps} done, {self.rec.n} records so far")
+
     def barrier_layout(self):
         """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
         of its own, 16 KiB after the previous rank's, a group's W slots in one 32-B sector of it. Layout vllm: the
@@ -1858,7 +1902,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
