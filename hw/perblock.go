@@ -93,6 +93,9 @@ type PerBlock struct {
 	// each rank's array where its first sector lies, beyond the layout's
 	// own offset.
 	FlagOffset int
+	// StrideBytes (loop group_barrier, layout rank_stride): bytes from
+	// one rank's array to the next.
+	StrideBytes int
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.

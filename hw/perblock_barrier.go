@@ -32,6 +32,17 @@ var rankMajor = map[string]rankLayout{
 
 type rankLayout struct{ rankStride, groupStride, offset, chunk int }
 
+// rankLayoutOf is a record's rank-major layout: a named one (rankMajor),
+// or rank_stride, the ranks' arrays StrideBytes apart and the groups'
+// sectors adjacent.
+func rankLayoutOf(rec PerBlock) (rankLayout, bool) {
+	if rec.Layout == "rank_stride" {
+		return rankLayout{rankStride: rec.StrideBytes, groupStride: 32}, rec.StrideBytes > 0
+	}
+	l, ok := rankMajor[rec.Layout]
+	return l, ok
+}
+
 // at is where group g's sector lies in a rank's array, bytes.
 func (l rankLayout) at(g int) int {
 	if l.chunk > 0 {
@@ -94,7 +105,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	if apart, ok := packedApart[rec.Layout]; ok {
 		collide = m.barrierCollisions(slots, apart)
 		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
-	} else if rm, ok := rankMajor[rec.Layout]; ok {
+	} else if rm, ok := rankLayoutOf(rec); ok {
 		rm.offset += rec.FlagOffset
 		collide = m.barrierCollisions(slots, rm.rankStride)
 		inLine = rm.medianLineSectors(max(rec.Groups, 1))

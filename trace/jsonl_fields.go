@@ -115,7 +115,7 @@ var fieldDefs = []fieldDef{
 	{name: "stores_per_thread", typ: jInt, max: 1 << 16, why: "stores before one fence", zeroOK: true, i32: func(r *Record) *int { return &r.StoresPerThread }},
 	{name: "iters", typ: jInt, max: 1 << 20, why: "iterations per block: each is simulated", i32: func(r *Record) *int { return &r.Iters }},
 	{name: "code", typ: jString, enum: []string{"fixed_op", "runtime_op", "nccl_hunks"}, str: func(r *Record) *string { return &r.Code }},
-	{name: "layout", typ: jString, enum: []string{"line_per_slot", "line_per_slot_t", "packed", "packed_128", "packed_1k", "packed_256", "packed_2k", "packed_4k", "packed_512", "packed_64", "vllm", "vllm_chunk1k", "vllm_chunk256", "vllm_chunk2k", "vllm_chunk384", "vllm_chunk4k", "vllm_chunk512", "vllm_chunk768", "vllm_line", "vllm_off64"}, str: func(r *Record) *string { return &r.Layout }},
+	{name: "layout", typ: jString, enum: []string{"line_per_slot", "line_per_slot_t", "packed", "packed_128", "packed_1k", "packed_256", "packed_2k", "packed_4k", "packed_512", "packed_64", "rank_stride", "vllm", "vllm_chunk1k", "vllm_chunk256", "vllm_chunk2k", "vllm_chunk384", "vllm_chunk4k", "vllm_chunk512", "vllm_chunk768", "vllm_line", "vllm_off64"}, str: func(r *Record) *string { return &r.Layout }},
 	{name: "producer", typ: jString, enum: []string{"before", "evicted", "live", "paced", "stale"}, str: func(r *Record) *string { return &r.Producer }},
 	{name: "producer_pause_ns", typ: jNumber, num: func(r *Record) *float64 { return &r.ProducerPauseNs }},
 	{name: "kernel", typ: jString, str: func(r *Record) *string { return &r.KernelName }},

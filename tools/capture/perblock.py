@@ -970,6 +970,41 @@ class PerBlock:
                 self.rec.guard(f"barrier_chunks_2 {names[d]} off {off} W{W} G{G} pass {ps}", meas)
             log("perblock", f"barrier_chunks_2: pass {ps} done, {self.rec.n} records so far")
 
+    def barrier_pairs(self):
+        """Two-rank host-memory barriers, one group (pb_group_barrier_rmc), the two ranks' sectors at A and A + x bytes
+        into a page-aligned buffer (layout rank_stride, stride_bytes x, flag_offset A): A 0, 128, 256, 384, 512, 1024
+        and 2048 B, x every 128 B while both lie in the first 4 KiB page, and x 4, 8 and 16 KiB; two passes in a shuffled
+        order (a fixed seed). Which pairs of lines slow each other: by their distance, or by address bits."""
+        import random
+        k = self.fn("pb_group_barrier_rmc")
+        nb = 200
+        base = self.ptr("host", "gbp", 4 * MB)
+        self.fill("host", "gbp", 4 * MB, [0])
+        log("perblock", f"barrier_pairs: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        e0 = [0]
+        configs = []
+        for A in (0, 128, 256, 384, 512, 1024, 2048):
+            for x in list(range(128, 4096 - A, 128)) + [4096, 8192, 16384]:
+                configs.append((A, x))
+        rng = random.Random(20261203)
+        for ps in range(2):
+            order = configs[:]
+            rng.shuffle(order)
+            for A, x in order:
+                def meas(A=A, x=x):
+                    buf = np.uint64(int(base) + A)
+
+                    def launch():
+                        k((2,), (32,), (buf, np.int32(2), np.int32(x // 4), np.int32(8), np.int32(4), np.int32(32),
+                                        np.int32(nb), np.uint32(e0[0]), self.err, self.res), stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, 2, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_stride",
+                               "stride_bytes": x, "flag_offset": A, "world": 2, "groups": 1, "blocks": 2,
+                               "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_pairs A {A} x {x} pass {ps}", meas)
+            log("perblock", f"barrier_pairs: pass {ps} done, {self.rec.n} records so far")
+
     def barrier_layout(self):
         """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
         of its own, 16 KiB after the previous rank's, a group's W slots in one 32-B sector of it. Layout vllm: the
@@ -1902,7 +1937,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
