@@ -78,10 +78,11 @@ func flagSpacing(req Request) (apart, blockStride int32) {
 }
 
 // flagApartOption: how far apart the ranks' flag sectors lie in host
-// memory. Every rank's sector is written by all the others, and such
-// sectors within hostmem.collision_span of each other slow each other's
-// barrier (docs/PER_BLOCK.md: on one H200, 8 ranks' barrier 4.1–4.5 µs
-// with the sectors 128 B apart, 2.2 µs 1 KiB apart or more).
+// memory. Every rank's sector is written by all the others, and sectors
+// whose lines differ only in address bits 7 and 9 (hostmem.collision_mask)
+// slow each other's barrier (docs/PER_BLOCK.md: on one H200, 8 ranks'
+// barrier 4.1–4.5 µs with the sectors 128 B apart, three such lines each;
+// 3.1–3.3 µs 256 or 512 B apart, one; 2.2 µs 1 KiB apart or more, none).
 var flagApartOption = OptionSpec{Name: "flag_apart", Values: []string{"128", "256", "512", "1024", "4096"}, Default: "128",
 	Doc: "bytes between the ranks' flag sectors in host memory: 128 keeps them next to each other, a line each; 1024 or more keeps them out of each other's way"}
 

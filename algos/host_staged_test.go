@@ -42,10 +42,11 @@ func TestHostStagedNeedsNoP2P(t *testing.T) {
 }
 
 // flag_apart: with the ranks' flag sectors a kibibyte apart no rank's
-// stores collide, so each of the one-shot's two barriers is 7 ×
-// hostmem.sector_collision shorter on 8 ranks (one allreduce, nothing
-// else changes); 256 B apart, 3 of the 7 still collide. The schedules
-// stay correct.
+// stores collide; 128 B apart (lines 0–7 of a kibibyte) each rank's line
+// collides with three others' (hostmem.collision_mask: line ⊕ 1, 4, 5), so
+// each of the one-shot's two barriers is 3 × hostmem.sector_collision
+// longer on 8 ranks (one allreduce, nothing else changes); 256 B apart
+// (lines 0, 2, …, 14) with one. The schedules stay correct.
 func TestHostStagedFlagApart(t *testing.T) {
 	one := func(apart string) float64 {
 		r := req(t, "rtxpro6000x8-2numa", 8, 14336, map[string]string{"flag_apart": apart})
@@ -54,8 +55,8 @@ func TestHostStagedFlagApart(t *testing.T) {
 	}
 	coll := req(t, "rtxpro6000x8-2numa", 8, 14336, nil).Top.Params.Get("hostmem.sector_collision") / 1000
 	near, mid, far := one("128"), one("256"), one("1024")
-	assert.InDelta(t, 2*7*coll, near-far, 1e-3, "two barriers, 7 collisions each")
-	assert.InDelta(t, 2*3*coll, mid-far, 1e-3, "256 B apart: 3 of the 7 within a kibibyte")
+	assert.InDelta(t, 2*3*coll, near-far, 1e-3, "two barriers, 3 collisions each")
+	assert.InDelta(t, 2*1*coll, mid-far, 1e-3, "256 B apart: one")
 	assert.Equal(t, far, one("4096"))
 }
 

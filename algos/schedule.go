@@ -89,7 +89,7 @@ type Flag struct {
 	// Apart: bytes between the sectors of one barrier's ranks (Sector
 	// groups of the same barrier), when they lie one after another in host
 	// memory; 0 for the default, next to each other a line apart (hw's
-	// hostmem.collision_span: what their writers' stores cost).
+	// hostmem.collision_mask: which of their lines collide).
 	Apart int32
 	// BlockStride: bytes between the thread blocks' copies of the sector
 	// (each block of the kernel polls its own), when they lie one after

@@ -57,7 +57,7 @@ type Physics struct {
 	HostStoreService                        sim.Duration // gpu.host_store_service
 	HostPollLoad                            sim.Duration // gpu.host_poll_load
 	HostSectorCollision                     sim.Duration // hostmem.sector_collision
-	HostCollisionSpan                       int          // hostmem.collision_span, bytes
+	HostCollisionMask                       int          // hostmem.collision_mask, address bits
 	LLIterOverhead, LLIterPerWarp           sim.Duration
 	LL128IterOverhead, LL128IterPerWarp     sim.Duration
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
@@ -115,7 +115,7 @@ func resolve(ps *topology.Params) Physics {
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
 		HostPollLoad:        ns(g("gpu.host_poll_load")),
-		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionSpan: int(g("hostmem.collision_span")),
+		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionMask: int(g("hostmem.collision_mask")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")),

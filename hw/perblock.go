@@ -280,7 +280,8 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 
 // pingpongTwin: one way is a flag store landing, then the poll loop's
 // period, and in host memory hostmem.sector_collision when the partner's
-// flag lies in another sector within hostmem.collision_span; a release
+// flag lies in another sector that collides with it
+// (hostmem.collision_mask); a release
 // store fences first (st.release.sys waits as a system fence does), and in
 // host memory waits for the other pairs' polls (FenceBesidePolls). The
 // pairs' flags sit spacing bytes apart, two per pair, so
@@ -304,9 +305,9 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 	d := land + period + m.pollLoad(at, 2*rec.Pairs+pollingNeighbours(rec))
 	if rec.Spacing >= 32 && at.Host {
 		// the partner's flag, in a sector of its own nearby, is the
-		// exchange's other sector: hostmem.sector_collision within
-		// hostmem.collision_span, as for a 2-rank barrier
-		d += sim.Duration(m.barrierCollisions(1, rec.Spacing)) * m.Phys.HostSectorCollision
+		// exchange's other sector: hostmem.sector_collision where the
+		// two collide (hostmem.collision_mask), as for a 2-rank barrier
+		d += sim.Duration(m.barrierCollisions(1, rec.Spacing, 0)) * m.Phys.HostSectorCollision
 	}
 	if rec.Mode == "release_acquire" {
 		f, err := m.FenceCost(0, at)

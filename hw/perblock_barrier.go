@@ -74,7 +74,8 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // Each block's threads store the epoch into the peers' slots and poll
 // their own World − 1 slots: packed, one warp-wide load of the block's
 // sector, hostmem.slot_service per slot and hostmem.sector_collision for
-// each of the barrier's other sectors within hostmem.collision_span
+// each of the barrier's other sectors that collides with the polled one
+// (hostmem.collision_mask: the median rank's count)
 // (hw.Machine.WaitFlag); a line per slot, a load of each slot's line in
 // parallel, hostmem.slot_service per slot as well (measured: 1.7–1.9,
 // 2.0–2.2, 2.3–2.6 µs at W = 2, 4, 8, about twice that slope). Each store
@@ -98,17 +99,23 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	slots, collide, inLine := rec.World-1, 0, 1 // a line per slot: each slot polled on its own line
+	slots, inLine := rec.World-1, 1 // a line per slot: each slot polled on its own line
 	if rec.SelfSlot {
 		slots = rec.World
 	}
+	groups := max(rec.Groups, 1)
+	collide := 0 // only host memory's sectors collide
 	if apart, ok := packedApart[rec.Layout]; ok {
-		collide = m.barrierCollisions(slots, apart)
-		inLine = min(max(128/apart, 1), max(rec.Groups, 1)*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
+		if at.Host {
+			collide = m.barrierCollisions(slots, apart, 0)
+		}
+		inLine = min(max(128/apart, 1), groups*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
 	} else if rm, ok := rankLayoutOf(rec); ok {
 		rm.offset += rec.FlagOffset
-		collide = m.barrierCollisions(slots, rm.rankStride)
-		inLine = rm.medianLineSectors(max(rec.Groups, 1))
+		if at.Host {
+			collide = m.barrierCollisions(slots, rm.rankStride, rm.offset)
+		}
+		inLine = rm.medianLineSectors(groups)
 	}
 	rtt, err := m.RoundTrip(0, at)
 	if err != nil {

@@ -55,8 +55,8 @@ func TestNeighbourLoadsCountPollsNearThePair(t *testing.T) {
 // The barrier twin: every layout pays hostmem.slot_service for each of
 // the W − 1 slots a block polls, whether in one sector or a line each; a
 // packed sector also hostmem.sector_collision for each other rank's sector
-// within hostmem.collision_span (all of them 128 B apart, none 4 KiB
-// apart), and hostmem.line_contention for each store at another sector of
+// that collides with it (hostmem.collision_mask: 128 B apart, lines 0–7 of
+// a kibibyte, 1, 1 and 3 of them at W = 2, 4, 8; none 4 KiB apart), and hostmem.line_contention for each store at another sector of
 // its line; in host memory each of the round's flag stores that leave the
 // GPU before the block's last slot's, gpu.host_store_service; GPU memory
 // none of them.
@@ -75,10 +75,11 @@ func TestGroupBarrierTwinChargesPackedSlots(t *testing.T) {
 	none := twin("line_per_slot", "host", 2, 1) - slot - stores(2, 1) // the barrier without its slots
 	for _, w := range []int{2, 4, 8} {
 		assert.InDelta(t, none+float64(w-1)*slot+stores(w, 16), twin("line_per_slot", "host", w, 16), 1e-9, "a line per slot, W = %d", w)
-		assert.InDelta(t, none+float64(w-1)*(slot+coll)+stores(w, 4), twin("packed_128", "host", w, 4), 1e-9, "packed_128, W = %d", w)
+		collide := map[int]float64{2: 1, 4: 1, 8: 3}[w]
+		assert.InDelta(t, none+float64(w-1)*slot+collide*coll+stores(w, 4), twin("packed_128", "host", w, 4), 1e-9, "packed_128, W = %d", w)
 		assert.InDelta(t, none+float64(w-1)*slot+stores(w, 4), twin("packed_4k", "host", w, 4), 1e-9, "packed_4k, W = %d", w)
 	}
-	assert.InDelta(t, none+3*slot+coll+stores(4, 1), twin("packed_512", "host", 4, 1), 1e-9, "4 ranks 512 B apart: pairs within a kibibyte")
+	assert.InDelta(t, none+3*slot+coll+stores(4, 1), twin("packed_512", "host", 4, 1), 1e-9, "4 ranks 512 B apart: lines 0 and 4, 8 and 12 collide")
 	// Two ranks' sectors 32 B apart, one group: one store at the other sector of the line.
 	assert.InDelta(t, none+slot+coll+stores(2, 1)+nsOf(m.Phys.HostLineContention)+nsOf(m.Phys.HostPollService)-nsOf(max(m.Phys.HostPollService, mustRTT(t, m))),
 		twin("packed", "host", 2, 1), 1e-9)

@@ -2,6 +2,7 @@ package hw
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/arsim/arsim/sim"
 )
@@ -32,21 +33,25 @@ import (
 // declared in the same sector group (NewFlag) are the slots of one sector
 // (a barrier's flags packed as vLLM's), which a block polls with one
 // warp-wide load: hostmem.slot_service per slot. What costs more is where
-// the barrier's sectors lie: each of its other ranks' sectors within
-// hostmem.collision_span of the polled one adds hostmem.sector_collision
+// the barrier's sectors lie: each of its other ranks' sectors that
+// collides with the polled one — on its line, or on a line of the page
+// that differs from its own only in address bits 7 and 9
+// (hostmem.collision_mask, sectorsCollide) — adds hostmem.sector_collision
 // (measured on H200, barriers of W ranks, each rank's slots in a sector:
 // with the sectors 128 B apart 2.1, 2.5–3.6 and 4.2–4.7 µs at W = 2, 4, 8;
 // 1–4 KiB apart 1.7–2.0, 2.0–2.2 and 2.2–2.5 µs; W − 1 pollers of
-// hostmem.poll_service each would take 1.9, 3.8 and 8.0). The other
+// hostmem.poll_service each would take 1.9, 3.8 and 8.0; two ranks'
+// sectors 128 to 896 B apart 2.24–2.35 µs where their lines collide,
+// 1.85–1.98 where not, barrier_pairs.jsonl). The other
 // barriers running at once cost nothing unless their sectors share the
 // polled one's line, nor do stores beside a polled word (line_probe.jsonl);
 // stores landing at the other sectors of a polled sector's line, each
 // written by the barrier's other ranks, add to its service (slotsPeriod). arsim's barriers keep
 // a rank's slots in a sector and the ranks' sectors apart bytes apart (by
 // default next to each other, a line each), so a wait on a slot of a
-// sector of k slots is seen k × hostmem.slot_service + min(k, span/apart
-// − 1) × hostmem.sector_collision after its flag lands, on top of the poll
-// period; a flag of no group (NCCL's FIFO tails) pays nothing more.
+// sector of k slots is seen k × hostmem.slot_service + (colliding
+// sectors) × hostmem.sector_collision after its flag lands, on top of the
+// poll period; a flag of no group (NCCL's FIFO tails) pays nothing more.
 
 // flagPoll is where one flag is polled: the sector group it lies in (its
 // index in Machine.sectorPolls, for the memory at).
@@ -121,8 +126,8 @@ func (m *Machine) sectorOf(sk sectorKey) int32 {
 }
 
 // slotPolls is what a warp's poll of slots slots of one sector of memory
-// at adds when collide of the barrier's other sectors lie within
-// hostmem.collision_span of it: hostmem.slot_service per slot and
+// at adds when collide of the barrier's other sectors collide with it
+// (sectorsCollide): hostmem.slot_service per slot and
 // hostmem.sector_collision per such sector. GPU memory serves the polls
 // without queuing, but each store after the first that lands while they
 // spin waits gpu.spin_store_service (measured: a barrier in local memory
@@ -135,15 +140,46 @@ func (m *Machine) slotPolls(at Mem, slots, collide int) sim.Duration {
 	return sim.Duration(slots)*m.Phys.HostSlotService + sim.Duration(collide)*m.Phys.HostSectorCollision
 }
 
-// barrierCollisions is how many of a barrier's other sectors lie within
-// hostmem.collision_span of one of them when the barrier's ranks' sectors
-// are apart bytes apart, one after another, and the sector's slots are the
-// other ranks'.
-func (m *Machine) barrierCollisions(slots, apart int) int {
-	if apart <= 0 {
+// barrierCollisions is how many of a barrier's other sectors collide with
+// the median rank's (sectorsCollide) when its slots + 1 ranks' sectors lie
+// apart bytes apart, one after another, the first offset bytes into a
+// page, and the sector's slots are the other ranks'.
+func (m *Machine) barrierCollisions(slots, apart, offset int) int {
+	if apart <= 0 || slots <= 0 {
 		return 0
 	}
-	return min(slots, max(m.Phys.HostCollisionSpan/apart, 1)-1)
+	var buf [64]int
+	per := buf[:0]
+	if slots+1 > len(buf) {
+		per = make([]int, 0, slots+1)
+	}
+	for r := 0; r <= slots; r++ {
+		n := 0
+		for q := 0; q <= slots; q++ {
+			if q != r && m.sectorsCollide(offset+r*apart, offset+q*apart) {
+				n++
+			}
+		}
+		per = append(per, n)
+	}
+	slices.Sort(per)
+	return per[slots/2]
+}
+
+// sectorsCollide says whether two sectors of pinned host memory, at byte
+// offsets a and b of one page-aligned allocation, slow each other's polls
+// (hostmem.sector_collision): when they lie in one 128-byte line, or in
+// lines of one page whose addresses differ only in the bits of
+// hostmem.collision_mask (measured on H200's host: 0x280, bits 7 and 9 —
+// lines 0, 1, 4 and 5 of a kibibyte collide, 2, 3, 6 and 7 — in every
+// kibibyte of the page; barrier_pairs.jsonl). Lines of other pages, and
+// other lines of one page, do not, though some do on the machine measured
+// by where they land (not modelled).
+func (m *Machine) sectorsCollide(a, b int) bool {
+	if a < 0 || b < 0 {
+		return false
+	}
+	return (a^b)&^(m.Phys.HostCollisionMask|127) == 0
 }
 
 // Poll describes the poll loop of a wait.
@@ -294,7 +330,7 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	if apart == 0 {
 		apart = 128
 	}
-	extra += m.slotPolls(at, sp.slots, m.barrierCollisions(sp.slots, apart))
+	extra += m.slotPolls(at, sp.slots, m.barrierCollisions(sp.slots, apart, 0))
 	inLine := 1
 	if !p.Atomic {
 		inLine = sp.lineSectors(p.Blocks)

@@ -43,9 +43,10 @@ func TestLineWaiting(t *testing.T) {
 // into rank 0's slots, all in one sector group. Rank 0's waits on them are
 // one poll loop (one warp-wide load of the sector, not W − 1 pollers):
 // the last is seen one round trip after the stores land plus, per slot,
-// hostmem.slot_service and, the ranks' sectors lying next to each other,
-// hostmem.sector_collision — the twin's barrier of the same slots 128 B
-// apart. A flag of no group (NCCL's FIFO tails) keeps the plain period.
+// hostmem.slot_service and, the ranks' sectors lying next to each other
+// (128 B apart), hostmem.sector_collision for each that collides with it
+// (1, 1, 3 at W = 2, 4, 8: hostmem.collision_mask) — the twin's barrier of
+// the same slots 128 B apart. A flag of no group (NCCL's FIFO tails) keeps the plain period.
 func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	pre, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
@@ -69,7 +70,8 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 		period := max(rtt, m.Phys.HostPollService) // one poller, however many slots
 		// The W − 1 stores leave one after another: the last lands
 		// (W − 1) × gpu.host_store_service after a lone one would.
-		want := land + sim.Duration(w-1)*m.Phys.HostStoreService + period + m.Phys.HostPollLoad + sim.Duration(w-1)*(m.Phys.HostSlotService+m.Phys.HostSectorCollision)
+		collide := map[int]sim.Duration{2: 1, 4: 1, 8: 3}[w]
+		want := land + sim.Duration(w-1)*(m.Phys.HostStoreService+m.Phys.HostSlotService) + period + m.Phys.HostPollLoad + collide*m.Phys.HostSectorCollision
 		assert.Equal(t, sim.Time(want), last, "W = %d", w)
 	}
 	// No group: a sector of its own, one store a round.
@@ -87,11 +89,19 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	// while they spin wait gpu.spin_store_service each.
 	assert.Equal(t, 7*m.Phys.SpinStoreService, m.slotPolls(GPUMem(0), 8, 7))
 	assert.Zero(t, m.slotPolls(GPUMem(0), 1, 0))
-	// Sectors 1 KiB or more apart do not collide; 128 B apart, at most the
-	// 7 others of a kibibyte do.
-	assert.Equal(t, 0, m.barrierCollisions(7, 1024))
-	assert.Equal(t, 7, m.barrierCollisions(15, 128))
-	assert.Equal(t, 3, m.barrierCollisions(3, 32))
+	// Sectors collide in one line, or in lines of a page that differ only
+	// in address bits 7 and 9 (hostmem.collision_mask): of a kibibyte's
+	// eight lines, each collides with three (line ⊕ 1, 4, 5).
+	assert.Equal(t, 0x280, m.Phys.HostCollisionMask)
+	assert.Equal(t, 0, m.barrierCollisions(7, 1024, 0))
+	assert.Equal(t, 3, m.barrierCollisions(7, 128, 0))
+	assert.Equal(t, 3, m.barrierCollisions(3, 32, 0), "one line")
+	assert.Equal(t, 0, m.barrierCollisions(1, 256, 0), "lines 0 and 2")
+	assert.Equal(t, 1, m.barrierCollisions(1, 512, 0), "lines 0 and 4")
+	assert.Equal(t, 0, m.barrierCollisions(1, 128, 128), "lines 1 and 2")
+	assert.Equal(t, 1, m.barrierCollisions(1, 128, 256), "lines 2 and 3")
+	assert.Equal(t, 0, m.barrierCollisions(1, 4096, 0), "another page")
+	assert.Equal(t, 0, m.barrierCollisions(1, 640, 512), "lines 4 and 9: another kibibyte")
 }
 
 // The blocks' copies of a barrier's sector 32 B apart (vLLM's Signal

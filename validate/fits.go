@@ -57,7 +57,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
 	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl",
-	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x1-arsim/load_waits.jsonl", "h200x1-arsim/load_waits_lb.jsonl", "h200x1-arsim/pull_bf16.jsonl", "h200x1-arsim/pull_short.jsonl", "h200x1-arsim/pull_threads.jsonl", "h200x1-arsim/pull_w.jsonl", "h200x1-arsim/pull_f32.jsonl", "h200x1-arsim/fence_groups.jsonl", "h200x1-arsim/fence_pollers.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/barrier_chunks.jsonl", "h200x1-arsim/fence_threads.jsonl", "h200x2-arsim/micro2.jsonl"}
+	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x1-arsim/load_waits.jsonl", "h200x1-arsim/load_waits_lb.jsonl", "h200x1-arsim/pull_bf16.jsonl", "h200x1-arsim/pull_short.jsonl", "h200x1-arsim/pull_threads.jsonl", "h200x1-arsim/pull_w.jsonl", "h200x1-arsim/pull_f32.jsonl", "h200x1-arsim/fence_groups.jsonl", "h200x1-arsim/fence_pollers.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/barrier_chunks.jsonl", "h200x1-arsim/fence_threads.jsonl", "h200x1-arsim/barrier_chunks_2.jsonl", "h200x1-arsim/barrier_pairs.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
 var Fits = append([]Fit{
@@ -96,9 +96,14 @@ var Fits = append([]Fit{
 		AlsoPredicts: []string{"h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/fence_pollers.jsonl"},
 		On:           func(r trace.Record) bool { return r.NeighbourOp == "poll" && r.NeighbourPlace == "64k_on_lines_apart" },
 		How:          "least-squares slope of the pair's one-way ns over the polling blocks"},
-	{Params: []string{"hostmem.sector_collision"}, Files: []string{"h200x1-arsim/barrier_lines.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_lines.jsonl"),
-		On: sectorCollisionSide, How: "least squares through 0 of ns per barrier beyond the same with this at 0, over the W − 1 other sectors"},
+	// hostmem.sector_collision and hostmem.collision_mask: two-rank
+	// barriers with the ranks' lines within a kibibyte (barrier_pairs.jsonl):
+	// which pairs of lines are slow (the address bits in which they
+	// differ), and by how much; every other host barrier is their
+	// predicted side.
+	{Params: []string{"hostmem.sector_collision", "hostmem.collision_mask"}, Files: []string{"h200x1-arsim/barrier_pairs.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_pairs.jsonl"),
+		On: sectorCollisionSide, How: "the mask: the address bits in which the lines of the slow pairs differ; the collision: least squares through 0 of ns per barrier beyond the same with it at 0, over the other sectors that collide with the polled one"},
 	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
@@ -380,7 +385,7 @@ func hostBarrierCaptures(file string) []string {
 		"h200x1-arsim/barrier_spacing_2.jsonl", "h200x1-arsim/barrier_spacing_3.jsonl", "h200x1-arsim/barrier_layout.jsonl",
 		"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl",
 		"h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_groups.jsonl",
-		"h200x1-arsim/barrier_chunks.jsonl"}, perBlockRepeats...)
+		"h200x1-arsim/barrier_chunks.jsonl", "h200x1-arsim/barrier_chunks_2.jsonl", "h200x1-arsim/barrier_pairs.jsonl"}, perBlockRepeats...)
 	return slices.DeleteFunc(all, func(f string) bool { return f == file })
 }
 
@@ -397,7 +402,7 @@ func slotServiceSide(r trace.Record) bool {
 // the layouts whose lines several sectors share and the other instances
 // are its predicted side.
 func sectorCollisionSide(r trace.Record) bool {
-	return hostBarrier(r) && r.Layout == "packed_128" && (r.World == 2 || r.World == 4)
+	return hostBarrier(r) && r.Layout == "rank_stride" && r.FlagOffset%1024+r.StrideBytes < 1024
 }
 
 // vectorIssueSide: local one-source copies of 1 block with more than one

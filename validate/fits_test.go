@@ -258,12 +258,14 @@ func TestCallExtraFromItsFittedSide(t *testing.T) {
 }
 
 // hostmem.slot_service, then hostmem.sector_collision, each recomputed
-// from its fitted side: with the parameter at 0, least squares through 0
-// of each barrier's time beyond the model's over the W − 1 slots, the
-// ranks' sectors 4 KiB apart, one group (barrier_spacing.jsonl); then over
-// the W − 1 other sectors within a kibibyte, 128 B apart
-// (barrier_lines.jsonl). gpu.host_store_service and gpu.host_poll_load,
-// which the barriers also pay, come from captures of their own (below).
+// from its fitted side: least squares through 0 of each barrier's time
+// beyond the model's with the parameter at 0, over how many times the
+// model charges it (its prediction's growth per nanosecond of the
+// parameter: the W − 1 slots; the other sectors that collide with the
+// polled one, hostmem.collision_mask): the ranks' sectors 4 KiB apart, one
+// group (barrier_spacing.jsonl); then 128 B apart (barrier_lines.jsonl).
+// gpu.host_store_service and gpu.host_poll_load, which the barriers also
+// pay, come from captures of their own (below).
 func TestBarrierSlotParametersFromTheirFittedSides(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
@@ -272,24 +274,27 @@ func TestBarrierSlotParametersFromTheirFittedSides(t *testing.T) {
 		n          int
 	}{
 		{"hostmem.slot_service", "barrier_spacing.jsonl", 6},    // W = 2, 4, 8, one group, run twice
-		{"hostmem.sector_collision", "barrier_lines.jsonl", 12}, // W = 2, 4 at 6 group counts each
+		{"hostmem.sector_collision", "barrier_pairs.jsonl", 78}, // two ranks, both lines within a kibibyte, two passes
 	} {
-		ps := p.DefaultParams()
-		require.NoError(t, ps.Set(c.name, 0, "zero for the fit"))
 		path := "../testdata/h200x1-arsim/" + c.file
 		recs, bad, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
 		require.NoError(t, err)
 		require.Empty(t, bad)
-		v, err := Run(recs, Options{File: path, Params: map[string]*topology.Params{"h200x1": ps}})
-		require.NoError(t, err)
+		at := func(v float64) *Validation {
+			ps := p.DefaultParams()
+			require.NoError(t, ps.Set(c.name, v, "the fit"))
+			out, err := Run(recs, Options{File: path, Params: map[string]*topology.Params{"h200x1": ps}})
+			require.NoError(t, err)
+			return out
+		}
+		v0, v1 := at(0), at(1000)
 		var xy, xx float64
 		n := 0
-		for _, r := range v.Records {
-			if r.FittedFor != c.name {
+		for i, r := range v0.Records {
+			if !slices.Contains(strings.Split(r.FittedFor, ", "), c.name) {
 				continue
 			}
-			rec := recs[slices.IndexFunc(recs, func(q trace.Record) bool { return q.Line == r.Line })]
-			x := float64(rec.World - 1)
+			x := (v1.Records[i].Predicted - r.Predicted) / 1000 // times the model charges the parameter
 			xy, xx = xy+x*(r.Measured-r.Predicted), xx+x*x
 			n++
 		}
