@@ -96,6 +96,9 @@ type PerBlock struct {
 	// StrideBytes (loop group_barrier, layout rank_stride): bytes from
 	// one rank's array to the next.
 	StrideBytes int
+	// GroupStrideBytes (loop group_barrier, layout rank_stride): bytes
+	// from one group's sector to the next (0: 32).
+	GroupStrideBytes int
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.

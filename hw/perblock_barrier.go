@@ -34,10 +34,14 @@ type rankLayout struct{ rankStride, groupStride, offset, chunk int }
 
 // rankLayoutOf is a record's rank-major layout: a named one (rankMajor),
 // or rank_stride, the ranks' arrays StrideBytes apart and the groups'
-// sectors adjacent.
+// sectors GroupStrideBytes apart (adjacent when 0).
 func rankLayoutOf(rec PerBlock) (rankLayout, bool) {
 	if rec.Layout == "rank_stride" {
-		return rankLayout{rankStride: rec.StrideBytes, groupStride: 32}, rec.StrideBytes > 0
+		gs := rec.GroupStrideBytes
+		if gs == 0 {
+			gs = 32
+		}
+		return rankLayout{rankStride: rec.StrideBytes, groupStride: gs}, rec.StrideBytes > 0
 	}
 	l, ok := rankMajor[rec.Layout]
 	return l, ok

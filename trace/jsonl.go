@@ -195,6 +195,10 @@ type Record struct {
 	// far into each rank's array (bytes) its first sector lies, beyond
 	// the layout's own offset (tools/capture's barrier_chunks_2).
 	FlagOffset int
+	// GroupStrideBytes, on a group_barrier loop with layout rank_stride:
+	// bytes from one group's sector to the next in a rank's array (0: 32,
+	// the groups' sectors adjacent).
+	GroupStrideBytes int
 	// SelfSlot, on a group_barrier loop: 1 when every block also stores to
 	// and polls its own slot (the flag kernels' and vLLM's barriers).
 	SelfSlot int

@@ -133,6 +133,7 @@ var fieldDefs = []fieldDef{
 	{name: "neighbour_place", typ: jString, enum: []string{"1k_on", "64k_on", "64k_on_lines_apart", "host", "lines_apart", "local", "other_half", "other_line", "same_half", "same_sector"}, str: func(r *Record) *string { return &r.NeighbourPlace }},
 	{name: "neighbour_lines", typ: jInt, max: 1 << 16, why: "lines a storing neighbour cycles over", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourLines }},
 	{name: "neighbour_threads", typ: jInt, max: 1024, why: "a block's threads", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourThreads }},
+	{name: "group_stride_bytes", typ: jInt, max: 1 << 20, why: "a mebibyte between groups' sectors", zeroOK: true, i32: func(r *Record) *int { return &r.GroupStrideBytes }},
 	{name: "flag_offset", typ: jInt, max: 1 << 20, why: "a mebibyte into the flags' buffer", zeroOK: true, i32: func(r *Record) *int { return &r.FlagOffset }},
 	{name: "self_slot", typ: jInt, max: 1, why: "0 or 1", zeroOK: true, i32: func(r *Record) *int { return &r.SelfSlot }},
 	{name: "neighbour_store_bytes", typ: jInt, max: 4096, why: "a warp's 32 lanes of 128 B", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourStoreBytes }},

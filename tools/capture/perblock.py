@@ -1005,6 +1005,38 @@ class PerBlock:
                 self.rec.guard(f"barrier_pairs A {A} x {x} pass {ps}", meas)
             log("perblock", f"barrier_pairs: pass {ps} done, {self.rec.n} records so far")
 
+    def barrier_groups_apart(self):
+        """Host-memory barriers of W = 2 and 4 ranks, G groups at once, each rank's array 16 KiB after the previous
+        one's (pb_group_barrier_rmc, layout rank_stride, stride_bytes 16 KiB) and group g's sector g * d bytes into it
+        (group_stride_bytes d = 128, 256, 384, 512, 640, 768 or 1024 B: a line per group), G = 1, 2, 3, 4, 6, 8, 16
+        and 32; two passes in a shuffled order (a fixed seed). How much the other groups' lines that collide with a
+        polled one (by address bits) cost, and whether it grows with their number."""
+        import random
+        k = self.fn("pb_group_barrier_rmc")
+        nb = 200
+        base = self.ptr("host", "gbg", 4 * MB)
+        self.fill("host", "gbg", 4 * MB, [0])
+        log("perblock", f"barrier_groups_apart: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        e0 = [0]
+        configs = [(W, G, d) for W in (2, 4) for d in (128, 256, 384, 512, 640, 768, 1024)
+                   for G in (1, 2, 3, 4, 6, 8, 16, 32) if G * W <= self.sms and not (G == 1 and d != 128)]
+        rng = random.Random(20261204)
+        for ps in range(2):
+            order = configs[:]
+            rng.shuffle(order)
+            for W, G, d in order:
+                def meas(W=W, G=G, d=d):
+                    def launch():
+                        k((G * W,), (32,), (base, np.int32(W), np.int32(4096), np.int32(8), np.int32(1), np.int32(d // 4),
+                                           np.int32(nb), np.uint32(e0[0]), self.err, self.res), stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_stride",
+                               "stride_bytes": 16384, "group_stride_bytes": d, "world": W, "groups": G,
+                               "blocks": G * W, "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_groups_apart W{W} G{G} d {d} pass {ps}", meas)
+            log("perblock", f"barrier_groups_apart: pass {ps} done, {self.rec.n} records so far")
+
     def barrier_layout(self):
         """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
         of its own, 16 KiB after the previous rank's, a group's W slots in one 32-B sector of it. Layout vllm: the
@@ -1937,7 +1969,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
