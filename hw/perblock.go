@@ -99,6 +99,9 @@ type PerBlock struct {
 	// GroupStrideBytes (loop group_barrier, layout rank_stride): bytes
 	// from one group's sector to the next (0: 32).
 	GroupStrideBytes int
+	// RankOffsets (loop group_barrier, layout rank_offsets): each rank's
+	// sector's byte offset into a page-aligned buffer, comma separated.
+	RankOffsets string
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.

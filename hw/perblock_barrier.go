@@ -1,7 +1,10 @@
 package hw
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/arsim/arsim/sim"
 )
@@ -120,6 +123,14 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 			collide = m.barrierCollisions(slots, rm.rankStride, rm.offset)
 		}
 		inLine = rm.medianLineSectors(groups)
+	} else if rec.Layout == "rank_offsets" {
+		offs, err := rankOffsets(rec)
+		if err != nil {
+			return 0, err
+		}
+		if at.Host {
+			collide = m.offsetCollisions(offs)
+		}
 	}
 	rtt, err := m.RoundTrip(0, at)
 	if err != nil {
@@ -186,4 +197,37 @@ func (m *Machine) roundStores(at Mem, rec PerBlock, slots int) sim.Duration {
 	}
 	n := max(rec.Groups, 1) * rec.World * slots
 	return sim.Duration(float64(n) * float64(slots) / float64(slots+1) * float64(m.Phys.HostStoreService))
+}
+
+// rankOffsets reads a rank_offsets barrier's sectors: one byte offset per
+// rank, each a multiple of 32 (a sector) and below a gibibyte.
+func rankOffsets(rec PerBlock) ([]int, error) {
+	parts := strings.Split(rec.RankOffsets, ",")
+	if len(parts) != rec.World {
+		return nil, fmt.Errorf("hw: rank_offsets %q: %d offsets for %d ranks", rec.RankOffsets, len(parts), rec.World)
+	}
+	offs := make([]int, len(parts))
+	for i, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 0 || v >= 1<<30 || v%32 != 0 {
+			return nil, fmt.Errorf("hw: rank_offsets %q: rank %d's offset %q is not a multiple of 32 bytes below 1 GiB", rec.RankOffsets, i, p)
+		}
+		offs[i] = v
+	}
+	return offs, nil
+}
+
+// offsetCollisions is how many of the other ranks' sectors collide with the
+// median rank's (sectorsCollide), the ranks' sectors at offs.
+func (m *Machine) offsetCollisions(offs []int) int {
+	per := make([]int, len(offs))
+	for r, a := range offs {
+		for q, b := range offs {
+			if q != r && m.sectorsCollide(a, b) {
+				per[r]++
+			}
+		}
+	}
+	slices.Sort(per)
+	return per[(len(per)-1)/2]
 }

@@ -199,6 +199,10 @@ type Record struct {
 	// bytes from one group's sector to the next in a rank's array (0: 32,
 	// the groups' sectors adjacent).
 	GroupStrideBytes int
+	// RankOffsets, on a group_barrier loop with layout rank_offsets: each
+	// rank's sector's byte offset into a page-aligned buffer, comma
+	// separated, one per rank (tools/capture's barrier_class).
+	RankOffsets string
 	// SelfSlot, on a group_barrier loop: 1 when every block also stores to
 	// and polls its own slot (the flag kernels' and vLLM's barriers).
 	SelfSlot int

@@ -32,7 +32,7 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: r.NeighbourThreads, PollSleep: r.PollSleepNs,
 		Dests: r.Dests, Bytes: r.Bytes, Phases: r.Phases, BlocksPerRank: r.BlocksPerRank,
 		SrcInL2: srcInL2(r), Hunks: r.Code == "nccl_hunks", SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1,
-		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes}
+		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes, RankOffsets: r.RankOffsets}
 }
 
 func perBlockTwin(r trace.Record) (*Twin, error) {

@@ -1048,6 +1048,29 @@ extern "C" __global__ void pb_group_barrier_rmc(unsigned* flags, int W, int stri
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
 
+// ---- pb_group_barrier_rmc's barrier, one group, with each rank's sector at a byte offset of its own (offs[r], in
+// words), so that chosen ranks' lines collide and the others lie in pages of their own. Kept apart from
+// pb_group_barrier_rmc so that kernel's code is unchanged.
+extern "C" __global__ void pb_group_barrier_tab(unsigned* flags, int W, const int* offs, int nb, unsigned e0, int* err,
+                                                long long* res) {
+  const int r = blockIdx.x, p = threadIdx.x;
+  long long spins = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (p < W && p != r) {
+      st_vol(flags + offs[p] + r, e);
+      while (ld_vol(flags + offs[r] + p) < e) {
+        if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+      }
+    }
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
+}
+
 // ---- NCCL LL128-style loop with NCCL's layout: a warp moves one 2-KiB chunk per iteration (16 lines of 128 B);
 // thread `lane` loads the 16-B vectors u*32 + lane (u < 4) of the chunk, and the eighth vector of every 128-B line
 // (lane % 8 == 7) carries the flag in its last word; the warp reloads until every flag matches (__any_sync), as

@@ -1037,6 +1037,43 @@ class PerBlock:
                 self.rec.guard(f"barrier_groups_apart W{W} G{G} d {d} pass {ps}", meas)
             log("perblock", f"barrier_groups_apart: pass {ps} done, {self.rec.n} records so far")
 
+    def barrier_class(self):
+        """One-group host-memory barriers of W = 2, 3, 4, 6, 8 ranks (pb_group_barrier_tab) in which the first m ranks'
+        sectors lie on lines of one page that collide by address bits (lines 0, 1, 4, 5: m = 2, 3, 4) and every other
+        rank's sector on a page of its own (m = 1: none collide); three passes in a shuffled order (a fixed seed).
+        What one collision costs as the ranks, and so the stores landing on each line, grow, and whether the barrier
+        goes at its most-colliding rank's pace or its median rank's."""
+        import random
+        cp = self.cp
+        k = self.fn("pb_group_barrier_tab")
+        nb = 200
+        base = self.ptr("host", "gbt2", 4 * MB)
+        self.fill("host", "gbt2", 4 * MB, [0])
+        log("perblock", f"barrier_class: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        e0 = [0]
+        klass = (0, 128, 512, 640)  # lines 0, 1, 4, 5 of the first page: they collide pairwise
+        configs = [(W, m) for W in (2, 3, 4, 6, 8) for m in (1, 2, 3, 4) if m <= W]
+        rng = random.Random(20261205)
+        for ps in range(3):
+            order = configs[:]
+            rng.shuffle(order)
+            for W, m in order:
+                offs = [klass[r] if r < m else (r + 1) * 4096 for r in range(W)]
+                with cp.cuda.Device(0):
+                    dev = cp.asarray(np.array([o // 4 for o in offs], dtype=np.int32))
+
+                def meas(W=W, offs=offs, dev=dev):
+                    def launch():
+                        k((W,), (32,), (base, np.int32(W), dev, np.int32(nb), np.uint32(e0[0]), self.err, self.res),
+                          stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, W, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_offsets",
+                               "rank_offsets": ",".join(str(o) for o in offs), "world": W, "groups": 1, "blocks": W,
+                               "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_class W{W} m{m} pass {ps}", meas)
+            log("perblock", f"barrier_class: pass {ps} done, {self.rec.n} records so far")
+
     def barrier_layout(self):
         """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
         of its own, 16 KiB after the previous rank's, a group's W slots in one 32-B sector of it. Layout vllm: the
@@ -1969,7 +2006,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
