@@ -27,47 +27,54 @@ func hostBarriers(t *testing.T, file string) []trace.Record {
 }
 
 // barrier_pairs.jsonl (predicted before the run: a distance rule, or
-// address bits): within a kibibyte of the page, every pair of lines that
-// differ only in address bits 7 and 9 is slower than every pair that
-// does not — two bands, 2.24–2.36 µs and 1.84–1.98 µs — and 128 or 384 B
-// apart is in either band by where the pair starts, which no distance
-// rule says.
-// The model, which counts the mask's collisions, predicts those records
-// within 12 %.
+// address bits), and the same part on another instance (address_2.jsonl):
+// within a kibibyte of the page, every pair of lines that differ only in
+// address bits 7 and 9 is slower than every pair that does not — two
+// bands, 2.24–2.36 µs and 1.84–1.98 µs on the first instance, 2.06–2.18
+// and 1.61–1.81 on the second — and 128 or 384 B apart is in either band
+// by where the pair starts, which no distance rule says. The model, which
+// counts the mask's collisions, predicts those records within 12 % on the
+// instance it was fitted on and within 16 % on the other (which is
+// faster throughout).
 func TestHostLinesCollideByAddressBits(t *testing.T) {
-	const file = "../testdata/h200x1-arsim/barrier_pairs.jsonl"
-	var slow, fast []float64
-	band := map[[2]int]bool{} // (x, A): slow
-	for _, r := range hostBarriers(t, file) {
-		require.Equal(t, "rank_stride", r.Layout)
-		if r.FlagOffset%1024+r.StrideBytes >= 1024 {
-			continue
+	for _, c := range []struct {
+		file     string
+		slowOver float64
+		within   float64
+	}{{"barrier_pairs.jsonl", 2100, 12}, {"address_2.jsonl", 1950, 16}} {
+		file := "../testdata/h200x1-arsim/" + c.file
+		var slow, fast []float64
+		band := map[[2]int]bool{} // (x, A): slow
+		for _, r := range hostBarriers(t, file) {
+			if r.Layout != "rank_stride" || r.GroupStrideBytes != 0 || r.FlagOffset%1024+r.StrideBytes >= 1024 {
+				continue
+			}
+			if collideByMask(r.FlagOffset, r.FlagOffset+r.StrideBytes) {
+				slow = append(slow, r.NsPerIter)
+			} else {
+				fast = append(fast, r.NsPerIter)
+			}
+			band[[2]int{r.StrideBytes, r.FlagOffset}] = r.NsPerIter > c.slowOver
 		}
-		if collideByMask(r.FlagOffset, r.FlagOffset+r.StrideBytes) {
-			slow = append(slow, r.NsPerIter)
-		} else {
-			fast = append(fast, r.NsPerIter)
-		}
-		band[[2]int{r.StrideBytes, r.FlagOffset}] = r.NsPerIter > 2100
-	}
-	require.Len(t, slow, 34) // 17 pairs, two passes
-	require.Len(t, fast, 44)
-	assert.Greater(t, slices.Min(slow), slices.Max(fast), "the bands overlap")
-	assert.Greater(t, slices.Min(slow)/slices.Max(fast), 1.05)
-	assert.True(t, band[[2]int{128, 0}] && !band[[2]int{128, 128}], "128 B apart: slow from 0, fast from 128")
-	assert.True(t, band[[2]int{384, 128}] && !band[[2]int{384, 0}], "384 B apart: slow from 128, fast from 0")
+		require.Len(t, slow, 34, c.file) // 17 pairs, two passes
+		require.Len(t, fast, 44, c.file)
+		assert.Greater(t, slices.Min(slow), slices.Max(fast), "%s: the bands overlap", c.file)
+		assert.Greater(t, slices.Min(slow)/slices.Max(fast), 1.05, c.file)
+		assert.True(t, band[[2]int{128, 0}] && !band[[2]int{128, 128}], "%s: 128 B apart: slow from 0, fast from 128", c.file)
+		assert.True(t, band[[2]int{384, 128}] && !band[[2]int{384, 0}], "%s: 384 B apart: slow from 128, fast from 0", c.file)
 
-	v, recs := runFile(t, file)
-	byLine := recordsByLine(recs)
-	n := 0
-	for _, c := range v.Records {
-		r := byLine[c.Line]
-		if r.Loop == "group_barrier" && r.FlagOffset%1024+r.StrideBytes < 1024 {
-			n++
-			assert.LessOrEqual(t, math.Abs(c.ErrorPct), 12.0, "line %d: lines at %d and %d B", c.Line, r.FlagOffset, r.FlagOffset+r.StrideBytes)
+		v, recs := runFile(t, file)
+		byLine := recordsByLine(recs)
+		n := 0
+		for _, rc := range v.Records {
+			r := byLine[rc.Line]
+			if r.Loop == "group_barrier" && r.Layout == "rank_stride" && r.GroupStrideBytes == 0 && r.FlagOffset%1024+r.StrideBytes < 1024 {
+				n++
+				assert.LessOrEqual(t, math.Abs(rc.ErrorPct), c.within, "%s line %d: lines at %d and %d B", c.file, rc.Line, r.FlagOffset, r.FlagOffset+r.StrideBytes)
+			}
 		}
+		assert.Equal(t, 78, n, c.file)
 	}
-	assert.Equal(t, 78, n)
 }
 
 // barrier_chunks_2.jsonl (three readings written down before the run):
