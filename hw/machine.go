@@ -58,6 +58,8 @@ type Physics struct {
 	HostPollLoad                            sim.Duration // gpu.host_poll_load
 	HostSectorCollision                     sim.Duration // hostmem.sector_collision
 	HostCollisionMask                       int          // hostmem.collision_mask, address bits
+	HostForeignStoreCollision               sim.Duration // hostmem.foreign_store_collision
+	HostForeignCollisionCap                 sim.Duration // hostmem.foreign_collision_cap
 	LLIterOverhead, LLIterPerWarp           sim.Duration
 	LL128IterOverhead, LL128IterPerWarp     sim.Duration
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
@@ -116,6 +118,7 @@ func resolve(ps *topology.Params) Physics {
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
 		HostPollLoad:        ns(g("gpu.host_poll_load")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionMask: int(g("hostmem.collision_mask")),
+		HostForeignStoreCollision: ns(g("hostmem.foreign_store_collision")), HostForeignCollisionCap: ns(g("hostmem.foreign_collision_cap")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")),
@@ -184,7 +187,10 @@ type Machine struct {
 	sectors     map[sectorKey]int32 // each sector group's index in sectorPolls
 	sectorPolls []sectorPolls       // by sector group: its pollers now and its slots
 	flagPolls   []*flagPoll         // by flag index: its sector
-	storeFree   []sim.Time          // by rank: when its queued small stores to host memory are served (hostStoreQueue)
+	// foreignMemo: blockForeignCollision's results by (blocks, block
+	// stride, slots), a pure function of them.
+	foreignMemo map[[3]int]sim.Duration
+	storeFree   []sim.Time // by rank: when its queued small stores to host memory are served (hostStoreQueue)
 }
 
 // path is a route prepared for flows: resources in both directions.

@@ -111,16 +111,26 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		slots = rec.World
 	}
 	groups := max(rec.Groups, 1)
-	collide := 0 // only host memory's sectors collide
+	collide := 0          // only host memory's sectors collide
+	var secs []flagSector // every group's sectors, for the other barriers' colliding lines
+	layout := func(sector func(g, r int) int) {
+		for g := range groups {
+			for r := range rec.World {
+				secs = append(secs, flagSector{at: sector(g, r), group: g, stores: slots})
+			}
+		}
+	}
 	if apart, ok := packedApart[rec.Layout]; ok {
 		if at.Host {
 			collide = m.barrierCollisions(slots, apart, 0)
+			layout(func(g, r int) int { return (g*rec.World + r) * apart })
 		}
 		inLine = min(max(128/apart, 1), groups*rec.World, sectorsPerLine) // sectors of one line in use, a warp polling each
 	} else if rm, ok := rankLayoutOf(rec); ok {
 		rm.offset += rec.FlagOffset
 		if at.Host {
 			collide = m.barrierCollisions(slots, rm.rankStride, rm.offset)
+			layout(func(g, r int) int { return r*rm.rankStride + rm.at(g) })
 		}
 		inLine = rm.medianLineSectors(groups)
 	} else if rec.Layout == "rank_offsets" {
@@ -130,6 +140,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		}
 		if at.Host {
 			collide = m.offsetCollisions(offs)
+			layout(func(_, r int) int { return offs[r] })
 		}
 	}
 	rtt, err := m.RoundTrip(0, at)
@@ -153,7 +164,8 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		fences = sim.Duration(n) * (f + w)
 	}
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
-		m.slotPolls(at, slots, collide) + m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
+		m.slotPolls(at, slots, collide) + m.foreignCollision(m.foreignStores(secs)) +
+		m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
 }
 
 // barrierFencePollers is how many blocks a fence of a W-rank barrier

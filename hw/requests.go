@@ -334,6 +334,7 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	inLine := 1
 	if !p.Atomic {
 		inLine = sp.lineSectors(p.Blocks)
+		extra += m.blockForeignCollision(at, p.Blocks, sp.blockStride, sp.slots)
 	}
 	i := m.newPoll(pollWait{r: r, sec: sec, rtt: rtt, svc: svc, line: m.lineContention(at), extra: extra, inLine: int8(inLine), fn: fn})
 	f.Wait(value, 0, who, m.pend.pollSeen[i])

@@ -3,11 +3,13 @@ package validate
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -169,4 +171,68 @@ func TestOtherGroupsCollidingLines(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 86, n)
+}
+
+// hostmem.foreign_store_collision and hostmem.foreign_collision_cap,
+// recomputed from their fitted sides: the first by least squares through
+// 0 of each four-rank barrier's time beyond the model's with it at 0 (the
+// cap out of the way), over the foreign stores the model counts (its
+// prediction's growth per nanosecond of the parameter), on
+// barrier_groups_apart.jsonl; the second as the median of each
+// eight-rank barrier's time beyond the model's with the cap at 0, over
+// the records where the model counts foreign stores, on
+// barrier_chunks_2.jsonl.
+func TestForeignCollisionParametersFromTheirFittedSides(t *testing.T) {
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	run := func(file string, set map[string]float64) (*Validation, []trace.Record) {
+		path := "../testdata/h200x1-arsim/" + file
+		recs, bad, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
+		require.NoError(t, err)
+		require.Empty(t, bad)
+		ps := p.DefaultParams()
+		for k, v := range set {
+			require.NoError(t, ps.Set(k, v, "the fit"))
+		}
+		v, err := Run(recs, Options{File: path, Params: map[string]*topology.Params{"h200x1": ps}})
+		require.NoError(t, err)
+		return v, recs
+	}
+	fitted := func(v *Validation, name string) []int {
+		var out []int
+		for i, r := range v.Records {
+			if slices.Contains(strings.Split(r.FittedFor, ", "), name) {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	const perStore, capName = "hostmem.foreign_store_collision", "hostmem.foreign_collision_cap"
+	v0, _ := run("barrier_groups_apart.jsonl", map[string]float64{perStore: 0, capName: 100000})
+	v1, _ := run("barrier_groups_apart.jsonl", map[string]float64{perStore: 1000, capName: 100000})
+	var xy, xx float64
+	side := fitted(v0, perStore)
+	require.Len(t, side, 100) // W = 4: 50 configurations, two passes
+	for _, i := range side {
+		x := (v1.Records[i].Predicted - v0.Records[i].Predicted) / 1000
+		xy, xx = xy+x*(v0.Records[i].Measured-v0.Records[i].Predicted), xx+x*x
+	}
+	t.Logf("%s: %.2f ns", perStore, xy/xx)
+	assert.InDelta(t, p.DefaultParams().Get(perStore), xy/xx, 0.05)
+
+	c0, _ := run("barrier_chunks_2.jsonl", map[string]float64{capName: 0})
+	c1, _ := run("barrier_chunks_2.jsonl", map[string]float64{capName: 100000})
+	var excess []float64
+	side = fitted(c0, capName)
+	require.Len(t, side, 180) // W = 8: 60 configurations, three passes
+	for _, i := range side {
+		if c1.Records[i].Predicted > c0.Records[i].Predicted {
+			excess = append(excess, c0.Records[i].Measured-c0.Records[i].Predicted)
+		}
+	}
+	require.Len(t, excess, 60, "the 20 configurations whose chunks collide, three passes")
+	slices.Sort(excess)
+	med := (excess[(len(excess)-1)/2] + excess[len(excess)/2]) / 2
+	t.Logf("%s: %d records, %.1f ns", capName, len(excess), med)
+	assert.InDelta(t, p.DefaultParams().Get(capName), med, 0.5)
 }

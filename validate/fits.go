@@ -104,6 +104,21 @@ var Fits = append([]Fit{
 	{Params: []string{"hostmem.sector_collision", "hostmem.collision_mask"}, Files: []string{"h200x1-arsim/barrier_pairs.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_pairs.jsonl"),
 		On: sectorCollisionSide, How: "the mask: the address bits in which the lines of the slow pairs differ; the collision: least squares through 0 of ns per barrier beyond the same with it at 0, over the other sectors that collide with the polled one"},
+	// hostmem.foreign_store_collision: four-rank barriers beside other
+	// groups a line apart (barrier_groups_apart.jsonl); its two-rank ones,
+	// the other instance's (address_2.jsonl) and every other host barrier
+	// are its predicted side.
+	{Params: []string{"hostmem.foreign_store_collision"}, Files: []string{"h200x1-arsim/barrier_groups_apart.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_groups_apart.jsonl"),
+		On:  func(r trace.Record) bool { return hostBarrier(r) && r.World == 4 },
+		How: "least squares through 0 of ns per barrier beyond the same with this at 0, over the stores beyond the first landing each round on other groups' colliding lines"},
+	// hostmem.foreign_collision_cap: eight-rank vLLM-layout barriers whose
+	// chunks of groups collide (barrier_chunks_2.jsonl); its four-rank ones
+	// and every other host barrier are its predicted side.
+	{Params: []string{"hostmem.foreign_collision_cap"}, Files: []string{"h200x1-arsim/barrier_chunks_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_chunks_2.jsonl"),
+		On:  func(r trace.Record) bool { return hostBarrier(r) && r.World == 8 },
+		How: "the median of ns per barrier beyond the same with this at 0, over the records with stores on colliding lines"},
 	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {

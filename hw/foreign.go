@@ -1,0 +1,90 @@
+package hw
+
+import (
+	"slices"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// Lines of other barriers that collide with a polled one.
+//
+// A barrier's own colliding sectors cost hostmem.sector_collision each
+// (sectorsCollide). Another barrier's line that collides with the polled
+// one costs by the stores landing on it each round (measured on one H200,
+// barrier_groups_apart.jsonl: such a line written once a round costs a
+// two-rank barrier little, +16 ns; written three times a round, 350–400
+// ns at four ranks; barrier_chunks_2.jsonl: four groups' sectors on it,
+// 12 stores a round, 1.6–1.9 µs; 28 a round, 2.8 µs). The model: each
+// store beyond the first that lands in a round on a line colliding with
+// the polled one (not the polled line, nor a line of the block's own
+// barrier) adds hostmem.foreign_store_collision to the poll, up to
+// hostmem.foreign_collision_cap in all.
+
+// flagSector is one sector of a layout of barriers in host memory: its
+// byte offset in a page-aligned allocation, the barrier (group) it
+// belongs to, and the stores that land on it each round.
+type flagSector struct {
+	at, group, stores int
+}
+
+// foreignStores is, for the median sector of secs (a block polls each),
+// the stores beyond the first on each sector of the lines that collide
+// with its own, summed, leaving out its own line and its own barrier's
+// lines. The median of an even count is the mean of the middle two.
+func (m *Machine) foreignStores(secs []flagSector) float64 {
+	if len(secs) == 0 {
+		return 0
+	}
+	ownLines := map[[2]int]bool{} // (group, line)
+	for _, s := range secs {
+		ownLines[[2]int{s.group, s.at / 128}] = true
+	}
+	per := make([]int, len(secs))
+	for b, s := range secs {
+		own := s.at / 128
+		for _, t := range secs {
+			l := t.at / 128
+			if l == own || ownLines[[2]int{s.group, l}] || !m.sectorsCollide(own*128, l*128) {
+				continue
+			}
+			per[b] += max(t.stores-1, 0)
+		}
+	}
+	slices.Sort(per)
+	n := len(per)
+	return float64(per[(n-1)/2]+per[n/2]) / 2
+}
+
+// foreignCollision is what foreign stores on colliding lines add to a
+// poll: hostmem.foreign_store_collision each, up to
+// hostmem.foreign_collision_cap.
+func (m *Machine) foreignCollision(stores float64) sim.Duration {
+	return min(sim.Duration(stores*float64(m.Phys.HostForeignStoreCollision)), m.Phys.HostForeignCollisionCap)
+}
+
+// blockForeignCollision is what a wait on a flag of a sector group of host
+// memory pays for the other blocks' copies of the sector (blockStride
+// bytes apart, each block polling its own, slots stores landing on each a
+// round) on lines that collide with its own (foreignStores; the blocks'
+// copies being those of other barriers, as the groups of one capture's
+// barrier loop are). Nothing when the blocks' copies each lie on a line
+// of their own at no stated place (blockStride 0), or one block polls.
+func (m *Machine) blockForeignCollision(at Mem, blocks, blockStride, slots int) sim.Duration {
+	if !at.Host || blocks < 2 || blockStride <= 0 || slots <= 0 {
+		return 0
+	}
+	k := [3]int{blocks, blockStride, slots}
+	if d, ok := m.foreignMemo[k]; ok {
+		return d
+	}
+	secs := make([]flagSector, blocks)
+	for b := range secs {
+		secs[b] = flagSector{at: b * blockStride, group: b, stores: slots}
+	}
+	d := m.foreignCollision(m.foreignStores(secs))
+	if m.foreignMemo == nil {
+		m.foreignMemo = map[[3]int]sim.Duration{}
+	}
+	m.foreignMemo[k] = d
+	return d
+}
