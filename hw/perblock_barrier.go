@@ -110,6 +110,9 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	if rec.SelfSlot {
 		slots = rec.World
 	}
+	if rec.Layout == "rank_stride" && rec.StrideBytes <= 0 {
+		return 0, fmt.Errorf("hw: layout rank_stride needs stride_bytes (bytes from one rank's array to the next)")
+	}
 	groups := max(rec.Groups, 1)
 	collide := 0          // only host memory's sectors collide
 	var secs []flagSector // every group's sectors, for the other barriers' colliding lines
@@ -214,6 +217,9 @@ func (m *Machine) roundStores(at Mem, rec PerBlock, slots int) sim.Duration {
 // rankOffsets reads a rank_offsets barrier's sectors: one byte offset per
 // rank, each a multiple of 32 (a sector) and below a gibibyte.
 func rankOffsets(rec PerBlock) ([]int, error) {
+	if rec.RankOffsets == "" {
+		return nil, fmt.Errorf("hw: layout rank_offsets needs the field rank_offsets (each rank's byte offset, comma separated)")
+	}
 	parts := strings.Split(rec.RankOffsets, ",")
 	if len(parts) != rec.World {
 		return nil, fmt.Errorf("hw: rank_offsets %q: %d offsets for %d ranks", rec.RankOffsets, len(parts), rec.World)

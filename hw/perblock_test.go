@@ -374,3 +374,27 @@ func TestSimpleLoopIssuesLoadsAndStoresInTurn(t *testing.T) {
 		assert.InEpsilon(t, 1/per, float64(rate), 1e-9, "%+v", c)
 	}
 }
+
+// Barrier layouts that name their offsets refuse records that do not give
+// them, or give them malformed, with what is wrong.
+func TestBarrierOffsetLayoutsRefuseBadRecords(t *testing.T) {
+	top, _ := h200x1(t)
+	for _, c := range []struct {
+		rec  PerBlock
+		want string
+	}{
+		{PerBlock{Layout: "rank_stride", World: 2}, "needs stride_bytes"},
+		{PerBlock{Layout: "rank_offsets", World: 2}, "needs the field rank_offsets"},
+		{PerBlock{Layout: "rank_offsets", World: 3, RankOffsets: "0,128"}, "2 offsets for 3 ranks"},
+		{PerBlock{Layout: "rank_offsets", World: 2, RankOffsets: "0,100"}, `rank 1's offset "100"`},
+		{PerBlock{Layout: "rank_offsets", World: 2, RankOffsets: "0,x"}, `rank 1's offset "x"`},
+	} {
+		c.rec.Kind, c.rec.Loop, c.rec.Target, c.rec.Groups, c.rec.Blocks, c.rec.Threads = "loop", "group_barrier", "host", 1, c.rec.World, 32
+		_, err := PerBlockValue(top, c.rec)
+		assert.ErrorContains(t, err, c.want, "%+v", c.rec)
+	}
+	v, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "rank_offsets", World: 2,
+		Groups: 1, Blocks: 2, Threads: 32, RankOffsets: "0, 512"})
+	require.NoError(t, err)
+	assert.Positive(t, v)
+}
