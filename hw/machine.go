@@ -49,6 +49,7 @@ type Physics struct {
 	BarrierSync, AtomicPollExtra            sim.Duration
 	BarrierMeet, BarrierMeetPerWarp         sim.Duration
 	PostedWriteBuffer                       sim.Bytes    // pcie.posted_write_buffer
+	FirstBurstHeld                          sim.Bytes    // pcie.first_burst_held
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
@@ -112,7 +113,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
-		PostedWriteBuffer:  sim.Bytes(g("pcie.posted_write_buffer")),
+		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
 		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),

@@ -562,53 +562,6 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 	})
 }
 
-// storeLoopTwin runs a loop of kernel k storing data to host memory over
-// iters iterations and returns its time per iteration by its blocks'
-// clocks (storeLoopEnd).
-func (m *Machine) storeLoopTwin(iters int, data sim.Bytes, k Kernel, fence, label string) (float64, error) {
-	if _, err := m.perIter(iters, func(done func()) error { return m.Write(0, HostMem(0), data, k, label, done) }); err != nil {
-		return 0, err
-	}
-	end, err := m.storeLoopEnd(sim.Duration(m.Eng.Now()), data, k, fence)
-	return nsOf(end) / float64(iters), err
-}
-
-// storeLoopEnd is when a loop of kernel k storing data to host memory
-// ends by its blocks' clocks, its last stores landing at land: the stores
-// still in pcie.posted_write_buffer are not waited for, so a loop the link
-// holds back ends that many bytes (at the loop's landing rate) before its
-// last stores land, never before it has issued them all at its own rate;
-// a loop ending with a system-scope fence (fence "sc" or "acq_rel") waits
-// for them, and the fence once they have landed.
-func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fence string) (sim.Duration, error) {
-	if fence == "sc" || fence == "acq_rel" {
-		f, err := m.FenceAfterLanding(0, HostMem(0))
-		return land + f, err
-	}
-	if data <= 0 || m.Phys.PostedWriteBuffer <= 0 {
-		return land, nil
-	}
-	early := sim.Duration(float64(land) * min(1, float64(m.Phys.PostedWriteBuffer)/(float64(data)*max(k.wire(), 1)))) // the buffer holds wire bytes (LL's flags too)
-	out := k
-	out.StoresOut = true // its stores leave the GPU (as Write marks them)
-	rate, err := m.LoopRate(0, out)
-	if err != nil || rate <= 0 {
-		return land - early, err
-	}
-	if m.Phys.SMStoreRate > 0 { // stores that leave the GPU: gpu.sm_store_bandwidth an SM (writeSpec)
-		rate = min(rate, sim.Rate(float64(min(max(k.Blocks, 1), m.Phys.SMs))*k.share()*float64(m.Phys.SMStoreRate)/k.wire()))
-	}
-	issue, err := sim.FromSeconds(float64(data) / float64(rate))
-	if err != nil {
-		return 0, err
-	}
-	first, err := m.firstIteration(0, k, data)
-	if err != nil {
-		return 0, err
-	}
-	return max(land-early, issue+first), nil
-}
-
 // simpleStepTwin: NCCL Simple's bookkeeping per step, the slice copied by
 // the block's unrolled loop (8 loads in flight per thread; its source in
 // the L2 when the record says so) and the fence.

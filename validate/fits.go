@@ -119,6 +119,16 @@ var Fits = append([]Fit{
 		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_chunks_2.jsonl"),
 		On:  func(r trace.Record) bool { return hostBarrier(r) && r.World == 8 },
 		How: "the median of ns per barrier beyond the same with this at 0, over the records with stores on colliding lines"},
+	// pcie.first_burst_held: one-iteration launches of stores to host
+	// memory that the link holds back (store_burst.jsonl, 4.3–8.7 MB);
+	// its smaller launches, fence_land.jsonl's and every other
+	// one-iteration copy to host memory are its predicted side.
+	{Params: []string{"pcie.first_burst_held"}, Files: []string{"h200x1-arsim/store_burst.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "copy" && r.Dst == "host" && r.Iters == 1 && r.Fence == "" },
+		AlsoPredicts: []string{"h200x1-arsim/fence_land.jsonl", "h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/push_wide.jsonl", "h200x1-arsim/wide_2.jsonl"},
+		On: func(r trace.Record) bool {
+			return r.Loop == "copy" && r.Dst == "host" && r.Iters == 1 && int64(r.Blocks)*int64(r.Threads)*16*int64(max(r.Unroll, 1)) > 4e6
+		}, How: "the value that makes their median error 0 (bisection)"},
 	{Params: []string{"hostmem.atomic_service"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: perBlockRepeats,
 		On: func(r trace.Record) bool {
