@@ -124,7 +124,7 @@ var Fits = append([]Fit{
 	// its smaller launches, fence_land.jsonl's and every other
 	// one-iteration copy to host memory are its predicted side.
 	{Params: []string{"pcie.first_burst_held"}, Files: []string{"h200x1-arsim/store_burst.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: func(r trace.Record) bool { return r.Loop == "copy" && r.Dst == "host" && r.Iters == 1 && r.Fence == "" },
+		Covers:       func(r trace.Record) bool { return r.Loop == "copy" && r.Dst == "host" && r.Iters == 1 && r.Fence == "" },
 		AlsoPredicts: []string{"h200x1-arsim/fence_land.jsonl", "h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/push_wide.jsonl", "h200x1-arsim/wide_2.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Dst == "host" && r.Iters == 1 && int64(r.Blocks)*int64(r.Threads)*16*int64(max(r.Unroll, 1)) > 4e6
