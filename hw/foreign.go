@@ -15,10 +15,12 @@ import (
 // two-rank barrier little, +16 ns; written three times a round, 350–400
 // ns at four ranks; barrier_chunks_2.jsonl: four groups' sectors on it,
 // 12 stores a round, 1.6–1.9 µs; 28 a round, 2.8 µs). The model: each
-// store beyond the first that lands in a round on a line colliding with
-// the polled one (not the polled line, nor a line of the block's own
-// barrier) adds hostmem.foreign_store_collision to the poll, up to
-// hostmem.foreign_collision_cap in all.
+// store beyond the first that lands in a round on a sector of a line
+// colliding with the polled one (not the polled line, nor a line of the
+// block's own barrier) adds hostmem.foreign_store_collision to the poll,
+// up to hostmem.foreign_collision_cap in all. Counted per sector, not per
+// line: a line's stores from different sectors' writers count less
+// (host_shot.jsonl's barriers; docs/PER_BLOCK.md says how that was chosen).
 
 // flagSector is one sector of a layout of barriers in host memory: its
 // byte offset in a page-aligned allocation, the barrier (group) it
