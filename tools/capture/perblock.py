@@ -861,6 +861,36 @@ class PerBlock:
                                "poll_sleep_ns": sleep_ns}, vals, "ns_per_iter")
                 self.rec.guard(f"barrier_sleep W{W} sleep {sleep_ns}", meas)
 
+    def barrier_sleep_host(self):
+        """barrier_sleep's barriers (pb_group_barrier_sleep: a pause after every poll that does not see its flag) in
+        pinned host memory: W 2, 4, 8, one group, 32 threads, the ranks' sectors 4 KiB apart (packed_4k: no two
+        collide) or 128 B apart (packed_128: lines 0-7 of a kibibyte, which collide by address bits), pauses of 0, 20,
+        50, 100, 200 and 500 ns; two passes in a shuffled order (a fixed seed). Whether polls that pause see a flag in
+        host memory sooner than polls back to back."""
+        import random
+        k = self.fn("pb_group_barrier_sleep")
+        nb = 200
+        buf = self.ptr("host", "gbzh", 4 * MB)
+        self.fill("host", "gbzh", 4 * MB, [0])
+        e0 = [0]
+        configs = [(lay, st, W, sl) for lay, st in (("packed_4k", 1024), ("packed_128", 32)) for W in (2, 4, 8)
+                   for sl in (0, 20, 50, 100, 200, 500)]
+        rng = random.Random(20261206)
+        for ps in range(2):
+            order = configs[:]
+            rng.shuffle(order)
+            for lay, st, W, sl in order:
+                def meas(lay=lay, st=st, W=W, sl=sl):
+                    def launch():
+                        k((W,), (32,), (buf, np.int32(W), np.int32(st), np.int32(1), np.int32(nb), np.uint32(e0[0]),
+                                        np.uint32(sl), self.err, self.res), stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, W, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": lay,
+                               "world": W, "groups": 1, "blocks": W, "threads": 32, "barriers_per_launch": nb,
+                               "poll_sleep_ns": sl}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_sleep_host {lay} W{W} sleep {sl} pass {ps}", meas)
+
     def barrier_threads(self):
         """W-rank barriers with each rank's slots in one sector and the ranks' sectors 4 KiB apart (packed_4k), in host
         and local memory, W 2, 4, 8, one group, blocks of 32-1024 threads: what the block's meeting at
@@ -2006,7 +2036,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
