@@ -34,8 +34,8 @@ import (
 // (a barrier's flags packed as vLLM's), which a block polls with one
 // warp-wide load: hostmem.slot_service per slot. What costs more is where
 // the barrier's sectors lie: each of its other ranks' sectors that
-// collides with the polled one — on its line, or on a line of the page
-// that differs from its own only in address bits 7 and 9
+// collides with the polled one — on a line of the page that differs from
+// its own only in address bits 7 and 9
 // (hostmem.collision_mask, sectorsCollide) — adds hostmem.sector_collision
 // (measured on H200, barriers of W ranks, each rank's slots in a sector:
 // with the sectors 128 B apart 2.1, 2.5–3.6 and 4.2–4.7 µs at W = 2, 4, 8;
@@ -168,15 +168,17 @@ func (m *Machine) barrierCollisions(slots, apart, offset int) int {
 
 // sectorsCollide says whether two sectors of pinned host memory, at byte
 // offsets a and b of one page-aligned allocation, slow each other's polls
-// (hostmem.sector_collision): when they lie in one 128-byte line, or in
-// lines of one page whose addresses differ only in the bits of
-// hostmem.collision_mask (measured on H200's host: 0x280, bits 7 and 9 —
-// lines 0, 1, 4 and 5 of a kibibyte collide, 2, 3, 6 and 7 — in every
-// kibibyte of the page; barrier_pairs.jsonl). Lines of other pages, and
-// other lines of one page, do not, though some do on the machine measured
-// by where they land (not modelled).
+// (hostmem.sector_collision): when they lie on two lines of one page whose
+// addresses differ only in the bits of hostmem.collision_mask (measured on
+// H200's host: 0x280, bits 7 and 9 — lines 0, 1, 4 and 5 of a kibibyte
+// collide, 2, 3, 6 and 7 — in every kibibyte of the page;
+// barrier_pairs.jsonl). Lines of other pages, and other lines of one
+// page, do not, though some do on the machine measured by where they land
+// (not modelled). Sectors of one line do not collide: what the stores at
+// a polled line's other sectors cost is hostmem.line_contention
+// (slotsPeriod), not this.
 func (m *Machine) sectorsCollide(a, b int) bool {
-	if a < 0 || b < 0 {
+	if a < 0 || b < 0 || a/128 == b/128 {
 		return false
 	}
 	return (a^b)&^(m.Phys.HostCollisionMask|127) == 0

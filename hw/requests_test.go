@@ -89,13 +89,15 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	// while they spin wait gpu.spin_store_service each.
 	assert.Equal(t, 7*m.Phys.SpinStoreService, m.slotPolls(GPUMem(0), 8, 7))
 	assert.Zero(t, m.slotPolls(GPUMem(0), 1, 0))
-	// Sectors collide in one line, or in lines of a page that differ only
-	// in address bits 7 and 9 (hostmem.collision_mask): of a kibibyte's
-	// eight lines, each collides with three (line ⊕ 1, 4, 5).
+	// Sectors collide on lines of a page that differ only in address bits
+	// 7 and 9 (hostmem.collision_mask): of a kibibyte's eight lines, each
+	// collides with three (line ⊕ 1, 4, 5); sectors of one line do not
+	// (their stores cost hostmem.line_contention instead).
 	assert.Equal(t, 0x280, m.Phys.HostCollisionMask)
 	assert.Equal(t, 0, m.barrierCollisions(7, 1024, 0))
 	assert.Equal(t, 3, m.barrierCollisions(7, 128, 0))
-	assert.Equal(t, 3, m.barrierCollisions(3, 32, 0), "one line")
+	assert.Equal(t, 0, m.barrierCollisions(3, 32, 0), "one line")
+	assert.Equal(t, 4, m.barrierCollisions(7, 32, 0), "lines 0 and 1, four sectors each")
 	assert.Equal(t, 0, m.barrierCollisions(1, 256, 0), "lines 0 and 2")
 	assert.Equal(t, 1, m.barrierCollisions(1, 512, 0), "lines 0 and 4")
 	assert.Equal(t, 0, m.barrierCollisions(1, 128, 128), "lines 1 and 2")
