@@ -285,7 +285,9 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 }
 
 // pingpongTwin: one way is a flag store landing, then the poll loop's
-// period, and in host memory hostmem.sector_collision when the partner's
+// period; in GPU memory gpu.spin_store_service for each other pair whose
+// flags share the line (its stores land where the loads spin); in host
+// memory hostmem.sector_collision when the partner's
 // flag lies in another sector that collides with it
 // (hostmem.collision_mask); a release
 // store fences first (st.release.sys waits as a system fence does), and in
@@ -314,6 +316,13 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		// exchange's other sector: hostmem.sector_collision where the
 		// two collide (hostmem.collision_mask), as for a 2-rank barrier
 		d += sim.Duration(m.barrierCollisions(1, rec.Spacing, 0)) * m.Phys.HostSectorCollision
+	}
+	if !at.Host && rec.Spacing > 0 {
+		// in GPU memory the other pairs whose flags share the line store
+		// there while its loads spin: gpu.spin_store_service each, as a
+		// barrier's further flags wait
+		onLine := min(rec.Pairs, max(1, 128/(2*rec.Spacing)))
+		d += sim.Duration(onLine-1) * m.Phys.SpinStoreService
 	}
 	if rec.Mode == "release_acquire" {
 		f, err := m.FenceCost(0, at)

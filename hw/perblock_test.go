@@ -400,3 +400,21 @@ func TestBarrierOffsetLayoutsRefuseBadRecords(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, v)
 }
+
+// Ping-pongs in GPU memory: the other pairs whose flags share the line
+// store there while its loads spin, gpu.spin_store_service each (4 B apart
+// sixteen pairs to a line); pairs a line apart share nothing.
+func TestLocalPingPongsPayTheStoresOnTheirLine(t *testing.T) {
+	top, m := h200x1(t)
+	pp := func(pairs, spacing int) float64 {
+		v, err := PerBlockValue(top, PerBlock{Kind: "block_pingpong", Target: "local", Mode: "volatile", Pairs: pairs,
+			Spacing: spacing, Blocks: 2 * pairs, Threads: 32})
+		require.NoError(t, err)
+		return v
+	}
+	spin := nsOf(m.Phys.SpinStoreService)
+	assert.InDelta(t, 3*spin, pp(4, 4)-pp(1, 4), 1e-9)
+	assert.InDelta(t, 15*spin, pp(16, 4)-pp(1, 4), 1e-9)
+	assert.InDelta(t, 15*spin, pp(66, 4)-pp(1, 4), 1e-9, "sixteen pairs to a line at most")
+	assert.InDelta(t, pp(1, 128), pp(66, 128), 1e-9)
+}
