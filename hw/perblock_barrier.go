@@ -97,9 +97,8 @@ func (l rankLayout) medianLineSectors(groups int) int {
 // stores, every group's, leave the GPU one after another (roundStores),
 // and every block's polls slow every other's (pollLoad); each system fence
 // of a round waits for the other groups' polls of host memory
-// (FenceBesidePolls);
-// the groups cost nothing else (measured, they do past a line in vLLM's
-// layout: docs/PER_BLOCK.md).
+// (FenceBesidePolls); and the other groups' stores landing on lines that
+// collide with a block's own cost it (foreignStores, foreignCollision).
 func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	at := mem(rec.Target)
 	land, err := m.StoreLanding(0, at)
