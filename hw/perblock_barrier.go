@@ -233,18 +233,3 @@ func rankOffsets(rec PerBlock) ([]int, error) {
 	}
 	return offs, nil
 }
-
-// offsetCollisions is how many of the other ranks' sectors collide with the
-// median rank's (sectorsCollide), the ranks' sectors at offs.
-func (m *Machine) offsetCollisions(offs []int) int {
-	per := make([]int, len(offs))
-	for r, a := range offs {
-		for q, b := range offs {
-			if q != r && m.sectorsCollide(a, b) {
-				per[r]++
-			}
-		}
-	}
-	slices.Sort(per)
-	return per[(len(per)-1)/2]
-}

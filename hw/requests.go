@@ -141,29 +141,43 @@ func (m *Machine) slotPolls(at Mem, slots, collide int) sim.Duration {
 }
 
 // barrierCollisions is how many of a barrier's other sectors collide with
-// the median rank's (sectorsCollide) when its slots + 1 ranks' sectors lie
-// apart bytes apart, one after another, the first offset bytes into a
+// the median rank's (offsetCollisions) when its slots + 1 ranks' sectors
+// lie apart bytes apart, one after another, the first offset bytes into a
 // page, and the sector's slots are the other ranks'.
 func (m *Machine) barrierCollisions(slots, apart, offset int) int {
 	if apart <= 0 || slots <= 0 {
 		return 0
 	}
 	var buf [64]int
-	per := buf[:0]
+	offs := buf[:0]
 	if slots+1 > len(buf) {
-		per = make([]int, 0, slots+1)
+		offs = make([]int, 0, slots+1)
 	}
 	for r := 0; r <= slots; r++ {
+		offs = append(offs, offset+r*apart)
+	}
+	return m.offsetCollisions(offs)
+}
+
+// offsetCollisions is how many of the other ranks' sectors collide with the
+// median rank's (sectorsCollide), the ranks' sectors at offs.
+func (m *Machine) offsetCollisions(offs []int) int {
+	var buf [64]int
+	per := buf[:0]
+	if len(offs) > len(buf) {
+		per = make([]int, 0, len(offs))
+	}
+	for r, a := range offs {
 		n := 0
-		for q := 0; q <= slots; q++ {
-			if q != r && m.sectorsCollide(offset+r*apart, offset+q*apart) {
+		for q, b := range offs {
+			if q != r && m.sectorsCollide(a, b) {
 				n++
 			}
 		}
 		per = append(per, n)
 	}
 	slices.Sort(per)
-	return per[slots/2]
+	return per[(len(per)-1)/2]
 }
 
 // sectorsCollide says whether two sectors of pinned host memory, at byte
