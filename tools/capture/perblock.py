@@ -1979,11 +1979,11 @@ class PerBlock:
                             self.emit(rec, vals, "ns_per_iter")
                         self.rec.guard(f"push_wide {D} fence{fence} {b}x{t}", meas)
 
-    def host_shot(self, blocks=(1, 2, 4, 8, 16, 36, 66), threads=(128, 512), sizes=(14336, 43008, 1 << 20)):
+    def host_shot(self, blocks=(1, 2, 4, 8, 16, 36, 66), threads=(128, 512), sizes=(14336, 43008, 1 << 20), plan=None):
         """A two-rank one-shot through pinned host memory (FLAG_SRC's one_shot_host at world 2, kernel pb_host_shot)
         with both ranks on this GPU, B = 1-66 blocks each, 128 or 512 threads, 14 KiB, 42 KiB and 1 MiB, by phase:
         the two barriers alone (phases 2), staging and its fence alone (1), the pull alone (4), staging and the
-        barriers (3), all of it (7): which of them grows with the blocks."""
+        barriers (3), all of it (7): which of them grows with the blocks. plan: (phases, bytes) pairs instead."""
         big = 2 * max(sizes)
         self.fill("local", "hsin", big, [0x3f803f80])
         self.fill("host", "hsst", big, [0x3f803f80])
@@ -1992,7 +1992,7 @@ class PerBlock:
         inp, out = self.dev("hsin", big), self.dev("hsout", big)
         stage, sig = self.ptr("host", "hsst", big), self.ptr("host", "hssig", 2 * 3 * 512 * 8 * 4)
         e0 = [0]
-        plan = [(2, 14336)] + [(ph, n) for ph in (1, 4, 3, 7) for n in sizes]
+        plan = plan or [(2, 14336)] + [(ph, n) for ph in (1, 4, 3, 7) for n in sizes]
         for phases, nbytes in plan:
             nb = 10 if nbytes > 64 * 1024 else 100
             for t in threads:
@@ -2013,6 +2013,12 @@ class PerBlock:
                             rec.pop("bytes")
                         self.emit(rec, vals, "ns_per_iter")
                     self.rec.guard(f"host_shot phases {phases} {nbytes} B {b}x{t}", meas)
+
+    def host_shot_overlap(self):
+        """host_shot's parts without the barriers between them: staging and the pull alone together (phases 5), the
+        barriers and the pull (6), and all of it again (7), 42 KiB and 1 MiB, 8-66 blocks a rank, 512 threads:
+        whether blocks left free overlap their staging (stores up the link) with their pull (loads down it)."""
+        self.host_shot(blocks=(8, 16, 36, 66), threads=(512,), plan=[(ph, n) for ph in (5, 6, 7) for n in (43008, 1 << 20)])
 
     def free(self):
         for h in self.h.values():
@@ -2036,7 +2042,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
