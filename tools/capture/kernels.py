@@ -1743,6 +1743,55 @@ extern "C" __global__ void __launch_bounds__(1024) pb_host_shot(const uint4* in,
   long long c1 = clock64();
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
+// ---- pb_host_shot with each block's phase ends timed: pb_host_shot's loop, each phase ended by __syncthreads and
+// thread 0 reading %globaltimer (ns, one clock for every SM), so a block's phases and the blocks' order can be read:
+// ts[blockIdx.x * (4 * nb + 1)] the block's start, then per iteration i the ends of staging (with its fence), the
+// first barrier, the pull and the second barrier (a phase not run ends where the one before it did).
+extern "C" __global__ void __launch_bounds__(1024) pb_host_shot_ts(const uint4* in, uint4* out, uint4* stage, unsigned* sig,
+                                                                  int B, int world, long long npacks, int phases, int nb,
+                                                                  unsigned e0, int* err, unsigned long long* ts) {
+  const int rank = blockIdx.x / B, b = blockIdx.x % B;
+  const uint4* my_in = in + (size_t)rank * npacks;
+  uint4* my_out = out + (size_t)rank * npacks;
+  const long long tid = (long long)b * blockDim.x + threadIdx.x, stride = (long long)B * blockDim.x;
+  unsigned long long* my_ts = ts + (size_t)blockIdx.x * (4 * nb + 1);
+  long long spins = 0;
+  __syncthreads();
+  if (threadIdx.x == 0) my_ts[0] = pb_gtimer();
+  for (int i = 1; i <= nb; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    unsigned long long* t = my_ts + 1 + 4 * (i - 1);
+    if (phases & 1) {
+      for (long long k = tid; k < npacks; k += stride) st_vol4(stage + (size_t)rank * npacks + k, my_in[k]);
+      __threadfence_system();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) t[0] = pb_gtimer();
+    if (phases & 2) hs_barrier(sig, 0, rank, world, b, e, spins, err);
+    if (threadIdx.x == 0) t[1] = pb_gtimer();
+    if (phases & 4) {
+      for (long long k = tid; k < npacks; k += stride) {
+        float acc[8];
+        #pragma unroll
+        for (int j = 0; j < 8; j++) acc[j] = 0.f;
+        for (int r = 0; r < world; r++) {
+          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)r * npacks + k);
+          unsigned w[4] = {v.x, v.y, v.z, v.w};
+          #pragma unroll
+          for (int j = 0; j < 4; j++) { acc[2 * j] += hs_lo(w[j]); acc[2 * j + 1] += hs_hi(w[j]); }
+        }
+        unsigned o[4];
+        #pragma unroll
+        for (int j = 0; j < 4; j++) o[j] = hs_f2bf(acc[2 * j]) | (hs_f2bf(acc[2 * j + 1]) << 16);
+        my_out[k] = make_uint4(o[0], o[1], o[2], o[3]);
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) t[2] = pb_gtimer();
+    if (phases & 2) hs_barrier(sig, 512 * 8, rank, world, b, e, spins, err);
+    if (threadIdx.x == 0) t[3] = pb_gtimer();
+  }
+}
 // ---- pb_line_probe's pair beside neighbours that store to words of their own, each timing itself: neighbour j
 // stores to flags + off + j * stride (pausing gap_ns after each store if gap_ns > 0) until the pair is done, and
 // reports its cycles and stores in res[2b], res[2b+1]; the pair reports as in pb_line_probe.

@@ -24,7 +24,7 @@ Timing: clock64 per block (thread 0, between block barriers where the whole bloc
 SM clock measured against %globaltimer in the same run; every configuration is launched once to warm up, then
 `TRIALS` times; a record's value is the median over trials of the median over blocks (`_max`: the slowest block).
 """
-import os, statistics, time
+import json, os, statistics, time
 import numpy as np
 
 from common import Recorder, log
@@ -2020,6 +2020,58 @@ class PerBlock:
         whether blocks left free overlap their staging (stores up the link) with their pull (loads down it)."""
         self.host_shot(blocks=(8, 16, 36, 66), threads=(512,), plan=[(ph, n) for ph in (5, 6, 7) for n in (43008, 1 << 20)])
 
+    def host_shot_phases(self):
+        """host_shot's phases timed block by block (kernel pb_host_shot_ts: each phase's end marked by the block's
+        thread 0 reading %globaltimer after __syncthreads): staging and the pull left free (phases 5) and the whole
+        one-shot (7), 42 KiB and 1 MiB, 8, 16, 36 and 66 blocks a rank, 512 threads; whether the blocks drift apart
+        and overlap one block's staging with another's pull. Writes system/host_shot_phases.json (every block's
+        timestamps of the third of three launches, ns from the launch's first block start); no records (the phase ends'
+        __syncthreads make it another kernel than pb_host_shot's)."""
+        cp = self.cp
+        big = 2 * (1 << 20)
+        self.fill("local", "hsin", big, [0x3f803f80])
+        self.fill("host", "hsst", big, [0x3f803f80])
+        self.fill("host", "hssig", 2 * 3 * 512 * 8 * 4, [0])
+        k = self.fn("pb_host_shot_ts")
+        inp, out = self.dev("hsin", big), self.dev("hsout", big)
+        stage, sig = self.ptr("host", "hsst", big), self.ptr("host", "hssig", 2 * 3 * 512 * 8 * 4)
+        e0 = [1 << 20]
+        dump = []
+        with cp.cuda.Device(0):
+            ts = cp.zeros(2 * 66 * (4 * 20 + 1), dtype=cp.uint64)
+        for phases in (5, 7):
+            for nbytes in (43008, 1 << 20):
+                nb = 10 if nbytes > 64 * 1024 else 20
+                for b in (8, 16, 36, 66):
+                    if 2 * b > self.sms:
+                        continue
+
+                    def meas(phases=phases, nbytes=nbytes, nb=nb, b=b):
+                        n = 4 * nb + 1
+                        with cp.cuda.Device(0):
+                            self.err[...] = 0
+                            runs = []
+                            for _ in range(3):
+                                k((2 * b,), (512,), (inp, out, stage, sig, np.int32(b), np.int32(2), np.int64(nbytes // 16),
+                                                     np.int32(phases), np.int32(nb), np.uint32(e0[0]), self.err, ts),
+                                  stream=self.s)
+                                e0[0] += nb
+                                self.s.synchronize()
+                                runs.append(ts[:2 * b * n].get().reshape(2 * b, n).astype(np.int64))
+                            err = int(self.err.get()[0])
+                        a = runs[-1]
+                        a = a - a[:, 0].min()
+                        per_block = [(int(r[-1]) - int(r[0])) / nb for r in a]
+                        dump.append({"phases": phases, "bytes": nbytes, "blocks_per_rank": b, "world": 2, "threads": 512,
+                                     "iters": nb, "spin_timeout": bool(err), "ts_ns": a.tolist()})
+                        log("host_shot_phases", phases, nbytes, b, f"median block {statistics.median(per_block):.0f} ns/iter,",
+                            f"slowest {max(per_block):.0f}")
+                    self.rec.guard(f"host_shot_phases {phases} {nbytes} B {b}", meas)
+        sysdir = os.path.join(os.path.dirname(self.rec.path), "system")
+        os.makedirs(sysdir, exist_ok=True)
+        with open(os.path.join(sysdir, "host_shot_phases.json"), "w") as f:
+            json.dump(dump, f, separators=(",", ":"))
+
     def free(self):
         for h in self.h.values():
             h.free()
@@ -2042,7 +2094,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
