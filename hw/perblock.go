@@ -80,7 +80,11 @@ type PerBlock struct {
 	Dests int
 	// Bytes, Phases, BlocksPerRank (loop host_shot): the allreduce's
 	// bytes, the parts each iteration runs (1 staging, 2 the barriers, 4
-	// the pull) and each rank's blocks (trace.Record's fields).
+	// the pull) and each rank's blocks (trace.Record's fields). On a copy
+	// or pull (host_shot's parts), Bytes > 0 is what the launch moves (to
+	// each destination, from each host buffer) when that is less than its
+	// blocks × threads × 16 B × iterations: the last iteration partial,
+	// the threads past the data idle.
 	Bytes         int64
 	Phases        int
 	BlocksPerRank int
@@ -540,13 +544,7 @@ func localTraffic(rec PerBlock, k Kernel) float64 {
 // destination, or to Dests buffers in host memory (a push: each loaded
 // byte crosses the link once per destination).
 func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
-		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
-		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits} // a push stores each loaded byte to every destination
-	// A launch copies fresh data from device memory, which
-	// gpu.copy_iter_overhead (fitted on such a copy) already holds, unless
-	// the record says its source stays in the L2 (Kernel.SrcInL2).
-	data := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(max(rec.Unroll, 1)) * int64(rec.Iters))
+	k, data := copyKernel(rec)
 	if rec.Dst == "host" && rec.Src != "host" {
 		return m.storeLoopTwin(rec.Iters, data, k, rec.Fence, "copy")
 	}
@@ -569,6 +567,27 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 		m.Eng.After(d, done)
 		return nil
 	})
+}
+
+// copyKernel is a copy loop record's kernel and the bytes its launch
+// copies. A launch copies fresh data from device memory, which
+// gpu.copy_iter_overhead (fitted on such a copy) already holds, unless
+// the record says its source stays in the L2 (Kernel.SrcInL2).
+func copyKernel(rec PerBlock) (Kernel, sim.Bytes) {
+	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
+		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
+		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits} // a push stores each loaded byte to every destination
+	return k, launchBytes(rec, int64(rec.Blocks)*int64(rec.Threads)*16*int64(max(rec.Unroll, 1))*int64(rec.Iters))
+}
+
+// launchBytes is what a copy or pull launch moves: full, its blocks ×
+// threads × the bytes a thread moves an iteration × iterations, or
+// rec.Bytes when that is less (a partial last iteration).
+func launchBytes(rec PerBlock, full int64) sim.Bytes {
+	if rec.Bytes > 0 && rec.Bytes < full {
+		return sim.Bytes(rec.Bytes)
+	}
+	return sim.Bytes(full)
 }
 
 // simpleStepTwin: NCCL Simple's bookkeeping per step, the slice copied by

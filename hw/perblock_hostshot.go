@@ -1,13 +1,19 @@
 package hw
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/arsim/arsim/sim"
+)
 
 // hostShotTwin: tools/capture's pb_host_shot, a two-rank one-shot through
 // pinned host memory (its one_shot_host at world 2) with both ranks on
 // GPU 0, rank r's block b meeting the other rank's block b. With the
 // barriers, its time per iteration is the sum of the loops it runs one
 // after another, each simulated by the twin of the loop records that
-// measure it alone (a part alone repeats as a stream, below):
+// measure it alone (a part alone repeats as a stream, below), unless
+// staging and pull are both bound by what the blocks share, when the
+// blocks drift apart and overlap them (hostShotDrift):
 //
 //   - staging (phases bit 1): both ranks' blocks copy their input from
 //     local to host memory with one 16-B load per thread in flight, then
@@ -25,7 +31,8 @@ import "fmt"
 //
 // A phase's data is the allreduce's bytes per rank; only the threads that
 // hold data take part: its blocks are those with at least one 16-B
-// element, its iterations ⌈elements / (blocks × threads)⌉.
+// element, its iterations ⌈elements / (blocks × threads)⌉, the last one
+// partial (the parts move the record's bytes: PerBlock.Bytes).
 func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 	if rec.World != 2 || rec.BlocksPerRank < 1 || rec.Threads < 1 || rec.Phases < 1 || rec.Phases > 7 {
 		return 0, fmt.Errorf("hw: loop host_shot: world %d, %d blocks per rank, %d threads, phases %d (want world 2, blocks, threads and phases 1-7)",
@@ -40,50 +47,122 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 	if blocks > 0 {
 		iters = int((packs + int64(blocks*rec.Threads) - 1) / int64(blocks*rec.Threads))
 	}
-	// Without the barriers (phases 1 or 4 alone) nothing holds the blocks
-	// together from one iteration to the next: each block runs its own
-	// part again as soon as it is done, so the iterations overlap and one
-	// takes the longer of a block's own part (its blocks alone) and the
-	// part's bytes at the rate all blocks share (repeats iterations run as
-	// one stream); with the barriers, the parts follow each other.
-	alone := rec.Phases&2 == 0
+	stage := PerBlock{Kind: "loop", Loop: "copy", Src: "local", Dst: "host", Unroll: 1, Sources: 1, Fence: "sc", SrcInL2: true,
+		Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters, Bytes: 2 * rec.Bytes}
+	barrier := PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "vllm", World: 2, SelfSlot: true,
+		Groups: rec.BlocksPerRank, Blocks: 2 * rec.BlocksPerRank, Threads: rec.Threads}
+	pull := PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Fresh: rec.Phases&1 != 0,
+		Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters, Bytes: 2 * rec.Bytes}
+	// A part's chain is one block's iterations of it alone; its stream,
+	// repeats launches' worth of its bytes at the rate all its blocks share
+	// (its fence, if any, once: the stream's bytes land before it), per
+	// launch.
 	const repeats = 8
-	var sum float64
-	part := func(sub PerBlock, times int) error {
-		if !alone {
-			v, err := PerBlockValue(m.Top, sub) // each part on a machine of its own: its time is its engine's clock
-			sum += v * float64(times)
-			return err
-		}
+	chainOf := func(sub PerBlock) (float64, error) {
 		one := sub
-		one.Blocks = 1
-		chain, err := PerBlockValue(m.Top, one)
-		if err != nil {
-			return err
-		}
-		long := sub
-		long.Iters = sub.Iters * repeats // its fence, if any, once: the stream's bytes land before it
-		stream, err := PerBlockValue(m.Top, long)
-		sum += max(chain, stream) * float64(times)
-		return err
+		one.Blocks, one.Bytes = 1, 0 // one block's chain of whole iterations
+		return PerBlockValue(m.Top, one)
 	}
+	streamOf := func(sub PerBlock) (float64, error) {
+		long := sub
+		long.Iters, long.Bytes = sub.Iters*repeats, sub.Bytes*repeats
+		return PerBlockValue(m.Top, long)
+	}
+	var data []PerBlock // the parts that move data, in order
 	if rec.Phases&1 != 0 {
-		if err := part(PerBlock{Kind: "loop", Loop: "copy", Src: "local", Dst: "host", Unroll: 1, Sources: 1, Fence: "sc", SrcInL2: true,
-			Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters}, iters); err != nil {
+		data = append(data, stage)
+	}
+	if rec.Phases&4 != 0 {
+		data = append(data, pull)
+	}
+	chains, streams := make([]float64, len(data)), make([]float64, len(data))
+	shared := len(data) == 2
+	for i, sub := range data {
+		var err error
+		if chains[i], err = chainOf(sub); err != nil {
 			return 0, err
+		}
+		if streams[i], err = streamOf(sub); err != nil {
+			return 0, err
+		}
+		shared = shared && streams[i] > chains[i]
+	}
+	var t float64
+	switch {
+	case shared:
+		// Staging and pull, each bound by what its blocks share: the
+		// blocks drift apart (hostShotDrift).
+		d, err := m.hostShotDrift(stage, pull, iters, repeats, chains[0]+chains[1])
+		if err != nil {
+			return 0, err
+		}
+		t = d
+	case rec.Phases&2 == 0:
+		// Without the barriers (phases 1 or 4 alone, or both when a part
+		// is bound by its blocks' own chains) nothing holds the blocks
+		// together from one iteration to the next: each block runs its
+		// own part again as soon as it is done, so the iterations overlap
+		// and one takes the longer of a block's own part and the part's
+		// bytes at the rate all blocks share.
+		for i := range data {
+			t += max(chains[i], streams[i]) * float64(iters)
+		}
+	default:
+		// With the barriers, the parts follow each other, all blocks in
+		// each: each part on a machine of its own (its time is its
+		// engine's clock).
+		for _, sub := range data {
+			v, err := PerBlockValue(m.Top, sub)
+			if err != nil {
+				return 0, err
+			}
+			t += v * float64(iters)
 		}
 	}
 	if rec.Phases&2 != 0 {
-		if err := part(PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "vllm", World: 2, SelfSlot: true,
-			Groups: rec.BlocksPerRank, Blocks: 2 * rec.BlocksPerRank, Threads: rec.Threads}, 2); err != nil {
+		b, err := PerBlockValue(m.Top, barrier)
+		if err != nil {
 			return 0, err
 		}
+		t += 2 * b
 	}
-	if rec.Phases&4 != 0 {
-		if err := part(PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Fresh: rec.Phases&1 != 0,
-			Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters}, iters); err != nil {
-			return 0, err
-		}
+	return t, nil
+}
+
+// hostShotDrift is an iteration of a one-shot that both stages and pulls,
+// each part bound by what its blocks share (the link, its directions,
+// pcie.sm_host_bandwidth). Its blocks do not keep in step: the link serves
+// some blocks before others, so within a launch the blocks drift apart by
+// up to an iteration and more, each block pair (a barrier meets only block
+// b of each rank) on its own (measured on one H200: host_shot_phases.json,
+// every block's phase ends on one clock). A block's staging then runs while
+// other blocks pull, so an iteration takes the longer of one block's own
+// parts one after the other (chain) and the staging and pull streams run at
+// once on one machine (repeats launches of each, per launch), which the
+// engine shares between them. The barriers a block waits come on top: the
+// streams do not hide them (host_shot_overlap.jsonl: phases 7 at 36–66
+// blocks a rank takes phases 5 and the barriers alone).
+func (m *Machine) hostShotDrift(stage, pull PerBlock, iters, repeats int, chain float64) (float64, error) {
+	both, err := New(m.Top)
+	if err != nil {
+		return 0, err
 	}
-	return sum, nil
+	longStage, longPull := stage, pull
+	longStage.Iters, longPull.Iters = iters*repeats, iters*repeats
+	longStage.Bytes, longPull.Bytes = stage.Bytes*int64(repeats), pull.Bytes*int64(repeats)
+	ks, ds := copyKernel(longStage)
+	if err := both.Write(0, HostMem(0), ds, ks, "staging", func() {}); err != nil {
+		return 0, err
+	}
+	kp, dp, err := both.pullKernel(longPull)
+	if err != nil {
+		return 0, err
+	}
+	if err := both.startPull(longPull, kp, dp, func() {}); err != nil {
+		return 0, err
+	}
+	if err := both.Eng.Run(); err != nil {
+		return 0, err
+	}
+	return max(chain*float64(iters), nsOf(sim.Duration(both.Eng.Now()))/float64(repeats)), nil
 }

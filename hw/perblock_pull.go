@@ -13,7 +13,28 @@ import (
 // wrote just before (PerBlock.Fresh: a one-shot's staging, host_shot) are
 // read hostmem.fresh_line_saving sooner, as an LL loop's are.
 func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
-	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * 16 * int64(rec.Iters))
+	k, per, err := m.pullKernel(rec)
+	if err != nil {
+		return 0, err
+	}
+	return m.perIter(rec.Iters, func(done func()) error { return m.startPull(rec, k, per, done) })
+}
+
+// startPull starts a pull record's reads of its World − 1 host buffers
+// (per bytes each) with kernel k, calling done as each ends.
+func (m *Machine) startPull(rec PerBlock, k Kernel, per sim.Bytes, done func()) error {
+	for q := 1; q < rec.World; q++ {
+		if err := m.Read(0, HostMem(0), per, k, "pull", done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pullKernel is a pull record's kernel and the bytes it reads of each
+// host buffer.
+func (m *Machine) pullKernel(rec PerBlock) (Kernel, sim.Bytes, error) {
+	per := launchBytes(rec, int64(rec.Blocks)*int64(rec.Threads)*16*int64(rec.Iters))
 	// Unrolled, the loop is an algorithm's pull (hw.Kernel.ReduceLoop): its
 	// first batch a reduce loop's iteration over PCIe, whose overheads
 	// include its vector loads' extra, and each later batch another vector
@@ -22,7 +43,7 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 	if rec.Bound == "runtime" {
 		v, err := m.vectorRoundTrip(0, HostMem(0))
 		if err != nil {
-			return 0, err
+			return Kernel{}, 0, err
 		}
 		if rec.Fresh {
 			v = max(v-m.Phys.FreshLineSaving, 1)
@@ -31,14 +52,7 @@ func (m *Machine) pullTwin(rec PerBlock) (float64, error) {
 		k = Kernel{Blocks: rec.Blocks, Threads: rec.Threads, LoadsInFlight: 64,
 			RateCap: sim.Rate(float64(rec.Blocks*rec.Threads*16) / it.Seconds()), RateCapIter: it}
 	}
-	return m.perIter(rec.Iters, func(done func()) error {
-		for q := 1; q < rec.World; q++ {
-			if err := m.Read(0, HostMem(0), per, k, "pull", done); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return k, per, nil
 }
 
 // runtimePullChain is what one iteration of the capture's pull loop over

@@ -231,9 +231,12 @@ func TestGroupBarrierTwinCountsTheOwnSlot(t *testing.T) {
 
 // The two-rank host one-shot's twin: with the barriers, the sum of its
 // phases' twins, the pull after the staging reading lines written just
-// before (PerBlock.Fresh); a phase alone (no barrier holds the blocks together)
-// repeats as a stream, each iteration the longer of one block's part and
-// the part's bytes at the rate the blocks share.
+// before (PerBlock.Fresh); a phase alone (no barrier holds the blocks
+// together) repeats as a stream, each iteration the longer of one block's
+// part and the part's bytes at the rate the blocks share. Staging and pull
+// both bound by what the blocks share: the blocks drift apart and overlap
+// them, so the two take less than one after the other and at least either
+// alone, with or without the barriers, which come on top.
 func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
 	top, _ := h200x1(t)
 	v := func(phases, b int, bytes int64) float64 {
@@ -247,32 +250,51 @@ func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
 		require.NoError(t, err)
 		return x
 	}
-	for _, b := range []int{1, 8, 66} {
+	drifted := 0
+	for _, b := range []int{1, 8, 36, 66} {
 		for _, n := range []int64{14336, 1 << 20} {
 			packs := n / 16
 			blocks := int(min(int64(b), (packs+127)/128))
 			iters := int((packs + int64(blocks*128) - 1) / int64(blocks*128))
 			staging := PerBlock{Kind: "loop", Loop: "copy", Src: "local", Dst: "host", Unroll: 1, Sources: 1, Fence: "sc", SrcInL2: true,
-				Blocks: 2 * blocks, Threads: 128, Iters: iters}
-			pull := PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Blocks: 2 * blocks, Threads: 128, Iters: iters}
-			it := float64(iters)
-			assert.InDelta(t, it*val(staging)+v(2, b, n), v(3, b, n), 1e-6, "%d blocks, %d B", b, n)
+				Blocks: 2 * blocks, Threads: 128, Iters: iters, Bytes: 2 * n}
+			pull := PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Blocks: 2 * blocks, Threads: 128, Iters: iters, Bytes: 2 * n}
 			fresh := pull
 			fresh.Fresh = true
-			assert.InDelta(t, it*(val(staging)+val(fresh))+v(2, b, n), v(7, b, n), 1e-6, "%d blocks, %d B", b, n)
+			it := float64(iters)
+			assert.InDelta(t, it*val(staging)+v(2, b, n), v(3, b, n), 1e-6, "%d blocks, %d B", b, n)
 			if b == 1 { // one block's pull waits its loads' round trips; 66 blocks' is bound by the link
 				assert.Less(t, val(fresh), val(pull), "%d blocks, %d B: the staged lines are read sooner", b, n)
 			}
+			alone := map[int]float64{}
+			shared := true
 			for _, c := range []struct {
 				phases int
 				part   PerBlock
-			}{{1, staging}, {4, pull}} {
+			}{{1, staging}, {4, pull}, {5, fresh}} {
 				one, long := c.part, c.part
-				one.Blocks, long.Iters = 1, c.part.Iters*8
-				assert.InDelta(t, it*max(val(one), val(long)), v(c.phases, b, n), 1e-6, "phases %d alone, %d blocks, %d B", c.phases, b, n)
+				one.Blocks, one.Bytes = 1, 0
+				long.Iters, long.Bytes = c.part.Iters*8, c.part.Bytes*8
+				alone[c.phases] = it * max(val(one), val(long))
+				if c.phases != 4 {
+					shared = shared && val(long) > val(one)
+				}
+				if c.phases < 5 {
+					assert.InDelta(t, alone[c.phases], v(c.phases, b, n), 1e-6, "phases %d alone, %d blocks, %d B", c.phases, b, n)
+				}
 			}
+			if !shared {
+				assert.InDelta(t, it*(val(staging)+val(fresh))+v(2, b, n), v(7, b, n), 1e-6, "%d blocks, %d B", b, n)
+				assert.InDelta(t, alone[1]+alone[5], v(5, b, n), 1e-6, "%d blocks, %d B", b, n)
+				continue
+			}
+			drifted++
+			assert.Less(t, v(5, b, n), alone[1]+alone[5], "%d blocks, %d B: drifted blocks overlap staging and pull", b, n)
+			assert.GreaterOrEqual(t, v(5, b, n), max(alone[1], alone[5]), "%d blocks, %d B", b, n)
+			assert.InDelta(t, v(5, b, n)+v(2, b, n), v(7, b, n), 1e-6, "%d blocks, %d B: the barriers come on top", b, n)
 		}
 	}
+	assert.Equal(t, 2, drifted, "36 and 66 blocks at 1 MiB")
 	_, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "host_shot", World: 3, Phases: 7, Bytes: 1024, BlocksPerRank: 1, Blocks: 3, Threads: 128})
 	assert.ErrorContains(t, err, "want world 2")
 	_, err = PerBlockValue(top, PerBlock{Kind: "loop", Loop: "host_shot", World: 2, Phases: 4, Bytes: 8, BlocksPerRank: 1, Blocks: 2, Threads: 128})

@@ -1,0 +1,81 @@
+package validate
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostShotPhases is one configuration of testdata/h200x1-arsim/system/
+// host_shot_phases.json.gz (tools/capture's pb_host_shot_ts): per block
+// its start, then per iteration the ends of staging, the first barrier,
+// the pull and the second barrier, ns from the launch's first block start.
+type hostShotPhases struct {
+	Phases        int       `json:"phases"`
+	Bytes         int64     `json:"bytes"`
+	BlocksPerRank int       `json:"blocks_per_rank"`
+	Iters         int       `json:"iters"`
+	SpinTimeout   bool      `json:"spin_timeout"`
+	TS            [][]int64 `json:"ts_ns"`
+}
+
+func readHostShotPhases(t *testing.T) []hostShotPhases {
+	f, err := os.Open("../testdata/h200x1-arsim/system/host_shot_phases.json.gz")
+	require.NoError(t, err)
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	var out []hostShotPhases
+	require.NoError(t, json.NewDecoder(z).Decode(&out))
+	return out
+}
+
+// What hw's hostShotDrift rests on, held against the capture: a one-shot
+// through host memory whose blocks loop over its parts (1 MiB, 36 and 66
+// blocks a rank) ends its first staging with every block within a
+// microsecond, but its blocks' pulls end tens of µs apart, and from the
+// second iteration on the blocks' staging ends lie more than an iteration
+// apart, with or without the barriers (which meet only block b of each
+// rank).
+func TestHostShotBlocksDriftApart(t *testing.T) {
+	cfgs := readHostShotPhases(t)
+	require.Len(t, cfgs, 16)
+	seen := 0
+	for _, c := range cfgs {
+		require.False(t, c.SpinTimeout)
+		require.Len(t, c.TS, 2*c.BlocksPerRank)
+		if c.Bytes != 1<<20 || c.BlocksPerRank < 36 {
+			continue
+		}
+		seen++
+		end := func(k, i, p int) int64 { return c.TS[k][1+4*i+p] }
+		var last int64
+		for k := range c.TS {
+			require.Len(t, c.TS[k], 1+4*c.Iters)
+			last = max(last, c.TS[k][4*c.Iters])
+		}
+		iter := float64(last) / float64(c.Iters)
+		var st, pl []int64
+		for k := range c.TS {
+			st, pl = append(st, end(k, 0, 0)), append(pl, end(k, 0, 2))
+		}
+		assert.Less(t, slices.Max(st)-slices.Min(st), int64(2000), "phases %d, %d blocks: first staging in step", c.Phases, c.BlocksPerRank)
+		assert.Greater(t, slices.Max(pl)-slices.Min(pl), int64(20000), "phases %d, %d blocks: first pulls end apart", c.Phases, c.BlocksPerRank)
+		var spreads []float64
+		for i := 1; i < c.Iters; i++ {
+			var ends []int64
+			for k := range c.TS {
+				ends = append(ends, end(k, i, 0))
+			}
+			spreads = append(spreads, float64(slices.Max(ends)-slices.Min(ends))/iter)
+		}
+		slices.Sort(spreads)
+		assert.Greater(t, spreads[len(spreads)/2], 1.0, "phases %d, %d blocks: staging ends an iteration apart", c.Phases, c.BlocksPerRank)
+	}
+	assert.Equal(t, 4, seen)
+}
