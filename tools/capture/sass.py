@@ -19,7 +19,11 @@ def _tool(name):
     return p
 
 
-def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unrolled|pull_bf16|pull_f32)"):
+def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unrolled|pull_bf16|pull_f32)", name="perblock"):
+    """SASS_PATTERN and SASS_NAME in the environment pick other kernels and the file's name
+    (system/sass_<name>_<arch>.txt)."""
+    pattern = os.environ.get("SASS_PATTERN", pattern)
+    name = os.environ.get("SASS_NAME", name)
     sysdir = os.path.join(out_dir, "system")
     os.makedirs(sysdir, exist_ok=True)
     src = os.path.join(out_dir, "perblock_src.cu")
@@ -30,7 +34,7 @@ def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unr
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-2:]
     p = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-std=c++17", "-o", cubin, src],
                        capture_output=True, text=True)
-    with open(os.path.join(sysdir, f"ptxas_perblock_{arch}.txt"), "w") as f:
+    with open(os.path.join(sysdir, f"ptxas_{name}_{arch}.txt"), "w") as f:
         f.write(p.stdout + p.stderr)
     if p.returncode != 0:
         raise RuntimeError(f"sass: nvcc failed ({p.returncode}): {p.stderr[-2000:]}")
@@ -44,7 +48,7 @@ def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unr
             lines = [re.sub(r"\s*/\* 0x[0-9a-f]{16} \*/", "", ln).rstrip() for ln in part.splitlines()]
             kept.append("\n".join(ln for ln in lines if ln.strip() and not re.match(r"\s*/\* 0x", ln)) + "\n")
             n += 1
-    out = os.path.join(sysdir, f"sass_perblock_{arch}.txt")
+    out = os.path.join(sysdir, f"sass_{name}_{arch}.txt")
     with open(out, "w") as f:
         f.write(f"# nvcc -arch={arch} -cubin of tools/capture/kernels.py PERBLOCK_SRC ({' '.join(version)})\n")
         f.write(f"# cuobjdump -sass, the kernels matching {pattern!r}\n\n")
