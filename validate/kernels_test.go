@@ -166,3 +166,33 @@ func TestLoadWaitsFromHBM(t *testing.T) {
 		assert.Equal(t, c.n, n, c.file)
 	}
 }
+
+// The LL kernels compiled for one operation each (sass_ll_sm_90.txt.gz,
+// tools/capture sass with SASS_PATTERN pb_ll): one pass of each main loop
+// is one iteration (one line load, a second for a reduction's source), but
+// send's, which nvcc unrolls by 16. Their instructions per iteration rank
+// the operations as their ns a warp do (ll_ops.jsonl, ll_ops_2.jsonl) but
+// are not proportional to them (testdata README).
+func TestLLKernelsInstructionsPerIteration(t *testing.T) {
+	ks, err := sass.ParseFile("../testdata/h200x1-arsim/system/sass_ll_sm_90.txt.gz")
+	require.NoError(t, err)
+	want := map[string]struct{ instrs, loads, stores16 int }{
+		"pb_ll_fixed_recv": {37, 1, 0}, "pb_ll_fixed_rrc": {43, 2, 0}, "pb_ll_fixed_rs": {41, 1, 1},
+		"pb_ll_fixed_rrs": {45, 2, 1}, "pb_ll_fixed_rcs": {47, 1, 1}, "pb_ll_fixed_rrcs": {53, 2, 1},
+		"pb_ll_fixed_send": {148, 16, 16},
+	}
+	seen := 0
+	for _, k := range ks {
+		w, ok := want[k.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		l, err := k.MainLoop()
+		require.NoError(t, err, k.Name)
+		assert.Equal(t, w.instrs, l.Instrs, k.Name)
+		assert.Equal(t, w.loads, l.Loads, k.Name)
+		assert.Equal(t, w.stores16, l.Stores16, k.Name)
+	}
+	assert.Equal(t, len(want), seen)
+}
