@@ -30,9 +30,19 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep,
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
 		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: r.NeighbourThreads, PollSleep: r.PollSleepNs,
-		Dests: r.Dests, Bytes: r.Bytes, Phases: r.Phases, BlocksPerRank: r.BlocksPerRank,
+		Dests: r.Dests, Bytes: hostShotBytes(r), Phases: r.Phases, BlocksPerRank: r.BlocksPerRank,
 		SrcInL2: srcInL2(r), Hunks: r.Code == "nccl_hunks", SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1,
 		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes, RankOffsets: r.RankOffsets}
+}
+
+// hostShotBytes is a loop record's bytes where the format defines them (a
+// host_shot's bytes per rank); on other loops hw.PerBlock.Bytes would cap
+// what a copy or pull moves, which only the host_shot twin's parts set.
+func hostShotBytes(r trace.Record) int64 {
+	if r.Kind == trace.KindLoop && r.Loop == "host_shot" {
+		return r.Bytes
+	}
+	return 0
 }
 
 func perBlockTwin(r trace.Record) (*Twin, error) {
