@@ -63,11 +63,7 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 		one.Blocks, one.Bytes = 1, 0 // one block's chain of whole iterations
 		return PerBlockValue(m.Top, one)
 	}
-	streamOf := func(sub PerBlock) (float64, error) {
-		long := sub
-		long.Iters, long.Bytes = sub.Iters*repeats, sub.Bytes*repeats
-		return PerBlockValue(m.Top, long)
-	}
+	streamOf := func(sub PerBlock) (float64, error) { return PerBlockValue(m.Top, repeated(sub, repeats)) }
 	var data []PerBlock // the parts that move data, in order
 	if rec.Phases&1 != 0 {
 		data = append(data, stage)
@@ -147,9 +143,7 @@ func (m *Machine) hostShotDrift(stage, pull PerBlock, iters, repeats int, chain 
 	if err != nil {
 		return 0, err
 	}
-	longStage, longPull := stage, pull
-	longStage.Iters, longPull.Iters = iters*repeats, iters*repeats
-	longStage.Bytes, longPull.Bytes = stage.Bytes*int64(repeats), pull.Bytes*int64(repeats)
+	longStage, longPull := repeated(stage, repeats), repeated(pull, repeats)
 	ks, ds := copyKernel(longStage)
 	if err := both.Write(0, HostMem(0), ds, ks, "staging", func() {}); err != nil {
 		return 0, err
@@ -165,4 +159,11 @@ func (m *Machine) hostShotDrift(stage, pull PerBlock, iters, repeats int, chain 
 		return 0, err
 	}
 	return max(chain*float64(iters), nsOf(sim.Duration(both.Eng.Now()))/float64(repeats)), nil
+}
+
+// repeated is a copy or pull part run repeats launches' worth as one
+// stream: repeats times its iterations and bytes.
+func repeated(sub PerBlock, repeats int) PerBlock {
+	sub.Iters, sub.Bytes = sub.Iters*repeats, sub.Bytes*int64(repeats)
+	return sub
 }
