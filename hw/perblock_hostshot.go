@@ -74,6 +74,9 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 	chains, streams := make([]float64, len(data)), make([]float64, len(data))
 	shared := len(data) == 2
 	for i, sub := range data {
+		if !shared && rec.Phases&2 != 0 {
+			break // one part between barriers: neither chain nor stream is asked for
+		}
 		var err error
 		if chains[i], err = chainOf(sub); err != nil {
 			return 0, err
