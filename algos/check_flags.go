@@ -17,7 +17,7 @@ import (
 // landed. Every allreduce's graph being the first's shifted by the flags'
 // strides, the pairs of the first allreduce and the one into the second
 // are checked.
-func (c *checker) flagsInOrder(waited map[int]bool) error {
+func (c *checker) flagsInOrder(waited []bool) error {
 	type setterOf struct {
 		v    int64
 		node int

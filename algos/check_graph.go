@@ -51,7 +51,7 @@ type checker struct {
 	bufs         []Buf
 	srcOf, dstOf []int32
 	// waited holds the signals some wait is linked to (setter).
-	waited map[int]bool
+	waited []bool
 }
 
 // anc returns the ancestor set of node v, which touches memory.
@@ -115,7 +115,7 @@ func newChecker(s *Schedule, sh *shape, iters int) (*checker, error) {
 	}
 	c.reservePreds()
 	signals := c.signals()
-	c.waited = map[int]bool{}
+	c.waited = make([]bool, len(c.nodes))
 	for n := range c.nodes {
 		if err := c.link(n, signals); err != nil {
 			return nil, err

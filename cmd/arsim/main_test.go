@@ -47,6 +47,11 @@ func TestBadInputExitsTwoAndSaysWhat(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"explain"}, "explain: name an algorithm"},
 		{[]string{"verify", "--bogus-flag"}, "flag provided but not defined"},
+		{[]string{"sweep", "--algos", "ring,tree,ring"}, `names ring twice`},
+		{[]string{"sweep", "--parallel", "-3"}, "--parallel -3: want how many to simulate at once"},
+		{[]string{"design", "--parallel", "-1"}, "--parallel -1: want"},
+		{[]string{"validate", "--parallel", "-1", "--traces", "x"}, "--parallel -1: want"},
+		{[]string{"calibrate", "--parallel", "-1"}, "--parallel -1: want"},
 	}
 	for _, c := range cases {
 		_, _, err := runCLI(t, c.args...)

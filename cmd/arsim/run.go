@@ -122,6 +122,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		return badInputf("%s: unexpected argument %q%s: here only flags may follow, and a flag after a stray word would not be read (arsim %s --help)", fs.Name(), fs.Arg(0), more, fs.Name())
 	}
+	if f := fs.Lookup("parallel"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if n, ok := g.Get().(int); ok && n < 0 {
+				return badInputf("%s: --parallel %d: want how many to simulate at once, 1 or more (0 or unset: all cores)", fs.Name(), n)
+			}
+		}
+	}
 	return nil
 }
 

@@ -158,10 +158,15 @@ func parseAlgos(s string) ([]string, error) {
 		return algos.Names(), nil
 	}
 	names := splitList(s)
+	seen := make(map[string]bool, len(names))
 	for _, n := range names {
 		if _, err := algos.Lookup(n); err != nil {
 			return nil, badInput(err)
 		}
+		if seen[n] {
+			return nil, badInputf("--algos %q names %s twice: each algorithm runs once, in the order given", s, n)
+		}
+		seen[n] = true
 	}
 	return names, nil
 }
