@@ -10,8 +10,11 @@
 //   back-to-back: N ops with no spin, CUDA events around them / N, as nccl-tests times its eager calls (the
 //           slower of host issue and device time).
 // Ops: an empty kernel (<<<1, 32>>>), a one-rank NCCL send to and receive from itself of 8 B in one group, and a
-// one-rank ncclAllReduce of 8 B (float sum). NCCL is loaded with dlopen (the library PyTorch ships); its API is
-// declared here from nccl.h's public signatures. Records: JSON Lines v1 (docs/TRACE_FORMAT.md), kinds
+// one-rank ncclAllReduce of 8 B (float sum). Then, as nccl-tests -g G issues one call per GPU between
+// ncclGroupStart and ncclGroupEnd from one thread: G one-rank communicators of this GPU, each on a stream of its
+// own, and G allreduces of 8 B in one group (G = 1, 2, 4, 8; queued only: the host clock around the groups / the
+// calls, nccl_op allreduce_group, field group_calls G). NCCL is loaded with dlopen (the library PyTorch ships); its
+// API is declared here from nccl.h's public signatures. Records: JSON Lines v1 (docs/TRACE_FORMAT.md), kinds
 // empty_kernel and nccl_kernel, launch eager, issuer native, mode queued or back_to_back.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -170,6 +173,52 @@ int main(int argc, char** argv) {
     fflush(out);
     fprintf(stderr, "native_issue %s: queued host issue %.3f us (%.3f-%.3f), back-to-back %.3f us (%.3f-%.3f)\n",
             op.name, q.median, q.lo, q.hi, d.median, d.lo, d.hi);
+  }
+  // Grouped calls: G one-rank communicators of this GPU, a stream each, one allreduce on each between
+  // ncclGroupStart and ncclGroupEnd, as nccl-tests -g G issues an iteration from one thread.
+  const int maxG = 8;
+  std::vector<ncclComm_t> comms(maxG);
+  std::vector<cudaStream_t> streams(maxG);
+  std::vector<void*> bufs(2 * maxG);
+  for (int i = 0; i < maxG; i++) {
+    nck(initAll(&comms[i], 1, &dev), "ncclCommInitAll (group)");
+    CK(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+    CK(cudaMalloc(&bufs[2 * i], 4096));
+    CK(cudaMalloc(&bufs[2 * i + 1], 4096));
+  }
+  cudaEvent_t spun;
+  CK(cudaEventCreateWithFlags(&spun, cudaEventDisableTiming));
+  for (int G : {1, 2, 4, 8}) {
+    auto group = [&] {
+      nck(groupStart(), "ncclGroupStart");
+      for (int i = 0; i < G; i++)
+        nck(allReduce(bufs[2 * i], bufs[2 * i + 1], 2, kFloat32, kSum, comms[i], streams[i]), "ncclAllReduce");
+      nck(groupEnd(), "ncclGroupEnd");
+    };
+    const int groups = N / G;  // N calls a trial, as above
+    for (int w = 0; w < 3 * groups; w++) group();
+    CK(cudaDeviceSynchronize());
+    std::vector<double> queued;
+    for (int t = 0; t < TRIALS; t++) {
+      spin_kernel<<<1, 1, 0, s>>>(spinCycles);
+      CK(cudaEventRecord(spun, s));
+      for (int i = 0; i < G; i++) CK(cudaStreamWaitEvent(streams[i], spun, 0));
+      auto h0 = std::chrono::steady_clock::now();
+      for (int g = 0; g < groups; g++) group();
+      auto h1 = std::chrono::steady_clock::now();
+      CK(cudaDeviceSynchronize());
+      queued.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count() / (groups * G));
+    }
+    Stats q = stats(queued);
+    fprintf(out,
+            "{\"system\": \"%s\", \"kind\": \"nccl_kernel\", \"clock\": \"host\", \"launch\": \"eager\", \"issuer\": "
+            "\"native\", \"mode\": \"queued\", \"nccl_op\": \"allreduce_group\", \"group_calls\": %d, \"nccl_version\": %d, "
+            "\"bytes\": 8, \"iters\": %d, \"trials\": %d, \"prefill_us\": %.0f, \"us\": %.4f, \"us_min\": %.4f, "
+            "\"us_max\": %.4f}\n",
+            argv[3], G, version, groups * G, TRIALS, SPIN_US, q.median, q.lo, q.hi);
+    fflush(out);
+    fprintf(stderr, "native_issue allreduce_group G=%d: queued host issue %.3f us a call (%.3f-%.3f)\n", G, q.median,
+            q.lo, q.hi);
   }
   fclose(out);
   return 0;
