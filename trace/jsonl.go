@@ -313,8 +313,12 @@ type Record struct {
 	NsPerOp, OneWayNs, ProducerPauseNs float64
 
 	// NCCLOp is what an nccl_kernel record ran: "self_sendrecv",
-	// "allreduce_one_rank", "memcpy_d2d" or "empty_kernel".
-	NCCLOp string
+	// "allreduce_one_rank", "memcpy_d2d", "empty_kernel" or
+	// "allreduce_group" (GroupCalls one-rank allreduces between one
+	// ncclGroupStart and ncclGroupEnd, each on a communicator and a
+	// stream of its own, as nccl-tests -g issues an iteration).
+	NCCLOp     string
+	GroupCalls int
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.

@@ -144,7 +144,8 @@ var fieldDefs = []fieldDef{
 	{name: "ns_per_op", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.NsPerOp }},
 	{name: "one_way_ns", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
 	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
-	{name: "nccl_op", typ: jString, enum: []string{"allreduce_one_rank", "allreduce_one_rank_inplace", "empty_kernel", "memcpy_d2d", "self_sendrecv", "torch_allreduce_one_rank"}, str: func(r *Record) *string { return &r.NCCLOp }},
+	{name: "nccl_op", typ: jString, enum: []string{"allreduce_group", "allreduce_one_rank", "allreduce_one_rank_inplace", "empty_kernel", "memcpy_d2d", "self_sendrecv", "torch_allreduce_one_rank"}, str: func(r *Record) *string { return &r.NCCLOp }},
+	{name: "group_calls", typ: jInt, max: 1024, why: "NCCL calls between one ncclGroupStart and ncclGroupEnd: more than any process issues", i32: func(r *Record) *int { return &r.GroupCalls }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }
 
