@@ -419,6 +419,57 @@ class Micro:
             h.free()
 
 
+    def read_beside_write(self):
+        """SM loads of host memory beside SM stores to it, GPU 0: a reader of R blocks × 512 threads loads 32 MiB
+        of pinned host memory while a writer of W blocks × 512 threads (W = 0: none) stores 2 × 192 MiB to another
+        part of it on a second stream, so that the writer outlasts the reader; CUDA events time each. The read's
+        rate beside the writes against its rate alone (W = 0, same R) says what the writes cost the reads: the
+        reads' requests go up the same link as the writes' data."""
+        cp = self.cp
+        n, rbytes, wbytes = 256 << 20, 32 << 20, 192 << 20
+        hb = HostBuf(n)
+        sink = None
+        with cp.cuda.Device(0):
+            sink = cp.zeros(1024, dtype=cp.int32)
+            ev = [cp.cuda.Event() for _ in range(4)]
+        s, s2 = self.streams[0][2], self.streams[0][3]
+        rd, wr = self.fn(0, "sm_read16"), self.fn(0, "sm_write16")
+        for R in (1, 2, 4, 8, 16, 32, 66, 132):
+            for W in (0, 1, 8, 132):
+                def meas(R=R, W=W):
+                    def once():
+                        with cp.cuda.Device(0):
+                            if W:
+                                ev[2].record(s2)
+                                for _ in range(2):
+                                    wr((W,), (512,), (np.uint64(hb.ptr + (64 << 20)), np.int64(wbytes // 16)), stream=s2)
+                                ev[3].record(s2)
+                            ev[0].record(s)
+                            rd((R,), (512,), (np.uint64(hb.ptr), sink, np.int64(rbytes // 16)), stream=s)
+                            ev[1].record(s)
+                        s.synchronize(); s2.synchronize()
+                    once()
+                    rs, ws = [], []
+                    for _ in range(5):
+                        once()
+                        rs.append(cp.cuda.get_elapsed_time(ev[0], ev[1]) * 1e3)
+                        if W:
+                            ws.append(cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3)
+                    med, lo, hi = summarize(rs)
+                    rec = {"kind": "host_link_concurrency", "clock": "device_events", "what": "sm_read_beside_write",
+                           "gpus": 1, "bytes_per_gpu": rbytes, "blocks": R, "threads": 512, "write_blocks": W,
+                           "us": med, "us_min": lo, "us_max": hi,
+                           "gbps_per_gpu": rbytes / med / 1e3, "gbps_total": rbytes / med / 1e3,
+                           "gbps_read": rbytes / med / 1e3}
+                    if W:
+                        wmed = summarize(ws)[0]
+                        rec["write_bytes"], rec["write_us"] = 2 * wbytes, wmed
+                        rec["gbps_write"] = 2 * wbytes / wmed / 1e3
+                    self.rec_sm.emit(rec)
+                self.rec_sm.guard(f"read_beside_write {R} {W}", meas)
+        hb.free()
+
+
 def run_memcpy(out_dir, quick):
     m = Micro(out_dir, quick)
     for name in ("memcpy_sweep", "memcpy_multistream"):
