@@ -320,6 +320,11 @@ type Record struct {
 	NCCLOp     string
 	GroupCalls int
 
+	// WriteBlocks: a host_link_concurrency sm_read_beside_write record's
+	// writer (blocks × Threads storing to pinned host memory while the
+	// reader of Blocks × Threads loads BytesPerGPU from it; 0: no writer).
+	WriteBlocks int
+
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.
 	NCCLEnv map[string]string

@@ -87,7 +87,7 @@ var fieldDefs = []fieldDef{
 	{name: "one_way_us", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
 	{name: "one_way_us_min", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
 	{name: "note", typ: jString, str: func(r *Record) *string { return &r.Note }},
-	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_bidir", "sm_read", "sm_write"}, str: func(r *Record) *string { return &r.What }},
+	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_bidir", "sm_read", "sm_read_beside_write", "sm_write"}, str: func(r *Record) *string { return &r.What }},
 	{name: "gpus", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.GPUs }},
 	{name: "bytes_per_gpu", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
 	{name: "gbps_per_gpu", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
@@ -145,6 +145,7 @@ var fieldDefs = []fieldDef{
 	{name: "one_way_ns", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayNs }},
 	{name: "prefill_us", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.PrefillUs }},
 	{name: "nccl_op", typ: jString, enum: []string{"allreduce_group", "allreduce_one_rank", "allreduce_one_rank_inplace", "empty_kernel", "memcpy_d2d", "self_sendrecv", "torch_allreduce_one_rank"}, str: func(r *Record) *string { return &r.NCCLOp }},
+	{name: "write_blocks", typ: jInt, max: math.MaxInt32, why: "CUDA's largest grid, 2³¹ − 1 blocks", zeroOK: true, i32: func(r *Record) *int { return &r.WriteBlocks }},
 	{name: "group_calls", typ: jInt, max: 1024, why: "NCCL calls between one ncclGroupStart and ncclGroupEnd: more than any process issues", i32: func(r *Record) *int { return &r.GroupCalls }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }

@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"strconv"
+
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
@@ -16,6 +18,18 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 	if per == 0 {
 		per = 256 << 20
 		t.Note = "bytes_per_gpu absent: 256 MiB assumed (FORMAT.md)"
+	}
+	if r.What == "sm_read_beside_write" {
+		// the loads' rate beside the stores (the capture's writer stores
+		// 384 MiB, outlasting the reader)
+		if r.GPUs != 1 || r.Blocks <= 0 {
+			return nil, notModelled("sm_read_beside_write on %d GPUs with %d reader blocks: the capture runs one GPU and names its reader's blocks", r.GPUs, r.Blocks)
+		}
+		t.Group += " beside " + strconv.Itoa(r.WriteBlocks) + " writer blocks"
+		t.Sim = device(func(top *topology.Topology) (float64, error) {
+			return ReadBesideWriteGBps(top, r.Blocks, r.WriteBlocks, sim.Bytes(per), 384<<20)
+		})
+		return t, nil
 	}
 	t.Sim = device(func(top *topology.Topology) (float64, error) {
 		return HostLinkGBpsBlocks(top, r.What, r.GPUs, sim.Bytes(per), r.Blocks)

@@ -256,6 +256,34 @@ func HostLinkGBpsBlocks(top *topology.Topology, what string, gpus int, bytesPerG
 	return float64(gpus) * float64(bytesPerGPU) / sim.Duration(end).Seconds() / 1e9, nil
 }
 
+// ReadBesideWriteGBps is the rate, in GB/s, at which readBlocks × 512
+// threads of rank 0 load readBytes of NUMA-local pinned host memory while
+// writeBlocks × 512 threads (0: none) store writeBytes to it at once:
+// readBytes over the time the loads take.
+func ReadBesideWriteGBps(top *topology.Topology, readBlocks, writeBlocks int, readBytes, writeBytes sim.Bytes) (float64, error) {
+	if readBlocks <= 0 {
+		return 0, fmt.Errorf("validate: sm_read_beside_write needs the reader's blocks")
+	}
+	m, err := hw.New(top)
+	if err != nil {
+		return 0, err
+	}
+	host := hw.HostMem(m.LocalSocket(0))
+	var end sim.Time
+	if err := m.Read(0, host, readBytes, hw.Kernel{Blocks: readBlocks, Threads: 512}, "sm_read", func() { end = m.Eng.Now() }); err != nil {
+		return 0, err
+	}
+	if writeBlocks > 0 {
+		if err := m.Write(0, host, writeBytes, hw.Kernel{Blocks: writeBlocks, Threads: 512}, "sm_write", func() {}); err != nil {
+			return 0, err
+		}
+	}
+	if err := m.Eng.Run(); err != nil {
+		return 0, err
+	}
+	return float64(readBytes) / sim.Duration(end).Seconds() / 1e9, nil
+}
+
 // targetMem names the memory a micro measurement on rank 0 touches: "host"
 // (NUMA-local pinned memory), "peer" (rank 1) or, where allowed, "local".
 // machineAt builds top's machine and the memory target names on it

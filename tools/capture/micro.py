@@ -432,17 +432,24 @@ class Micro:
         with cp.cuda.Device(0):
             sink = cp.zeros(1024, dtype=cp.int32)
             ev = [cp.cuda.Event() for _ in range(4)]
+            local = cp.empty(wbytes, dtype=cp.uint8)
         s, s2 = self.streams[0][2], self.streams[0][3]
         rd, wr = self.fn(0, "sm_read16"), self.fn(0, "sm_write16")
-        for R in (1, 2, 4, 8, 16, 32, 66, 132):
-            for W in (0, 1, 8, 132):
-                def meas(R=R, W=W):
+        # READ_BESIDE_WRITE_VARIANTS: "" (the writer stores 512-thread blocks to host memory), "local" (to the
+        # GPU's own memory instead: no PCIe), "t32" (to host memory from 32-thread blocks)
+        variants = [v for v in os.environ.get("READ_BESIDE_WRITE_VARIANTS", "").split(",") if v] or [""]
+        for variant in variants:
+          wthreads = 32 if variant == "t32" else 512
+          wdst = np.uint64(local.data.ptr) if variant == "local" else np.uint64(hb.ptr + (64 << 20))
+          for R in (1, 2, 4, 8, 16, 32, 66, 132):
+            for W in ((1, 8, 132) if variant else (0, 1, 8, 132)):
+                def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst):
                     def once():
                         with cp.cuda.Device(0):
                             if W:
                                 ev[2].record(s2)
                                 for _ in range(2):
-                                    wr((W,), (512,), (np.uint64(hb.ptr + (64 << 20)), np.int64(wbytes // 16)), stream=s2)
+                                    wr((W,), (wthreads,), (wdst, np.int64(wbytes // 16)), stream=s2)
                                 ev[3].record(s2)
                             ev[0].record(s)
                             rd((R,), (512,), (np.uint64(hb.ptr), sink, np.int64(rbytes // 16)), stream=s)
@@ -458,6 +465,7 @@ class Micro:
                     med, lo, hi = summarize(rs)
                     rec = {"kind": "host_link_concurrency", "clock": "device_events", "what": "sm_read_beside_write",
                            "gpus": 1, "bytes_per_gpu": rbytes, "blocks": R, "threads": 512, "write_blocks": W,
+                           "write_threads": wthreads, "write_target": "local" if variant == "local" else "host",
                            "us": med, "us_min": lo, "us_max": hi,
                            "gbps_per_gpu": rbytes / med / 1e3, "gbps_total": rbytes / med / 1e3,
                            "gbps_read": rbytes / med / 1e3}
@@ -466,7 +474,8 @@ class Micro:
                         rec["write_bytes"], rec["write_us"] = 2 * wbytes, wmed
                         rec["gbps_write"] = 2 * wbytes / wmed / 1e3
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_beside_write {R} {W}", meas)
+                self.rec_sm.guard(f"read_beside_write {variant} {R} {W}", meas)
+        del local
         hb.free()
 
 
