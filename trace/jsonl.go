@@ -320,10 +320,13 @@ type Record struct {
 	NCCLOp     string
 	GroupCalls int
 
-	// WriteBlocks: a host_link_concurrency sm_read_beside_write record's
-	// writer (blocks × Threads storing to pinned host memory while the
-	// reader of Blocks × Threads loads BytesPerGPU from it; 0: no writer).
-	WriteBlocks int
+	// WriteBlocks, WriteThreads, WriteTarget: a host_link_concurrency
+	// sm_read_beside_write record's writer, WriteBlocks × WriteThreads
+	// (0: 512) storing to WriteTarget ("host", the default: the pinned
+	// host memory the reader of Blocks × Threads loads BytesPerGPU from;
+	// "local": the GPU's own memory) at once; WriteBlocks 0: no writer.
+	WriteBlocks, WriteThreads int
+	WriteTarget               string
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.

@@ -321,8 +321,8 @@ var Fits = append([]Fit{
 			return r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host"
 		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
-		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" },
-		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl"},
+		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
+		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_beside_write.jsonl", "h200x1-arsim/read_beside_write_2.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
@@ -504,6 +504,13 @@ func dimensionsOf(r trace.Record) []string {
 	case trace.KindNCCLKernel:
 		return append(d, "nccl_kernel "+r.NCCLOp)
 	case trace.KindHostLinkConcurrency:
+		if r.What == "sm_read_beside_write" {
+			w := fmt.Sprintf("%d blocks", r.WriteBlocks)
+			if r.WriteTarget == "local" {
+				w += " to local memory"
+			}
+			return append(d, "host link: SM loads beside SM stores of "+w)
+		}
 		return append(d, fmt.Sprintf("host link %s, blocks each way: fewer than 132", r.What))
 	case trace.KindLoop:
 		switch r.Loop {

@@ -3,6 +3,7 @@ package validate
 import (
 	"strconv"
 
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
@@ -25,9 +26,20 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		if r.GPUs != 1 || r.Blocks <= 0 {
 			return nil, notModelled("sm_read_beside_write on %d GPUs with %d reader blocks: the capture runs one GPU and names its reader's blocks", r.GPUs, r.Blocks)
 		}
+		writer := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
+		if r.WriteThreads > 0 {
+			writer.Threads = r.WriteThreads
+		}
+		toLocal := r.WriteTarget == "local"
 		t.Group += " beside " + strconv.Itoa(r.WriteBlocks) + " writer blocks"
+		if r.WriteBlocks > 0 {
+			t.Group += " × " + strconv.Itoa(writer.Threads)
+			if toLocal {
+				t.Group += " to local memory"
+			}
+		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
-			return ReadBesideWriteGBps(top, r.Blocks, r.WriteBlocks, sim.Bytes(per), 384<<20)
+			return ReadBesideWriteGBps(top, r.Blocks, writer, toLocal, sim.Bytes(per), 384<<20)
 		})
 		return t, nil
 	}

@@ -258,9 +258,9 @@ func HostLinkGBpsBlocks(top *topology.Topology, what string, gpus int, bytesPerG
 
 // ReadBesideWriteGBps is the rate, in GB/s, at which readBlocks × 512
 // threads of rank 0 load readBytes of NUMA-local pinned host memory while
-// writeBlocks × 512 threads (0: none) store writeBytes to it at once:
-// readBytes over the time the loads take.
-func ReadBesideWriteGBps(top *topology.Topology, readBlocks, writeBlocks int, readBytes, writeBytes sim.Bytes) (float64, error) {
+// writer (0 blocks: none) stores writeBytes at once to that memory, or to
+// the GPU's own with toLocal: readBytes over the time the loads take.
+func ReadBesideWriteGBps(top *topology.Topology, readBlocks int, writer hw.Kernel, toLocal bool, readBytes, writeBytes sim.Bytes) (float64, error) {
 	if readBlocks <= 0 {
 		return 0, fmt.Errorf("validate: sm_read_beside_write needs the reader's blocks")
 	}
@@ -273,8 +273,12 @@ func ReadBesideWriteGBps(top *topology.Topology, readBlocks, writeBlocks int, re
 	if err := m.Read(0, host, readBytes, hw.Kernel{Blocks: readBlocks, Threads: 512}, "sm_read", func() { end = m.Eng.Now() }); err != nil {
 		return 0, err
 	}
-	if writeBlocks > 0 {
-		if err := m.Write(0, host, writeBytes, hw.Kernel{Blocks: writeBlocks, Threads: 512}, "sm_write", func() {}); err != nil {
+	if writer.Blocks > 0 {
+		dst := host
+		if toLocal {
+			dst = hw.GPUMem(0)
+		}
+		if err := m.Write(0, dst, writeBytes, writer, "sm_write", func() {}); err != nil {
 			return 0, err
 		}
 	}

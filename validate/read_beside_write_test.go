@@ -1,0 +1,62 @@
+package validate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/trace"
+)
+
+// What testdata/h200x1-arsim/read_beside_write*.jsonl show, held against
+// the files: SM loads of pinned host memory beside SM stores to it are
+// slower than alone at every reader size; beside 132 writer blocks they
+// move under a third of their rate alone up to 16 reader blocks, and
+// 132 writer blocks cost them at least twice what one block does from 2
+// to 16 reader blocks, whatever the writer's threads, though one block
+// stores about as fast; stores to the GPU's own memory cost them nothing.
+// The model gives the loads beside the stores their rate alone or half
+// of pcie.sm_host_bandwidth: it misses this (docs/VALIDATION.md).
+func TestReadsOfHostMemoryBesideStores(t *testing.T) {
+	type key struct {
+		r, w, threads int
+		local         bool
+	}
+	rate := map[key]float64{}
+	for _, f := range []string{"read_beside_write.jsonl", "read_beside_write_2.jsonl"} {
+		recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/"+f, trace.ReadOptions{})
+		require.NoError(t, err, f)
+		require.Empty(t, bad, f)
+		for _, r := range recs {
+			if r.Kind != trace.KindHostLinkConcurrency || r.What != "sm_read_beside_write" {
+				continue
+			}
+			th := r.WriteThreads
+			switch {
+			case r.WriteBlocks == 0:
+				th = 0
+			case th == 0:
+				th = 512 // the first run's writer, before the field
+			}
+			rate[key{r.Blocks, r.WriteBlocks, th, r.WriteTarget == "local"}] = r.GbpsTotal
+		}
+	}
+	require.Len(t, rate, 8*4+8*3*2)
+	for _, r := range []int{1, 2, 4, 8, 16, 32, 66, 132} {
+		alone := rate[key{r, 0, 0, false}]
+		require.Positive(t, alone, r)
+		for _, w := range []int{1, 8, 132} {
+			assert.Less(t, rate[key{r, w, 512, false}], 0.95*alone, "%d reader blocks beside %d writers", r, w)
+			assert.InEpsilon(t, alone, rate[key{r, w, 512, true}], 0.10, "%d reader blocks beside %d writers to local memory", r, w)
+		}
+		if r <= 16 {
+			assert.Less(t, rate[key{r, 132, 512, false}], alone/3, "%d reader blocks beside 132 writers", r)
+		}
+		if r >= 2 && r <= 16 {
+			for _, th := range []int{512, 32} {
+				assert.Greater(t, rate[key{r, 1, th, false}], 2*rate[key{r, 132, th, false}], "%d reader blocks: one writer of %d threads against 132", r, th)
+			}
+		}
+	}
+}
