@@ -325,8 +325,10 @@ type Record struct {
 	// (0: 512) storing to WriteTarget ("host", the default: the pinned
 	// host memory the reader of Blocks × Threads loads BytesPerGPU from;
 	// "local": the GPU's own memory) at once; WriteBlocks 0: no writer.
-	WriteBlocks, WriteThreads int
-	WriteTarget               string
+	// WritePauseNs: each writer thread pauses this long after each 16-B
+	// store (0: none).
+	WriteBlocks, WriteThreads, WritePauseNs int
+	WriteTarget                             string
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.

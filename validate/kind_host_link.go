@@ -30,6 +30,10 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		if r.WriteThreads > 0 {
 			writer.Threads = r.WriteThreads
 		}
+		if r.WritePauseNs > 0 {
+			// each thread's 16-B store, then its pause
+			writer.RateCap = sim.Rate(float64(writer.Blocks*writer.Threads*16) / (float64(r.WritePauseNs) * 1e-9))
+		}
 		toLocal := r.WriteTarget == "local"
 		t.Group += " beside " + strconv.Itoa(r.WriteBlocks) + " writer blocks"
 		if r.WriteBlocks > 0 {

@@ -26,6 +26,19 @@ extern "C" __global__ void sm_write16(int4* dst, long long n16) {
   for (long long k = i; k < n16; k += stride) dst[k] = make_int4((int)k, 7, (int)(k >> 7), 11);
 }
 
+// sm_write16 with a pause of pause_cycles (clock64) after each of a thread's stores: writers that do not fill the
+// host link (read_beside_write's paced variant)
+extern "C" __global__ void sm_write16_paced(int4* dst, long long n16, long long pause_cycles) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long k = i; k < n16; k += stride) {
+    dst[k] = make_int4((int)k, 7, (int)(k >> 7), 11);
+    long long t0 = clock64();
+    while (clock64() - t0 < pause_cycles) {
+    }
+  }
+}
+
 extern "C" __global__ void empty_kernel() {}
 
 // ---- dependent-load latency -----------------------------------------------------------

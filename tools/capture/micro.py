@@ -436,20 +436,31 @@ class Micro:
         s, s2 = self.streams[0][2], self.streams[0][3]
         rd, wr = self.fn(0, "sm_read16"), self.fn(0, "sm_write16")
         # READ_BESIDE_WRITE_VARIANTS: "" (the writer stores 512-thread blocks to host memory), "local" (to the
-        # GPU's own memory instead: no PCIe), "t32" (to host memory from 32-thread blocks)
+        # GPU's own memory instead: no PCIe), "t32" (to host memory from 32-thread blocks), "wsweep" (W = 2, 4,
+        # 16, 32, 66 at R = 1, 4, 16, 132), "paced" (each writer thread pauses after each store so that the
+        # writer stores about PACE_GBPS together, default 10; W = 8, 132; 2 × 24 MiB, still outlasting the loads)
         variants = [v for v in os.environ.get("READ_BESIDE_WRITE_VARIANTS", "").split(",") if v] or [""]
+        pace_gbps = float(os.environ.get("PACE_GBPS", "10"))
+        wrp = self.fn(0, "sm_write16_paced")
         for variant in variants:
           wthreads = 32 if variant == "t32" else 512
           wdst = np.uint64(local.data.ptr) if variant == "local" else np.uint64(hb.ptr + (64 << 20))
-          for R in (1, 2, 4, 8, 16, 32, 66, 132):
-            for W in ((1, 8, 132) if variant else (0, 1, 8, 132)):
+          rs_list = (1, 4, 16, 132) if variant in ("wsweep", "paced") else (1, 2, 4, 8, 16, 32, 66, 132)
+          ws_list = {"": (0, 1, 8, 132), "wsweep": (2, 4, 16, 32, 66), "paced": (8, 132)}.get(variant, (1, 8, 132))
+          for R in rs_list:
+            for W in ws_list:
                 def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst):
+                    wb = (24 << 20) if variant == "paced" else wbytes
+                    pace_ns = int(W * wthreads * 16 / pace_gbps)  # one 16-B store a thread per pause
                     def once():
                         with cp.cuda.Device(0):
                             if W:
                                 ev[2].record(s2)
                                 for _ in range(2):
-                                    wr((W,), (wthreads,), (wdst, np.int64(wbytes // 16)), stream=s2)
+                                    if variant == "paced":
+                                        wrp((W,), (wthreads,), (wdst, np.int64(wb // 16), np.int64(pace_ns * 198 // 100)), stream=s2)
+                                    else:
+                                        wr((W,), (wthreads,), (wdst, np.int64(wb // 16)), stream=s2)
                                 ev[3].record(s2)
                             ev[0].record(s)
                             rd((R,), (512,), (np.uint64(hb.ptr), sink, np.int64(rbytes // 16)), stream=s)
@@ -471,8 +482,10 @@ class Micro:
                            "gbps_read": rbytes / med / 1e3}
                     if W:
                         wmed = summarize(ws)[0]
-                        rec["write_bytes"], rec["write_us"] = 2 * wbytes, wmed
-                        rec["gbps_write"] = 2 * wbytes / wmed / 1e3
+                        rec["write_bytes"], rec["write_us"] = 2 * wb, wmed
+                        rec["gbps_write"] = 2 * wb / wmed / 1e3
+                        if variant == "paced":
+                            rec["write_pause_ns"] = pace_ns
                     self.rec_sm.emit(rec)
                 self.rec_sm.guard(f"read_beside_write {variant} {R} {W}", meas)
         del local
