@@ -41,6 +41,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			if toLocal {
 				t.Group += " to local memory"
 			}
+			if r.WritePauseNs > 0 {
+				t.Group += ", paced"
+			}
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
 			return ReadBesideWriteGBps(top, r.Blocks, writer, toLocal, sim.Bytes(per), 384<<20)
