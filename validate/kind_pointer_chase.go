@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
@@ -20,8 +21,19 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		return nil, &SkipError{Why: ErrNotModelled, Reason: why + ": many loads of one block at once and pages no launch touched are not modelled",
 			Cause: fmt.Errorf("%s: %w", why, ErrNotModelled)}
 	}
-	return &Twin{
+	t := &Twin{
 		Group: "pointer_chase " + r.Target,
 		Sim:   device(func(top *topology.Topology) (float64, error) { return PointerChaseNs(top, r.Target) }),
-	}, nil
+	}
+	if r.WriteBlocks > 0 {
+		// tools/capture's chase_beside_write: the chase beside blocks
+		// storing to host memory, whose stores no round trip of the
+		// model waits behind
+		t.Group += " beside " + strconv.Itoa(r.WriteBlocks) + " writer blocks"
+		if r.WritePauseNs > 0 {
+			t.Group += ", paced"
+		}
+		t.Note = "the model's round trip does not grow with stores beside it"
+	}
+	return t, nil
 }

@@ -492,6 +492,60 @@ class Micro:
         hb.free()
 
 
+    def chase_beside_write(self):
+        """A dependent load's round trip to pinned host memory (pointer chase, 300 steps a 4,160 B stride, one
+        thread) while W = 0, 1, 2, 8 or 132 blocks × 512 threads store to another part of it, or 132 blocks paced
+        to about 10 GB/s together (as read_beside_write's writers): what the stores add to a load's round trip."""
+        cp = self.cp
+        n, wbytes, steps = 256 << 20, 192 << 20, 300
+        hb = HostBuf(n)
+        stride = (4096 + 64) // 8
+        arr = hb.array(np.int64, count=(32 << 20) // 8)
+        nsteps = ((32 << 20) // 8) // stride
+        with cp.cuda.Device(0):
+            order = cp.arange(nsteps, dtype=cp.int64) * stride
+            arr[order] = cp.roll(order, -1)
+            cp.cuda.Device(0).synchronize()
+            out = cp.zeros(1, dtype=cp.int64)
+            res = cp.zeros(2, dtype=cp.int64)
+        s, s2 = self.streams[0][2], self.streams[0][3]
+        chase, wr, wrp = self.fn(0, "chase"), self.fn(0, "sm_write16"), self.fn(0, "sm_write16_paced")
+        wdst = np.uint64(hb.ptr + (64 << 20))
+        for W, paced in ((0, False), (1, False), (2, False), (8, False), (132, False), (132, True)):
+            def meas(W=W, paced=paced):
+                pace_ns = int(W * 512 * 16 / 10.0)
+                wb = (24 << 20) if paced else wbytes
+                def once():
+                    with cp.cuda.Device(0):
+                        if W:
+                            for _ in range(2):
+                                if paced:
+                                    wrp((W,), (512,), (wdst, np.int64(wb // 16), np.int64(pace_ns * 198 // 100)), stream=s2)
+                                else:
+                                    wr((W,), (512,), (wdst, np.int64(wb // 16)), stream=s2)
+                        chase((1,), (1,), (arr, np.int32(steps), out, res), stream=s)
+                    s.synchronize(); s2.synchronize()
+                    r = res.get()
+                    return r[0] / steps, r[1] / steps
+                once()
+                cyc, gns = [], []
+                for _ in range(5):
+                    c, g = once()
+                    cyc.append(c); gns.append(g)
+                c = statistics.median(cyc)
+                rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host",
+                       "ns_per_step": c / (self.clock_khz / 1e6), "cycles_per_step": c, "clock_khz": self.clock_khz,
+                       "ns_per_step_globaltimer": statistics.median(gns), "steps": steps, "stride_bytes": stride * 8,
+                       "write_blocks": W}
+                if W:
+                    rec["write_threads"], rec["write_target"] = 512, "host"
+                if paced:
+                    rec["write_pause_ns"] = pace_ns
+                self.rec_sm.emit(rec)
+            self.rec_sm.guard(f"chase_beside_write {W} {paced}", meas)
+        hb.free()
+
+
 def run_memcpy(out_dir, quick):
     m = Micro(out_dir, quick)
     for name in ("memcpy_sweep", "memcpy_multistream"):
