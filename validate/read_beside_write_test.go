@@ -16,6 +16,9 @@ import (
 // 132 writer blocks cost them at least twice what one block does from 2
 // to 16 reader blocks, whatever the writer's threads, though one block
 // stores about as fast; stores to the GPU's own memory cost them nothing.
+// On a fourth (read_beside_write_4.jsonl) a dependent load's round trip
+// to host memory grows more than eightfold beside two or more storing
+// blocks, and by less than half beside one or beside paced stores.
 // On a third instance (read_beside_write_3.jsonl) a few loading blocks
 // get the same few GB/s beside 2 to 66 storing blocks, and writers paced
 // to about 10 GB/s leave the loads most of their rate alone: what costs
@@ -69,6 +72,27 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 8, paced)
+
+	chase := map[[2]int]float64{} // writer blocks, writer pause (ns)
+	recs, bad, err = trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_4.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	for _, r := range recs {
+		if r.Kind == trace.KindPointerChase {
+			chase[[2]int{r.WriteBlocks, r.WritePauseNs}] = r.NsPerStep
+		}
+	}
+	require.Len(t, chase, 6)
+	alone := chase[[2]int{0, 0}]
+	require.Positive(t, alone)
+	for k, v := range chase {
+		switch {
+		case k[0] >= 2 && k[1] == 0:
+			assert.Greater(t, v, 8*alone, "a round trip beside %d storing blocks", k[0])
+		case k[0] > 0:
+			assert.Less(t, v, 1.5*alone, "a round trip beside %d storing blocks (pause %d ns)", k[0], k[1])
+		}
+	}
 	for _, r := range []int{1, 2, 4, 8, 16, 32, 66, 132} {
 		alone := rate[key{r, 0, 0, false}]
 		require.Positive(t, alone, r)

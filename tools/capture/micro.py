@@ -435,11 +435,13 @@ class Micro:
             local = cp.empty(wbytes, dtype=cp.uint8)
         s, s2 = self.streams[0][2], self.streams[0][3]
         rd, wr = self.fn(0, "sm_read16"), self.fn(0, "sm_write16")
-        # READ_BESIDE_WRITE_VARIANTS: "" (the writer stores 512-thread blocks to host memory), "local" (to the
+        # READ_BESIDE_WRITE_VARIANTS, comma-separated: "base" (the default: the writer stores 512-thread blocks to
+        # host memory, W = 0, 1, 8, 132), "local" (to the
         # GPU's own memory instead: no PCIe), "t32" (to host memory from 32-thread blocks), "wsweep" (W = 2, 4,
         # 16, 32, 66 at R = 1, 4, 16, 132), "paced" (each writer thread pauses after each store so that the
         # writer stores about PACE_GBPS together, default 10; W = 8, 132; 2 × 24 MiB, still outlasting the loads)
-        variants = [v for v in os.environ.get("READ_BESIDE_WRITE_VARIANTS", "").split(",") if v] or [""]
+        variants = [v for v in os.environ.get("READ_BESIDE_WRITE_VARIANTS", "").split(",") if v] or ["base"]
+        variants = ["" if v == "base" else v for v in variants]
         pace_gbps = float(os.environ.get("PACE_GBPS", "10"))
         wrp = self.fn(0, "sm_write16_paced")
         for variant in variants:
