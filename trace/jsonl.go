@@ -326,9 +326,11 @@ type Record struct {
 	// host memory the reader of Blocks × Threads loads BytesPerGPU from;
 	// "local": the GPU's own memory) at once; WriteBlocks 0: no writer.
 	// WritePauseNs: each writer thread pauses this long after each 16-B
-	// store (0: none).
+	// store (0: none). WriteMode: "" plain stores, "volatile"
+	// (st.volatile), "volatile_fence4" (and a system fence after every
+	// four of a thread's).
 	WriteBlocks, WriteThreads, WritePauseNs int
-	WriteTarget                             string
+	WriteTarget, WriteMode                  string
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.

@@ -512,6 +512,9 @@ func dimensionsOf(r trace.Record) []string {
 			if r.WritePauseNs > 0 {
 				w += ", paced"
 			}
+			if r.WriteMode != "" {
+				w += ", " + r.WriteMode
+			}
 			return append(d, "host link: SM loads beside SM stores of "+w)
 		}
 		return append(d, fmt.Sprintf("host link %s, blocks each way: fewer than 132", r.What))

@@ -44,6 +44,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			if r.WritePauseNs > 0 {
 				t.Group += ", paced"
 			}
+			if r.WriteMode != "" {
+				t.Group += ", " + r.WriteMode
+			}
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
 			return ReadBesideWriteGBps(top, r.Blocks, writer, toLocal, sim.Bytes(per), 384<<20)

@@ -39,6 +39,23 @@ extern "C" __global__ void sm_write16_paced(int4* dst, long long n16, long long 
   }
 }
 
+// sm_write16 with volatile stores (st.volatile, as the capture's one-shot stages its data), and with fence > 0 a
+// __threadfence_system() after every `fence` of a thread's stores (read_beside_write's vol and fenced variants)
+extern "C" __global__ void sm_write16_vol(int4* dst, long long n16, int fence) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long stride = (long long)gridDim.x * blockDim.x;
+  int n = 0;
+  for (long long k = i; k < n16; k += stride) {
+    int4 v = make_int4((int)k, 7, (int)(k >> 7), 11);
+    asm volatile("st.volatile.global.v4.s32 [%0], {%1, %2, %3, %4};" ::"l"(dst + k), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+    if (fence > 0 && ++n == fence) {
+      __threadfence_system();
+      n = 0;
+    }
+  }
+}
+
 extern "C" __global__ void empty_kernel() {}
 
 // ---- dependent-load latency -----------------------------------------------------------

@@ -439,16 +439,19 @@ class Micro:
         # host memory, W = 0, 1, 8, 132), "local" (to the
         # GPU's own memory instead: no PCIe), "t32" (to host memory from 32-thread blocks), "wsweep" (W = 2, 4,
         # 16, 32, 66 at R = 1, 4, 16, 132), "paced" (each writer thread pauses after each store so that the
-        # writer stores about PACE_GBPS together, default 10; W = 8, 132; 2 × 24 MiB, still outlasting the loads)
+        # writer stores about PACE_GBPS together, default 10; W = 8, 132; 2 × 24 MiB, still outlasting the loads),
+        # "vol" (volatile stores, as the one-shot stages its data; W = 8, 132), "fenced" (volatile stores and a
+        # system fence after every 4 of a thread's, W = 8, 132; field write_mode)
         variants = [v for v in os.environ.get("READ_BESIDE_WRITE_VARIANTS", "").split(",") if v] or ["base"]
         variants = ["" if v == "base" else v for v in variants]
         pace_gbps = float(os.environ.get("PACE_GBPS", "10"))
-        wrp = self.fn(0, "sm_write16_paced")
+        wrp, wrv = self.fn(0, "sm_write16_paced"), self.fn(0, "sm_write16_vol")
         for variant in variants:
           wthreads = 32 if variant == "t32" else 512
           wdst = np.uint64(local.data.ptr) if variant == "local" else np.uint64(hb.ptr + (64 << 20))
-          rs_list = (1, 4, 16, 132) if variant in ("wsweep", "paced") else (1, 2, 4, 8, 16, 32, 66, 132)
-          ws_list = {"": (0, 1, 8, 132), "wsweep": (2, 4, 16, 32, 66), "paced": (8, 132)}.get(variant, (1, 8, 132))
+          rs_list = (1, 4, 16, 132) if variant in ("wsweep", "paced", "vol", "fenced") else (1, 2, 4, 8, 16, 32, 66, 132)
+          ws_list = {"": (0, 1, 8, 132), "wsweep": (2, 4, 16, 32, 66), "paced": (8, 132), "vol": (8, 132),
+                     "fenced": (8, 132)}.get(variant, (1, 8, 132))
           for R in rs_list:
             for W in ws_list:
                 def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst):
@@ -461,6 +464,8 @@ class Micro:
                                 for _ in range(2):
                                     if variant == "paced":
                                         wrp((W,), (wthreads,), (wdst, np.int64(wb // 16), np.int64(pace_ns * 198 // 100)), stream=s2)
+                                    elif variant in ("vol", "fenced"):
+                                        wrv((W,), (wthreads,), (wdst, np.int64(wb // 16), np.int32(4 if variant == "fenced" else 0)), stream=s2)
                                     else:
                                         wr((W,), (wthreads,), (wdst, np.int64(wb // 16)), stream=s2)
                                 ev[3].record(s2)
@@ -488,6 +493,8 @@ class Micro:
                         rec["gbps_write"] = 2 * wb / wmed / 1e3
                         if variant == "paced":
                             rec["write_pause_ns"] = pace_ns
+                        if variant in ("vol", "fenced"):
+                            rec["write_mode"] = "volatile_fence4" if variant == "fenced" else "volatile"
                     self.rec_sm.emit(rec)
                 self.rec_sm.guard(f"read_beside_write {variant} {R} {W}", meas)
         del local
