@@ -16,6 +16,10 @@ import (
 // 132 writer blocks cost them at least twice what one block does from 2
 // to 16 reader blocks, whatever the writer's threads, though one block
 // stores about as fast; stores to the GPU's own memory cost them nothing.
+// On a fifth (read_beside_write_5.jsonl) volatile stores cost the loads
+// what plain ones do, and a system fence after every four of a thread's
+// stores leaves the loads half their rate or more beside 8 writer blocks
+// from 4 reader blocks, not beside 132.
 // On a fourth (read_beside_write_4.jsonl) a dependent load's round trip
 // to host memory grows more than eightfold beside two or more storing
 // blocks, and by less than half beside one or beside paced stores.
@@ -72,6 +76,30 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 8, paced)
+
+	type modeKey struct {
+		mode string
+		r, w int
+	}
+	fifth := map[modeKey]float64{}
+	recs, bad, err = trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_5.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	for _, r := range recs {
+		fifth[modeKey{r.WriteMode, r.Blocks, r.WriteBlocks}] = r.GbpsTotal
+	}
+	for _, r := range []int{1, 4, 16, 132} {
+		for _, w := range []int{8, 132} {
+			assert.InEpsilon(t, fifth[modeKey{"", r, w}], fifth[modeKey{"volatile", r, w}], 0.25, "%d readers beside %d volatile writers", r, w)
+		}
+		if r >= 4 {
+			alone := fifth[modeKey{"", r, 0}]
+			assert.Greater(t, fifth[modeKey{"volatile_fence4", r, 8}], alone/2, "%d readers beside 8 fenced writers", r)
+			if r <= 16 {
+				assert.Less(t, fifth[modeKey{"volatile_fence4", r, 132}], alone/4, "%d readers beside 132 fenced writers", r)
+			}
+		}
+	}
 
 	chase := map[[2]int]float64{} // writer blocks, writer pause (ns)
 	recs, bad, err = trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_4.jsonl", trace.ReadOptions{})
