@@ -331,6 +331,9 @@ type Record struct {
 	// four of a thread's).
 	WriteBlocks, WriteThreads, WritePauseNs int
 	WriteTarget, WriteMode                  string
+	// ReadBlocks: a pointer_chase beside a writer ran beside a reader of
+	// this many blocks × 512 threads loading host memory as well.
+	ReadBlocks int
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.

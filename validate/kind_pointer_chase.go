@@ -33,6 +33,9 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		if r.WritePauseNs > 0 {
 			t.Group += ", paced"
 		}
+		if r.ReadBlocks > 0 {
+			t.Group += " and " + strconv.Itoa(r.ReadBlocks) + " reader blocks"
+		}
 		t.Note = "the model's round trip does not grow with stores beside it"
 	}
 	return t, nil

@@ -517,11 +517,21 @@ class Micro:
             cp.cuda.Device(0).synchronize()
             out = cp.zeros(1, dtype=cp.int64)
             res = cp.zeros(2, dtype=cp.int64)
-        s, s2 = self.streams[0][2], self.streams[0][3]
+        s, s2, s3 = self.streams[0][2], self.streams[0][3], self.streams[0][1]
         chase, wr, wrp = self.fn(0, "chase"), self.fn(0, "sm_write16"), self.fn(0, "sm_write16_paced")
+        rd = self.fn(0, "sm_read16")
+        with cp.cuda.Device(0):
+            sink = cp.zeros(1024, dtype=cp.int32)
         wdst = np.uint64(hb.ptr + (64 << 20))
-        for W, paced in ((0, False), (1, False), (2, False), (8, False), (132, False), (132, True)):
-            def meas(W=W, paced=paced):
+        rsrc, rbytes = np.uint64(hb.ptr + (32 << 20)), 16 << 20
+        # CHASE_READERS: also run readers of R blocks × 512 threads loading host memory (16 MiB at a time, again
+        # while the chase runs) beside the chase and 132 plain writers, R in the list (field read_blocks)
+        readers = [int(v) for v in os.environ.get("CHASE_READERS", "").split(",") if v]
+        configs = [(0, False, 0), (1, False, 0), (2, False, 0), (8, False, 0), (132, False, 0), (132, True, 0)]
+        if readers:
+            configs = [(132, False, R) for R in readers]
+        for W, paced, R in configs:
+            def meas(W=W, paced=paced, R=R):
                 pace_ns = int(W * 512 * 16 / 10.0)
                 wb = (24 << 20) if paced else wbytes
                 def once():
@@ -532,8 +542,11 @@ class Micro:
                                     wrp((W,), (512,), (wdst, np.int64(wb // 16), np.int64(pace_ns * 198 // 100)), stream=s2)
                                 else:
                                     wr((W,), (512,), (wdst, np.int64(wb // 16)), stream=s2)
+                        if R:
+                            for _ in range(8):
+                                rd((R,), (512,), (rsrc, sink, np.int64(rbytes // 16)), stream=s3)
                         chase((1,), (1,), (arr, np.int32(steps), out, res), stream=s)
-                    s.synchronize(); s2.synchronize()
+                    s.synchronize(); s2.synchronize(); s3.synchronize()
                     r = res.get()
                     return r[0] / steps, r[1] / steps
                 once()
@@ -550,8 +563,10 @@ class Micro:
                     rec["write_threads"], rec["write_target"] = 512, "host"
                 if paced:
                     rec["write_pause_ns"] = pace_ns
+                if R:
+                    rec["read_blocks"] = R
                 self.rec_sm.emit(rec)
-            self.rec_sm.guard(f"chase_beside_write {W} {paced}", meas)
+            self.rec_sm.guard(f"chase_beside_write {W} {paced} {R}", meas)
         hb.free()
 
 
