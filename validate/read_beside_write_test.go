@@ -16,6 +16,9 @@ import (
 // 132 writer blocks cost them at least twice what one block does from 2
 // to 16 reader blocks, whatever the writer's threads, though one block
 // stores about as fast; stores to the GPU's own memory cost them nothing.
+// On a sixth (read_beside_write_6.jsonl) the round trip beside 132
+// storing blocks is the same with 4 or 16 blocks loading at once and
+// longer with 132, not shorter.
 // On a fifth (read_beside_write_5.jsonl) volatile stores cost the loads
 // what plain ones do, and a system fence after every four of a thread's
 // stores leaves the loads half their rate or more beside 8 writer blocks
@@ -111,6 +114,20 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 		}
 	}
 	require.Len(t, chase, 6)
+
+	// read_beside_write_6.jsonl: beside 132 writers, the round trip with
+	// R reader blocks loading at once
+	withReaders := map[int]float64{}
+	recs, bad, err = trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_6.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	for _, r := range recs {
+		withReaders[r.ReadBlocks] = r.NsPerStep
+	}
+	require.Len(t, withReaders, 4)
+	assert.InEpsilon(t, withReaders[0], withReaders[4], 0.10, "the round trip with 4 loading blocks")
+	assert.InEpsilon(t, withReaders[0], withReaders[16], 0.10, "the round trip with 16 loading blocks")
+	assert.Greater(t, withReaders[132], withReaders[0], "the round trip with 132 loading blocks")
 	alone := chase[[2]int{0, 0}]
 	require.Positive(t, alone)
 	for k, v := range chase {
