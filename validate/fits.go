@@ -505,17 +505,7 @@ func dimensionsOf(r trace.Record) []string {
 		return append(d, "nccl_kernel "+r.NCCLOp)
 	case trace.KindHostLinkConcurrency:
 		if r.What == "sm_read_beside_write" {
-			w := fmt.Sprintf("%d blocks", r.WriteBlocks)
-			if r.WriteTarget == "local" {
-				w += " to local memory"
-			}
-			if r.WritePauseNs > 0 {
-				w += ", paced"
-			}
-			if r.WriteMode != "" {
-				w += ", " + r.WriteMode
-			}
-			return append(d, "host link: SM loads beside SM stores of "+w)
+			return append(d, "host link: SM loads beside SM stores of "+writerDesc(r, false))
 		}
 		return append(d, fmt.Sprintf("host link %s, blocks each way: fewer than 132", r.What))
 	case trace.KindLoop:

@@ -35,19 +35,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			writer.RateCap = sim.Rate(float64(writer.Blocks*writer.Threads*16) / (float64(r.WritePauseNs) * 1e-9))
 		}
 		toLocal := r.WriteTarget == "local"
-		t.Group += " beside " + strconv.Itoa(r.WriteBlocks) + " writer blocks"
-		if r.WriteBlocks > 0 {
-			t.Group += " × " + strconv.Itoa(writer.Threads)
-			if toLocal {
-				t.Group += " to local memory"
-			}
-			if r.WritePauseNs > 0 {
-				t.Group += ", paced"
-			}
-			if r.WriteMode != "" {
-				t.Group += ", " + r.WriteMode
-			}
-		}
+		t.Group += " beside " + writerDesc(r, true)
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
 			return ReadBesideWriteGBps(top, r.Blocks, writer, toLocal, sim.Bytes(per), 384<<20)
 		})
@@ -57,4 +45,32 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		return HostLinkGBpsBlocks(top, r.What, r.GPUs, sim.Bytes(per), r.Blocks)
 	})
 	return t, nil
+}
+
+// writerDesc names the writer a record's loads ran beside (tools/capture's
+// read_beside_write and chase_beside_write): its blocks, with threads
+// their threads a block, then where and how it stored when not plainly to
+// host memory.
+func writerDesc(r trace.Record, threads bool) string {
+	w := strconv.Itoa(r.WriteBlocks) + " writer blocks"
+	if r.WriteBlocks == 0 {
+		return w
+	}
+	if threads {
+		th := r.WriteThreads
+		if th == 0 {
+			th = 512
+		}
+		w += " × " + strconv.Itoa(th)
+	}
+	if r.WriteTarget == "local" {
+		w += " to local memory"
+	}
+	if r.WritePauseNs > 0 {
+		w += ", paced"
+	}
+	if r.WriteMode != "" {
+		w += ", " + r.WriteMode
+	}
+	return w
 }

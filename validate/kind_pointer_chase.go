@@ -29,10 +29,7 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		// tools/capture's chase_beside_write: the chase beside blocks
 		// storing to host memory, whose stores no round trip of the
 		// model waits behind
-		t.Group += " beside " + strconv.Itoa(r.WriteBlocks) + " writer blocks"
-		if r.WritePauseNs > 0 {
-			t.Group += ", paced"
-		}
+		t.Group += " beside " + writerDesc(r, false)
 		if r.ReadBlocks > 0 {
 			t.Group += " and " + strconv.Itoa(r.ReadBlocks) + " reader blocks"
 		}
