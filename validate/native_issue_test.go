@@ -20,9 +20,7 @@ import (
 // host.cuda_launch_issue, below both: the small calls of a published
 // nccl-tests table are paced by its own host (testdata/nccltests).
 func TestNativeGroupedCallsCostMoreThanOne(t *testing.T) {
-	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/native_issue_2.jsonl", trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
+	recs := readOneGPU(t, "native_issue_2.jsonl")
 	one := 0.0
 	group := map[int]float64{}
 	for _, r := range recs {

@@ -30,11 +30,23 @@ func TestNoParameterDerivedFromTheSharedValidationSet(t *testing.T) {
 	}
 }
 
+// readOwn reads files of testdata/h200x2-arsim, every line valid.
 func readOwn(t *testing.T, files ...string) []trace.Record {
+	t.Helper()
+	return readCaptures(t, "h200x2-arsim", files...)
+}
+
+// readOneGPU reads files of testdata/h200x1-arsim, every line valid.
+func readOneGPU(t *testing.T, files ...string) []trace.Record {
+	t.Helper()
+	return readCaptures(t, "h200x1-arsim", files...)
+}
+
+func readCaptures(t *testing.T, dir string, files ...string) []trace.Record {
 	t.Helper()
 	var all []trace.Record
 	for _, f := range files {
-		recs, bad, err := trace.ReadJSONLFile("../testdata/h200x2-arsim/"+f, trace.ReadOptions{})
+		recs, bad, err := trace.ReadJSONLFile("../testdata/"+dir+"/"+f, trace.ReadOptions{})
 		require.NoError(t, err, f)
 		require.Empty(t, bad, f)
 		all = append(all, recs...)

@@ -39,29 +39,21 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	}
 	rate := map[key]float64{}
 	third := map[[3]int]float64{} // reader blocks, writer blocks, writer pause (ns)
-	recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_3.jsonl", trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
-	for _, r := range recs {
+	for _, r := range readOneGPU(t, "read_beside_write_3.jsonl") {
 		third[[3]int{r.Blocks, r.WriteBlocks, r.WritePauseNs}] = r.GbpsTotal
 	}
-	for _, f := range []string{"read_beside_write.jsonl", "read_beside_write_2.jsonl"} {
-		recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/"+f, trace.ReadOptions{})
-		require.NoError(t, err, f)
-		require.Empty(t, bad, f)
-		for _, r := range recs {
-			if r.Kind != trace.KindHostLinkConcurrency || r.What != "sm_read_beside_write" {
-				continue
-			}
-			th := r.WriteThreads
-			switch {
-			case r.WriteBlocks == 0:
-				th = 0
-			case th == 0:
-				th = 512 // the first run's writer, before the field
-			}
-			rate[key{r.Blocks, r.WriteBlocks, th, r.WriteTarget == "local"}] = r.GbpsTotal
+	for _, r := range readOneGPU(t, "read_beside_write.jsonl", "read_beside_write_2.jsonl") {
+		if r.Kind != trace.KindHostLinkConcurrency || r.What != "sm_read_beside_write" {
+			continue
 		}
+		th := r.WriteThreads
+		switch {
+		case r.WriteBlocks == 0:
+			th = 0
+		case th == 0:
+			th = 512 // the first run's writer, before the field
+		}
+		rate[key{r.Blocks, r.WriteBlocks, th, r.WriteTarget == "local"}] = r.GbpsTotal
 	}
 	require.Len(t, rate, 8*4+8*3*2)
 	require.Len(t, third, 4*5+4*2)
@@ -85,10 +77,7 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 		r, w int
 	}
 	fifth := map[modeKey]float64{}
-	recs, bad, err = trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_5.jsonl", trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
-	for _, r := range recs {
+	for _, r := range readOneGPU(t, "read_beside_write_5.jsonl") {
 		fifth[modeKey{r.WriteMode, r.Blocks, r.WriteBlocks}] = r.GbpsTotal
 	}
 	for _, r := range []int{1, 4, 16, 132} {
@@ -105,10 +94,7 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	}
 
 	chase := map[[2]int]float64{} // writer blocks, writer pause (ns)
-	recs, bad, err = trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_4.jsonl", trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
-	for _, r := range recs {
+	for _, r := range readOneGPU(t, "read_beside_write_4.jsonl") {
 		if r.Kind == trace.KindPointerChase {
 			chase[[2]int{r.WriteBlocks, r.WritePauseNs}] = r.NsPerStep
 		}
@@ -118,10 +104,7 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	// read_beside_write_6.jsonl: beside 132 writers, the round trip with
 	// R reader blocks loading at once
 	withReaders := map[int]float64{}
-	recs, bad, err = trace.ReadJSONLFile("../testdata/h200x1-arsim/read_beside_write_6.jsonl", trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
-	for _, r := range recs {
+	for _, r := range readOneGPU(t, "read_beside_write_6.jsonl") {
 		withReaders[r.ReadBlocks] = r.NsPerStep
 	}
 	require.Len(t, withReaders, 4)
