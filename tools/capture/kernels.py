@@ -56,6 +56,73 @@ extern "C" __global__ void sm_write16_vol(int4* dst, long long n16, int fence) {
   }
 }
 
+// One block per SM (the launch asks for more dynamic shared memory than two blocks fit), each taking the role
+// roles[its SM] names: 1 stores 16 B a thread to its own 1 MiB of dst (host memory) until every reader is done;
+// 2 waits until every writer runs and 20 us more, then loads rbytes16 × 16 B of src (its own part, by its rank
+// among the readers) as sm_read16's threads do and records the loads' start and end (globaltimer, thread 0 after
+// a block barrier); 0 leaves. A block on an SM another block already claimed leaves too (claim[], zeroed before
+// each launch). state: [0] writers running, [1] readers done, [2] readers expected, [3] writers expected, [4] error
+// (a wait past SPIN_LIMIT). out[4 × block]: SM, role, start ns, end ns.
+extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, const signed char* roles, int* claim,
+                                    long long rbytes16, int* state, long long* out, int4* sink) {
+  extern __shared__ int4 pad[];
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  __shared__ int role, rank;
+  if (threadIdx.x == 0) {
+    role = atomicExch(&claim[smid], 1) == 0 ? roles[smid] : 0;
+    rank = 0;
+    for (unsigned s = 0; s < smid; s++) rank += roles[s] == 2;
+    out[4 * blockIdx.x] = smid;
+    out[4 * blockIdx.x + 1] = role;
+    if (role == 1) atomicAdd(&state[0], 1);
+  }
+  __syncthreads();
+  if (role == 1) {
+    int4* mine = dst + (long long)smid * 65536;
+    unsigned it = 0;
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    for (long long k = threadIdx.x;; k += blockDim.x) {
+      mine[k & 65535] = make_int4((int)k, 7, (int)(k >> 7), 11);
+      if ((++it & 255) == 0) {
+        if (*(volatile int*)&state[1] >= state[2]) break;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if (t - t0 > 2000000000ull) { state[4] = 1; break; }
+      }
+    }
+  } else if (role == 2) {
+    if (threadIdx.x == 0) {
+      long long spins = 0;
+      while (*(volatile int*)&state[0] < state[3] && ++spins < SPIN_LIMIT) {
+      }
+      if (spins >= SPIN_LIMIT) state[4] = 2;
+      unsigned long long t0;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+      unsigned long long t = t0;
+      while (t - t0 < 20000) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    }
+    __syncthreads();
+    unsigned long long ts, te;
+    if (threadIdx.x == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ts));
+    const int4* p = src + (long long)rank * rbytes16;
+    int4 acc = make_int4(0, 0, 0, 0);
+    for (long long k = threadIdx.x; k < rbytes16; k += blockDim.x) {
+      int4 v = p[k];
+      acc.x += v.x; acc.y ^= v.y; acc.z += v.z; acc.w ^= v.w;
+    }
+    if (acc.x == 0x12345678 && acc.y == 0x9abcdef0) sink[threadIdx.x & 255] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(te));
+      out[4 * blockIdx.x + 2] = ts;
+      out[4 * blockIdx.x + 3] = te;
+      __threadfence();
+      atomicAdd(&state[1], 1);
+    }
+  }
+}
+
 extern "C" __global__ void empty_kernel() {}
 
 // ---- dependent-load latency -----------------------------------------------------------

@@ -570,6 +570,104 @@ class Micro:
         hb.free()
 
 
+    def read_placement(self):
+        """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
+        threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
+        taking the role its SM is given: writers store to host memory until the readers are done, readers start
+        20 us after every writer runs and load 2 MiB each (1 MiB when many read at once), timing their own loads.
+        Writer sets: none, SM 0, SMs 0-1, 0-7, eight SMs 16 apart, every SM but the reader's; one reader at a time
+        on each other SM; then readers on every other SM at once beside SMs 0-1 and beside the eight spread SMs.
+        Whether a load waits behind the stores, and how long, by where its SM lies (read_beside_write's loads
+        depend on how many blocks store and load, not only whether the link is full)."""
+        cp = self.cp
+        sms = self.sms
+        hb = HostBuf(512 << 20)
+        src, dst = np.uint64(hb.ptr), np.uint64(hb.ptr + (256 << 20))
+        f = self.fn(0, "place_rw")
+        smem = 120 << 10
+        try:
+            f.max_dynamic_shared_size_bytes = smem
+        except AttributeError:
+            cp.cuda.driver.funcSetAttribute(f.ptr, 8, smem)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        s = self.streams[0][2]
+        with cp.cuda.Device(0):
+            roles_d = cp.zeros(sms, dtype=cp.int8)
+            claim = cp.zeros(sms, dtype=cp.int32)
+            state = cp.zeros(8, dtype=cp.int32)
+            out = cp.zeros(4 * sms, dtype=cp.int64)
+            sink = cp.zeros(1024, dtype=cp.int32)
+
+        def launch(roles, rbytes):
+            with cp.cuda.Device(0), s:
+                roles_d.set(np.asarray(roles, dtype=np.int8))
+                claim.fill(0); out.fill(0)
+                st = np.zeros(8, dtype=np.int32)
+                st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
+                state.set(st)
+                f((sms,), (512,), (src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink),
+                  shared_mem=smem, stream=s)
+                s.synchronize()
+                o, stv = out.get().reshape(sms, 4), state.get()
+            if stv[4]:
+                raise RuntimeError(f"place_rw: a wait ran out (state {list(stv)})")
+            return o
+
+        # every block on an SM of its own, or nothing here means what it says
+        o = launch([0] * sms, 1 << 20)
+        if len(set(int(v) for v in o[:, 0])) != sms or max(o[:, 0]) >= sms:
+            raise RuntimeError(f"place_rw: blocks did not land one per SM: {sorted(int(v) for v in o[:, 0])}")
+        spread = list(range(0, sms, 16))[:8]
+        sets = [("none", []), ("sm0", [0]), ("sm0-1", [0, 1]), ("sm0-7", list(range(8))), ("spread8", spread),
+                ("all_but_reader", None)]
+
+        def emit(name, writers, rsm, nread, rbytes, ns_list):
+            ns = statistics.median(ns_list)
+            rec = {"kind": "host_link_concurrency", "clock": "sm_clock64", "what": "sm_read_beside_write",
+                   "gpus": 1, "bytes_per_gpu": rbytes, "blocks": nread, "threads": 512,
+                   "write_blocks": len(writers), "placement": "by_sm", "read_sm": rsm,
+                   "write_sms": ",".join(str(w) for w in writers), "write_set": name,
+                   "us": ns / 1e3, "us_min": min(ns_list) / 1e3, "us_max": max(ns_list) / 1e3,
+                   "gbps_per_gpu": rbytes / ns, "gbps_total": rbytes / ns, "gbps_read": rbytes / ns}
+            if writers:
+                rec["write_threads"], rec["write_target"] = 512, "host"
+            self.rec_sm.emit(rec)
+
+        for name, writers in sets:
+            def meas(name=name, writers=writers):
+                for r in range(sms):
+                    ws = [w for w in range(sms) if w != r] if writers is None else writers
+                    if r in ws:
+                        continue
+                    roles = [0] * sms
+                    for w in ws:
+                        roles[w] = 1
+                    roles[r] = 2
+                    times = []
+                    for trial in range(4):
+                        o = launch(roles, 2 << 20)
+                        row = [v for v in o if int(v[0]) == r][0]
+                        if trial:
+                            times.append(float(row[3] - row[2]))
+                    emit(name, ws, r, 1, 2 << 20, times)
+            self.rec_sm.guard(f"read_placement {name}", meas)
+        for name, writers in (("sm0-1", [0, 1]), ("spread8", spread)):
+            def meas(name=name, writers=writers):
+                roles = [2] * sms
+                for w in writers:
+                    roles[w] = 1
+                per = {}
+                for trial in range(4):
+                    o = launch(roles, 1 << 20)
+                    if trial:
+                        for v in o:
+                            if int(v[1]) == 2:
+                                per.setdefault(int(v[0]), []).append(float(v[3] - v[2]))
+                for r, times in sorted(per.items()):
+                    emit(name, writers, r, sms - len(writers), 1 << 20, times)
+            self.rec_sm.guard(f"read_placement crowd {name}", meas)
+        hb.free()
+
+
 def run_memcpy(out_dir, quick):
     m = Micro(out_dir, quick)
     for name in ("memcpy_sweep", "memcpy_multistream"):
