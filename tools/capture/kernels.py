@@ -62,9 +62,12 @@ extern "C" __global__ void sm_write16_vol(int4* dst, long long n16, int fence) {
 // among the readers) as sm_read16's threads do and records the loads' start and end (globaltimer, thread 0 after
 // a block barrier); 0 leaves. A block on an SM another block already claimed leaves too (claim[], zeroed before
 // each launch). state: [0] writers running, [1] readers done, [2] readers expected, [3] writers expected, [4] error
-// (a wait past SPIN_LIMIT). out[4 × block]: SM, role, start ns, end ns.
+// (a wait past SPIN_LIMIT). out[4 × block]: SM, role, start ns, end ns. mode 1: a reader's thread 0 instead
+// follows `steps` dependent loads through src (each 8-B word the index of the next, as chase's array), the other
+// threads idle. wstat: the writers' 16-B stores, their first start and last end (ns).
 extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, const signed char* roles, int* claim,
-                                    long long rbytes16, int* state, long long* out, int4* sink) {
+                                    long long rbytes16, int* state, long long* out, int4* sink, int mode, int steps,
+                                    unsigned long long* wstat) {
   extern __shared__ int4 pad[];
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -91,6 +94,13 @@ extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, con
         if (t - t0 > 2000000000ull) { state[4] = 1; break; }
       }
     }
+    atomicAdd(&wstat[0], (unsigned long long)it);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+      atomicMin(&wstat[1], t0);
+      atomicMax(&wstat[2], t);
+    }
   } else if (role == 2) {
     if (threadIdx.x == 0) {
       long long spins = 0;
@@ -105,13 +115,22 @@ extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, con
     __syncthreads();
     unsigned long long ts, te;
     if (threadIdx.x == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ts));
-    const int4* p = src + (long long)rank * rbytes16;
-    int4 acc = make_int4(0, 0, 0, 0);
-    for (long long k = threadIdx.x; k < rbytes16; k += blockDim.x) {
-      int4 v = p[k];
-      acc.x += v.x; acc.y ^= v.y; acc.z += v.z; acc.w ^= v.w;
+    if (mode == 1) {
+      if (threadIdx.x == 0) {
+        const volatile long long* q = (const volatile long long*)src;
+        long long j = 0;
+        for (int i = 0; i < steps; i++) j = q[j];
+        if (j == -12345) sink[0].x = (int)j;
+      }
+    } else {
+      const int4* p = src + (long long)rank * rbytes16;
+      int4 acc = make_int4(0, 0, 0, 0);
+      for (long long k = threadIdx.x; k < rbytes16; k += blockDim.x) {
+        int4 v = p[k];
+        acc.x += v.x; acc.y ^= v.y; acc.z += v.z; acc.w ^= v.w;
+      }
+      if (acc.x == 0x12345678 && acc.y == 0x9abcdef0) sink[threadIdx.x & 255] = acc;
     }
-    if (acc.x == 0x12345678 && acc.y == 0x9abcdef0) sink[threadIdx.x & 255] = acc;
     __syncthreads();
     if (threadIdx.x == 0) {
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(te));

@@ -570,23 +570,15 @@ class Micro:
         hb.free()
 
 
-    def read_placement(self):
-        """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
-        threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
-        taking the role its SM is given: writers store to host memory until the readers are done, readers start
-        20 us after every writer runs and load 2 MiB each (1 MiB when many read at once), timing their own loads.
-        Writer sets: none, SM 0, SMs 0-1, 0-7, eight SMs 16 apart, every SM but the reader's; one reader at a time
-        on each other SM; then readers on every other SM at once beside SMs 0-1 and beside the eight spread SMs.
-        Whether a load waits behind the stores, and how long, by where its SM lies (read_beside_write's loads
-        depend on how many blocks store and load, not only whether the link is full)."""
-        cp = self.cp
-        sms = self.sms
-        hb = HostBuf(512 << 20)
+    def _placer(self, hb, smem):
+        """place_rw's launcher on GPU 0 with smem bytes of dynamic shared memory a block: launch(roles, rbytes,
+        mode=0, steps=0) returns each block's [SM, role, start ns, end ns] and the writers' [16-B stores, first
+        start, last end]. Raises unless every block lands on an SM of its own."""
+        cp, sms = self.cp, self.sms
         src, dst = np.uint64(hb.ptr), np.uint64(hb.ptr + (256 << 20))
         f = self.fn(0, "place_rw")
-        smem = 120 << 10
         try:
-            f.max_dynamic_shared_size_bytes = smem
+            f.max_dynamic_shared_size_bytes = max(smem, 1)
         except AttributeError:
             cp.cuda.driver.funcSetAttribute(f.ptr, 8, smem)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         s = self.streams[0][2]
@@ -595,43 +587,63 @@ class Micro:
             claim = cp.zeros(sms, dtype=cp.int32)
             state = cp.zeros(8, dtype=cp.int32)
             out = cp.zeros(4 * sms, dtype=cp.int64)
+            wstat = cp.zeros(3, dtype=cp.uint64)
             sink = cp.zeros(1024, dtype=cp.int32)
 
-        def launch(roles, rbytes):
+        def launch(roles, rbytes, mode=0, steps=0):
             with cp.cuda.Device(0), s:
                 roles_d.set(np.asarray(roles, dtype=np.int8))
                 claim.fill(0); out.fill(0)
+                wstat.set(np.array([0, 2**64 - 1, 0], dtype=np.uint64))
                 st = np.zeros(8, dtype=np.int32)
                 st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
                 state.set(st)
-                f((sms,), (512,), (src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink),
-                  shared_mem=smem, stream=s)
+                f((sms,), (512,), (src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
+                                   np.int32(mode), np.int32(steps), wstat), shared_mem=smem, stream=s)
                 s.synchronize()
-                o, stv = out.get().reshape(sms, 4), state.get()
+                o, stv, w = out.get().reshape(sms, 4), state.get(), wstat.get()
             if stv[4]:
                 raise RuntimeError(f"place_rw: a wait ran out (state {list(stv)})")
-            return o
+            return o, w
 
-        # every block on an SM of its own, or nothing here means what it says
-        o = launch([0] * sms, 1 << 20)
+        o, _ = launch([0] * sms, 1 << 20)
         if len(set(int(v) for v in o[:, 0])) != sms or max(o[:, 0]) >= sms:
-            raise RuntimeError(f"place_rw: blocks did not land one per SM: {sorted(int(v) for v in o[:, 0])}")
+            raise RuntimeError(f"place_rw: blocks did not land one per SM with {smem} B of shared memory: "
+                               f"{sorted(int(v) for v in o[:, 0])}")
+        return launch
+
+    def _place_rec(self, name, writers, rsm, nread, rbytes, ns_list, smem, w=None):
+        ns = statistics.median(ns_list)
+        rec = {"kind": "host_link_concurrency", "clock": "sm_clock64", "what": "sm_read_beside_write",
+               "gpus": 1, "bytes_per_gpu": rbytes, "blocks": nread, "threads": 512,
+               "write_blocks": len(writers), "placement": "by_sm", "read_sm": rsm,
+               "write_sms": ",".join(str(v) for v in writers), "write_set": name, "smem_bytes": smem,
+               "us": ns / 1e3, "us_min": min(ns_list) / 1e3, "us_max": max(ns_list) / 1e3,
+               "gbps_per_gpu": nread * rbytes / ns, "gbps_total": nread * rbytes / ns, "gbps_read": nread * rbytes / ns}
+        if writers:
+            rec["write_threads"], rec["write_target"] = 512, "host"
+            if w is not None and w[2] > w[1]:
+                rec["gbps_write"] = 16 * float(w[0]) / float(w[2] - w[1])
+        return rec
+
+    def read_placement(self):
+        """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
+        threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
+        taking the role its SM is given: writers store to host memory until the readers are done, readers start
+        20 us after every writer runs and load 2 MiB each (1 MiB when many read at once), timing their own loads.
+        READ_PLACEMENT=depth runs read_depth instead. Writer sets: none, SM 0, SMs 0-1, 0-7, eight SMs 16 apart,
+        every SM but the reader's; one reader at a time on each other SM; then readers on every other SM at once
+        beside SMs 0-1 and beside the eight spread SMs (a record per reading block, `gbps_read` its own rate).
+        Whether a load waits behind the stores, and how long, by where its SM lies (read_beside_write's loads
+        depend on how many blocks store and load, not only whether the link is full)."""
+        if os.environ.get("READ_PLACEMENT") == "depth":
+            return self.read_depth()
+        sms, smem = self.sms, 120 << 10
+        hb = HostBuf(512 << 20)
+        launch = self._placer(hb, smem)
         spread = list(range(0, sms, 16))[:8]
         sets = [("none", []), ("sm0", [0]), ("sm0-1", [0, 1]), ("sm0-7", list(range(8))), ("spread8", spread),
                 ("all_but_reader", None)]
-
-        def emit(name, writers, rsm, nread, rbytes, ns_list):
-            ns = statistics.median(ns_list)
-            rec = {"kind": "host_link_concurrency", "clock": "sm_clock64", "what": "sm_read_beside_write",
-                   "gpus": 1, "bytes_per_gpu": rbytes, "blocks": nread, "threads": 512,
-                   "write_blocks": len(writers), "placement": "by_sm", "read_sm": rsm,
-                   "write_sms": ",".join(str(w) for w in writers), "write_set": name,
-                   "us": ns / 1e3, "us_min": min(ns_list) / 1e3, "us_max": max(ns_list) / 1e3,
-                   "gbps_per_gpu": rbytes / ns, "gbps_total": rbytes / ns, "gbps_read": rbytes / ns}
-            if writers:
-                rec["write_threads"], rec["write_target"] = 512, "host"
-            self.rec_sm.emit(rec)
-
         for name, writers in sets:
             def meas(name=name, writers=writers):
                 for r in range(sms):
@@ -644,11 +656,13 @@ class Micro:
                     roles[r] = 2
                     times = []
                     for trial in range(4):
-                        o = launch(roles, 2 << 20)
+                        o, _ = launch(roles, 2 << 20)
                         row = [v for v in o if int(v[0]) == r][0]
                         if trial:
                             times.append(float(row[3] - row[2]))
-                    emit(name, ws, r, 1, 2 << 20, times)
+                    rec = self._place_rec(name, ws, r, 1, 2 << 20, times, smem)
+                    del rec["smem_bytes"]
+                    self.rec_sm.emit(rec)
             self.rec_sm.guard(f"read_placement {name}", meas)
         for name, writers in (("sm0-1", [0, 1]), ("spread8", spread)):
             def meas(name=name, writers=writers):
@@ -657,14 +671,86 @@ class Micro:
                     roles[w] = 1
                 per = {}
                 for trial in range(4):
-                    o = launch(roles, 1 << 20)
+                    o, _ = launch(roles, 1 << 20)
                     if trial:
                         for v in o:
                             if int(v[1]) == 2:
                                 per.setdefault(int(v[0]), []).append(float(v[3] - v[2]))
                 for r, times in sorted(per.items()):
-                    emit(name, writers, r, sms - len(writers), 1 << 20, times)
+                    rec = self._place_rec(name, writers, r, sms - len(writers), 1 << 20, times, smem)
+                    del rec["smem_bytes"]
+                    rec["gbps_per_gpu"] = rec["gbps_total"] = rec["gbps_read"] = (1 << 20) / statistics.median(times)
+                    self.rec_sm.emit(rec)
             self.rec_sm.guard(f"read_placement crowd {name}", meas)
+        hb.free()
+
+    def read_depth(self):
+        """The stores' queue in front of loads by the SMs that store (READ_PLACEMENT=depth): place_rw with the
+        first n SMs storing (n = 0, 1, 2, 4, 8, 16, 32, 66, 131) and the last SM reading: a 2 MiB streaming load
+        (host_link_concurrency) and a 200-step pointer chase, 4,160 B a step (pointer_chase, its thread 0 alone);
+        then 16 readers (the last 16 SMs) beside n = 2, 8, 66; each with 120 KiB of dynamic shared memory a block
+        and with none (field smem_bytes). The writers' rate from their own count of stores (gbps_write)."""
+        cp, sms = self.cp, self.sms
+        hb = HostBuf(512 << 20)
+        stride = (4096 + 64) // 8
+        arr = hb.array(np.int64, count=(8 << 20) // 8)
+        with cp.cuda.Device(0):
+            order = cp.arange(((8 << 20) // 8) // stride, dtype=cp.int64) * stride
+            arr[order] = cp.roll(order, -1)
+            cp.cuda.Device(0).synchronize()
+        steps, rsm = 200, sms - 1
+        for smem in (120 << 10, 0):
+            try:
+                launch = self._placer(hb, smem)
+            except RuntimeError as e:
+                self.rec_sm.error(f"read_depth smem {smem}", e)
+                continue
+            for n in (0, 1, 2, 4, 8, 16, 32, 66, 131):
+                def meas(n=n, smem=smem, launch=launch):
+                    ws = list(range(n))
+                    roles = [0] * sms
+                    for w in ws:
+                        roles[w] = 1
+                    roles[rsm] = 2
+                    for mode in (0, 1):
+                        times, wl = [], []
+                        for trial in range(4):
+                            o, w = launch(roles, 2 << 20, mode, steps)
+                            row = [v for v in o if int(v[0]) == rsm][0]
+                            if trial:
+                                times.append(float(row[3] - row[2]))
+                                wl.append(w)
+                        rec = self._place_rec(f"first{n}", ws, rsm, 1, 2 << 20, times, smem, wl[len(wl) // 2])
+                        if mode == 1:
+                            ns = statistics.median(times) / steps
+                            rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host",
+                                   "ns_per_step": ns, "ns_per_step_globaltimer": ns, "steps": steps,
+                                   "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
+                                   "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": f"first{n}",
+                                   "smem_bytes": smem, **({"write_threads": 512, "write_target": "host",
+                                                           "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {})}
+                        self.rec_sm.emit(rec)
+                self.rec_sm.guard(f"read_depth {smem} {n}", meas)
+            for n in (2, 8, 66):
+                def meas(n=n, smem=smem, launch=launch):
+                    ws = list(range(n))
+                    readers = list(range(sms - 16, sms))
+                    roles = [0] * sms
+                    for w in ws:
+                        roles[w] = 1
+                    for r in readers:
+                        roles[r] = 2
+                    times, wl = [], []
+                    for trial in range(4):
+                        o, w = launch(roles, 2 << 20)
+                        rows = [v for v in o if int(v[1]) == 2]
+                        if trial:
+                            times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
+                            wl.append(w)
+                    rec = self._place_rec(f"first{n}", ws, sms - 16, 16, 2 << 20, times, smem, wl[len(wl) // 2])
+                    rec["read_sms"] = f"{sms - 16}-{sms - 1}"
+                    self.rec_sm.emit(rec)
+                self.rec_sm.guard(f"read_depth 16 readers {smem} {n}", meas)
         hb.free()
 
 
