@@ -56,6 +56,20 @@ extern "C" __global__ void sm_write16_vol(int4* dst, long long n16, int fence) {
   }
 }
 
+// U independent 16-B loads a thread in flight (place_rw's modes 2 and 3), n16 a multiple of U × blockDim.x
+template <int U>
+__device__ __forceinline__ int4 place_loads(const int4* __restrict__ p, long long n16) {
+  int4 acc = make_int4(0, 0, 0, 0);
+  for (long long k = threadIdx.x; k < n16; k += U * blockDim.x) {
+    int4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) v[u] = p[k + u * blockDim.x];
+#pragma unroll
+    for (int u = 0; u < U; u++) { acc.x += v[u].x; acc.y ^= v[u].y; acc.z += v[u].z; acc.w ^= v[u].w; }
+  }
+  return acc;
+}
+
 // One block per SM (the launch asks for more dynamic shared memory than two blocks fit), each taking the role
 // roles[its SM] names: 1 stores 16 B a thread to its own 1 MiB of dst (host memory) until every reader is done;
 // 2 waits until every writer runs and 20 us more, then loads rbytes16 × 16 B of src (its own part, by its rank
@@ -64,7 +78,8 @@ extern "C" __global__ void sm_write16_vol(int4* dst, long long n16, int fence) {
 // each launch). state: [0] writers running, [1] readers done, [2] readers expected, [3] writers expected, [4] error
 // (a wait past SPIN_LIMIT). out[4 × block]: SM, role, start ns, end ns. mode 1: a reader's thread 0 instead
 // follows `steps` dependent loads through src (each 8-B word the index of the next, as chase's array), the other
-// threads idle. wstat: the writers' 16-B stores, their first start and last end (ns).
+// threads idle; modes 2 and 3: each thread keeps 4 or 8 independent loads in flight (place_loads), mode 0 the
+// plain loop (one). wstat: the writers' 16-B stores, their first start and last end (ns).
 extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, const signed char* roles, int* claim,
                                     long long rbytes16, int* state, long long* out, int4* sink, int mode, int steps,
                                     unsigned long long* wstat) {
@@ -122,6 +137,10 @@ extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, con
         for (int i = 0; i < steps; i++) j = q[j];
         if (j == -12345) sink[0].x = (int)j;
       }
+    } else if (mode >= 2) {
+      const int4* p = src + (long long)rank * rbytes16;
+      int4 acc = mode == 2 ? place_loads<4>(p, rbytes16) : place_loads<8>(p, rbytes16);
+      if (acc.x == 0x12345678 && acc.y == 0x9abcdef0) sink[threadIdx.x & 255] = acc;
     } else {
       const int4* p = src + (long long)rank * rbytes16;
       int4 acc = make_int4(0, 0, 0, 0);

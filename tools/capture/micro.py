@@ -699,7 +699,11 @@ class Micro:
             arr[order] = cp.roll(order, -1)
             cp.cuda.Device(0).synchronize()
         steps, rsm = 200, sms - 1
-        for smem in (120 << 10, 0):
+        # READ_DEPTH_UNROLL=1: no shared memory, and streaming readers keeping 1, 4 and 8 loads a thread in flight
+        # (place_rw modes 0, 2, 3; field loads_in_flight), no 16-reader launches
+        unroll = os.environ.get("READ_DEPTH_UNROLL") == "1"
+        modes = (0, 2, 3, 1) if unroll else (0, 1)
+        for smem in ((0,) if unroll else (120 << 10, 0)):
             try:
                 launch = self._placer(hb, smem)
             except RuntimeError as e:
@@ -712,7 +716,7 @@ class Micro:
                     for w in ws:
                         roles[w] = 1
                     roles[rsm] = 2
-                    for mode in (0, 1):
+                    for mode in modes:
                         times, wl = [], []
                         for trial in range(4):
                             o, w = launch(roles, 2 << 20, mode, steps)
@@ -721,6 +725,8 @@ class Micro:
                                 times.append(float(row[3] - row[2]))
                                 wl.append(w)
                         rec = self._place_rec(f"first{n}", ws, rsm, 1, 2 << 20, times, smem, wl[len(wl) // 2])
+                        if unroll and mode != 1:
+                            rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8}[mode]
                         if mode == 1:
                             ns = statistics.median(times) / steps
                             rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host",
@@ -731,7 +737,7 @@ class Micro:
                                                            "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {})}
                         self.rec_sm.emit(rec)
                 self.rec_sm.guard(f"read_depth {smem} {n}", meas)
-            for n in (2, 8, 66):
+            for n in (() if unroll else (2, 8, 66)):
                 def meas(n=n, smem=smem, launch=launch):
                     ws = list(range(n))
                     readers = list(range(sms - 16, sms))

@@ -20,16 +20,17 @@ def _tool(name):
 
 
 def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unrolled|pull_bf16|pull_f32)", name="perblock"):
-    """SASS_PATTERN and SASS_NAME in the environment pick other kernels and the file's name
+    """SASS_PATTERN, SASS_NAME and SASS_SRC in the environment pick other kernels, the file's name and the source
     (system/sass_<name>_<arch>.txt)."""
     pattern = os.environ.get("SASS_PATTERN", pattern)
     name = os.environ.get("SASS_NAME", name)
+    source = os.environ.get("SASS_SRC", "PERBLOCK_SRC")  # MICRO_SRC: the micro parts' kernels (NVRTC compiles them at run time)
     sysdir = os.path.join(out_dir, "system")
     os.makedirs(sysdir, exist_ok=True)
     src = os.path.join(out_dir, "perblock_src.cu")
     cubin = os.path.join(out_dir, "perblock.cubin")
     with open(src, "w") as f:
-        f.write(kernels.PERBLOCK_SRC)
+        f.write(getattr(kernels, source))
     nvcc = _tool("nvcc")
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-2:]
     p = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-std=c++17", "-o", cubin, src],
@@ -50,7 +51,7 @@ def run(out_dir, arch="sm_90", pattern=r"pb_(copy|nccl_copy|nccl_reduce|pull_unr
             n += 1
     out = os.path.join(sysdir, f"sass_{name}_{arch}.txt")
     with open(out, "w") as f:
-        f.write(f"# nvcc -arch={arch} -cubin of tools/capture/kernels.py PERBLOCK_SRC ({' '.join(version)})\n")
+        f.write(f"# nvcc -arch={arch} -cubin of tools/capture/kernels.py {source} ({' '.join(version)})\n")
         f.write(f"# cuobjdump -sass, the kernels matching {pattern!r}\n\n")
         f.writelines(kept)
     os.remove(cubin)
