@@ -79,30 +79,37 @@ __device__ __forceinline__ int4 place_loads(const int4* __restrict__ p, long lon
 // (a wait past SPIN_LIMIT). out[4 × block]: SM, role, start ns, end ns. mode 1: a reader's thread 0 instead
 // follows `steps` dependent loads through src (each 8-B word the index of the next, as chase's array), the other
 // threads idle; modes 2 and 3: each thread keeps 4 or 8 independent loads in flight (place_loads), mode 0 the
-// plain loop (one). wstat: the writers' 16-B stores, their first start and last end (ns).
+// plain loop (one). wstat: the writers' 16-B stores, their first start and last end (ns). wide: see the writers.
 extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, const signed char* roles, int* claim,
                                     long long rbytes16, int* state, long long* out, int4* sink, int mode, int steps,
-                                    unsigned long long* wstat) {
+                                    unsigned long long* wstat, int wide) {
   extern __shared__ int4 pad[];
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  __shared__ int role, rank;
+  __shared__ int role, rank, wrank;
   if (threadIdx.x == 0) {
     role = atomicExch(&claim[smid], 1) == 0 ? roles[smid] : 0;
     rank = 0;
-    for (unsigned s = 0; s < smid; s++) rank += roles[s] == 2;
+    wrank = 0;
+    for (unsigned s = 0; s < smid; s++) {
+      rank += roles[s] == 2;
+      wrank += roles[s] == 1;
+    }
     out[4 * blockIdx.x] = smid;
     out[4 * blockIdx.x + 1] = role;
     if (role == 1) atomicAdd(&state[0], 1);
   }
   __syncthreads();
   if (role == 1) {
-    int4* mine = dst + (long long)smid * 65536;
+    // wide: the writers stride together over 128 MiB of dst (as a grid-stride loop over a large buffer), each
+    // line stored once a pass; otherwise each writer stores its own 1 MiB again and again
+    int4* mine = wide ? dst : dst + (long long)smid * 65536;
+    long long mask = wide ? (1LL << 23) - 1 : 65535, step = wide ? (long long)state[3] * blockDim.x : blockDim.x;
     unsigned it = 0;
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    for (long long k = threadIdx.x;; k += blockDim.x) {
-      mine[k & 65535] = make_int4((int)k, 7, (int)(k >> 7), 11);
+    for (long long k = (wide ? (long long)wrank * blockDim.x : 0) + threadIdx.x;; k += step) {
+      mine[k & mask] = make_int4((int)k, 7, (int)(k >> 7), 11);
       if ((++it & 255) == 0) {
         if (*(volatile int*)&state[1] >= state[2]) break;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -590,6 +590,8 @@ class Micro:
             wstat = cp.zeros(3, dtype=cp.uint64)
             sink = cp.zeros(1024, dtype=cp.int32)
 
+        wide = np.int32(1 if os.environ.get("PLACE_WRITES") == "wide" else 0)
+
         def launch(roles, rbytes, mode=0, steps=0):
             with cp.cuda.Device(0), s:
                 roles_d.set(np.asarray(roles, dtype=np.int8))
@@ -599,7 +601,7 @@ class Micro:
                 st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
                 state.set(st)
                 f((sms,), (512,), (src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
-                                   np.int32(mode), np.int32(steps), wstat), shared_mem=smem, stream=s)
+                                   np.int32(mode), np.int32(steps), wstat, wide), shared_mem=smem, stream=s)
                 s.synchronize()
                 o, stv, w = out.get().reshape(sms, 4), state.get(), wstat.get()
             if stv[4]:
@@ -618,6 +620,7 @@ class Micro:
                "gpus": 1, "bytes_per_gpu": rbytes, "blocks": nread, "threads": 512,
                "write_blocks": len(writers), "placement": "by_sm", "read_sm": rsm,
                "write_sms": ",".join(str(v) for v in writers), "write_set": name, "smem_bytes": smem,
+               "write_span": "wide" if os.environ.get("PLACE_WRITES") == "wide" else "own_mib",
                "us": ns / 1e3, "us_min": min(ns_list) / 1e3, "us_max": max(ns_list) / 1e3,
                "gbps_per_gpu": nread * rbytes / ns, "gbps_total": nread * rbytes / ns, "gbps_read": nread * rbytes / ns}
         if writers:
@@ -732,7 +735,7 @@ class Micro:
                             rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host",
                                    "ns_per_step": ns, "ns_per_step_globaltimer": ns, "steps": steps,
                                    "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
-                                   "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": f"first{n}",
+                                   "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": f"first{n}", "write_span": rec["write_span"],
                                    "smem_bytes": smem, **({"write_threads": 512, "write_target": "host",
                                                            "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {})}
                         self.rec_sm.emit(rec)
