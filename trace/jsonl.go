@@ -334,6 +334,19 @@ type Record struct {
 	// ReadBlocks: a pointer_chase beside a writer ran beside a reader of
 	// this many blocks × 512 threads loading host memory as well.
 	ReadBlocks int
+	// Placement "by_sm": a host_link_concurrency sm_read_beside_write or
+	// pointer_chase record of tools/capture's read_placement, one block of
+	// one launch on each SM, its role set by its SM: ReadSM is the SM of
+	// the reading block (the first of them when Blocks > 1), WriteBlocks
+	// the SMs storing to host memory (their list is the write_sms field,
+	// carried in Extra with write_set and read_sms), SmemBytes the dynamic
+	// shared memory each block holds (0: none, or not given), WriteSpan
+	// where the writers store ("own_mib": each its own MiB again and
+	// again; "wide": together across 128 MiB; "": own_mib).
+	// LoadsInFlight: the independent 16-B loads each reading thread keeps
+	// in flight (0: the loop's own, one for read_placement's plain loop).
+	Placement, WriteSpan             string
+	ReadSM, SmemBytes, LoadsInFlight int
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.

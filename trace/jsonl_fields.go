@@ -151,6 +151,11 @@ var fieldDefs = []fieldDef{
 	{name: "read_blocks", typ: jInt, max: math.MaxInt32, why: "CUDA's largest grid, 2³¹ − 1 blocks", i32: func(r *Record) *int { return &r.ReadBlocks }},
 	{name: "write_mode", typ: jString, enum: []string{"volatile", "volatile_fence4"}, str: func(r *Record) *string { return &r.WriteMode }},
 	{name: "write_target", typ: jString, enum: []string{"host", "local"}, str: func(r *Record) *string { return &r.WriteTarget }},
+	{name: "placement", typ: jString, enum: []string{"by_sm"}, str: func(r *Record) *string { return &r.Placement }},
+	{name: "read_sm", typ: jInt, max: 1 << 10, why: "more SMs than any GPU has", zeroOK: true, i32: func(r *Record) *int { return &r.ReadSM }},
+	{name: "smem_bytes", typ: jInt, max: 1 << 20, why: "a MiB, more shared memory than an SM has", zeroOK: true, i32: func(r *Record) *int { return &r.SmemBytes }},
+	{name: "write_span", typ: jString, enum: []string{"own_mib", "wide"}, str: func(r *Record) *string { return &r.WriteSpan }},
+	{name: "loads_in_flight", typ: jInt, max: 64, why: "more 16-B loads than a thread has registers for", i32: func(r *Record) *int { return &r.LoadsInFlight }},
 	{name: "group_calls", typ: jInt, max: 1024, why: "NCCL calls between one ncclGroupStart and ncclGroupEnd: more than any process issues", i32: func(r *Record) *int { return &r.GroupCalls }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }

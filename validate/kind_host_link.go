@@ -1,7 +1,10 @@
 package validate
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
@@ -26,6 +29,16 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		if r.GPUs != 1 || r.Blocks <= 0 {
 			return nil, notModelled("sm_read_beside_write on %d GPUs with %d reader blocks: the capture runs one GPU and names its reader's blocks", r.GPUs, r.Blocks)
 		}
+		reader := hw.Kernel{Blocks: r.Blocks, Threads: 512}
+		if r.Placement == "by_sm" {
+			if set := extraString(r, "write_set"); !strings.HasPrefix(set, "first") {
+				return nil, notModelled("read_placement's sweep over SMs (writers %q, the reader on SM %d): one record per SM of the same launch; read_depth's records hold its configurations once", set, r.ReadSM)
+			}
+			// place_rw's plain loop keeps one load a thread in flight
+			// (system/sass_micro_read_sm_90.txt.gz); its modes 2 and 3
+			// keep loads_in_flight
+			reader.LoadsInFlight = float64(max(r.LoadsInFlight, 1))
+		}
 		writer := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
 		if r.WriteThreads > 0 {
 			writer.Threads = r.WriteThreads
@@ -36,8 +49,15 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		}
 		toLocal := r.WriteTarget == "local"
 		t.Group += " beside " + writerDesc(r, true)
+		if r.Placement == "by_sm" {
+			t.Group += fmt.Sprintf(", one launch by SM, %d loads in flight", int(reader.LoadsInFlight))
+			if r.WriteSpan == "wide" {
+				t.Group += ", stores across 128 MiB"
+			}
+			t.Note = "the model's loads do not wait behind the stores of other SMs"
+		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
-			return ReadBesideWriteGBps(top, r.Blocks, writer, toLocal, sim.Bytes(per), 384<<20)
+			return ReadBesideWriteGBps(top, reader, writer, toLocal, sim.Bytes(per), 384<<20)
 		})
 		return t, nil
 	}
@@ -73,4 +93,14 @@ func writerDesc(r trace.Record, threads bool) string {
 		w += ", " + r.WriteMode
 	}
 	return w
+}
+
+// extraString is a string field this package carries undecoded (the
+// record's Extra), "" when absent or not a string.
+func extraString(r trace.Record, name string) string {
+	var v string
+	if raw, ok := r.Extra[name]; ok && json.Unmarshal(raw, &v) == nil {
+		return v
+	}
+	return ""
 }

@@ -33,6 +33,12 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		if r.ReadBlocks > 0 {
 			t.Group += " and " + strconv.Itoa(r.ReadBlocks) + " reader blocks"
 		}
+		if r.Placement == "by_sm" {
+			t.Group += ", one launch by SM"
+			if r.WriteSpan == "wide" {
+				t.Group += ", stores across 128 MiB"
+			}
+		}
 		t.Note = "the model's round trip does not grow with stores beside it"
 	}
 	return t, nil

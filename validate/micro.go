@@ -256,12 +256,12 @@ func HostLinkGBpsBlocks(top *topology.Topology, what string, gpus int, bytesPerG
 	return float64(gpus) * float64(bytesPerGPU) / sim.Duration(end).Seconds() / 1e9, nil
 }
 
-// ReadBesideWriteGBps is the rate, in GB/s, at which readBlocks × 512
-// threads of rank 0 load readBytes of NUMA-local pinned host memory while
+// ReadBesideWriteGBps is the rate, in GB/s, at which reader (its blocks ×
+// threads on rank 0) loads readBytes of NUMA-local pinned host memory while
 // writer (0 blocks: none) stores writeBytes at once to that memory, or to
 // the GPU's own with toLocal: readBytes over the time the loads take.
-func ReadBesideWriteGBps(top *topology.Topology, readBlocks int, writer hw.Kernel, toLocal bool, readBytes, writeBytes sim.Bytes) (float64, error) {
-	if readBlocks <= 0 {
+func ReadBesideWriteGBps(top *topology.Topology, reader, writer hw.Kernel, toLocal bool, readBytes, writeBytes sim.Bytes) (float64, error) {
+	if reader.Blocks <= 0 {
 		return 0, fmt.Errorf("validate: sm_read_beside_write needs the reader's blocks")
 	}
 	m, err := hw.New(top)
@@ -270,7 +270,7 @@ func ReadBesideWriteGBps(top *topology.Topology, readBlocks int, writer hw.Kerne
 	}
 	host := hw.HostMem(m.LocalSocket(0))
 	var end sim.Time
-	if err := m.Read(0, host, readBytes, hw.Kernel{Blocks: readBlocks, Threads: 512}, "sm_read", func() { end = m.Eng.Now() }); err != nil {
+	if err := m.Read(0, host, readBytes, reader, "sm_read", func() { end = m.Eng.Now() }); err != nil {
 		return 0, err
 	}
 	if writer.Blocks > 0 {

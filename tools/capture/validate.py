@@ -38,6 +38,8 @@ ENUMS = {
     "loop": {"ll", "ll128", "ll128w", "ll_steps", "ll128_steps", "group_barrier", "copy", "simple_step", "fence", "pull", "host_shot", "host_readback"},
     "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir", "sm_read_beside_write"},
     "issuer": {"native"},
+    "placement": {"by_sm"},
+    "write_span": {"own_mib", "wide"},
 }
 
 
