@@ -70,6 +70,25 @@ __device__ __forceinline__ int4 place_loads(const int4* __restrict__ p, long lon
   return acc;
 }
 
+// place_rw's readers as a kernel of their own (read_beside_write's "loops" variant): each block loads n16 × 16 B
+// of src from its own part, mode 0 one load a thread in flight (the loop not unrolled), 2 and 3 four and eight
+extern "C" __global__ void read_loop(const int4* __restrict__ src, int4* sink, long long n16, int mode) {
+  const int4* p = src + (long long)blockIdx.x * n16;
+  int4 acc = make_int4(0, 0, 0, 0);
+  if (mode == 2) {
+    acc = place_loads<4>(p, n16);
+  } else if (mode == 3) {
+    acc = place_loads<8>(p, n16);
+  } else {
+#pragma unroll 1
+    for (long long k = threadIdx.x; k < n16; k += blockDim.x) {
+      int4 v = p[k];
+      acc.x += v.x; acc.y ^= v.y; acc.z += v.z; acc.w ^= v.w;
+    }
+  }
+  if (acc.x == 0x12345678 && acc.y == 0x9abcdef0) sink[threadIdx.x & 255] = acc;
+}
+
 // One block per SM (the launch asks for more dynamic shared memory than two blocks fit), each taking the role
 // roles[its SM] names: 1 stores 16 B a thread to its own 1 MiB of dst (host memory) until every reader is done;
 // 2 waits until every writer runs and 20 us more, then loads rbytes16 × 16 B of src (its own part, by its rank

@@ -435,6 +435,10 @@ class Micro:
             local = cp.empty(wbytes, dtype=cp.uint8)
         s, s2 = self.streams[0][2], self.streams[0][3]
         rd, wr = self.fn(0, "sm_read16"), self.fn(0, "sm_write16")
+        rloop = self.fn(0, "read_loop")
+        # "loops": one reader block whose loop keeps 1, 4 or 8 loads a thread in flight (read_loop, as place_rw's
+        # readers; field loads_in_flight) loading 2 MiB beside W = 0, 2, 8, 132 (8 launches of the writer, so that
+        # it outlasts the slowest reader), each a kernel of its own
         # READ_BESIDE_WRITE_VARIANTS, comma-separated: "base" (the default: the writer stores 512-thread blocks to
         # host memory, W = 0, 1, 8, 132), "local" (to the
         # GPU's own memory instead: no PCIe), "t32" (to host memory from 32-thread blocks), "wsweep" (W = 2, 4,
@@ -450,8 +454,10 @@ class Micro:
           wthreads = 32 if variant == "t32" else 512
           wdst = np.uint64(local.data.ptr) if variant == "local" else np.uint64(hb.ptr + (64 << 20))
           rs_list = (1, 4, 16, 132) if variant in ("wsweep", "paced", "vol", "fenced") else (1, 2, 4, 8, 16, 32, 66, 132)
+          if variant == "loops":
+              rs_list = (1, 4, 8)  # here: the reader's loads a thread in flight, one block
           ws_list = {"": (0, 1, 8, 132), "wsweep": (2, 4, 16, 32, 66), "paced": (8, 132), "vol": (8, 132),
-                     "fenced": (8, 132)}.get(variant, (1, 8, 132))
+                     "fenced": (8, 132), "loops": (0, 2, 8, 132)}.get(variant, (1, 8, 132))
           for R in rs_list:
             for W in ws_list:
                 def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst):
@@ -461,7 +467,7 @@ class Micro:
                         with cp.cuda.Device(0):
                             if W:
                                 ev[2].record(s2)
-                                for _ in range(2):
+                                for _ in range(8 if variant == "loops" else 2):
                                     if variant == "paced":
                                         wrp((W,), (wthreads,), (wdst, np.int64(wb // 16), np.int64(pace_ns * 198 // 100)), stream=s2)
                                     elif variant in ("vol", "fenced"):
@@ -470,7 +476,11 @@ class Micro:
                                         wr((W,), (wthreads,), (wdst, np.int64(wb // 16)), stream=s2)
                                 ev[3].record(s2)
                             ev[0].record(s)
-                            rd((R,), (512,), (np.uint64(hb.ptr), sink, np.int64(rbytes // 16)), stream=s)
+                            if variant == "loops":
+                                rloop((1,), (512,), (np.uint64(hb.ptr), sink, np.int64((2 << 20) // 16),
+                                                     np.int32({1: 0, 4: 2, 8: 3}[R])), stream=s)
+                            else:
+                                rd((R,), (512,), (np.uint64(hb.ptr), sink, np.int64(rbytes // 16)), stream=s)
                             ev[1].record(s)
                         s.synchronize(); s2.synchronize()
                     once()
@@ -481,16 +491,21 @@ class Micro:
                         if W:
                             ws.append(cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3)
                     med, lo, hi = summarize(rs)
+                    nb = (2 << 20) if variant == "loops" else rbytes
                     rec = {"kind": "host_link_concurrency", "clock": "device_events", "what": "sm_read_beside_write",
-                           "gpus": 1, "bytes_per_gpu": rbytes, "blocks": R, "threads": 512, "write_blocks": W,
+                           "gpus": 1, "bytes_per_gpu": nb, "blocks": 1 if variant == "loops" else R, "threads": 512,
+                           "write_blocks": W,
                            "write_threads": wthreads, "write_target": "local" if variant == "local" else "host",
                            "us": med, "us_min": lo, "us_max": hi,
-                           "gbps_per_gpu": rbytes / med / 1e3, "gbps_total": rbytes / med / 1e3,
-                           "gbps_read": rbytes / med / 1e3}
+                           "gbps_per_gpu": nb / med / 1e3, "gbps_total": nb / med / 1e3,
+                           "gbps_read": nb / med / 1e3}
+                    if variant == "loops":
+                        rec["loads_in_flight"] = R
                     if W:
                         wmed = summarize(ws)[0]
-                        rec["write_bytes"], rec["write_us"] = 2 * wb, wmed
-                        rec["gbps_write"] = 2 * wb / wmed / 1e3
+                        nw = 8 if variant == "loops" else 2
+                        rec["write_bytes"], rec["write_us"] = nw * wb, wmed
+                        rec["gbps_write"] = nw * wb / wmed / 1e3
                         if variant == "paced":
                             rec["write_pause_ns"] = pace_ns
                         if variant in ("vol", "fenced"):

@@ -1,0 +1,126 @@
+package validate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// depthRun is one read_depth file at one shared-memory setting: the
+// chase's round trip (µs) and one block's loads (GB/s, by loads a thread
+// keeps in flight) beside the first n SMs storing to host memory.
+type depthRun struct {
+	rt   map[int]float64
+	load map[[2]int]float64 // n, loads in flight
+}
+
+func readDepth(t *testing.T, file string, smem int) depthRun {
+	d := depthRun{rt: map[int]float64{}, load: map[[2]int]float64{}}
+	for _, r := range readOneGPU(t, file) {
+		if r.Placement != "by_sm" || r.SmemBytes != smem || r.Blocks > 1 {
+			continue
+		}
+		switch r.Kind {
+		case trace.KindPointerChase:
+			d.rt[r.WriteBlocks] = r.NsPerStep / 1e3
+		case trace.KindHostLinkConcurrency:
+			d.load[[2]int{r.WriteBlocks, max(r.LoadsInFlight, 1)}] = r.GbpsTotal
+		}
+	}
+	return d
+}
+
+// What testdata/h200x1-arsim/read_placement.jsonl and read_depth*.jsonl
+// show, held against the files (one launch, one block per SM, each
+// storing to host memory, loading it or idle by its SM): beside two or
+// more SMs storing, a load of host memory waits behind their stores, its
+// round trip growing with the storing SMs to 25 times its 1.2 µs alone,
+// wherever the reading SM lies; a block loading one 16-B value a thread
+// at a time keeps about the same bytes in flight (0.66–1.05× those alone)
+// at every round trip (its rate
+// falls as the round trip grows), and one keeping 4 or 8 in flight keeps
+// no more than about 27 KB beside the stores, 20 KB or less beside 8 or
+// more storing SMs. The model's loads wait for none of this
+// (docs/VALIDATION.md): beside 131 storing SMs it is more than 20×
+// fast.
+func TestLoadsWaitBehindStoringSMs(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		smem int
+	}{{"read_depth.jsonl", 120 << 10}, {"read_depth.jsonl", 0}, {"read_depth_2.jsonl", 0}, {"read_depth_3.jsonl", 0}} {
+		d := readDepth(t, c.file, c.smem)
+		require.Len(t, d.rt, 9, "%s %d", c.file, c.smem)
+		alone := d.rt[0]
+		assert.InDelta(t, 1.2, alone, 0.1, "%s: the round trip alone", c.file)
+		assert.Less(t, d.rt[1], 1.25*alone, "%s: one storing SM queues little", c.file)
+		assert.Greater(t, d.rt[2], 4*alone, "%s: two storing SMs", c.file)
+		assert.Greater(t, d.rt[131], 25*alone, "%s: 131 storing SMs", c.file)
+		assert.Greater(t, d.rt[131], d.rt[2], c.file)
+		inFlight := d.load[[2]int{0, 1}] * alone
+		for n, rt := range d.rt {
+			// Little's law with one load a thread in flight
+			assert.InDelta(t, 1, d.load[[2]int{n, 1}]*rt/inFlight, 0.36, "%s: KB in flight beside %d storing SMs", c.file, n)
+			for _, l := range []int{4, 8} {
+				v, ok := d.load[[2]int{n, l}]
+				if !ok || n < 2 {
+					continue
+				}
+				assert.Less(t, v*rt, 27.0, "%s: KB in flight at %d loads a thread beside %d storing SMs", c.file, l, n)
+				if n >= 8 {
+					assert.Less(t, v*rt, 20.0, "%s: KB in flight at %d loads a thread beside %d storing SMs", c.file, l, n)
+				}
+			}
+		}
+	}
+
+	// Where the reading SM lies: beside SMs 0 and 1 storing, every SM
+	// loads at under a third of its rate alone, the fastest within 1.7×
+	// of the slowest.
+	by := map[string][]float64{}
+	for _, r := range readOneGPU(t, "read_placement.jsonl") {
+		if r.Blocks == 1 {
+			set := extraString(r, "write_set")
+			by[set] = append(by[set], r.GbpsTotal)
+		}
+	}
+	require.Len(t, by["none"], 132)
+	require.Len(t, by["sm0-1"], 130)
+	lo, hi := minMax(by["none"])
+	assert.Less(t, hi/lo, 1.05, "alone, every SM alike")
+	lo2, hi2 := minMax(by["sm0-1"])
+	assert.Less(t, hi2, lo/3, "beside SMs 0-1")
+	assert.Less(t, hi2/lo2, 1.7, "beside SMs 0-1, by SM")
+	_, hiAll := minMax(by["all_but_reader"])
+	assert.Less(t, hiAll, lo/30, "beside every other SM")
+
+	// The model: the loads beside 131 storing SMs at their rate alone.
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := p.Build()
+	require.NoError(t, err)
+	twins := 0
+	for _, r := range readOneGPU(t, "read_depth_2.jsonl") {
+		if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks != 131 {
+			continue
+		}
+		tw, err := hostLinkTwin(r)
+		require.NoError(t, err)
+		sim, _, err := tw.Sim(top)
+		require.NoError(t, err)
+		assert.Greater(t, sim, 20*r.GbpsTotal, "the model's loads beside 131 storing SMs, %d in flight", r.LoadsInFlight)
+		twins++
+	}
+	assert.Equal(t, 3, twins)
+}
+
+func minMax(v []float64) (lo, hi float64) {
+	lo, hi = v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
+}
