@@ -323,7 +323,8 @@ var Fits = append([]Fit{
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
 		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_beside_write.jsonl", "h200x1-arsim/read_beside_write_2.jsonl", "h200x1-arsim/read_beside_write_3.jsonl", "h200x1-arsim/read_beside_write_4.jsonl", "h200x1-arsim/read_beside_write_5.jsonl",
-			"h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl"},
+			"h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl",
+			"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},

@@ -24,8 +24,10 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		t.Note = "bytes_per_gpu absent: 256 MiB assumed (FORMAT.md)"
 	}
 	if r.What == "sm_read_beside_write" {
-		// the loads' rate beside the stores (the capture's writer stores
-		// 384 MiB, outlasting the reader)
+		// the loads' rate beside the stores: the capture's writer stores
+		// write_bytes (384 MiB when not given), which a slow reader
+		// outlives (its tail runs alone, in the capture as here);
+		// read_placement's writers store until every reader is done
 		if r.GPUs != 1 || r.Blocks <= 0 {
 			return nil, notModelled("sm_read_beside_write on %d GPUs with %d reader blocks: the capture runs one GPU and names its reader's blocks", r.GPUs, r.Blocks)
 		}
@@ -38,6 +40,16 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			// (system/sass_micro_read_sm_90.txt.gz); its modes 2 and 3
 			// keep loads_in_flight
 			reader.LoadsInFlight = float64(max(r.LoadsInFlight, 1))
+		} else if r.LoadsInFlight > 0 {
+			// read_beside_write's loops variant (read_loop)
+			reader.LoadsInFlight = float64(r.LoadsInFlight)
+		}
+		wbytes := sim.Bytes(384 << 20)
+		if v := extraNumber(r, "write_bytes"); v > 0 {
+			wbytes = sim.Bytes(v)
+		}
+		if r.Placement == "by_sm" {
+			wbytes = 1 << 40
 		}
 		writer := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
 		if r.WriteThreads > 0 {
@@ -49,6 +61,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		}
 		toLocal := r.WriteTarget == "local"
 		t.Group += " beside " + writerDesc(r, true)
+		if r.Placement == "" && r.LoadsInFlight > 0 {
+			t.Group += fmt.Sprintf(", %d loads in flight", r.LoadsInFlight)
+		}
 		if r.Placement == "by_sm" {
 			t.Group += fmt.Sprintf(", one launch by SM, %d loads in flight", int(reader.LoadsInFlight))
 			if r.WriteSpan == "wide" {
@@ -57,7 +72,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			t.Note = "the model's loads do not wait behind the stores of other SMs"
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
-			return ReadBesideWriteGBps(top, reader, writer, toLocal, sim.Bytes(per), 384<<20)
+			return ReadBesideWriteGBps(top, reader, writer, toLocal, sim.Bytes(per), wbytes)
 		})
 		return t, nil
 	}
@@ -103,4 +118,14 @@ func extraString(r trace.Record, name string) string {
 		return v
 	}
 	return ""
+}
+
+// extraNumber is a number field this package carries undecoded, 0 when
+// absent or not a number.
+func extraNumber(r trace.Record, name string) float64 {
+	var v float64
+	if raw, ok := r.Extra[name]; ok && json.Unmarshal(raw, &v) == nil {
+		return v
+	}
+	return 0
 }

@@ -26,12 +26,18 @@ import (
 // On a fourth (read_beside_write_4.jsonl) a dependent load's round trip
 // to host memory grows more than eightfold beside two or more storing
 // blocks, and by less than half beside one or beside paced stores.
-// On a third instance (read_beside_write_3.jsonl) a few loading blocks
-// get the same few GB/s beside 2 to 66 storing blocks, and writers paced
-// to about 10 GB/s leave the loads most of their rate alone: what costs
-// the loads is a link full of stores. The model gives the loads beside
-// the stores their rate alone or half of pcie.sm_host_bandwidth: it
-// misses this (docs/VALIDATION.md).
+// On a third instance (read_beside_write_3.jsonl) one loading block
+// outlives its writer (it ends after the writer's 384 MiB) beside 2 to 66
+// storing blocks, so its rate there is its tail alone's as much as the
+// stores' doing, and writers paced to about 10 GB/s leave the loads most
+// of their rate alone: what costs the loads is a link full of stores.
+// Slow readers outlived their writers in every file of the part (39
+// records): their rates are upper bounds of the loads beside the stores,
+// which is all this test draws from them; read_beside_write_8.jsonl,
+// whose writer outlasts every reader, has one block beside 132 writer
+// blocks at a tenth of its rate alone or less. The model gives the loads
+// beside the stores their rate alone or half of pcie.sm_host_bandwidth:
+// it misses this (docs/VALIDATION.md).
 func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	type key struct {
 		r, w, threads int
@@ -39,8 +45,10 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	}
 	rate := map[key]float64{}
 	third := map[[3]int]float64{} // reader blocks, writer blocks, writer pause (ns)
+	outlived := map[[3]int]bool{}
 	for _, r := range readOneGPU(t, "read_beside_write_3.jsonl") {
 		third[[3]int{r.Blocks, r.WriteBlocks, r.WritePauseNs}] = r.GbpsTotal
+		outlived[[3]int{r.Blocks, r.WriteBlocks, r.WritePauseNs}] = r.WriteBlocks > 0 && r.Us > extraNumber(r, "write_us")
 	}
 	for _, r := range readOneGPU(t, "read_beside_write.jsonl", "read_beside_write_2.jsonl") {
 		if r.Kind != trace.KindHostLinkConcurrency || r.What != "sm_read_beside_write" {
@@ -59,8 +67,10 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	require.Len(t, third, 4*5+4*2)
 	for _, r := range []int{1, 4} {
 		for _, w := range []int{2, 4, 16, 32, 66} {
-			assert.InEpsilon(t, third[[3]int{r, 2, 0}], third[[3]int{r, w, 0}], 0.10, "%d reader blocks beside %d writers", r, w)
 			assert.Less(t, third[[3]int{r, w, 0}], rate[key{r, 0, 0, false}]/3, "%d reader blocks beside %d writers", r, w)
+			if r == 1 {
+				assert.True(t, outlived[[3]int{r, w, 0}], "one reader block outlives %d writers", w)
+			}
 		}
 	}
 	paced := 0
@@ -82,7 +92,9 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	}
 	for _, r := range []int{1, 4, 16, 132} {
 		for _, w := range []int{8, 132} {
-			assert.InEpsilon(t, fifth[modeKey{"", r, w}], fifth[modeKey{"volatile", r, w}], 0.25, "%d readers beside %d volatile writers", r, w)
+			if r >= 16 { // the smaller readers outlived their writers
+				assert.InEpsilon(t, fifth[modeKey{"", r, w}], fifth[modeKey{"volatile", r, w}], 0.25, "%d readers beside %d volatile writers", r, w)
+			}
 		}
 		if r >= 4 {
 			alone := fifth[modeKey{"", r, 0}]
@@ -126,7 +138,9 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 		require.Positive(t, alone, r)
 		for _, w := range []int{1, 8, 132} {
 			assert.Less(t, rate[key{r, w, 512, false}], 0.95*alone, "%d reader blocks beside %d writers", r, w)
-			assert.InEpsilon(t, alone, rate[key{r, w, 512, true}], 0.10, "%d reader blocks beside %d writers to local memory", r, w)
+			if w == 1 { // 8 and 132 writer blocks end their local stores in under 1 ms
+				assert.InEpsilon(t, alone, rate[key{r, w, 512, true}], 0.10, "%d reader blocks beside %d writers to local memory", r, w)
+			}
 		}
 		if r <= 16 {
 			assert.Less(t, rate[key{r, 132, 512, false}], alone/3, "%d reader blocks beside 132 writers", r)
@@ -135,6 +149,28 @@ func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 			for _, th := range []int{512, 32} {
 				assert.Greater(t, rate[key{r, 1, th, false}], 2*rate[key{r, 132, th, false}], "%d reader blocks: one writer of %d threads against 132", r, th)
 			}
+		}
+	}
+}
+
+// read_beside_write_8.jsonl: readers whose loop keeps 1, 4 or 8 loads a
+// thread in flight, each a kernel of its own beside a writer kernel that
+// outlasts it: beside 132 writer blocks every one loads a tenth of its
+// rate alone or less, beside 2 and 8 a sixth or less.
+func TestReadsBesideAWriterThatOutlastsThem(t *testing.T) {
+	rate := map[[2]int]float64{} // loads in flight, writer blocks
+	for _, r := range readOneGPU(t, "read_beside_write_8.jsonl") {
+		rate[[2]int{r.LoadsInFlight, r.WriteBlocks}] = r.GbpsTotal
+		if r.WriteBlocks > 0 {
+			assert.Less(t, r.Us, extraNumber(r, "write_us"), "the reader ends before its writer")
+		}
+	}
+	require.Len(t, rate, 12)
+	for _, l := range []int{1, 4, 8} {
+		alone := rate[[2]int{l, 0}]
+		assert.Less(t, rate[[2]int{l, 132}], alone/10, "%d loads in flight beside 132 writer blocks", l)
+		for _, w := range []int{2, 8} {
+			assert.Less(t, rate[[2]int{l, w}], alone/6, "%d loads in flight beside %d writer blocks", l, w)
 		}
 	}
 }
