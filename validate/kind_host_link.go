@@ -33,8 +33,8 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		}
 		reader := hw.Kernel{Blocks: r.Blocks, Threads: 512}
 		if r.Placement == "by_sm" {
-			if set := extraString(r, "write_set"); !strings.HasPrefix(set, "first") {
-				return nil, notModelled("read_placement's sweep over SMs (writers %q, the reader on SM %d): one record per SM of the same launch; read_depth's records hold its configurations once", set, r.ReadSM)
+			if !strings.HasPrefix(extraString(r, "write_set"), "first") {
+				return nil, notModelled("read_placement's sweeps over SMs: a record per SM of one configuration; read_depth*.jsonl hold the configurations once")
 			}
 			// place_rw's plain loop keeps one load a thread in flight
 			// (system/sass_micro_read_sm_90.txt.gz); its modes 2 and 3

@@ -422,7 +422,8 @@ class Micro:
     def read_beside_write(self):
         """SM loads of host memory beside SM stores to it, GPU 0: a reader of R blocks × 512 threads loads 32 MiB
         of pinned host memory while a writer of W blocks × 512 threads (W = 0: none) stores 2 × 192 MiB to another
-        part of it on a second stream, so that the writer outlasts the reader; CUDA events time each. The read's
+        part of it on a second stream, meant to outlast the reader (a reader slower than about 4 GB/s outlives it:
+        compare us with write_us; the loops variant's writer outlasts every reader); CUDA events time each. The read's
         rate beside the writes against its rate alone (W = 0, same R) says what the writes cost the reads: the
         reads' requests go up the same link as the writes' data."""
         cp = self.cp
