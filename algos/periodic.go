@@ -201,8 +201,8 @@ func (pd *periodic) stop(x *executor) {
 
 // take writes the state now into c; false when it cannot be written down.
 func (pd *periodic) take(x *executor, c *checkpoint) bool {
-	if !x.m.InOrderIdle() || !x.m.HostStoresIdle() {
-		return false // in-order loop groups' and small stores' queues are not in the snapshot
+	if !x.m.InOrderIdle() || !x.m.HostStoresIdle() || !x.m.HostStreamsIdle() {
+		return false // in-order loop groups', small stores' and streaming stores' queues are not in the snapshot
 	}
 	base, iter, shift := pd.flagValues(x, int64(c.k)), c.k, 0
 	if pd.step != nil {

@@ -34,6 +34,9 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string
 	if err != nil {
 		return err
 	}
+	if m.streamsToHost(dst, k) && bytes > 0 {
+		done = m.storing(r, k, done)
+	}
 	return m.launchWrite(r, spec, pr, k, bytes, label, done)
 }
 
@@ -229,6 +232,13 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 		loads = float64(k.Unroll)
 	}
 	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
+	if src.Host && m.StoringBlocks(r) >= 1 {
+		// behind the stores queued towards the host (hostqueue.go)
+		rtt += m.HostLoadWait(r)
+		if c := m.Phys.HostLoadsBesideStores; c > 0 {
+			inflight = min(inflight, float64(min(k.Blocks, m.Phys.SMs))*float64(c)*k.share())
+		}
+	}
 	if k.ReduceLoop {
 		rtt += m.Phys.ReduceLoopOverhead
 		if !p.nvlink() {

@@ -120,6 +120,11 @@ func (m *Machine) WriteAgain(r int, bytes sim.Bytes, label string, done func()) 
 // readFlow returns readSpec(r, src, *k, label), kept per rank, and its
 // route prepared (nil when not kept).
 func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, readPace, *sim.PreparedRoute, error) {
+	if src.Host && m.StoringBlocks(r) >= 1 {
+		// beside streaming stores to host memory (hostqueue.go): not kept
+		spec, delay, pace, err := m.readSpec(r, src, *k, label)
+		return spec, delay, pace, nil, err
+	}
 	if e := memoGet(m.rmemo, r, src, k, false); e != nil {
 		return e.spec, e.delay, e.pace, e.pr, nil
 	}

@@ -52,6 +52,12 @@ type Kernel struct {
 	// more over PCIe). Not with ReduceLoop, whose overheads were measured
 	// with such loads and include it.
 	Volatile bool
+	// StoresPerFence, on a write: each thread fences (system scope) after
+	// this many of its stores, so its stores do not queue towards the
+	// host beyond them (they do not count among the blocks that loads of
+	// host memory wait behind, hostqueue.go); 0: no such fences. The
+	// fences' cost to the stores themselves is not modelled.
+	StoresPerFence int
 	// Loop is the per-thread loop the transfer runs in (see LoopRate):
 	// its rate bounds the transfer, and, for a loop with a wire factor,
 	// the SM's store rate counts wire bytes.
@@ -298,6 +304,9 @@ func (k Kernel) check(op, label string) error {
 	}
 	if k.LoadWaits < 0 {
 		return fmt.Errorf("hw: %s %s: load waits must be ≥ 0, got %d", op, label, k.LoadWaits)
+	}
+	if k.StoresPerFence < 0 {
+		return fmt.Errorf("hw: %s %s: stores per fence must be ≥ 0, got %d", op, label, k.StoresPerFence)
 	}
 	if k.Volatile && k.ReduceLoop {
 		return fmt.Errorf("hw: %s %s: a volatile load loop and a reduce loop at once (the reduce loop's overheads include its volatile loads)", op, label)

@@ -50,6 +50,8 @@ type Physics struct {
 	BarrierMeet, BarrierMeetPerWarp         sim.Duration
 	PostedWriteBuffer                       sim.Bytes    // pcie.posted_write_buffer
 	FirstBurstHeld                          sim.Bytes    // pcie.first_burst_held
+	PostedWaitPerDoubling                   sim.Duration // pcie.posted_wait_per_doubling
+	HostLoadsBesideStores                   sim.Bytes    // gpu.host_loads_beside_stores
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
@@ -114,6 +116,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
+		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")),
 		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
 		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
@@ -164,6 +167,9 @@ type Machine struct {
 	smHost []sim.ResourceID
 	// order: the queue of each in-order loop group (Kernel.InOrder).
 	order map[loopGroupKey]*orderQueue
+	// hostStoring[r]: the blocks of GPU r streaming SM stores to host
+	// memory now (hostqueue.go), nil until one does.
+	hostStoring []float64
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate

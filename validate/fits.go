@@ -40,6 +40,12 @@ type Fit struct {
 	How string
 }
 
+// readBesideWrite are tools/capture's read_beside_write and
+// chase_beside_write captures.
+var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-arsim/read_beside_write_2.jsonl", "h200x1-arsim/read_beside_write_3.jsonl",
+	"h200x1-arsim/read_beside_write_4.jsonl", "h200x1-arsim/read_beside_write_5.jsonl", "h200x1-arsim/read_beside_write_6.jsonl",
+	"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl"}
+
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
 // so every record a per-block fit covers is on its predicted side.
@@ -322,12 +328,25 @@ var Fits = append([]Fit{
 		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
-		AlsoPredicts: []string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_beside_write.jsonl", "h200x1-arsim/read_beside_write_2.jsonl", "h200x1-arsim/read_beside_write_3.jsonl", "h200x1-arsim/read_beside_write_4.jsonl", "h200x1-arsim/read_beside_write_5.jsonl",
-			"h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl",
-			"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl"},
+		AlsoPredicts: append([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl",
+			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl"}, readBesideWrite...),
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
+	// pcie.posted_wait_per_doubling and gpu.host_loads_beside_stores: one
+	// block loading host memory beside 131 SMs storing to it, keeping one
+	// and four loads a thread in flight (read_depth_2.jsonl); every other
+	// storing-SM count, the other instances, the chases, the other
+	// launches (a reader and a writer kernel of their own) are predicted.
+	{Params: []string{"pcie.posted_wait_per_doubling", "gpu.host_loads_beside_stores"}, Files: []string{"h200x1-arsim/read_depth_2.jsonl"},
+		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
+		},
+		AlsoPredicts: append([]string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_placement.jsonl"}, readBesideWrite...),
+		On: func(r trace.Record) bool {
+			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks == 131 && (r.LoadsInFlight == 1 || r.LoadsInFlight == 4)
+		}, How: "one-load block: its 8,192 B in flight over the rate, less the host round trip alone, over log2(131); four-load block: its rate times that round trip"},
 	{Params: []string{"hostmem.fresh_line_saving"}, Files: []string{"h200x1-arsim/ll_live_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "host" && r.Producer != "" },
 		AlsoPredicts: append([]string{"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll128_live.jsonl"}, perBlockRepeats...),
@@ -491,6 +510,10 @@ func dimensionsOf(r trace.Record) []string {
 		}
 	case trace.KindBlockPingpong:
 		d = append(d, fmt.Sprintf("block ping-pong %s, %s memory", r.Mode, r.Target))
+	case trace.KindPointerChase:
+		if r.WriteBlocks > 0 {
+			d = append(d, "pointer chase beside SM stores of "+writerDesc(r, false))
+		}
 	case trace.KindAllreduce:
 		d = append(d, fmt.Sprintf("%s %s/%s, %s", r.Impl, r.Algo, r.Proto, r.Launch))
 		if r.MaxChannels > 0 {

@@ -52,6 +52,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			wbytes = 1 << 40
 		}
 		writer := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
+		if r.WriteMode == "volatile_fence4" {
+			writer.StoresPerFence = 4
+		}
 		if r.WriteThreads > 0 {
 			writer.Threads = r.WriteThreads
 		}

@@ -134,6 +134,34 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 	return float64(d) / float64(sim.Nanosecond), nil
 }
 
+// PointerChaseBesideNs is PointerChaseNs beside writer (its blocks on rank
+// 0 storing to host memory, or to the GPU's own with toLocal, throughout
+// the chase): a dependent load's round trip and what it waits behind the
+// stores (hw.Machine.HostLoadWait).
+func PointerChaseBesideNs(top *topology.Topology, target string, writer hw.Kernel, toLocal bool) (float64, error) {
+	m, at, err := machineAt(top, "pointer_chase", target, true)
+	if err != nil {
+		return 0, err
+	}
+	if writer.Blocks > 0 {
+		dst := hw.HostMem(m.LocalSocket(0))
+		if toLocal {
+			dst = hw.GPUMem(0)
+		}
+		if err := m.Write(0, dst, 1<<40, writer, "sm_write", nil); err != nil {
+			return 0, err
+		}
+	}
+	d, err := m.RoundTrip(0, at)
+	if err != nil {
+		return 0, err
+	}
+	if at.Host {
+		d += m.HostLoadWait(0)
+	}
+	return float64(d) / float64(sim.Nanosecond), nil
+}
+
 // FlagPingPongUs returns the one-way time, in µs, of two GPUs passing a
 // counter back and forth rounds times. via "host": both flags in pinned host
 // memory; via "peer": each GPU polls a flag in its own memory that the other
@@ -270,9 +298,8 @@ func ReadBesideWriteGBps(top *topology.Topology, reader, writer hw.Kernel, toLoc
 	}
 	host := hw.HostMem(m.LocalSocket(0))
 	var end sim.Time
-	if err := m.Read(0, host, readBytes, reader, "sm_read", func() { end = m.Eng.Now() }); err != nil {
-		return 0, err
-	}
+	// the writer first: the capture launches it first, and the loads
+	// wait behind what it queues (hw.Machine.HostLoadWait)
 	if writer.Blocks > 0 {
 		dst := host
 		if toLocal {
@@ -281,6 +308,9 @@ func ReadBesideWriteGBps(top *topology.Topology, reader, writer hw.Kernel, toLoc
 		if err := m.Write(0, dst, writeBytes, writer, "sm_write", func() {}); err != nil {
 			return 0, err
 		}
+	}
+	if err := m.Read(0, host, readBytes, reader, "sm_read", func() { end = m.Eng.Now() }); err != nil {
+		return 0, err
 	}
 	if err := m.Eng.Run(); err != nil {
 		return 0, err

@@ -1,0 +1,86 @@
+package hw
+
+import (
+	"math"
+
+	"github.com/arsim/arsim/sim"
+)
+
+// SM loads of host memory wait behind the stores that the GPU's SMs have
+// queued towards the host (measured on one H200, testdata/h200x1-arsim
+// read_depth*.jsonl): while two or more blocks stream stores to host
+// memory, a load's round trip grows by pcie.posted_wait_per_doubling for
+// each doubling of the storing blocks (1.2 µs alone; about 8, 21, 34 and
+// 47 µs beside 2, 8, 32 and 131), and while any block streams such stores
+// a block keeps at most gpu.host_loads_beside_stores bytes of loads of
+// host memory in flight (fitted beside 131; beside one storing block the
+// loads keep 18–20 KB, read_depth_2.jsonl and _3, where one storing block
+// adds only 0.1–0.2 µs to the round trip). The count is taken when a read
+// starts: a read already under way keeps its rate when writers start or
+// stop (a reader that outlives its writers is too slow in the model).
+//
+// Streaming stores are Write and WriteFenced flows of plain loops
+// (Kernel.Loop LoopNone) with no rate cap of their own and no fences
+// among them (Kernel.StoresPerFence): a protocol loop's
+// stores (NCCL's LL, LL128, Simple) are paced by its own steps, and small
+// flag stores queue in the flag model (gpu.host_store_service).
+
+// streamsToHost reports whether a write of kernel k to dst counts among
+// the storing blocks.
+func (m *Machine) streamsToHost(dst Mem, k *Kernel) bool {
+	return dst.Host && m.Phys.PostedWaitPerDoubling > 0 && k.Loop == LoopNone && k.RateCap == 0 && k.StoresPerFence == 0 && k.Blocks > 0
+}
+
+// storing adds GPU r's blocks of a streaming write to host memory until
+// done runs, and returns the done to use instead.
+func (m *Machine) storing(r int, k *Kernel, done func()) func() {
+	if r < 0 || r >= m.Top.NumGPUs() {
+		return done
+	}
+	if m.hostStoring == nil {
+		m.hostStoring = make([]float64, m.Top.NumGPUs())
+	}
+	n := float64(min(k.Blocks, m.Phys.SMs)) * k.share()
+	m.hostStoring[r] += n
+	return func() {
+		m.hostStoring[r] -= n
+		if m.hostStoring[r] < 1e-9 {
+			m.hostStoring[r] = 0
+		}
+		if done != nil {
+			done()
+		}
+	}
+}
+
+// StoringBlocks is how many blocks of GPU r stream stores to host memory
+// now (fractions where a kernel splits its blocks' stores among several
+// memories, Kernel.Share).
+func (m *Machine) StoringBlocks(r int) float64 {
+	if r < 0 || r >= len(m.hostStoring) {
+		return 0
+	}
+	return m.hostStoring[r]
+}
+
+// HostLoadWait is what an SM load of host memory by GPU r waits now behind
+// the stores queued towards the host, beyond its round trip alone: 0
+// unless two or more blocks store (StoringBlocks).
+func (m *Machine) HostLoadWait(r int) sim.Duration {
+	n := m.StoringBlocks(r)
+	if n < 2 {
+		return 0
+	}
+	return sim.Duration(math.Round(float64(m.Phys.PostedWaitPerDoubling) * math.Log2(n)))
+}
+
+// HostStreamsIdle reports whether no GPU streams stores to host memory
+// now (the steady-state detector's snapshot does not hold the count).
+func (m *Machine) HostStreamsIdle() bool {
+	for _, n := range m.hostStoring {
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}

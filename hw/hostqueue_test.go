@@ -1,0 +1,85 @@
+package hw
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
+)
+
+func h200x1Machine(t *testing.T) *Machine {
+	t.Helper()
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := p.Build()
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	return m
+}
+
+// readGBps runs a read of bytes of host memory by reader on a fresh
+// machine beside writer (no blocks: none), the writer started first.
+func readGBps(t *testing.T, reader, writer Kernel) (float64, *Machine) {
+	t.Helper()
+	m := h200x1Machine(t)
+	host := HostMem(m.LocalSocket(0))
+	if writer.Blocks > 0 {
+		require.NoError(t, m.Write(0, host, 1<<40, writer, "w", nil))
+	}
+	var end sim.Time
+	require.NoError(t, m.Read(0, host, 2<<20, reader, "r", func() { end = m.Eng.Now() }))
+	require.NoError(t, m.Eng.RunUntil(sim.Time(sim.Second)))
+	require.NotZero(t, end)
+	return float64(2<<20) / sim.Duration(end).Seconds() / 1e9, m
+}
+
+// Loads of host memory beside blocks streaming stores to it: a round trip
+// longer by pcie.posted_wait_per_doubling for each doubling of the
+// storing blocks from two on, and a block's bytes in flight at most
+// gpu.host_loads_beside_stores; paced, protocol-loop and fenced stores
+// and stores to the GPU's own memory do not count, and the count goes
+// back to zero when the stores end.
+func TestLoadsWaitBehindStreamingStores(t *testing.T) {
+	one := Kernel{Blocks: 1, Threads: 512, LoadsInFlight: 1}
+	alone, _ := readGBps(t, one, Kernel{})
+	m := h200x1Machine(t)
+	g := m.Phys.PostedWaitPerDoubling
+	require.Positive(t, g)
+	rtt := float64(512*16) / (alone * 1e9) // s
+	for _, n := range []int{2, 8, 131} {
+		got, m := readGBps(t, one, Kernel{Blocks: n, Threads: 512})
+		assert.InDelta(t, float64(n), m.StoringBlocks(0), 1e-9)
+		want := float64(512*16) / (rtt + g.Seconds()*math.Log2(float64(n))) / 1e9
+		assert.InEpsilon(t, want, got, 0.02, "one load a thread beside %d storing blocks", n)
+	}
+	four := Kernel{Blocks: 1, Threads: 512, LoadsInFlight: 4}
+	got, m := readGBps(t, four, Kernel{Blocks: 131, Threads: 512})
+	c := float64(m.Phys.HostLoadsBesideStores)
+	assert.InEpsilon(t, c/(rtt+g.Seconds()*math.Log2(131))/1e9, got, 0.02, "four loads a thread, capped")
+
+	for name, w := range map[string]Kernel{
+		"paced":  {Blocks: 131, Threads: 512, RateCap: 10 * sim.GBps},
+		"LL":     {Blocks: 131, Threads: 512, Loop: LoopLL},
+		"fenced": {Blocks: 131, Threads: 512, StoresPerFence: 4},
+	} {
+		_, m := readGBps(t, one, w)
+		assert.Zero(t, m.StoringBlocks(0), name)
+	}
+	m = h200x1Machine(t)
+	require.NoError(t, m.Write(0, GPUMem(0), 1<<20, Kernel{Blocks: 131, Threads: 512}, "local", nil))
+	assert.Zero(t, m.StoringBlocks(0), "stores to local memory")
+
+	m = h200x1Machine(t)
+	require.NoError(t, m.Write(0, HostMem(m.LocalSocket(0)), 64<<20, Kernel{Blocks: 8, Threads: 512}, "w", nil))
+	assert.InDelta(t, 8.0, m.StoringBlocks(0), 1e-9)
+	assert.Positive(t, m.HostLoadWait(0))
+	require.NoError(t, m.Eng.Run())
+	assert.Zero(t, m.StoringBlocks(0), "after the stores land")
+	assert.Zero(t, m.HostLoadWait(0))
+	assert.True(t, m.HostStreamsIdle())
+}
