@@ -35,9 +35,10 @@ import (
 // records): their rates are upper bounds of the loads beside the stores,
 // which is all this test draws from them; read_beside_write_8.jsonl,
 // whose writer outlasts every reader, has one block beside 132 writer
-// blocks at a tenth of its rate alone or less. The model gives the loads
-// beside the stores their rate alone or half of pcie.sm_host_bandwidth:
-// it misses this (docs/VALIDATION.md).
+// blocks at a tenth of its rate alone or less. The model's loads wait
+// behind the storing blocks (hw/hostqueue.go) but counts them when a read
+// starts, so its readers do not speed up when the writer ends
+// (docs/VALIDATION.md).
 func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	type key struct {
 		r, w, threads int
