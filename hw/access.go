@@ -127,6 +127,9 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	}
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
 	spec.Cap = windowCap(spec.Cap, delay+spec.Latency, pace.iter, bytes)
+	if src.Host && m.Phys.PostedWaitPerDoubling > 0 && r >= 0 && r < m.Top.NumGPUs() {
+		spec.Started = m.trackHostRead(r, src, k, label)
+	}
 	if pace.chain > 0 {
 		// Where a bandwidth sets the pace, the loads' chain still bounds
 		// the read from below: each window of them takes the chain.

@@ -15,9 +15,10 @@ import (
 // a block keeps at most gpu.host_loads_beside_stores bytes of loads of
 // host memory in flight (fitted beside 131; beside one storing block the
 // loads keep 18–20 KB, read_depth_2.jsonl and _3, where one storing block
-// adds only 0.1–0.2 µs to the round trip). The count is taken when a read
-// starts: a read already under way keeps its rate when writers start or
-// stop (a reader that outlives its writers is too slow in the model).
+// adds only 0.1–0.2 µs to the round trip). A read under way takes its new
+// rate cap when the storing blocks change (their stores start, or land):
+// readSpec's cap with the blocks storing then, without the whole-iteration
+// window (windowCap) that its first cap had.
 //
 // Streaming stores are Write and WriteFenced flows of plain loops
 // (Kernel.Loop LoopNone) with no rate cap of their own and no fences
@@ -42,13 +43,67 @@ func (m *Machine) storing(r int, k *Kernel, done func()) func() {
 	}
 	n := float64(min(k.Blocks, m.Phys.SMs)) * k.share()
 	m.hostStoring[r] += n
+	m.recapHostReads(r)
 	return func() {
 		m.hostStoring[r] -= n
 		if m.hostStoring[r] < 1e-9 {
 			m.hostStoring[r] = 0
 		}
+		m.recapHostReads(r)
 		if done != nil {
 			done()
+		}
+	}
+}
+
+// hostRead is an SM read of host memory under way: its flow (while the
+// record still has ID id) and what its cap is computed from.
+type hostRead struct {
+	f     *sim.Flow
+	id    sim.FlowID
+	r     int
+	src   Mem
+	k     Kernel
+	label string
+}
+
+// trackHostRead returns the Started callback that keeps rank r's read of
+// src by kernel k among the reads whose caps follow the storing blocks.
+func (m *Machine) trackHostRead(r int, src Mem, k Kernel, label string) func(*sim.Flow) {
+	return func(f *sim.Flow) {
+		if len(m.hostReads) >= 256 {
+			m.pruneHostReads()
+		}
+		m.hostReads = append(m.hostReads, hostRead{f: f, id: f.ID, r: r, src: src, k: k, label: label})
+	}
+}
+
+// pruneHostReads drops the reads that have finished.
+func (m *Machine) pruneHostReads() {
+	live := m.hostReads[:0]
+	for _, h := range m.hostReads {
+		if h.f.ID == h.id && h.f.Active() {
+			live = append(live, h)
+		}
+	}
+	clear(m.hostReads[len(live):])
+	m.hostReads = live
+}
+
+// recapHostReads gives rank r's reads of host memory under way the caps
+// that the blocks storing now give them.
+func (m *Machine) recapHostReads(r int) {
+	m.pruneHostReads()
+	for _, h := range m.hostReads {
+		if h.r != r {
+			continue
+		}
+		spec, _, _, err := m.readSpec(h.r, h.src, h.k, h.label)
+		if err != nil || (spec.Cap == 0 && len(spec.Route) == 0) {
+			continue
+		}
+		if _, err := m.Net.SetCap(h.f, h.id, spec.Cap); err != nil {
+			continue
 		}
 	}
 }

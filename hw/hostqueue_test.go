@@ -83,3 +83,24 @@ func TestLoadsWaitBehindStreamingStores(t *testing.T) {
 	assert.Zero(t, m.HostLoadWait(0))
 	assert.True(t, m.HostStreamsIdle())
 }
+
+// A read under way takes its new rate when the stores beside it land: the
+// reader of a capture that outlives its writer ends its tail alone.
+func TestReadSpeedsUpWhenTheStoresLand(t *testing.T) {
+	one := Kernel{Blocks: 1, Threads: 512, LoadsInFlight: 1}
+	alone, _ := readGBps(t, one, Kernel{})
+	beside, _ := readGBps(t, one, Kernel{Blocks: 131, Threads: 512})
+	m := h200x1Machine(t)
+	host := HostMem(m.LocalSocket(0))
+	var landed, end sim.Time
+	require.NoError(t, m.Write(0, host, 64<<20, Kernel{Blocks: 131, Threads: 512}, "w", func() { landed = m.Eng.Now() }))
+	require.NoError(t, m.Read(0, host, 2<<20, one, "r", func() { end = m.Eng.Now() }))
+	require.NoError(t, m.Eng.Run())
+	require.Positive(t, landed)
+	require.Greater(t, end, landed, "the reader outlives the stores")
+	// bytes read beside the stores at that rate, the rest alone
+	besideBytes := beside * 1e9 * sim.Duration(landed).Seconds()
+	want := sim.Duration(landed).Seconds() + (float64(2<<20)-besideBytes)/(alone*1e9)
+	assert.InEpsilon(t, want, sim.Duration(end).Seconds(), 0.03)
+	assert.Zero(t, m.StoringBlocks(0))
+}

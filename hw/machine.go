@@ -170,6 +170,10 @@ type Machine struct {
 	// hostStoring[r]: the blocks of GPU r streaming SM stores to host
 	// memory now (hostqueue.go), nil until one does.
 	hostStoring []float64
+	// hostReads: SM reads of host memory under way, whose caps change as
+	// the storing blocks do (hostqueue.go); finished ones are dropped
+	// lazily.
+	hostReads []hostRead
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate

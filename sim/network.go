@@ -99,7 +99,11 @@ type FlowSpec struct {
 	Latency Duration // Done runs this long after the last byte leaves
 	Done    func()   // called at delivery; may be nil
 	Sent    func()   // called when the last byte leaves (an event at that instant); may be nil
-	Meta    any      // carried for observers
+	// Started, when set, is called with the flow as it starts, after it
+	// joined the network (for SetCap; a Launch's record is reused once
+	// the flow finishes, so keep its ID with it).
+	Started func(*Flow)
+	Meta    any // carried for observers
 }
 
 // inlineHops is how many hops a flow keeps without a separate allocation.
@@ -148,6 +152,35 @@ func (f *Flow) Rate() Rate { return Rate(f.rate) }
 
 // Finish returns when the last byte leaves at the current rate.
 func (f *Flow) Finish() Time { return f.finish }
+
+// Active reports whether the flow has started and not finished.
+func (f *Flow) Active() bool { return f.active }
+
+// SetCap sets active flow f's own rate cap (0: none) from now on, its
+// component solved again at this instant, if f is still the flow numbered
+// id and has not finished; it reports whether it did.
+func (n *Network) SetCap(f *Flow, id FlowID, c Rate) (bool, error) {
+	if f == nil || f.ID != id || !f.active {
+		return false, nil
+	}
+	if !(c >= 0 && c <= math.MaxFloat64) { // NaN fails both
+		return false, fmt.Errorf("sim: flow %q: cap must be a finite rate ≥ 0, got %v", f.Spec.Label, float64(c))
+	}
+	if c == 0 && len(f.rh) == 0 {
+		return false, fmt.Errorf("sim: flow %q: needs a route or a rate cap", f.Spec.Label)
+	}
+	if f.Spec.Cap == c {
+		return true, nil
+	}
+	f.Spec.Cap = c
+	if len(f.rh) > 0 {
+		n.markDirty(f.rh[0].r)
+	} else {
+		n.dirtyFlows = append(n.dirtyFlows, f)
+	}
+	n.dirty()
+	return true, nil
+}
 
 // Observer receives everything the network does. Calls arrive in simulated
 // time order. Implementations must not start or stop flows.
@@ -378,6 +411,9 @@ func (n *Network) start(spec *FlowSpec, pr *PreparedRoute, pooled bool) (*Flow, 
 	}
 	n.attach(f)
 	n.dirty()
+	if spec.Started != nil {
+		spec.Started(f)
+	}
 	return f, nil
 }
 
@@ -541,7 +577,7 @@ func (n *Network) finish(f *Flow, now Time) {
 // and solve write them before they are read.
 func (f *Flow) clear() {
 	f.ID, f.Start, f.since, f.finish = 0, 0, 0, 0
-	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Sent, f.Spec.Meta = "", nil, nil, nil, nil
+	f.Spec.Label, f.Spec.Route, f.Spec.Done, f.Spec.Sent, f.Spec.Meta, f.Spec.Started = "", nil, nil, nil, nil, nil
 	f.dueG, f.dueI, f.index, f.active, f.pooled = nil, 0, 0, false, false
 	f.slots, f.rh = nil, nil
 }

@@ -36,9 +36,8 @@ import (
 // which is all this test draws from them; read_beside_write_8.jsonl,
 // whose writer outlasts every reader, has one block beside 132 writer
 // blocks at a tenth of its rate alone or less. The model's loads wait
-// behind the storing blocks (hw/hostqueue.go) but counts them when a read
-// starts, so its readers do not speed up when the writer ends
-// (docs/VALIDATION.md).
+// behind the storing blocks (hw/hostqueue.go), and its readers speed up
+// when the writer's stores land, as these did (docs/VALIDATION.md).
 func TestReadsOfHostMemoryBesideStores(t *testing.T) {
 	type key struct {
 		r, w, threads int

@@ -104,7 +104,8 @@ func TestLoadsWaitBehindStoringSMs(t *testing.T) {
 // 131 storing SMs), and on the predicted side the model's loads beside 2
 // to 131 storing SMs (one launch by SM, three instances) lie within a
 // factor of 2.5 of the measured, where without the queue they were 5 to 90
-// times fast.
+// times fast, and readers that outlived their writer, alone once its
+// stores landed, within 10 %.
 func TestHostQueueFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
@@ -143,6 +144,22 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 			assert.True(t, ratio > 1/2.5 && ratio < 2.5, "%s line %d: %d loads in flight beside %d storing SMs: model %.3g, measured %.3g GB/s", f, r.Line, r.LoadsInFlight, r.WriteBlocks, sim, r.GbpsTotal)
 		}
 	}
+
+	// Readers that outlived their writer (read_beside_write's first
+	// files): beside the stores until they land, then alone.
+	outlived := 0
+	for _, r := range readOneGPU(t, "read_beside_write.jsonl", "read_beside_write_2.jsonl", "read_beside_write_3.jsonl", "read_beside_write_5.jsonl", "read_beside_write_7.jsonl") {
+		if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks == 0 || r.WriteTarget == "local" || r.WriteMode != "" || r.Us <= extraNumber(r, "write_us") {
+			continue
+		}
+		tw, err := hostLinkTwin(r)
+		require.NoError(t, err)
+		sim, _, err := tw.Sim(top)
+		require.NoError(t, err)
+		assert.InEpsilon(t, r.GbpsTotal, sim, 0.10, "line %d: %d readers beside %d writer blocks that ended first", r.Line, r.Blocks, r.WriteBlocks)
+		outlived++
+	}
+	assert.Equal(t, 32, outlived)
 }
 
 func minMax(v []float64) (lo, hi float64) {
