@@ -57,33 +57,49 @@ func (m *Machine) storing(r int, k *Kernel, done func()) func() {
 }
 
 // hostRead is an SM read of host memory under way: its flow (while the
-// record still has ID id) and what its cap is computed from.
+// record still has ID id) and what its cap is computed from. Records are
+// reused (hostReadFree), each with its Started callback made once.
 type hostRead struct {
-	f     *sim.Flow
-	id    sim.FlowID
-	r     int
-	src   Mem
-	k     Kernel
-	label string
+	f       *sim.Flow
+	id      sim.FlowID
+	r       int
+	src     Mem
+	k       Kernel
+	label   string
+	started func(*sim.Flow)
 }
 
 // trackHostRead returns the Started callback that keeps rank r's read of
 // src by kernel k among the reads whose caps follow the storing blocks.
 func (m *Machine) trackHostRead(r int, src Mem, k Kernel, label string) func(*sim.Flow) {
-	return func(f *sim.Flow) {
-		if len(m.hostReads) >= 256 {
-			m.pruneHostReads()
+	var h *hostRead
+	if n := len(m.hostReadFree); n > 0 {
+		h = m.hostReadFree[n-1]
+		m.hostReadFree = m.hostReadFree[:n-1]
+	} else {
+		h = new(hostRead)
+		h.started = func(f *sim.Flow) {
+			h.f, h.id = f, f.ID
+			if len(m.hostReads) >= 32 && len(m.hostReads)%32 == 0 {
+				m.pruneHostReads()
+			}
+			m.hostReads = append(m.hostReads, h)
 		}
-		m.hostReads = append(m.hostReads, hostRead{f: f, id: f.ID, r: r, src: src, k: k, label: label})
 	}
+	h.f, h.r, h.src, h.k, h.label = nil, r, src, k, label
+	return h.started
 }
 
-// pruneHostReads drops the reads that have finished.
+// pruneHostReads drops the reads that have finished, their records kept
+// for reuse.
 func (m *Machine) pruneHostReads() {
 	live := m.hostReads[:0]
 	for _, h := range m.hostReads {
 		if h.f.ID == h.id && h.f.Active() {
 			live = append(live, h)
+		} else {
+			h.f = nil
+			m.hostReadFree = append(m.hostReadFree, h)
 		}
 	}
 	clear(m.hostReads[len(live):])

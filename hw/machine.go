@@ -173,7 +173,8 @@ type Machine struct {
 	// hostReads: SM reads of host memory under way, whose caps change as
 	// the storing blocks do (hostqueue.go); finished ones are dropped
 	// lazily.
-	hostReads []hostRead
+	hostReads    []*hostRead
+	hostReadFree []*hostRead
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate
