@@ -8,17 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/sim"
-	"github.com/arsim/arsim/topology"
 )
 
 func h200x1Machine(t *testing.T) *Machine {
-	t.Helper()
-	p, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	top, err := p.Build()
-	require.NoError(t, err)
-	m, err := New(top)
-	require.NoError(t, err)
+	_, m := h200x1(t)
 	return m
 }
 
