@@ -708,7 +708,8 @@ class Micro:
         first n SMs storing (n = 0, 1, 2, 4, 8, 16, 32, 66, 131) and the last SM reading: a 2 MiB streaming load
         (host_link_concurrency) and a 200-step pointer chase, 4,160 B a step (pointer_chase, its thread 0 alone);
         then 16 readers (the last 16 SMs) beside n = 2, 8, 66; each with 120 KiB of dynamic shared memory a block
-        and with none (field smem_bytes). The writers' rate from their own count of stores (gbps_write)."""
+        and with none (field smem_bytes). The writers' rate from their own count of stores (gbps_write).
+        READ_DEPTH_NS: other storing-SM counts (comma separated, each < the SMs)."""
         cp, sms = self.cp, self.sms
         hb = HostBuf(512 << 20)
         stride = (4096 + 64) // 8
@@ -728,7 +729,8 @@ class Micro:
             except RuntimeError as e:
                 self.rec_sm.error(f"read_depth smem {smem}", e)
                 continue
-            for n in (0, 1, 2, 4, 8, 16, 32, 66, 131):
+            ns = [int(v) for v in os.environ.get("READ_DEPTH_NS", "").split(",") if v] or [0, 1, 2, 4, 8, 16, 32, 66, 131]
+            for n in ns:
                 def meas(n=n, smem=smem, launch=launch):
                     ws = list(range(n))
                     roles = [0] * sms
