@@ -329,7 +329,7 @@ var Fits = append([]Fit{
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
 		AlsoPredicts: append([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl",
-			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl"}, readBesideWrite...),
+			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl"}, readBesideWrite...),
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
@@ -343,7 +343,7 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool {
 			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
 		},
-		AlsoPredicts: append([]string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_placement.jsonl"}, readBesideWrite...),
+		AlsoPredicts: append([]string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_placement.jsonl"}, readBesideWrite...),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks == 131 && (r.LoadsInFlight == 1 || r.LoadsInFlight == 4)
 		}, How: "one-load block: its 8,192 B in flight over the rate, less the host round trip alone, over log2(131); four-load block: its rate times that round trip"},
