@@ -114,12 +114,10 @@ func (m *Machine) recapHostReads(r int) {
 		if h.r != r {
 			continue
 		}
-		spec, _, _, err := m.readSpec(h.r, h.src, h.k, h.label)
-		if err != nil || (spec.Cap == 0 && len(spec.Route) == 0) {
-			continue
-		}
-		if _, err := m.Net.SetCap(h.f, h.id, spec.Cap); err != nil {
-			continue
+		// readSpec succeeded for this read when it started, and its caps
+		// are finite rates, which SetCap takes
+		if spec, _, _, err := m.readSpec(h.r, h.src, h.k, h.label); err == nil {
+			_, _ = m.Net.SetCap(h.f, h.id, spec.Cap)
 		}
 	}
 }

@@ -136,10 +136,7 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 			if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks < 2 {
 				continue
 			}
-			tw, err := hostLinkTwin(r)
-			require.NoError(t, err)
-			sim, _, err := tw.Sim(top)
-			require.NoError(t, err)
+			sim := hostLinkSim(t, top, r)
 			ratio := sim / r.GbpsTotal
 			assert.True(t, ratio > 1/2.5 && ratio < 2.5, "%s line %d: %d loads in flight beside %d storing SMs: model %.3g, measured %.3g GB/s", f, r.Line, r.LoadsInFlight, r.WriteBlocks, sim, r.GbpsTotal)
 		}
@@ -152,10 +149,7 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 		if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks < 2 {
 			continue
 		}
-		tw, err := hostLinkTwin(r)
-		require.NoError(t, err)
-		sim, _, err := tw.Sim(top)
-		require.NoError(t, err)
+		sim := hostLinkSim(t, top, r)
 		assert.InEpsilon(t, r.GbpsTotal, sim, 0.30, "read_depth_4.jsonl: %d loads in flight beside %d storing SMs", r.LoadsInFlight, r.WriteBlocks)
 		n4++
 	}
@@ -168,14 +162,21 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 		if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks == 0 || r.WriteTarget == "local" || r.WriteMode != "" || r.Us <= extraNumber(r, "write_us") {
 			continue
 		}
-		tw, err := hostLinkTwin(r)
-		require.NoError(t, err)
-		sim, _, err := tw.Sim(top)
-		require.NoError(t, err)
+		sim := hostLinkSim(t, top, r)
 		assert.InEpsilon(t, r.GbpsTotal, sim, 0.10, "line %d: %d readers beside %d writer blocks that ended first", r.Line, r.Blocks, r.WriteBlocks)
 		outlived++
 	}
 	assert.Equal(t, 32, outlived)
+}
+
+// hostLinkSim is the model's value for host_link_concurrency record r.
+func hostLinkSim(t *testing.T, top *topology.Topology, r trace.Record) float64 {
+	t.Helper()
+	tw, err := hostLinkTwin(r)
+	require.NoError(t, err)
+	v, _, err := tw.Sim(top)
+	require.NoError(t, err)
+	return v
 }
 
 func minMax(v []float64) (lo, hi float64) {
