@@ -2020,6 +2020,15 @@ class PerBlock:
         whether blocks left free overlap their staging (stores up the link) with their pull (loads down it)."""
         self.host_shot(blocks=(8, 16, 36, 66), threads=(512,), plan=[(ph, n) for ph in (5, 6, 7) for n in (43008, 1 << 20)])
 
+    def host_shot_sizes(self):
+        """host_shot at the sizes between the barrier-bound and the link-bound one-shot: staging alone (phases 1), the
+        pull alone (4), each with the two barriers (3, 6), 128 KiB to 4 MiB, 2-66 blocks a rank, 512 threads, and the
+        barriers alone (2): whether a block pair's barriers cost on top of the part's stream, or hide behind the other
+        pairs' data while the link is busy."""
+        sizes = (128 << 10, 256 << 10, 512 << 10, 2 << 20, 4 << 20)
+        self.host_shot(blocks=(2, 4, 8, 16, 36, 66), threads=(512,), sizes=(max(sizes),),
+                       plan=[(2, 14336)] + [(ph, n) for ph in (1, 4, 3, 6) for n in sizes])
+
     def host_shot_phases(self):
         """host_shot's phases timed block by block (kernel pb_host_shot_ts: each phase's end marked by the block's
         thread 0 reading %globaltimer after __syncthreads): staging and the pull left free (phases 5) and the whole
@@ -2094,7 +2103,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
