@@ -675,3 +675,24 @@ func runFile(t *testing.T, file string) (*Validation, []trace.Record) {
 	require.NoError(t, err)
 	return v, recs
 }
+
+// The held-out report's memory-kind row: a record that times anything in
+// pinned host memory (a flag, a poll, a line, a copy's end, the stores
+// beside it) against one that keeps to GPU memory.
+func TestMemoryKindDimension(t *testing.T) {
+	for _, c := range []struct {
+		r    trace.Record
+		want string
+	}{
+		{trace.Record{Kind: trace.KindLoop, Loop: "group_barrier", Target: "host"}, "memory: pinned host memory"},
+		{trace.Record{Kind: trace.KindLoop, Loop: "copy", Src: "local", Dst: "host"}, "memory: pinned host memory"},
+		{trace.Record{Kind: trace.KindLoop, Loop: "pull", Src: "local+host"}, "memory: pinned host memory"},
+		{trace.Record{Kind: trace.KindLoop, Loop: "host_shot"}, "memory: pinned host memory"},
+		{trace.Record{Kind: trace.KindPointerChase, Target: "local", WriteBlocks: 8}, "memory: pinned host memory"},
+		{trace.Record{Kind: trace.KindLoop, Loop: "ll", Recv: "local", Dst: "local"}, "memory: GPU memory only"},
+		{trace.Record{Kind: trace.KindPoll, Target: "local", Request: "atomic_add"}, "memory: GPU memory only"},
+		{trace.Record{Kind: trace.KindPointerChase, Target: "local", WriteBlocks: 8, WriteTarget: "local"}, "memory: GPU memory only"},
+	} {
+		assert.Contains(t, dimensionsOf(c.r), c.want, "%+v", c.r)
+	}
+}
