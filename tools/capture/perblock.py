@@ -194,6 +194,13 @@ class PerBlock:
         self.pingpong(pairs_l=[1, 2, 3, 4, 5, 6, 7, 8], targets=("host",), modes=("volatile", "release_acquire"),
                       spacings=(4,))
 
+    def pingpong_line(self):
+        """pingpong_sector past one sector: 8-16 pairs through host flags 4 B apart fill one 128-B line (16-32
+        pollers), 20-32 pairs two; volatile and release/acquire: whether a line's changing flags keep costing each
+        poller the same, or the time stops growing."""
+        self.pingpong(pairs_l=[8, 10, 12, 14, 16, 20, 24, 32], targets=("host",), modes=("volatile", "release_acquire"),
+                      spacings=(4,))
+
     def page_touch(self):
         """Whether a kernel pays for the address translation of the pages it touches: launches of one block whose
         threads each load one word of their own page (1-256 pages, 4 KiB, 64 KiB or 2 MiB apart) of pinned host
@@ -2103,7 +2110,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
