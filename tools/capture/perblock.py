@@ -2036,7 +2036,8 @@ class PerBlock:
         self.host_shot(blocks=(2, 4, 8, 16, 36, 66), threads=(512,), sizes=(max(sizes),),
                        plan=[(2, 14336)] + [(ph, n) for ph in (1, 4, 3, 6) for n in sizes])
 
-    def host_shot_phases(self):
+    def host_shot_phases(self, phases_l=(5, 7), sizes=(43008, 1 << 20), blocks=(8, 16, 36, 66),
+                         name="host_shot_phases.json"):
         """host_shot's phases timed block by block (kernel pb_host_shot_ts: each phase's end marked by the block's
         thread 0 reading %globaltimer after __syncthreads): staging and the pull left free (phases 5) and the whole
         one-shot (7), 42 KiB and 1 MiB, 8, 16, 36 and 66 blocks a rank, 512 threads; whether the blocks drift apart
@@ -2044,7 +2045,7 @@ class PerBlock:
         timestamps of the third of three launches, ns from the launch's first block start); no records (the phase ends'
         __syncthreads make it another kernel than pb_host_shot's)."""
         cp = self.cp
-        big = 2 * (1 << 20)
+        big = 2 * max(sizes)
         self.fill("local", "hsin", big, [0x3f803f80])
         self.fill("host", "hsst", big, [0x3f803f80])
         self.fill("host", "hssig", 2 * 3 * 512 * 8 * 4, [0])
@@ -2055,10 +2056,10 @@ class PerBlock:
         dump = []
         with cp.cuda.Device(0):
             ts = cp.zeros(2 * 66 * (4 * 20 + 1), dtype=cp.uint64)
-        for phases in (5, 7):
-            for nbytes in (43008, 1 << 20):
+        for phases in phases_l:
+            for nbytes in sizes:
                 nb = 10 if nbytes > 64 * 1024 else 20
-                for b in (8, 16, 36, 66):
+                for b in blocks:
                     if 2 * b > self.sms:
                         continue
 
@@ -2085,8 +2086,15 @@ class PerBlock:
                     self.rec.guard(f"host_shot_phases {phases} {nbytes} B {b}", meas)
         sysdir = os.path.join(os.path.dirname(self.rec.path), "system")
         os.makedirs(sysdir, exist_ok=True)
-        with open(os.path.join(sysdir, "host_shot_phases.json"), "w") as f:
+        with open(os.path.join(sysdir, name), "w") as f:
             json.dump(dump, f, separators=(",", ":"))
+
+    def host_shot_phases_2(self):
+        """host_shot_phases for host_shot_sizes.jsonl's middle sizes: the barriers alone (phases 2), staging alone (1),
+        the pull alone (4), each with the two barriers (3, 6), 256 KiB, 512 KiB and 2 MiB, 4-66 blocks a rank: how far
+        the block pairs drift apart where their barriers hide partly. Writes system/host_shot_phases_2.json."""
+        self.host_shot_phases(phases_l=(2, 1, 4, 3, 6), sizes=(256 << 10, 512 << 10, 2 << 20), blocks=(4, 8, 16, 36, 66),
+                              name="host_shot_phases_2.json")
 
     def free(self):
         for h in self.h.values():
@@ -2110,7 +2118,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
