@@ -1,8 +1,10 @@
 package validate
 
 import (
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
 	"testing"
@@ -170,4 +172,87 @@ func TestPingPongLineQueueStopsGrowing(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 16, m)
+}
+
+// system/host_shot_phases_2.json.gz: where the barriers hide partly
+// (256 KiB–2 MiB, 4–66 blocks a rank), the share of their own time they
+// add to staging or the pull falls as the block pairs' data ends spread
+// over more of it (Spearman −0.77 over the 30 configurations), by degrees:
+// no threshold of spread tells hidden from exposed.
+func TestHostShotBarrierShareFallsWithDrift(t *testing.T) {
+	f, err := os.Open("../testdata/h200x1-arsim/system/host_shot_phases_2.json.gz")
+	require.NoError(t, err)
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	var confs []hostShotPhases
+	require.NoError(t, json.NewDecoder(z).Decode(&confs))
+	require.Len(t, confs, 75)
+	type key struct {
+		phases int
+		bytes  int64
+		bpr    int
+	}
+	iter := map[key]float64{}
+	byKey := map[key]hostShotPhases{}
+	for _, c := range confs {
+		require.False(t, c.SpinTimeout)
+		last := int64(0)
+		for _, b := range c.TS {
+			last = max(last, b[len(b)-1])
+		}
+		k := key{c.Phases, c.Bytes, c.BlocksPerRank}
+		iter[k], byKey[k] = float64(last)/float64(c.Iters), c
+	}
+	var spread, share []float64
+	for _, bpr := range []int{4, 8, 16, 36, 66} {
+		for _, bytes := range []int64{256 << 10, 512 << 10, 2 << 20} {
+			barriers := iter[key{2, bytes, bpr}]
+			for _, p := range []struct{ with, alone, end int }{{3, 1, 0}, {6, 4, 2}} {
+				c := byKey[key{p.with, bytes, bpr}]
+				var apart []float64
+				for i := 1; i < c.Iters; i++ {
+					lo, hi := int64(math.MaxInt64), int64(0)
+					for q := range bpr {
+						e := max(c.TS[q][1+4*i+p.end], c.TS[bpr+q][1+4*i+p.end])
+						lo, hi = min(lo, e), max(hi, e)
+					}
+					apart = append(apart, float64(hi-lo))
+				}
+				spread = append(spread, median(apart)/barriers)
+				share = append(share, (iter[key{p.with, bytes, bpr}]-iter[key{p.alone, bytes, bpr}])/barriers)
+			}
+		}
+	}
+	rank := func(v []float64) []float64 {
+		idx := make([]int, len(v))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(v[a], v[b]) })
+		r := make([]float64, len(v))
+		for k, i := range idx {
+			r[i] = float64(k)
+		}
+		return r
+	}
+	rs, rh := rank(spread), rank(share)
+	n := float64(len(rs))
+	var d2 float64
+	for i := range rs {
+		d2 += (rs[i] - rh[i]) * (rs[i] - rh[i])
+	}
+	rho := 1 - 6*d2/(n*(n*n-1))
+	assert.Less(t, rho, -0.6, "the share falls as the spread grows")
+	over, mostly := 0, 0
+	for i := range spread {
+		if spread[i] > 1 {
+			over++
+			if share[i] >= 0.5 {
+				mostly++
+			}
+		}
+	}
+	assert.Equal(t, 27, over)
+	assert.Greater(t, mostly, 5, "spread beyond the barriers' time, and still half of them added")
 }
