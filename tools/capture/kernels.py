@@ -204,6 +204,25 @@ extern "C" __global__ void chase(const long long* p, int steps, long long* out, 
   out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0);
 }
 
+// ---- each line's round trip from one SM: the first block on SM target_sm (claim) chases each of nlines lines of
+// local memory on its own, reps dependent volatile loads of the line's first word (0, so the next load is the same
+// word), timed in clock64 cycles per line: whether a line's L2 round trip depends on where the line and the SM lie
+extern "C" __global__ void line_lat(const long long* p, const long long* offs, int nlines, int reps, int target_sm,
+                                    int* claim, long long* res) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (threadIdx.x != 0 || smid != (unsigned)target_sm || atomicExch(claim, 1) != 0) return;
+  for (int l = 0; l < nlines; l++) {
+    const long long* q = p + offs[l];
+    long long j = *((volatile const long long*)q);
+    long long t0 = clock64();
+    for (int s = 0; s < reps; s++) j = *((volatile const long long*)(q + j));
+    long long t1 = clock64();
+    res[2 * l] = t1 - t0;
+    res[2 * l + 1] = j;
+  }
+}
+
 // ---- flag ping-pong: one thread per GPU, each polls its own flag, writes the other's ---
 extern "C" __global__ void pingpong(volatile int* mine, volatile int* theirs, int n, int leader, int* err) {
   long long spins = 0;

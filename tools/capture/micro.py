@@ -3,7 +3,7 @@
 Subcommands `memcpy` and `sm` of capture.py land here. Every measurement is wrapped by
 Recorder.guard: an exception is logged to <name>.errors.jsonl and the sweep goes on.
 """
-import os, statistics, time
+import json, os, statistics, time
 import numpy as np
 
 from common import Recorder, log, pow_sizes, summarize
@@ -644,6 +644,42 @@ class Micro:
             if w is not None and w[2] > w[1]:
                 rec["gbps_write"] = 16 * float(w[0]) / float(w[2] - w[1])
         return rec
+
+    def line_latency(self):
+        """Each line's L2 round trip from one SM (kernel line_lat): 1,024 consecutive 128-B lines of local memory and
+        1,024 lines 64 KiB + 128 B apart, 64 dependent volatile loads of a line's first word each, from SMs 0, 33, 66,
+        99 and the last, a trial each after a warm-up pass. Writes system/line_latency.json (cycles per load, by SM and
+        line; the SM clock in kHz); no records. Whether a flag's round trip in GPU memory is one number, or two by
+        where its line lies relative to the SM (the L2's two halves)."""
+        cp = self.cp
+        n = 80 << 20
+        with cp.cuda.Device(0):
+            buf = cp.zeros(n // 8, dtype=cp.int64)
+            offs = cp.asarray([l * 16 for l in range(1024)] + [l * (65664 // 8) for l in range(1024)], dtype=cp.int64)
+            res = cp.zeros(2 * 2048, dtype=cp.int64)
+            claim = cp.zeros(1, dtype=cp.int32)
+        k = self.fn(0, "line_lat")
+        reps, dump = 64, []
+        sms = sorted({0, 33, 66, 99, self.sms - 1})
+        for sm in sms:
+            def meas(sm=sm):
+                with cp.cuda.Device(0):
+                    for _ in range(2):  # a warm-up pass (TLB, L2), then the one kept
+                        claim.fill(0)
+                        k((2 * self.sms,), (32,), (buf, offs, np.int32(2048), np.int32(reps), np.int32(sm), claim, res))
+                        cp.cuda.Device(0).synchronize()
+                    r = res.get().reshape(2048, 2)
+                dump.append({"sm": sm, "clock_khz": self.clock_khz, "reps": reps,
+                             "offsets_bytes": [int(o) * 8 for o in offs.get()],
+                             "cycles_per_load": [float(c) / reps for c in r[:, 0]]})
+                c = sorted(float(x) / reps for x in r[:, 0])
+                log("line_latency sm", sm, "cycles per load: p10", round(c[204]), "median", round(c[1024]),
+                    "p90", round(c[1843]))
+            self.rec_sm.guard(f"line_latency sm {sm}", meas)
+        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
+        os.makedirs(sysdir, exist_ok=True)
+        with open(os.path.join(sysdir, "line_latency.json"), "w") as f:
+            json.dump(dump, f, separators=(",", ":"))
 
     def read_placement(self):
         """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
