@@ -223,6 +223,53 @@ extern "C" __global__ void line_lat(const long long* p, const long long* offs, i
   }
 }
 
+// ---- line_lat with atomics: the claimed block on SM target_sm times reps dependent atomicAdd(0)s on each line's
+// first word (the old value, 0, indexes the next), cycles per line
+extern "C" __global__ void line_atomic_lat(long long* p, const long long* offs, int nlines, int reps, int target_sm,
+                                           int* claim, long long* res) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (threadIdx.x != 0 || smid != (unsigned)target_sm || atomicExch(claim, 1) != 0) return;
+  for (int l = 0; l < nlines; l++) {
+    unsigned long long* q = (unsigned long long*)(p + offs[l]);
+    unsigned long long j = atomicAdd(q, 0ULL);
+    long long t0 = clock64();
+    for (int s = 0; s < reps; s++) j = atomicAdd(q + j, 0ULL);
+    long long t1 = clock64();
+    res[2 * l] = t1 - t0;
+    res[2 * l + 1] = (long long)j;
+  }
+}
+
+// ---- a ping-pong between the first block on SM sm_a and the first on SM sm_b through two words of local memory:
+// side a stores flag_b and polls flag_a, side b the reverse; n round trips, side a's cycles in res[0]
+extern "C" __global__ void pp_place(int* base, long long off_a, long long off_b, int sm_a, int sm_b, int n,
+                                    unsigned e0, int* claim, int* err, long long* res) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (threadIdx.x != 0) return;
+  int side = -1;
+  if (smid == (unsigned)sm_a && atomicExch(&claim[0], 1) == 0) side = 0;
+  else if (smid == (unsigned)sm_b && atomicExch(&claim[1], 1) == 0) side = 1;
+  if (side < 0) return;
+  volatile int* fa = base + off_a / 4;
+  volatile int* fb = base + off_b / 4;
+  long long spins = 0;
+  long long t0 = clock64();
+  for (int i = 1; i <= n; i++) {
+    const int e = (int)(e0 + (unsigned)i);
+    if (side == 0) {
+      *fb = e;
+      while (*fa != e) { if (++spins > SPIN_LIMIT) { *err = 1; return; } }
+    } else {
+      while (*fb != e) { if (++spins > SPIN_LIMIT) { *err = 1; return; } }
+      *fa = e;
+    }
+  }
+  long long t1 = clock64();
+  if (side == 0) res[0] = t1 - t0;
+}
+
 // ---- flag ping-pong: one thread per GPU, each polls its own flag, writes the other's ---
 extern "C" __global__ void pingpong(volatile int* mine, volatile int* theirs, int n, int leader, int* err) {
   long long spins = 0;

@@ -681,6 +681,70 @@ class Micro:
         with open(os.path.join(sysdir, "line_latency.json"), "w") as f:
             json.dump(dump, f, separators=(",", ":"))
 
+    def line_place(self):
+        """Whether a flag's place in the L2 (line_latency's two halves) costs what quiet loads show: in one allocation
+        of local memory, each of 256 lines timed from SM 33 and SM 99 (line_lat; the two see opposite halves), each
+        line called near 33 or near 99 by which SM loads it faster; then atomics on each line from SM 33
+        (line_atomic_lat), and a ping-pong between the first blocks on SMs 33 and 99 (pp_place, 2,000 round trips)
+        with its two flags (the one SM 33 polls, the one SM 99 polls) on lines near 33 / near 33, near 99 / near 99,
+        near each's poller and near each's partner, three pairs of lines each; and the same between SMs 33 and 131
+        (one half's SMs). Writes system/line_place.json; no records."""
+        cp = self.cp
+        n, nl, reps = 1 << 20, 256, 64
+        with cp.cuda.Device(0):
+            buf = cp.zeros(n // 8, dtype=cp.int64)
+            offs = cp.asarray([l * 16 for l in range(nl)], dtype=cp.int64)
+            res = cp.zeros(2 * nl, dtype=cp.int64)
+            claim = cp.zeros(2, dtype=cp.int32)
+            out = cp.zeros(1, dtype=cp.int64)
+            err = cp.zeros(1, dtype=cp.int32)
+        lat, at, pp = self.fn(0, "line_lat"), self.fn(0, "line_atomic_lat"), self.fn(0, "pp_place")
+        grid = (2 * self.sms,)
+
+        def per_line(kernel, sm):
+            with cp.cuda.Device(0):
+                for _ in range(2):
+                    claim.fill(0)
+                    kernel(grid, (32,), (buf, offs, np.int32(nl), np.int32(reps), np.int32(sm), claim, res))
+                    cp.cuda.Device(0).synchronize()
+                return [float(c) / reps for c in res.get().reshape(nl, 2)[:, 0]]
+        dump = {"clock_khz": self.clock_khz, "lines_bytes": [l * 128 for l in range(nl)]}
+        dump["load_33"], dump["load_99"] = per_line(lat, 33), per_line(lat, 99)
+        dump["atomic_33"], dump["atomic_99"] = per_line(at, 33), per_line(at, 99)
+        near33 = [l for l in range(nl) if dump["load_33"][l] < dump["load_99"][l] - 10]
+        near99 = [l for l in range(nl) if dump["load_99"][l] < dump["load_33"][l] - 10]
+        log("line_place: lines near 33", len(near33), "near 99", len(near99))
+        e0 = [1]
+        cases = []
+        for partner in (99, 131):
+            for name, la, lb in (("a_near_a", near33, near33), ("both_near_b", near99, near99),
+                                 ("each_near_poller", near33, near99), ("each_near_partner", near99, near33)):
+                for k in range(3):
+                    if len(la) < 8 or len(lb) < 8:
+                        continue
+                    a, b = la[2 * k], lb[2 * k + 1]
+                    if a == b:
+                        continue
+                    vals = []
+                    for _ in range(5):
+                        with cp.cuda.Device(0):
+                            claim.fill(0)
+                            err.fill(0)
+                            pp(grid, (32,), (buf, np.int64(a * 128), np.int64(b * 128), np.int32(33), np.int32(partner),
+                                             np.int32(2000), np.uint32(e0[0]), claim, err, out))
+                            e0[0] += 2000
+                            cp.cuda.Device(0).synchronize()
+                            vals.append(float(out.get()[0]) / 2000 / 2)
+                    cases.append({"partner_sm": partner, "case": name, "line_a": a, "line_b": b,
+                                  "spin_timeout": bool(int(err.get()[0])),
+                                  "one_way_cycles": statistics.median(vals)})
+                    log("line_place", partner, name, a, b, round(statistics.median(vals)))
+        dump["pingpong"] = cases
+        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
+        os.makedirs(sysdir, exist_ok=True)
+        with open(os.path.join(sysdir, "line_place.json"), "w") as f:
+            json.dump(dump, f, separators=(",", ":"))
+
     def read_placement(self):
         """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
         threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
