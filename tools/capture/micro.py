@@ -745,6 +745,34 @@ class Micro:
         with open(os.path.join(sysdir, "line_place.json"), "w") as f:
             json.dump(dump, f, separators=(",", ":"))
 
+    def atomic_pages(self):
+        """Local atomics by page (line_atomic_lat): the first line of each 4 KiB page of a 64 MiB allocation of local
+        memory (16,384 pages), 64 dependent atomicAdd(0)s each from SM 33; the allocation's address modulo 2 MiB
+        recorded. Writes system/atomic_pages.json; no records. Which address bits make a line's atomics slow
+        (line_place.json: 158 against 255 ns, pages alternating by two)."""
+        cp = self.cp
+        n, pages, reps = 64 << 20, 16384, 64
+        with cp.cuda.Device(0):
+            buf = cp.zeros(n // 8, dtype=cp.int64)
+            offs = cp.asarray([pg * 512 for pg in range(pages)], dtype=cp.int64)
+            res = cp.zeros(2 * pages, dtype=cp.int64)
+            claim = cp.zeros(1, dtype=cp.int32)
+        at = self.fn(0, "line_atomic_lat")
+        with cp.cuda.Device(0):
+            for _ in range(2):
+                claim.fill(0)
+                at((2 * self.sms,), (32,), (buf, offs, np.int32(pages), np.int32(reps), np.int32(33), claim, res))
+                cp.cuda.Device(0).synchronize()
+            cyc = [float(c) / reps for c in res.get().reshape(pages, 2)[:, 0]]
+        dump = {"clock_khz": self.clock_khz, "sm": 33, "base_mod_2mib": int(buf.data.ptr) % (2 << 20),
+                "page_bytes": 4096, "cycles_per_atomic": cyc}
+        c = sorted(cyc)
+        log("atomic_pages: cycles p10", round(c[len(c) // 10]), "median", round(c[len(c) // 2]), "p90", round(c[9 * len(c) // 10]))
+        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
+        os.makedirs(sysdir, exist_ok=True)
+        with open(os.path.join(sysdir, "atomic_pages.json"), "w") as f:
+            json.dump(dump, f, separators=(",", ":"))
+
     def read_placement(self):
         """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
         threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
