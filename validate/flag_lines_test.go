@@ -136,3 +136,57 @@ func TestLocalAtomicsByPage(t *testing.T) {
 	}
 	assert.InDelta(t, 18, median(far)-median(near), 8, "a load's far half, ns")
 }
+
+// system/atomic_pages.json.gz: a local atomic takes one of two times by
+// its 4 KiB page (163 and 257 ns, half the pages each, nothing between);
+// within a 2 MiB page the slow ones are exactly those whose address bits
+// 12, 13, 15, 17 and 19 have odd parity, and each 2 MiB page follows that
+// rule or its complement (a physical bit above 2 MiB takes part).
+func TestLocalAtomicPagesHash(t *testing.T) {
+	f, err := os.Open("../testdata/h200x1-arsim/system/atomic_pages.json.gz")
+	require.NoError(t, err)
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	var d struct {
+		KHz    float64   `json:"clock_khz"`
+		Base   int       `json:"base_mod_2mib"`
+		Page   int       `json:"page_bytes"`
+		Cycles []float64 `json:"cycles_per_atomic"`
+	}
+	require.NoError(t, json.NewDecoder(z).Decode(&d))
+	require.Len(t, d.Cycles, 16384)
+	require.Equal(t, 0, d.Base)
+	var fast, slow []float64
+	same, flipped := 0, 0
+	for chunk := range 32 {
+		agree := 0
+		for p := range 512 {
+			i := chunk*512 + p
+			ns := d.Cycles[i] / (d.KHz / 1e6)
+			isSlow := ns > 210
+			if isSlow {
+				slow = append(slow, ns)
+			} else {
+				fast = append(fast, ns)
+			}
+			a := i * d.Page
+			if ((a>>12^a>>13^a>>15^a>>17^a>>19)&1 == 1) == isSlow {
+				agree++
+			}
+		}
+		switch agree {
+		case 512:
+			same++
+		case 0:
+			flipped++
+		}
+	}
+	assert.Equal(t, 32, same+flipped, "every 2 MiB page follows the rule or its complement")
+	assert.Positive(t, same)
+	assert.Positive(t, flipped)
+	assert.Len(t, slow, 8192)
+	assert.InDelta(t, 94, median(slow)-median(fast), 10)
+	assert.Less(t, slices.Max(fast), 190.0)
+	assert.Greater(t, slices.Min(slow), 215.0)
+}
