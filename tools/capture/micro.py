@@ -773,6 +773,63 @@ class Micro:
         with open(os.path.join(sysdir, "atomic_pages.json"), "w") as f:
             json.dump(dump, f, separators=(",", ":"))
 
+    def pp_pages(self):
+        """Whether plain flags pay for the page that makes atomics slow (atomic_pages.json: 163 or 257 ns by page):
+        in one 2-MiB-aligned allocation of local memory, each of its first eight 4 KiB pages' first line timed with
+        64 dependent atomics from SM 33 (line_atomic_lat) and called fast or slow; then ping-pongs (pp_place, 2,000
+        round trips, median of five runs) between the first blocks on SM 33 and SM 131, and on SM 33 and SM 99, with
+        the two flags on lines of fast / fast, slow / slow, fast / slow and slow / fast pages (SM 33's polled flag
+        first), two pairs of lines each. Writes system/pp_pages.json; no records."""
+        cp = self.cp
+        n = 4 << 20
+        with cp.cuda.Device(0):
+            buf = cp.zeros(n // 8, dtype=cp.int64)
+            offs = cp.asarray([pg * 512 for pg in range(8)], dtype=cp.int64)
+            res = cp.zeros(16, dtype=cp.int64)
+            claim = cp.zeros(2, dtype=cp.int32)
+            out = cp.zeros(1, dtype=cp.int64)
+            err = cp.zeros(1, dtype=cp.int32)
+        at, pp = self.fn(0, "line_atomic_lat"), self.fn(0, "pp_place")
+        grid = (2 * self.sms,)
+        with cp.cuda.Device(0):
+            for _ in range(2):
+                claim.fill(0)
+                at(grid, (32,), (buf, offs, np.int32(8), np.int32(64), np.int32(33), claim, res))
+                cp.cuda.Device(0).synchronize()
+            cyc = [float(c) / 64 for c in res.get().reshape(8, 2)[:, 0]]
+        mid = (min(cyc) + max(cyc)) / 2
+        fast = [pg for pg in range(8) if cyc[pg] < mid]
+        slow = [pg for pg in range(8) if cyc[pg] >= mid]
+        log("pp_pages: atomic cycles by page", [round(c) for c in cyc], "fast", fast, "slow", slow)
+        dump = {"clock_khz": self.clock_khz, "base_mod_2mib": int(buf.data.ptr) % (2 << 20), "atomic_cycles": cyc,
+                "fast_pages": fast, "slow_pages": slow, "pingpong": []}
+        e0 = [1]
+        if len(fast) >= 2 and len(slow) >= 2:
+            for partner in (131, 99):
+                for name, pa, pb in (("fast_fast", fast, fast), ("slow_slow", slow, slow), ("fast_slow", fast, slow),
+                                     ("slow_fast", slow, fast)):
+                    for k in range(2):
+                        a = pa[k] * 4096 + 256 * (2 * k)
+                        b = pb[(k + 1) % 2] * 4096 + 256 * (2 * k + 1)
+                        vals = []
+                        for _ in range(5):
+                            with cp.cuda.Device(0):
+                                claim.fill(0)
+                                err.fill(0)
+                                pp(grid, (32,), (buf, np.int64(a), np.int64(b), np.int32(33), np.int32(partner),
+                                                 np.int32(2000), np.uint32(e0[0]), claim, err, out))
+                                e0[0] += 2000
+                                cp.cuda.Device(0).synchronize()
+                                vals.append(float(out.get()[0]) / 2000 / 2)
+                        dump["pingpong"].append({"partner_sm": partner, "case": name, "offset_a": a, "offset_b": b,
+                                                 "spin_timeout": bool(int(err.get()[0])),
+                                                 "one_way_cycles": statistics.median(vals)})
+                        log("pp_pages", partner, name, a, b, round(statistics.median(vals)))
+        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
+        os.makedirs(sysdir, exist_ok=True)
+        with open(os.path.join(sysdir, "pp_pages.json"), "w") as f:
+            json.dump(dump, f, separators=(",", ":"))
+
     def read_placement(self):
         """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
         threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
