@@ -190,3 +190,38 @@ func TestLocalAtomicPagesHash(t *testing.T) {
 	assert.Less(t, slices.Max(fast), 190.0)
 	assert.Greater(t, slices.Min(slow), 215.0)
 }
+
+// system/pp_pages.json.gz: plain flags do not pay for the page that makes
+// atomics slow: a ping-pong's cases (fast or slow pages for the two flags)
+// lie within 10 ns one way at their medians, where an atomic pays 94 ns.
+func TestFlagsIgnoreAtomicPages(t *testing.T) {
+	f, err := os.Open("../testdata/h200x1-arsim/system/pp_pages.json.gz")
+	require.NoError(t, err)
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	var d struct {
+		KHz    float64   `json:"clock_khz"`
+		Atomic []float64 `json:"atomic_cycles"`
+		Slow   []int     `json:"slow_pages"`
+		PP     []struct {
+			Case   string  `json:"case"`
+			Cycles float64 `json:"one_way_cycles"`
+			Spin   bool    `json:"spin_timeout"`
+		} `json:"pingpong"`
+	}
+	require.NoError(t, json.NewDecoder(z).Decode(&d))
+	assert.Equal(t, []int{1, 2, 5, 6}, d.Slow, "the pages the parity rule calls slow")
+	byCase := map[string][]float64{}
+	for _, p := range d.PP {
+		require.False(t, p.Spin)
+		byCase[p.Case] = append(byCase[p.Case], p.Cycles/(d.KHz/1e6))
+	}
+	require.Len(t, byCase, 4)
+	var meds []float64
+	for _, v := range byCase {
+		require.Len(t, v, 4)
+		meds = append(meds, median(v))
+	}
+	assert.Less(t, slices.Max(meds)-slices.Min(meds), 15.0, "ns between the cases' medians")
+}
