@@ -47,17 +47,12 @@ func TestPingPongLineQueueStopsGrowing(t *testing.T) {
 // model's one local round trip stands: every line within ±15 % of the
 // median from every SM.
 func TestLocalLineLatencyHalves(t *testing.T) {
-	f, err := os.Open("../testdata/h200x1-arsim/system/line_latency.json.gz")
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
 	var bySM []struct {
 		SM     int       `json:"sm"`
 		KHz    float64   `json:"clock_khz"`
 		Cycles []float64 `json:"cycles_per_load"`
 	}
-	require.NoError(t, json.NewDecoder(z).Decode(&bySM))
+	readGzJSON(t, "../testdata/h200x1-arsim/system/line_latency.json.gz", &bySM)
 	require.Len(t, bySM, 5)
 	slow := map[int][]bool{}
 	for _, s := range bySM {
@@ -99,11 +94,6 @@ func TestLocalLineLatencyHalves(t *testing.T) {
 // four instances and 293 on a fifth, are these bands (the records do not
 // say where their word lay, so the model keeps one value).
 func TestLocalAtomicsByPage(t *testing.T) {
-	f, err := os.Open("../testdata/h200x1-arsim/system/line_place.json.gz")
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
 	var d struct {
 		KHz      float64   `json:"clock_khz"`
 		Lines    []int     `json:"lines_bytes"`
@@ -112,7 +102,7 @@ func TestLocalAtomicsByPage(t *testing.T) {
 		Atomic33 []float64 `json:"atomic_33"`
 		Atomic99 []float64 `json:"atomic_99"`
 	}
-	require.NoError(t, json.NewDecoder(z).Decode(&d))
+	readGzJSON(t, "../testdata/h200x1-arsim/system/line_place.json.gz", &d)
 	require.Len(t, d.Lines, 256)
 	ns := func(c float64) float64 { return c / (d.KHz / 1e6) }
 	var fast, slow []float64
@@ -143,18 +133,13 @@ func TestLocalAtomicsByPage(t *testing.T) {
 // 12, 13, 15, 17 and 19 have odd parity, and each 2 MiB page follows that
 // rule or its complement (a physical bit above 2 MiB takes part).
 func TestLocalAtomicPagesHash(t *testing.T) {
-	f, err := os.Open("../testdata/h200x1-arsim/system/atomic_pages.json.gz")
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
 	var d struct {
 		KHz    float64   `json:"clock_khz"`
 		Base   int       `json:"base_mod_2mib"`
 		Page   int       `json:"page_bytes"`
 		Cycles []float64 `json:"cycles_per_atomic"`
 	}
-	require.NoError(t, json.NewDecoder(z).Decode(&d))
+	readGzJSON(t, "../testdata/h200x1-arsim/system/atomic_pages.json.gz", &d)
 	require.Len(t, d.Cycles, 16384)
 	require.Equal(t, 0, d.Base)
 	var fast, slow []float64
@@ -195,11 +180,6 @@ func TestLocalAtomicPagesHash(t *testing.T) {
 // atomics slow: a ping-pong's cases (fast or slow pages for the two flags)
 // lie within 10 ns one way at their medians, where an atomic pays 94 ns.
 func TestFlagsIgnoreAtomicPages(t *testing.T) {
-	f, err := os.Open("../testdata/h200x1-arsim/system/pp_pages.json.gz")
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
 	var d struct {
 		KHz    float64   `json:"clock_khz"`
 		Atomic []float64 `json:"atomic_cycles"`
@@ -210,7 +190,7 @@ func TestFlagsIgnoreAtomicPages(t *testing.T) {
 			Spin   bool    `json:"spin_timeout"`
 		} `json:"pingpong"`
 	}
-	require.NoError(t, json.NewDecoder(z).Decode(&d))
+	readGzJSON(t, "../testdata/h200x1-arsim/system/pp_pages.json.gz", &d)
 	assert.Equal(t, []int{1, 2, 5, 6}, d.Slow, "the pages the parity rule calls slow")
 	byCase := map[string][]float64{}
 	for _, p := range d.PP {
@@ -224,4 +204,15 @@ func TestFlagsIgnoreAtomicPages(t *testing.T) {
 		meds = append(meds, median(v))
 	}
 	assert.Less(t, slices.Max(meds)-slices.Min(meds), 15.0, "ns between the cases' medians")
+}
+
+// readGzJSON decodes the gzipped JSON file path into v.
+func readGzJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	require.NoError(t, json.NewDecoder(z).Decode(v))
 }

@@ -2,10 +2,7 @@ package validate
 
 import (
 	"cmp"
-	"compress/gzip"
-	"encoding/json"
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -27,13 +24,8 @@ type hostShotPhases struct {
 }
 
 func readHostShotPhases(t *testing.T) []hostShotPhases {
-	f, err := os.Open("../testdata/h200x1-arsim/system/host_shot_phases.json.gz")
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
 	var out []hostShotPhases
-	require.NoError(t, json.NewDecoder(z).Decode(&out))
+	readGzJSON(t, "../testdata/h200x1-arsim/system/host_shot_phases.json.gz", &out)
 	return out
 }
 
@@ -151,13 +143,8 @@ func TestHostShotBarriersHideByDegrees(t *testing.T) {
 // over more of it (Spearman −0.77 over the 30 configurations), by degrees:
 // no threshold of spread tells hidden from exposed.
 func TestHostShotBarrierShareFallsWithDrift(t *testing.T) {
-	f, err := os.Open("../testdata/h200x1-arsim/system/host_shot_phases_2.json.gz")
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
 	var confs []hostShotPhases
-	require.NoError(t, json.NewDecoder(z).Decode(&confs))
+	readGzJSON(t, "../testdata/h200x1-arsim/system/host_shot_phases_2.json.gz", &confs)
 	require.Len(t, confs, 75)
 	type key struct {
 		phases int

@@ -645,6 +645,13 @@ class Micro:
                 rec["gbps_write"] = 16 * float(w[0]) / float(w[2] - w[1])
         return rec
 
+    def write_system_json(self, name, obj):
+        """Writes obj as compact JSON to system/name beside the records (files that are not trace records)."""
+        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
+        os.makedirs(sysdir, exist_ok=True)
+        with open(os.path.join(sysdir, name), "w") as f:
+            json.dump(obj, f, separators=(",", ":"))
+
     def line_latency(self):
         """Each line's L2 round trip from one SM (kernel line_lat): 1,024 consecutive 128-B lines of local memory and
         1,024 lines 64 KiB + 128 B apart, 64 dependent volatile loads of a line's first word each, from SMs 0, 33, 66,
@@ -676,10 +683,7 @@ class Micro:
                 log("line_latency sm", sm, "cycles per load: p10", round(c[204]), "median", round(c[1024]),
                     "p90", round(c[1843]))
             self.rec_sm.guard(f"line_latency sm {sm}", meas)
-        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
-        os.makedirs(sysdir, exist_ok=True)
-        with open(os.path.join(sysdir, "line_latency.json"), "w") as f:
-            json.dump(dump, f, separators=(",", ":"))
+        self.write_system_json("line_latency.json", dump)
 
     def line_place(self):
         """Whether a flag's place in the L2 (line_latency's two halves) costs what quiet loads show: in one allocation
@@ -740,10 +744,7 @@ class Micro:
                                   "one_way_cycles": statistics.median(vals)})
                     log("line_place", partner, name, a, b, round(statistics.median(vals)))
         dump["pingpong"] = cases
-        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
-        os.makedirs(sysdir, exist_ok=True)
-        with open(os.path.join(sysdir, "line_place.json"), "w") as f:
-            json.dump(dump, f, separators=(",", ":"))
+        self.write_system_json("line_place.json", dump)
 
     def atomic_pages(self):
         """Local atomics by page (line_atomic_lat): the first line of each 4 KiB page of a 64 MiB allocation of local
@@ -768,10 +769,7 @@ class Micro:
                 "page_bytes": 4096, "cycles_per_atomic": cyc}
         c = sorted(cyc)
         log("atomic_pages: cycles p10", round(c[len(c) // 10]), "median", round(c[len(c) // 2]), "p90", round(c[9 * len(c) // 10]))
-        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
-        os.makedirs(sysdir, exist_ok=True)
-        with open(os.path.join(sysdir, "atomic_pages.json"), "w") as f:
-            json.dump(dump, f, separators=(",", ":"))
+        self.write_system_json("atomic_pages.json", dump)
 
     def pp_pages(self):
         """Whether plain flags pay for the page that makes atomics slow (atomic_pages.json: 163 or 257 ns by page):
@@ -825,10 +823,7 @@ class Micro:
                                                  "spin_timeout": bool(int(err.get()[0])),
                                                  "one_way_cycles": statistics.median(vals)})
                         log("pp_pages", partner, name, a, b, round(statistics.median(vals)))
-        sysdir = os.path.join(os.path.dirname(self.rec_sm.path), "system")
-        os.makedirs(sysdir, exist_ok=True)
-        with open(os.path.join(sysdir, "pp_pages.json"), "w") as f:
-            json.dump(dump, f, separators=(",", ":"))
+        self.write_system_json("pp_pages.json", dump)
 
     def read_placement(self):
         """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
