@@ -336,6 +336,12 @@ type Record struct {
 	// in flight (0: the loop's own, one for read_placement's plain loop).
 	Placement, WriteSpan             string
 	ReadSM, SmemBytes, LoadsInFlight int
+	// AtomicPage (poll records of GPU-memory atomics, tools/capture's
+	// poll_pages): "fast" or "slow", the class of the 4 KiB page the polled
+	// words lie on, measured before the run by one block's atomics there
+	// (testdata/h200x1-arsim/system/atomic_pages.json.gz); "": not
+	// measured.
+	AtomicPage string
 
 	// NCCLEnv are the NCCL environment variables the capture set beyond
 	// NCCL_ALGO and NCCL_PROTO (tools/capture --env); nil: none.

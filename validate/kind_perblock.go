@@ -22,7 +22,7 @@ func init() {
 
 // PerBlockOf is the per-block description of a record.
 func PerBlockOf(r trace.Record) hw.PerBlock {
-	return hw.PerBlock{Kind: string(r.Kind), Target: r.Target, Request: r.Request, Spacing: r.SpacingBytes,
+	return hw.PerBlock{Kind: string(r.Kind), Target: r.Target, Request: r.Request, AtomicPage: r.AtomicPage, Spacing: r.SpacingBytes,
 		Mode: r.Mode, Pairs: r.Pairs, Loop: r.Loop, LLOp: r.LLOp, Recv: r.Recv, Dst: r.Dst, Src: r.Src,
 		Unroll: r.Unroll, Sources: r.Sources, Bound: r.LoopBound, World: r.World, Slice: int64(r.SliceBytes),
 		Fence: r.Fence, Stores: r.StoresPerThread, Blocks: r.Blocks, Threads: r.Threads, Iters: r.Iters,

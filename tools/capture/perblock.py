@@ -188,6 +188,46 @@ class PerBlock:
                                        "blocks": b, "threads": 32, "iters": iters}, vals, "ns_per_op")
                         self.rec.guard(f"poll {target} {op} {spacing} {b}", meas)
 
+    def poll_pages(self):
+        """Local atomics on a page that makes them fast and on one that makes them slow (atomic_pages.json: 163 or
+        257 ns by page): the first eight 4 KiB pages of a 2-MiB-aligned local buffer probed with one block's
+        atomic_add (pb_poll), the fastest and the slowest page kept; then atomic_add and atomic_cas on each, one
+        shared word (spacing 0) at 1-132 blocks, words 32 B apart at 1-64 blocks and 128 B apart at 1-32 blocks
+        (every word in the page); records carry atomic_page (fast or slow)."""
+        cp = self.cp
+        k = self.fn("pb_poll")
+        arr = self.dev("pollpg", 4 * MB)
+        base = int(arr.data.ptr)
+        at_i = POLL_OPS.index("atomic_add")
+
+        def run(off, sw, op_i, b, iters):
+            k((b,), (32,), (np.uint64(base + off), np.int32(sw), np.int32(op_i), np.int32(iters), self.res), stream=self.s)
+
+        probe = []
+        for pg in range(8):
+            self.fill("local", "pollpg", 4 * MB, [0])
+            vals = self.trials(lambda pg=pg: run(pg * 4096, 0, at_i, 1, 2000), 1, lambda c: c / self.ghz / 2000)
+            probe.append(statistics.median(vals))
+        fast, slow = probe.index(min(probe)), probe.index(max(probe))
+        log("poll_pages: one block's atomics by page (ns)", [round(v) for v in probe], "fast", fast, "slow", slow)
+        for name, pg in (("fast", fast), ("slow", slow)):
+            for spacing, blocks in ((0, BLOCKS), (32, [b for b in BLOCKS if b <= 64]), (128, [b for b in BLOCKS if b <= 32])):
+                for op in ("atomic_add", "atomic_cas"):
+                    for b in blocks:
+                        def meas(pg=pg, name=name, spacing=spacing, op=op, b=b):
+                            self.fill("local", "pollpg", 4 * MB, [0])
+                            op_i = POLL_OPS.index(op)
+                            with cp.cuda.Device(0):
+                                run(pg * 4096, spacing // 4, op_i, b, 16); self.s.synchronize()
+                                cyc = max(int(c) for c in self.res[:2 * b].get()[0::2])
+                            est = cyc / self.ghz / 16
+                            iters = int(min(max(4e6 / max(est, 1.0), 32), 4000))
+                            vals = self.trials(lambda: run(pg * 4096, spacing // 4, op_i, b, iters), b,
+                                               lambda c: c / self.ghz / iters)
+                            self.emit({"kind": "poll", "target": "local", "request": op, "spacing_bytes": spacing,
+                                       "blocks": b, "threads": 32, "iters": iters, "atomic_page": name}, vals, "ns_per_op")
+                        self.rec.guard(f"poll_pages {name} {op} {spacing} {b}", meas)
+
     def pingpong_sector(self):
         """Ping-pong pairs through host flags 4 B apart, 1-8 pairs (2-16 pollers; a 32-B sector holds 8 flags), one
         pair added at a time, volatile and release/acquire: where the superlinear growth of the one-way time starts."""
@@ -2118,7 +2158,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
