@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -128,7 +129,8 @@ func TestLocalAtomicsByPage(t *testing.T) {
 }
 
 // system/atomic_pages.json.gz: a local atomic takes one of two times by
-// its 4 KiB page (163 and 257 ns, half the pages each, nothing between);
+// its 4 KiB page (163 and 257 ns, half the pages each, nothing between:
+// gpu.atomic_slow_page_extra is the gap);
 // within a 2 MiB page the slow ones are exactly those whose address bits
 // 12, 13, 15, 17 and 19 have odd parity, and each 2 MiB page follows that
 // rule or its complement (a physical bit above 2 MiB takes part).
@@ -172,6 +174,12 @@ func TestLocalAtomicPagesHash(t *testing.T) {
 	assert.Positive(t, flipped)
 	assert.Len(t, slow, 8192)
 	assert.InDelta(t, 94, median(slow)-median(fast), 10)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	assert.InDelta(t, median(slow)-median(fast), ps.Get("gpu.atomic_slow_page_extra"), 0.01, "the parameter is this file's gap")
+	par, _ := ps.Lookup("gpu.atomic_slow_page_extra")
+	assert.Contains(t, par.Source, "testdata/h200x1-arsim/system/atomic_pages.json.gz")
 	assert.Less(t, slices.Max(fast), 190.0)
 	assert.Greater(t, slices.Min(slow), 215.0)
 }
