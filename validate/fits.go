@@ -60,7 +60,7 @@ var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perb
 	"h200x1-arsim/barrier_layout_2.jsonl", "h200x1-arsim/launch_state.jsonl", "h200x1-arsim/barrier_threads.jsonl",
 	"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/heldout_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/pull_wide.jsonl",
 	"h200x1-arsim/push_wide.jsonl", "h200x1-arsim/ll_ops.jsonl", "h200x1-arsim/ll_ops_2.jsonl",
-	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl", "h200x1-arsim/pingpong_line.jsonl",
+	"h200x1-arsim/heldout_3.jsonl", "h200x1-arsim/wide_2.jsonl", "h200x1-arsim/page_touch.jsonl", "h200x1-arsim/pingpong_sector.jsonl", "h200x1-arsim/pingpong_line.jsonl", "h200x1-arsim/poll_pages.jsonl",
 	"h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_shot_overlap.jsonl", "h200x1-arsim/host_shot_sizes.jsonl", "h200x1-arsim/host_load.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl", "h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/barrier_modes.jsonl", "h200x1-arsim/barrier_modes_w.jsonl", "h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/host_readback.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/reduce_sources.jsonl", "h200x1-arsim/reduce_blocks.jsonl", "h200x1-arsim/reduce_2.jsonl", "h200x1-arsim/reduce_depth.jsonl", "h200x1-arsim/load_waits.jsonl", "h200x1-arsim/load_waits_lb.jsonl", "h200x1-arsim/pull_bf16.jsonl", "h200x1-arsim/pull_short.jsonl", "h200x1-arsim/pull_threads.jsonl", "h200x1-arsim/pull_w.jsonl", "h200x1-arsim/pull_f32.jsonl", "h200x1-arsim/fence_groups.jsonl", "h200x1-arsim/fence_pollers.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/barrier_chunks.jsonl", "h200x1-arsim/fence_threads.jsonl", "h200x1-arsim/barrier_chunks_2.jsonl", "h200x1-arsim/barrier_pairs.jsonl", "h200x1-arsim/barrier_groups_apart.jsonl", "h200x1-arsim/barrier_class.jsonl", "h200x1-arsim/address_2.jsonl", "h200x1-arsim/barrier_sleep_host.jsonl", "h200x2-arsim/micro2.jsonl"}
 
 // Fits are the fitted sides of the project's own captures.
@@ -139,7 +139,7 @@ var Fits = append([]Fit{
 			return r.Target == "host" && r.SpacingBytes == 0 && r.Blocks >= 8 && strings.HasPrefix(r.Request, "atomic")
 		}, How: "slope of ns per atomic over blocks, least squares through 0"},
 	{Params: []string{"gpu.poll_loop_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
-		AlsoPredicts: perBlockRepeats,
+		AlsoPredicts: append([]string{"h200x1-arsim/poll_pages.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Target == "local" && r.SpacingBytes == 0 && r.Blocks == 1 && r.Request == "load_volatile"
 		}, How: "ns per load minus pointer_chase local"},
