@@ -22,30 +22,26 @@ type PerBlock struct {
 	Kind    string // poll, block_pingpong, loop
 	Target  string // poll, block_pingpong: host or local
 	Request string // poll: load_volatile, load_acquire, load_relaxed, atomic_add, atomic_cas
-	// AtomicPage (poll, atomics in GPU memory): "slow" when the polled
-	// words lie on a page whose atomics wait gpu.atomic_slow_page_extra
-	// more (trace.Record.AtomicPage); "fast" or "": they do not.
-	AtomicPage string
-	Spacing    int    // poll, block_pingpong: bytes between the blocks' words (0: one shared word)
-	Mode       string // block_pingpong: volatile, release_acquire, volatile_fence; loop group_barrier: volatile, release_acquire, fence_volatile, fence_release_acquire (barrierFences)
-	Pairs      int    // block_pingpong
-	Loop       string // loop: ll, copy, simple_step, fence, pull
-	LLOp       string // loop ll: recv, send, recv_send, recv_reduce_send, recv_reduce_copy_send
-	Recv       string // loop ll: host, local, none
-	Dst        string // loop ll, copy, simple_step, fence: host, local, none
-	Src        string // loop copy: host, local
-	Unroll     int    // loop copy
-	Sources    int    // loop copy
-	Bound      string // loop pull: runtime or unrolled
-	World      int    // loop pull
-	Slice      int64  // loop simple_step: bytes per step
-	Fence      string // loop simple_step, fence: none, acq_rel, sc
-	Stores     int    // loop fence: stores per thread before the fence
-	Layout     string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64 … packed_4k: 64 B–4 KiB apart), "line_per_slot", or rank-major "vllm", "vllm_line", "vllm_off64" (rankMajor)
-	Groups     int    // loop group_barrier: groups of World blocks barriering at once
-	Blocks     int
-	Threads    int
-	Iters      int // loop: iterations per block
+	Spacing int    // poll, block_pingpong: bytes between the blocks' words (0: one shared word)
+	Mode    string // block_pingpong: volatile, release_acquire, volatile_fence; loop group_barrier: volatile, release_acquire, fence_volatile, fence_release_acquire (barrierFences)
+	Pairs   int    // block_pingpong
+	Loop    string // loop: ll, copy, simple_step, fence, pull
+	LLOp    string // loop ll: recv, send, recv_send, recv_reduce_send, recv_reduce_copy_send
+	Recv    string // loop ll: host, local, none
+	Dst     string // loop ll, copy, simple_step, fence: host, local, none
+	Src     string // loop copy: host, local
+	Unroll  int    // loop copy
+	Sources int    // loop copy
+	Bound   string // loop pull: runtime or unrolled
+	World   int    // loop pull
+	Slice   int64  // loop simple_step: bytes per step
+	Fence   string // loop simple_step, fence: none, acq_rel, sc
+	Stores  int    // loop fence: stores per thread before the fence
+	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64 … packed_4k: 64 B–4 KiB apart), "line_per_slot", or rank-major "vllm", "vllm_line", "vllm_off64" (rankMajor)
+	Groups  int    // loop group_barrier: groups of World blocks barriering at once
+	Blocks  int
+	Threads int
+	Iters   int // loop: iterations per block
 	// SrcInL2 (loop copy, simple_step): the source is the same region
 	// every launch, in the L2 after the warm-up (trace src_residency l2).
 	SrcInL2 bool
@@ -110,6 +106,11 @@ type PerBlock struct {
 	// RankOffsets (loop group_barrier, layout rank_offsets): each rank's
 	// sector's byte offset into a page-aligned buffer, comma separated.
 	RankOffsets string
+
+	// AtomicPage (poll, atomics in GPU memory): "slow" when the polled
+	// words lie on a page whose atomics wait gpu.atomic_slow_page_extra
+	// more (trace.Record.AtomicPage); "fast" or "": they do not.
+	AtomicPage string
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
