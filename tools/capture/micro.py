@@ -586,6 +586,99 @@ class Micro:
         hb.free()
 
 
+    def chase_grid(self):
+        """Loads of pinned host memory beside stores to it, over a grid of W storing and R loading blocks (separate
+        launches, 512 threads a block, as read_beside_write's): the writers (W blocks, 8 × 192 MiB, outlasting the
+        rest) start first, then the readers (R blocks of sm_read16, K launches of rb bytes, sized from a warm-up to
+        last about 8 ms), then a one-thread pointer chase (its steps sized to last about half the readers' time).
+        Per (W, R): the chase's round trip (kind pointer_chase, write_blocks, read_blocks) and, with R > 0, the
+        readers' rate (kind host_link_concurrency, sm_read_beside_write) with the writers' own; so a configuration's
+        bytes in flight are its readers' rate times the round trip measured while they load. CHASE_GRID_W and
+        CHASE_GRID_R (comma-separated) override the grid."""
+        cp = self.cp
+        n, wbytes, nw = 256 << 20, 192 << 20, 8
+        hb = HostBuf(n)
+        stride = (4096 + 64) // 8
+        arr = hb.array(np.int64, count=(32 << 20) // 8)
+        nsteps = ((32 << 20) // 8) // stride
+        with cp.cuda.Device(0):
+            order = cp.arange(nsteps, dtype=cp.int64) * stride
+            arr[order] = cp.roll(order, -1)
+            cp.cuda.Device(0).synchronize()
+            out = cp.zeros(1, dtype=cp.int64)
+            res = cp.zeros(2, dtype=cp.int64)
+            sink = cp.zeros(1024, dtype=cp.int32)
+            ev = [cp.cuda.Event() for _ in range(4)]
+        s, s2, s3 = self.streams[0][2], self.streams[0][3], self.streams[0][1]
+        chase, wr, rd = self.fn(0, "chase"), self.fn(0, "sm_write16"), self.fn(0, "sm_read16")
+        rsrc, wdst = np.uint64(hb.ptr + (32 << 20)), np.uint64(hb.ptr + (64 << 20))
+
+        def grid(name, default):
+            v = [int(x) for x in os.environ.get(name, "").split(",") if x]
+            return v or default
+        for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132]):
+            for R in grid("CHASE_GRID_R", [0, 1, 4, 16, 66, 132]):
+                def meas(W=W, R=R):
+                    def once(rb, k, steps):
+                        with cp.cuda.Device(0):
+                            if W:
+                                ev[2].record(s2)
+                                for _ in range(nw):
+                                    wr((W,), (512,), (wdst, np.int64(wbytes // 16)), stream=s2)
+                                ev[3].record(s2)
+                            if R:
+                                ev[0].record(s3)
+                                for _ in range(k):
+                                    rd((R,), (512,), (rsrc, sink, np.int64(rb // 16)), stream=s3)
+                                ev[1].record(s3)
+                            chase((1,), (1,), (arr, np.int32(steps), out, res), stream=s)
+                        s.synchronize(); s2.synchronize(); s3.synchronize()
+                        rus = cp.cuda.get_elapsed_time(ev[0], ev[1]) * 1e3 if R else 0.0
+                        wus = cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3 if W else 0.0
+                        r = res.get()
+                        return rus, wus, r[0] / steps / (self.clock_khz / 1e6), r[1] / steps
+                    # warm-up: one reader launch of 16 MiB (fewer where that would take over 8 ms) and 50 steps
+                    rb, k = 16 << 20, 1
+                    rus, _, rt, _ = once(rb, k, 50)
+                    if R and rus > 8000:
+                        rb = max(1 << 20, (int(rb * 8000 / rus) >> 20) << 20)
+                        rus, _, rt, _ = once(rb, k, 50)
+                    if R:
+                        k = max(1, min(16, int(8000 / max(rus, 1.0))))
+                    window = (k * rus if R else 8000.0) / 2
+                    steps = max(20, min(300, int(window * 1e3 / max(rt, 500.0))))
+                    rs, ws, cs, gs = [], [], [], []
+                    for _ in range(5):
+                        a, b, c, g = once(rb, k, steps)
+                        rs.append(a); ws.append(b); cs.append(c); gs.append(g)
+                    c = statistics.median(cs)
+                    crec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host", "ns_per_step": c,
+                            "cycles_per_step": c * self.clock_khz / 1e6, "clock_khz": self.clock_khz,
+                            "ns_per_step_globaltimer": statistics.median(gs), "steps": steps,
+                            "stride_bytes": stride * 8}
+                    if W:
+                        crec.update({"write_blocks": W, "write_threads": 512, "write_target": "host"})
+                    if R:
+                        crec["read_blocks"] = R
+                    self.rec_sm.emit(crec)
+                    if not R:
+                        return
+                    med, lo, hi = summarize(rs)
+                    nb = k * rb
+                    rec = {"kind": "host_link_concurrency", "clock": "device_events", "what": "sm_read_beside_write",
+                           "gpus": 1, "bytes_per_gpu": nb, "blocks": R, "threads": 512, "write_blocks": W,
+                           "us": med, "us_min": lo, "us_max": hi, "gbps_per_gpu": nb / med / 1e3,
+                           "gbps_total": nb / med / 1e3, "gbps_read": nb / med / 1e3}
+                    if W:
+                        wmed = summarize(ws)[0]
+                        rec.update({"write_threads": 512, "write_target": "host", "write_bytes": nw * wbytes,
+                                    "write_us": wmed, "gbps_write": nw * wbytes / wmed / 1e3})
+                        if med > wmed:
+                            log("chase_grid", f"W={W} R={R}: the readers ({med:.0f} us) outlived the writers ({wmed:.0f} us)")
+                    self.rec_sm.emit(rec)
+                self.rec_sm.guard(f"chase_grid {W} {R}", meas)
+        hb.free()
+
     def _placer(self, hb, smem):
         """place_rw's launcher on GPU 0 with smem bytes of dynamic shared memory a block: launch(roles, rbytes,
         mode=0, steps=0) returns each block's [SM, role, start ns, end ns] and the writers' [16-B stores, first
