@@ -174,3 +174,44 @@ func TestReadsBesideAWriterThatOutlastsThem(t *testing.T) {
 		}
 	}
 }
+
+// What testdata/h200x1-arsim/read_beside_write_9.jsonl shows: a chase's
+// round trip and the readers' rate measured at once over W storing and R
+// loading blocks (separate launches, every reader ending before its
+// writer). Readers alone lengthen the chase tenfold once they fill the
+// link; beside storing blocks the round trip is the writers' (from half to
+// 1.6 times its value with no reader, however many blocks load, where
+// readers alone make it 14 times longer) and is shorter beside 8 than
+// beside 2 or 4, as on every earlier instance; and the readers' bytes in flight
+// (rate × that round trip) grow from 4 to 132 loading blocks by more than
+// a GPU-wide limit and by less than each block's own would (33×).
+func TestLoadsBesideStoresGrid(t *testing.T) {
+	type key struct{ w, r int }
+	rt, rate := map[key]float64{}, map[key]float64{}
+	for _, r := range readOneGPU(t, "read_beside_write_9.jsonl") {
+		k := key{r.WriteBlocks, r.ReadBlocks}
+		switch r.Kind {
+		case trace.KindPointerChase:
+			rt[k] = r.NsPerStep / 1000
+		case trace.KindHostLinkConcurrency:
+			k.r = r.Blocks
+			rate[k] = r.GbpsTotal
+			if r.WriteBlocks > 0 {
+				assert.Less(t, r.Us, extraNumber(r, "write_us"), "W=%d R=%d: the readers end before the writer", r.WriteBlocks, r.Blocks)
+			}
+		}
+	}
+	require.Len(t, rt, 42)
+	require.Len(t, rate, 35)
+	assert.Greater(t, rt[key{0, 132}], 10*rt[key{0, 0}], "132 reader blocks alone lengthen the chase tenfold")
+	for _, w := range []int{2, 4, 8, 32, 132} {
+		for _, r := range []int{1, 4, 16, 66, 132} {
+			q := rt[key{w, r}] / rt[key{w, 0}]
+			assert.True(t, q > 0.5 && q < 1.6, "W=%d R=%d: the round trip is the writers' (%.2f× its value with no reader)", w, r, q)
+		}
+		grow := rate[key{w, 132}] * rt[key{w, 132}] / (rate[key{w, 4}] * rt[key{w, 4}])
+		assert.True(t, grow > 4 && grow < 16, "W=%d: bytes in flight grow %.1f× from R = 4 to 132", w, grow)
+	}
+	assert.Less(t, rt[key{8, 0}], rt[key{2, 0}])
+	assert.Less(t, rt[key{8, 0}], rt[key{4, 0}])
+}
