@@ -517,12 +517,10 @@ class Micro:
         hb.free()
 
 
-    def chase_beside_write(self):
-        """A dependent load's round trip to pinned host memory (pointer chase, 300 steps a 4,160 B stride, one
-        thread) while W = 0, 1, 2, 8 or 132 blocks × 512 threads store to another part of it, or 132 blocks paced
-        to about 10 GB/s together (as read_beside_write's writers): what the stores add to a load's round trip."""
+    def _chase_host(self, n):
+        """n bytes of pinned host memory whose first 32 MiB hold a pointer chase (a 4,160 B stride, so each step
+        is a line of its own page): (buffer, chase array, stride in words, out, res)."""
         cp = self.cp
-        n, wbytes, steps = 256 << 20, 192 << 20, 300
         hb = HostBuf(n)
         stride = (4096 + 64) // 8
         arr = hb.array(np.int64, count=(32 << 20) // 8)
@@ -533,6 +531,15 @@ class Micro:
             cp.cuda.Device(0).synchronize()
             out = cp.zeros(1, dtype=cp.int64)
             res = cp.zeros(2, dtype=cp.int64)
+        return hb, arr, stride, out, res
+
+    def chase_beside_write(self):
+        """A dependent load's round trip to pinned host memory (pointer chase, 300 steps a 4,160 B stride, one
+        thread) while W = 0, 1, 2, 8 or 132 blocks × 512 threads store to another part of it, or 132 blocks paced
+        to about 10 GB/s together (as read_beside_write's writers): what the stores add to a load's round trip."""
+        cp = self.cp
+        n, wbytes, steps = 256 << 20, 192 << 20, 300
+        hb, arr, stride, out, res = self._chase_host(n)
         s, s2, s3 = self.streams[0][2], self.streams[0][3], self.streams[0][1]
         chase, wr, wrp = self.fn(0, "chase"), self.fn(0, "sm_write16"), self.fn(0, "sm_write16_paced")
         rd = self.fn(0, "sm_read16")
@@ -597,16 +604,8 @@ class Micro:
         CHASE_GRID_R (comma-separated) override the grid."""
         cp = self.cp
         n, wbytes, nw = 256 << 20, 192 << 20, 8
-        hb = HostBuf(n)
-        stride = (4096 + 64) // 8
-        arr = hb.array(np.int64, count=(32 << 20) // 8)
-        nsteps = ((32 << 20) // 8) // stride
+        hb, arr, stride, out, res = self._chase_host(n)
         with cp.cuda.Device(0):
-            order = cp.arange(nsteps, dtype=cp.int64) * stride
-            arr[order] = cp.roll(order, -1)
-            cp.cuda.Device(0).synchronize()
-            out = cp.zeros(1, dtype=cp.int64)
-            res = cp.zeros(2, dtype=cp.int64)
             sink = cp.zeros(1024, dtype=cp.int32)
             ev = [cp.cuda.Event() for _ in range(4)]
         s, s2, s3 = self.streams[0][2], self.streams[0][3], self.streams[0][1]
