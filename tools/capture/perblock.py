@@ -1208,11 +1208,20 @@ class PerBlock:
                        "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
 
         for op in (1, 3):
-            for recv, dst in pairs or (("local", "local"), ("host", "host"), ("local", "host")):
-                for t in threads or ([640] if self.quick else [64, 128, 256, 640]):
+            for recv, dst in pairs if pairs is not None else (("local", "local"), ("host", "host"), ("local", "host")):
+                for t in threads if threads is not None else ([640] if self.quick else [64, 128, 256, 640]):
                     self.rec.guard(f"ll128w {op} {recv} {dst} 1x{t}", run, op, recv, dst, 1, t, 64)
         for b in blocks if blocks is not None else ([1, 8] if self.quick else BLOCKS):
             self.rec.guard(f"ll128w 3 {block_pair[0]} {block_pair[1]} {b}x640", run, 3, *block_pair, b, 640, 16)
+
+    def ll128_host_blocks(self):
+        """NCCL's SHM FIFO on one GPU: LL128 loops (recv_reduce_send, 640 threads) over lines in pinned host memory
+        with their destination there too, at 1–132 blocks; the same over local memory for this instance's reference;
+        and the LL loop (512 threads) over host lines at 1–132 blocks, as ll_live.jsonl has it."""
+        self.ll128w(pairs=(), threads=(), block_pair=("host", "host"))
+        self.ll128w(pairs=(), threads=(), block_pair=("local", "local"))
+        self.ll(combos=[("recv_reduce_send", "host", "host")], block_combos=[("recv_reduce_send", "host", "host")],
+                threads=[512])
 
     def heldout(self):
         """Configurations the rest of the suite does not run, for predictions nobody fitted: host polls at word
@@ -2158,7 +2167,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
