@@ -89,3 +89,45 @@ func TestLLReceiveDependsOnWhereItsLinesAre(t *testing.T) {
 		assert.Greater(t, le, 1.6*lb, "local, %d threads: evicted lines come from HBM", th)
 	}
 }
+
+// testdata/h200x1-arsim/ll128_host.jsonl: NCCL's SHM FIFO on one GPU. The
+// LL128 loop over lines in pinned host memory, destination there too,
+// moves 40 GB/s or more of lines each way from 4 blocks, as the LL loop
+// does, and more than twice what two H200s' NCCL ring/LL128 over SHM
+// moves at 4 and 8 channels (nccl_channels.jsonl, 32 MiB): what stops
+// NCCL there is not one GPU's loop. The model gives the loop 34.7 GB/s
+// each way from 2 blocks (+16…+20 % slow at the slowest block).
+func TestLL128OverHostLinesIsNotSHMsLimit(t *testing.T) {
+	gbps := func(r trace.Record, perThread float64) float64 {
+		return float64(r.Blocks*r.Threads) * perThread / r.NsPerIter
+	}
+	var ll128, ll []float64
+	for _, r := range readOneGPU(t, "ll128_host.jsonl") {
+		if r.Kind != trace.KindLoop || r.Recv != "host" || r.Dst != "host" || r.Blocks < 4 {
+			continue
+		}
+		switch r.Loop {
+		case "ll128w":
+			ll128 = append(ll128, gbps(r, 64))
+		case "ll":
+			ll = append(ll, gbps(r, 16))
+		}
+	}
+	require.Len(t, ll128, 6)
+	require.Len(t, ll, 6)
+	shm := map[int]float64{}
+	for _, r := range readOwn(t, "nccl_channels.jsonl") {
+		if r.Transport == trace.TransportSHM && r.Algo == "ring" && r.Proto == "ll128" && r.Bytes == 32<<20 {
+			shm[r.MaxChannels] = float64(r.Bytes) / (r.Us * 1e3) * 128 / 120 // lines, GB/s each way
+		}
+	}
+	require.Contains(t, shm, 4)
+	require.Contains(t, shm, 8)
+	for i, v := range ll128 {
+		assert.Greater(t, v, 40.0, "LL128 from 4 blocks (%d)", i)
+		assert.Greater(t, v, 2*max(shm[4], shm[8]))
+	}
+	for i, v := range ll[1:] { // from 8 blocks the LL loop fills the link as well
+		assert.Greater(t, v, 33.0, "LL from 8 blocks (%d)", i)
+	}
+}
