@@ -1111,6 +1111,49 @@ extern "C" __global__ void __launch_bounds__(1024) pb_ll128_live(uint4* lines, u
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
 }
 
+// ---- pb_ll128_live's live role for many pairs at once: block 2p stores pair p's lines (volatile, the flag in every
+// 8th thread's last word), block 2p + 1 polls and receives them into out; each pair its own region of lines, so P
+// pairs put P blocks' stores and P blocks' polls of host (or local) memory on the GPU at once, as NCCL's channels
+// over SHM do on each GPU. res[2b] is block b's cycles.
+extern "C" __global__ void __launch_bounds__(1024) pb_ll128_live_pairs(uint4* lines, uint4* out, int iters,
+                                                                       unsigned flag, int* err, long long* res) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const bool produce = (blockIdx.x & 1) == 0;
+  const bool flagLane = (lane & 7) == 7;
+  const size_t base = (size_t)(blockIdx.x >> 1) * iters * nw * 128;
+  long long spins = 0;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const size_t chunk = base + ((size_t)i * nw + warp) * 128;
+    if (produce) {
+      #pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const unsigned d = (unsigned)(i * 4 + u);
+        st_vol4(lines + chunk + u * 32 + lane, make_uint4(d, d + 1, d + 2, flagLane ? flag : d + 3));
+      }
+    } else {
+      uint4 v[4];
+      int need;
+      do {
+        #pragma unroll
+        for (int u = 0; u < 4; u++) v[u] = ld_vol4(lines + chunk + u * 32 + lane);
+        need = flagLane && (v[0].w != flag || v[1].w != flag || v[2].w != flag || v[3].w != flag);
+      } while (__any_sync(0xffffffffu, need) && ++spins < SPIN_LIMIT);
+      #pragma unroll
+      for (int u = 0; u < 4; u++) {
+        out[chunk + u * 32 + lane] = v[u];
+        acc += v[u].x;
+      }
+    }
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (spins >= SPIN_LIMIT) atomicExch(err, 1);
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = acc; }
+}
+
 // ---- NCCL LL128-style loop: each thread moves 8 u64 per iteration (4 16-B volatile loads in flight), the last u64
 // of every 8-thread group's 128-B line... simplified per thread: the 4th vector's .w word carries the flag; the thread
 // spins until its last vector holds the flag, then stores its 4 vectors (data + flag) to dst. op bit 2 adds an 8-u64

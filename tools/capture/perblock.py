@@ -788,6 +788,46 @@ class PerBlock:
                 for t in ([256, 640] if self.quick else [64, 128, 256, 640]):
                     self.rec.guard(f"ll128_live {where} {producer} 1x{t}", run, where, producer, t)
 
+    def ll128_live_pairs(self):
+        """ll128_live's live receive for P = 1–66 pairs at once (kernel pb_ll128_live_pairs: block 2p stores pair p's
+        lines while block 2p + 1 receives them, each pair its own lines): lines in pinned host memory, then in local
+        memory; 640 threads, 64 iterations. The record's blocks are the P receiving blocks (producer: live), its time
+        the receivers' median and slowest block."""
+        cp = self.cp
+        k = self.fn("pb_ll128_live_pairs")
+        iters, t = 64, 640
+        pairs = (1, 2, 4, 8, 16, 33, 66)
+        nb = max(pairs) * iters * t * 64
+        out = self.dev("ll128pairsout", nb)
+        with cp.cuda.Device(0):
+            res = cp.zeros(2 * 2 * max(pairs), dtype=cp.int64)
+        counter = [5000]
+
+        def run(where, p):
+            lp = self.ptr(where, "ll128pairs", nb)
+            meds, slow, b0 = [], [], []
+            with cp.cuda.Device(0):
+                self.err[...] = 0
+                for trial in range(TRIALS + 1):
+                    counter[0] += 1
+                    k((2 * p,), (t,), (lp, out, np.int32(iters), np.uint32(counter[0]), self.err, res), stream=self.s)
+                    self.s.synchronize()
+                    cyc = res[: 4 * p].get()[0::2][1::2]  # the receiving blocks' cycles
+                    vals = [int(c) / self.ghz / iters for c in cyc]
+                    if trial > 0:  # the first is the warm-up
+                        meds.append(statistics.median(vals))
+                        slow.append(max(vals))
+                        b0.append(vals[0])
+                err = bool(int(self.err.get()[0]))
+            vals = (statistics.median(meds), min(meds), max(meds), statistics.median(slow), statistics.median(b0), err)
+            self.emit({"kind": "loop", "loop": "ll128w", "ll_op": "recv", "recv": where, "dst": "none", "blocks": p,
+                       "threads": t, "iters": iters, "bytes_per_thread_iter": 64, "producer": "live"},
+                      vals, "ns_per_iter")
+
+        for where in ("host", "local"):
+            for p in pairs:
+                self.rec.guard(f"ll128_live_pairs {where} {p}", run, where, p)
+
     def ll128(self):
         k = self.fn("pb_ll128")
         flag = 1
@@ -2167,7 +2207,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
