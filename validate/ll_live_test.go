@@ -131,3 +131,36 @@ func TestLL128OverHostLinesIsNotSHMsLimit(t *testing.T) {
 		assert.Greater(t, v, 33.0, "LL from 8 blocks (%d)", i)
 	}
 }
+
+// testdata/h200x1-arsim/ll128_pairs.jsonl: live LL128 receives, P pairs at
+// once (P blocks storing host lines while P others receive them, as NCCL's
+// LL128 over SHM loads each GPU's link with P channels). The receivers move
+// more of them as pairs are added, but less than the loop over lines
+// written before does at 4–8 blocks (ll128_host.jsonl, 42 GB/s), and at 4
+// pairs still more than 1.3 times what two H200s' NCCL ring/LL128 over SHM
+// moves at 4 channels: live lines are part of NCCL's limit there, the
+// second GPU the rest.
+func TestLiveLL128Pairs(t *testing.T) {
+	host := map[int]float64{}
+	for _, r := range readOneGPU(t, "ll128_pairs.jsonl") {
+		if r.Kind == trace.KindLoop && r.Recv == "host" && r.Producer == "live" {
+			host[r.Blocks] = float64(r.Blocks*r.Threads) * 64 / r.NsPerIter // GB/s of lines
+		}
+	}
+	pairs := []int{1, 2, 4, 8, 16, 33, 66}
+	require.Len(t, host, len(pairs))
+	for i := 1; i < len(pairs); i++ {
+		assert.Greater(t, host[pairs[i]], host[pairs[i-1]], "%d pairs", pairs[i])
+	}
+	assert.Less(t, host[4], 35.0)
+	assert.Less(t, host[8], 35.0)
+	assert.Greater(t, host[16], 35.0)
+	var shm4 float64
+	for _, r := range readOwn(t, "nccl_channels.jsonl") {
+		if r.Transport == trace.TransportSHM && r.Algo == "ring" && r.Proto == "ll128" && r.Bytes == 32<<20 && r.MaxChannels == 4 {
+			shm4 = float64(r.Bytes) / (r.Us * 1e3) * 128 / 120
+		}
+	}
+	require.Positive(t, shm4)
+	assert.Greater(t, host[4], 1.3*shm4)
+}
