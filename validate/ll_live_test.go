@@ -115,12 +115,7 @@ func TestLL128OverHostLinesIsNotSHMsLimit(t *testing.T) {
 	}
 	require.Len(t, ll128, 6)
 	require.Len(t, ll, 6)
-	shm := map[int]float64{}
-	for _, r := range readOwn(t, "nccl_channels.jsonl") {
-		if r.Transport == trace.TransportSHM && r.Algo == "ring" && r.Proto == "ll128" && r.Bytes == 32<<20 {
-			shm[r.MaxChannels] = float64(r.Bytes) / (r.Us * 1e3) * 128 / 120 // lines, GB/s each way
-		}
-	}
+	shm := shmLL128Lines(t)
 	require.Contains(t, shm, 4)
 	require.Contains(t, shm, 8)
 	for i, v := range ll128 {
@@ -155,12 +150,21 @@ func TestLiveLL128Pairs(t *testing.T) {
 	assert.Less(t, host[4], 35.0)
 	assert.Less(t, host[8], 35.0)
 	assert.Greater(t, host[16], 35.0)
-	var shm4 float64
-	for _, r := range readOwn(t, "nccl_channels.jsonl") {
-		if r.Transport == trace.TransportSHM && r.Algo == "ring" && r.Proto == "ll128" && r.Bytes == 32<<20 && r.MaxChannels == 4 {
-			shm4 = float64(r.Bytes) / (r.Us * 1e3) * 128 / 120
-		}
-	}
+	shm4 := shmLL128Lines(t)[4]
 	require.Positive(t, shm4)
 	assert.Greater(t, host[4], 1.3*shm4)
+}
+
+// shmLL128Lines is what two H200s' NCCL ring/LL128 over SHM moves at 32 MiB
+// (testdata/h200x2-arsim/nccl_channels.jsonl), GB/s of lines each way, by
+// channel limit.
+func shmLL128Lines(t *testing.T) map[int]float64 {
+	t.Helper()
+	shm := map[int]float64{}
+	for _, r := range readOwn(t, "nccl_channels.jsonl") {
+		if r.Transport == trace.TransportSHM && r.Algo == "ring" && r.Proto == "ll128" && r.Bytes == 32<<20 {
+			shm[r.MaxChannels] = float64(r.Bytes) / (r.Us * 1e3) * 128 / 120
+		}
+	}
+	return shm
 }
