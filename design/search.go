@@ -53,6 +53,9 @@ type Candidate struct {
 	Checked bool
 	// Binds says what the schedule pays at least (algos.Binds).
 	Binds string
+	// Mechanisms are the parts of the machine's physics the schedule
+	// rests on (algos.MechanismsOf).
+	Mechanisms []algos.Mechanism
 	// Stage 1 (structure) or 2 (launch configuration of a structure).
 	Stage int
 	// Err says why the point could not be built, proved or run here.
@@ -334,6 +337,7 @@ func (c *Config) one(req algos.Request, p Params, stage int) Candidate {
 		return x
 	}
 	x.Checked = true
+	x.Mechanisms = algos.MechanismsOf(s, c.Top)
 	x.Us, x.Err = c.time(s)
 	x.Binds = algos.Binds(algos.Stats(s), algos.PayloadGBps(c.Top))
 	if lb, err := algos.LoopBinds(s, c.Top); err == nil && lb != "" {
@@ -368,6 +372,7 @@ func (c *Config) timeBuiltin(req algos.Request, name string) Candidate {
 		return x
 	}
 	x.Checked = true
+	x.Mechanisms = algos.MechanismsOf(s, c.Top)
 	x.Us, x.Err = c.time(s)
 	return x
 }

@@ -55,7 +55,10 @@ type SweepRow struct {
 	// ModelUs is NCCL's own analytic estimate (algos.NCCLModel) for rows of
 	// the nccl algorithm; 0 otherwise.
 	ModelUs float64
-	Err     error // the algorithm cannot run this point (and why)
+	// Mechanisms are the parts of the machine's physics the point's
+	// schedule rests on (algos.MechanismsOf).
+	Mechanisms []algos.Mechanism
+	Err        error // the algorithm cannot run this point (and why)
 }
 
 // Point simulates one allreduce size with one algorithm.
@@ -116,7 +119,8 @@ func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
 				return err
 			}
 			r := &rows[i]
-			us, err := c.point(r.Algo, r.Bytes)
+			us, mech, err := c.point(r.Algo, r.Bytes)
+			r.Mechanisms = mech
 			if err != nil {
 				r.Err = err
 			} else {
@@ -145,12 +149,18 @@ func Sweep(ctx context.Context, c SweepConfig) ([]SweepRow, error) {
 }
 
 // point times one point: the schedule in Planned if there is one, else
-// one planned here.
-func (c *SweepConfig) point(algo string, bytes int64) (float64, error) {
-	if s := c.Planned[PlanKey{algo, bytes}]; s != nil {
-		return runPoint(c.Top, s, c.Launch, c.Iterations)
+// one planned here; with the mechanisms the schedule rests on.
+func (c *SweepConfig) point(algo string, bytes int64) (float64, []algos.Mechanism, error) {
+	s := c.Planned[PlanKey{algo, bytes}]
+	if s == nil {
+		var err error
+		s, err = algos.Plan(algo, algos.Request{Top: c.Top, Ranks: c.Ranks, Bytes: bytes, DType: c.DType, Launch: c.Launch, Opts: optsFor(algo, c.Opts)})
+		if err != nil {
+			return 0, nil, err
+		}
 	}
-	return Point(c.Top, c.Ranks, algo, bytes, c.DType, c.Launch, c.Opts, c.Iterations)
+	us, err := runPoint(c.Top, s, c.Launch, c.Iterations)
+	return us, algos.MechanismsOf(s, c.Top), err
 }
 
 // Winners returns, per size, the fastest algorithm (ties: first in Algos).

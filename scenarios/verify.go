@@ -147,39 +147,54 @@ type VerifyResult struct {
 	// SpecTokS is speculative decoding: Accept tokens per (draft + pass).
 	SpecTokS float64
 	Notes    []string
-	Err      error // the algorithm could not run here (and why)
+	// Mechanisms are the parts of the machine's physics the pass's
+	// allreduce schedule rests on (algos.MechanismsOf).
+	Mechanisms []algos.Mechanism
+	Err        error // the algorithm could not run here (and why)
 }
 
 // Pass simulates one verify pass of tokens with algo: 122 allreduces back
 // to back on every rank, with compute/122 between consecutive ones.
 func Pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string) (passMs, usPerAR float64, notes []string, err error) {
-	return pass(top, ranks, algo, tokens, compute, launch, opts, 0, nil)
+	p, err := pass(top, ranks, algo, tokens, compute, launch, opts, 0, nil)
+	return p.ms, p.usPerAR, p.notes, err
+}
+
+// passOut is what pass finds: the pass's time, the mean allreduce's, the
+// plan's notes and the mechanisms its schedule rests on.
+type passOut struct {
+	ms, usPerAR float64
+	notes       []string
+	mech        []algos.Mechanism
 }
 
 // pass is Pass with the host's issue interval per allreduce in eager mode
 // (0: one eager launch, gpu.launch_eager) and the schedules already
 // planned for this request (VerifyConfig.Planned; nil: none).
-func pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string, issue sim.Duration, planned map[PlanKey]*algos.Schedule) (passMs, usPerAR float64, notes []string, err error) {
+func pass(top *topology.Topology, ranks int, algo string, tokens int, compute sim.Duration, launch hw.LaunchMode, opts map[string]string, issue sim.Duration, planned map[PlanKey]*algos.Schedule) (passOut, error) {
 	s := planned[PlanKey{Algo: algo, Bytes: BytesPerAllreduce(tokens)}]
 	if s == nil {
 		req := algos.Request{Top: top, Ranks: ranks, Bytes: BytesPerAllreduce(tokens), DType: algos.BF16, Launch: launch, Opts: optsFor(algo, opts)}
+		var err error
 		if s, err = algos.Plan(algo, req); err != nil {
-			return 0, 0, nil, err
+			return passOut{}, err
 		}
 	}
+	out := passOut{notes: s.Notes, mech: algos.MechanismsOf(s, top)}
 	m, err := hw.New(top)
 	if err != nil {
-		return 0, 0, nil, err
+		return out, err
 	}
 	n := Layers * AllreducesPerLayer
 	gap := compute / sim.Duration(n)
 	res, err := algos.Run(m, s, algos.RunOptions{Iterations: n, Launch: launch, Gap: gap, IssueInterval: issue})
 	if err != nil {
-		return 0, 0, s.Notes, err
+		return out, err
 	}
 	pass := sim.Duration(res.Time) + gap
 	commUs := (pass - gap*sim.Duration(n)).Micros()
-	return float64(pass) / float64(sim.Millisecond), commUs / float64(n), s.Notes, nil
+	out.ms, out.usPerAR = float64(pass)/float64(sim.Millisecond), commUs/float64(n)
+	return out, nil
 }
 
 // optsFor keeps the options an algorithm accepts.
@@ -217,15 +232,18 @@ func Verify(c VerifyConfig, names []string) ([]VerifyResult, error) {
 func (c VerifyConfig) one(name string) VerifyResult {
 	r := VerifyResult{Algo: name}
 	issue := EagerIssue(c.Top, c.LayerKernels)
-	passMs, us, notes, err := pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts, issue, c.Planned)
-	r.Notes = notes
+	p, err := pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts, issue, c.Planned)
+	passMs, us := p.ms, p.usPerAR
+	r.Notes, r.Mechanisms = p.notes, p.mech
 	if err != nil {
 		r.Err = err
 		return r
 	}
 	plainMs := passMs
 	if c.Tokens != 1 {
-		plainMs, _, _, err = pass(c.Top, c.Ranks, name, 1, c.computeFor(1), c.Launch, c.Opts, issue, c.Planned)
+		var plain passOut
+		plain, err = pass(c.Top, c.Ranks, name, 1, c.computeFor(1), c.Launch, c.Opts, issue, c.Planned)
+		plainMs = plain.ms
 		if err != nil {
 			r.Err = err
 			return r

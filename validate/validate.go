@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/internal/crash"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
@@ -85,6 +86,9 @@ type Compared struct {
 	// BySize (0: not an allreduce).
 	config string
 	bytes  int64
+	// mech: the mechanisms a predicted record times (mechanismsOf), for
+	// EvidenceOf.
+	mech []algos.Mechanism
 }
 
 // Skipped is a record that could not be simulated, and why.
@@ -273,6 +277,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			c.FittedFor = strings.Join(f.Params, ", ")
 		} else if covered {
 			c.Dimensions = dimensionsOf(t.rec)
+			c.mech = mechanismsOf(t.rec)
 		}
 		c.bin, c.impl = winnerBin(t.rec)
 		c.config = t.rec.Configuration()

@@ -116,6 +116,8 @@ func writeDesignTable(out io.Writer, topo string, n int, b int64, res *design.Re
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "rank\tµs\tdesign\tbuilt as\twhat binds")
 	shown := 0
+	var names []string
+	uses := map[string][]algos.Mechanism{}
 	for i := 0; i < len(res.Candidates) && shown < show; {
 		c := res.Candidates[i]
 		// Launch configurations of one structure at exactly the same time
@@ -129,6 +131,8 @@ func writeDesignTable(out io.Writer, topo string, n int, b int64, res *design.Re
 			name += fmt.Sprintf(" (and %d more blocks × threads, same time)", j-i-1)
 		}
 		fmt.Fprintf(tw, "%d\t%.2f\t%s\t%s\t%s\n", i+1, c.Us, name, c.As, c.Binds)
+		names = append(names, fmt.Sprintf("#%d", i+1))
+		uses[names[len(names)-1]] = c.Mechanisms
 		shown++
 		i = j
 	}
@@ -143,6 +147,9 @@ func writeDesignTable(out io.Writer, topo string, n int, b int64, res *design.Re
 		}
 		fmt.Fprintln(out)
 	}
+	if err := writeEvidence(out, names, uses); err != nil {
+		return err
+	}
 	if len(res.Failed) > 0 {
 		fmt.Fprintf(out, "\nCould not run here (%d):\n", len(res.Failed))
 		for _, f := range res.Failed {
@@ -154,12 +161,13 @@ func writeDesignTable(out io.Writer, topo string, n int, b int64, res *design.Re
 
 func writeDesignJSON(out io.Writer, topo string, n int, b int64, res *design.Result) error {
 	type cand struct {
-		Name    string        `json:"name"`
-		Us      float64       `json:"us"`
-		Checked bool          `json:"checked"`
-		Params  design.Params `json:"params"`
-		As      string        `json:"as"`
-		Binds   string        `json:"binds"`
+		Name    string            `json:"name"`
+		Us      float64           `json:"us"`
+		Checked bool              `json:"checked"`
+		Params  design.Params     `json:"params"`
+		As      string            `json:"as"`
+		Binds   string            `json:"binds"`
+		RestsOn []algos.Mechanism `json:"rests_on"`
 	}
 	type failed struct {
 		Name   string        `json:"name"`
@@ -171,17 +179,27 @@ func writeDesignJSON(out io.Writer, topo string, n int, b int64, res *design.Res
 		Us   float64 `json:"us"`
 	}
 	doc := struct {
-		Topology      string    `json:"topology"`
-		Ranks         int       `json:"ranks"`
-		Bytes         int64     `json:"bytes"`
-		Candidates    []cand    `json:"candidates"`
-		Failed        []failed  `json:"failed,omitempty"`
-		NotComposable int       `json:"not_composable"`
-		Builtins      []builtin `json:"builtins"`
+		Topology      string         `json:"topology"`
+		Ranks         int            `json:"ranks"`
+		Bytes         int64          `json:"bytes"`
+		Candidates    []cand         `json:"candidates"`
+		Failed        []failed       `json:"failed,omitempty"`
+		NotComposable int            `json:"not_composable"`
+		Builtins      []builtin      `json:"builtins"`
+		Evidence      []evidenceJSON `json:"evidence,omitempty"`
 	}{Topology: topo, Ranks: n, Bytes: b, Candidates: []cand{}, NotComposable: res.NotComposable}
+	names := make([]string, 0, len(res.Candidates))
+	uses := map[string][]algos.Mechanism{}
 	for _, c := range res.Candidates {
-		doc.Candidates = append(doc.Candidates, cand{c.Name, round(c.Us, 3), c.Checked, c.Params, c.As, c.Binds})
+		doc.Candidates = append(doc.Candidates, cand{c.Name, round(c.Us, 3), c.Checked, c.Params, c.As, c.Binds, c.Mechanisms})
+		names = append(names, c.Name)
+		uses[c.Name] = c.Mechanisms
 	}
+	ev, err := evidenceRows(names, uses)
+	if err != nil {
+		return err
+	}
+	doc.Evidence = ev
 	for _, f := range res.Failed {
 		doc.Failed = append(doc.Failed, failed{f.Name, f.Params, f.Err.Error()})
 	}

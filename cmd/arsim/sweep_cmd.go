@@ -120,13 +120,15 @@ func writeSweep(out, errOut io.Writer, so sweepOutput, req algos.Request, o map[
 	var err error
 	switch so.format {
 	case "json":
-		err = writeSweepJSON(out, t.Name, rows)
+		err = writeSweepJSON(out, t.Name, names, rows)
 	case "csv":
 		err = writeSweepCSV(out, rows)
 	case "nccl-tests":
 		err = writeSweepNCCLTests(out, t, n, req.DType, req.Launch, names, rows)
 	default:
-		err = writeSweepTable(out, t.Name, names, sz, rows)
+		if err = writeSweepTable(out, t.Name, names, sz, rows); err == nil {
+			err = writeEvidence(out, names, sweepUses(rows))
+		}
 	}
 	if err != nil {
 		return err
@@ -341,7 +343,7 @@ func progressBar(w io.Writer, what string) func(done, total int) {
 	}
 }
 
-func writeSweepJSON(out io.Writer, topo string, rows []scenarios.SweepRow) error {
+func writeSweepJSON(out io.Writer, topo string, names []string, rows []scenarios.SweepRow) error {
 	type row struct {
 		Algo  string   `json:"algo"`
 		Bytes int64    `json:"bytes"`
@@ -350,10 +352,15 @@ func writeSweepJSON(out io.Writer, topo string, rows []scenarios.SweepRow) error
 		Model *float64 `json:"nccl_model_us,omitempty"`
 		Error string   `json:"error,omitempty"`
 	}
+	ev, err := evidenceRows(names, sweepUses(rows))
+	if err != nil {
+		return err
+	}
 	doc := struct {
-		Topology string `json:"topology"`
-		Rows     []row  `json:"rows"`
-	}{Topology: topo}
+		Topology string         `json:"topology"`
+		Rows     []row          `json:"rows"`
+		Evidence []evidenceJSON `json:"evidence,omitempty"`
+	}{Topology: topo, Evidence: ev}
 	for _, r := range rows {
 		x := row{Algo: r.Algo, Bytes: r.Bytes}
 		if r.Err != nil {

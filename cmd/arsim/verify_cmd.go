@@ -181,12 +181,21 @@ func writeVerifyJSON(out io.Writer, topo string, tokens int, res []scenarios.Ver
 		Error           string   `json:"error,omitempty"`
 		Notes           []string `json:"notes,omitempty"`
 	}
+	names := make([]string, len(res))
+	for i, r := range res {
+		names[i] = r.Algo
+	}
+	ev, err := evidenceRows(names, verifyUses(res))
+	if err != nil {
+		return err
+	}
 	doc := struct {
-		Topology          string `json:"topology"`
-		Tokens            int    `json:"tokens"`
-		BytesPerAllreduce int64  `json:"bytes_per_allreduce"`
-		Results           []row  `json:"results"`
-	}{Topology: topo, Tokens: tokens, BytesPerAllreduce: scenarios.BytesPerAllreduce(tokens)}
+		Topology          string         `json:"topology"`
+		Tokens            int            `json:"tokens"`
+		BytesPerAllreduce int64          `json:"bytes_per_allreduce"`
+		Results           []row          `json:"results"`
+		Evidence          []evidenceJSON `json:"evidence,omitempty"`
+	}{Topology: topo, Tokens: tokens, BytesPerAllreduce: scenarios.BytesPerAllreduce(tokens), Evidence: ev}
 	for _, r := range res {
 		x := row{Algo: r.Algo, Notes: r.Notes}
 		if r.Err != nil {
@@ -282,6 +291,13 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 		focus[ok[next].Algo] = true
 	}
 	writeNotes(out, res, focus, verbose)
+	names := make([]string, len(ok))
+	for i, r := range ok {
+		names[i] = r.Algo
+	}
+	if err := writeEvidence(out, names, verifyUses(res)); err != nil {
+		return err
+	}
 	if len(cfg.Opts) > 0 {
 		fmt.Fprintln(out, "\n(Published figures for this machine are for its algorithms as configured there: not compared under --opts.)")
 		return nil

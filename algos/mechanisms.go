@@ -1,0 +1,179 @@
+package algos
+
+import (
+	"slices"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+)
+
+// Mechanism names a part of the machine's physics that a schedule's time
+// rests on, in the terms package validate sorts its evidence by: which
+// memory a schedule's flags and polled lines live in, which way SMs move
+// data to and from pinned host memory, and which links carry data between
+// GPUs. A prediction is as good as the model of the mechanisms it uses;
+// validate.Evidence says how well arsim predicts each on captured
+// hardware it was not fitted on.
+type Mechanism string
+
+const (
+	// MechHostFlags: a flag (a signal and the polls that wait for it) in
+	// pinned host memory.
+	MechHostFlags Mechanism = "flags in pinned host memory"
+	// MechGPUFlags: a flag in GPU memory (the waiter's own, or a peer's).
+	MechGPUFlags Mechanism = "flags in GPU memory"
+	// MechHostLines: a data-carried wait (NCCL's LL and LL128 lines,
+	// Lamport sentinels) polling pinned host memory.
+	MechHostLines Mechanism = "lines polled in pinned host memory"
+	// MechGPULines: a data-carried wait polling GPU memory.
+	MechGPULines Mechanism = "lines polled in GPU memory"
+	// MechHostLoads: SMs load pinned host memory into the GPU.
+	MechHostLoads Mechanism = "SM loads of pinned host memory"
+	// MechHostStores: SMs store to pinned host memory.
+	MechHostStores Mechanism = "SM stores to pinned host memory"
+	// MechLoadsBesideStores: one GPU's SMs load pinned host memory while
+	// the same GPU's SMs may be storing to it (the two ops are not
+	// ordered by the rank's program): loads share the GPU's host link
+	// with its stores.
+	MechLoadsBesideStores Mechanism = "SM loads of host memory beside the GPU's stores to it"
+	// MechPeerPCIe: data or flags move between two GPUs over PCIe (P2P).
+	MechPeerPCIe Mechanism = "GPU to GPU over PCIe"
+	// MechPeerNVLink: data or flags move between two GPUs over NVLink.
+	MechPeerNVLink Mechanism = "GPU to GPU over NVLink"
+)
+
+// Mechanisms lists the order every report uses.
+var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechHostLines, MechGPULines,
+	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechPeerPCIe, MechPeerNVLink}
+
+// maxBesideOps bounds the ops of one rank whose ordering
+// MechanismsOf works out exactly (a bit set of ancestors per op); a
+// larger program that both loads and stores host memory is taken to do
+// so side by side.
+const maxBesideOps = 4096
+
+// MechanismsOf returns the mechanisms s uses on top, in Mechanisms' order.
+func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
+	used := map[Mechanism]bool{}
+	peerClass := map[[2]int]Mechanism{}
+	peer := func(a, b int) {
+		if a == b || a < 0 || b < 0 || a >= top.NumGPUs() || b >= top.NumGPUs() {
+			return
+		}
+		k := [2]int{min(a, b), max(a, b)}
+		m, ok := peerClass[k]
+		if !ok {
+			m = MechPeerPCIe
+			if c, err := top.PathClass(top.GPUs()[a], top.GPUs()[b]); err == nil && c.Kind == topology.PathNV {
+				m = MechPeerNVLink
+			}
+			peerClass[k] = m
+		}
+		used[m] = true
+	}
+	for r, prog := range s.Programs {
+		var loads, stores []int
+		for i := range prog {
+			op := &prog[i]
+			switch op.Kind {
+			case Signal, Wait:
+				at := op.Flag.At
+				switch {
+				case op.Kind == Wait && op.Src.Len > 0 && op.Src.Buf.At.Host:
+					used[MechHostLines] = true
+				case op.Kind == Wait && op.Src.Len > 0:
+					used[MechGPULines] = true
+					peer(r, op.Src.Buf.At.Rank)
+				case at.Host:
+					used[MechHostFlags] = true
+				default:
+					used[MechGPUFlags] = true
+					peer(r, at.Rank)
+				}
+			case Read, Write, Copy, Reduce:
+				src, dst := op.Src.Buf.At, op.Dst.Buf.At
+				if k := op.Kernel; k.Loop == hw.LoopLL || k.Loop == hw.LoopLL128 {
+					// NCCL's LL and LL128 lines carry their flags: the
+					// receiving loop polls them where they lie.
+					if k.LoopAt.Host {
+						used[MechHostLines] = true
+					} else {
+						used[MechGPULines] = true
+					}
+				}
+				if src.Host && !dst.Host {
+					used[MechHostLoads] = true
+					loads = append(loads, i)
+				}
+				if dst.Host && !src.Host {
+					used[MechHostStores] = true
+					stores = append(stores, i)
+				}
+				if !src.Host {
+					peer(r, src.Rank)
+				}
+				if !dst.Host {
+					peer(r, dst.Rank)
+				}
+			}
+		}
+		if len(loads) > 0 && len(stores) > 0 && unordered(prog, loads, stores) {
+			used[MechLoadsBesideStores] = true
+		}
+	}
+	var out []Mechanism
+	for _, m := range Mechanisms {
+		if used[m] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// unordered reports whether some op of loads and some op of stores are
+// not ordered by the program's dependencies (neither is an ancestor of
+// the other), so the rank may run them at once.
+func unordered(prog []Op, loads, stores []int) bool {
+	n := len(prog)
+	if n > maxBesideOps {
+		return true
+	}
+	words := (n + 63) / 64
+	anc := make([]uint64, n*words) // anc[i*words:]: the ops i waits for, transitively
+	for i := range prog {
+		row := anc[i*words : (i+1)*words]
+		for _, d := range prog[i].After {
+			if d < 0 || d >= i {
+				continue
+			}
+			row[d/64] |= 1 << (d % 64)
+			for w, x := range anc[d*words : (d+1)*words] {
+				row[w] |= x
+			}
+		}
+	}
+	before := func(a, b int) bool { return anc[b*words+a/64]&(1<<(a%64)) != 0 } // a is an ancestor of b
+	for _, l := range loads {
+		for _, s := range stores {
+			if !before(l, s) && !before(s, l) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// UnionMechanisms merges lists of mechanisms into one in Mechanisms'
+// order.
+func UnionMechanisms(lists ...[]Mechanism) []Mechanism {
+	var out []Mechanism
+	for _, m := range Mechanisms {
+		for _, l := range lists {
+			if slices.Contains(l, m) {
+				out = append(out, m)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package algos
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
+)
+
+func mechanismsFor(t *testing.T, preset, algo string, bytes int64, opts map[string]string) []Mechanism {
+	t.Helper()
+	top, err := topology.Load(preset)
+	require.NoError(t, err)
+	s, err := Plan(algo, Request{Top: top, Ranks: top.NumGPUs(), Bytes: bytes, DType: BF16, Launch: hw.Graph, Opts: opts})
+	require.NoError(t, err)
+	return MechanismsOf(s, top)
+}
+
+// What each kind of schedule rests on: where its flags and lines live,
+// which way it moves data to and from host memory, and the link between
+// its GPUs.
+func TestMechanismsOfSchedules(t *testing.T) {
+	// Staged through host memory: stores, then a barrier, then loads; the
+	// loads wait for the barrier, so none runs beside the stores.
+	assert.Equal(t, []Mechanism{MechHostFlags, MechHostLoads, MechHostStores},
+		mechanismsFor(t, "rtxpro6000x8-2numa", "host_one_shot", 43008, nil))
+	// The same ring over NVLink and over PCIe.
+	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerNVLink}, mechanismsFor(t, "h200x2", "ring", 1<<20, nil))
+	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerPCIe}, mechanismsFor(t, "rtxpro6000x8-2numa", "ring", 1<<20, nil))
+	// Data-carried polls: the sentinel one-shot polls its own GPU's
+	// memory, written by peers over PCIe.
+	m := mechanismsFor(t, "rtxpro6000x8-2numa", "pcie_ipc_one_shot", 43008, nil)
+	assert.Contains(t, m, MechGPULines)
+	assert.Contains(t, m, MechPeerPCIe)
+	assert.NotContains(t, m, MechHostFlags)
+	// NCCL over SHM across the sockets: each rank loads its neighbour's
+	// staged data while storing its own for the next, pipelined.
+	m = mechanismsFor(t, "rtxpro6000x8-2numa", "nccl", 4<<20, map[string]string{"p2p_level": "loc"})
+	assert.Contains(t, m, MechHostFlags)
+	assert.Contains(t, m, MechLoadsBesideStores)
+	assert.NotContains(t, m, MechPeerPCIe)
+	// With P2P allowed across the sockets it is GPU to GPU.
+	m = mechanismsFor(t, "rtxpro6000x8-2numa", "nccl", 4<<20, map[string]string{"p2p_level": "sys"})
+	assert.Contains(t, m, MechPeerPCIe)
+	assert.NotContains(t, m, MechHostStores)
+}
+
+// A host load and a host store are beside each other unless one waits
+// for the other, directly or through other ops.
+func TestUnorderedLoadsAndStores(t *testing.T) {
+	prog := []Op{{Kind: Launch}, {Kind: Read, After: []int{0}}, {Kind: Compute, After: []int{1}}, {Kind: Write, After: []int{2}}}
+	assert.False(t, unordered(prog, []int{1}, []int{3}), "the store waits for the load through op 2")
+	prog = append(prog, Op{Kind: Write, After: []int{0}})
+	assert.True(t, unordered(prog, []int{1}, []int{3, 4}), "op 4 waits only for the launch")
+	assert.Equal(t, []Mechanism{MechHostFlags, MechPeerPCIe}, UnionMechanisms([]Mechanism{MechPeerPCIe}, nil, []Mechanism{MechHostFlags, MechPeerPCIe}))
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/validate"
+)
+
+// What a table of predictions rests on: each schedule's mechanisms
+// (algos.MechanismsOf) and how well arsim predicts each where the
+// project's captures time it (validate.Evidence), so that a row resting
+// on physics the model gets wrong says so beside the row, not only in
+// validate's report.
+
+// usesByMechanism gathers, for each mechanism in algos.Mechanisms' order,
+// the algorithms (in names' order) whose schedules use it.
+func usesByMechanism(names []string, uses map[string][]algos.Mechanism) ([]algos.Mechanism, map[algos.Mechanism][]string) {
+	by := map[algos.Mechanism][]string{}
+	for _, n := range names {
+		for _, m := range uses[n] {
+			if !slices.Contains(by[m], n) {
+				by[m] = append(by[m], n)
+			}
+		}
+	}
+	var order []algos.Mechanism
+	for _, m := range algos.Mechanisms {
+		if len(by[m]) > 0 {
+			order = append(order, m)
+		}
+	}
+	return order, by
+}
+
+// evidenceLine says how well arsim predicts mechanism m on captured
+// hardware.
+func evidenceLine(ev map[algos.Mechanism]validate.EvidenceRow, m algos.Mechanism) string {
+	e, ok := ev[m]
+	if !ok || e.Records == 0 {
+		if m == algos.MechPeerPCIe {
+			return "no capture of the project times it: its PCIe figures are spec values and published measurements (docs/VALIDATION.md compares NCCL with published nccl-tests tables)"
+		}
+		return "no capture of the project times it"
+	}
+	return e.String()
+}
+
+// writeEvidence prints, after a table, the mechanisms its rows' schedules
+// rest on (uses, by algorithm), arsim's error on each, and which
+// algorithms use it. Nothing when no row has a schedule.
+func writeEvidence(out io.Writer, names []string, uses map[string][]algos.Mechanism) error {
+	order, by := usesByMechanism(names, uses)
+	if len(order) == 0 {
+		return nil
+	}
+	ev, err := validate.Evidence()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "What these rows rest on, and arsim's |error| where its captures time it (records no parameter was fitted on; arsim validate):")
+	for _, m := range order {
+		who := strings.Join(by[m], ", ")
+		if len(by[m]) == len(names) && len(names) > 1 {
+			who = "every row"
+		}
+		fmt.Fprintf(out, "  %s: %s\n      %s\n", m, evidenceLine(ev, m), who)
+	}
+	return nil
+}
+
+// evidenceJSON is the evidence of the mechanisms uses name, for JSON
+// outputs.
+type evidenceJSON struct {
+	validate.EvidenceRow
+	Algos []string `json:"algos"`
+}
+
+// sweepUses gathers each algorithm's mechanisms over a sweep's rows.
+func sweepUses(rows []scenarios.SweepRow) map[string][]algos.Mechanism {
+	uses := map[string][]algos.Mechanism{}
+	for _, r := range rows {
+		uses[r.Algo] = algos.UnionMechanisms(uses[r.Algo], r.Mechanisms)
+	}
+	return uses
+}
+
+// verifyUses is each algorithm's mechanisms in a verify pass.
+func verifyUses(res []scenarios.VerifyResult) map[string][]algos.Mechanism {
+	uses := map[string][]algos.Mechanism{}
+	for _, r := range res {
+		uses[r.Algo] = r.Mechanisms
+	}
+	return uses
+}
+
+func evidenceRows(names []string, uses map[string][]algos.Mechanism) ([]evidenceJSON, error) {
+	order, by := usesByMechanism(names, uses)
+	if len(order) == 0 {
+		return nil, nil
+	}
+	ev, err := validate.Evidence()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]evidenceJSON, 0, len(order))
+	for _, m := range order {
+		e := ev[m]
+		e.Mechanism = m
+		out = append(out, evidenceJSON{EvidenceRow: e, Algos: by[m]})
+	}
+	return out, nil
+}

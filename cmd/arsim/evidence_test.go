@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/validate"
+)
+
+// A table of predictions says beside it what its rows rest on and how
+// well arsim predicts that on captured hardware, naming the rows.
+func TestTablesSayWhatTheyRestOn(t *testing.T) {
+	ev, err := validate.Evidence()
+	require.NoError(t, err)
+	host := ev[algos.MechHostFlags]
+	require.NotZero(t, host.Records, "evidence.json has the host-flag records")
+
+	out, _, err := runCLI(t, "sweep", "--algos", "ring,host_one_shot", "--sizes", "1KiB")
+	require.NoError(t, err)
+	assert.Contains(t, out, "What these rows rest on")
+	assert.Contains(t, out, "  flags in pinned host memory: "+host.String()+"\n      host_one_shot\n")
+	assert.Contains(t, out, "  GPU to GPU over PCIe: no capture of the project times it")
+
+	out, _, err = runCLI(t, "sweep", "--topology", "h200x2", "--algos", "ring,tree", "--sizes", "1MiB")
+	require.NoError(t, err)
+	assert.Contains(t, out, "  GPU to GPU over NVLink: "+ev[algos.MechPeerNVLink].String()+"\n      every row\n")
+	assert.NotContains(t, out, "over PCIe")
+
+	out, _, err = runCLI(t)
+	require.NoError(t, err)
+	assert.Contains(t, out, "  flags in pinned host memory: "+host.String())
+
+	out, _, err = runCLI(t, "design", "--show", "3")
+	require.NoError(t, err)
+	assert.Contains(t, out, "What these rows rest on")
+}
+
+func TestJSONSaysWhatRowsRestOn(t *testing.T) {
+	out, _, err := runCLI(t, "sweep", "--algos", "ring,host_one_shot", "--sizes", "1KiB", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		Evidence []struct {
+			Mechanism string   `json:"mechanism"`
+			Records   int      `json:"records"`
+			P95       float64  `json:"p95_abs_error_pct"`
+			Algos     []string `json:"algos"`
+		} `json:"evidence"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	got := map[string][]string{}
+	for _, e := range doc.Evidence {
+		got[e.Mechanism] = e.Algos
+		if e.Mechanism == string(algos.MechHostFlags) {
+			assert.Positive(t, e.Records)
+			assert.Positive(t, e.P95)
+		}
+	}
+	assert.Equal(t, []string{"host_one_shot"}, got[string(algos.MechHostFlags)])
+	assert.Equal(t, []string{"ring"}, got[string(algos.MechPeerPCIe)])
+
+	out, _, err = runCLI(t, "verify", "--algos", "ring,host_one_shot", "--format", "json")
+	require.NoError(t, err)
+	doc.Evidence = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.NotEmpty(t, doc.Evidence)
+}

@@ -1,0 +1,251 @@
+package validate
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+// Evidence: how well arsim predicts each mechanism a schedule rests on
+// (algos.Mechanism), from the records of the project's own captures that
+// time it and that no parameter was fitted on (the predicted side of the
+// fits, device-paced). The figures are computed from the committed
+// captures (EvidenceFiles) and kept in evidence.json, which a test
+// recomputes and compares, so what sweep, verify and design print beside
+// their rows is what validate says today.
+
+// EvidenceFiles are the capture files the evidence is computed from,
+// relative to the repository root: every file of the one-GPU and
+// two-GPU project captures (testdata/h200x1-arsim, testdata/h200x2-arsim).
+const EvidenceFiles = "testdata/h200x1-arsim/*.jsonl testdata/h200x2-arsim/*.jsonl"
+
+// EvidenceRow is arsim's error on the predicted-side records that time
+// one mechanism.
+type EvidenceRow struct {
+	Mechanism algos.Mechanism `json:"mechanism"`
+	// Records is how many records time it; 0: no capture of the project
+	// times it.
+	Records int `json:"records"`
+	// Files is how many capture files those records come from.
+	Files             int     `json:"files"`
+	MedianAbsErrorPct float64 `json:"median_abs_error_pct"`
+	P95AbsErrorPct    float64 `json:"p95_abs_error_pct"`
+	// Beyond is how many of the records lie beyond BeyondPct.
+	Beyond int `json:"beyond_20pct"`
+	// Systems are the capture systems (trace.Record System) of the records.
+	Systems []string `json:"systems,omitempty"`
+}
+
+// String says the row in one line: "2,484 records in 31 files (h200x1-vm):
+// median 6.1 %, p95 34.2 %, 277 beyond 20 %", or that nothing times it.
+func (e EvidenceRow) String() string {
+	if e.Records == 0 {
+		return "no capture of the project times it"
+	}
+	return fmt.Sprintf("%s records in %d files (%s): median %.1f %%, p95 %.1f %%, %d beyond %.0f %%",
+		thousands(e.Records), e.Files, strings.Join(e.Systems, ", "), e.MedianAbsErrorPct, e.P95AbsErrorPct, e.Beyond, BeyondPct)
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// mechanismsOf names the mechanisms a record times: where its flags,
+// polls and lines live, which way its SMs move data to or from pinned host
+// memory, and, for the records of two GPUs, the link between them. Copy
+// engines, launches and host costs are none of them.
+func mechanismsOf(r trace.Record) []algos.Mechanism {
+	var m []algos.Mechanism
+	add := func(x ...algos.Mechanism) { m = append(m, x...) }
+	flags := func(host bool) {
+		if host {
+			add(algos.MechHostFlags)
+		} else {
+			add(algos.MechGPUFlags)
+		}
+	}
+	switch r.Kind {
+	case trace.KindPoll, trace.KindBlockPingpong:
+		flags(r.Target == "host")
+	case trace.KindPointerChase:
+		switch {
+		case r.WriteBlocks > 0 && r.WriteTarget != "local":
+			add(algos.MechLoadsBesideStores)
+		case r.Target == "host":
+			add(algos.MechHostLoads)
+		}
+	case trace.KindSMAccess:
+		if r.Target == "host" {
+			if r.Op == "write" {
+				add(algos.MechHostStores)
+			} else {
+				add(algos.MechHostLoads)
+			}
+		}
+	case trace.KindHostLinkConcurrency:
+		switch r.What {
+		case "sm_read_beside_write", "sm_bidir":
+			add(algos.MechLoadsBesideStores)
+		case "sm_read":
+			add(algos.MechHostLoads)
+		case "sm_write":
+			add(algos.MechHostStores)
+		}
+	case trace.KindFlagPingpong:
+		flags(r.Via == "host")
+		if r.Via == "peer" {
+			add(peerMechanism(r.System))
+		}
+	case trace.KindBarrier:
+		add(algos.MechGPUFlags, peerMechanism(r.System))
+	case trace.KindAllreduce, trace.KindAllreduceSequence, trace.KindNCCLKernel:
+		if r.Transport != trace.TransportSHM && r.GPUs != 1 {
+			add(peerMechanism(r.System))
+		}
+	case trace.KindLoop:
+		m = loopMechanisms(r)
+	}
+	return m
+}
+
+// loopMechanisms: a per-block loop's mechanisms by what it polls, loads
+// and stores.
+func loopMechanisms(r trace.Record) []algos.Mechanism {
+	var m []algos.Mechanism
+	loads := strings.Contains(r.Src, "host") || r.Recv == "host"
+	stores := r.Dst == "host"
+	switch {
+	case r.Loop == "group_barrier":
+		if r.Target == "host" {
+			return []algos.Mechanism{algos.MechHostFlags}
+		}
+		return []algos.Mechanism{algos.MechGPUFlags}
+	case r.Loop == "host_shot":
+		return []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads, algos.MechHostStores}
+	case strings.HasPrefix(r.Loop, "ll"):
+		switch r.Recv {
+		case "host":
+			m = append(m, algos.MechHostLines)
+		case "local":
+			m = append(m, algos.MechGPULines)
+		}
+		loads = strings.Contains(r.Src, "host")
+	}
+	if loads {
+		m = append(m, algos.MechHostLoads)
+	}
+	if stores {
+		m = append(m, algos.MechHostStores)
+	}
+	if (loads || r.Recv == "host") && stores {
+		m = append(m, algos.MechLoadsBesideStores)
+	}
+	if r.Dst == "peer" {
+		m = append(m, peerMechanism(r.System))
+	}
+	return m
+}
+
+// peerMechanism is the link between the first two GPUs of the system's
+// preset: NVLink or PCIe (PCIe when no preset declares the system).
+func peerMechanism(system string) algos.Mechanism {
+	peerMu.Lock()
+	defer peerMu.Unlock()
+	if m, ok := peerBySystem[system]; ok {
+		return m
+	}
+	m := algos.MechPeerPCIe
+	if p, ok := topology.ForSystem(system); ok {
+		if top, err := p.Build(); err == nil && top.NumGPUs() >= 2 {
+			if c, err := top.PathClass(top.GPUs()[0], top.GPUs()[1]); err == nil && c.Kind == topology.PathNV {
+				m = algos.MechPeerNVLink
+			}
+		}
+	}
+	peerBySystem[system] = m
+	return m
+}
+
+var (
+	peerMu       sync.Mutex
+	peerBySystem = map[string]algos.Mechanism{}
+)
+
+// EvidenceOf sums up the predicted-side, device-paced records of v by
+// mechanism, one row per algos.Mechanisms entry (Records 0 where none).
+func EvidenceOf(v *Validation) []EvidenceRow {
+	type acc struct {
+		abs     []float64
+		files   map[string]bool
+		systems map[string]bool
+	}
+	by := map[algos.Mechanism]*acc{}
+	for _, c := range v.Records {
+		if c.Dimensions == nil || c.HostPaced {
+			continue
+		}
+		for _, m := range c.mech {
+			a := by[m]
+			if a == nil {
+				a = &acc{files: map[string]bool{}, systems: map[string]bool{}}
+				by[m] = a
+			}
+			a.abs = append(a.abs, math.Abs(c.ErrorPct))
+			a.files[c.File] = true
+			a.systems[c.System] = true
+		}
+	}
+	var rows []EvidenceRow
+	for _, m := range algos.Mechanisms {
+		row := EvidenceRow{Mechanism: m}
+		if a := by[m]; a != nil {
+			s := statsOf(a.abs)
+			row.Records, row.Files = s.Count, len(a.files)
+			row.MedianAbsErrorPct, row.P95AbsErrorPct = round1(s.MedianAbsPct), round1(s.P95AbsPct)
+			row.Beyond = beyond(a.abs, BeyondPct)
+			row.Systems = slices.Sorted(maps.Keys(a.systems))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }
+
+//go:embed evidence.json
+var evidenceJSON []byte
+
+var (
+	evidenceOnce sync.Once
+	evidence     map[algos.Mechanism]EvidenceRow
+	evidenceErr  error
+)
+
+// Evidence returns the committed evidence (evidence.json) by mechanism.
+func Evidence() (map[algos.Mechanism]EvidenceRow, error) {
+	evidenceOnce.Do(func() {
+		var rows []EvidenceRow
+		if evidenceErr = json.Unmarshal(evidenceJSON, &rows); evidenceErr != nil {
+			evidenceErr = fmt.Errorf("validate: evidence.json: %w", evidenceErr)
+			return
+		}
+		evidence = map[algos.Mechanism]EvidenceRow{}
+		for _, r := range rows {
+			evidence[r.Mechanism] = r
+		}
+	})
+	return evidence, evidenceErr
+}

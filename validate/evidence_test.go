@@ -1,0 +1,116 @@
+package validate
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/trace"
+)
+
+var updateEvidence = flag.Bool("update", false, "rewrite evidence.json from the committed captures")
+
+// evidenceNow validates every file of EvidenceFiles and sums the records
+// up by mechanism.
+func evidenceNow(t *testing.T) []EvidenceRow {
+	t.Helper()
+	var vs []*Validation
+	for _, pat := range strings.Fields(EvidenceFiles) {
+		files, err := filepath.Glob(filepath.Join("..", pat))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, pat)
+		for _, f := range files {
+			recs, bad, err := trace.ReadJSONLFile(f, trace.ReadOptions{SkipBad: true})
+			require.NoError(t, err, f)
+			_ = bad // lines the reader refuses are counted by validate's own tests
+			v, err := Run(recs, Options{File: f})
+			require.NoError(t, err, f)
+			vs = append(vs, v)
+		}
+	}
+	return EvidenceOf(Merge(vs...))
+}
+
+// evidence.json is what the committed captures say today: a change to the
+// model or the captures that moves a figure shows here as a diff (run
+// with -update to rewrite it, and review it).
+func TestEvidenceIsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("validates every committed capture")
+	}
+	rows := evidenceNow(t)
+	got, err := json.MarshalIndent(rows, "", "  ")
+	require.NoError(t, err)
+	got = append(got, '\n')
+	if *updateEvidence {
+		require.NoError(t, os.WriteFile("evidence.json", got, 0o644))
+	}
+	assert.Equal(t, string(evidenceJSON), string(got), "evidence.json is stale: go test ./validate -run TestEvidenceIsCurrent -update")
+	ev, err := Evidence()
+	require.NoError(t, err)
+	require.Len(t, ev, len(algos.Mechanisms))
+	for _, r := range rows {
+		t.Logf("%-55s %s", r.Mechanism, r)
+	}
+}
+
+// What each kind of captured record times, in the schedules' terms.
+func TestMechanismsOfRecords(t *testing.T) {
+	for _, c := range []struct {
+		r    trace.Record
+		want []algos.Mechanism
+	}{
+		{trace.Record{Kind: trace.KindLoop, Loop: "group_barrier", Target: "host"}, []algos.Mechanism{algos.MechHostFlags}},
+		{trace.Record{Kind: trace.KindLoop, Loop: "group_barrier", Target: "local"}, []algos.Mechanism{algos.MechGPUFlags}},
+		{trace.Record{Kind: trace.KindPoll, Target: "host", Request: "load_volatile"}, []algos.Mechanism{algos.MechHostFlags}},
+		{trace.Record{Kind: trace.KindLoop, Loop: "copy", Src: "host", Dst: "local"}, []algos.Mechanism{algos.MechHostLoads}},
+		{trace.Record{Kind: trace.KindLoop, Loop: "copy", Src: "local", Dst: "host"}, []algos.Mechanism{algos.MechHostStores}},
+		{trace.Record{Kind: trace.KindLoop, Loop: "pull", Src: "local+host", Dst: "local"}, []algos.Mechanism{algos.MechHostLoads}},
+		{trace.Record{Kind: trace.KindLoop, Loop: "ll128", Recv: "host", Dst: "host"},
+			[]algos.Mechanism{algos.MechHostLines, algos.MechHostStores, algos.MechLoadsBesideStores}},
+		{trace.Record{Kind: trace.KindLoop, Loop: "ll", Recv: "local", Dst: "local"}, []algos.Mechanism{algos.MechGPULines}},
+		{trace.Record{Kind: trace.KindLoop, Loop: "host_shot"}, []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads, algos.MechHostStores}},
+		{trace.Record{Kind: trace.KindHostLinkConcurrency, What: "sm_read_beside_write"}, []algos.Mechanism{algos.MechLoadsBesideStores}},
+		{trace.Record{Kind: trace.KindHostLinkConcurrency, What: "ce_h2d"}, nil},
+		{trace.Record{Kind: trace.KindPointerChase, Target: "host", WriteBlocks: 8}, []algos.Mechanism{algos.MechLoadsBesideStores}},
+		{trace.Record{Kind: trace.KindPointerChase, Target: "host"}, []algos.Mechanism{algos.MechHostLoads}},
+		{trace.Record{Kind: trace.KindPointerChase, Target: "local"}, nil},
+		{trace.Record{Kind: trace.KindSMAccess, Target: "host", Op: "write"}, []algos.Mechanism{algos.MechHostStores}},
+		{trace.Record{Kind: trace.KindEmptyKernel}, nil},
+		// Two GPUs: the link is the system's.
+		{trace.Record{Kind: trace.KindAllreduce, System: "h200x2-vm", Transport: trace.TransportP2P, GPUs: 2}, []algos.Mechanism{algos.MechPeerNVLink}},
+		{trace.Record{Kind: trace.KindAllreduce, System: "h200x2-vm", Transport: trace.TransportSHM, GPUs: 2}, nil},
+		{trace.Record{Kind: trace.KindFlagPingpong, System: "no-such-system", Via: "peer"}, []algos.Mechanism{algos.MechGPUFlags, algos.MechPeerPCIe}},
+	} {
+		assert.Equal(t, c.want, mechanismsOf(c.r), "%+v", c.r)
+	}
+}
+
+// Every mechanism a schedule can rest on has a row, and the rows count
+// only predicted, device-paced records.
+func TestEvidenceOfCountsThePredictedSide(t *testing.T) {
+	v := &Validation{Records: []Compared{
+		{File: "a", System: "s", ErrorPct: 10, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
+		{File: "b", System: "s", ErrorPct: -30, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads}},
+		{File: "a", System: "s", ErrorPct: 90, FittedFor: "p", mech: []algos.Mechanism{algos.MechHostFlags}},
+		{File: "a", System: "s", ErrorPct: 90, HostPaced: true, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
+	}}
+	rows := EvidenceOf(v)
+	require.Len(t, rows, len(algos.Mechanisms))
+	by := map[algos.Mechanism]EvidenceRow{}
+	for _, r := range rows {
+		by[r.Mechanism] = r
+	}
+	assert.Equal(t, EvidenceRow{Mechanism: algos.MechHostFlags, Records: 2, Files: 2, MedianAbsErrorPct: 20, P95AbsErrorPct: 30, Beyond: 1, Systems: []string{"s"}}, by[algos.MechHostFlags])
+	assert.Equal(t, 1, by[algos.MechHostLoads].Records)
+	assert.Zero(t, by[algos.MechPeerPCIe].Records)
+	assert.Equal(t, "no capture of the project times it", by[algos.MechPeerPCIe].String())
+	assert.Equal(t, "2 records in 2 files (s): median 20.0 %, p95 30.0 %, 1 beyond 20 %", by[algos.MechHostFlags].String())
+}
