@@ -51,8 +51,12 @@ func (e EvidenceRow) String() string {
 	if e.Records == 0 {
 		return "no capture of the project times it"
 	}
-	return fmt.Sprintf("%s records in %d files (%s): median %.1f %%, p95 %.1f %%, %d beyond %.0f %%",
-		thousands(e.Records), e.Files, strings.Join(e.Systems, ", "), e.MedianAbsErrorPct, e.P95AbsErrorPct, e.Beyond, BeyondPct)
+	files := "files"
+	if e.Files == 1 {
+		files = "file"
+	}
+	return fmt.Sprintf("%s records in %d %s (%s): median %.1f %%, p95 %.1f %%, %d beyond %.0f %%",
+		thousands(e.Records), e.Files, files, strings.Join(e.Systems, ", "), e.MedianAbsErrorPct, e.P95AbsErrorPct, e.Beyond, BeyondPct)
 }
 
 func thousands(n int) string {
@@ -186,14 +190,16 @@ var (
 
 // EvidenceOf sums up the predicted-side, device-paced records of v by
 // mechanism, one row per algos.Mechanisms entry (Records 0 where none).
-func EvidenceOf(v *Validation) []EvidenceRow {
+func EvidenceOf(v *Validation) []EvidenceRow { return evidenceOf(v.Records) }
+
+func evidenceOf(recs []Compared) []EvidenceRow {
 	type acc struct {
 		abs     []float64
 		files   map[string]bool
 		systems map[string]bool
 	}
 	by := map[algos.Mechanism]*acc{}
-	for _, c := range v.Records {
+	for _, c := range recs {
 		if c.Dimensions == nil || c.HostPaced {
 			continue
 		}

@@ -68,3 +68,10 @@ func TestJSONSaysWhatRowsRestOn(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	assert.NotEmpty(t, doc.Evidence)
 }
+
+// validate reports a user's own records by the same mechanisms.
+func TestValidateByMechanism(t *testing.T) {
+	out, _, err := runCLI(t, "validate", "--traces", "../../testdata/h200x2-arsim/measurements.jsonl")
+	require.NoError(t, err)
+	assert.Regexp(t, `\n    GPU to GPU over NVLink: [0-9,]+ records in 1 file \(h200x2-vm\): median [0-9.]+ %, p95 [0-9.]+ %`, out)
+}

@@ -251,6 +251,12 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
 		fmt.Fprintf(b, "  repeats: the row's records whose configuration was measured more than once here, how far they lie from\n"+
 			"  its median (about the best a model that cannot tell the runs apart does), and the model's error on them\n")
 	}
+	if len(h.Mechanisms) > 0 {
+		fmt.Fprintf(b, "  by the mechanisms schedules rest on (verify, sweep and design print these for the project's captures):\n")
+		for _, e := range h.Mechanisms {
+			fmt.Fprintf(b, "    %s: %s\n", e.Mechanism, e)
+		}
+	}
 }
 
 // writeWinners says in how many bins the simulated fastest implementation
