@@ -46,11 +46,11 @@ const (
 var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechHostLines, MechGPULines,
 	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechPeerPCIe, MechPeerNVLink}
 
-// maxBesideOps bounds the ops of one rank whose ordering
-// MechanismsOf works out exactly (a bit set of ancestors per op); a
-// larger program that both loads and stores host memory is taken to do
-// so side by side.
-const maxBesideOps = 4096
+// maxBesideBits bounds the bits (ops × the rank's host loads and stores)
+// MechanismsOf spends working out whether a rank's host loads and stores
+// are ordered; a larger program that both loads and stores host memory is
+// taken to do so side by side.
+const maxBesideBits = 1 << 24
 
 // MechanismsOf returns the mechanisms s uses on top, in Mechanisms' order.
 func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
@@ -132,30 +132,38 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 
 // unordered reports whether some op of loads and some op of stores are
 // not ordered by the program's dependencies (neither is an ancestor of
-// the other), so the rank may run them at once.
+// the other), so the rank may run them at once. It follows, for each op,
+// which of those ops it waits for, directly or through others.
 func unordered(prog []Op, loads, stores []int) bool {
-	n := len(prog)
-	if n > maxBesideOps {
+	marked := append(append([]int(nil), loads...), stores...)
+	k := len(marked)
+	if len(prog)*k > maxBesideBits {
 		return true
 	}
-	words := (n + 63) / 64
-	anc := make([]uint64, n*words) // anc[i*words:]: the ops i waits for, transitively
+	bit := make(map[int]int, k) // op index → its bit
+	for b, i := range marked {
+		bit[i] = b
+	}
+	words := (k + 63) / 64
+	anc := make([]uint64, len(prog)*words) // anc[i*words:]: the marked ops i waits for
 	for i := range prog {
 		row := anc[i*words : (i+1)*words]
 		for _, d := range prog[i].After {
 			if d < 0 || d >= i {
 				continue
 			}
-			row[d/64] |= 1 << (d % 64)
+			if b, ok := bit[d]; ok {
+				row[b/64] |= 1 << (b % 64)
+			}
 			for w, x := range anc[d*words : (d+1)*words] {
 				row[w] |= x
 			}
 		}
 	}
-	before := func(a, b int) bool { return anc[b*words+a/64]&(1<<(a%64)) != 0 } // a is an ancestor of b
-	for _, l := range loads {
-		for _, s := range stores {
-			if !before(l, s) && !before(s, l) {
+	waits := func(i, b int) bool { return anc[i*words+b/64]&(1<<(b%64)) != 0 } // op i waits for marked op b
+	for bl, l := range loads {
+		for bs, s := range stores {
+			if !waits(s, bl) && !waits(l, len(loads)+bs) {
 				return true
 			}
 		}
