@@ -2,6 +2,7 @@ package algos
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/topology"
@@ -41,6 +42,27 @@ const (
 	// MechPeerNVLink: data or flags move between two GPUs over NVLink.
 	MechPeerNVLink Mechanism = "GPU to GPU over NVLink"
 )
+
+// HostFlagsIn is MechHostFlags in one flag layout (hw.FlagLayout's names),
+// whose barrier records are the closest evidence for a schedule's flags
+// laid out so; MechHostFlags itself for "".
+func HostFlagsIn(layout string) Mechanism {
+	if layout == "" {
+		return MechHostFlags
+	}
+	return Mechanism(string(MechHostFlags) + layoutMark + layout)
+}
+
+const layoutMark = ", layout "
+
+// Family is the mechanism a layout's variant (HostFlagsIn) belongs to;
+// m itself for any other.
+func (m Mechanism) Family() Mechanism {
+	if i := strings.Index(string(m), layoutMark); i >= 0 {
+		return m[:i]
+	}
+	return m
+}
 
 // Mechanisms lists the order every report uses.
 var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechHostLines, MechGPULines,
@@ -85,7 +107,7 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 					used[MechGPULines] = true
 					peer(r, op.Src.Buf.At.Rank)
 				case at.Host:
-					used[MechHostFlags] = true
+					used[HostFlagsIn(hw.FlagLayout(op.Flag.Sector != "", int(op.Flag.Apart), int(op.Flag.BlockStride)))] = true
 				default:
 					used[MechGPUFlags] = true
 					peer(r, at.Rank)
@@ -121,11 +143,25 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 			used[MechLoadsBesideStores] = true
 		}
 	}
+	return inOrder(used)
+}
+
+// inOrder lists the mechanisms of used in Mechanisms' order, each family
+// followed by its layouts' variants by name.
+func inOrder(used map[Mechanism]bool) []Mechanism {
 	var out []Mechanism
 	for _, m := range Mechanisms {
 		if used[m] {
 			out = append(out, m)
 		}
+		var variants []Mechanism
+		for v := range used {
+			if v != m && v.Family() == m {
+				variants = append(variants, v)
+			}
+		}
+		slices.Sort(variants)
+		out = append(out, variants...)
 	}
 	return out
 }
@@ -174,14 +210,11 @@ func unordered(prog []Op, loads, stores []int) bool {
 // UnionMechanisms merges lists of mechanisms into one in Mechanisms'
 // order.
 func UnionMechanisms(lists ...[]Mechanism) []Mechanism {
-	var out []Mechanism
-	for _, m := range Mechanisms {
-		for _, l := range lists {
-			if slices.Contains(l, m) {
-				out = append(out, m)
-				break
-			}
+	used := map[Mechanism]bool{}
+	for _, l := range lists {
+		for _, m := range l {
+			used[m] = true
 		}
 	}
-	return out
+	return inOrder(used)
 }

@@ -25,8 +25,14 @@ func mechanismsFor(t *testing.T, preset, algo string, bytes int64, opts map[stri
 func TestMechanismsOfSchedules(t *testing.T) {
 	// Staged through host memory: stores, then a barrier, then loads; the
 	// loads wait for the barrier, so none runs beside the stores.
-	assert.Equal(t, []Mechanism{MechHostFlags, MechHostLoads, MechHostStores},
+	assert.Equal(t, []Mechanism{HostFlagsIn("packed_128"), MechHostLoads, MechHostStores},
 		mechanismsFor(t, "rtxpro6000x8-2numa", "host_one_shot", 43008, nil))
+	// Its flags in the layouts a user picks: vLLM's, or the ranks' sectors
+	// a page apart.
+	assert.Contains(t, mechanismsFor(t, "rtxpro6000x8-2numa", "host_one_shot", 43008, map[string]string{"flag_layout": "vllm"}), HostFlagsIn("vllm"))
+	assert.Contains(t, mechanismsFor(t, "rtxpro6000x8-2numa", "host_two_shot", 43008, map[string]string{"flag_apart": "4096"}), HostFlagsIn("packed_4k"))
+	assert.Equal(t, MechHostFlags, HostFlagsIn("vllm").Family())
+	assert.Equal(t, MechHostLoads, MechHostLoads.Family())
 	// The same ring over NVLink and over PCIe.
 	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerNVLink}, mechanismsFor(t, "h200x2", "ring", 1<<20, nil))
 	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerPCIe}, mechanismsFor(t, "rtxpro6000x8-2numa", "ring", 1<<20, nil))
@@ -39,7 +45,7 @@ func TestMechanismsOfSchedules(t *testing.T) {
 	// NCCL over SHM across the sockets: each rank loads its neighbour's
 	// staged data while storing its own for the next, pipelined.
 	m = mechanismsFor(t, "rtxpro6000x8-2numa", "nccl", 4<<20, map[string]string{"p2p_level": "loc"})
-	assert.Contains(t, m, MechHostFlags)
+	assert.Contains(t, m, HostFlagsIn("line_per_slot"), "NCCL's flags each on a line of their own")
 	assert.Contains(t, m, MechLoadsBesideStores)
 	assert.NotContains(t, m, MechPeerPCIe)
 	// With P2P allowed across the sockets it is GPU to GPU.
@@ -55,5 +61,6 @@ func TestUnorderedLoadsAndStores(t *testing.T) {
 	assert.False(t, unordered(prog, []int{1}, []int{3}), "the store waits for the load through op 2")
 	prog = append(prog, Op{Kind: Write, After: []int{0}})
 	assert.True(t, unordered(prog, []int{1}, []int{3, 4}), "op 4 waits only for the launch")
-	assert.Equal(t, []Mechanism{MechHostFlags, MechPeerPCIe}, UnionMechanisms([]Mechanism{MechPeerPCIe}, nil, []Mechanism{MechHostFlags, MechPeerPCIe}))
+	assert.Equal(t, []Mechanism{MechHostFlags, HostFlagsIn("packed"), HostFlagsIn("vllm"), MechPeerPCIe},
+		UnionMechanisms([]Mechanism{MechPeerPCIe, HostFlagsIn("vllm")}, nil, []Mechanism{MechHostFlags, HostFlagsIn("packed"), MechPeerPCIe}))
 }

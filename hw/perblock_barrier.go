@@ -2,6 +2,7 @@ package hw
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,38 @@ import (
 // sectors, in bytes.
 var packedApart = map[string]int{"packed": 32, "packed_64": 64, "packed_128": 128, "packed_256": 256, "packed_512": 512,
 	"packed_1k": 1024, "packed_2k": 2048, "packed_4k": 4096}
+
+// FlagLayout names, as the loop group_barrier records do (PerBlock.Layout),
+// the layout of a schedule's flag: "line_per_slot" when the flag has a line
+// of its own (no sector group), "vllm" when the blocks' copies of its
+// sector lie 32 B apart (vLLM's Signal), "packed" … "packed_4k" when its
+// rank's sector lies apart bytes from the next rank's (0: a line apart,
+// the default); "" for a layout no capture ran.
+func FlagLayout(sector bool, apart, blockStride int) string {
+	switch {
+	case !sector:
+		return "line_per_slot"
+	case blockStride == 32:
+		return "vllm"
+	case blockStride > 0:
+		return ""
+	}
+	if apart == 0 {
+		apart = 128
+	}
+	for _, name := range slices.Sorted(maps.Keys(packedApart)) {
+		if packedApart[name] == apart {
+			return name
+		}
+	}
+	return ""
+}
+
+// IsFlagLayout reports whether FlagLayout can return name.
+func IsFlagLayout(name string) bool {
+	_, packed := packedApart[name]
+	return packed || name == "line_per_slot" || name == "vllm"
+}
 
 // rankMajor are the rank-major barrier layouts (tools/capture's
 // pb_group_barrier_rm and pb_group_barrier_rmc): each rank's sectors in an

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
@@ -134,6 +135,9 @@ func loopMechanisms(r trace.Record) []algos.Mechanism {
 	switch {
 	case r.Loop == "group_barrier":
 		if r.Target == "host" {
+			if hw.IsFlagLayout(r.Layout) {
+				return []algos.Mechanism{algos.MechHostFlags, algos.HostFlagsIn(r.Layout)}
+			}
 			return []algos.Mechanism{algos.MechHostFlags}
 		}
 		return []algos.Mechanism{algos.MechGPUFlags}
@@ -189,7 +193,9 @@ var (
 )
 
 // EvidenceOf sums up the predicted-side, device-paced records of v by
-// mechanism, one row per algos.Mechanisms entry (Records 0 where none).
+// mechanism, one row per algos.Mechanisms entry (Records 0 where none)
+// and one per flag layout of the barriers in host memory
+// (algos.HostFlagsIn) that the records time.
 func EvidenceOf(v *Validation) []EvidenceRow { return evidenceOf(v.Records) }
 
 func evidenceOf(recs []Compared) []EvidenceRow {
@@ -214,8 +220,9 @@ func evidenceOf(recs []Compared) []EvidenceRow {
 			a.systems[c.System] = true
 		}
 	}
+	seen := slices.Collect(maps.Keys(by))
 	var rows []EvidenceRow
-	for _, m := range algos.Mechanisms {
+	for _, m := range algos.UnionMechanisms(algos.Mechanisms, seen) {
 		row := EvidenceRow{Mechanism: m}
 		if a := by[m]; a != nil {
 			s := statsOf(a.abs)

@@ -28,19 +28,20 @@ func usesByMechanism(names []string, uses map[string][]algos.Mechanism) ([]algos
 			}
 		}
 	}
-	var order []algos.Mechanism
-	for _, m := range algos.Mechanisms {
-		if len(by[m]) > 0 {
-			order = append(order, m)
-		}
+	var all [][]algos.Mechanism
+	for _, n := range names {
+		all = append(all, uses[n])
 	}
-	return order, by
+	return algos.UnionMechanisms(all...), by
 }
 
 // evidenceLine says how well arsim predicts mechanism m on captured
 // hardware.
 func evidenceLine(ev map[algos.Mechanism]validate.EvidenceRow, m algos.Mechanism) string {
 	e, ok := ev[m]
+	if f := m.Family(); f != m && (!ok || e.Records == 0) {
+		return "no capture of the project ran this layout; in every layout, " + evidenceLine(ev, f)
+	}
 	if !ok || e.Records == 0 {
 		if m == algos.MechPeerPCIe {
 			return "no capture of the project times it: its PCIe figures are spec values and published measurements (docs/VALIDATION.md compares NCCL with published nccl-tests tables)"

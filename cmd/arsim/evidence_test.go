@@ -16,13 +16,13 @@ import (
 func TestTablesSayWhatTheyRestOn(t *testing.T) {
 	ev, err := validate.Evidence()
 	require.NoError(t, err)
-	host := ev[algos.MechHostFlags]
-	require.NotZero(t, host.Records, "evidence.json has the host-flag records")
+	host := ev[algos.HostFlagsIn("packed_128")]
+	require.NotZero(t, host.Records, "evidence.json has the host barriers in host_one_shot's layout")
 
 	out, _, err := runCLI(t, "sweep", "--algos", "ring,host_one_shot", "--sizes", "1KiB")
 	require.NoError(t, err)
 	assert.Contains(t, out, "What these rows rest on")
-	assert.Contains(t, out, "  flags in pinned host memory: "+host.String()+"\n      host_one_shot\n")
+	assert.Contains(t, out, "  flags in pinned host memory, layout packed_128: "+host.String()+"\n      host_one_shot\n")
 	assert.Contains(t, out, "  GPU to GPU over PCIe: no capture of the project times it")
 
 	out, _, err = runCLI(t, "sweep", "--topology", "h200x2", "--algos", "ring,tree", "--sizes", "1MiB")
@@ -32,7 +32,12 @@ func TestTablesSayWhatTheyRestOn(t *testing.T) {
 
 	out, _, err = runCLI(t)
 	require.NoError(t, err)
-	assert.Contains(t, out, "  flags in pinned host memory: "+host.String())
+	assert.Contains(t, out, "  flags in pinned host memory, layout packed_128: "+host.String())
+
+	// Another layout: its own barriers' figure.
+	out, _, err = runCLI(t, "sweep", "--algos", "host_one_shot", "--sizes", "1KiB", "--opts", "flag_apart=4096")
+	require.NoError(t, err)
+	assert.Contains(t, out, "  flags in pinned host memory, layout packed_4k: "+ev[algos.HostFlagsIn("packed_4k")].String())
 
 	out, _, err = runCLI(t, "design", "--show", "3")
 	require.NoError(t, err)
@@ -54,12 +59,12 @@ func TestJSONSaysWhatRowsRestOn(t *testing.T) {
 	got := map[string][]string{}
 	for _, e := range doc.Evidence {
 		got[e.Mechanism] = e.Algos
-		if e.Mechanism == string(algos.MechHostFlags) {
+		if e.Mechanism == string(algos.HostFlagsIn("packed_128")) {
 			assert.Positive(t, e.Records)
 			assert.Positive(t, e.P95)
 		}
 	}
-	assert.Equal(t, []string{"host_one_shot"}, got[string(algos.MechHostFlags)])
+	assert.Equal(t, []string{"host_one_shot"}, got[string(algos.HostFlagsIn("packed_128"))])
 	assert.Equal(t, []string{"ring"}, got[string(algos.MechPeerPCIe)])
 
 	out, _, err = runCLI(t, "verify", "--algos", "ring,host_one_shot", "--format", "json")
@@ -74,4 +79,12 @@ func TestValidateByMechanism(t *testing.T) {
 	out, _, err := runCLI(t, "validate", "--traces", "../../testdata/h200x2-arsim/measurements.jsonl")
 	require.NoError(t, err)
 	assert.Regexp(t, `\n    GPU to GPU over NVLink: [0-9,]+ records in 1 file \(h200x2-vm\): median [0-9.]+ %, p95 [0-9.]+ %`, out)
+}
+
+// A layout no capture ran says so and gives every layout's figure.
+func TestEvidenceOfALayoutNoCaptureRan(t *testing.T) {
+	fam := validate.EvidenceRow{Mechanism: algos.MechHostFlags, Records: 10, Files: 1, Systems: []string{"s"}}
+	ev := map[algos.Mechanism]validate.EvidenceRow{algos.MechHostFlags: fam}
+	assert.Equal(t, "no capture of the project ran this layout; in every layout, "+fam.String(), evidenceLine(ev, algos.HostFlagsIn("packed_96")))
+	assert.Equal(t, fam.String(), evidenceLine(ev, algos.MechHostFlags))
 }
