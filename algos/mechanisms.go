@@ -43,14 +43,14 @@ const (
 	MechPeerNVLink Mechanism = "GPU to GPU over NVLink"
 )
 
-// HostFlagsIn is MechHostFlags in one flag layout (hw.FlagLayout's names),
-// whose barrier records are the closest evidence for a schedule's flags
-// laid out so; MechHostFlags itself for "".
+// HostFlagsIn is MechHostFlags in one flag layout (hw.FlagLayout's
+// names), whose barrier records are the closest evidence for a schedule's
+// flags in host memory laid out so; MechHostFlags itself for "".
 func HostFlagsIn(layout string) Mechanism {
 	if layout == "" {
 		return MechHostFlags
 	}
-	return Mechanism(string(MechHostFlags) + layoutMark + layout)
+	return MechHostFlags + layoutMark + Mechanism(layout)
 }
 
 const layoutMark = ", layout "
@@ -107,6 +107,9 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 					used[MechGPULines] = true
 					peer(r, op.Src.Buf.At.Rank)
 				case at.Host:
+					// Where flags queue at the memory, their layout
+					// matters (hw's host flag model); in GPU memory it
+					// does not.
 					used[HostFlagsIn(hw.FlagLayout(op.Flag.Sector != "", int(op.Flag.Apart), int(op.Flag.BlockStride)))] = true
 				default:
 					used[MechGPUFlags] = true

@@ -134,13 +134,13 @@ func loopMechanisms(r trace.Record) []algos.Mechanism {
 	stores := r.Dst == "host"
 	switch {
 	case r.Loop == "group_barrier":
-		if r.Target == "host" {
-			if hw.IsFlagLayout(r.Layout) {
-				return []algos.Mechanism{algos.MechHostFlags, algos.HostFlagsIn(r.Layout)}
-			}
-			return []algos.Mechanism{algos.MechHostFlags}
+		switch {
+		case r.Target != "host":
+			return []algos.Mechanism{algos.MechGPUFlags}
+		case hw.IsFlagLayout(r.Layout):
+			return []algos.Mechanism{algos.MechHostFlags, algos.HostFlagsIn(r.Layout)}
 		}
-		return []algos.Mechanism{algos.MechGPUFlags}
+		return []algos.Mechanism{algos.MechHostFlags}
 	case r.Loop == "host_shot":
 		return []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads, algos.MechHostStores}
 	case strings.HasPrefix(r.Loop, "ll"):
