@@ -23,6 +23,9 @@ const (
 	MechHostFlags Mechanism = "flags in pinned host memory"
 	// MechGPUFlags: a flag in GPU memory (the waiter's own, or a peer's).
 	MechGPUFlags Mechanism = "flags in GPU memory"
+	// MechFlagAtomics: a flag set or polled by atomics (compare-and-swap
+	// or add, Op.Atomic) rather than plain stores and loads.
+	MechFlagAtomics Mechanism = "atomics on flags"
 	// MechHostLines: a data-carried wait (NCCL's LL and LL128 lines,
 	// Lamport sentinels) polling pinned host memory.
 	MechHostLines Mechanism = "lines polled in pinned host memory"
@@ -65,7 +68,7 @@ func (m Mechanism) Family() Mechanism {
 }
 
 // Mechanisms lists the order every report uses.
-var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechHostLines, MechGPULines,
+var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechFlagAtomics, MechHostLines, MechGPULines,
 	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechPeerPCIe, MechPeerNVLink}
 
 // maxBesideBits bounds the bits (ops × the rank's host loads and stores)
@@ -100,6 +103,9 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 			switch op.Kind {
 			case Signal, Wait:
 				at := op.Flag.At
+				if op.Atomic {
+					used[MechFlagAtomics] = true
+				}
 				switch {
 				case op.Kind == Wait && op.Src.Len > 0 && op.Src.Buf.At.Host:
 					used[MechHostLines] = true

@@ -48,6 +48,9 @@ func TestMechanismsOfSchedules(t *testing.T) {
 	assert.Contains(t, m, HostFlagsIn("line_per_slot"), "NCCL's flags each on a line of their own")
 	assert.Contains(t, m, MechLoadsBesideStores)
 	assert.NotContains(t, m, MechPeerPCIe)
+	// A barrier by compare-and-swap (PyTorch's symmetric memory).
+	assert.Contains(t, mechanismsFor(t, "h200x2", "two_stage", 43008, map[string]string{"barrier": "atomic"}), MechFlagAtomics)
+	assert.NotContains(t, mechanismsFor(t, "h200x2", "two_stage", 43008, nil), MechFlagAtomics)
 	// With P2P allowed across the sockets it is GPU to GPU.
 	m = mechanismsFor(t, "rtxpro6000x8-2numa", "nccl", 4<<20, map[string]string{"p2p_level": "sys"})
 	assert.Contains(t, m, MechPeerPCIe)

@@ -83,7 +83,13 @@ func mechanismsOf(r trace.Record) []algos.Mechanism {
 		}
 	}
 	switch r.Kind {
-	case trace.KindPoll, trace.KindBlockPingpong:
+	case trace.KindPoll:
+		if strings.HasPrefix(r.Request, "atomic") {
+			add(algos.MechFlagAtomics)
+		} else {
+			flags(r.Target == "host")
+		}
+	case trace.KindBlockPingpong:
 		flags(r.Target == "host")
 	case trace.KindPointerChase:
 		switch {
@@ -115,7 +121,11 @@ func mechanismsOf(r trace.Record) []algos.Mechanism {
 			add(peerMechanism(r.System))
 		}
 	case trace.KindBarrier:
-		add(algos.MechGPUFlags, peerMechanism(r.System))
+		add(algos.MechGPUFlags)
+		if r.Barrier == "cas" {
+			add(algos.MechFlagAtomics)
+		}
+		add(peerMechanism(r.System))
 	case trace.KindAllreduce, trace.KindAllreduceSequence, trace.KindNCCLKernel:
 		if r.Transport != trace.TransportSHM && r.GPUs != 1 {
 			add(peerMechanism(r.System))

@@ -74,6 +74,8 @@ func TestMechanismsOfRecords(t *testing.T) {
 		{trace.Record{Kind: trace.KindLoop, Loop: "group_barrier", Target: "host", Layout: "rank_stride"}, []algos.Mechanism{algos.MechHostFlags}},
 		{trace.Record{Kind: trace.KindLoop, Loop: "group_barrier", Target: "local"}, []algos.Mechanism{algos.MechGPUFlags}},
 		{trace.Record{Kind: trace.KindPoll, Target: "host", Request: "load_volatile"}, []algos.Mechanism{algos.MechHostFlags}},
+		{trace.Record{Kind: trace.KindPoll, Target: "local", Request: "atomic_cas"}, []algos.Mechanism{algos.MechFlagAtomics}},
+		{trace.Record{Kind: trace.KindBarrier, System: "no-such-system", Barrier: "cas"}, []algos.Mechanism{algos.MechGPUFlags, algos.MechFlagAtomics, algos.MechPeerPCIe}},
 		{trace.Record{Kind: trace.KindLoop, Loop: "copy", Src: "host", Dst: "local"}, []algos.Mechanism{algos.MechHostLoads}},
 		{trace.Record{Kind: trace.KindLoop, Loop: "copy", Src: "local", Dst: "host"}, []algos.Mechanism{algos.MechHostStores}},
 		{trace.Record{Kind: trace.KindLoop, Loop: "pull", Src: "local+host", Dst: "local"}, []algos.Mechanism{algos.MechHostLoads}},
