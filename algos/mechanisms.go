@@ -36,10 +36,15 @@ const (
 	// MechHostStores: SMs store to pinned host memory.
 	MechHostStores Mechanism = "SM stores to pinned host memory"
 	// MechLoadsBesideStores: one GPU's SMs load pinned host memory while
-	// the same GPU's SMs may be storing to it (the two ops are not
-	// ordered by the rank's program): loads share the GPU's host link
-	// with its stores.
-	MechLoadsBesideStores Mechanism = "SM loads of host memory beside the GPU's stores to it"
+	// the same GPU's SMs may be streaming stores to it (the two ops are not
+	// ordered by the rank's program; the stores stream, hw.Kernel.Streams,
+	// and queue towards the host: hw's hostqueue.go): loads share the
+	// GPU's host link with its stores.
+	MechLoadsBesideStores Mechanism = "SM loads of host memory beside the GPU's streaming stores to it"
+	// MechLoopsBesideStores: the same with the stores paced: a protocol
+	// loop's (NCCL's LL and LL128 lines), or with a rate cap or fences
+	// among them.
+	MechLoopsBesideStores Mechanism = "SM loads of host memory beside the GPU's paced stores to it (LL, LL128 lines, fenced stores)"
 	// MechPeerPCIe: data or flags move between two GPUs over PCIe (P2P).
 	MechPeerPCIe Mechanism = "GPU to GPU over PCIe"
 	// MechPeerNVLink: data or flags move between two GPUs over NVLink.
@@ -69,7 +74,7 @@ func (m Mechanism) Family() Mechanism {
 
 // Mechanisms lists the order every report uses.
 var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechFlagAtomics, MechHostLines, MechGPULines,
-	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechPeerPCIe, MechPeerNVLink}
+	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechLoopsBesideStores, MechPeerPCIe, MechPeerNVLink}
 
 // maxBesideBits bounds the bits (ops × the rank's host loads and stores)
 // MechanismsOf spends working out whether a rank's host loads and stores
@@ -148,8 +153,10 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 				}
 			}
 		}
-		if len(loads) > 0 && len(stores) > 0 && unordered(prog, loads, stores) {
-			used[MechLoadsBesideStores] = true
+		if len(loads) > 0 && len(stores) > 0 {
+			streaming, loops := unordered(prog, loads, stores)
+			used[MechLoadsBesideStores] = used[MechLoadsBesideStores] || streaming
+			used[MechLoopsBesideStores] = used[MechLoopsBesideStores] || loops
 		}
 	}
 	return inOrder(used)
@@ -177,13 +184,19 @@ func inOrder(used map[Mechanism]bool) []Mechanism {
 
 // unordered reports whether some op of loads and some op of stores are
 // not ordered by the program's dependencies (neither is an ancestor of
-// the other), so the rank may run them at once. It follows, for each op,
-// which of those ops it waits for, directly or through others.
-func unordered(prog []Op, loads, stores []int) bool {
+// the other), so the rank may run them at once: streaming when such a
+// store streams (hw.Kernel.Streams), loops when it is a protocol loop's or
+// otherwise paced. It follows, for each op, which of those ops it waits for,
+// directly or through others.
+func unordered(prog []Op, loads, stores []int) (streaming, loops bool) {
 	marked := append(append([]int(nil), loads...), stores...)
 	k := len(marked)
 	if len(prog)*k > maxBesideBits {
-		return true
+		for _, s := range stores {
+			streaming = streaming || prog[s].Kernel.Streams()
+			loops = loops || !prog[s].Kernel.Streams()
+		}
+		return streaming, loops
 	}
 	bit := make(map[int]int, k) // op index → its bit
 	for b, i := range marked {
@@ -209,11 +222,15 @@ func unordered(prog []Op, loads, stores []int) bool {
 	for bl, l := range loads {
 		for bs, s := range stores {
 			if !waits(s, bl) && !waits(l, len(loads)+bs) {
-				return true
+				if prog[s].Kernel.Streams() {
+					streaming = true
+				} else {
+					loops = true
+				}
 			}
 		}
 	}
-	return false
+	return streaming, loops
 }
 
 // UnionMechanisms merges lists of mechanisms into one in Mechanisms'

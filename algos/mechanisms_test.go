@@ -46,8 +46,13 @@ func TestMechanismsOfSchedules(t *testing.T) {
 	// staged data while storing its own for the next, pipelined.
 	m = mechanismsFor(t, "rtxpro6000x8-2numa", "nccl", 4<<20, map[string]string{"p2p_level": "loc"})
 	assert.Contains(t, m, HostFlagsIn("line_per_slot"), "NCCL's flags each on a line of their own")
-	assert.Contains(t, m, MechLoadsBesideStores)
+	// Simple's sends stream to host memory (hw.Kernel.Streams), its
+	// receives load from there meanwhile.
+	assert.Contains(t, m, MechLoadsBesideStores, "Simple's stores stream")
 	assert.NotContains(t, m, MechPeerPCIe)
+	m = mechanismsFor(t, "rtxpro6000x8-2numa", "nccl", 1024, map[string]string{"p2p_level": "loc", "proto": "ll"})
+	assert.Contains(t, m, MechLoopsBesideStores, "LL's stores are its loop's")
+	assert.NotContains(t, m, MechLoadsBesideStores)
 	// A barrier by compare-and-swap (PyTorch's symmetric memory).
 	assert.Contains(t, mechanismsFor(t, "h200x2", "two_stage", 43008, map[string]string{"barrier": "atomic"}), MechFlagAtomics)
 	assert.NotContains(t, mechanismsFor(t, "h200x2", "two_stage", 43008, nil), MechFlagAtomics)
@@ -60,10 +65,18 @@ func TestMechanismsOfSchedules(t *testing.T) {
 // A host load and a host store are beside each other unless one waits
 // for the other, directly or through other ops.
 func TestUnorderedLoadsAndStores(t *testing.T) {
-	prog := []Op{{Kind: Launch}, {Kind: Read, After: []int{0}}, {Kind: Compute, After: []int{1}}, {Kind: Write, After: []int{2}}}
-	assert.False(t, unordered(prog, []int{1}, []int{3}), "the store waits for the load through op 2")
-	prog = append(prog, Op{Kind: Write, After: []int{0}})
-	assert.True(t, unordered(prog, []int{1}, []int{3, 4}), "op 4 waits only for the launch")
+	k := hw.Kernel{Blocks: 4, Threads: 512}
+	prog := []Op{{Kind: Launch}, {Kind: Read, After: []int{0}}, {Kind: Compute, After: []int{1}}, {Kind: Write, After: []int{2}, Kernel: k}}
+	streaming, loops := unordered(prog, []int{1}, []int{3})
+	assert.False(t, streaming || loops, "the store waits for the load through op 2")
+	prog = append(prog, Op{Kind: Write, After: []int{0}, Kernel: k})
+	streaming, loops = unordered(prog, []int{1}, []int{3, 4})
+	assert.True(t, streaming, "op 4 waits only for the launch")
+	assert.False(t, loops)
+	prog[4].Kernel.Loop = hw.LoopLL128
+	streaming, loops = unordered(prog, []int{1}, []int{3, 4})
+	assert.True(t, loops, "op 4 is a protocol loop's")
+	assert.False(t, streaming)
 	assert.Equal(t, []Mechanism{MechHostFlags, HostFlagsIn("packed"), HostFlagsIn("vllm"), MechPeerPCIe},
 		UnionMechanisms([]Mechanism{MechPeerPCIe, HostFlagsIn("vllm")}, nil, []Mechanism{MechHostFlags, HostFlagsIn("packed"), MechPeerPCIe}))
 }

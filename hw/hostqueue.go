@@ -29,7 +29,14 @@ import (
 // streamsToHost reports whether a write of kernel k to dst counts among
 // the storing blocks.
 func (m *Machine) streamsToHost(dst Mem, k *Kernel) bool {
-	return dst.Host && m.Phys.PostedWaitPerDoubling > 0 && k.Loop == LoopNone && k.RateCap == 0 && k.StoresPerFence == 0 && k.Blocks > 0
+	return dst.Host && m.Phys.PostedWaitPerDoubling > 0 && k.Streams()
+}
+
+// Streams reports whether k's stores stream: a plain loop's (LoopNone)
+// with no rate cap of its own and no fences among them, the stores that
+// SM loads of host memory queue behind when they go there.
+func (k *Kernel) Streams() bool {
+	return k.Loop == LoopNone && k.RateCap == 0 && k.StoresPerFence == 0 && k.Blocks > 0
 }
 
 // storing adds GPU r's blocks of a streaming write to host memory until

@@ -169,7 +169,11 @@ func loopMechanisms(r trace.Record) []algos.Mechanism {
 		m = append(m, algos.MechHostStores)
 	}
 	if (loads || r.Recv == "host") && stores {
-		m = append(m, algos.MechLoadsBesideStores)
+		beside := algos.MechLoadsBesideStores // a plain loop's stores
+		if r.Loop != "copy" && r.Loop != "pull" {
+			beside = algos.MechLoopsBesideStores // the protocol loops' (ll, ll128, simple)
+		}
+		m = append(m, beside)
 	}
 	if r.Dst == "peer" {
 		m = append(m, peerMechanism(r.System))
