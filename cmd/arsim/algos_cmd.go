@@ -320,7 +320,7 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 		return fmt.Errorf("explain: the checker rejects this schedule: %w", err)
 	}
 	fmt.Fprintln(out, "\nChecker: every rank ends with the sum of all inputs; no races across back-to-back runs (two, or every phase of a buffer rotation); no deadlock.")
-	return nil
+	return writeEvidence(out, []string{name}, map[string][]algos.Mechanism{name: algos.MechanismsOf(s, t)})
 }
 
 func writeTrafficMatrix(out io.Writer, s *algos.Schedule) {

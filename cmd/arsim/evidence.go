@@ -64,13 +64,20 @@ func writeEvidence(out io.Writer, names []string, uses map[string][]algos.Mechan
 		return err
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "What these rows rest on, and arsim's |error| where its captures time it (records no parameter was fitted on; arsim validate):")
+	what := "these rows rest"
+	if len(names) == 1 {
+		what = names[0] + " rests"
+	}
+	fmt.Fprintf(out, "What %s on, and arsim's |error| where its captures time it (records no parameter was fitted on; arsim validate):\n", what)
 	for _, m := range order {
-		who := strings.Join(by[m], ", ")
-		if len(by[m]) == len(names) && len(names) > 1 {
-			who = "every row"
+		fmt.Fprintf(out, "  %s: %s\n", m, evidenceLine(ev, m))
+		switch {
+		case len(names) == 1:
+		case len(by[m]) == len(names):
+			fmt.Fprintln(out, "      every row")
+		default:
+			fmt.Fprintf(out, "      %s\n", strings.Join(by[m], ", "))
 		}
-		fmt.Fprintf(out, "  %s: %s\n      %s\n", m, evidenceLine(ev, m), who)
 	}
 	return nil
 }
