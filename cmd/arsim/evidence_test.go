@@ -39,6 +39,10 @@ func TestTablesSayWhatTheyRestOn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "  flags in pinned host memory, layout packed_4k: "+ev[algos.HostFlagsIn("packed_4k")].String())
 
+	out, _, err = runCLI(t, "verify", "--algos", "ring,host_one_shot", "--tokens", "1,3")
+	require.NoError(t, err)
+	assert.Contains(t, out, "  flags in pinned host memory, layout packed_128: "+host.String()+"\n      host_one_shot\n")
+
 	out, _, err = runCLI(t, "explain", "host_one_shot", "--bytes", "42KiB")
 	require.NoError(t, err)
 	assert.Contains(t, out, "What host_one_shot rests on")

@@ -536,10 +536,15 @@ func writeTokensTable(out, errOut io.Writer, cfg scenarios.VerifyConfig, topo st
 		return err
 	}
 	var outs []ran
+	uses := map[string][]algos.Mechanism{}
 	for _, col := range cols {
 		for _, r := range col {
 			outs = append(outs, ran{r.Algo, r.Err})
+			uses[r.Algo] = algos.UnionMechanisms(uses[r.Algo], r.Mechanisms)
 		}
+	}
+	if err := writeEvidence(out, names, uses); err != nil {
+		return err
 	}
 	return noteCannotRun(errOut, topo, outs)
 }
