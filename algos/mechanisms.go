@@ -49,7 +49,41 @@ const (
 	MechPeerPCIe Mechanism = "GPU to GPU over PCIe"
 	// MechPeerNVLink: data or flags move between two GPUs over NVLink.
 	MechPeerNVLink Mechanism = "GPU to GPU over NVLink"
+	// MechWhole: whole allreduces, the schedule's algorithm over the same
+	// route measured as it runs (its variants, Whole), where the parts
+	// above are measured one by one.
+	MechWhole Mechanism = "allreduces measured whole"
 )
+
+// Routes of Whole: how an allreduce's data travels.
+const (
+	RouteNVLink = "over NVLink"
+	RoutePCIe   = "over PCIe"
+	RouteHost   = "through host memory"
+)
+
+// Whole is MechWhole for one algorithm over one route (RouteNVLink,
+// RoutePCIe, RouteHost).
+func Whole(algo, route string) Mechanism {
+	return MechWhole + wholeMark + Mechanism(algo+" "+route)
+}
+
+const wholeMark = ": "
+
+// routeOf is how a schedule that uses mechanisms used moves its data:
+// over the link between its GPUs where it has one, else through host
+// memory where its SMs load or store there; "" for neither.
+func routeOf(used map[Mechanism]bool) string {
+	switch {
+	case used[MechPeerNVLink]:
+		return RouteNVLink
+	case used[MechPeerPCIe]:
+		return RoutePCIe
+	case used[MechHostLoads] || used[MechHostStores]:
+		return RouteHost
+	}
+	return ""
+}
 
 // HostFlagsIn is MechHostFlags in one flag layout (hw.FlagLayout's
 // names), whose barrier records are the closest evidence for a schedule's
@@ -63,18 +97,20 @@ func HostFlagsIn(layout string) Mechanism {
 
 const layoutMark = ", layout "
 
-// Family is the mechanism a layout's variant (HostFlagsIn) belongs to;
-// m itself for any other.
+// Family is the mechanism a variant (HostFlagsIn, Whole) belongs to; m
+// itself for any other.
 func (m Mechanism) Family() Mechanism {
-	if i := strings.Index(string(m), layoutMark); i >= 0 {
-		return m[:i]
+	for _, mark := range []string{layoutMark, wholeMark} {
+		if i := strings.Index(string(m), mark); i >= 0 {
+			return m[:i]
+		}
 	}
 	return m
 }
 
 // Mechanisms lists the order every report uses.
 var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechFlagAtomics, MechHostLines, MechGPULines,
-	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechLoopsBesideStores, MechPeerPCIe, MechPeerNVLink}
+	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechLoopsBesideStores, MechPeerPCIe, MechPeerNVLink, MechWhole}
 
 // maxBesideBits bounds the bits (ops × the rank's host loads and stores)
 // MechanismsOf spends working out whether a rank's host loads and stores
@@ -158,6 +194,9 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 			used[MechLoadsBesideStores] = used[MechLoadsBesideStores] || streaming
 			used[MechLoopsBesideStores] = used[MechLoopsBesideStores] || loops
 		}
+	}
+	if route := routeOf(used); route != "" {
+		used[Whole(s.Algo, route)] = true
 	}
 	return inOrder(used)
 }

@@ -25,7 +25,7 @@ func mechanismsFor(t *testing.T, preset, algo string, bytes int64, opts map[stri
 func TestMechanismsOfSchedules(t *testing.T) {
 	// Staged through host memory: stores, then a barrier, then loads; the
 	// loads wait for the barrier, so none runs beside the stores.
-	assert.Equal(t, []Mechanism{HostFlagsIn("packed_128"), MechHostLoads, MechHostStores},
+	assert.Equal(t, []Mechanism{HostFlagsIn("packed_128"), MechHostLoads, MechHostStores, Whole("host_one_shot", RouteHost)},
 		mechanismsFor(t, "rtxpro6000x8-2numa", "host_one_shot", 43008, nil))
 	// Its flags in the layouts a user picks: vLLM's, or the ranks' sectors
 	// a page apart.
@@ -34,8 +34,9 @@ func TestMechanismsOfSchedules(t *testing.T) {
 	assert.Equal(t, MechHostFlags, HostFlagsIn("vllm").Family())
 	assert.Equal(t, MechHostLoads, MechHostLoads.Family())
 	// The same ring over NVLink and over PCIe.
-	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerNVLink}, mechanismsFor(t, "h200x2", "ring", 1<<20, nil))
-	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerPCIe}, mechanismsFor(t, "rtxpro6000x8-2numa", "ring", 1<<20, nil))
+	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerNVLink, Whole("ring", RouteNVLink)}, mechanismsFor(t, "h200x2", "ring", 1<<20, nil))
+	assert.Equal(t, []Mechanism{MechGPUFlags, MechPeerPCIe, Whole("ring", RoutePCIe)}, mechanismsFor(t, "rtxpro6000x8-2numa", "ring", 1<<20, nil))
+	assert.Equal(t, MechWhole, Whole("ring", RoutePCIe).Family())
 	// Data-carried polls: the sentinel one-shot polls its own GPU's
 	// memory, written by peers over PCIe.
 	m := mechanismsFor(t, "rtxpro6000x8-2numa", "pcie_ipc_one_shot", 43008, nil)

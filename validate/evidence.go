@@ -136,6 +136,27 @@ func mechanismsOf(r trace.Record) []algos.Mechanism {
 	return m
 }
 
+// wholeOf: an allreduce record's whole-allreduce mechanisms, the family
+// and its algorithm over the record's route (algos.Whole); none for a
+// record of no algorithm or of no route it names.
+func wholeOf(r trace.Record, algo string) []algos.Mechanism {
+	route := ""
+	switch {
+	case algo == "":
+	case r.Transport == trace.TransportSHM:
+		route = algos.RouteHost
+	case r.Transport == trace.TransportP2P:
+		route = algos.RoutePCIe
+		if peerMechanism(r.System) == algos.MechPeerNVLink {
+			route = algos.RouteNVLink
+		}
+	}
+	if route == "" {
+		return nil
+	}
+	return []algos.Mechanism{algos.MechWhole, algos.Whole(algo, route)}
+}
+
 // loopMechanisms: a per-block loop's mechanisms by what it polls, loads
 // and stores.
 func loopMechanisms(r trace.Record) []algos.Mechanism {
@@ -208,8 +229,9 @@ var (
 
 // EvidenceOf sums up the predicted-side, device-paced records of v by
 // mechanism, one row per algos.Mechanisms entry (Records 0 where none)
-// and one per flag layout of the barriers in host memory
-// (algos.HostFlagsIn) that the records time.
+// and one per variant the records time: a flag layout of the barriers in
+// host memory (algos.HostFlagsIn), an algorithm measured whole over a
+// route (algos.Whole).
 func EvidenceOf(v *Validation) []EvidenceRow { return evidenceOf(v.Records) }
 
 func evidenceOf(recs []Compared) []EvidenceRow {

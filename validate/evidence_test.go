@@ -99,6 +99,11 @@ func TestMechanismsOfRecords(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, mechanismsOf(c.r), "%+v", c.r)
 	}
+	shm := trace.Record{Kind: trace.KindAllreduce, System: "h200x2-vm", Transport: trace.TransportSHM}
+	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("nccl", algos.RouteHost)}, wholeOf(shm, "nccl"))
+	shm.Transport = trace.TransportP2P
+	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("one_stage", algos.RouteNVLink)}, wholeOf(shm, "one_stage"))
+	assert.Nil(t, wholeOf(shm, ""))
 }
 
 // Every mechanism a schedule can rest on has a row, and the rows count

@@ -84,6 +84,7 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 	}
 	t.Group += c.group
 	t.Note = c.note
+	t.algo = c.algo
 	if err := c.launchConfig(r, t); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ type Twin struct {
 	EndValue float64
 
 	rec      trace.Record
+	algo     string // an allreduce record's: the arsim algorithm that simulates it
 	preset   *topology.Preset
 	unit     string
 	measured float64

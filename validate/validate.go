@@ -277,7 +277,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			c.FittedFor = strings.Join(f.Params, ", ")
 		} else if covered {
 			c.Dimensions = dimensionsOf(t.rec)
-			c.mech = mechanismsOf(t.rec)
+			c.mech = append(mechanismsOf(t.rec), wholeOf(t.rec, t.algo)...)
 		}
 		c.bin, c.impl = winnerBin(t.rec)
 		c.config = t.rec.Configuration()

@@ -35,6 +35,20 @@ func usesByMechanism(names []string, uses map[string][]algos.Mechanism) ([]algos
 	return algos.UnionMechanisms(all...), by
 }
 
+// shown drops from order the whole-allreduce variants no capture measured:
+// a row says what it rests on; that its algorithm was never measured as a
+// whole on this route is the rule, not news.
+func shown(order []algos.Mechanism, ev map[algos.Mechanism]validate.EvidenceRow) []algos.Mechanism {
+	out := order[:0:0]
+	for _, m := range order {
+		if m.Family() == algos.MechWhole && ev[m].Records == 0 {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // evidenceLine says how well arsim predicts mechanism m on captured
 // hardware.
 func evidenceLine(ev map[algos.Mechanism]validate.EvidenceRow, m algos.Mechanism) string {
@@ -63,6 +77,7 @@ func writeEvidence(out io.Writer, names []string, uses map[string][]algos.Mechan
 	if err != nil {
 		return err
 	}
+	order = shown(order, ev)
 	fmt.Fprintln(out)
 	what := "these rows rest"
 	if len(names) == 1 {
@@ -116,6 +131,7 @@ func evidenceRows(names []string, uses map[string][]algos.Mechanism) ([]evidence
 	if err != nil {
 		return nil, err
 	}
+	order = shown(order, ev)
 	out := make([]evidenceJSON, 0, len(order))
 	for _, m := range order {
 		e := ev[m]
