@@ -108,7 +108,8 @@ func (m Mechanism) Family() Mechanism {
 	return m
 }
 
-// Mechanisms lists the order every report uses.
+// Mechanisms are the families of mechanisms, in the order every report
+// uses; variants (HostFlagsIn, Whole) follow their family.
 var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechFlagAtomics, MechHostLines, MechGPULines,
 	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechLoopsBesideStores, MechPeerPCIe, MechPeerNVLink, MechWhole}
 
@@ -118,7 +119,11 @@ var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechFlagAtomics, MechH
 // taken to do so side by side.
 const maxBesideBits = 1 << 24
 
-// MechanismsOf returns the mechanisms s uses on top, in Mechanisms' order.
+// MechanismsOf returns the mechanisms s uses on top, in Mechanisms' order:
+// its flags' (in host memory, by layout), its data-carried polls', its
+// SM loads' and stores' of host memory and whether they run side by side,
+// the links between its GPUs, and its algorithm measured whole over its
+// route (Whole).
 func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 	used := map[Mechanism]bool{}
 	peerClass := map[[2]int]Mechanism{}
@@ -202,7 +207,7 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 }
 
 // inOrder lists the mechanisms of used in Mechanisms' order, each family
-// followed by its layouts' variants by name.
+// followed by its variants by name.
 func inOrder(used map[Mechanism]bool) []Mechanism {
 	var out []Mechanism
 	for _, m := range Mechanisms {

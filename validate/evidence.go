@@ -70,11 +70,18 @@ func thousands(n int) string {
 
 // mechanismsOf names the mechanisms a record times: where its flags,
 // polls and lines live, which way its SMs move data to or from pinned host
-// memory, and, for the records of two GPUs, the link between them. Copy
-// engines, launches and host costs are none of them.
-func mechanismsOf(r trace.Record) []algos.Mechanism {
+// memory, and, for the records of two GPUs, the link between them, peer
+// (peerOf the machine it is simulated on). Copy engines, launches and host
+// costs are none of them.
+func mechanismsOf(r trace.Record, peer algos.Mechanism) []algos.Mechanism {
 	var m []algos.Mechanism
-	add := func(x ...algos.Mechanism) { m = append(m, x...) }
+	add := func(x ...algos.Mechanism) {
+		for _, y := range x {
+			if y != "" { // no link on a machine of one GPU
+				m = append(m, y)
+			}
+		}
+	}
 	flags := func(host bool) {
 		if host {
 			add(algos.MechHostFlags)
@@ -118,20 +125,20 @@ func mechanismsOf(r trace.Record) []algos.Mechanism {
 	case trace.KindFlagPingpong:
 		flags(r.Via == "host")
 		if r.Via == "peer" {
-			add(peerMechanism(r.System))
+			add(peer)
 		}
 	case trace.KindBarrier:
 		add(algos.MechGPUFlags)
 		if r.Barrier == "cas" {
 			add(algos.MechFlagAtomics)
 		}
-		add(peerMechanism(r.System))
+		add(peer)
 	case trace.KindAllreduce, trace.KindAllreduceSequence, trace.KindNCCLKernel:
-		if r.Transport != trace.TransportSHM && r.GPUs != 1 {
-			add(peerMechanism(r.System))
+		if r.Transport != trace.TransportSHM {
+			add(peer)
 		}
 	case trace.KindLoop:
-		m = loopMechanisms(r)
+		m = loopMechanisms(r, peer)
 	}
 	return m
 }
@@ -139,17 +146,16 @@ func mechanismsOf(r trace.Record) []algos.Mechanism {
 // wholeOf: an allreduce record's whole-allreduce mechanisms, the family
 // and its algorithm over the record's route (algos.Whole); none for a
 // record of no algorithm or of no route it names.
-func wholeOf(r trace.Record, algo string) []algos.Mechanism {
+func wholeOf(r trace.Record, algo string, peer algos.Mechanism) []algos.Mechanism {
 	route := ""
 	switch {
 	case algo == "":
 	case r.Transport == trace.TransportSHM:
 		route = algos.RouteHost
-	case r.Transport == trace.TransportP2P:
+	case r.Transport == trace.TransportP2P && peer == algos.MechPeerNVLink:
+		route = algos.RouteNVLink
+	case r.Transport == trace.TransportP2P && peer == algos.MechPeerPCIe:
 		route = algos.RoutePCIe
-		if peerMechanism(r.System) == algos.MechPeerNVLink {
-			route = algos.RouteNVLink
-		}
 	}
 	if route == "" {
 		return nil
@@ -159,7 +165,7 @@ func wholeOf(r trace.Record, algo string) []algos.Mechanism {
 
 // loopMechanisms: a per-block loop's mechanisms by what it polls, loads
 // and stores.
-func loopMechanisms(r trace.Record) []algos.Mechanism {
+func loopMechanisms(r trace.Record, peer algos.Mechanism) []algos.Mechanism {
 	var m []algos.Mechanism
 	loads := strings.Contains(r.Src, "host") || r.Recv == "host"
 	stores := r.Dst == "host"
@@ -196,36 +202,23 @@ func loopMechanisms(r trace.Record) []algos.Mechanism {
 		}
 		m = append(m, beside)
 	}
-	if r.Dst == "peer" {
-		m = append(m, peerMechanism(r.System))
+	if r.Dst == "peer" && peer != "" {
+		m = append(m, peer)
 	}
 	return m
 }
 
-// peerMechanism is the link between the first two GPUs of the system's
-// preset: NVLink or PCIe (PCIe when no preset declares the system).
-func peerMechanism(system string) algos.Mechanism {
-	peerMu.Lock()
-	defer peerMu.Unlock()
-	if m, ok := peerBySystem[system]; ok {
-		return m
+// peerOf is the link between the first two GPUs of top: NVLink or PCIe;
+// "" for a machine of one GPU (it has none).
+func peerOf(top *topology.Topology) algos.Mechanism {
+	if top == nil || top.NumGPUs() < 2 {
+		return ""
 	}
-	m := algos.MechPeerPCIe
-	if p, ok := topology.ForSystem(system); ok {
-		if top, err := p.Build(); err == nil && top.NumGPUs() >= 2 {
-			if c, err := top.PathClass(top.GPUs()[0], top.GPUs()[1]); err == nil && c.Kind == topology.PathNV {
-				m = algos.MechPeerNVLink
-			}
-		}
+	if c, err := top.PathClass(top.GPUs()[0], top.GPUs()[1]); err == nil && c.Kind == topology.PathNV {
+		return algos.MechPeerNVLink
 	}
-	peerBySystem[system] = m
-	return m
+	return algos.MechPeerPCIe
 }
-
-var (
-	peerMu       sync.Mutex
-	peerBySystem = map[string]algos.Mechanism{}
-)
 
 // EvidenceOf sums up the predicted-side, device-paced records of v by
 // mechanism, one row per algos.Mechanisms entry (Records 0 where none)

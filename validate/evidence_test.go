@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -97,13 +98,24 @@ func TestMechanismsOfRecords(t *testing.T) {
 		{trace.Record{Kind: trace.KindAllreduce, System: "h200x2-vm", Transport: trace.TransportSHM, GPUs: 2}, nil},
 		{trace.Record{Kind: trace.KindFlagPingpong, System: "no-such-system", Via: "peer"}, []algos.Mechanism{algos.MechGPUFlags, algos.MechPeerPCIe}},
 	} {
-		assert.Equal(t, c.want, mechanismsOf(c.r), "%+v", c.r)
+		peer := algos.MechPeerPCIe
+		if c.r.System == "h200x2-vm" {
+			peer = algos.MechPeerNVLink
+		}
+		assert.Equal(t, c.want, mechanismsOf(c.r, peer), "%+v", c.r)
 	}
-	shm := trace.Record{Kind: trace.KindAllreduce, System: "h200x2-vm", Transport: trace.TransportSHM}
-	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("nccl", algos.RouteHost)}, wholeOf(shm, "nccl"))
+	shm := trace.Record{Kind: trace.KindAllreduce, Transport: trace.TransportSHM}
+	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("nccl", algos.RouteHost)}, wholeOf(shm, "nccl", algos.MechPeerNVLink))
 	shm.Transport = trace.TransportP2P
-	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("one_stage", algos.RouteNVLink)}, wholeOf(shm, "one_stage"))
-	assert.Nil(t, wholeOf(shm, ""))
+	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("one_stage", algos.RouteNVLink)}, wholeOf(shm, "one_stage", algos.MechPeerNVLink))
+	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("one_stage", algos.RoutePCIe)}, wholeOf(shm, "one_stage", algos.MechPeerPCIe))
+	assert.Nil(t, wholeOf(shm, "", algos.MechPeerPCIe))
+	assert.Empty(t, mechanismsOf(trace.Record{Kind: trace.KindNCCLKernel, Transport: trace.TransportP2P}, ""), "one GPU: no link")
+	for preset, want := range map[string]algos.Mechanism{"h200x2": algos.MechPeerNVLink, "rtxpro6000x8-2numa": algos.MechPeerPCIe, "h200x1": ""} {
+		top, err := topology.Load(preset)
+		require.NoError(t, err)
+		assert.Equal(t, want, peerOf(top), preset)
+	}
 }
 
 // Every mechanism a schedule can rest on has a row, and the rows count

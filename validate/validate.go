@@ -277,7 +277,9 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			c.FittedFor = strings.Join(f.Params, ", ")
 		} else if covered {
 			c.Dimensions = dimensionsOf(t.rec)
-			c.mech = append(mechanismsOf(t.rec), wholeOf(t.rec, t.algo)...)
+			top, _ := cache.get(t.preset) // built for the simulation just run
+			peer := peerOf(top)
+			c.mech = append(mechanismsOf(t.rec, peer), wholeOf(t.rec, t.algo, peer)...)
 		}
 		c.bin, c.impl = winnerBin(t.rec)
 		c.config = t.rec.Configuration()
