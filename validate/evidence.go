@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -25,9 +28,10 @@ import (
 // their rows is what validate says today.
 
 // EvidenceFiles are the capture files the evidence is computed from,
-// relative to the repository root: every file of the one-GPU and
-// two-GPU project captures (testdata/h200x1-arsim, testdata/h200x2-arsim).
-const EvidenceFiles = "testdata/h200x1-arsim/*.jsonl testdata/h200x2-arsim/*.jsonl"
+// relative to the repository root: every file of the project's one-GPU
+// and two-GPU captures (testdata/h200x1-arsim, testdata/h200x2-arsim) and
+// the held-out two-GPU set (testdata/h200x2).
+const EvidenceFiles = "testdata/h200x1-arsim/*.jsonl testdata/h200x2-arsim/*.jsonl testdata/h200x2/*.jsonl"
 
 // EvidenceRow is arsim's error on the predicted-side records that time
 // one mechanism.
@@ -56,8 +60,12 @@ func (e EvidenceRow) String() string {
 	if e.Files == 1 {
 		files = "file"
 	}
-	return fmt.Sprintf("%s records in %d %s (%s): median %.1f %%, p95 %.1f %%, %d beyond %.0f %%",
-		thousands(e.Records), e.Files, files, strings.Join(e.Systems, ", "), e.MedianAbsErrorPct, e.P95AbsErrorPct, e.Beyond, BeyondPct)
+	systems := ""
+	if len(e.Systems) > 0 {
+		systems = " (" + strings.Join(e.Systems, ", ") + ")"
+	}
+	return fmt.Sprintf("%s records in %d %s%s: median %.1f %%, p95 %.1f %%, %d beyond %.0f %%",
+		thousands(e.Records), e.Files, files, systems, e.MedianAbsErrorPct, e.P95AbsErrorPct, e.Beyond, BeyondPct)
 }
 
 func thousands(n int) string {
@@ -208,6 +216,63 @@ func loopMechanisms(r trace.Record, peer algos.Mechanism) []algos.Mechanism {
 	return m
 }
 
+// cited reports whether file is a capture the model's parameters may come
+// from: named (by its last two path elements) in a fit's files (Fits) or
+// in the source of a parameter, the presets' defaults' or params', where a
+// source's testdata/DIR/NAME may be a pattern (host_costs_[a-e].jsonl). A
+// file of no name counts as cited. Every record of a file no one cites is
+// a prediction.
+func cited(file string, params map[string]*topology.Params) bool {
+	if file == "" {
+		return true
+	}
+	key := filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file)))
+	for _, f := range Fits {
+		if slices.Contains(f.Files, key) || slices.Contains(f.AlsoPredicts, key) {
+			return true
+		}
+	}
+	names := func(src string) bool {
+		if strings.Contains(src, key) {
+			return true
+		}
+		for _, m := range citedFile.FindAllStringSubmatch(src, -1) {
+			if ok, _ := path.Match(m[1], key); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if slices.ContainsFunc(presetSources(), names) {
+		return true
+	}
+	for _, ps := range params {
+		for _, p := range ps.All() {
+			if names(p.Source) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// citedFile finds testdata/DIR/NAME in a parameter's source, NAME perhaps a
+// pattern.
+var citedFile = regexp.MustCompile(`testdata/([A-Za-z0-9_.-]+/[A-Za-z0-9_.*?\[\]-]+)`)
+
+// presetSources are every preset's default parameters' sources.
+var presetSources = sync.OnceValue(func() []string {
+	var out []string
+	for _, name := range topology.Presets() {
+		if pr, err := topology.Lookup(name); err == nil {
+			for _, p := range pr.DefaultParams().All() {
+				out = append(out, p.Source)
+			}
+		}
+	}
+	return out
+})
+
 // peerOf is the link between the first two GPUs of top: NVLink or PCIe;
 // "" for a machine of one GPU (it has none).
 func peerOf(top *topology.Topology) algos.Mechanism {
@@ -220,7 +285,8 @@ func peerOf(top *topology.Topology) algos.Mechanism {
 	return algos.MechPeerPCIe
 }
 
-// EvidenceOf sums up the predicted-side, device-paced records of v by
+// EvidenceOf sums up the predicted, device-paced records of v (the
+// predicted side of the fits, and every record of a file no one cites) by
 // mechanism, one row per algos.Mechanisms entry (Records 0 where none)
 // and one per variant the records time: a flag layout of the barriers in
 // host memory (algos.HostFlagsIn), an algorithm measured whole over a
@@ -235,7 +301,7 @@ func evidenceOf(recs []Compared) []EvidenceRow {
 	}
 	by := map[algos.Mechanism]*acc{}
 	for _, c := range recs {
-		if c.Dimensions == nil || c.HostPaced {
+		if c.FittedFor != "" || c.HostPaced {
 			continue
 		}
 		for _, m := range c.mech {
@@ -246,7 +312,9 @@ func evidenceOf(recs []Compared) []EvidenceRow {
 			}
 			a.abs = append(a.abs, math.Abs(c.ErrorPct))
 			a.files[c.File] = true
-			a.systems[c.System] = true
+			if c.System != "" {
+				a.systems[c.System] = true
+			}
 		}
 	}
 	seen := slices.Collect(maps.Keys(by))

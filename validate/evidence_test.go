@@ -139,3 +139,17 @@ func TestEvidenceOfCountsThePredictedSide(t *testing.T) {
 	assert.Equal(t, "no capture of the project times it", by[algos.MechPeerPCIe].String())
 	assert.Equal(t, "2 records in 2 files (s): median 20.0 %, p95 30.0 %, 1 beyond 20 %", by[algos.MechHostFlags].String())
 }
+
+// A file some fit or parameter names may have given the model a value;
+// every record of any other file is a prediction.
+func TestCitedCaptures(t *testing.T) {
+	assert.True(t, cited("../testdata/h200x1-arsim/perblock.jsonl", nil), "a fit's file")
+	assert.True(t, cited("testdata/h200x2-arsim/host_costs_c.jsonl", nil), "named by a pattern in a source")
+	assert.False(t, cited("testdata/h200x2/measurements.jsonl", nil), "the held-out set")
+	assert.False(t, cited("/home/me/box/all_reduce_perf.txt", nil))
+	assert.True(t, cited("", nil), "a file of no name")
+	ps := &topology.Params{}
+	ps.Add(topology.Param{Name: "host.cuda_launch_issue", Unit: "µs", Value: 3.1, Max: 10000,
+		Source: "fitted by arsim calibrate on 34 records of /home/me/box/all_reduce_perf.txt (held-out median |err| 3.2%)"})
+	assert.True(t, cited("/home/me/box/all_reduce_perf.txt", map[string]*topology.Params{"m": ps}), "calibrated on it")
+}

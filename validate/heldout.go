@@ -126,9 +126,6 @@ type HeldOut struct {
 	Spread       ErrorStats     `json:"spread_floor"`
 	SpreadBeyond int            `json:"spread_floor_beyond_20pct"`
 	Dims         []DimensionRow `json:"by_dimension"`
-	// Mechanisms is the predicted side by the mechanisms schedules rest
-	// on (EvidenceOf), the mechanisms these records time.
-	Mechanisms []EvidenceRow `json:"by_mechanism"`
 }
 
 // BeyondPct is the |error| beyond which HeldOut counts records: the
@@ -183,11 +180,6 @@ func heldOut(recs []Compared) *HeldOut {
 	}
 	h := &HeldOut{Fitted: statsOf(fitted), Predicted: statsOf(predicted), PredictedBeyond: beyond(predicted, BeyondPct),
 		Spread: statsOf(spread), SpreadBeyond: beyond(spread, BeyondPct)}
-	for _, e := range evidenceOf(recs) {
-		if e.Records > 0 {
-			h.Mechanisms = append(h.Mechanisms, e)
-		}
-	}
 	for _, d := range slices.Sorted(func(yield func(string) bool) {
 		for k := range dims {
 			if !yield(k) {

@@ -77,6 +77,12 @@ func (v *Validation) summarize() {
 	v.Summary = s
 	v.HeldOut = heldOut(v.Records)
 	v.Winners = winnerBins(v.Records)
+	v.Mechanisms = v.Mechanisms[:0]
+	for _, e := range evidenceOf(v.Records) {
+		if e.Records > 0 {
+			v.Mechanisms = append(v.Mechanisms, e)
+		}
+	}
 	v.Groups = v.Groups[:0]
 	for _, name := range order {
 		g := groups[name]

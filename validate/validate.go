@@ -86,8 +86,9 @@ type Compared struct {
 	// BySize (0: not an allreduce).
 	config string
 	bytes  int64
-	// mech: the mechanisms a predicted record times (mechanismsOf), for
-	// EvidenceOf.
+	// mech: the mechanisms a predicted record times (mechanismsOf,
+	// wholeOf), for EvidenceOf: one of the predicted side of the fits, or
+	// of a file no one cites (cited).
 	mech []algos.Mechanism
 }
 
@@ -191,6 +192,9 @@ type Validation struct {
 	// BySize sums up the allreduce records by size range (SizeRanges),
 	// the ranges that hold any.
 	BySize []SizeSummary `json:"by_size,omitempty"`
+	// Mechanisms sums up the predicted records by the mechanisms
+	// schedules rest on (EvidenceOf), those these records time.
+	Mechanisms []EvidenceRow `json:"by_mechanism,omitempty"`
 }
 
 // SizeRanges are the allreduce sizes BySize sums up, in bytes, each from
@@ -253,6 +257,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 	}
 	outs := simulateAll(ts, func(t *Twin) (*topology.Topology, error) { return cache.get(t.preset) }, opts.Parallel, true, opts.Progress)
 	v := &Validation{}
+	uncited := !cited(opts.File, opts.Params) // every record a prediction
 	for i, t := range ts {
 		o := outs[i]
 		if crash.Is(o.err) {
@@ -275,8 +280,10 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 		}
 		if f, covered := fitOf(opts.File, t.rec); f != nil {
 			c.FittedFor = strings.Join(f.Params, ", ")
-		} else if covered {
-			c.Dimensions = dimensionsOf(t.rec)
+		} else if covered || uncited {
+			if covered {
+				c.Dimensions = dimensionsOf(t.rec)
+			}
 			top, _ := cache.get(t.preset) // built for the simulation just run
 			peer := peerOf(top)
 			c.mech = append(mechanismsOf(t.rec, peer), wholeOf(t.rec, t.algo, peer)...)

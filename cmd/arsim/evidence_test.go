@@ -87,7 +87,15 @@ func TestJSONSaysWhatRowsRestOn(t *testing.T) {
 func TestValidateByMechanism(t *testing.T) {
 	out, _, err := runCLI(t, "validate", "--traces", "../../testdata/h200x2-arsim/measurements.jsonl")
 	require.NoError(t, err)
-	assert.Regexp(t, `\n    GPU to GPU over NVLink: [0-9,]+ records in 1 file \(h200x2-vm\): median [0-9.]+ %, p95 [0-9.]+ %`, out)
+	assert.Regexp(t, `\n  GPU to GPU over NVLink: [0-9,]+ records in 1 file \(h200x2-vm\): median [0-9.]+ %, p95 [0-9.]+ %`, out)
+
+	// A user's nccl-tests table: nothing was fitted on it, every record is
+	// a prediction.
+	out, _, err = runCLI(t, "validate", "--traces", "../../testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt",
+		"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS")
+	require.NoError(t, err)
+	assert.Contains(t, out, "\n  GPU to GPU over PCIe: 32 records in 1 file")
+	assert.Contains(t, out, "\n  allreduces measured whole: nccl over PCIe: 32 records in 1 file")
 }
 
 // A layout no capture ran says so and gives every layout's figure.

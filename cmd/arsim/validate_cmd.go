@@ -206,6 +206,7 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 	}
 	writeValidateSummary(&b, v.Summary, len(badLines(files)))
 	writeHeldOut(&b, v.HeldOut)
+	writeMechanisms(&b, v.Mechanisms)
 	writeWinners(&b, v.Winners)
 	if len(v.Skipped) > 0 {
 		fmt.Fprintf(&b, "\nSkipped (%d)\n", len(v.Skipped))
@@ -251,11 +252,17 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
 		fmt.Fprintf(b, "  repeats: the row's records whose configuration was measured more than once here, how far they lie from\n"+
 			"  its median (about the best a model that cannot tell the runs apart does), and the model's error on them\n")
 	}
-	if len(h.Mechanisms) > 0 {
-		fmt.Fprintf(b, "  by the mechanisms schedules rest on (verify, sweep and design print these for the project's captures):\n")
-		for _, e := range h.Mechanisms {
-			fmt.Fprintf(b, "    %s: %s\n", e.Mechanism, e)
-		}
+}
+
+// writeMechanisms writes the predicted records' error by the mechanisms
+// schedules rest on.
+func writeMechanisms(b *bytes.Buffer, ms []validate.EvidenceRow) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nBy the mechanisms schedules rest on (predicted records, device-paced; verify, sweep and design print these for the project's captures)\n")
+	for _, e := range ms {
+		fmt.Fprintf(b, "  %s: %s\n", e.Mechanism, e)
 	}
 }
 
