@@ -1,8 +1,6 @@
 package validate
 
 import (
-	_ "embed"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -20,18 +18,12 @@ import (
 )
 
 // Evidence: how well arsim predicts each mechanism a schedule rests on
-// (algos.Mechanism), from the records of the project's own captures that
-// time it and that no parameter was fitted on (the predicted side of the
-// fits, device-paced). The figures are computed from the committed
-// captures (EvidenceFiles) and kept in evidence.json, which a test
-// recomputes and compares, so what sweep, verify and design print beside
-// their rows is what validate says today.
-
-// EvidenceFiles are the capture files the evidence is computed from,
-// relative to the repository root: every file of the project's one-GPU
-// and two-GPU captures (testdata/h200x1-arsim, testdata/h200x2-arsim) and
-// the held-out two-GPU set (testdata/h200x2).
-const EvidenceFiles = "testdata/h200x1-arsim/*.jsonl testdata/h200x2-arsim/*.jsonl testdata/h200x2/*.jsonl"
+// (algos.Mechanism), from the records that time it and that no parameter
+// was fitted on (the predicted side of the fits, and every record of a
+// file no fit or parameter source names), device-paced. EvidenceOf sums a
+// validation up so; the command line keeps the figures for the project's
+// captures and the published tables it reads, and prints them beside its
+// rows.
 
 // EvidenceRow is arsim's error on the predicted-side records that time
 // one mechanism.
@@ -54,7 +46,7 @@ type EvidenceRow struct {
 // median 6.1 %, p95 34.2 %, 277 beyond 20 %", or that nothing times it.
 func (e EvidenceRow) String() string {
 	if e.Records == 0 {
-		return "no capture of the project times it"
+		return "no record times it"
 	}
 	files := "files"
 	if e.Files == 1 {
@@ -141,7 +133,7 @@ func mechanismsOf(r trace.Record, peer algos.Mechanism) []algos.Mechanism {
 			add(algos.MechFlagAtomics)
 		}
 		add(peer)
-	case trace.KindAllreduce, trace.KindAllreduceSequence, trace.KindNCCLKernel:
+	case trace.KindNCCLKernel: // an allreduce's are its schedule's (routeMechanisms)
 		if r.Transport != trace.TransportSHM {
 			add(peer)
 		}
@@ -149,26 +141,6 @@ func mechanismsOf(r trace.Record, peer algos.Mechanism) []algos.Mechanism {
 		m = loopMechanisms(r, peer)
 	}
 	return m
-}
-
-// wholeOf: an allreduce record's whole-allreduce mechanisms, the family
-// and its algorithm over the record's route (algos.Whole); none for a
-// record of no algorithm or of no route it names.
-func wholeOf(r trace.Record, algo string, peer algos.Mechanism) []algos.Mechanism {
-	route := ""
-	switch {
-	case algo == "":
-	case r.Transport == trace.TransportSHM:
-		route = algos.RouteHost
-	case r.Transport == trace.TransportP2P && peer == algos.MechPeerNVLink:
-		route = algos.RouteNVLink
-	case r.Transport == trace.TransportP2P && peer == algos.MechPeerPCIe:
-		route = algos.RoutePCIe
-	}
-	if route == "" {
-		return nil
-	}
-	return []algos.Mechanism{algos.MechWhole, algos.Whole(algo, route)}
 }
 
 // loopMechanisms: a per-block loop's mechanisms by what it polls, loads
@@ -312,8 +284,8 @@ func evidenceOf(recs []Compared) []EvidenceRow {
 			}
 			a.abs = append(a.abs, math.Abs(c.ErrorPct))
 			a.files[c.File] = true
-			if c.System != "" {
-				a.systems[c.System] = true
+			if c.source != "" {
+				a.systems[c.source] = true
 			}
 		}
 	}
@@ -334,28 +306,3 @@ func evidenceOf(recs []Compared) []EvidenceRow {
 }
 
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
-
-//go:embed evidence.json
-var evidenceJSON []byte
-
-var (
-	evidenceOnce sync.Once
-	evidence     map[algos.Mechanism]EvidenceRow
-	evidenceErr  error
-)
-
-// Evidence returns the committed evidence (evidence.json) by mechanism.
-func Evidence() (map[algos.Mechanism]EvidenceRow, error) {
-	evidenceOnce.Do(func() {
-		var rows []EvidenceRow
-		if evidenceErr = json.Unmarshal(evidenceJSON, &rows); evidenceErr != nil {
-			evidenceErr = fmt.Errorf("validate: evidence.json: %w", evidenceErr)
-			return
-		}
-		evidence = map[algos.Mechanism]EvidenceRow{}
-		for _, r := range rows {
-			evidence[r.Mechanism] = r
-		}
-	})
-	return evidence, evidenceErr
-}

@@ -1,68 +1,16 @@
 package validate
 
 import (
-	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
-
-var updateEvidence = flag.Bool("update", false, "rewrite evidence.json from the committed captures")
-
-// evidenceNow validates every file of EvidenceFiles and sums the records
-// up by mechanism.
-func evidenceNow(t *testing.T) []EvidenceRow {
-	t.Helper()
-	var vs []*Validation
-	for _, pat := range strings.Fields(EvidenceFiles) {
-		files, err := filepath.Glob(filepath.Join("..", pat))
-		require.NoError(t, err)
-		require.NotEmpty(t, files, pat)
-		for _, f := range files {
-			recs, bad, err := trace.ReadJSONLFile(f, trace.ReadOptions{SkipBad: true})
-			require.NoError(t, err, f)
-			_ = bad // lines the reader refuses are counted by validate's own tests
-			v, err := Run(recs, Options{File: f})
-			require.NoError(t, err, f)
-			vs = append(vs, v)
-		}
-	}
-	return EvidenceOf(Merge(vs...))
-}
-
-// evidence.json is what the committed captures say today: a change to the
-// model or the captures that moves a figure shows here as a diff (run
-// with -update to rewrite it, and review it).
-func TestEvidenceIsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("validates every committed capture")
-	}
-	rows := evidenceNow(t)
-	got, err := json.MarshalIndent(rows, "", "  ")
-	require.NoError(t, err)
-	got = append(got, '\n')
-	if *updateEvidence {
-		require.NoError(t, os.WriteFile("evidence.json", got, 0o644))
-	}
-	assert.Equal(t, string(evidenceJSON), string(got), "evidence.json is stale: go test ./validate -run TestEvidenceIsCurrent -update")
-	ev, err := Evidence()
-	require.NoError(t, err)
-	for _, m := range algos.Mechanisms {
-		assert.Contains(t, ev, m)
-	}
-	for _, r := range rows {
-		t.Logf("%-55s %s", r.Mechanism, r)
-	}
-}
 
 // What each kind of captured record times, in the schedules' terms.
 func TestMechanismsOfRecords(t *testing.T) {
@@ -94,8 +42,8 @@ func TestMechanismsOfRecords(t *testing.T) {
 		{trace.Record{Kind: trace.KindSMAccess, Target: "host", Op: "write"}, []algos.Mechanism{algos.MechHostStores}},
 		{trace.Record{Kind: trace.KindEmptyKernel}, nil},
 		// Two GPUs: the link is the system's.
-		{trace.Record{Kind: trace.KindAllreduce, System: "h200x2-vm", Transport: trace.TransportP2P, GPUs: 2}, []algos.Mechanism{algos.MechPeerNVLink}},
-		{trace.Record{Kind: trace.KindAllreduce, System: "h200x2-vm", Transport: trace.TransportSHM, GPUs: 2}, nil},
+		{trace.Record{Kind: trace.KindNCCLKernel, System: "h200x2-vm", Transport: trace.TransportP2P}, []algos.Mechanism{algos.MechPeerNVLink}},
+		{trace.Record{Kind: trace.KindNCCLKernel, System: "h200x2-vm", Transport: trace.TransportSHM}, nil},
 		{trace.Record{Kind: trace.KindFlagPingpong, System: "no-such-system", Via: "peer"}, []algos.Mechanism{algos.MechGPUFlags, algos.MechPeerPCIe}},
 	} {
 		peer := algos.MechPeerPCIe
@@ -104,12 +52,14 @@ func TestMechanismsOfRecords(t *testing.T) {
 		}
 		assert.Equal(t, c.want, mechanismsOf(c.r, peer), "%+v", c.r)
 	}
-	shm := trace.Record{Kind: trace.KindAllreduce, Transport: trace.TransportSHM}
-	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("nccl", algos.RouteHost)}, wholeOf(shm, "nccl", algos.MechPeerNVLink))
-	shm.Transport = trace.TransportP2P
-	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("one_stage", algos.RouteNVLink)}, wholeOf(shm, "one_stage", algos.MechPeerNVLink))
-	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("one_stage", algos.RoutePCIe)}, wholeOf(shm, "one_stage", algos.MechPeerPCIe))
-	assert.Nil(t, wholeOf(shm, "", algos.MechPeerPCIe))
+	// A whole allreduce: its schedule's link and route.
+	h2, err := topology.Load("h200x2")
+	require.NoError(t, err)
+	req := algos.Request{Top: h2, Ranks: 2, Bytes: 1 << 20, DType: algos.BF16, Launch: hw.Graph}
+	assert.Equal(t, []algos.Mechanism{algos.MechPeerNVLink, algos.MechWhole, algos.Whole("nccl", algos.RouteNVLink)}, routeMechanisms("nccl", req))
+	req.Opts = map[string]string{"p2p_level": "loc"}
+	assert.Equal(t, []algos.Mechanism{algos.MechWhole, algos.Whole("nccl", algos.RouteHost)}, routeMechanisms("nccl", req))
+	assert.Nil(t, routeMechanisms("no_such_algorithm", req))
 	assert.Empty(t, mechanismsOf(trace.Record{Kind: trace.KindNCCLKernel, Transport: trace.TransportP2P}, ""), "one GPU: no link")
 	for preset, want := range map[string]algos.Mechanism{"h200x2": algos.MechPeerNVLink, "rtxpro6000x8-2numa": algos.MechPeerPCIe, "h200x1": ""} {
 		top, err := topology.Load(preset)
@@ -122,8 +72,8 @@ func TestMechanismsOfRecords(t *testing.T) {
 // only predicted, device-paced records.
 func TestEvidenceOfCountsThePredictedSide(t *testing.T) {
 	v := &Validation{Records: []Compared{
-		{File: "a", System: "s", ErrorPct: 10, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
-		{File: "b", System: "s", ErrorPct: -30, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads}},
+		{File: "a", source: "s", ErrorPct: 10, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
+		{File: "b", source: "s", ErrorPct: -30, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads}},
 		{File: "a", System: "s", ErrorPct: 90, FittedFor: "p", mech: []algos.Mechanism{algos.MechHostFlags}},
 		{File: "a", System: "s", ErrorPct: 90, HostPaced: true, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
 	}}
@@ -136,7 +86,7 @@ func TestEvidenceOfCountsThePredictedSide(t *testing.T) {
 	assert.Equal(t, EvidenceRow{Mechanism: algos.MechHostFlags, Records: 2, Files: 2, MedianAbsErrorPct: 20, P95AbsErrorPct: 30, Beyond: 1, Systems: []string{"s"}}, by[algos.MechHostFlags])
 	assert.Equal(t, 1, by[algos.MechHostLoads].Records)
 	assert.Zero(t, by[algos.MechPeerPCIe].Records)
-	assert.Equal(t, "no capture of the project times it", by[algos.MechPeerPCIe].String())
+	assert.Equal(t, "no record times it", by[algos.MechPeerPCIe].String())
 	assert.Equal(t, "2 records in 2 files (s): median 20.0 %, p95 30.0 %, 1 beyond 20 %", by[algos.MechHostFlags].String())
 }
 

@@ -84,7 +84,6 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 	}
 	t.Group += c.group
 	t.Note = c.note
-	t.algo = c.algo
 	if err := c.launchConfig(r, t); err != nil {
 		return nil, err
 	}
@@ -92,6 +91,7 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 		return algos.Request{Top: top, Ranks: r.World, Bytes: r.Bytes, DType: dt, Launch: launch, Opts: c.opts}
 	}
 	t.Sim = c.simulate(r, req, launch, iters)
+	t.mechs = func(top *topology.Topology) []algos.Mechanism { return routeMechanisms(c.algo, req(top)) }
 	if c.algo == "nccl" {
 		count := 1.0
 		if r.Kind == trace.KindAllreduceSequence {
@@ -103,6 +103,28 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 		}
 	}
 	return t, nil
+}
+
+// routeMechanisms are what a whole allreduce measures, in the terms of
+// the schedule that simulates it (algos.MechanismsOf): the link between
+// its GPUs, and its algorithm over its route (algos.Whole) in the family
+// algos.MechWhole. Its parts (flags, polls, host loads and stores) are left
+// to the records that time them one by one. None when it cannot be planned.
+func routeMechanisms(algo string, req algos.Request) []algos.Mechanism {
+	s, err := algos.Plan(algo, req)
+	if err != nil {
+		return nil
+	}
+	var out []algos.Mechanism
+	for _, m := range algos.MechanismsOf(s, req.Top) {
+		switch {
+		case m == algos.MechPeerPCIe, m == algos.MechPeerNVLink:
+			out = append(out, m)
+		case m.Family() == algos.MechWhole:
+			out = append(out, algos.MechWhole, m)
+		}
+	}
+	return out
 }
 
 // launchConfig passes the record's blocks and threads to the algorithm

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
@@ -32,8 +33,10 @@ type Twin struct {
 	Ends     func(top *topology.Topology) (bool, error)
 	EndValue float64
 
-	rec      trace.Record
-	algo     string // an allreduce record's: the arsim algorithm that simulates it
+	rec trace.Record
+	// mechs, where set, are the mechanisms the record times on top
+	// (mechanismsOf otherwise).
+	mechs    func(top *topology.Topology) []algos.Mechanism
 	preset   *topology.Preset
 	unit     string
 	measured float64

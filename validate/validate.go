@@ -90,6 +90,9 @@ type Compared struct {
 	// wholeOf), for EvidenceOf: one of the predicted side of the fits, or
 	// of a file no one cites (cited).
 	mech []algos.Mechanism
+	// source names where a predicted record was measured, for EvidenceOf:
+	// its system, or "published nccl-tests" for a table's row.
+	source string
 }
 
 // Skipped is a record that could not be simulated, and why.
@@ -285,8 +288,15 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 				c.Dimensions = dimensionsOf(t.rec)
 			}
 			top, _ := cache.get(t.preset) // built for the simulation just run
-			peer := peerOf(top)
-			c.mech = append(mechanismsOf(t.rec, peer), wholeOf(t.rec, t.algo, peer)...)
+			if t.mechs != nil && top != nil {
+				c.mech = t.mechs(top)
+			} else {
+				c.mech = mechanismsOf(t.rec, peerOf(top))
+			}
+			c.source = t.rec.System
+			if t.rec.API == APINCCLTests {
+				c.source = "published nccl-tests"
+			}
 		}
 		c.bin, c.impl = winnerBin(t.rec)
 		c.config = t.rec.Configuration()

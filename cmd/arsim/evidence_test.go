@@ -14,7 +14,7 @@ import (
 // A table of predictions says beside it what its rows rest on and how
 // well arsim predicts that on captured hardware, naming the rows.
 func TestTablesSayWhatTheyRestOn(t *testing.T) {
-	ev, err := validate.Evidence()
+	ev, err := committedEvidence()
 	require.NoError(t, err)
 	host := ev[algos.HostFlagsIn("packed_128")]
 	require.NotZero(t, host.Records, "evidence.json has the host barriers in host_one_shot's layout")
@@ -23,7 +23,8 @@ func TestTablesSayWhatTheyRestOn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "What these rows rest on")
 	assert.Contains(t, out, "  flags in pinned host memory, layout packed_128: "+host.String()+"\n      host_one_shot\n")
-	assert.Contains(t, out, "  GPU to GPU over PCIe: no capture of the project times it")
+	assert.Contains(t, out, "  GPU to GPU over PCIe: "+ev[algos.MechPeerPCIe].String()+"\n      ring\n")
+	assert.Contains(t, ev[algos.MechPeerPCIe].Systems, "published nccl-tests", "no capture of the project moves data GPU to GPU over PCIe")
 
 	out, _, err = runCLI(t, "sweep", "--topology", "h200x2", "--algos", "ring,tree", "--sizes", "1MiB")
 	require.NoError(t, err)
@@ -102,6 +103,7 @@ func TestValidateByMechanism(t *testing.T) {
 func TestEvidenceOfALayoutNoCaptureRan(t *testing.T) {
 	fam := validate.EvidenceRow{Mechanism: algos.MechHostFlags, Records: 10, Files: 1, Systems: []string{"s"}}
 	ev := map[algos.Mechanism]validate.EvidenceRow{algos.MechHostFlags: fam}
-	assert.Equal(t, "no capture of the project ran this layout; in every layout, "+fam.String(), evidenceLine(ev, algos.HostFlagsIn("packed_96")))
+	assert.Equal(t, "no measurement arsim has is of this layout; in every layout, "+fam.String(), evidenceLine(ev, algos.HostFlagsIn("packed_96")))
+	assert.Equal(t, "no measurement arsim has times it", evidenceLine(ev, algos.MechPeerPCIe))
 	assert.Equal(t, fam.String(), evidenceLine(ev, algos.MechHostFlags))
 }

@@ -237,26 +237,25 @@ func TestTimelinePictureAndFlows(t *testing.T) {
 // range within 25 %. This pins the ranges that meet it now, so that none
 // falls back, and logs the rest (docs/VALIDATION.md says why they miss).
 func TestPublishedTablesBySize(t *testing.T) {
-	tables := []struct {
-		name string
-		args []string
-		// within: the ranges whose every record is within 25 % now
-		within []string
-	}{
-		{"8 × RTX 5090, P2P at SYS", []string{"--traces", "../../testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt",
-			"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS"},
-			[]string{"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"}},
-		{"4 × RTX 5090, SHM", []string{"--traces", "../../testdata/nccltests/rtx5090x4_shm.txt", "--topology", "rtxpro6000x4-1numa"},
-			[]string{"≤ 2 KiB", "> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"}},
-		{"4 × RTX 4090, P2P at SYS", []string{"--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt",
-			"--topology", "../../testdata/topologies/pcie4_1socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS"},
-			[]string{"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"}},
-		{"6 × RTX 4090, P2P at SYS", []string{"--traces", "../../testdata/nccltests/rtx4090x6_p2p_32mib.txt",
-			"--topology", "../../testdata/topologies/pcie6_1socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS"},
-			[]string{"> 16 MiB"}},
+	// within: the ranges whose every record is within 25 % now, by table
+	within := map[string][]string{
+		"8 × RTX 5090, P2P at SYS": {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"4 × RTX 5090, SHM":        {"≤ 2 KiB", "> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"4 × RTX 4090, P2P at SYS": {"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"6 × RTX 4090, P2P at SYS": {"> 16 MiB"},
 	}
-	for _, tb := range tables {
-		out, _, err := runCLI(t, append([]string{"validate", "--format", "json"}, tb.args...)...)
+	require.Len(t, within, len(publishedTables))
+	for _, tb := range publishedTables {
+		require.Contains(t, within, tb.name)
+		topo := tb.topo
+		if filepath.Ext(topo) != "" {
+			topo = "../../" + topo
+		}
+		args := []string{"validate", "--format", "json", "--traces", "../../" + tb.traces[0], "--topology", topo}
+		if tb.opts != "" {
+			args = append(args, "--opts", tb.opts)
+		}
+		out, _, err := runCLI(t, args...)
 		require.NoError(t, err, tb.name)
 		var v struct {
 			BySize []validate.SizeSummary `json:"by_size"`
@@ -266,7 +265,7 @@ func TestPublishedTablesBySize(t *testing.T) {
 		for _, g := range v.BySize {
 			worst := max(math.Abs(g.MinErrorPct), math.Abs(g.MaxErrorPct))
 			t.Logf("%s, %s: %d records (%d host-paced), median %+.1f %%, from %+.1f to %+.1f %%", tb.name, g.Range, g.Count, g.HostPaced, g.MedianErrorPct, g.MinErrorPct, g.MaxErrorPct)
-			if slices.Contains(tb.within, g.Range) {
+			if slices.Contains(within[tb.name], g.Range) {
 				assert.LessOrEqual(t, worst, 25.0, "%s, %s", tb.name, g.Range)
 			}
 		}
