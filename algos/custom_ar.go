@@ -109,6 +109,7 @@ func (customAR) Plan(req Request) (*Schedule, error) {
 	sub := req
 	sub.Opts = map[string]string{}
 	var s *Schedule
+	runs := "nccl"
 	switch stage {
 	case "":
 		// The gate says no: the allreduce goes to NCCL, with NCCL's own
@@ -125,8 +126,10 @@ func (customAR) Plan(req Request) (*Schedule, error) {
 			}
 		}
 		if stage == "1stage" {
+			runs = "one_stage"
 			s, err = oneStage{}.Plan(sub)
 		} else {
+			runs = "two_stage"
 			s, err = twoStage{}.Plan(sub)
 		}
 		if err != nil {
@@ -134,6 +137,6 @@ func (customAR) Plan(req Request) (*Schedule, error) {
 		}
 		s.Notes = append([]string{fmt.Sprintf("custom_ar: %s (%s)", stage, why)}, s.Notes...)
 	}
-	s.Algo = "custom_ar"
+	s.Algo, s.Runs = "custom_ar", runs
 	return s, nil
 }

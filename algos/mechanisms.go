@@ -201,7 +201,11 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 		}
 	}
 	if route := routeOf(used); route != "" {
-		used[Whole(s.Algo, route)] = true
+		name := s.Algo
+		if s.Runs != "" {
+			name = s.Runs // the algorithm whose measurements it shares
+		}
+		used[Whole(name, route)] = true
 	}
 	return inOrder(used)
 }

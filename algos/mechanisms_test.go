@@ -57,6 +57,9 @@ func TestMechanismsOfSchedules(t *testing.T) {
 	// A barrier by compare-and-swap (PyTorch's symmetric memory).
 	assert.Contains(t, mechanismsFor(t, "h200x2", "two_stage", 43008, map[string]string{"barrier": "atomic"}), MechFlagAtomics)
 	assert.NotContains(t, mechanismsFor(t, "h200x2", "two_stage", 43008, nil), MechFlagAtomics)
+	// custom_ar falling back to NCCL shares NCCL's measurements whole.
+	assert.Contains(t, mechanismsFor(t, "rtxpro6000x8-2numa", "custom_ar", 43008, nil), Whole("nccl", RouteHost))
+	assert.Contains(t, mechanismsFor(t, "h200x2", "custom_ar", 43008, nil), Whole("one_stage", RouteNVLink))
 	// With P2P allowed across the sockets it is GPU to GPU.
 	m = mechanismsFor(t, "rtxpro6000x8-2numa", "nccl", 4<<20, map[string]string{"p2p_level": "sys"})
 	assert.Contains(t, m, MechPeerPCIe)

@@ -227,7 +227,11 @@ func (o Op) String() string {
 
 // Schedule is the whole plan: one program per rank.
 type Schedule struct {
-	Algo  string
+	Algo string
+	// Runs names the built-in algorithm whose schedule this is, where Algo
+	// names another that chose it (custom_ar running one_stage, two_stage
+	// or, falling back, nccl); "": Algo's own.
+	Runs  string
 	Ranks int
 	Bytes int64
 	Elem  int64 // element size in bytes
