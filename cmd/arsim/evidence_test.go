@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/validate"
 )
 
@@ -106,4 +108,31 @@ func TestEvidenceOfALayoutNoCaptureRan(t *testing.T) {
 	assert.Equal(t, "no measurement arsim has is of this layout; in every layout, "+fam.String(), evidenceLine(ev, algos.HostFlagsIn("packed_96")))
 	assert.Equal(t, "no measurement arsim has times it", evidenceLine(ev, algos.MechPeerPCIe))
 	assert.Equal(t, fam.String(), evidenceLine(ev, algos.MechHostFlags))
+}
+
+// Every mechanism a built-in schedule rests on, on any preset, has
+// measurements in evidence.json, but for an algorithm never measured whole
+// on its route: a mechanism the validation cannot attribute records to
+// would print "no measurement" under every table that uses it.
+func TestEveryMechanismOfTheSchedulesHasEvidence(t *testing.T) {
+	ev, err := committedEvidence()
+	require.NoError(t, err)
+	for _, name := range topology.Presets() {
+		top, err := topology.Load(name)
+		require.NoError(t, err)
+		for _, a := range algos.Names() {
+			for _, b := range []int64{1 << 10, 43008, 4 << 20} {
+				s, err := algos.Plan(a, algos.Request{Top: top, Ranks: top.NumGPUs(), Bytes: b, DType: algos.BF16, Launch: hw.Graph})
+				if err != nil {
+					continue // the algorithm does not run there
+				}
+				for _, m := range algos.MechanismsOf(s, top) {
+					if m.Family() == algos.MechWhole {
+						continue
+					}
+					assert.Positive(t, ev[m].Records, "%s on %s at %d B: %s", a, name, b, m)
+				}
+			}
+		}
+	}
 }
