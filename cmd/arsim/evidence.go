@@ -132,15 +132,29 @@ func writeEvidence(out io.Writer, names []string, uses map[string][]algos.Mechan
 	fmt.Fprintf(out, "What %s on, and arsim's |error| on measurements of it that no parameter was fitted on (arsim validate):\n", what)
 	for _, m := range order {
 		fmt.Fprintf(out, "  %s: %s\n", m, evidenceLine(ev, m))
-		switch {
-		case len(names) == 1:
-		case len(by[m]) == len(names):
-			fmt.Fprintln(out, "      every row")
-		default:
-			fmt.Fprintf(out, "      %s\n", strings.Join(by[m], ", "))
+		if len(names) > 1 {
+			fmt.Fprintf(out, "      %s\n", whichRows(names, by[m]))
 		}
 	}
 	return nil
+}
+
+// whichRows names the rows (of names) that use a mechanism: all of them,
+// all but a few, or the list.
+func whichRows(names, using []string) string {
+	var others []string
+	for _, n := range names {
+		if !slices.Contains(using, n) {
+			others = append(others, n)
+		}
+	}
+	switch {
+	case len(others) == 0:
+		return "every row"
+	case len(others) <= 4 && len(others) < len(using):
+		return "every row but " + strings.Join(others, ", ")
+	}
+	return strings.Join(using, ", ")
 }
 
 // evidenceJSON is the evidence of the mechanisms uses name, for JSON

@@ -136,3 +136,11 @@ func TestEveryMechanismOfTheSchedulesHasEvidence(t *testing.T) {
 		}
 	}
 }
+
+func TestWhichRows(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	assert.Equal(t, "every row", whichRows(names, names))
+	assert.Equal(t, "every row but c, f", whichRows(names, []string{"a", "b", "d", "e"}))
+	assert.Equal(t, "a, b", whichRows(names, []string{"a", "b"}))
+	assert.Equal(t, "a, b, c", whichRows(names, []string{"a", "b", "c"}), "half the rows: named")
+}
