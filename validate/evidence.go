@@ -40,6 +40,24 @@ type EvidenceRow struct {
 	Beyond int `json:"beyond_20pct"`
 	// Systems are the capture systems (trace.Record System) of the records.
 	Systems []string `json:"systems,omitempty"`
+	// UsedBySchedules: some built-in schedule, on some preset and in some
+	// configuration, rests on the mechanism (set where that is known: the
+	// command line's committed evidence).
+	UsedBySchedules bool `json:"used_by_schedules,omitempty"`
+}
+
+// PredictedOn is the error of the predicted side of the fits
+// (HeldOut.Predicted's records) that time a mechanism use accepts, and
+// how many of them lie beyond BeyondPct.
+func (v *Validation) PredictedOn(use func(algos.Mechanism) bool) (ErrorStats, int) {
+	var abs []float64
+	for _, c := range v.Records {
+		if c.Dimensions == nil || c.HostPaced || c.FittedFor != "" || !slices.ContainsFunc(c.mech, use) {
+			continue
+		}
+		abs = append(abs, math.Abs(c.ErrorPct))
+	}
+	return statsOf(abs), beyond(abs, BeyondPct)
 }
 
 // String says the row in one line: "2,484 records in 31 files (h200x1-vm):

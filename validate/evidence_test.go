@@ -103,3 +103,15 @@ func TestCitedCaptures(t *testing.T) {
 		Source: "fitted by arsim calibrate on 34 records of /home/me/box/all_reduce_perf.txt (held-out median |err| 3.2%)"})
 	assert.True(t, cited("/home/me/box/all_reduce_perf.txt", map[string]*topology.Params{"m": ps}), "calibrated on it")
 }
+
+func TestPredictedOn(t *testing.T) {
+	v := &Validation{Records: []Compared{
+		{ErrorPct: 10, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
+		{ErrorPct: -30, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.HostFlagsIn("packed_128")}},
+		{ErrorPct: 50, mech: []algos.Mechanism{algos.HostFlagsIn("packed_128")}}, // not on the predicted side of a fit
+		{ErrorPct: 70, Dimensions: []string{"x"}, HostPaced: true, mech: []algos.Mechanism{algos.HostFlagsIn("packed_128")}},
+	}}
+	st, n := v.PredictedOn(func(m algos.Mechanism) bool { return m == algos.HostFlagsIn("packed_128") })
+	assert.Equal(t, ErrorStats{Count: 1, MedianAbsPct: 30, P95AbsPct: 30}, st)
+	assert.Equal(t, 1, n)
+}

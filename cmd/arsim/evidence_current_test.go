@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/validate"
 )
 
@@ -46,6 +49,43 @@ func evidenceNow(t *testing.T) []validate.EvidenceRow {
 	return validate.EvidenceOf(validate.Merge(vs...))
 }
 
+// scheduleMechanisms are the mechanisms some built-in schedule rests on:
+// every algorithm on every preset at three sizes, with its defaults and
+// with each option that changes where its flags or data go (P2P level,
+// flag layout and spacing, atomic barriers, NCCL's protocols).
+func scheduleMechanisms(t *testing.T) map[algos.Mechanism]bool {
+	t.Helper()
+	options := []map[string]string{nil, {"p2p_level": "loc"}, {"p2p_level": "sys"}, {"flag_layout": "vllm"},
+		{"flag_apart": "256"}, {"flag_apart": "512"}, {"flag_apart": "1024"}, {"flag_apart": "4096"},
+		{"barrier": "atomic"}, {"proto": "ll"}, {"proto": "ll128"}, {"proto": "simple"}}
+	used := map[algos.Mechanism]bool{}
+	for _, name := range topology.Presets() {
+		top, err := topology.Load(name)
+		require.NoError(t, err)
+		for _, a := range algos.Names() {
+			seen := map[string]bool{}
+			for _, o := range options {
+				o = algos.OptionsFor(a, o)
+				key := fmt.Sprint(o)
+				if seen[key] {
+					continue // the algorithm takes none of these options
+				}
+				seen[key] = true
+				for _, b := range []int64{1 << 10, 43008, 4 << 20} {
+					s, err := algos.Plan(a, algos.Request{Top: top, Ranks: top.NumGPUs(), Bytes: b, DType: algos.BF16, Launch: hw.Graph, Opts: o})
+					if err != nil {
+						continue
+					}
+					for _, m := range algos.MechanismsOf(s, top) {
+						used[m] = true
+					}
+				}
+			}
+		}
+	}
+	return used
+}
+
 // evidence.json is what the captures and published tables say today: a
 // change to the model or the data that moves a figure shows here as a
 // diff (go test ./cmd/arsim -run TestEvidenceIsCurrent -update-evidence
@@ -55,6 +95,10 @@ func TestEvidenceIsCurrent(t *testing.T) {
 		t.Skip("validates every committed capture")
 	}
 	rows := evidenceNow(t)
+	used := scheduleMechanisms(t)
+	for i := range rows {
+		rows[i].UsedBySchedules = used[rows[i].Mechanism]
+	}
 	got, err := json.MarshalIndent(rows, "", "  ")
 	require.NoError(t, err)
 	got = append(got, '\n')

@@ -91,6 +91,22 @@ func TestValidateByMechanism(t *testing.T) {
 	out, _, err := runCLI(t, "validate", "--traces", "../../testdata/h200x2-arsim/measurements.jsonl")
 	require.NoError(t, err)
 	assert.Regexp(t, `\n  GPU to GPU over NVLink: [0-9,]+ records in 1 file \(h200x2-vm\): median [0-9.]+ %, p95 [0-9.]+ %`, out)
+	assert.Regexp(t, `\n    of which on what built-in schedules rest on .*\n +[0-9]+: median \|error\| [0-9.]+%, p95 [0-9.]+%, [0-9]+ beyond 20%\n`, out)
+	js, _, err := runCLI(t, "validate", "--traces", "../../testdata/h200x2-arsim/measurements.jsonl", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		HeldOut struct {
+			Predicted validate.ErrorStats `json:"predicted"`
+		} `json:"held_out"`
+		Schedules struct {
+			Count int `json:"count"`
+		} `json:"predicted_on_what_schedules_rest_on"`
+		ByMechanism []validate.EvidenceRow `json:"by_mechanism"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &doc))
+	assert.Positive(t, doc.Schedules.Count)
+	assert.LessOrEqual(t, doc.Schedules.Count, doc.HeldOut.Predicted.Count)
+	assert.NotEmpty(t, doc.ByMechanism)
 
 	// A user's nccl-tests table: nothing was fitted on it, every record is
 	// a prediction.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/trace"
 	"github.com/arsim/arsim/validate"
 	"github.com/arsim/arsim/viz"
@@ -147,17 +148,23 @@ func writeValidateJSON(out io.Writer, files []traceFile, v *validate.Validation)
 	for _, f := range files {
 		paths = append(paths, f.path)
 	}
+	sched, err := scheduleSide(v)
+	if err != nil {
+		return err
+	}
 	doc := struct {
-		Files    []string                `json:"files"`
-		Records  []validate.Compared     `json:"records"`
-		Skipped  []validate.Skipped      `json:"skipped"`
-		BadLines []badLineJSON           `json:"bad_lines"`
-		Summary  validate.Summary        `json:"summary"`
-		Groups   []validate.GroupSummary `json:"groups"`
-		HeldOut  *validate.HeldOut       `json:"held_out,omitempty"`
-		Winners  *validate.WinnerBins    `json:"winners,omitempty"`
-		BySize   []validate.SizeSummary  `json:"by_size,omitempty"`
-	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups, v.HeldOut, v.Winners, v.BySize}
+		Files       []string                `json:"files"`
+		Records     []validate.Compared     `json:"records"`
+		Skipped     []validate.Skipped      `json:"skipped"`
+		BadLines    []badLineJSON           `json:"bad_lines"`
+		Summary     validate.Summary        `json:"summary"`
+		Groups      []validate.GroupSummary `json:"groups"`
+		HeldOut     *validate.HeldOut       `json:"held_out,omitempty"`
+		Schedules   *scheduleSideJSON       `json:"predicted_on_what_schedules_rest_on,omitempty"`
+		Winners     *validate.WinnerBins    `json:"winners,omitempty"`
+		BySize      []validate.SizeSummary  `json:"by_size,omitempty"`
+		ByMechanism []validate.EvidenceRow  `json:"by_mechanism,omitempty"`
+	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups, v.HeldOut, sched, v.Winners, v.BySize, v.Mechanisms}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
@@ -205,7 +212,11 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 		}
 	}
 	writeValidateSummary(&b, v.Summary, len(badLines(files)))
-	writeHeldOut(&b, v.HeldOut)
+	sched, err := scheduleSide(v)
+	if err != nil {
+		return err
+	}
+	writeHeldOut(&b, v.HeldOut, sched)
 	writeMechanisms(&b, v.Mechanisms)
 	writeWinners(&b, v.Winners)
 	if len(v.Skipped) > 0 {
@@ -220,13 +231,13 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 		fmt.Fprintf(&b, "\nBad lines skipped (%d)\n", len(items))
 		writeByReason(&b, items, multi)
 	}
-	_, err := out.Write(b.Bytes())
+	_, err = out.Write(b.Bytes())
 	return err
 }
 
 // writeHeldOut writes the error on the fitted and predicted sides of the
 // fits, and of the predicted records by dimension.
-func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
+func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut, sched *scheduleSideJSON) {
 	if h == nil {
 		return
 	}
@@ -234,6 +245,10 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
 	fmt.Fprintf(b, "  fitted side      %d: median |error| %.1f%%, p95 %.1f%%\n", h.Fitted.Count, h.Fitted.MedianAbsPct, h.Fitted.P95AbsPct)
 	fmt.Fprintf(b, "  predicted side   %d: median |error| %.1f%%, p95 %.1f%%, %d beyond %.0f%%\n", h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct,
 		h.PredictedBeyond, validate.BeyondPct)
+	if sched != nil {
+		fmt.Fprintf(b, "    of which on what built-in schedules rest on (records timing a mechanism some schedule uses)\n"+
+			"                   %d: median |error| %.1f%%, p95 %.1f%%, %d beyond %.0f%%\n", sched.Count, sched.MedianAbsPct, sched.P95AbsPct, sched.Beyond, validate.BeyondPct)
+	}
 	if h.Spread.P95AbsPct > 0 {
 		fmt.Fprintf(b, "  the runs' spread on that side: median %.1f%%, p95 %.1f%%, %d beyond %.0f%% (each configuration measured more than once\n"+
 			"                   predicted at its measured median, every other record exactly: what one value per configuration can reach)\n",
@@ -252,6 +267,27 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut) {
 		fmt.Fprintf(b, "  repeats: the row's records whose configuration was measured more than once here, how far they lie from\n"+
 			"  its median (about the best a model that cannot tell the runs apart does), and the model's error on them\n")
 	}
+}
+
+// scheduleSideJSON is the predicted side of the fits restricted to the
+// records that time a mechanism some built-in schedule rests on.
+type scheduleSideJSON struct {
+	validate.ErrorStats
+	Beyond int `json:"beyond_20pct"`
+}
+
+// scheduleSide is v's predicted side on what the built-in schedules rest
+// on (evidence.json's used_by_schedules); nil without a held-out report.
+func scheduleSide(v *validate.Validation) (*scheduleSideJSON, error) {
+	if v.HeldOut == nil {
+		return nil, nil
+	}
+	ev, err := committedEvidence()
+	if err != nil {
+		return nil, err
+	}
+	st, n := v.PredictedOn(func(m algos.Mechanism) bool { return ev[m].UsedBySchedules })
+	return &scheduleSideJSON{st, n}, nil
 }
 
 // writeMechanisms writes the predicted records' error by the mechanisms
