@@ -25,20 +25,20 @@ import (
 // captures and the published tables it reads, and prints them beside its
 // rows.
 
-// EvidenceRow is arsim's error on the predicted-side records that time
-// one mechanism.
+// EvidenceRow is arsim's error on the predicted records that time one
+// mechanism.
 type EvidenceRow struct {
 	Mechanism algos.Mechanism `json:"mechanism"`
-	// Records is how many records time it; 0: no capture of the project
-	// times it.
+	// Records is how many records time it; 0: none.
 	Records int `json:"records"`
-	// Files is how many capture files those records come from.
+	// Files is how many files those records come from.
 	Files             int     `json:"files"`
 	MedianAbsErrorPct float64 `json:"median_abs_error_pct"`
 	P95AbsErrorPct    float64 `json:"p95_abs_error_pct"`
 	// Beyond is how many of the records lie beyond BeyondPct.
 	Beyond int `json:"beyond_20pct"`
-	// Systems are the capture systems (trace.Record System) of the records.
+	// Systems are where the records were measured: their capture systems
+	// (trace.Record System), "published nccl-tests" for a table's rows.
 	Systems []string `json:"systems,omitempty"`
 	// UsedBySchedules: some built-in schedule, on some preset and in some
 	// configuration, rests on the mechanism (set where that is known: the

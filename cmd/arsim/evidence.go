@@ -15,14 +15,16 @@ import (
 )
 
 // What a table of predictions rests on: each schedule's mechanisms
-// (algos.MechanismsOf) and how well arsim predicts each where the
-// project's captures time it (validate.Evidence), so that a row resting
-// on physics the model gets wrong says so beside the row, not only in
-// validate's report.
+// (algos.MechanismsOf) and how well arsim predicts each on measurements
+// of it that no parameter was fitted on (validate.EvidenceOf over the
+// project's captures and the published tables: evidence.json), so that a
+// row resting on physics the model gets wrong says so beside the row, not
+// only in validate's report.
 
 // evidenceFile is arsim's error by mechanism (validate.EvidenceOf) over
-// the captures and published tables evidenceSources names, computed from
-// them by a test that fails when it is stale.
+// the captures and published tables evidenceSources names
+// (evidence_current_test.go), computed from them by a test that fails
+// when it is stale.
 //
 //go:embed evidence.json
 var evidenceFile []byte
@@ -39,32 +41,6 @@ var committedEvidence = sync.OnceValues(func() (map[algos.Mechanism]validate.Evi
 	}
 	return ev, nil
 })
-
-// measuredSet is traces validated together: on the machines their records
-// name (topology "") or on one machine with NCCL's settings, as
-// arsim validate --traces … [--topology T --opts O] runs them.
-type measuredSet struct {
-	name   string
-	traces []string // paths relative to the repository root; globs
-	topo   string   // a preset or a topology file relative to the root
-	opts   string
-}
-
-// publishedTables are the published nccl-tests tables of PCIe-only
-// machines in testdata/nccltests, each on the machine it ran on.
-var publishedTables = []measuredSet{
-	{"8 × RTX 5090, P2P at SYS", []string{"testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt"}, "testdata/topologies/pcie8_2socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
-	{"4 × RTX 5090, SHM", []string{"testdata/nccltests/rtx5090x4_shm.txt"}, "rtxpro6000x4-1numa", ""},
-	{"4 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x4_p2p.txt"}, "testdata/topologies/pcie4_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
-	{"6 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x6_p2p_32mib.txt"}, "testdata/topologies/pcie6_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
-}
-
-// evidenceSources are what evidence.json is computed from: every capture
-// of the project (one H200, two H200s, the held-out two-H200 set) and the
-// published tables.
-var evidenceSources = append([]measuredSet{
-	{"the project's captures", []string{"testdata/h200x1-arsim/*.jsonl", "testdata/h200x2-arsim/*.jsonl", "testdata/h200x2/*.jsonl"}, "", ""},
-}, publishedTables...)
 
 // usesByMechanism gathers, for each mechanism in algos.Mechanisms' order,
 // the algorithms (in names' order) whose schedules use it.
@@ -84,7 +60,7 @@ func usesByMechanism(names []string, uses map[string][]algos.Mechanism) ([]algos
 	return algos.UnionMechanisms(all...), by
 }
 
-// shown drops from order the whole-allreduce variants no capture measured:
+// shown drops from order the whole-allreduce variants nothing measured:
 // a row says what it rests on; that its algorithm was never measured as a
 // whole on this route is the rule, not news.
 func shown(order []algos.Mechanism, ev map[algos.Mechanism]validate.EvidenceRow) []algos.Mechanism {
@@ -182,6 +158,7 @@ func verifyUses(res []scenarios.VerifyResult) map[string][]algos.Mechanism {
 	return uses
 }
 
+// evidenceRows is writeEvidence's content for JSON outputs.
 func evidenceRows(names []string, uses map[string][]algos.Mechanism) ([]evidenceJSON, error) {
 	order, by := usesByMechanism(names, uses)
 	if len(order) == 0 {

@@ -18,6 +18,32 @@ import (
 	"github.com/arsim/arsim/validate"
 )
 
+// measuredSet is traces validated together: on the machines their records
+// name (topology "") or on one machine with NCCL's settings, as
+// arsim validate --traces … [--topology T --opts O] runs them.
+type measuredSet struct {
+	name   string
+	traces []string // paths relative to the repository root; globs
+	topo   string   // a preset or a topology file relative to the root
+	opts   string
+}
+
+// publishedTables are the published nccl-tests tables of PCIe-only
+// machines in testdata/nccltests, each on the machine it ran on.
+var publishedTables = []measuredSet{
+	{"8 × RTX 5090, P2P at SYS", []string{"testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt"}, "testdata/topologies/pcie8_2socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
+	{"4 × RTX 5090, SHM", []string{"testdata/nccltests/rtx5090x4_shm.txt"}, "rtxpro6000x4-1numa", ""},
+	{"4 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x4_p2p.txt"}, "testdata/topologies/pcie4_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
+	{"6 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x6_p2p_32mib.txt"}, "testdata/topologies/pcie6_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
+}
+
+// evidenceSources are what evidence.json is computed from: every capture
+// of the project (one H200, two H200s, the held-out two-H200 set) and the
+// published tables.
+var evidenceSources = append([]measuredSet{
+	{"the project's captures", []string{"testdata/h200x1-arsim/*.jsonl", "testdata/h200x2-arsim/*.jsonl", "testdata/h200x2/*.jsonl"}, "", ""},
+}, publishedTables...)
+
 var updateEvidence = flag.Bool("update-evidence", false, "rewrite evidence.json from the captures and tables it is computed from")
 
 // evidenceNow validates every set of evidenceSources as arsim validate
