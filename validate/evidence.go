@@ -177,7 +177,19 @@ func loopMechanisms(r trace.Record, peer algos.Mechanism) []algos.Mechanism {
 		}
 		return []algos.Mechanism{algos.MechHostFlags}
 	case r.Loop == "host_shot":
-		return []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads, algos.MechHostStores}
+		// The capture's two-rank one-shot through host memory: its
+		// phases stage (stores), barrier (flags in vLLM's layout) and pull
+		// (loads), the ones the record times.
+		if r.Phases&2 != 0 {
+			m = append(m, algos.MechHostFlags, algos.HostFlagsIn("vllm"))
+		}
+		if r.Phases&4 != 0 {
+			m = append(m, algos.MechHostLoads)
+		}
+		if r.Phases&1 != 0 {
+			m = append(m, algos.MechHostStores)
+		}
+		return m
 	case strings.HasPrefix(r.Loop, "ll"):
 		switch r.Recv {
 		case "host":
