@@ -188,18 +188,20 @@ func writeDesignJSON(out io.Writer, topo string, n int, b int64, res *design.Res
 		Builtins      []builtin      `json:"builtins"`
 		Evidence      []evidenceJSON `json:"evidence,omitempty"`
 	}{Topology: topo, Ranks: n, Bytes: b, Candidates: []cand{}, NotComposable: res.NotComposable}
-	names := make([]string, 0, len(res.Candidates))
-	uses := map[string][]algos.Mechanism{}
-	for _, c := range res.Candidates {
-		doc.Candidates = append(doc.Candidates, cand{c.Name, round(c.Us, 3), c.Checked, c.Params, c.As, c.Binds, c.Mechanisms})
-		names = append(names, c.Name)
-		uses[c.Name] = c.Mechanisms
-	}
-	ev, err := evidenceRows(names, uses)
+	ev, err := committedEvidence()
 	if err != nil {
 		return err
 	}
-	doc.Evidence = ev
+	names := make([]string, 0, len(res.Candidates))
+	uses := map[string][]algos.Mechanism{}
+	for _, c := range res.Candidates {
+		doc.Candidates = append(doc.Candidates, cand{c.Name, round(c.Us, 3), c.Checked, c.Params, c.As, c.Binds, shown(c.Mechanisms, ev)})
+		names = append(names, c.Name)
+		uses[c.Name] = c.Mechanisms
+	}
+	if doc.Evidence, err = evidenceRows(names, uses); err != nil {
+		return err
+	}
 	for _, f := range res.Failed {
 		doc.Failed = append(doc.Failed, failed{f.Name, f.Params, f.Err.Error()})
 	}

@@ -79,6 +79,22 @@ func TestJSONSaysWhatRowsRestOn(t *testing.T) {
 	assert.Equal(t, []string{"host_one_shot"}, got[string(algos.HostFlagsIn("packed_128"))])
 	assert.Equal(t, []string{"ring"}, got[string(algos.MechPeerPCIe)])
 
+	out, _, err = runCLI(t, "design", "--format", "json", "--budget", "20")
+	require.NoError(t, err)
+	var des struct {
+		Candidates []struct {
+			RestsOn []algos.Mechanism `json:"rests_on"`
+		} `json:"candidates"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &des))
+	require.NotEmpty(t, des.Candidates)
+	for _, c := range des.Candidates {
+		assert.NotEmpty(t, c.RestsOn)
+		for _, m := range c.RestsOn {
+			assert.NotEqual(t, algos.MechWhole, m.Family(), "a design was never measured whole: %s", m)
+		}
+	}
+
 	out, _, err = runCLI(t, "verify", "--algos", "ring,host_one_shot", "--format", "json")
 	require.NoError(t, err)
 	doc.Evidence = nil
