@@ -161,11 +161,11 @@ func Pass(top *topology.Topology, ranks int, algo string, tokens int, compute si
 }
 
 // passOut is what pass finds: the pass's time, the mean allreduce's, the
-// plan's notes and the mechanisms its schedule rests on.
+// plan's notes and the schedule timed.
 type passOut struct {
 	ms, usPerAR float64
 	notes       []string
-	mech        []algos.Mechanism
+	sched       *algos.Schedule
 }
 
 // pass is Pass with the host's issue interval per allreduce in eager mode
@@ -180,7 +180,7 @@ func pass(top *topology.Topology, ranks int, algo string, tokens int, compute si
 			return passOut{}, err
 		}
 	}
-	out := passOut{notes: s.Notes, mech: algos.MechanismsOf(s, top)}
+	out := passOut{notes: s.Notes, sched: s}
 	m, err := hw.New(top)
 	if err != nil {
 		return out, err
@@ -234,7 +234,10 @@ func (c VerifyConfig) one(name string) VerifyResult {
 	issue := EagerIssue(c.Top, c.LayerKernels)
 	p, err := pass(c.Top, c.Ranks, name, c.Tokens, c.Compute, c.Launch, c.Opts, issue, c.Planned)
 	passMs, us := p.ms, p.usPerAR
-	r.Notes, r.Mechanisms = p.notes, p.mech
+	r.Notes = p.notes
+	if p.sched != nil {
+		r.Mechanisms = algos.MechanismsOf(p.sched, c.Top)
+	}
 	if err != nil {
 		r.Err = err
 		return r
