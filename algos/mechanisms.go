@@ -210,6 +210,20 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 	return inOrder(used)
 }
 
+// RanMechanisms is MechanismsOf(s, top) as a run of s timed it (res, from
+// Run): MechLoadsBesideStores only where some SM load of host memory took
+// its rate beside the GPU's streaming stores (Result.LoadedBesideStreams).
+// A program that leaves a rank's host loads and streaming stores
+// unordered may still never run them at once, and then its timing does
+// not rest on that model. The other mechanisms are the ops' own.
+func RanMechanisms(s *Schedule, top *topology.Topology, res *Result) []Mechanism {
+	ms := MechanismsOf(s, top)
+	if res == nil || res.LoadedBesideStreams {
+		return ms
+	}
+	return slices.DeleteFunc(ms, func(m Mechanism) bool { return m == MechLoadsBesideStores })
+}
+
 // inOrder lists the mechanisms of used in Mechanisms' order, each family
 // followed by its variants by name.
 func inOrder(used map[Mechanism]bool) []Mechanism {

@@ -84,3 +84,39 @@ func TestUnorderedLoadsAndStores(t *testing.T) {
 	assert.Equal(t, []Mechanism{MechHostFlags, HostFlagsIn("packed"), HostFlagsIn("vllm"), MechPeerPCIe},
 		UnionMechanisms([]Mechanism{MechPeerPCIe, HostFlagsIn("vllm")}, nil, []Mechanism{MechHostFlags, HostFlagsIn("packed"), MechPeerPCIe}))
 }
+
+// Whether a schedule's host loads ran beside its streaming stores is the
+// run's to say: NCCL over SHM leaves them unordered at every size, but its
+// loads run while its stores stream only once its steps are large (from
+// 24 MiB on the default machine). Where they do not, the model of loads
+// beside stores has nothing to act on: its parameters change nothing.
+func TestRanMechanismsFollowTheRun(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	timed := func(bytes int64, model bool) (float64, []Mechanism) {
+		s, err := Plan("nccl", Request{Top: top, Ranks: top.NumGPUs(), Bytes: bytes, DType: BF16, Launch: hw.Graph})
+		require.NoError(t, err)
+		require.Contains(t, MechanismsOf(s, top), MechLoadsBesideStores, "unordered in the program")
+		m, err := hw.New(top)
+		require.NoError(t, err)
+		if !model {
+			m.Phys.PostedWaitPerDoubling, m.Phys.HostLoadsBesideStores = 0, 0
+		}
+		res, err := Run(m, s, RunOptions{Iterations: 3, Launch: hw.Graph})
+		require.NoError(t, err)
+		return res.SteadyUs(), RanMechanisms(s, top, res)
+	}
+	for _, b := range []int64{43008, 4 << 20, 16 << 20} {
+		us, ms := timed(b, true)
+		without, _ := timed(b, false)
+		assert.NotContains(t, ms, MechLoadsBesideStores, "%d B", b)
+		assert.Contains(t, ms, MechHostLoads, "%d B", b)
+		assert.Equal(t, us, without, "%d B: the model of loads beside stores changes nothing", b)
+	}
+	_, ms := timed(32<<20, true)
+	assert.Contains(t, ms, MechLoadsBesideStores)
+	// A schedule with no host loads is as MechanismsOf says.
+	s, err := Plan("ring", Request{Top: top, Ranks: top.NumGPUs(), Bytes: 1 << 20, DType: BF16, Launch: hw.Graph})
+	require.NoError(t, err)
+	assert.Equal(t, MechanismsOf(s, top), RanMechanisms(s, top, nil))
+}

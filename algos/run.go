@@ -64,6 +64,10 @@ type Result struct {
 	// an allreduce of a repeating stream (RepeatingStream), events
 	// counted as if they ran.
 	SkippedOps int
+	// LoadedBesideStreams: some SM load of host memory ran beside the
+	// same GPU's streaming stores to it (hw.Machine.LoadedBesideStreams),
+	// so the timing rests on MechLoadsBesideStores (RanMechanisms).
+	LoadedBesideStreams bool
 }
 
 // MeanUs returns the mean time per allreduce in µs.
@@ -226,6 +230,7 @@ func run(m *hw.Machine, src source, opt RunOptions) (*Result, error) {
 		return nil, err
 	}
 	x.res.Events = x.eng.Processed()
+	x.res.LoadedBesideStreams = m.LoadedBesideStreams()
 	sortSpans(x.res.Spans)
 	return x.res, nil
 }

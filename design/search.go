@@ -54,7 +54,7 @@ type Candidate struct {
 	// Binds says what the schedule pays at least (algos.Binds).
 	Binds string
 	// Mechanisms are the parts of the machine's physics the schedule
-	// rests on (algos.MechanismsOf).
+	// rests on as it ran (algos.RanMechanisms).
 	Mechanisms []algos.Mechanism
 	// Stage 1 (structure) or 2 (launch configuration of a structure).
 	Stage int
@@ -337,8 +337,7 @@ func (c *Config) one(req algos.Request, p Params, stage int) Candidate {
 		return x
 	}
 	x.Checked = true
-	x.Mechanisms = algos.MechanismsOf(s, c.Top)
-	x.Us, x.Err = c.time(s)
+	x.Us, x.Mechanisms, x.Err = c.time(s)
 	x.Binds = algos.Binds(algos.Stats(s), algos.PayloadGBps(c.Top))
 	if lb, err := algos.LoopBinds(s, c.Top); err == nil && lb != "" {
 		x.Binds += "; " + lb
@@ -346,16 +345,19 @@ func (c *Config) one(req algos.Request, p Params, stage int) Candidate {
 	return x
 }
 
-func (c *Config) time(s *algos.Schedule) (float64, error) {
+// time runs s and returns its steady-state µs per allreduce and the
+// mechanisms it rests on as it ran (algos.RanMechanisms; the schedule's
+// own where the run failed).
+func (c *Config) time(s *algos.Schedule) (float64, []algos.Mechanism, error) {
 	m, err := hw.New(c.Top)
 	if err != nil {
-		return 0, err
+		return 0, algos.MechanismsOf(s, c.Top), err
 	}
 	r, err := algos.Run(m, s, algos.RunOptions{Iterations: c.Iterations, Launch: c.Launch})
 	if err != nil {
-		return 0, err
+		return 0, algos.MechanismsOf(s, c.Top), err
 	}
-	return r.SteadyUs(), nil
+	return r.SteadyUs(), algos.RanMechanisms(s, c.Top, r), nil
 }
 
 // timeBuiltin proves and times a registered algorithm at its default
@@ -372,7 +374,6 @@ func (c *Config) timeBuiltin(req algos.Request, name string) Candidate {
 		return x
 	}
 	x.Checked = true
-	x.Mechanisms = algos.MechanismsOf(s, c.Top)
-	x.Us, x.Err = c.time(s)
+	x.Us, x.Mechanisms, x.Err = c.time(s)
 	return x
 }

@@ -203,7 +203,9 @@ type readPace struct {
 
 // readSpec is a read's flow but for its label, bytes and callback, and
 // the wait before it starts: a function of its arguments and the machine
-// only (readFlow keeps them). label is for error messages.
+// only (readFlow keeps them); it notes a read beside streaming stores
+// (LoadedBesideStreams), which changes no result. label is for error
+// messages.
 func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec, sim.Duration, readPace, error) {
 	if err := k.check("read", label); err != nil {
 		return sim.FlowSpec{}, 0, readPace{}, err
@@ -237,6 +239,7 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
+		m.loadedBesideStreams = true
 		rtt += m.HostLoadWait(r)
 		if c := m.Phys.HostLoadsBesideStores; c > 0 {
 			inflight = min(inflight, float64(min(k.Blocks, m.Phys.SMs))*float64(c)*k.share())

@@ -150,6 +150,17 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 	return sim.Duration(math.Round(float64(m.Phys.PostedWaitPerDoubling) * math.Log2(n)))
 }
 
+// LoadedBesideStreams reports whether, since the machine was made, some
+// SM read of host memory ran while its GPU streamed stores to host memory
+// (StoringBlocks ≥ 1 as the read took its rate), whether or not the
+// model's wait and cap (pcie.posted_wait_per_doubling,
+// gpu.host_loads_beside_stores) then slowed it: the hardware's loads slow
+// beside a single storing block too, which the model leaves out. A
+// schedule whose program leaves its host loads and streaming stores
+// unordered may still never run them at once; then no read of its run
+// took its rate from this model.
+func (m *Machine) LoadedBesideStreams() bool { return m.loadedBesideStreams }
+
 // HostStreamsIdle reports whether no GPU streams stores to host memory
 // now (the steady-state detector's snapshot does not hold the count).
 func (m *Machine) HostStreamsIdle() bool {

@@ -176,6 +176,10 @@ type Machine struct {
 	// lazily.
 	hostReads    []*hostRead
 	hostReadFree []*hostRead
+	// loadedBesideStreams: some SM read of host memory took its rate
+	// beside streaming stores (readSpec with StoringBlocks ≥ 1), so the
+	// run's timing rests on hostqueue.go's model (LoadedBesideStreams).
+	loadedBesideStreams bool
 	// loopRates caches LoopRate (it depends on the machine, which does
 	// not change, the rank and the kernel only).
 	loopRates map[loopRateKey]sim.Rate

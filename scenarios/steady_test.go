@@ -39,9 +39,9 @@ func TestBackToBackNoSlowerThanAlone(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				alone, err := runPoint(top, s, hw.Graph, 1)
+				alone, _, err := runPoint(top, s, hw.Graph, 1)
 				require.NoError(t, err)
-				steady, err := runPoint(top, s, hw.Graph, 8)
+				steady, _, err := runPoint(top, s, hw.Graph, 8)
 				require.NoError(t, err)
 				points++
 				assert.LessOrEqual(t, steady, alone*1.05, "%s %s %d B: %.2f µs an allreduce back to back, %.2f alone", name, algo, b, steady, alone)

@@ -56,7 +56,7 @@ type SweepRow struct {
 	// the nccl algorithm; 0 otherwise.
 	ModelUs float64
 	// Mechanisms are the parts of the machine's physics the point's
-	// schedule rests on (algos.MechanismsOf).
+	// schedule rests on as it ran (algos.RanMechanisms).
 	Mechanisms []algos.Mechanism
 	Err        error // the algorithm cannot run this point (and why)
 }
@@ -67,21 +67,23 @@ func Point(top *topology.Topology, ranks int, algo string, bytes int64, dt algos
 	if err != nil {
 		return 0, err
 	}
-	return runPoint(top, s, launch, iters)
+	us, _, err := runPoint(top, s, launch, iters)
+	return us, err
 }
 
 // runPoint runs a planned schedule iters times back to back on a fresh
-// machine and returns the steady-state time per allreduce (µs).
-func runPoint(top *topology.Topology, s *algos.Schedule, launch hw.LaunchMode, iters int) (float64, error) {
+// machine and returns the steady-state time per allreduce (µs) and the
+// run's result.
+func runPoint(top *topology.Topology, s *algos.Schedule, launch hw.LaunchMode, iters int) (float64, *algos.Result, error) {
 	m, err := hw.New(top)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	res, err := algos.Run(m, s, algos.RunOptions{Iterations: iters, Launch: launch})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return res.SteadyUs(), nil
+	return res.SteadyUs(), res, nil
 }
 
 // Sweep runs every algorithm at every size, in parallel, and returns rows
@@ -159,8 +161,11 @@ func (c *SweepConfig) point(algo string, bytes int64) (float64, []algos.Mechanis
 			return 0, nil, err
 		}
 	}
-	us, err := runPoint(c.Top, s, c.Launch, c.Iterations)
-	return us, algos.MechanismsOf(s, c.Top), err
+	us, res, err := runPoint(c.Top, s, c.Launch, c.Iterations)
+	if err != nil {
+		return 0, algos.MechanismsOf(s, c.Top), err
+	}
+	return us, algos.RanMechanisms(s, c.Top, res), nil
 }
 
 // Winners returns, per size, the fastest algorithm (ties: first in Algos).

@@ -148,7 +148,7 @@ type VerifyResult struct {
 	SpecTokS float64
 	Notes    []string
 	// Mechanisms are the parts of the machine's physics the pass's
-	// allreduce schedule rests on (algos.MechanismsOf).
+	// allreduce schedule rests on as the pass ran it (algos.RanMechanisms).
 	Mechanisms []algos.Mechanism
 	Err        error // the algorithm could not run here (and why)
 }
@@ -166,6 +166,7 @@ type passOut struct {
 	ms, usPerAR float64
 	notes       []string
 	sched       *algos.Schedule
+	res         *algos.Result // the run, nil where it did not finish
 }
 
 // pass is Pass with the host's issue interval per allreduce in eager mode
@@ -191,6 +192,7 @@ func pass(top *topology.Topology, ranks int, algo string, tokens int, compute si
 	if err != nil {
 		return out, err
 	}
+	out.res = res
 	pass := sim.Duration(res.Time) + gap
 	commUs := (pass - gap*sim.Duration(n)).Micros()
 	out.ms, out.usPerAR = float64(pass)/float64(sim.Millisecond), commUs/float64(n)
@@ -236,7 +238,7 @@ func (c VerifyConfig) one(name string) VerifyResult {
 	passMs, us := p.ms, p.usPerAR
 	r.Notes = p.notes
 	if p.sched != nil {
-		r.Mechanisms = algos.MechanismsOf(p.sched, c.Top)
+		r.Mechanisms = algos.RanMechanisms(p.sched, c.Top, p.res)
 	}
 	if err != nil {
 		r.Err = err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,7 +77,7 @@ func evidenceNow(t *testing.T) []validate.EvidenceRow {
 }
 
 // scheduleMechanisms are the mechanisms some built-in schedule rests on:
-// every algorithm on every preset at three sizes, with its defaults and
+// every algorithm on every preset at four sizes, with its defaults and
 // with each option that changes where its flags or data go (P2P level,
 // flag layout and spacing, atomic barriers, NCCL's protocols).
 func scheduleMechanisms(t *testing.T) map[algos.Mechanism]bool {
@@ -97,12 +98,18 @@ func scheduleMechanisms(t *testing.T) map[algos.Mechanism]bool {
 					continue // the algorithm takes none of these options
 				}
 				seen[key] = true
-				for _, b := range []int64{1 << 10, 43008, 4 << 20} {
+				for _, b := range []int64{1 << 10, 43008, 4 << 20, 64 << 20} {
 					s, err := algos.Plan(a, algos.Request{Top: top, Ranks: top.NumGPUs(), Bytes: b, DType: algos.BF16, Launch: hw.Graph, Opts: o})
 					if err != nil {
 						continue
 					}
-					for _, m := range algos.MechanismsOf(s, top) {
+					ms := algos.MechanismsOf(s, top)
+					if slices.Contains(ms, algos.MechLoadsBesideStores) && !used[algos.MechLoadsBesideStores] {
+						// whether its loads run beside the streaming
+						// stores shows only as it runs
+						ms = ranMechanisms(t, top, s)
+					}
+					for _, m := range ms {
 						used[m] = true
 					}
 				}
@@ -110,6 +117,17 @@ func scheduleMechanisms(t *testing.T) map[algos.Mechanism]bool {
 		}
 	}
 	return used
+}
+
+// ranMechanisms runs s three times back to back, as sweep times it, and
+// returns what it rests on as it ran (algos.RanMechanisms).
+func ranMechanisms(t *testing.T, top *topology.Topology, s *algos.Schedule) []algos.Mechanism {
+	t.Helper()
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	res, err := algos.Run(m, s, algos.RunOptions{Iterations: 3, Launch: hw.Graph})
+	require.NoError(t, err, s.Algo)
+	return algos.RanMechanisms(s, top, res)
 }
 
 // evidence.json is what the captures and published tables say today: a
