@@ -52,7 +52,7 @@ type EvidenceRow struct {
 func (v *Validation) PredictedOn(use func(algos.Mechanism) bool) (ErrorStats, int) {
 	var abs []float64
 	for _, c := range v.Records {
-		if c.Dimensions == nil || c.HostPaced || c.FittedFor != "" || !slices.ContainsFunc(c.mech, use) {
+		if c.Dimensions == nil || c.HostPaced || c.FittedFor != "" || !slices.ContainsFunc(c.Mechanisms, use) {
 			continue
 		}
 		abs = append(abs, math.Abs(c.ErrorPct))
@@ -306,7 +306,7 @@ func evidenceOf(recs []Compared) []EvidenceRow {
 		if c.FittedFor != "" || c.HostPaced {
 			continue
 		}
-		for _, m := range c.mech {
+		for _, m := range c.Mechanisms {
 			a := by[m]
 			if a == nil {
 				a = &acc{files: map[string]bool{}, systems: map[string]bool{}}

@@ -74,10 +74,10 @@ func TestMechanismsOfRecords(t *testing.T) {
 // only predicted, device-paced records.
 func TestEvidenceOfCountsThePredictedSide(t *testing.T) {
 	v := &Validation{Records: []Compared{
-		{File: "a", source: "s", ErrorPct: 10, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
-		{File: "b", source: "s", ErrorPct: -30, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads}},
-		{File: "a", System: "s", ErrorPct: 90, FittedFor: "p", mech: []algos.Mechanism{algos.MechHostFlags}},
-		{File: "a", System: "s", ErrorPct: 90, HostPaced: true, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
+		{File: "a", source: "s", ErrorPct: 10, Dimensions: []string{"x"}, Mechanisms: []algos.Mechanism{algos.MechHostFlags}},
+		{File: "b", source: "s", ErrorPct: -30, Dimensions: []string{"x"}, Mechanisms: []algos.Mechanism{algos.MechHostFlags, algos.MechHostLoads}},
+		{File: "a", System: "s", ErrorPct: 90, FittedFor: "p", Mechanisms: []algos.Mechanism{algos.MechHostFlags}},
+		{File: "a", System: "s", ErrorPct: 90, HostPaced: true, Dimensions: []string{"x"}, Mechanisms: []algos.Mechanism{algos.MechHostFlags}},
 	}}
 	rows := EvidenceOf(v)
 	require.Len(t, rows, len(algos.Mechanisms), "no layout's variant without its records")
@@ -108,10 +108,10 @@ func TestCitedCaptures(t *testing.T) {
 
 func TestPredictedOn(t *testing.T) {
 	v := &Validation{Records: []Compared{
-		{ErrorPct: 10, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.MechHostFlags}},
-		{ErrorPct: -30, Dimensions: []string{"x"}, mech: []algos.Mechanism{algos.HostFlagsIn("packed_128")}},
-		{ErrorPct: 50, mech: []algos.Mechanism{algos.HostFlagsIn("packed_128")}}, // not on the predicted side of a fit
-		{ErrorPct: 70, Dimensions: []string{"x"}, HostPaced: true, mech: []algos.Mechanism{algos.HostFlagsIn("packed_128")}},
+		{ErrorPct: 10, Dimensions: []string{"x"}, Mechanisms: []algos.Mechanism{algos.MechHostFlags}},
+		{ErrorPct: -30, Dimensions: []string{"x"}, Mechanisms: []algos.Mechanism{algos.HostFlagsIn("packed_128")}},
+		{ErrorPct: 50, Mechanisms: []algos.Mechanism{algos.HostFlagsIn("packed_128")}}, // not on the predicted side of a fit
+		{ErrorPct: 70, Dimensions: []string{"x"}, HostPaced: true, Mechanisms: []algos.Mechanism{algos.HostFlagsIn("packed_128")}},
 	}}
 	st, n := v.PredictedOn(func(m algos.Mechanism) bool { return m == algos.HostFlagsIn("packed_128") })
 	assert.Equal(t, ErrorStats{Count: 1, MedianAbsPct: 30, P95AbsPct: 30}, st)

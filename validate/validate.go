@@ -78,6 +78,12 @@ type Compared struct {
 	// on, what it is predicted along (see Fits).
 	FittedFor  string   `json:"fitted_for,omitempty"`
 	Dimensions []string `json:"dimensions,omitempty"`
+	// Mechanisms are what a predicted record times (mechanismsOf; an
+	// allreduce's, those of the schedule simulating it), the rows of
+	// EvidenceOf it counts in: set on the predicted side of the fits and
+	// on every record of a file no fit or parameter source names (cited);
+	// none for copy engines, launches and host costs.
+	Mechanisms []algos.Mechanism `json:"mechanisms,omitempty"`
 	// bin and impl place an allreduce record for WinnerBins: the same
 	// system, launch, world size, dtype and size; the implementation.
 	bin, impl string
@@ -86,10 +92,6 @@ type Compared struct {
 	// BySize (0: not an allreduce).
 	config string
 	bytes  int64
-	// mech: the mechanisms a predicted record times (mechanismsOf,
-	// wholeOf), for EvidenceOf: one of the predicted side of the fits, or
-	// of a file no one cites (cited).
-	mech []algos.Mechanism
 	// source names where a predicted record was measured, for EvidenceOf:
 	// its system, or "published nccl-tests" for a table's row.
 	source string
@@ -289,9 +291,9 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			}
 			top, _ := cache.get(t.preset) // built for the simulation just run
 			if t.mechs != nil && top != nil {
-				c.mech = t.mechs(top)
+				c.Mechanisms = t.mechs(top)
 			} else {
-				c.mech = mechanismsOf(t.rec, peerOf(top))
+				c.Mechanisms = mechanismsOf(t.rec, peerOf(top))
 			}
 			c.source = t.rec.System
 			if t.rec.API == APINCCLTests {

@@ -118,11 +118,26 @@ func TestValidateByMechanism(t *testing.T) {
 			Count int `json:"count"`
 		} `json:"predicted_on_what_schedules_rest_on"`
 		ByMechanism []validate.EvidenceRow `json:"by_mechanism"`
+		Records     []validate.Compared    `json:"records"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(js), &doc))
 	assert.Positive(t, doc.Schedules.Count)
 	assert.LessOrEqual(t, doc.Schedules.Count, doc.HeldOut.Predicted.Count)
 	assert.NotEmpty(t, doc.ByMechanism)
+	// Each record says which of those rows it counts in: the rows' counts
+	// are the records' (device-paced, not fitted on).
+	counts := map[algos.Mechanism]int{}
+	for _, c := range doc.Records {
+		if c.FittedFor != "" || c.HostPaced {
+			continue
+		}
+		for _, m := range c.Mechanisms {
+			counts[m]++
+		}
+	}
+	for _, row := range doc.ByMechanism {
+		assert.Equal(t, row.Records, counts[row.Mechanism], row.Mechanism)
+	}
 
 	// A user's nccl-tests table: nothing was fitted on it, every record is
 	// a prediction.
