@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/msccl"
+	"github.com/arsim/arsim/scenarios"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -258,6 +260,7 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	gpu := fs.String("gpu", "", gpuUsage)
 	params := fs.String("params", "", paramsUsage)
 	opts := fs.String("opts", "", "algorithm options key=value,… (short or NCCL spelling)")
+	sens := fs.Bool("sensitivity", false, "also time it with each machine parameter moved by 10 % alone and list the parameters its time rests on, the most first")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := parse(fs, args); err != nil {
 			return err
@@ -272,10 +275,15 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	t, err := loadMachine(machineSpec{topo: *topo, gpu: *gpu, params: *params}, errOut)
+	mach, err := resolveMachine(machineSpec{topo: *topo, gpu: *gpu, params: *params})
 	if err != nil {
 		return err
 	}
+	t, err := mach.build()
+	if err != nil {
+		return err
+	}
+	printAssumptions(errOut, mach)
 	o, err := parseOpts(*opts)
 	if err != nil {
 		return err
@@ -327,7 +335,75 @@ func cmdExplain(ctx context.Context, args []string, out, errOut io.Writer) error
 			mechs = algos.RanMechanisms(s, t, res)
 		}
 	}
+	if *sens {
+		base, ss, err := scenarios.Sensitivities(ctx, scenarios.SensitivityConfig{Preset: mach.preset, Params: mach.params,
+			Algo: name, Ranks: *ranks, Bytes: b, Launch: hw.Graph, Opts: o})
+		if err != nil {
+			return fmt.Errorf("explain: %w", err)
+		}
+		writeSensitivities(out, t.Name, base, ss)
+	}
 	return writeEvidence(out, []string{name}, map[string][]algos.Mechanism{name: mechs})
+}
+
+// minElasticity is the least |elasticity| writeSensitivities lists.
+const minElasticity = 0.01
+
+// writeSensitivities lists the parameters an allreduce's time rests on,
+// the most first, with their values and sources.
+func writeSensitivities(out io.Writer, machine string, base float64, ss []scenarios.Sensitivity) {
+	fmt.Fprintf(out, "\nIts time: %.2f µs per allreduce in steady state (three back to back, as sweep times them).\n", base)
+	fmt.Fprintln(out, "What that time rests on, parameter by parameter (each moved alone by +10 %, or −10 % where +10 % leaves its")
+	fmt.Fprintln(out, "range, the schedule planned again; elasticity: the time's relative change over the parameter's, 1 in proportion):")
+	var shown []scenarios.Sensitivity
+	var small, skipped, failed int
+	for _, x := range ss {
+		switch {
+		case x.Err != nil:
+			failed++
+		case x.Skipped != "":
+			skipped++
+		case math.Abs(x.Elasticity) < minElasticity:
+			small++
+		default:
+			shown = append(shown, x)
+		}
+	}
+	nameW, valW := len("parameter"), len("value")
+	for _, x := range shown {
+		nameW = max(nameW, len(x.Param.Name))
+		valW = max(valW, len(strconv.FormatFloat(x.Param.Value, 'g', -1, 64)))
+	}
+	fmt.Fprintf(out, "  elasticity  %-*s  %*s  %-5s  plan   source\n", nameW, "parameter", valW, "value", "unit")
+	changed := 0
+	for _, x := range shown {
+		plan := "same"
+		if x.PlanChanged {
+			plan = "other"
+			changed++
+		}
+		fmt.Fprintf(out, "  %+10.3f  %-*s  %*s  %-5s  %-5s  %s\n", x.Elasticity, nameW, x.Param.Name, valW,
+			strconv.FormatFloat(x.Param.Value, 'g', -1, 64), x.Param.Unit, plan, shortSource(x.Param.Source))
+	}
+	if changed > 0 {
+		fmt.Fprintf(out, "  plan other: moved, the parameter made the algorithm plan another schedule (protocol, channels, chunking):\n"+
+			"  its elasticity is a step between two plans, not a slope of one\n")
+	}
+	fmt.Fprintf(out, "  %d other parameters move it by less than %.2f %% per 1 %%; %d not moved (switches, bit masks, parameters at 0 or\n"+
+		"  with no step in their range)", small, minElasticity, skipped)
+	if failed > 0 {
+		fmt.Fprintf(out, "; %d could not be tried (the machine or the schedule refused the value)", failed)
+	}
+	fmt.Fprintf(out, ". Whole sources: arsim topology show %s\n", machine)
+}
+
+// shortSource is a parameter's source cut to one line of the table.
+func shortSource(s string) string {
+	const most = 90
+	if r := []rune(s); len(r) > most {
+		return string(r[:most-1]) + "…"
+	}
+	return s
 }
 
 func writeTrafficMatrix(out io.Writer, s *algos.Schedule) {

@@ -171,6 +171,7 @@ func TestExplainAndTopology(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "Who moves data to whom")
 	assert.Contains(t, out, "Checker: every rank ends with the sum")
+	assert.NotContains(t, out, "What that time rests on, parameter by parameter")
 	out, _, err = runCLI(t, "topology", "show", "rtxpro6000x8-2numa")
 	require.NoError(t, err)
 	assert.Contains(t, out, "SYS")
@@ -182,6 +183,27 @@ func TestExplainAndTopology(t *testing.T) {
 	out, _, err = runCLI(t, "check", "--algos", "one_stage,ring", "--ranks", "2,3", "--max-bytes", "64KiB")
 	require.NoError(t, err)
 	assert.Contains(t, out, "schedules proved correct")
+}
+
+// explain --sensitivity traces the time back to the machine's parameters,
+// the one it rests on most first, with its value and source, and marks a
+// parameter that makes the algorithm plan another schedule; on an
+// imported machine too.
+func TestExplainSensitivity(t *testing.T) {
+	out, _, err := runCLI(t, "explain", "pcie_ipc_one_shot", "--ranks", "8", "--bytes", "42KiB", "--sensitivity")
+	require.NoError(t, err)
+	assert.Contains(t, out, "\nIts time: 10.33 µs per allreduce in steady state")
+	assert.Regexp(t, `\n  elasticity  parameter +value  unit   plan   source\n +-0\.[0-9]{3}  smp\.bandwidth +95  GB/s   same   estimate: 4 concurrent cross-socket flows`, out)
+	assert.Regexp(t, `\n  [0-9]+ other parameters move it by less than 0\.01 % per 1 %; [0-9]+ not moved`, out)
+	assert.Contains(t, out, "Whole sources: arsim topology show rtxpro6000x8-2numa")
+	assert.NotContains(t, out, "plan other")
+	out, _, err = runCLI(t, "explain", "nccl", "--ranks", "8", "--bytes", "42KiB", "--sensitivity")
+	require.NoError(t, err)
+	assert.Regexp(t, `\n +-[0-9.]+  gpu\.sms +188  count  other  spec:`, out)
+	assert.Contains(t, out, "its elasticity is a step between two plans")
+	out, _, err = runCLI(t, "explain", "two_stage", "--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--gpu", "RTX 5090", "--ranks", "8", "--bytes", "42KiB", "--sensitivity")
+	require.NoError(t, err)
+	assert.Contains(t, out, "What that time rests on, parameter by parameter")
 }
 
 func TestVerifyTokensWhatIf(t *testing.T) {
