@@ -107,8 +107,7 @@ func lamportKernel(req Request) hw.Kernel {
 	tokenBytes := int64(hidden) * elem
 	tokens := int(max(1, (req.Bytes+tokenBytes-1)/tokenBytes))
 	sms := int(req.Top.Params.Get("gpu.sms"))
-	sm, _ := smFromSMs(sms)
-	blocks, threads := LamportLaunch(tokens, hidden, elem, sms, sm)
+	blocks, threads := LamportLaunch(tokens, hidden, elem, sms, computeCapability(req.Top))
 	return hw.Kernel{Blocks: req.IntOpt("blocks", blocks), Threads: req.IntOpt("threads", threads)}
 }
 

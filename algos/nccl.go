@@ -93,14 +93,11 @@ type ncclDecision struct {
 	fallback bool // the ring search found no speed (ncclmodel.Graph.Fallback)
 }
 
-// smFromSMs infers the compute capability from gpu.sms, since topologies
-// carry no architecture: the GPU table's class with that SM count (188 →
-// sm120 RTX PRO 6000, 170 → sm120 RTX 5090, 132 → sm90 H100/H200, …).
-func smFromSMs(sms int) (int, bool) {
-	if sm, ok := topology.SMForSMCount(sms); ok {
-		return sm, true
-	}
-	return 80, false
+// computeCapability is the machine's GPU architecture as NCCL writes its
+// compute capability (gpu.compute_capability: 120 for RTX PRO 6000, 90
+// for H100/H200, …), which NCCL's tuning constants and unroll follow.
+func computeCapability(top *topology.Topology) int {
+	return int(top.Params.Get(topology.ComputeCapability))
 }
 
 // hostCPU guesses the host CPU from the preset name, since topologies carry
@@ -173,8 +170,7 @@ type ncclPaths struct {
 func ncclDecide(req Request) (*ncclDecision, error) {
 	top := req.Top
 	n := req.Ranks
-	sms := int(top.Params.Get("gpu.sms"))
-	sm, known := smFromSMs(sms)
+	sm := computeCapability(top)
 	vendor, sysBw, cpuWhat := hostCPU(top)
 	p, err := ncclDecidePaths(req, sm, vendor, sysBw)
 	if err != nil {
@@ -213,11 +209,7 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		fmt.Sprintf("NCCL: algo%s %s, proto%s %s, %d threads; P2P level %s; ring path classes %s", algoForced, ch.Algo, protoForced, ch.Proto, ch.Threads, p.levelWhat, strings.Join(p.classes, " ")),
 		fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", p.bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits)", false: ""}[g.Fallback], m.Channels()),
 	)
-	if known {
-		d.notes = append(d.notes, fmt.Sprintf("NCCL: sm%d inferred from gpu.sms = %d", sm, sms))
-	} else {
-		d.notes = append(d.notes, fmt.Sprintf("NCCL: gpu.sms = %d is no known GPU; assuming sm%d", sms, sm))
-	}
+	d.notes = append(d.notes, fmt.Sprintf("NCCL: tuned for sm%d (%s)", sm, topology.ComputeCapability))
 	if ch.Algo == ncclmodel.Tree {
 		d.notes = append(d.notes, "NCCL: inside one node NCCL's tree is a chain of the ranks; planned as tree shape=chain")
 	}

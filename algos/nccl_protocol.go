@@ -563,7 +563,7 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // source: ncclCollUnroll() in src/device/common_kernel.h / collectives.h,
 // 4 before sm80, 8 from sm80 on (NCCL 2.30).
 func simpleUnroll(top *topology.Topology) int {
-	if sm, _ := smFromSMs(int(top.Params.Get("gpu.sms"))); sm < 80 {
+	if computeCapability(top) < 80 {
 		return 4
 	}
 	return 8

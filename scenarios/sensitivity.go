@@ -58,7 +58,7 @@ type Sensitivity struct {
 	// slope of one.
 	PlanChanged bool
 	// Skipped says why the parameter was not moved (a switch, a bit mask,
-	// at 0, no step within its range), or Err why the machine or the
+	// an architecture, at 0, no step within its range), or Err why the machine or the
 	// schedule could not be made with it.
 	Skipped string
 	Err     error
@@ -152,6 +152,8 @@ func (c SensitivityConfig) step(p topology.Param) (float64, string) {
 		return 0, "a switch"
 	case p.Unit == "mask":
 		return 0, "a bit mask"
+	case p.Unit == "sm":
+		return 0, "an architecture"
 	case p.Value == 0:
 		return 0, "at 0 (off)"
 	}

@@ -59,12 +59,16 @@ func TestSensitivitiesOfTheOneShot(t *testing.T) {
 	assert.Equal(t, ss, again)
 }
 
-// A parameter that makes the algorithm choose another plan is marked: the
-// SM count names the GPU's architecture for NCCL's tuning, and another
-// count makes NCCL pick LL instead of Simple at 42 KiB.
+// A parameter that makes the algorithm plan another schedule is marked:
+// the Lamport one-shot of 256 tokens launches a block per SM. The
+// architecture is not moved (it names the GPU, it is not a quantity).
 func TestSensitivitiesMarkAnotherPlan(t *testing.T) {
-	_, by, _ := sensitivitiesOf(t, "rtxpro6000x8-2numa", "nccl", 8, 43008, 0)
+	_, by, _ := sensitivitiesOf(t, "rtxpro6000x8-2numa", "lamport_one_shot", 8, 256*7168*2, 0) // 256 tokens: a block each, more than SMs
 	assert.True(t, by["gpu.sms"].PlanChanged)
+	assert.False(t, by["smp.bandwidth"].PlanChanged)
+	_, by, _ = sensitivitiesOf(t, "rtxpro6000x8-2numa", "nccl", 8, 43008, 0)
+	assert.Equal(t, "an architecture", by["gpu.compute_capability"].Skipped)
+	assert.False(t, by["gpu.sms"].PlanChanged, "NCCL's plan does not follow the SM count")
 	poll := by["hostmem.poll_service"]
 	assert.False(t, poll.PlanChanged)
 	assert.Positive(t, poll.Elasticity, "NCCL over SHM polls its flags in host memory")

@@ -121,33 +121,27 @@ func GPUClassesWithSM(sm int) []GPUClass {
 	return out
 }
 
-// SMForSMCount returns the compute capability of the classes with this
-// many SMs (gpu.sms), if the table has one and they agree.
-func SMForSMCount(sms int) (int, bool) {
-	sm := 0
-	for _, g := range gpuTable() {
-		for _, o := range g.Params {
-			if o.Name == "gpu.sms" && int(o.Value) == sms {
-				if sm != 0 && sm != g.SM {
-					return 0, false
-				}
-				sm = g.SM
-			}
-		}
-	}
-	return sm, sm != 0
-}
-
 // Apply sets the class's parameters in ps, each source prefixed with the
-// class ("GPU table, RTX 5090: spec: …").
+// class ("GPU table, RTX 5090: spec: …"), and its compute capability as
+// gpu.compute_capability.
 func (g GPUClass) Apply(ps *Params) error {
 	for _, o := range g.Params {
 		if err := ps.Set(o.Name, o.Value, "GPU table, "+g.Name+": "+o.Source); err != nil {
 			return fmt.Errorf("topology: GPU %s: %w", g.Name, err)
 		}
 	}
+	if _, ok := ps.Lookup(ComputeCapability); ok && g.SM > 0 {
+		if err := ps.Set(ComputeCapability, float64(g.SM), "GPU table, "+g.Name+": "+g.SMSource); err != nil {
+			return fmt.Errorf("topology: GPU %s: %w", g.Name, err)
+		}
+	}
 	return nil
 }
+
+// ComputeCapability is the parameter naming a GPU's architecture as NCCL
+// writes its compute capability (90 for 9.0): NCCL's tuning constants and
+// its Simple unroll follow it.
+const ComputeCapability = "gpu.compute_capability"
 
 // ReadGPUTable parses a GPU table: sections "[NAME]", each with "names =
 // a | b", "sm = N", "pcie = Gen G xW" and parameter lines "name = value",

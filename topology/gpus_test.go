@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,15 +58,32 @@ func TestMatchGPUClass(t *testing.T) {
 	assert.Contains(t, err.Error(), "RTX PRO 6000")
 }
 
-// NCCL's architecture follows the table's SM counts.
-func TestSMForSMCount(t *testing.T) {
-	for sms, sm := range map[int]int{188: 120, 170: 120, 132: 90, 114: 90, 108: 80, 128: 89, 142: 89, 80: 70} {
-		got, ok := SMForSMCount(sms)
-		assert.True(t, ok, sms)
-		assert.Equal(t, sm, got, sms)
+// A machine's architecture is a parameter of its own, set by its preset,
+// by the GPU class given or named, or by the file's sm where no class has
+// it: not inferred from how many SMs it has.
+func TestComputeCapability(t *testing.T) {
+	for _, name := range GPUClassNames() {
+		g, err := LookupGPUClass(name)
+		require.NoError(t, err)
+		ps := baseTable().Clone()
+		require.NoError(t, g.Apply(ps))
+		p, ok := ps.Lookup(ComputeCapability)
+		require.True(t, ok)
+		assert.Equal(t, float64(g.SM), p.Value, name)
+		assert.Contains(t, p.Source, "GPU table, "+g.Name, name)
 	}
-	_, ok := SMForSMCount(7)
-	assert.False(t, ok)
+	want := map[string]float64{"a800x8-2islands": 80, "h200x1": 90, "h200x2": 90, "h200x8-nvswitch": 90,
+		"rtxpro6000x4-1numa": 120, "rtxpro6000x8-2numa": 120, "rtxpro6000x8-switches": 120, "v100x4-plx": 70}
+	assert.ElementsMatch(t, Presets(), slices.Collect(maps.Keys(want)), "every preset checked")
+	for preset, sm := range want {
+		p, err := Lookup(preset)
+		require.NoError(t, err)
+		assert.Equal(t, sm, p.DefaultParams().Get(ComputeCapability), preset)
+	}
+	xml := `<system version="1"><cpu numaid="0"><pci busid="0000:01:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16"><gpu rank="0" sm="100"/></pci><pci busid="0000:02:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16"><gpu rank="1" sm="100"/></pci></cpu></system>`
+	top, _, err := Import(strings.NewReader(xml), "b200.xml", ImportOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 100.0, top.Params.Get(ComputeCapability), "no class of sm100: the file's")
 }
 
 // An NCCL XML with sm="90" is built with the first sm90 class (H200), not

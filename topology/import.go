@@ -184,7 +184,12 @@ func importGPU(ps *Params, opts ImportOptions, sm int, where string, notes *note
 	case sm > 0:
 		cands := GPUClassesWithSM(sm)
 		if len(cands) == 0 {
-			notes.add(fmt.Sprintf("%s is in no class of the GPU table (%s): GPU parameters are the defaults'; --gpu NAME to choose", where, strings.Join(GPUClassNames(), ", ")))
+			notes.add(fmt.Sprintf("%s is in no class of the GPU table (%s): GPU parameters are the defaults' but for its compute capability; --gpu NAME to choose", where, strings.Join(GPUClassNames(), ", ")))
+			if _, ok := ps.Lookup(ComputeCapability); ok {
+				if err := ps.Set(ComputeCapability, float64(sm), "the file: "+where); err != nil {
+					notes.add(fmt.Sprintf("%s: %v; the default's kept", where, err))
+				}
+			}
 			return nil, nil
 		}
 		g = &cands[0]

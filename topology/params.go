@@ -15,7 +15,7 @@ import (
 // parameters like these.
 type Param struct {
 	Name   string  // dotted name, e.g. "pcie.tlp_overhead"
-	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "mask"
+	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "mask", "sm" (a compute capability)
 	Value  float64 // the value in Unit
 	Min    float64 // smallest physically sensible value (inclusive)
 	Max    float64 // largest physically sensible value (inclusive), finite
@@ -71,7 +71,9 @@ func (ps *Params) Get(name string) float64 {
 
 // Integer reports whether the parameter takes whole numbers only: sizes in
 // bytes, counts and switches (units B, count and bool).
-func (p Param) Integer() bool { return p.Unit == "B" || p.Unit == "count" || p.Unit == "bool" }
+func (p Param) Integer() bool {
+	return p.Unit == "B" || p.Unit == "count" || p.Unit == "bool" || p.Unit == "sm"
+}
 
 // check reports why v is not a value p may take, or nil.
 func (p Param) check(v float64) error {

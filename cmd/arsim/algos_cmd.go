@@ -357,6 +357,7 @@ func writeSensitivities(out io.Writer, machine string, base float64, ss []scenar
 	fmt.Fprintln(out, "range, the schedule planned again; elasticity: the time's relative change over the parameter's, 1 in proportion):")
 	var shown []scenarios.Sensitivity
 	var small, skipped, failed int
+	var smallOther []string // small, but planned another schedule
 	for _, x := range ss {
 		switch {
 		case x.Err != nil:
@@ -365,6 +366,9 @@ func writeSensitivities(out io.Writer, machine string, base float64, ss []scenar
 			skipped++
 		case math.Abs(x.Elasticity) < minElasticity:
 			small++
+			if x.PlanChanged {
+				smallOther = append(smallOther, x.Param.Name)
+			}
 		default:
 			shown = append(shown, x)
 		}
@@ -389,8 +393,11 @@ func writeSensitivities(out io.Writer, machine string, base float64, ss []scenar
 		fmt.Fprintf(out, "  plan other: moved, the parameter made the algorithm plan another schedule (protocol, channels, chunking):\n"+
 			"  its elasticity is a step between two plans, not a slope of one\n")
 	}
-	fmt.Fprintf(out, "  %d other parameters move it by less than %.2f %% per 1 %%; %d not moved (switches, bit masks, parameters at 0 or\n"+
-		"  with no step in their range)", small, minElasticity, skipped)
+	fmt.Fprintf(out, "  %d other parameters move it by less than %.2f %% per 1 %%", small, minElasticity)
+	if len(smallOther) > 0 {
+		fmt.Fprintf(out, " (plan other: %s)", strings.Join(smallOther, ", "))
+	}
+	fmt.Fprintf(out, ";\n  %d not moved (switches, bit masks, the architecture, parameters at 0 or with no step in their range)", skipped)
 	if failed > 0 {
 		fmt.Fprintf(out, "; %d could not be tried (the machine or the schedule refused the value)", failed)
 	}
