@@ -70,20 +70,8 @@ type Sensitivity struct {
 // every parameter's sensitivity, the largest |Elasticity| first (then by
 // name), those not moved last.
 func Sensitivities(ctx context.Context, c SensitivityConfig) (float64, []Sensitivity, error) {
-	if c.Iterations <= 0 {
-		c.Iterations = 3
-	}
-	if c.Step == 0 {
-		c.Step = 0.1
-	}
-	if c.Step <= 0 || c.Step >= 1 {
-		return 0, nil, fmt.Errorf("scenarios: sensitivity step %v is not a fraction between 0 and 1", c.Step)
-	}
-	if c.Parallel <= 0 {
-		c.Parallel = runtime.GOMAXPROCS(0)
-	}
-	if c.DType == "" {
-		c.DType = algos.BF16
+	if err := c.defaults(); err != nil {
+		return 0, nil, err
 	}
 	base, shape, err := c.timeWith(c.Params)
 	if err != nil {
@@ -140,6 +128,26 @@ func Sensitivities(ctx context.Context, c SensitivityConfig) (float64, []Sensiti
 		return cmp.Compare(a.Param.Name, b.Param.Name)
 	})
 	return base, out, nil
+}
+
+// defaults fills in c's defaults and checks its step.
+func (c *SensitivityConfig) defaults() error {
+	if c.Iterations <= 0 {
+		c.Iterations = 3
+	}
+	if c.Step == 0 {
+		c.Step = 0.1
+	}
+	if c.Step <= 0 || c.Step >= 1 {
+		return fmt.Errorf("scenarios: sensitivity step %v is not a fraction between 0 and 1", c.Step)
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = runtime.GOMAXPROCS(0)
+	}
+	if c.DType == "" {
+		c.DType = algos.BF16
+	}
+	return nil
 }
 
 // moved reports whether the parameter was moved and the allreduce timed.

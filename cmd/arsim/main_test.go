@@ -207,6 +207,33 @@ func TestExplainSensitivity(t *testing.T) {
 	assert.Contains(t, out, "What that time rests on, parameter by parameter")
 }
 
+// verify --firmness says which single parameter moves would make another
+// algorithm the fastest; in JSON too; one token count only.
+func TestVerifyFirmness(t *testing.T) {
+	out, _, err := runCLI(t, "verify", "--tokens", "1", "--algos", "pcie_ipc_one_shot,pcie_ipc_islands,ring", "--firmness")
+	require.NoError(t, err)
+	assert.Contains(t, out, "\nHow firm the fastest is at 14336 B: each parameter moved alone (×0.8, ×1.25, ×0.5, ×2, within its range;")
+	assert.Contains(t, out, "the 2 algorithms within 2× of the fastest timed as single allreduces, three back to back (pcie_ipc_one_shot first):")
+	assert.Regexp(t, `\n    ×0\.8 +smp\.bandwidth +95 → 76 GB/s: pcie_ipc_islands, [0-9.]+ % faster;  estimate: 4 concurrent`, out)
+	js, _, err := runCLI(t, "verify", "--tokens", "1", "--algos", "pcie_ipc_one_shot,pcie_ipc_islands", "--firmness", "--format", "json")
+	require.NoError(t, err)
+	var doc struct {
+		Firmness struct {
+			Winner string `json:"winner"`
+			Moves  []struct {
+				Param, Winner string
+				Factor        float64
+			} `json:"moves"`
+		} `json:"firmness"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &doc))
+	assert.Equal(t, "pcie_ipc_one_shot", doc.Firmness.Winner)
+	require.NotEmpty(t, doc.Firmness.Moves)
+	assert.Equal(t, "smp.bandwidth", doc.Firmness.Moves[0].Param)
+	_, _, err = runCLI(t, "verify", "--tokens", "1,3", "--firmness")
+	assert.ErrorContains(t, err, "--firmness takes one --tokens value")
+}
+
 func TestVerifyTokensWhatIf(t *testing.T) {
 	out, _, err := runCLI(t, "verify", "--tokens", "1,4", "--algos", "one_stage,two_stage")
 	require.NoError(t, err)

@@ -34,6 +34,12 @@ func addMachineFlags(fs *flag.FlagSet) *machineFlags {
 	}
 }
 
+// machine resolves the machine again, for commands that rebuild it with
+// other parameter values (its assumptions were printed by resolve).
+func (m *machineFlags) machine() (*machine, error) {
+	return resolveMachine(machineSpec{topo: *m.topo, gpu: *m.gpu, params: *m.params})
+}
+
 // resolve builds the machine (its assumptions on errOut, once) and reads
 // the launch mode and options.
 func (m *machineFlags) resolve(errOut io.Writer) (*topology.Topology, hw.LaunchMode, map[string]string, error) {

@@ -33,6 +33,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	layerKernels := fs.Int("layer-kernels", scenarios.DefaultLayerKernels, "the model's own kernels per layer besides its allreduces; with --launch eager the host issues each (an estimate)")
 	verbose := fs.Bool("v", false, "print every algorithm's notes, NCCL's choices (P2P level, ring search, threads) included")
 	noCheck := fs.Bool("no-check", false, noCheckUsage)
+	firmness := fs.Bool("firmness", false, "also move each machine parameter alone (×0.8, ×1.25, ×0.5, ×2) and list the moves that make another algorithm the fastest")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -79,6 +80,9 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(toks) > 1 && *format == "json" {
 		return badInputf("verify: --format json takes one --tokens value")
 	}
+	if len(toks) > 1 && *firmness {
+		return badInputf("verify: --firmness takes one --tokens value")
+	}
 	res, err := provedPasses(ctx, &cfg, names, toks, *noCheck, errOut)
 	if err != nil {
 		return err
@@ -87,10 +91,19 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return writeTokensTable(out, errOut, cfg, t.Name, names, toks)
 	}
 	tokens := &toks[0]
+	var firm *scenarios.Firm
+	if *firmness {
+		if firm, err = verifyFirmness(ctx, mf, t, mode, o, *tokens, res); err != nil {
+			return err
+		}
+	}
 	if *format == "json" {
-		err = writeVerifyJSON(out, t.Name, *tokens, res)
+		err = writeVerifyJSON(out, t.Name, *tokens, res, firm)
 	} else {
 		err = writeVerifyTable(out, cfg, t.Name, res, *verbose)
+		if err == nil && firm != nil {
+			writeFirmness(out, firm, scenarios.BytesPerAllreduce(*tokens))
+		}
 	}
 	if err != nil {
 		return err
@@ -171,7 +184,7 @@ func parseAlgos(s string) ([]string, error) {
 	return names, nil
 }
 
-func writeVerifyJSON(out io.Writer, topo string, tokens int, res []scenarios.VerifyResult) error {
+func writeVerifyJSON(out io.Writer, topo string, tokens int, res []scenarios.VerifyResult, firm *scenarios.Firm) error {
 	type row struct {
 		Algo            string   `json:"algo"`
 		UsPerAllreduce  *float64 `json:"us_per_allreduce"`
@@ -195,7 +208,8 @@ func writeVerifyJSON(out io.Writer, topo string, tokens int, res []scenarios.Ver
 		BytesPerAllreduce int64          `json:"bytes_per_allreduce"`
 		Results           []row          `json:"results"`
 		Evidence          []evidenceJSON `json:"evidence,omitempty"`
-	}{Topology: topo, Tokens: tokens, BytesPerAllreduce: scenarios.BytesPerAllreduce(tokens), Evidence: ev}
+		Firmness          *firmJSON      `json:"firmness,omitempty"`
+	}{Topology: topo, Tokens: tokens, BytesPerAllreduce: scenarios.BytesPerAllreduce(tokens), Evidence: ev, Firmness: firmnessJSON(firm)}
 	for _, r := range res {
 		x := row{Algo: r.Algo, Notes: r.Notes}
 		if r.Err != nil {
