@@ -10,6 +10,7 @@ import (
 
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/scenarios"
+	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -72,6 +73,40 @@ func writeFirmness(out io.Writer, f *scenarios.Firm, bytes int64) {
 		fmt.Fprintf(out, "    ×%-4s  %-*s  %s → %s %s: %s, %s;  %s\n", strconv.FormatFloat(m.Factor, 'g', -1, 64), nameW, m.Param.Name,
 			strconv.FormatFloat(m.Param.Value, 'g', -1, 64), strconv.FormatFloat(m.Tried, 'g', -1, 64), m.Param.Unit,
 			m.Winner, faster, shortSource(m.Param.Source))
+	}
+}
+
+// maxFirmnessSizes bounds sweep --firmness: each size times every
+// parameter's moves.
+const maxFirmnessSizes = 8
+
+// firmnessMovesShown is how many moves a sweep's line names per size.
+const firmnessMovesShown = 3
+
+// writeSweepFirmness writes a line per size: the fastest and the
+// smallest moves that make another algorithm the fastest.
+func writeSweepFirmness(out io.Writer, sizes []int64, firms []*scenarios.Firm) {
+	fmt.Fprintf(out, "\nHow firm the fastest is at each size: each parameter moved alone (%s, within its range; the schedules\n", factors())
+	fmt.Fprintf(out, "planned again), the algorithms within %g× of the fastest timed again; the smallest moves that make another the fastest:\n", scenarios.Contenders)
+	for i, f := range firms {
+		if f == nil {
+			continue
+		}
+		moved := f.Held + len(f.Moves)
+		if len(f.Moves) == 0 {
+			fmt.Fprintf(out, "  %9v  %s under every move of the %d parameters moved\n", sim.Bytes(sizes[i]), f.Winner, moved)
+			continue
+		}
+		var xs []string
+		for _, m := range f.Moves[:min(len(f.Moves), firmnessMovesShown)] {
+			xs = append(xs, fmt.Sprintf("×%s %s (%s %s) → %s", strconv.FormatFloat(m.Factor, 'g', -1, 64), m.Param.Name,
+				strconv.FormatFloat(m.Tried, 'g', -1, 64), m.Param.Unit, m.Winner))
+		}
+		more := ""
+		if len(f.Moves) > firmnessMovesShown {
+			more = fmt.Sprintf(" and %d more", len(f.Moves)-firmnessMovesShown)
+		}
+		fmt.Fprintf(out, "  %9v  %s; %s%s; %d of %d parameters hold\n", sim.Bytes(sizes[i]), f.Winner, strings.Join(xs, "; "), more, f.Held, moved)
 	}
 }
 

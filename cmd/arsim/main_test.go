@@ -234,6 +234,19 @@ func TestVerifyFirmness(t *testing.T) {
 	assert.ErrorContains(t, err, "--firmness takes one --tokens value")
 }
 
+// sweep --firmness gives a line a size; table only, a few sizes.
+func TestSweepFirmness(t *testing.T) {
+	out, _, err := runCLI(t, "sweep", "--algos", "pcie_ipc_one_shot,pcie_ipc_islands", "--sizes", "14KiB,42KiB", "--firmness")
+	require.NoError(t, err)
+	assert.Contains(t, out, "\nHow firm the fastest is at each size: each parameter moved alone (×0.8, ×1.25, ×0.5, ×2, within its range;")
+	assert.Regexp(t, `\n +14 KiB  pcie_ipc_one_shot; ×0\.8 smp\.bandwidth \(76 GB/s\) → pcie_ipc_islands; .*; [0-9]+ of [0-9]+ parameters hold\n`, out)
+	assert.Regexp(t, `\n +42 KiB  pcie_ipc_islands under every move of the [0-9]+ parameters moved\n`, out)
+	for _, args := range [][]string{{"--format", "csv"}, {"--sizes", "1KiB..1MiB"}} {
+		_, _, err := runCLI(t, append([]string{"sweep", "--algos", "ring", "--firmness"}, args...)...)
+		assert.ErrorContains(t, err, "--firmness prints with --format table at 8 sizes at most")
+	}
+}
+
 func TestVerifyTokensWhatIf(t *testing.T) {
 	out, _, err := runCLI(t, "verify", "--tokens", "1,4", "--algos", "one_stage,two_stage")
 	require.NoError(t, err)

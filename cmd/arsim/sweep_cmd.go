@@ -39,6 +39,7 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	noCheck := fs.Bool("no-check", false, noCheckUsage)
 	progress := fs.Bool("progress", false, "show progress on stderr (the default when stderr is a terminal)")
 	verbose := fs.Bool("v", false, "print each algorithm's plan notes at each size, NCCL's choices (P2P level, ring search, protocol, channels, threads) included; after a table on stdout, else on stderr")
+	firmness := fs.Bool("firmness", false, "also say, at each size, which single machine parameter moves (×0.8, ×1.25, ×0.5, ×2) make another algorithm the fastest (table format, at most 8 sizes)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -63,6 +64,9 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if err := checkSweepArgs(*format, sz, dt, *ranks, t.NumGPUs(), *plotFile, *plotBus); err != nil {
 		return err
+	}
+	if *firmness && (*format != "table" || len(sz) > maxFirmnessSizes) {
+		return badInputf("sweep: --firmness prints with --format table at %d sizes at most (each size times every parameter's moves)", maxFirmnessSizes)
 	}
 	n := *ranks
 	if n == 0 {
@@ -100,8 +104,36 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeSweep(out, errOut, sweepOutput{format: *format, verbose: *verbose, plot: *plotFile, plotBus: *plotBus},
-		algos.Request{Top: t, Ranks: n, DType: dt, Launch: mode}, o, names, sz, rows)
+	if err := writeSweep(out, errOut, sweepOutput{format: *format, verbose: *verbose, plot: *plotFile, plotBus: *plotBus},
+		algos.Request{Top: t, Ranks: n, DType: dt, Launch: mode}, o, names, sz, rows); err != nil {
+		return err
+	}
+	if !*firmness {
+		return nil
+	}
+	mach, err := mf.machine()
+	if err != nil {
+		return err
+	}
+	var ran []string
+	for _, a := range names {
+		for _, r := range rows {
+			if r.Algo == a && r.Err == nil {
+				ran = append(ran, a)
+				break
+			}
+		}
+	}
+	firms := make([]*scenarios.Firm, len(sz))
+	for i, b := range sz {
+		firms[i], err = scenarios.Firmness(ctx, scenarios.SensitivityConfig{Preset: mach.preset, Params: mach.params,
+			Ranks: n, Bytes: b, DType: dt, Launch: mode, Opts: o, Parallel: *parallel}, ran)
+		if err != nil {
+			return fmt.Errorf("sweep: --firmness at %v: %w", sim.Bytes(b), err)
+		}
+	}
+	writeSweepFirmness(out, sz, firms)
+	return nil
 }
 
 // sweepOutput is what a sweep writes besides its rows: the format, the
