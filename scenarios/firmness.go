@@ -37,7 +37,8 @@ type Firm struct {
 	// the smallest first.
 	Moves []WinnerMove
 	// Held counts the parameters moved by every factor in range with the
-	// winner unchanged; NotMoved those not moved (switches, bit masks, the
+	// winner unchanged (none moved where the winner is the only
+	// contender); NotMoved those not moved (switches, bit masks, the
 	// architecture, parameters at 0).
 	Held, NotMoved int
 }
@@ -82,6 +83,9 @@ func Firmness(ctx context.Context, c SensitivityConfig, names []string) (*Firm, 
 		}
 	}
 	slices.SortStableFunc(f.Contenders, func(a, b string) int { return cmp.Compare(f.Us[a], f.Us[b]) })
+	if len(f.Contenders) < 2 {
+		return f, nil // nothing near enough to take its place: no move tried
+	}
 	for _, p := range c.Params.All() {
 		if _, why := c.step(p); why != "" {
 			f.NotMoved++

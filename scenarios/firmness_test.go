@@ -58,4 +58,14 @@ func TestFirmness(t *testing.T) {
 	assert.Less(t, timed("pcie_ipc_one_shot", 95), timed("pcie_ipc_islands", 95))
 	assert.Less(t, timed("pcie_ipc_islands", 76), timed("pcie_ipc_one_shot", 76))
 	assert.InDelta(t, first.Ratio, timed("pcie_ipc_islands", 76)/timed("pcie_ipc_one_shot", 76), 1e-12)
+
+	// alone within 2×: no move is tried
+	f, err = Firmness(context.Background(), cfg, []string{"ring", "pcie_ipc_one_shot"})
+	require.NoError(t, err)
+	assert.Equal(t, "pcie_ipc_one_shot", f.Winner)
+	assert.Equal(t, []string{"pcie_ipc_one_shot"}, f.Contenders)
+	assert.Empty(t, f.Moves)
+	assert.Zero(t, f.Held)
+	_, err = Firmness(context.Background(), cfg, []string{"no_such"})
+	assert.ErrorContains(t, err, "none of [no_such] runs here")
 }

@@ -50,6 +50,10 @@ func factors() string {
 // writeFirmness writes which single parameter moves make another
 // algorithm the fastest.
 func writeFirmness(out io.Writer, f *scenarios.Firm, bytes int64) {
+	if len(f.Contenders) < 2 {
+		fmt.Fprintf(out, "\nHow firm the fastest is at %d B: no other algorithm is within %g× of %s, so no parameter move was tried.\n", bytes, scenarios.Contenders, f.Winner)
+		return
+	}
 	fmt.Fprintf(out, "\nHow firm the fastest is at %d B: each parameter moved alone (%s, within its range; the schedules planned\n", bytes, factors())
 	fmt.Fprintf(out, "again), the %d algorithms within %g× of the fastest timed as single allreduces, three back to back (%s first):\n",
 		len(f.Contenders), scenarios.Contenders, f.Winner)
@@ -93,6 +97,10 @@ func writeSweepFirmness(out io.Writer, sizes []int64, firms []*scenarios.Firm) {
 			continue
 		}
 		moved := f.Held + len(f.Moves)
+		if len(f.Contenders) < 2 {
+			fmt.Fprintf(out, "  %9v  %s, no other algorithm within %g× of it: no move tried\n", sim.Bytes(sizes[i]), f.Winner, scenarios.Contenders)
+			continue
+		}
 		if len(f.Moves) == 0 {
 			fmt.Fprintf(out, "  %9v  %s under every move of the %d parameters moved\n", sim.Bytes(sizes[i]), f.Winner, moved)
 			continue
