@@ -115,11 +115,8 @@ func Firmness(ctx context.Context, c SensitivityConfig, names []string) (*Firm, 
 // is the fastest, or nil.
 func (c SensitivityConfig) winnerUnder(ctx context.Context, p topology.Param, f *Firm) (*WinnerMove, error) {
 	for _, k := range FirmnessFactors {
-		v := p.Value * k
-		if p.Integer() {
-			v = math.Round(v)
-		}
-		if v == p.Value || v < p.Min || (p.Max != 0 && v > p.Max) {
+		v, ok := movedBy(p, k)
+		if !ok {
 			continue
 		}
 		ps := c.Params.Clone()

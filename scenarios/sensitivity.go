@@ -165,20 +165,27 @@ func (c SensitivityConfig) step(p topology.Param) (float64, string) {
 	case p.Value == 0:
 		return 0, "at 0 (off)"
 	}
-	inRange := func(v float64) bool { return v >= p.Min && (p.Max == 0 || v <= p.Max) && v != p.Value }
 	for _, f := range []float64{1 + c.Step, 1 - c.Step} {
-		v := p.Value * f
-		if p.Integer() {
-			v = math.Round(v)
-			if v == p.Value {
-				v = p.Value + math.Copysign(1, f-1)
-			}
+		v, ok := movedBy(p, f)
+		if !ok && p.Integer() && math.Round(p.Value*f) == p.Value {
+			// a whole number too small to move by the step: by one
+			v, ok = movedBy(p, 1+math.Copysign(1, f-1)/p.Value)
 		}
-		if inRange(v) {
+		if ok {
 			return v, ""
 		}
 	}
 	return 0, "no step within its range"
+}
+
+// movedBy is p's value times f, rounded for a whole-number parameter, and
+// whether that is another value within p's range.
+func movedBy(p topology.Param, f float64) (float64, bool) {
+	v := p.Value * f
+	if p.Integer() {
+		v = math.Round(v)
+	}
+	return v, v != p.Value && v >= p.Min && (p.Max == 0 || v <= p.Max)
 }
 
 // timeWith builds the machine with ps, plans and runs the allreduce, and
