@@ -111,28 +111,31 @@ func cmdSweep(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if !*firmness {
 		return nil
 	}
+	return sweepFirmness(ctx, out, mf, scenarios.SensitivityConfig{Ranks: n, DType: dt, Launch: mode, Opts: o, Parallel: *parallel}, sz, rows)
+}
+
+// sweepFirmness writes, at each size, how firm the fastest of the
+// algorithms that ran is (scenarios.Firmness with c at that size).
+func sweepFirmness(ctx context.Context, out io.Writer, mf *machineFlags, c scenarios.SensitivityConfig, sizes []int64, rows []scenarios.SweepRow) error {
 	mach, err := mf.machine()
 	if err != nil {
 		return err
 	}
+	c.Preset, c.Params = mach.preset, mach.params
 	var ran []string
-	for _, a := range names {
-		for _, r := range rows {
-			if r.Algo == a && r.Err == nil {
-				ran = append(ran, a)
-				break
-			}
+	for _, r := range rows {
+		if r.Err == nil && !slices.Contains(ran, r.Algo) {
+			ran = append(ran, r.Algo)
 		}
 	}
-	firms := make([]*scenarios.Firm, len(sz))
-	for i, b := range sz {
-		firms[i], err = scenarios.Firmness(ctx, scenarios.SensitivityConfig{Preset: mach.preset, Params: mach.params,
-			Ranks: n, Bytes: b, DType: dt, Launch: mode, Opts: o, Parallel: *parallel}, ran)
-		if err != nil {
+	firms := make([]*scenarios.Firm, len(sizes))
+	for i, b := range sizes {
+		c.Bytes = b
+		if firms[i], err = scenarios.Firmness(ctx, c, ran); err != nil {
 			return fmt.Errorf("sweep: --firmness at %v: %w", sim.Bytes(b), err)
 		}
 	}
-	writeSweepFirmness(out, sz, firms)
+	writeSweepFirmness(out, sizes, firms)
 	return nil
 }
 
