@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/arsim/arsim/algos"
@@ -48,6 +49,52 @@ func benchVerifyPass(b *testing.B, every bool) {
 			}
 			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 			b.ReportMetric(float64(skipped)/float64(b.N), "skipped/op")
+		})
+	}
+}
+
+// BenchmarkSensitivities is explain --sensitivity: one allreduce of the
+// verify pass (43,008 B) on rtxpro6000x8-2numa timed with each parameter
+// moved alone, per algorithm; reports the runs per op.
+func BenchmarkSensitivities(b *testing.B) {
+	p, err := topology.Lookup("rtxpro6000x8-2numa")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"pcie_ipc_islands", "nccl"} {
+		b.Run(name, func(b *testing.B) {
+			runs := 0
+			for b.Loop() {
+				_, ss, err := Sensitivities(b.Context(), SensitivityConfig{Preset: p, Params: p.DefaultParams(), Algo: name, Ranks: 8, Bytes: BytesPerAllreduce(3), Launch: hw.Graph})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runs = 1
+				for _, s := range ss {
+					if s.Skipped == "" {
+						runs++
+					}
+				}
+			}
+			b.ReportMetric(float64(runs), "runs/op")
+		})
+	}
+}
+
+// BenchmarkFirmness is verify --firmness on rtxpro6000x8-2numa at one and
+// three tokens: every algorithm, then the contenders under every move.
+func BenchmarkFirmness(b *testing.B) {
+	p, err := topology.Lookup("rtxpro6000x8-2numa")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tokens := range []int{1, 3} {
+		b.Run(fmt.Sprintf("tokens=%d", tokens), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Firmness(b.Context(), SensitivityConfig{Preset: p, Params: p.DefaultParams(), Ranks: 8, Bytes: BytesPerAllreduce(tokens), Launch: hw.Graph}, algos.Names()); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
