@@ -30,7 +30,7 @@ type Firm struct {
 	Winner string
 	Us     map[string]float64
 	// Contenders are the algorithms timed under the moves: within
-	// Contenders × the winner's time, fastest first.
+	// Contenders × the winner's time, fastest first (the winner first).
 	Contenders []string
 	// Moves are, for each parameter whose moves change the winner, the
 	// smallest such move (FirmnessFactors, within the parameter's range),
@@ -87,7 +87,7 @@ func Firmness(ctx context.Context, c SensitivityConfig, names []string) (*Firm, 
 		return f, nil // nothing near enough to take its place: no move tried
 	}
 	for _, p := range c.Params.All() {
-		if _, why := c.step(p); why != "" {
+		if unmovable(p) != "" {
 			f.NotMoved++
 			continue
 		}
@@ -133,13 +133,12 @@ func (c SensitivityConfig) winnerUnder(ctx context.Context, p topology.Param, f 
 				best = i
 			}
 		}
-		if best < 0 || f.Contenders[best] == f.Winner {
+		if best <= 0 { // none runs, or the winner (Contenders[0]) still wins
 			continue
 		}
-		w := slices.Index(f.Contenders, f.Winner)
 		ratio := math.NaN() // the former winner no longer runs
-		if us[w] > 0 {
-			ratio = us[best] / us[w]
+		if us[0] > 0 {
+			ratio = us[best] / us[0]
 		}
 		return &WinnerMove{Param: p, Factor: k, Tried: v, Winner: f.Contenders[best], Ratio: ratio}, nil
 	}

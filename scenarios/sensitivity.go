@@ -153,17 +153,26 @@ func (c *SensitivityConfig) defaults() error {
 // moved reports whether the parameter was moved and the allreduce timed.
 func (s Sensitivity) moved() bool { return s.Skipped == "" && s.Err == nil }
 
-// step returns the value to move p to, or why it is not moved.
-func (c SensitivityConfig) step(p topology.Param) (float64, string) {
+// unmovable says why p is not a quantity to move (a switch, a bit mask,
+// an architecture, a parameter at 0), or "".
+func unmovable(p topology.Param) string {
 	switch {
 	case p.Unit == "bool":
-		return 0, "a switch"
+		return "a switch"
 	case p.Unit == "mask":
-		return 0, "a bit mask"
+		return "a bit mask"
 	case p.Unit == "sm":
-		return 0, "an architecture"
+		return "an architecture"
 	case p.Value == 0:
-		return 0, "at 0 (off)"
+		return "at 0 (off)"
+	}
+	return ""
+}
+
+// step returns the value to move p to, or why it is not moved.
+func (c SensitivityConfig) step(p topology.Param) (float64, string) {
+	if why := unmovable(p); why != "" {
+		return 0, why
 	}
 	for _, f := range []float64{1 + c.Step, 1 - c.Step} {
 		v, ok := movedBy(p, f)
