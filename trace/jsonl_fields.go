@@ -149,6 +149,7 @@ var fieldDefs = []fieldDef{
 	{name: "write_threads", typ: jInt, max: 1024, why: "CUDA's limit of threads per block", i32: func(r *Record) *int { return &r.WriteThreads }},
 	{name: "write_pause_ns", typ: jInt, max: 1 << 30, why: "a second", i32: func(r *Record) *int { return &r.WritePauseNs }},
 	{name: "read_blocks", typ: jInt, max: math.MaxInt32, why: "CUDA's largest grid, 2³¹ − 1 blocks", i32: func(r *Record) *int { return &r.ReadBlocks }},
+	{name: "read_threads", typ: jInt, max: 1024, why: "CUDA's limit of threads per block", i32: func(r *Record) *int { return &r.ReadThreads }},
 	{name: "write_mode", typ: jString, enum: []string{"volatile", "volatile_fence4"}, str: func(r *Record) *string { return &r.WriteMode }},
 	{name: "write_target", typ: jString, enum: []string{"host", "local"}, str: func(r *Record) *string { return &r.WriteTarget }},
 	{name: "placement", typ: jString, enum: []string{"by_sm"}, str: func(r *Record) *string { return &r.Placement }},

@@ -320,9 +320,9 @@ type Record struct {
 	// four of a thread's).
 	WriteBlocks, WriteThreads, WritePauseNs int
 	WriteTarget, WriteMode                  string
-	// ReadBlocks: a pointer_chase beside a writer ran beside a reader of
-	// this many blocks × 512 threads loading host memory as well.
-	ReadBlocks int
+	// ReadBlocks, ReadThreads: a pointer_chase ran beside a reader of
+	// ReadBlocks × ReadThreads (0: 512) loading host memory.
+	ReadBlocks, ReadThreads int
 	// Placement "by_sm": a host_link_concurrency sm_read_beside_write or
 	// pointer_chase record of tools/capture's read_placement, one block of
 	// one launch on each SM, its role set by its SM: ReadSM is the SM of

@@ -32,6 +32,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			return nil, notModelled("sm_read_beside_write on %d GPUs with %d reader blocks: the capture runs one GPU and names its reader's blocks", r.GPUs, r.Blocks)
 		}
 		reader := hw.Kernel{Blocks: r.Blocks, Threads: 512}
+		if r.Threads > 0 {
+			reader.Threads = r.Threads
+		}
 		if r.Placement == "by_sm" {
 			if !strings.HasPrefix(extraString(r, "write_set"), "first") {
 				return nil, notModelled("read_placement's sweeps over SMs: a record per SM of one configuration; read_depth*.jsonl hold the configurations once")
