@@ -218,32 +218,14 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 		return sim.FlowSpec{}, 0, readPace{}, err
 	}
 	rtt := 2*p.latency + m.memLatency(src)
-	loads := m.Phys.LoadsInFlight
-	switch {
-	case k.Volatile:
-		loads = 1
-		if (src.Host || src.Rank != r) && !p.nvlink() {
-			rtt += m.Phys.VectorLoadExtraPCIe
-		}
-	case k.LoadsInFlight > 0:
-		loads = k.LoadsInFlight
-	case k.Loop == LoopLL128:
-		// Each thread loads its 64 bytes of the warp's 128-byte lines at
-		// once: four 16-byte loads in flight (prims_ll128.h).
-		loads = ll128DataPerThread * 128 / 120 / 16
-	case k.Loop == LoopSimple && k.Unroll > 0:
-		// An unrolled copy issues its Unroll loads per source before it
-		// uses them (NCCL's reduceCopy): Unroll 16-byte loads in flight.
-		loads = float64(k.Unroll)
+	if k.Volatile && (src.Host || src.Rank != r) && !p.nvlink() {
+		rtt += m.Phys.VectorLoadExtraPCIe
 	}
-	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
+	inflight := m.loadWindow(r, src, k)
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
 		m.loadedBesideStreams = true
 		rtt += m.HostLoadWait(r)
-		if c := m.Phys.HostLoadsBesideStores; c > 0 {
-			inflight = min(inflight, float64(min(k.Blocks, m.Phys.SMs))*float64(c)*k.share())
-		}
 	}
 	if k.ReduceLoop {
 		rtt += m.Phys.ReduceLoopOverhead
@@ -301,6 +283,37 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	}
 	// The first request reaches the data one way plus a memory access in.
 	return spec, p.latency + m.memLatency(src), pace, nil
+}
+
+// loadWindow is the bytes of loads of src that kernel k on rank r keeps
+// in flight: each resident thread's 16-byte loads (one for volatile
+// loads, k.LoadsInFlight where set, an LL128 thread's four, an unrolled
+// Simple copy's Unroll, else gpu.loads_in_flight), at most
+// gpu.host_loads_beside_stores a block while loads of host memory wait
+// behind the GPU's streaming stores (hostqueue.go).
+func (m *Machine) loadWindow(r int, src Mem, k Kernel) float64 {
+	loads := m.Phys.LoadsInFlight
+	switch {
+	case k.Volatile:
+		loads = 1
+	case k.LoadsInFlight > 0:
+		loads = k.LoadsInFlight
+	case k.Loop == LoopLL128:
+		// Each thread loads its 64 bytes of the warp's 128-byte lines at
+		// once: four 16-byte loads in flight (prims_ll128.h).
+		loads = ll128DataPerThread * 128 / 120 / 16
+	case k.Loop == LoopSimple && k.Unroll > 0:
+		// An unrolled copy issues its Unroll loads per source before it
+		// uses them (NCCL's reduceCopy): Unroll 16-byte loads in flight.
+		loads = float64(k.Unroll)
+	}
+	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
+	if src.Host && m.StoringBlocks(r) >= 1 {
+		if c := m.Phys.HostLoadsBesideStores; c > 0 {
+			inflight = min(inflight, float64(min(k.Blocks, m.Phys.SMs))*float64(c)*k.share())
+		}
+	}
+	return inflight
 }
 
 // loopWindow is what kernel k's loop moves per iteration, payload bytes

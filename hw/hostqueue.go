@@ -171,3 +171,40 @@ func (m *Machine) HostStreamsIdle() bool {
 	}
 	return true
 }
+
+// HostReadQueueWait is what a single load of host memory by GPU r, whose
+// round trip is alone, waits now behind the GPU's other loads of host
+// memory under way, beyond alone: where they fill the link, a load waits
+// for the bytes outstanding ahead of it. The reads outstanding are their
+// windows (loadWindow), D in all, of which the GPU keeps
+// N(1 − exp(−D/N)) at most (N: gpu.host_loads_outstanding; measured on
+// one H200, testdata/h200x1-arsim/read_beside_write_11.jsonl: what
+// 512 to 135,168 loading threads keep in flight follows their number, not
+// their blocks, and stops at about 0.87 MB); they move at their rates'
+// sum, so they take (outstanding) / (sum of rates) to come back, and a load
+// behind them that long. A read bound by its window, not by a link, comes
+// back in its own round trip: no wait. Only reads that follow the storing
+// blocks are listed (trackHostRead: pcie.posted_wait_per_doubling > 0).
+// N is fitted on one chase beside 132 reader blocks
+// (read_beside_write_9.jsonl); the dependent loads that take this wait are
+// validate's pointer chases beside readers. A schedule's polls and flag
+// loads of host memory do not take it yet.
+func (m *Machine) HostReadQueueWait(r int, alone sim.Duration) sim.Duration {
+	m.pruneHostReads()
+	var window, rate float64
+	for _, h := range m.hostReads {
+		if h.r != r || !h.f.Active() {
+			continue
+		}
+		window += m.loadWindow(h.r, h.src, h.k)
+		rate += float64(h.f.Rate())
+	}
+	if window <= 0 || rate <= 0 {
+		return 0
+	}
+	if n := float64(m.Phys.HostLoadsOutstanding); n > 0 {
+		window = n * -math.Expm1(-window/n)
+	}
+	back := sim.Duration(math.Round(window / rate * float64(sim.Second)))
+	return max(0, back-alone)
+}

@@ -97,3 +97,38 @@ func TestReadSpeedsUpWhenTheStoresLand(t *testing.T) {
 	assert.InEpsilon(t, want, sim.Duration(end).Seconds(), 0.03)
 	assert.Zero(t, m.StoringBlocks(0))
 }
+
+// A load of host memory waits behind the GPU's other loads of it only
+// where they fill the link: none behind one block of 512 threads (its
+// window sets its rate), the window's time on the link behind 16 blocks,
+// and behind 132 blocks no more than gpu.host_loads_outstanding's time,
+// however many threads load; none once the reads are done.
+func TestLoadsWaitBehindLoadsThatFillTheLink(t *testing.T) {
+	wait := func(k Kernel) (sim.Duration, *Machine) {
+		m := h200x1Machine(t)
+		host := HostMem(m.LocalSocket(0))
+		require.NoError(t, m.Read(0, host, 64<<20, k, "r", nil))
+		require.NoError(t, m.Eng.RunUntil(sim.Time(50*sim.Microsecond)))
+		alone, err := m.RoundTrip(0, host)
+		require.NoError(t, err)
+		return m.HostReadQueueWait(0, alone), m
+	}
+	w1, _ := wait(Kernel{Blocks: 1, Threads: 512})
+	assert.Zero(t, w1, "one block's window does not fill the link")
+	w16, m := wait(Kernel{Blocks: 16, Threads: 512})
+	assert.Positive(t, w16)
+	w132, _ := wait(Kernel{Blocks: 132, Threads: 512})
+	w132x4, _ := wait(Kernel{Blocks: 132, Threads: 1024, LoadsInFlight: 8})
+	assert.Greater(t, w132, 2*w16)
+	n := float64(m.Phys.HostLoadsOutstanding)
+	require.Positive(t, n)
+	// 8.6 times the window moves the wait by under a third, and it stays
+	// under the outstanding bytes' time at 45 GB/s (the loads move 51)
+	assert.Less(t, float64(w132x4), 1.3*float64(w132))
+	assert.Less(t, w132x4.Seconds(), n/45e9)
+
+	require.NoError(t, m.Eng.Run())
+	alone, err := m.RoundTrip(0, HostMem(m.LocalSocket(0)))
+	require.NoError(t, err)
+	assert.Zero(t, m.HostReadQueueWait(0, alone), "after the reads")
+}

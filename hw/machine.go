@@ -52,6 +52,7 @@ type Physics struct {
 	FirstBurstHeld                          sim.Bytes    // pcie.first_burst_held
 	PostedWaitPerDoubling                   sim.Duration // pcie.posted_wait_per_doubling
 	HostLoadsBesideStores                   sim.Bytes    // gpu.host_loads_beside_stores
+	HostLoadsOutstanding                    sim.Bytes    // gpu.host_loads_outstanding; 0: no limit
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
@@ -118,8 +119,9 @@ func resolve(ps *topology.Params) Physics {
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
 		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")),
-		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
-		HostLineContention: ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
+		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")),
+		MemLoadedLatency:     ns(g("gpu.mem_loaded_latency")),
+		HostLineContention:   ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
 		HostPollLoad:        ns(g("gpu.host_poll_load")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionMask: int(g("hostmem.collision_mask")),

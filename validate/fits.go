@@ -42,7 +42,8 @@ type Fit struct {
 // chase_beside_write captures.
 var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-arsim/read_beside_write_2.jsonl", "h200x1-arsim/read_beside_write_3.jsonl",
 	"h200x1-arsim/read_beside_write_4.jsonl", "h200x1-arsim/read_beside_write_5.jsonl", "h200x1-arsim/read_beside_write_6.jsonl",
-	"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl", "h200x1-arsim/read_beside_write_9.jsonl", "h200x1-arsim/read_beside_write_10.jsonl"}
+	"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl", "h200x1-arsim/read_beside_write_9.jsonl", "h200x1-arsim/read_beside_write_10.jsonl",
+	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
@@ -345,6 +346,18 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks == 131 && (r.LoadsInFlight == 1 || r.LoadsInFlight == 4)
 		}, How: "one-load block: its 8,192 B in flight over the rate, less the host round trip alone, over log2(131); four-load block: its rate times that round trip"},
+	// gpu.host_loads_outstanding: a pointer chase beside 132 blocks of
+	// 512 threads loading host memory and no writer
+	// (read_beside_write_9.jsonl); the chases beside other reader blocks,
+	// other threads a block (read_beside_write_11.jsonl) and beside
+	// writers too, on other instances, are predicted.
+	{Params: []string{"gpu.host_loads_outstanding"}, Files: []string{"h200x1-arsim/read_beside_write_9.jsonl"},
+		Kinds:        []trace.Kind{trace.KindPointerChase},
+		Covers:       func(r trace.Record) bool { return r.ReadBlocks > 0 },
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readBesideWrite), func(f string) bool { return f == "h200x1-arsim/read_beside_write_9.jsonl" }),
+		On: func(r trace.Record) bool {
+			return r.ReadBlocks == 132 && r.WriteBlocks == 0 && r.ReadThreads == 0
+		}, How: "the value that makes the model's chase beside 132 reader blocks of 512 threads and no writer the measured round trip (bisection)"},
 	{Params: []string{"hostmem.fresh_line_saving"}, Files: []string{"h200x1-arsim/ll_live_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "host" && r.Producer != "" },
 		AlsoPredicts: append([]string{"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll128_live.jsonl", "h200x1-arsim/ll128_pairs.jsonl"}, perBlockRepeats...),

@@ -136,9 +136,12 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 
 // PointerChaseBesideNs is PointerChaseNs beside writer (its blocks on rank
 // 0 storing to host memory, or to the GPU's own with toLocal, throughout
-// the chase): a dependent load's round trip and what it waits behind the
-// stores (hw.Machine.HostLoadWait).
-func PointerChaseBesideNs(top *topology.Topology, target string, writer hw.Kernel, toLocal bool) (float64, error) {
+// the chase) and reader (its blocks loading host memory throughout): a
+// dependent load's round trip and what it waits behind the stores
+// (hw.Machine.HostLoadWait) or, where longer, behind the readers' loads
+// outstanding (hw.Machine.HostReadQueueWait), both taken once the
+// readers' loads run at their rate.
+func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal bool) (float64, error) {
 	m, at, err := machineAt(top, "pointer_chase", target, true)
 	if err != nil {
 		return 0, err
@@ -152,12 +155,25 @@ func PointerChaseBesideNs(top *topology.Topology, target string, writer hw.Kerne
 			return 0, err
 		}
 	}
+	if reader.Blocks > 0 {
+		if !at.Host {
+			return 0, fmt.Errorf("validate: a pointer chase of %s beside reader blocks: the readers load host memory, the chase %s", target, target)
+		}
+		if err := m.Read(0, at, 1<<40, reader, "sm_read", nil); err != nil {
+			return 0, err
+		}
+		// past the reads' start (their first round trip): their rate set
+		if err := m.Eng.RunUntil(sim.Time(100 * sim.Microsecond)); err != nil {
+			return 0, err
+		}
+	}
 	d, err := m.RoundTrip(0, at)
 	if err != nil {
 		return 0, err
 	}
 	if at.Host {
 		d += m.HostLoadWait(0)
+		d += m.HostReadQueueWait(0, d)
 	}
 	return float64(d) / float64(sim.Nanosecond), nil
 }

@@ -617,23 +617,23 @@ class Micro:
         def grid(name, default):
             v = [int(x) for x in os.environ.get(name, "").split(",") if x]
             return v or default
-        confs = [(W, R, wt, rt) for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132])
-                 for wt in (grid("CHASE_GRID_WT", [512]) if W else [512])
+        confs = [(W, R, wth, rth) for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132])
+                 for wth in (grid("CHASE_GRID_WT", [512]) if W else [512])
                  for R in grid("CHASE_GRID_R", [0, 1, 4, 16, 66, 132])
-                 for rt in (grid("CHASE_GRID_RT", [512]) if R else [512])]
-        for W, R, wt, rt in confs:
-                def meas(W=W, R=R, wt=wt, rt=rt):
+                 for rth in (grid("CHASE_GRID_RT", [512]) if R else [512])]
+        for W, R, wth, rth in confs:
+                def meas(W=W, R=R, wth=wth, rth=rth):
                     def once(rb, k, steps):
                         with cp.cuda.Device(0):
                             if W:
                                 ev[2].record(s2)
                                 for _ in range(nw):
-                                    wr((W,), (wt,), (wdst, np.int64(wbytes // 16)), stream=s2)
+                                    wr((W,), (wth,), (wdst, np.int64(wbytes // 16)), stream=s2)
                                 ev[3].record(s2)
                             if R:
                                 ev[0].record(s3)
                                 for _ in range(k):
-                                    rd((R,), (rt,), (rsrc, sink, np.int64(rb // 16)), stream=s3)
+                                    rd((R,), (rth,), (rsrc, sink, np.int64(rb // 16)), stream=s3)
                                 ev[1].record(s3)
                             chase((1,), (1,), (arr, np.int32(steps), out, res), stream=s)
                         s.synchronize(); s2.synchronize(); s3.synchronize()
@@ -661,28 +661,28 @@ class Micro:
                             "ns_per_step_globaltimer": statistics.median(gs), "steps": steps,
                             "stride_bytes": stride * 8}
                     if W:
-                        crec.update({"write_blocks": W, "write_threads": wt, "write_target": "host"})
+                        crec.update({"write_blocks": W, "write_threads": wth, "write_target": "host"})
                     if R:
                         crec["read_blocks"] = R
-                        if rt != 512:
-                            crec["read_threads"] = rt
+                        if rth != 512:
+                            crec["read_threads"] = rth
                     self.rec_sm.emit(crec)
                     if not R:
                         return
                     med, lo, hi = summarize(rs)
                     nb = k * rb
                     rec = {"kind": "host_link_concurrency", "clock": "device_events", "what": "sm_read_beside_write",
-                           "gpus": 1, "bytes_per_gpu": nb, "blocks": R, "threads": rt, "write_blocks": W,
+                           "gpus": 1, "bytes_per_gpu": nb, "blocks": R, "threads": rth, "write_blocks": W,
                            "us": med, "us_min": lo, "us_max": hi, "gbps_per_gpu": nb / med / 1e3,
                            "gbps_total": nb / med / 1e3, "gbps_read": nb / med / 1e3}
                     if W:
                         wmed = summarize(ws)[0]
-                        rec.update({"write_threads": wt, "write_target": "host", "write_bytes": nw * wbytes,
+                        rec.update({"write_threads": wth, "write_target": "host", "write_bytes": nw * wbytes,
                                     "write_us": wmed, "gbps_write": nw * wbytes / wmed / 1e3})
                         if med > wmed:
                             log("chase_grid", f"W={W} R={R}: the readers ({med:.0f} us) outlived the writers ({wmed:.0f} us)")
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"chase_grid {W} {R} {wt} {rt}", meas)
+                self.rec_sm.guard(f"chase_grid {W} {R} {wth} {rth}", meas)
         hb.free()
 
     def _placer(self, hb, smem):
