@@ -50,6 +50,9 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 			if r.ReadThreads > 0 {
 				reader.Threads = r.ReadThreads
 			}
+			// chase_grid's read_loop readers: that many independent loads a
+			// thread in flight
+			reader.LoadsInFlight = float64(r.LoadsInFlight)
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
 			return PointerChaseBesideNs(top, r.Target, writer, reader, r.WriteTarget == "local")
@@ -57,6 +60,9 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		readers := strconv.Itoa(r.ReadBlocks) + " reader blocks"
 		if r.ReadThreads > 0 {
 			readers += " × " + strconv.Itoa(r.ReadThreads)
+		}
+		if r.LoadsInFlight > 0 {
+			readers += ", " + strconv.Itoa(r.LoadsInFlight) + " loads in flight"
 		}
 		switch {
 		case r.WriteBlocks == 0:

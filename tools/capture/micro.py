@@ -603,7 +603,9 @@ class Micro:
         bytes in flight are its readers' rate times the round trip measured while they load. CHASE_GRID_W and
         CHASE_GRID_R (comma-separated) override the grid; CHASE_GRID_WT and CHASE_GRID_RT (comma-separated, 32–1024)
         the writers' and the readers' threads a block (default 512 each; records write_threads, and threads or
-        read_threads)."""
+        read_threads); CHASE_GRID_RL (comma-separated, 0, 1, 4, 8) the readers' loads a thread in flight: 0 (the
+        default) sm_read16's loop, 1, 4, 8 read_loop's (each block its own part of the readers' bytes; records
+        loads_in_flight)."""
         cp = self.cp
         n, wbytes, nw = 256 << 20, 192 << 20, 8
         hb, arr, stride, out, res = self._chase_host(n)
@@ -612,17 +614,30 @@ class Micro:
             ev = [cp.cuda.Event() for _ in range(4)]
         s, s2, s3 = self.streams[0][2], self.streams[0][3], self.streams[0][1]
         chase, wr, rd = self.fn(0, "chase"), self.fn(0, "sm_write16"), self.fn(0, "sm_read16")
+        rloop = self.fn(0, "read_loop")
+        loop_mode = {1: 0, 4: 2, 8: 3}
         rsrc, wdst = np.uint64(hb.ptr + (32 << 20)), np.uint64(hb.ptr + (64 << 20))
 
         def grid(name, default):
             v = [int(x) for x in os.environ.get(name, "").split(",") if x]
             return v or default
-        confs = [(W, R, wth, rth) for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132])
+        lifs = grid("CHASE_GRID_RL", [0])
+        bad = [x for x in lifs if x and x not in loop_mode]
+        if bad:
+            raise ValueError(f"CHASE_GRID_RL: {bad} not among 0, 1, 4, 8")
+        confs = [(W, R, wth, rth, lif) for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132])
                  for wth in (grid("CHASE_GRID_WT", [512]) if W else [512])
                  for R in grid("CHASE_GRID_R", [0, 1, 4, 16, 66, 132])
-                 for rth in (grid("CHASE_GRID_RT", [512]) if R else [512])]
-        for W, R, wth, rth in confs:
-                def meas(W=W, R=R, wth=wth, rth=rth):
+                 for rth in (grid("CHASE_GRID_RT", [512]) if R else [512])
+                 for lif in (lifs if R else [0])]
+        for W, R, wth, rth, lif in confs:
+                def meas(W=W, R=R, wth=wth, rth=rth, lif=lif):
+                    def per_block(rb):
+                        # read_loop: each block loads n16 16-B words of its own part, a multiple of lif × threads,
+                        # within the 32 MiB before the writers' buffer
+                        unit = lif * rth
+                        return max(unit, min(rb, 32 << 20) // 16 // R // unit * unit)
+
                     def once(rb, k, steps):
                         with cp.cuda.Device(0):
                             if W:
@@ -633,7 +648,11 @@ class Micro:
                             if R:
                                 ev[0].record(s3)
                                 for _ in range(k):
-                                    rd((R,), (rth,), (rsrc, sink, np.int64(rb // 16)), stream=s3)
+                                    if lif:
+                                        rloop((R,), (rth,), (rsrc, sink, np.int64(per_block(rb)), np.int32(loop_mode[lif])),
+                                              stream=s3)
+                                    else:
+                                        rd((R,), (rth,), (rsrc, sink, np.int64(rb // 16)), stream=s3)
                                 ev[1].record(s3)
                             chase((1,), (1,), (arr, np.int32(steps), out, res), stream=s)
                         s.synchronize(); s2.synchronize(); s3.synchronize()
@@ -647,6 +666,8 @@ class Micro:
                     if R and rus > 8000:
                         rb = max(1 << 20, (int(rb * 8000 / rus) >> 20) << 20)
                         rus, _, rt, _ = once(rb, k, 50)
+                    if lif:
+                        rb = per_block(rb) * 16 * R  # the bytes read_loop loads
                     if R:
                         k = max(1, min(16, int(8000 / max(rus, 1.0))))
                     window = (k * rus if R else 8000.0) / 2
@@ -666,6 +687,8 @@ class Micro:
                         crec["read_blocks"] = R
                         if rth != 512:
                             crec["read_threads"] = rth
+                        if lif:
+                            crec["loads_in_flight"] = lif
                     self.rec_sm.emit(crec)
                     if not R:
                         return
@@ -675,6 +698,8 @@ class Micro:
                            "gpus": 1, "bytes_per_gpu": nb, "blocks": R, "threads": rth, "write_blocks": W,
                            "us": med, "us_min": lo, "us_max": hi, "gbps_per_gpu": nb / med / 1e3,
                            "gbps_total": nb / med / 1e3, "gbps_read": nb / med / 1e3}
+                    if lif:
+                        rec["loads_in_flight"] = lif
                     if W:
                         wmed = summarize(ws)[0]
                         rec.update({"write_threads": wth, "write_target": "host", "write_bytes": nw * wbytes,
@@ -682,7 +707,7 @@ class Micro:
                         if med > wmed:
                             log("chase_grid", f"W={W} R={R}: the readers ({med:.0f} us) outlived the writers ({wmed:.0f} us)")
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"chase_grid {W} {R} {wth} {rth}", meas)
+                self.rec_sm.guard(f"chase_grid {W} {R} {wth} {rth} {lif}", meas)
         hb.free()
 
     def _placer(self, hb, smem):
