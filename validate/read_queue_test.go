@@ -176,3 +176,34 @@ func TestHostLoadsOutstandingFromItsFittedSide(t *testing.T) {
 	}
 	assert.Equal(t, 26, n)
 }
+
+// What read_beside_write_13.jsonl shows of the loads a thread keeps in
+// flight beside readers alone (read_loop's 1, 4, 8 independent loads a
+// thread), up to 16,896 threads: one load keeps about 16 B a thread
+// (within 12–20 B) up to 8,192 threads, four keep at least 2.5 times
+// one's bytes, and eight never keep more than four (the model keeps eight: it misses these,
+// README). Bytes in flight: the readers' rate × the chase's round trip.
+func TestLoadsAThreadInFlightToHostMemory(t *testing.T) {
+	cs := chasesBesideReaders(t, "read_beside_write_13.jsonl")
+	require.Len(t, cs, 36)
+	kb := map[[3]int]float64{} // reader blocks, threads a block, loads a thread
+	for _, c := range cs {
+		require.Positive(t, c.gbps, "line %d", c.chase.Line)
+		kb[[3]int{c.chase.ReadBlocks, c.perBlock, c.chase.LoadsInFlight}] = c.gbps * c.chase.NsPerStep / 1e3
+	}
+	n := 0
+	for k, one := range kb {
+		if k[2] != 1 || k[0]*k[1] > 16896 {
+			continue
+		}
+		four, eight := kb[[3]int{k[0], k[1], 4}], kb[[3]int{k[0], k[1], 8}]
+		th := float64(k[0] * k[1])
+		if th <= 8192 {
+			assert.InDelta(t, 16, one*1e3/th, 4, "%v: one load a thread", k)
+		}
+		assert.Greater(t, four, 2.5*one, "%v: four loads against one", k)
+		assert.Less(t, eight, four, "%v: eight loads against four", k)
+		n++
+	}
+	assert.Equal(t, 8, n)
+}
