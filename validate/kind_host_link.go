@@ -45,7 +45,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			reader.LoadsInFlight = float64(max(r.LoadsInFlight, 1))
 		} else if r.LoadsInFlight > 0 {
 			// read_beside_write's loops variant (read_loop)
-			reader.LoadsInFlight = float64(r.LoadsInFlight)
+			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)
 		}
 		wbytes := sim.Bytes(384 << 20)
 		if v := extraNumber(r, "write_bytes"); v > 0 {
@@ -134,4 +134,24 @@ func extraNumber(r trace.Record, name string) float64 {
 		return v
 	}
 	return 0
+}
+
+// readLoopInFlight is the 16-B loads a thread of tools/capture's read_loop
+// keeps in flight for a record's loads_in_flight (the loads of one batch
+// in its source), as its machine code issues them
+// (testdata/h200x1-arsim/system/sass_micro_read_loop_sm_90.txt.gz, nvcc's
+// build of the kernel NVRTC compiles in the capture): the compiler unrolls
+// the two- and four-load loops so that eight loads are issued before the
+// first is used, splits the eight-load batch into two of four, and keeps
+// at most twelve of the sixteen-load one.
+func readLoopInFlight(n int) float64 {
+	switch n {
+	case 2, 4:
+		return 8
+	case 8:
+		return 4
+	case 16:
+		return 12
+	}
+	return float64(n)
 }

@@ -50,9 +50,9 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 			if r.ReadThreads > 0 {
 				reader.Threads = r.ReadThreads
 			}
-			// chase_grid's read_loop readers: that many independent loads a
-			// thread in flight
-			reader.LoadsInFlight = float64(r.LoadsInFlight)
+			// chase_grid's read_loop readers: the loads a thread keeps in
+			// flight as their machine code issues them
+			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
 			return PointerChaseBesideNs(top, r.Target, writer, reader, r.WriteTarget == "local")
