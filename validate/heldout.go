@@ -34,6 +34,17 @@ func dimensionsOf(r trace.Record) []string {
 		if r.WriteBlocks > 0 {
 			d = append(d, "pointer chase beside SM stores of "+writerDesc(r, false))
 		}
+		if r.ReadBlocks > 0 && r.WriteBlocks == 0 {
+			// gpu.host_loads_outstanding is fitted beside 132 reader
+			// blocks of sm_read16 at 512 threads and no writer
+			d = append(d, "pointer chase beside SM loads alone")
+			if r.ReadThreads > 0 && r.ReadThreads != 512 {
+				d = append(d, fmt.Sprintf("pointer chase beside SM loads alone: readers of %d threads a block", r.ReadThreads))
+			}
+			if r.LoadsInFlight > 0 {
+				d = append(d, fmt.Sprintf("pointer chase beside SM loads alone: read_loop keeping %g loads a thread in flight", readLoopInFlight(r.LoadsInFlight)))
+			}
+		}
 	case trace.KindAllreduce:
 		d = append(d, fmt.Sprintf("%s %s/%s, %s", r.Impl, r.Algo, r.Proto, r.Launch))
 		if r.MaxChannels > 0 {
