@@ -71,8 +71,7 @@ __device__ __forceinline__ int4 place_loads(const int4* __restrict__ p, long lon
 }
 
 // place_rw's readers as a kernel of their own (read_beside_write's "loops" variant): each block loads n16 × 16 B
-// of src from its own part, mode 0 one load a thread in flight (the loop not unrolled), 2 and 3 four and eight,
-// 4 and 5 two and sixteen (chase_grid)
+// of src from its own part, mode 0 one load a thread in flight (the loop not unrolled), 2 and 3 four and eight
 extern "C" __global__ void read_loop(const int4* __restrict__ src, int4* sink, long long n16, int mode) {
   const int4* p = src + (long long)blockIdx.x * n16;
   int4 acc = make_int4(0, 0, 0, 0);
@@ -80,10 +79,6 @@ extern "C" __global__ void read_loop(const int4* __restrict__ src, int4* sink, l
     acc = place_loads<4>(p, n16);
   } else if (mode == 3) {
     acc = place_loads<8>(p, n16);
-  } else if (mode == 4) {
-    acc = place_loads<2>(p, n16);
-  } else if (mode == 5) {
-    acc = place_loads<16>(p, n16);
   } else {
 #pragma unroll 1
     for (long long k = threadIdx.x; k < n16; k += blockDim.x) {

@@ -603,8 +603,8 @@ class Micro:
         bytes in flight are its readers' rate times the round trip measured while they load. CHASE_GRID_W and
         CHASE_GRID_R (comma-separated) override the grid; CHASE_GRID_WT and CHASE_GRID_RT (comma-separated, 32–1024)
         the writers' and the readers' threads a block (default 512 each; records write_threads, and threads or
-        read_threads); CHASE_GRID_RL (comma-separated, 0, 1, 2, 4, 8, 16) the readers' loads a thread in flight: 0
-        (the default) sm_read16's loop, 1–16 read_loop's (each block its own part of the readers' bytes; records
+        read_threads); CHASE_GRID_RL (comma-separated, 0, 1, 4, 8) the readers' loads a batch: 0 (the default)
+        sm_read16's loop, 1, 4, 8 read_loop's, whose machine code keeps 1, 6, 4 loads a thread in flight (each block its own part of the readers' bytes; records
         loads_in_flight)."""
         cp = self.cp
         n, wbytes, nw = 256 << 20, 192 << 20, 8
@@ -615,7 +615,7 @@ class Micro:
         s, s2, s3 = self.streams[0][2], self.streams[0][3], self.streams[0][1]
         chase, wr, rd = self.fn(0, "chase"), self.fn(0, "sm_write16"), self.fn(0, "sm_read16")
         rloop = self.fn(0, "read_loop")
-        loop_mode = {1: 0, 2: 4, 4: 2, 8: 3, 16: 5}
+        loop_mode = {1: 0, 4: 2, 8: 3}
         rsrc, wdst = np.uint64(hb.ptr + (32 << 20)), np.uint64(hb.ptr + (64 << 20))
 
         def grid(name, default):
@@ -624,7 +624,7 @@ class Micro:
         lifs = grid("CHASE_GRID_RL", [0])
         bad = [x for x in lifs if x and x not in loop_mode]
         if bad:
-            raise ValueError(f"CHASE_GRID_RL: {bad} not among 0, 1, 2, 4, 8, 16")
+            raise ValueError(f"CHASE_GRID_RL: {bad} not among 0, 1, 4, 8")
         confs = [(W, R, wth, rth, lif) for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132])
                  for wth in (grid("CHASE_GRID_WT", [512]) if W else [512])
                  for R in grid("CHASE_GRID_R", [0, 1, 4, 16, 66, 132])
