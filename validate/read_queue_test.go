@@ -2,6 +2,7 @@ package validate
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -218,4 +219,25 @@ func TestLoadsAThreadInFlightToHostMemory(t *testing.T) {
 	}
 	assert.Equal(t, 6.0, readLoopInFlight(4))
 	assert.Equal(t, 4.0, readLoopInFlight(8))
+}
+
+// What read_beside_write_15.jsonl shows (three runs in a row, the largest
+// demands): the chase beside readers alone is the configuration's, the
+// runs within 8 % of each other, and not the demand's: at 132 blocks of
+// 512 threads read_loop's "8" loop (four loads a thread in flight) leaves
+// the chase under three quarters of its "4" loop's (six).
+func TestLoadsOutstandingAreTheConfigurations(t *testing.T) {
+	cs := chasesBesideReaders(t, "read_beside_write_15.jsonl")
+	require.Len(t, cs, 30)
+	runs := map[[3]int][]float64{}
+	for _, c := range cs {
+		k := [3]int{c.chase.ReadBlocks, c.perBlock, c.chase.LoadsInFlight}
+		runs[k] = append(runs[k], c.chase.NsPerStep)
+	}
+	require.Len(t, runs, 10)
+	for k, v := range runs {
+		require.Len(t, v, 3, "%v", k)
+		assert.Less(t, slices.Max(v)/slices.Min(v), 1.08, "%v: %v", k, v)
+	}
+	assert.Less(t, slices.Max(runs[[3]int{132, 512, 8}]), 0.75*slices.Min(runs[[3]int{132, 512, 4}]))
 }
