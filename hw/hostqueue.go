@@ -180,7 +180,10 @@ func (m *Machine) HostStreamsIdle() bool {
 // N(1 − exp(−D/N)) at most (N: gpu.host_loads_outstanding; measured on
 // one H200, testdata/h200x1-arsim/read_beside_write_11.jsonl: what
 // 512 to 135,168 loading threads keep in flight follows their number, not
-// their blocks, and stops at about 0.87 MB); they move at their rates'
+// their blocks, and stops at about 0.87 MB; read_beside_write_13 to _15:
+// at the largest demands it is 447–880 KB by the loop and the address
+// ranges its blocks read, which this one value does not follow); they move
+// at their rates'
 // sum, so they take (outstanding) / (sum of rates) to come back, and a load
 // behind them that long. A read bound by its window, not by a link, comes
 // back in its own round trip: no wait. Only reads that follow the storing
