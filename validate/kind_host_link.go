@@ -54,17 +54,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		if r.Placement == "by_sm" {
 			wbytes = 1 << 40
 		}
-		writer := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
-		if r.WriteMode == "volatile_fence4" {
-			writer.StoresPerFence = 4
-		}
-		if r.WriteThreads > 0 {
-			writer.Threads = r.WriteThreads
-		}
-		if r.WritePauseNs > 0 {
-			// each thread's 16-B store, then its pause
-			writer.RateCap = sim.Rate(float64(writer.Blocks*writer.Threads*16) / (float64(r.WritePauseNs) * 1e-9))
-		}
+		writer := writerKernel(r)
 		toLocal := r.WriteTarget == "local"
 		t.Group += " beside " + writerDesc(r, true)
 		if r.Placement == "" && r.LoadsInFlight > 0 {
@@ -86,6 +76,28 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		return HostLinkGBpsBlocks(top, r.What, r.GPUs, sim.Bytes(per), r.Blocks)
 	})
 	return t, nil
+}
+
+// writerKernel is the writer a record's loads ran beside (tools/capture's
+// read_beside_write, chase_beside_write, chase_grid): write_blocks of
+// write_threads (512 when not given), a system fence after every four of
+// a thread's stores with write_mode volatile_fence4, each thread's 16-B
+// store then its write_pause_ns where given; no blocks: none.
+func writerKernel(r trace.Record) hw.Kernel {
+	if r.WriteBlocks <= 0 {
+		return hw.Kernel{}
+	}
+	w := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
+	if r.WriteMode == "volatile_fence4" {
+		w.StoresPerFence = 4
+	}
+	if r.WriteThreads > 0 {
+		w.Threads = r.WriteThreads
+	}
+	if r.WritePauseNs > 0 {
+		w.RateCap = sim.Rate(float64(w.Blocks*w.Threads*16) / (float64(r.WritePauseNs) * 1e-9))
+	}
+	return w
 }
 
 // writerDesc names the writer a record's loads ran beside (tools/capture's

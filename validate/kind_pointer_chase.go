@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/arsim/arsim/hw"
-	"github.com/arsim/arsim/sim"
 
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
@@ -34,16 +33,7 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		// the stores queued ahead of its loads (hw.Machine.HostLoadWait),
 		// and beside blocks loading it, their loads outstanding ahead of
 		// its own (hw.Machine.HostReadQueueWait)
-		var writer hw.Kernel
-		if r.WriteBlocks > 0 {
-			writer = hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
-			if r.WriteThreads > 0 {
-				writer.Threads = r.WriteThreads
-			}
-			if r.WritePauseNs > 0 {
-				writer.RateCap = sim.Rate(float64(writer.Blocks*writer.Threads*16) / (float64(r.WritePauseNs) * 1e-9))
-			}
-		}
+		writer := writerKernel(r)
 		var reader hw.Kernel
 		if r.ReadBlocks > 0 {
 			reader = hw.Kernel{Blocks: r.ReadBlocks, Threads: 512}
