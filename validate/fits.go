@@ -383,7 +383,27 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
 		}, How: "ns per step"},
+	// gpu.kernel_prologue: one record of the project's flag kernels on two
+	// H200s, the one-shot over NVLink at 1 KiB, 1 block × 512 threads, in
+	// CUDA graphs (measurements.jsonl line 39), less every other modelled
+	// part; every other flag-kernel record (one- and two-shot, over NVLink
+	// and through host memory, 1–132 blocks, 128 and 512 threads, 1 KiB to
+	// 4 MiB) is its predicted side.
+	{Params: []string{"gpu.kernel_prologue"}, Files: []string{"h200x2-arsim/measurements.jsonl"}, Kinds: []trace.Kind{trace.KindAllreduce},
+		Covers: flagKernel, On: kernelPrologueSide, How: "the record less every other modelled part (the value that makes it come out within 0.5 %)"},
 }, callExtraFits()...)
+
+// flagKernel: the project's own flag kernels (tools/capture flagar.py).
+func flagKernel(r trace.Record) bool {
+	return r.Impl == trace.ImplFlagOneShot || r.Impl == trace.ImplFlagTwoShot
+}
+
+// kernelPrologueSide: the flag one-shot over NVLink, 1 KiB, one block of
+// 512 threads, bf16, in CUDA graphs.
+func kernelPrologueSide(r trace.Record) bool {
+	return r.Impl == trace.ImplFlagOneShot && r.Transport == trace.TransportP2P && r.Bytes == 1024 && r.Blocks == 1 &&
+		r.Threads == 512 && r.Dtype == "bf16" && r.Launch == trace.LaunchCUDAGraph
+}
 
 // callExtraFits are the fits of nccl.call_extra.<algo>.<proto>, ring and
 // tree × LL, LL128 and Simple, each on its own records of the two-GPU

@@ -56,6 +56,21 @@ func dimensionsOf(r trace.Record) []string {
 		if r.Dtype != "bf16" {
 			d = append(d, "dtype: "+r.Dtype)
 		}
+		if flagKernel(r) {
+			// gpu.kernel_prologue is fitted at one block over NVLink
+			blocks := "1 block"
+			switch {
+			case r.Blocks > 8:
+				blocks = "9–132 blocks"
+			case r.Blocks > 1:
+				blocks = "2–8 blocks"
+			}
+			route := "host"
+			if r.Transport == trace.TransportP2P {
+				route = "NVLink"
+			}
+			d = append(d, fmt.Sprintf("%s %s, %s", r.Impl, route, blocks))
+		}
 		return d
 	case trace.KindNCCLKernel:
 		return append(d, "nccl_kernel "+r.NCCLOp)
