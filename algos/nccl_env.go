@@ -17,7 +17,7 @@ import (
 
 // NCCLEnvVars are the NCCL variables TranslateNCCLEnv reads, sorted.
 var NCCLEnvVars = []string{
-	"NCCL_ALGO", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS", "NCCL_NTHREADS",
+	"NCCL_ALGO", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS", "NCCL_NTHREADS",
 	"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_PROTO", "NCCL_SHM_DISABLE",
 }
 
@@ -39,6 +39,7 @@ var ncclShortKeys = map[string]bool{"p2p_level": true, "proto": true, "algo": tr
 //	NCCL_ALGO=Ring|Tree, lists, ^exclusions         algo (ring or tree; both: NCCL's choice)
 //	NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS          min_channels, max_channels
 //	NCCL_NTHREADS                                   nthreads
+//	NCCL_GRAPH_MIXING_SUPPORT=0|1                   graph_mixing=off|on
 func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 	if len(opts) == 0 {
 		return opts, nil
@@ -63,6 +64,15 @@ func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 	}
 	if err := t.lists(env); err != nil {
 		return nil, err
+	}
+	if v, ok := env["NCCL_GRAPH_MIXING_SUPPORT"]; ok {
+		b, err := ncclBool("NCCL_GRAPH_MIXING_SUPPORT", v)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.set("graph_mixing", map[bool]string{true: "on", false: "off"}[b], "NCCL_GRAPH_MIXING_SUPPORT"); err != nil {
+			return nil, err
+		}
 	}
 	for _, m := range []struct{ env, key string }{{"NCCL_MIN_NCHANNELS", "min_channels"}, {"NCCL_MAX_NCHANNELS", "max_channels"}, {"NCCL_NTHREADS", "nthreads"}} {
 		v, ok := env[m.env]

@@ -39,6 +39,8 @@ func TestTranslateNCCLEnv(t *testing.T) {
 		{map[string]string{"NCCL_MIN_NCHANNELS": "4", "NCCL_MAX_NCHANNELS": "8", "NCCL_NTHREADS": "256"}, map[string]string{"min_channels": "4", "max_channels": "8", "nthreads": "256"}},
 		{map[string]string{"NCCL_PROTO": "LL", "proto": "ll"}, map[string]string{"proto": "ll"}},
 		{map[string]string{"blocks": "6"}, map[string]string{"blocks": "6"}},
+		{map[string]string{"NCCL_GRAPH_MIXING_SUPPORT": "0"}, map[string]string{"graph_mixing": "off"}},
+		{map[string]string{"NCCL_GRAPH_MIXING_SUPPORT": "1"}, map[string]string{"graph_mixing": "on"}},
 	}
 	for _, c := range cases {
 		got, err := TranslateNCCLEnv(c.in)
@@ -57,6 +59,7 @@ func TestTranslateNCCLEnvRefusesWhatNCCLWouldNot(t *testing.T) {
 		"NCCL_ALGO=fast":              `"fast" is not one of Ring, Tree`,
 		"NCCL_P2P_DISABLE=yes":        "want 0 or 1",
 		"NCCL_NTHREADS=-1":            "positive integer",
+		"NCCL_GRAPH_MIXING_SUPPORT=2": "want 0 or 1",
 		"NCCL_IB_HCA=mlx5":            "NCCL setting NCCL_IB_HCA=mlx5 is not modelled",
 		"proto=fast":                  "want ll, ll128, simple",
 	} {
@@ -180,4 +183,27 @@ func TestNCCLP2PDisableRunsNCCLAlone(t *testing.T) {
 	assert.Equal(t, shm, time(map[string]string{"p2p_level": "loc"}))
 	assert.Equal(t, shm, time(map[string]string{"transport": "shm", "p2p_level": "sys"}))
 	assert.NotEqual(t, shm, time(map[string]string{"p2p_level": "sys"}), "over NVLink it differs")
+}
+
+// NCCL_GRAPH_MIXING_SUPPORT=0 takes nccl.graph_mixing_extra off each call
+// in a CUDA graph, on every rank, and nothing off an eager call.
+func TestNCCLGraphMixingOff(t *testing.T) {
+	for _, preset := range []string{"h200x2", "rtxpro6000x8-2numa"} {
+		r := req(t, preset, 0, 14336, nil)
+		r.Ranks = r.Top.NumGPUs()
+		saving := NCCLGraphMixingSaving(r.Top.Params).Micros()
+		require.Positive(t, saving)
+		for _, launch := range []hw.LaunchMode{hw.Graph, hw.Eager} {
+			r.Launch = launch
+			r.Opts = nil
+			on := runUs(t, "nccl", r, 3)
+			r.Opts = map[string]string{"graph_mixing": "off"}
+			off := runUs(t, "nccl", r, 3)
+			want := 0.0
+			if launch == hw.Graph {
+				want = saving
+			}
+			assert.InDelta(t, want, on-off, 1e-3, "%s %v: %.3f µs with NCCL's default, %.3f with mixing off", preset, launch, on, off)
+		}
+	}
 }

@@ -110,6 +110,10 @@ type Record struct {
 	// Count, Tokens and Hidden describe an allreduce_sequence: Count
 	// allreduces of a [Tokens, Hidden] tensor.
 	Count, Tokens, Hidden int
+	// OpsPerGraph is how many operations one CUDA graph of the
+	// measurement held (a replay's time over it is the value); 0: not
+	// said.
+	OpsPerGraph int
 
 	// Engine is the memcpy engine ("copy_engine").
 	Engine string

@@ -383,6 +383,16 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
 		}, How: "ns per step"},
+	// nccl.graph_mixing_extra: NCCL's one-rank send/receive at 8 B in CUDA
+	// graphs of 20, with NCCL's default and with NCCL_GRAPH_MIXING_SUPPORT=0;
+	// the graphs of 61, 122 and 244 are its predicted side, as are the
+	// empty kernel nodes of the same runs (the graph gap in a process that
+	// runs NCCL).
+	{Params: []string{"nccl.graph_mixing_extra"}, Files: []string{"h200x1-arsim/nccl_graph_size.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
+		Covers: func(r trace.Record) bool { return r.NCCLOp == "self_sendrecv" || r.NCCLOp == "empty_kernel" },
+		On: func(r trace.Record) bool {
+			return r.NCCLOp == "self_sendrecv" && r.Bytes == 8 && r.OpsPerGraph == 20
+		}, How: "µs per call with NCCL's default less with NCCL_GRAPH_MIXING_SUPPORT=0"},
 	// gpu.kernel_prologue: one record of the project's flag kernels on two
 	// H200s, the one-shot over NVLink at 1 KiB, 1 block × 512 threads, in
 	// CUDA graphs (measurements.jsonl line 39), less every other modelled
@@ -417,12 +427,16 @@ func callExtraFits() []Fit {
 				files = append(files, "h200x2-arsim/nccl_simple_threads.jsonl")
 			}
 			fs = append(fs, Fit{Params: []string{"nccl.call_extra." + algo + "." + proto}, Files: files,
-				Kinds:        []trace.Kind{trace.KindAllreduce},
+				Kinds:        []trace.Kind{trace.KindAllreduce, trace.KindAllreduceSequence},
 				AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
+				// NCCL's own choice (algo or protocol auto) runs one of
+				// the six; its records are every fit's predicted side
 				Covers: func(r trace.Record) bool {
-					return r.Impl == trace.ImplNCCL && r.Algo == algo && r.Proto == proto
+					return r.Impl == trace.ImplNCCL && (r.Algo == algo && r.Proto == proto || r.Algo == "auto" || r.Proto == "auto")
 				},
-				On: callExtraSide, How: "median of measured − simulated with the parameter at 0"})
+				On: func(r trace.Record) bool {
+					return r.Kind == trace.KindAllreduce && r.Algo == algo && r.Proto == proto && callExtraSide(r)
+				}, How: "median of measured − simulated with the parameter at 0"})
 		}
 	}
 	return fs

@@ -57,21 +57,11 @@ func dimensionsOf(r trace.Record) []string {
 			d = append(d, "dtype: "+r.Dtype)
 		}
 		if flagKernel(r) {
-			// gpu.kernel_prologue is fitted at one block over NVLink
-			blocks := "1 block"
-			switch {
-			case r.Blocks > 8:
-				blocks = "9–132 blocks"
-			case r.Blocks > 1:
-				blocks = "2–8 blocks"
-			}
-			route := "host"
-			if r.Transport == trace.TransportP2P {
-				route = "NVLink"
-			}
-			d = append(d, fmt.Sprintf("%s %s, %s", r.Impl, route, blocks))
+			d = append(d, flagKernelDim(r))
 		}
 		return d
+	case trace.KindAllreduceSequence:
+		return append(d, fmt.Sprintf("%s %s/%s sequences, %s", r.Impl, r.Algo, r.Proto, r.Launch))
 	case trace.KindNCCLKernel:
 		return append(d, "nccl_kernel "+r.NCCLOp)
 	case trace.KindHostLinkConcurrency:
@@ -115,6 +105,23 @@ func dimensionsOf(r trace.Record) []string {
 		d = append(d, "blocks: 1")
 	}
 	return d
+}
+
+// flagKernelDim is a flag kernel's row by route and block count
+// (gpu.kernel_prologue is fitted at one block over NVLink).
+func flagKernelDim(r trace.Record) string {
+	blocks := "1 block"
+	switch {
+	case r.Blocks > 8:
+		blocks = "9–132 blocks"
+	case r.Blocks > 1:
+		blocks = "2–8 blocks"
+	}
+	route := "host"
+	if r.Transport == trace.TransportP2P {
+		route = "NVLink"
+	}
+	return fmt.Sprintf("%s %s, %s", r.Impl, route, blocks)
 }
 
 // memoryDim is the memory-kind row of a predicted per-block or micro

@@ -34,6 +34,13 @@ func ncclKernelTwin(r trace.Record) (*Twin, error) {
 		}
 		return nil, notModelled("eager %s: the issuing host's cost through PyTorch and ctypes, not modelled", r.NCCLOp)
 	}
+	mixing := true
+	for k, v := range r.NCCLEnv {
+		if k != "NCCL_GRAPH_MIXING_SUPPORT" || (v != "0" && v != "1") {
+			return nil, notModelled("NCCL setting %s=%s on NCCL's kernel alone (arsim reads NCCL_GRAPH_MIXING_SUPPORT=0|1 here)", k, v)
+		}
+		mixing = v == "1"
+	}
 	switch r.NCCLOp {
 	case "empty_kernel":
 		t.Note = "per kernel of a replayed CUDA graph (gpu.launch_graph)"
@@ -44,6 +51,14 @@ func ncclKernelTwin(r trace.Record) (*Twin, error) {
 		}
 		t.Note = "NCCL's kernel on one GPU: launch + nccl.kernel_fixed"
 		t.Sim = device(NCCLSelfKernelUs)
+		if !mixing {
+			t.Group += " graph_mixing=off"
+			t.Note += " − nccl.graph_mixing_extra (NCCL_GRAPH_MIXING_SUPPORT=0)"
+			t.Sim = device(func(top *topology.Topology) (float64, error) {
+				us, err := NCCLSelfKernelUs(top)
+				return us - algos.NCCLGraphMixingSaving(top.Params).Micros(), err
+			})
+		}
 	default:
 		return nil, notModelled("%s: a reference of the capture, not an NCCL kernel the model runs", r.NCCLOp)
 	}

@@ -14,7 +14,12 @@ Records: kind `nccl_kernel`, `nccl_op` = self_sendrecv | allreduce_one_rank | al
 torch_allreduce_one_rank | memcpy_d2d | empty_kernel, `bytes`,
 `launch` = cudagraph (K ops captured in one graph per replay; us = replay time / K, so graph launch cancels) or eager
 (K ops launched back to back between two events: the host's issue cost included), `us` (median of TRIALS),
-`us_min`, `us_max`, `nccl_version`. NCCL is loaded through ctypes from the library PyTorch ships.
+`us_min`, `us_max`, `nccl_version`, `ops_per_graph` (K). NCCL is loaded through ctypes from the library PyTorch ships.
+
+NCCL_SELF_GRAPH_SIZES (e.g. 20,61,122,244): instead of the run above, the graph-size sweep: empty_kernel,
+self_sendrecv, allreduce_one_rank and memcpy_d2d at 8, 14,336 and 43,008 bytes in CUDA graphs of each size K (a
+verify pass captures its 122 allreduces in one graph, the records above 20 a graph). NCCL_SELF_TAG names the run's
+settings in field `run_tag`; the NCCL variables of NCCL_ENV_RECORDED that are set go into field `nccl_env`.
 """
 import ctypes, glob, os, statistics
 
@@ -25,6 +30,8 @@ TRIALS = 7
 SIZES = [8, 1024, 4096, 65536, 1 << 20, 16 << 20]
 SMALL = [8, 4096, 65536]  # torch / in-place references
 NCCL_UINT8, NCCL_SUM = 1, 0
+# NCCL variables that change what the kernel does, written into each record's nccl_env when set
+NCCL_ENV_RECORDED = ("NCCL_GRAPH_MIXING_SUPPORT", "NCCL_GRAPH_REGISTER", "NCCL_PROTO", "NCCL_ALGO", "NCCL_NTHREADS")
 
 
 def _load_nccl():
@@ -95,7 +102,7 @@ class NcclSelf:
         dist.init_process_group("nccl", rank=0, world_size=1, device_id=self.torch.device("cuda:0"))
         self.dist = dist
 
-    def measure(self, op, n, launch):
+    def measure(self, op, n, launch, k=K):
         torch = self.torch
         src = torch.ones(max(n, 16), dtype=torch.uint8, device="cuda")
         dst = torch.zeros_like(src)
@@ -108,11 +115,11 @@ class NcclSelf:
         if launch == "cudagraph":
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g, stream=s):
-                for _ in range(K):
+                for _ in range(k):
                     self.issue(op, src, dst, n)
             g.replay()
             torch.cuda.synchronize()
-        reps = 5 if self.quick else 50
+        reps = max(5 if self.quick else 50, 1000 // k) if g is not None else (5 if self.quick else 50)
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         per_op = []
         for _ in range(TRIALS):
@@ -122,26 +129,38 @@ class NcclSelf:
                     if g is not None:
                         g.replay()
                     else:
-                        for _ in range(K):
+                        for _ in range(k):
                             self.issue(op, src, dst, n)
                 e1.record(s)
             e1.synchronize()
-            per_op.append(e0.elapsed_time(e1) * 1000 / (reps * K))
+            per_op.append(e0.elapsed_time(e1) * 1000 / (reps * k))
         if op == "self_sendrecv":
             ok = bool(torch.equal(dst[:n], src[:n]))
             if not ok:
                 raise RuntimeError(f"self_sendrecv {n} B: destination differs from source")
         rec = {"kind": "nccl_kernel", "clock": "device_events", "nccl_op": op, "launch": launch,
                "us": statistics.median(per_op), "us_min": min(per_op), "us_max": max(per_op),
-               "ops_per_trial": reps * K, "nccl_version": self.version, "gpus": 1}
+               "ops_per_trial": reps * k, "nccl_version": self.version, "gpus": 1}
+        if os.environ.get("NCCL_SELF_TAG"):
+            rec["run_tag"] = os.environ["NCCL_SELF_TAG"]
+        env = {k: v for k, v in os.environ.items() if k in NCCL_ENV_RECORDED}
+        if env:
+            rec["nccl_env"] = env
         if op != "empty_kernel":
             rec["bytes"] = n
         if g is not None:
-            rec["ops_per_graph"] = K
+            rec["ops_per_graph"] = k
         self.rec.emit(rec)
-        log(op, n, launch, f"{statistics.median(per_op):.3f} us")
+        log(op, n, launch, k, f"{statistics.median(per_op):.3f} us")
 
     def run(self):
+        graphs = [int(v) for v in os.environ.get("NCCL_SELF_GRAPH_SIZES", "").split(",") if v]
+        if graphs:
+            for k in graphs:
+                for op in ("empty_kernel", "self_sendrecv", "allreduce_one_rank", "memcpy_d2d"):
+                    for n in ([0] if op == "empty_kernel" else [8, 14336, 43008]):
+                        self.rec.guard(f"{op} {n} graph of {k}", self.measure, op, n, "cudagraph", k)
+            return
         self.rec.guard("torch.distributed init", self.init_dist)
         ops = ["empty_kernel", "self_sendrecv", "allreduce_one_rank", "allreduce_one_rank_inplace", "memcpy_d2d"]
         if getattr(self, "dist", None) is not None:
