@@ -53,6 +53,13 @@ const (
 	// route measured as it runs (its variants, Whole), where the parts
 	// above are measured one by one.
 	MechWhole Mechanism = "allreduces measured whole"
+	// MechPass: verify passes measured whole, many allreduces back to back
+	// as a model's forward pass issues them (trace kind
+	// allreduce_sequence: 122 in one CUDA graph, or eager calls), the
+	// algorithm over its route (its variants, PassOf): what the verify
+	// command simulates, where the records of MechWhole time one
+	// allreduce at a time.
+	MechPass Mechanism = "verify passes measured whole"
 )
 
 // Routes of Whole: how an allreduce's data travels.
@@ -69,6 +76,15 @@ func Whole(algo, route string) Mechanism {
 }
 
 const wholeMark = ": "
+
+// PassOf is the MechPass variant of a Whole variant (the same algorithm
+// over the same route); "" for any other mechanism.
+func PassOf(m Mechanism) Mechanism {
+	if m.Family() != MechWhole || m == MechWhole {
+		return ""
+	}
+	return MechPass + m[len(MechWhole):]
+}
 
 // routeOf is how a schedule that uses mechanisms used moves its data:
 // over the link between its GPUs where it has one, else through host
@@ -97,8 +113,8 @@ func HostFlagsIn(layout string) Mechanism {
 
 const layoutMark = ", layout "
 
-// Family is the mechanism a variant (HostFlagsIn, Whole) belongs to; m
-// itself for any other.
+// Family is the mechanism a variant (HostFlagsIn, Whole, PassOf) belongs
+// to; m itself for any other.
 func (m Mechanism) Family() Mechanism {
 	for _, mark := range []string{layoutMark, wholeMark} {
 		if i := strings.Index(string(m), mark); i >= 0 {
@@ -111,7 +127,7 @@ func (m Mechanism) Family() Mechanism {
 // Mechanisms are the families of mechanisms, in the order every report
 // uses; variants (HostFlagsIn, Whole) follow their family.
 var Mechanisms = []Mechanism{MechHostFlags, MechGPUFlags, MechFlagAtomics, MechHostLines, MechGPULines,
-	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechLoopsBesideStores, MechPeerPCIe, MechPeerNVLink, MechWhole}
+	MechHostLoads, MechHostStores, MechLoadsBesideStores, MechLoopsBesideStores, MechPeerPCIe, MechPeerNVLink, MechWhole, MechPass}
 
 // maxBesideBits bounds the bits (ops × the rank's host loads and stores)
 // MechanismsOf spends working out whether a rank's host loads and stores

@@ -91,7 +91,13 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 		return algos.Request{Top: top, Ranks: r.World, Bytes: r.Bytes, DType: dt, Launch: launch, Opts: c.opts}
 	}
 	t.Sim = c.simulate(r, req, launch, iters)
-	t.mechs = func(top *topology.Topology) []algos.Mechanism { return routeMechanisms(c.algo, req(top)) }
+	t.mechs = func(top *topology.Topology) []algos.Mechanism {
+		ms := routeMechanisms(c.algo, req(top))
+		if r.Kind == trace.KindAllreduceSequence {
+			ms = withPasses(ms)
+		}
+		return ms
+	}
 	if c.algo == "nccl" {
 		count := 1.0
 		if r.Kind == trace.KindAllreduceSequence {
@@ -125,6 +131,19 @@ func routeMechanisms(algo string, req algos.Request) []algos.Mechanism {
 		}
 	}
 	return out
+}
+
+// withPasses adds to a whole allreduce's mechanisms the verify-pass
+// variant of each algorithm-over-route one (algos.PassOf), and the
+// family: what an allreduce_sequence record measures beyond them.
+func withPasses(ms []algos.Mechanism) []algos.Mechanism {
+	out := slices.Clone(ms)
+	for _, m := range ms {
+		if p := algos.PassOf(m); p != "" {
+			out = append(out, algos.MechPass, p)
+		}
+	}
+	return algos.UnionMechanisms(out)
 }
 
 // launchConfig passes the record's blocks and threads to the algorithm

@@ -66,7 +66,7 @@ func usesByMechanism(names []string, uses map[string][]algos.Mechanism) ([]algos
 func shown(order []algos.Mechanism, ev map[algos.Mechanism]validate.EvidenceRow) []algos.Mechanism {
 	out := order[:0:0]
 	for _, m := range order {
-		if m.Family() == algos.MechWhole && ev[m].Records == 0 {
+		if (m.Family() == algos.MechWhole || m.Family() == algos.MechPass) && ev[m].Records == 0 {
 			continue
 		}
 		out = append(out, m)
@@ -149,11 +149,19 @@ func sweepUses(rows []scenarios.SweepRow) map[string][]algos.Mechanism {
 	return uses
 }
 
-// verifyUses is each algorithm's mechanisms in a verify pass.
+// verifyUses is each algorithm's mechanisms in a verify pass: its
+// schedule's, and the verify-pass variant of its algorithm over its route
+// (algos.PassOf), which passes measured whole speak for.
 func verifyUses(res []scenarios.VerifyResult) map[string][]algos.Mechanism {
 	uses := map[string][]algos.Mechanism{}
 	for _, r := range res {
-		uses[r.Algo] = r.Mechanisms
+		ms := slices.Clone(r.Mechanisms)
+		for _, m := range r.Mechanisms {
+			if p := algos.PassOf(m); p != "" {
+				ms = append(ms, p)
+			}
+		}
+		uses[r.Algo] = algos.UnionMechanisms(ms)
 	}
 	return uses
 }

@@ -191,3 +191,18 @@ func TestWhichRows(t *testing.T) {
 	assert.Equal(t, "a, b", whichRows(names, []string{"a", "b"}))
 	assert.Equal(t, "a, b, c", whichRows(names, []string{"a", "b", "c"}), "half the rows: named")
 }
+
+// The verify command says how well whole verify passes were predicted
+// (allreduce_sequence records: 122 allreduces back to back) for the
+// algorithms such passes were measured with; a sweep, whose rows are single
+// allreduces, does not.
+func TestVerifyShowsPassesMeasuredWhole(t *testing.T) {
+	out, _, err := runCLI(t, "verify", "--topology", "h200x2", "--algos", "nccl,one_stage")
+	require.NoError(t, err)
+	assert.Contains(t, out, "\n  verify passes measured whole: nccl over NVLink: ")
+	assert.NotContains(t, out, "verify passes measured whole: one_stage")
+	out, _, err = runCLI(t, "sweep", "--topology", "h200x2", "--algos", "nccl", "--sizes", "43008")
+	require.NoError(t, err)
+	assert.Contains(t, out, "allreduces measured whole: nccl over NVLink")
+	assert.NotContains(t, out, "verify passes measured whole")
+}
