@@ -21,6 +21,10 @@ DTYPES = ("bf16", "fp16", "fp32")
 TOKENS = (1, 3, 4, 8, 16, 64)
 HIDDEN = 7168
 SEQ_COUNT = 122   # allreduces per verify pass (61 layers x 2)
+# NCCL_SEQ_COUNTS (e.g. 20,61,122): sequences of these many allreduces instead of SEQ_COUNT alone, to tell whether the
+# calls of a long graph cost more than those of a short one (NCCL_SEQ_TOKENS: only these token counts, e.g. 1,3)
+SEQ_COUNTS = tuple(int(v) for v in os.environ.get("NCCL_SEQ_COUNTS", "").split(",") if v) or (SEQ_COUNT,)
+SEQ_TOKENS = tuple(int(v) for v in os.environ.get("NCCL_SEQ_TOKENS", "").split(",") if v) or None
 SEQ_WARMUP = 2    # untimed sequence runs / graph replays before timing
 SEQ_REPS = 10     # timed sequence runs / graph replays, each with its own event pair
 
@@ -150,25 +154,25 @@ def worker(rank, world, job):
             rec.emit(r)
 
     def sequence(group, launch):
-        """122 back-to-back allreduces (one verify pass). cudagraph: all 122 captured in ONE graph; the graph is
+        """122 back-to-back allreduces (one verify pass; NCCL_SEQ_COUNTS for others). cudagraph: all captured in ONE graph; the graph is
         replayed SEQ_WARMUP times untimed (first launch / upload), then SEQ_REPS times, each replay timed alone
         with its own event pair after an all-ranks agree (ranks start together). eager: the same with the 122
         dist.all_reduce calls issued from Python. us = median over the timed runs (one whole sequence)."""
         warm, reps = (1, 5) if quick else (SEQ_WARMUP, SEQ_REPS)
-        for tokens in TOKENS:
+        for tokens, count in [(t, c) for t in (SEQ_TOKENS or TOKENS) for c in SEQ_COUNTS]:
             if time.time() > t_end:
                 if rec:
-                    rec.error(f"sequence {launch} {tokens} skipped: deadline")
+                    rec.error(f"sequence {launch} {tokens}x{count} skipped: deadline")
                 return
             x = torch.randn(tokens, HIDDEN, device=dev).to(torch.bfloat16)
             g = None
             try:
                 if launch == "eager":
                     def fn():
-                        for _ in range(SEQ_COUNT):
+                        for _ in range(count):
                             dist.all_reduce(x, group=group)
                 else:
-                    g = capture_allreduces(x, group, SEQ_COUNT)
+                    g = capture_allreduces(x, group, count)
                     fn = g.replay
                 for _ in range(warm):  # warm-up (not timed): graph upload / first launch, NCCL lazy setup
                     agree(0)
@@ -193,14 +197,17 @@ def worker(rank, world, job):
                 e.synchronize()
                 b2b = s.elapsed_time(e) * 1000.0 / reps
                 if rec:
-                    rec.emit({"kind": "allreduce_sequence", "clock": "device_events", "launch": launch,
-                              "impl": "nccl", "algo": "auto", "proto": "auto", "transport": transport,
-                              "world": world, "dtype": "bf16", "count": SEQ_COUNT, "tokens": tokens,
-                              "hidden": HIDDEN, "bytes": x.numel() * 2, "us": med, "us_min": lo, "us_max": hi,
-                              "iters": reps, "warmup_replays": warm, "us_back_to_back": b2b})
+                    r = {"kind": "allreduce_sequence", "clock": "device_events", "launch": launch,
+                         "impl": "nccl", "algo": "auto", "proto": "auto", "transport": transport,
+                         "world": world, "dtype": "bf16", "count": count, "tokens": tokens,
+                         "hidden": HIDDEN, "bytes": x.numel() * 2, "us": med, "us_min": lo, "us_max": hi,
+                         "iters": reps, "warmup_replays": warm, "us_back_to_back": b2b}
+                    if job.get("extra_env"):
+                        r["nccl_env"] = dict(job["extra_env"])
+                    rec.emit(r)
             except Exception as ex:
                 if rec:
-                    rec.error(f"sequence {launch} {tokens}", ex)
+                    rec.error(f"sequence {launch} {tokens}x{count}", ex)
             finally:
                 del g
                 torch.cuda.synchronize()
