@@ -1,6 +1,9 @@
 package validate
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/topology"
@@ -34,13 +37,18 @@ func ncclKernelTwin(r trace.Record) (*Twin, error) {
 		}
 		return nil, notModelled("eager %s: the issuing host's cost through PyTorch and ctypes, not modelled", r.NCCLOp)
 	}
-	mixing := true
-	for k, v := range r.NCCLEnv {
-		if k != "NCCL_GRAPH_MIXING_SUPPORT" || (v != "0" && v != "1") {
-			return nil, notModelled("NCCL setting %s=%s on NCCL's kernel alone (arsim reads NCCL_GRAPH_MIXING_SUPPORT=0|1 here)", k, v)
-		}
-		mixing = v == "1"
+	// NCCL's variables read as --opts reads them; of their settings only
+	// graph mixing bears on NCCL's kernel alone
+	opts, err := algos.TranslateNCCLEnv(r.NCCLEnv)
+	if err != nil {
+		return nil, notModelled("%v", err)
 	}
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		if k != "graph_mixing" {
+			return nil, notModelled("NCCL setting %s=%s on NCCL's kernel alone (arsim reads NCCL_GRAPH_MIXING_SUPPORT here)", k, opts[k])
+		}
+	}
+	mixing := opts["graph_mixing"] != "off"
 	switch r.NCCLOp {
 	case "empty_kernel":
 		t.Note = "per kernel of a replayed CUDA graph (gpu.launch_graph)"

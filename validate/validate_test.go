@@ -200,6 +200,10 @@ func TestTwinSkipReasons(t *testing.T) {
 		{trace.Record{Kind: trace.KindAllreduce, Impl: trace.ImplNCCL, Algo: "ring", Proto: "ll", Transport: trace.TransportP2P, Launch: trace.LaunchEager, Dtype: "bf16",
 			NCCLEnv: map[string]string{"NCCL_BUFFSIZE": "4194304"}}, ErrNotModelled, "NCCL setting NCCL_BUFFSIZE=4194304 is not modelled"},
 		{trace.Record{Kind: trace.KindAllreduce, Impl: trace.ImplTorchSymmMem, Algo: "one_shot", Transport: trace.TransportSHM, Launch: trace.LaunchEager, Dtype: "bf16"}, ErrNotModelled, `torch_symm_mem over "shm" is not simulated (p2p)`},
+		{trace.Record{Kind: trace.KindNCCLKernel, NCCLOp: "self_sendrecv", Bytes: 8, Launch: trace.LaunchCUDAGraph,
+			NCCLEnv: map[string]string{"NCCL_PROTO": "LL"}}, ErrNotModelled, "NCCL setting proto=ll on NCCL's kernel alone"},
+		{trace.Record{Kind: trace.KindNCCLKernel, NCCLOp: "self_sendrecv", Bytes: 8, Launch: trace.LaunchCUDAGraph,
+			NCCLEnv: map[string]string{"NCCL_GRAPH_MIXING_SUPPORT": "2"}}, ErrNotModelled, "NCCL_GRAPH_MIXING_SUPPORT=\"2\": want 0 or 1"},
 	} {
 		_, err := twins[tc.rec.Kind](tc.rec)
 		require.Error(t, err, tc.text)
