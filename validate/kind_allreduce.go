@@ -67,6 +67,11 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 	if dt.Size() == 0 {
 		return nil, notModelled("dtype %q is not simulated (bf16, fp16, fp32)", r.Dtype)
 	}
+	if r.GPUs > 0 && r.GPUs < r.World {
+		// tools/capture's flag kernels with FLAGAR_ONE_GPU: the ranks'
+		// kernels side by side on one GPU, "peer" memory its own
+		return nil, notModelled("%d ranks on %d GPU(s): arsim's machines give each rank a GPU of its own", r.World, r.GPUs)
+	}
 	iters := iterations
 	if r.Kind == trace.KindAllreduceSequence {
 		if r.Impl != trace.ImplNCCL {

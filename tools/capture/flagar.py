@@ -11,7 +11,7 @@ graph launches on the two GPUs (a few us) is paid once per trial, not per operat
 Correctness: fresh random bf16 inputs per size, output poisoned (0xFFFF = NaN) before the check run,
 compared with the fp32 sum in rank order rounded to bf16 (bitwise equality expected).
 """
-import statistics, time
+import os, statistics, time
 import numpy as np
 
 from common import Recorder, log, summarize
@@ -35,7 +35,7 @@ def vllm_blocks(npacks, threads=512, limit=36):
     return max(1, min(limit, (npacks + threads - 1) // threads))
 
 
-def time_batches(cp, streams, batch, ops, trials=5):
+def time_batches(cp, streams, batch, ops, trials=5, devs=None):
     """Per-op time on every GPU of `batch()` (one CUDA-graph launch per GPU of `ops` ops each): reps chosen so a
     trial lasts ~3 ms, then `trials` trials timed with events on each GPU's stream. Returns (per_rank lists of
     us per op, reps)."""
@@ -44,19 +44,20 @@ def time_batches(cp, streams, batch, ops, trials=5):
             s.synchronize()
     t0 = time.perf_counter(); batch(); sync()
     reps = int(min(max(3e-3 / max(time.perf_counter() - t0, 1e-6), 2), 50))
+    devs = devs or list(range(len(streams)))
     evs = []
     for r in range(len(streams)):
-        with cp.cuda.Device(r):
+        with cp.cuda.Device(devs[r]):
             evs.append((cp.cuda.Event(), cp.cuda.Event()))
     per_rank = [[] for _ in streams]
     for _ in range(trials):
         for r, s in enumerate(streams):
-            with cp.cuda.Device(r):
+            with cp.cuda.Device(devs[r]):
                 evs[r][0].record(s)
         for _ in range(reps):
             batch()
         for r, s in enumerate(streams):
-            with cp.cuda.Device(r):
+            with cp.cuda.Device(devs[r]):
                 evs[r][1].record(s)
         sync()
         for r in range(len(streams)):
@@ -71,11 +72,14 @@ class FlagAllreduce:
         self.cp, self.HostBuf = cp, HostBuf
         self.quick = quick
         self.rec = Recorder(out_dir, "flag_kernels")
-        self.world = cp.cuda.runtime.getDeviceCount()
+        # FLAGAR_ONE_GPU=1: two ranks on GPU 0, each with its own buffers, signals and stream, their kernels running
+        # side by side; "peer" memory is then the GPU's own (no NVLink, no PCIe between the ranks)
+        self.one_gpu = os.environ.get("FLAGAR_ONE_GPU") == "1"
+        self.world = 2 if self.one_gpu else cp.cuda.runtime.getDeviceCount()
         if self.world < 2:
-            raise RuntimeError("flag kernels need >= 2 GPUs")
+            raise RuntimeError("flag kernels need >= 2 GPUs (or FLAGAR_ONE_GPU=1)")
         self.world = min(self.world, MAXW)
-        for a in range(self.world):
+        for a in ([] if self.one_gpu else range(self.world)):
             with cp.cuda.Device(a):
                 for b in range(self.world):
                     if a != b:
@@ -93,7 +97,7 @@ class FlagAllreduce:
         self.htmp = [HostBuf(self.maxbytes) for _ in range(W)]
         hsig.array(np.uint32)[...] = 0
         for r in range(W):
-            with cp.cuda.Device(r):
+            with cp.cuda.Device(self.gpu(r)):
                 m = cp.RawModule(code=kernels.FLAG_SRC, options=("-std=c++17",))
                 d = {"mod": m, "stream": cp.cuda.Stream(non_blocking=True),
                      "in": cp.zeros(self.maxbytes // 2, dtype=cp.uint16),
@@ -106,7 +110,7 @@ class FlagAllreduce:
                               ("one_shot_p2p", "two_shot_p2p", "one_shot_host", "two_shot_host")}
                 self.dev.append(d)
         for r in range(W):
-            cp.cuda.Device(r).synchronize()
+            cp.cuda.Device(self.gpu(r)).synchronize()
         self.args = {}
         for transport in ("p2p", "host_memory"):
             for r in range(W):
@@ -118,8 +122,12 @@ class FlagAllreduce:
                                          else hsig.ptr + p * SIG_WORDS * 4)
                     tab[3 * MAXW + p] = self.hstage[p].ptr
                     tab[4 * MAXW + p] = self.htmp[p].ptr
-                with cp.cuda.Device(r):
+                with cp.cuda.Device(self.gpu(r)):
                     self.args[(transport, r)] = cp.asarray(tab)
+
+    def gpu(self, r):
+        """The GPU rank r runs on."""
+        return 0 if self.one_gpu else r
 
     def _launch_one(self, kname, transport, r, npacks, blocks, threads):
         cp = self.cp
@@ -134,7 +142,7 @@ class FlagAllreduce:
 
     def _launch_all(self, kname, transport, npacks, blocks, threads):
         for r in range(self.world):
-            with self.cp.cuda.Device(r):
+            with self.cp.cuda.Device(self.gpu(r)):
                 self._launch_one(kname, transport, r, npacks, blocks, threads)
 
     def _sync(self):
@@ -168,11 +176,11 @@ class FlagAllreduce:
             acc = acc + bf16_to_f32(ins[r])
         ref = f32_to_bf16(acc)
         for r in range(W):
-            with cp.cuda.Device(r):
+            with cp.cuda.Device(self.gpu(r)):
                 self.dev[r]["in"][:n] = cp.asarray(ins[r])
                 self.dev[r]["out"][:n] = 0xFFFF
                 self.dev[r]["err"][...] = 0
-                cp.cuda.Device(r).synchronize()
+                cp.cuda.Device(self.gpu(r)).synchronize()
         # eager correctness run + warm-up
         self._launch_all(kname, transport, npacks, blocks, threads)
         self._sync()
@@ -183,7 +191,7 @@ class FlagAllreduce:
             try:
                 graphs = []
                 for r in range(W):
-                    with cp.cuda.Device(r):
+                    with cp.cuda.Device(self.gpu(r)):
                         s = self.dev[r]["stream"]
                         s.begin_capture()
                         for _ in range(K):
@@ -204,7 +212,7 @@ class FlagAllreduce:
         def one_batch():
             if graphs is not None:
                 for r in range(W):
-                    with cp.cuda.Device(r):
+                    with cp.cuda.Device(self.gpu(r)):
                         graphs[r].launch(stream=self.dev[r]["stream"])
             else:
                 for _ in range(K):
@@ -212,12 +220,13 @@ class FlagAllreduce:
 
         # poison, warm replay, then check the output again after graph replays
         for r in range(W):
-            with cp.cuda.Device(r):
+            with cp.cuda.Device(self.gpu(r)):
                 self.dev[r]["out"][:n] = 0xFFFF
-            cp.cuda.Device(r).synchronize()
+            cp.cuda.Device(self.gpu(r)).synchronize()
         one_batch(); self._sync()
         exact_g, err_g = self._check(nbytes, ref)
-        per_rank, reps = time_batches(cp, [self.dev[r]["stream"] for r in range(W)], one_batch, K)
+        per_rank, reps = time_batches(cp, [self.dev[r]["stream"] for r in range(W)], one_batch, K,
+                                      devs=[self.gpu(r) for r in range(W)])
         errflag = max(int(self.dev[r]["err"].get()[0]) for r in range(W))
         med, lo, hi = summarize(per_rank[0])
         self.rec.emit({"kind": "allreduce", "clock": "device_events", "launch": launch, "world": W,
@@ -225,7 +234,7 @@ class FlagAllreduce:
                        "transport": transport, "blocks": blocks, "threads": threads,
                        "us": med, "us_min": lo, "us_max": hi,
                        "us_per_rank": [round(statistics.median(x), 4) for x in per_rank],
-                       "ops_per_graph": K, "reps": reps,
+                       "ops_per_graph": K, "reps": reps, "gpus": 1 if self.one_gpu else W,
                        "correct": bool(exact_eager and exact_g and errflag == 0),
                        "bitwise_equal": bool(exact_eager and exact_g), "max_abs_err": max(err_eager, err_g),
                        "spin_timeout": bool(errflag)})
@@ -238,12 +247,12 @@ class FlagAllreduce:
         self._sync()
         self.hsig.array(np.uint32)[...] = 0
         for r in range(self.world):
-            with cp.cuda.Device(r):
+            with cp.cuda.Device(self.gpu(r)):
                 self.dev[r]["sig"][...] = 0
                 for e in self.dev[r]["epoch"].values():
                     e[...] = 0
                 self.dev[r]["err"][...] = 0
-                cp.cuda.Device(r).synchronize()
+                cp.cuda.Device(self.gpu(r)).synchronize()
 
 
 def run(out_dir, quick):
@@ -254,6 +263,17 @@ def run(out_dir, quick):
         sizes = sorted(set([1 << k for k in range(10, 23)] + [14336, 43008, 57344, 114688, 229376, 917504]))
     combos = [(a, t) for t in ("host_memory", "p2p") for a in ("one_shot", "two_shot")]
     t0 = time.time()
+    if fa.one_gpu:
+        # both ranks on GPU 0: the block sweep of the kernels exchanging through GPU memory ("p2p" on one GPU)
+        for algo in ("one_shot", "two_shot"):
+            for nb in [14336, 43008]:
+                for bl in [1, 2, 4, 8, 16, 36]:
+                    for th in (128, 512):
+                        if bl * th * 16 > nb * 4 and bl > 1:
+                            continue
+                        fa.rec.guard(f"flag one-gpu {algo} {nb} {bl}x{th}", fa.measure, algo, "p2p", nb, bl, th)
+        log("flag one-gpu sweep", f"{time.time() - t0:.1f}s")
+        return
     # 1) vLLM's launch rule (512 threads, blocks = min(36, packs/512)) at every size
     for algo, transport in combos:
         for nb in sizes:
