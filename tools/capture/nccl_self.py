@@ -172,5 +172,112 @@ class NcclSelf:
                     self.rec.guard(f"{op} {n} {launch}", self.measure, op, n, launch)
 
 
+def gap_stages(out_dir):
+    """NCCL_SELF_GAP_STAGES=1: the graph gap per empty kernel node (graphs of 100, as micro2's launch_state) at each
+    step of setting up a process that runs NCCL: CUDA through PyTorch alone; NCCL's library loaded; a one-rank
+    communicator made (ncclCommInitAll); one NCCL call run eagerly; torch.distributed set up over NCCL (one rank);
+    three 10-ms kernels on the current stream. Records: kind nccl_kernel, nccl_op empty_kernel, field state."""
+    import torch
+    rec = Recorder(out_dir, "nccl_self")
+    torch.cuda.set_device(0)
+
+    def measure(state, k=100):
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(0)
+        s.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            for _ in range(k):
+                torch.cuda._sleep(0)
+        g.replay()
+        torch.cuda.synchronize()
+        reps = 40
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        per = []
+        for _ in range(TRIALS):
+            with torch.cuda.stream(s):
+                e0.record(s)
+                for _ in range(reps):
+                    g.replay()
+                e1.record(s)
+            e1.synchronize()
+            per.append(e0.elapsed_time(e1) * 1000 / (reps * k))
+        rec.emit({"kind": "nccl_kernel", "clock": "device_events", "nccl_op": "empty_kernel", "launch": "cudagraph",
+                  "us": statistics.median(per), "us_min": min(per), "us_max": max(per), "ops_per_trial": reps * k,
+                  "gpus": 1, "ops_per_graph": k, "state": state})
+        log("gap", state, f"{statistics.median(per):.3f} us")
+
+    rec.guard("gap cuda", measure, "CUDA through PyTorch")
+    # NCCL_SELF_GAP_PROBES: kernels to run first, in order, each followed by a measurement: none (nothing: the
+    # measurement again), sleep3 (three 10-ms
+    # kernels on the current stream), stream2 (one on a new stream), matmul (a bf16 1024 x 1024 x 1024 matmul:
+    # cuBLAS's kernel, large shared memory), smem (a Triton-free kernel with 96 KiB of dynamic shared memory: a
+    # cupy RawKernel)
+    for probe in [p for p in os.environ.get("NCCL_SELF_GAP_PROBES", "").split(",") if p]:
+        if probe == "none":
+            pass
+        elif probe == "sleep3":
+            for _ in range(3):
+                torch.cuda._sleep(20_000_000)
+        elif probe == "stream2":
+            s2 = torch.cuda.Stream()
+            with torch.cuda.stream(s2):
+                torch.cuda._sleep(20_000_000)
+        elif probe == "matmul":
+            a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+            (a @ a).sum().item()
+        elif probe == "smem":
+            import cupy as cp
+            k = cp.RawKernel(r"""
+extern "C" __global__ void smem_touch(float* out) {
+  extern __shared__ float buf[];
+  buf[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = buf[7];
+}""", "smem_touch")
+            k.max_dynamic_shared_size_bytes = 96 << 10
+            o = cp.zeros(1, dtype=cp.float32)
+            k((1,), (128,), (o,), shared_mem=96 << 10)
+            cp.cuda.Device(0).synchronize()
+        else:
+            raise ValueError(f"NCCL_SELF_GAP_PROBES: unknown probe {probe!r}")
+        torch.cuda.synchronize()
+        rec.guard(f"gap {probe}", measure, "after probe " + probe)
+    lib, path = _load_nccl()
+    rec.guard("gap lib", measure, "NCCL's library loaded")
+    comm = ctypes.c_void_p()
+    devs = (ctypes.c_int * 1)(0)
+    rc = lib.ncclCommInitAll(ctypes.byref(comm), 1, devs)
+    if rc != 0:
+        raise RuntimeError(f"ncclCommInitAll: ncclResult {rc}")
+    rec.guard("gap comm", measure, "one-rank communicator made")
+    src = torch.ones(64, dtype=torch.uint8, device="cuda")
+    dst = torch.zeros_like(src)
+    st = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    lib.ncclGroupStart()
+    lib.ncclSend(ctypes.c_void_p(src.data_ptr()), ctypes.c_size_t(64), NCCL_UINT8, 0, comm, st)
+    lib.ncclRecv(ctypes.c_void_p(dst.data_ptr()), ctypes.c_size_t(64), NCCL_UINT8, 0, comm, st)
+    lib.ncclGroupEnd()
+    torch.cuda.synchronize()
+    rec.guard("gap call", measure, "one NCCL call run")
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29532")
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda:0"))
+    t = torch.ones(16, device="cuda")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    rec.guard("gap dist", measure, "torch.distributed over NCCL set up")
+    for _ in range(3):
+        torch.cuda._sleep(20_000_000)
+    torch.cuda.synchronize()
+    rec.guard("gap long", measure, "three long kernels run")
+    dist.destroy_process_group()
+
+
 def run(out_dir, quick=False):
+    if os.environ.get("NCCL_SELF_GAP_STAGES"):
+        gap_stages(out_dir)
+        return
     NcclSelf(out_dir, quick).run()
