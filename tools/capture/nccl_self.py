@@ -203,20 +203,31 @@ def gap_stages(out_dir):
                 e1.record(s)
             e1.synchronize()
             per.append(e0.elapsed_time(e1) * 1000 / (reps * k))
-        rec.emit({"kind": "nccl_kernel", "clock": "device_events", "nccl_op": "empty_kernel", "launch": "cudagraph",
-                  "us": statistics.median(per), "us_min": min(per), "us_max": max(per), "ops_per_trial": reps * k,
-                  "gpus": 1, "ops_per_graph": k, "state": state})
-        log("gap", state, f"{statistics.median(per):.3f} us")
+        smi = ""
+        if os.environ.get("NCCL_SELF_GAP_SMI"):
+            import subprocess
+            smi = subprocess.run("nvidia-smi --query-gpu=clocks.sm,clocks.mem,clocks.gr,pstate,power.draw --format=csv,noheader",
+                                 shell=True, capture_output=True, text=True).stdout.strip()
+        r = {"kind": "nccl_kernel", "clock": "device_events", "nccl_op": "empty_kernel", "launch": "cudagraph",
+             "us": statistics.median(per), "us_min": min(per), "us_max": max(per), "ops_per_trial": reps * k,
+             "gpus": 1, "ops_per_graph": k, "state": state}
+        if smi:
+            r["nvidia_smi"] = smi
+        rec.emit(r)
+        log("gap", state, f"{statistics.median(per):.3f} us", smi)
 
     rec.guard("gap cuda", measure, "CUDA through PyTorch")
     # NCCL_SELF_GAP_PROBES: kernels to run first, in order, each followed by a measurement: none (nothing: the
-    # measurement again), sleep3 (three 10-ms
+    # measurement again), idle2s (the host sleeps 2 s), sleep3 (three 10-ms
     # kernels on the current stream), stream2 (one on a new stream), matmul (a bf16 1024 x 1024 x 1024 matmul:
     # cuBLAS's kernel, large shared memory), smem (a Triton-free kernel with 96 KiB of dynamic shared memory: a
     # cupy RawKernel)
     for probe in [p for p in os.environ.get("NCCL_SELF_GAP_PROBES", "").split(",") if p]:
         if probe == "none":
             pass
+        elif probe == "idle2s":
+            import time
+            time.sleep(2.0)
         elif probe == "sleep3":
             for _ in range(3):
                 torch.cuda._sleep(20_000_000)
