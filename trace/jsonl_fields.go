@@ -68,6 +68,7 @@ var fieldDefs = []fieldDef{
 	{name: "max_channels", typ: jInt, max: 64, why: "NCCL's MAXCHANNELS", i32: func(r *Record) *int { return &r.MaxChannels }},
 	{name: "count", typ: jInt, max: 100_000, why: "allreduces in one sequence: a model's pass has a few hundred; each is simulated", i32: func(r *Record) *int { return &r.Count }},
 	{name: "tokens", typ: jInt, max: 1 << 20, why: "tokens of one allreduce: a million", i32: func(r *Record) *int { return &r.Tokens }},
+	{name: "mid_barrier", typ: jString, enum: []string{"fence_release", "volatile"}, str: func(r *Record) *string { return &r.MidBarrier }},
 	{name: "ops_per_graph", typ: jInt, max: 1 << 20, why: "operations in one CUDA graph: a million", i32: func(r *Record) *int { return &r.OpsPerGraph }},
 	{name: "hidden", typ: jInt, max: 1 << 20, why: "a model's hidden size: a million elements", i32: func(r *Record) *int { return &r.Hidden }},
 	{name: "engine", typ: jString, enum: []string{"copy_engine"}, str: func(r *Record) *string { return &r.Engine }},

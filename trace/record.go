@@ -110,6 +110,11 @@ type Record struct {
 	// Count, Tokens and Hidden describe an allreduce_sequence: Count
 	// allreduces of a [Tokens, Hidden] tensor.
 	Count, Tokens, Hidden int
+	// MidBarrier, on the project's two-shot flag kernel over GPU memory:
+	// how its mid barrier publishes the first half, fence_release (a
+	// system fence and a release store, acquire polls; what a record
+	// without the field ran) or volatile (volatile flags, no fence).
+	MidBarrier string
 	// OpsPerGraph is how many operations one CUDA graph of the
 	// measurement held (a replay's time over it is the value); 0: not
 	// said.

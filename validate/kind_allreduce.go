@@ -355,6 +355,9 @@ func flagKernelChoice(r trace.Record) (choice, error) {
 		return c, notModelled("%s over %q is not simulated (p2p, host_memory)", r.Impl, r.Transport)
 	}
 	if shot == "two" {
+		if r.MidBarrier == "volatile" {
+			return c, notModelled("the two-shot with a volatile mid barrier (no fence) is not simulated: two_stage's mid barrier fences (release, fence_release)")
+		}
 		c.opts["mid_barrier"] = "fence_release" // block_barrier mode 1: __threadfence_system, then st.release.sys
 	}
 	if r.Impl != trace.ImplHostStagedOneShot {

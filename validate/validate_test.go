@@ -202,6 +202,10 @@ func TestTwinSkipReasons(t *testing.T) {
 		{trace.Record{Kind: trace.KindAllreduce, Impl: trace.ImplTorchSymmMem, Algo: "one_shot", Transport: trace.TransportSHM, Launch: trace.LaunchEager, Dtype: "bf16"}, ErrNotModelled, `torch_symm_mem over "shm" is not simulated (p2p)`},
 		{trace.Record{Kind: trace.KindNCCLKernel, NCCLOp: "self_sendrecv", Bytes: 8, Launch: trace.LaunchCUDAGraph,
 			NCCLEnv: map[string]string{"NCCL_PROTO": "LL"}}, ErrNotModelled, "NCCL setting proto=ll on NCCL's kernel alone"},
+		{trace.Record{Kind: trace.KindAllreduce, Impl: trace.ImplFlagTwoShot, Algo: "two_shot", Transport: trace.TransportP2P, Launch: trace.LaunchCUDAGraph,
+			Dtype: "bf16", World: 2, MidBarrier: "volatile"}, ErrNotModelled, "the two-shot with a volatile mid barrier (no fence) is not simulated"},
+		{trace.Record{Kind: trace.KindAllreduce, Impl: trace.ImplFlagOneShot, Algo: "one_shot", Transport: trace.TransportP2P, Launch: trace.LaunchCUDAGraph,
+			Dtype: "bf16", World: 2, GPUs: 1}, ErrNotModelled, "2 ranks on 1 GPU(s)"},
 		{trace.Record{Kind: trace.KindNCCLKernel, NCCLOp: "self_sendrecv", Bytes: 8, Launch: trace.LaunchCUDAGraph,
 			NCCLEnv: map[string]string{"NCCL_GRAPH_MIXING_SUPPORT": "2"}}, ErrNotModelled, "NCCL_GRAPH_MIXING_SUPPORT=\"2\": want 0 or 1"},
 	} {

@@ -75,6 +75,12 @@ class FlagAllreduce:
         # FLAGAR_ONE_GPU=1: two ranks on GPU 0, each with its own buffers, signals and stream, their kernels running
         # side by side; "peer" memory is then the GPU's own (no NVLink, no PCIe between the ranks)
         self.one_gpu = os.environ.get("FLAGAR_ONE_GPU") == "1"
+        # FLAGAR_MID=volatile: the two-shot over GPU memory meets at its mid barrier with volatile flags, no fence
+        # (records say mid_barrier: volatile); default: a system fence and a release store (fence_release)
+        self.mid = os.environ.get("FLAGAR_MID", "fence_release")
+        if self.mid not in ("fence_release", "volatile"):
+            raise ValueError(f"FLAGAR_MID={self.mid!r}: want fence_release or volatile")
+        self.mid_options = ("-DTWO_SHOT_MID_MODE=0",) if self.mid == "volatile" else ()
         self.world = 2 if self.one_gpu else cp.cuda.runtime.getDeviceCount()
         if self.world < 2:
             raise RuntimeError("flag kernels need >= 2 GPUs (or FLAGAR_ONE_GPU=1)")
@@ -98,7 +104,7 @@ class FlagAllreduce:
         hsig.array(np.uint32)[...] = 0
         for r in range(W):
             with cp.cuda.Device(self.gpu(r)):
-                m = cp.RawModule(code=kernels.FLAG_SRC, options=("-std=c++17",))
+                m = cp.RawModule(code=kernels.FLAG_SRC, options=("-std=c++17",) + self.mid_options)
                 d = {"mod": m, "stream": cp.cuda.Stream(non_blocking=True),
                      "in": cp.zeros(self.maxbytes // 2, dtype=cp.uint16),
                      "out": cp.zeros(self.maxbytes // 2, dtype=cp.uint16),
@@ -235,6 +241,7 @@ class FlagAllreduce:
                        "us": med, "us_min": lo, "us_max": hi,
                        "us_per_rank": [round(statistics.median(x), 4) for x in per_rank],
                        "ops_per_graph": K, "reps": reps, "gpus": 1 if self.one_gpu else W,
+                       **({"mid_barrier": self.mid} if algo == "two_shot" and transport == "p2p" else {}),
                        "correct": bool(exact_eager and exact_g and errflag == 0),
                        "bitwise_equal": bool(exact_eager and exact_g), "max_abs_err": max(err_eager, err_g),
                        "spin_timeout": bool(errflag)})

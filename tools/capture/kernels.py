@@ -298,6 +298,11 @@ FLAG_SRC = r'''
 #define SIG_START 0
 #define SIG_END (MAXB * MAXW)
 #define SIG_MID (2 * MAXB * MAXW)
+// the two-shot's mid barrier over GPU memory: 1 (the default) a __threadfence_system and a release store, acquire
+// polls; 0 volatile stores and polls, no fence (compiled with -DTWO_SHOT_MID_MODE=0: flagar.py's FLAGAR_MID=volatile)
+#ifndef TWO_SHOT_MID_MODE
+#define TWO_SHOT_MID_MODE 1
+#endif
 
 struct Args {
   const int4* in[MAXW];     // p2p: every rank's input buffer (peer pointers)
@@ -415,7 +420,7 @@ extern "C" __global__ void __launch_bounds__(1024) two_shot_p2p(const Args* __re
     for (int r = 0; r < world; r++) acc_add(acc, a.in[r][start + j]);
     a.tmp[rank][j] = acc_pack(acc);
   }
-  block_barrier(a, SIG_MID, rank, world, flag, 1, err);          // release/acquire, system scope
+  block_barrier(a, SIG_MID, rank, world, flag, TWO_SHOT_MID_MODE, err);  // 1: release/acquire, system scope
   for (long long j = tid; j < maxpart; j += stride) {
     for (int r = 0; r < world; r++) {
       long long pr = (r == world - 1) ? npacks - r * part : part;
