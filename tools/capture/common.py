@@ -96,3 +96,56 @@ class Deadline:
 
     def expired(self, margin=0.0):
         return self.left() <= margin
+
+
+def graph_gap(rec, where, nodes=100, reps=40, trials=7):
+    """The graph gap per empty kernel node on GPU 0 now, in this process: an empty_kernel record (field state names
+    where in the run it was taken). On an H200 it steps from about 0.53 to 0.71 µs once a process has replayed some
+    110-170 thousand kernel nodes of graphs (testdata/h200x1-arsim/graph_gap_state.jsonl), so each capture phase
+    that times kernels in CUDA graphs says which state its process was in. Uses PyTorch when it is loaded, else CuPy."""
+    if "torch" in sys.modules:
+        import torch
+        s = torch.cuda.Stream(device=0)
+        with torch.cuda.device(0):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=s):
+                for _ in range(nodes):
+                    torch.cuda._sleep(0)
+            g.replay()
+            torch.cuda.synchronize()
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            per = []
+            for _ in range(trials):
+                with torch.cuda.stream(s):
+                    e0.record(s)
+                    for _ in range(reps):
+                        g.replay()
+                    e1.record(s)
+                e1.synchronize()
+                per.append(e0.elapsed_time(e1) * 1000.0 / (reps * nodes))
+    else:
+        import cupy as cp
+        with cp.cuda.Device(0):
+            k = cp.RawKernel(r'extern "C" __global__ void gap_empty() {}', "gap_empty")
+            s = cp.cuda.Stream(non_blocking=True)
+            k((1,), (32,), (), stream=s)
+            s.begin_capture()
+            for _ in range(nodes):
+                k((1,), (32,), (), stream=s)
+            g = s.end_capture()
+            g.launch(stream=s)
+            s.synchronize()
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            per = []
+            for _ in range(trials):
+                e0.record(s)
+                for _ in range(reps):
+                    g.launch(stream=s)
+                e1.record(s)
+                e1.synchronize()
+                per.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0 / (reps * nodes))
+    med, lo, hi = summarize(per)
+    rec.emit({"kind": "empty_kernel", "clock": "device_events", "launch": "cudagraph", "mode": "graph_replay",
+              "graph_nodes": nodes, "replays": reps, "trials": trials, "blocks": 1, "threads": 32, "prefill_us": 0,
+              "us": med, "us_min": lo, "us_max": hi, "state": where})
+    log("graph gap", where, f"{med:.3f} us")

@@ -14,7 +14,7 @@ compared with the fp32 sum in rank order rounded to bf16 (bitwise equality expec
 import os, statistics, time
 import numpy as np
 
-from common import Recorder, log, summarize
+from common import Recorder, graph_gap, log, summarize
 import kernels
 
 MAXB, MAXW = 512, 8
@@ -270,6 +270,14 @@ def run(out_dir, quick):
         sizes = sorted(set([1 << k for k in range(10, 23)] + [14336, 43008, 57344, 114688, 229376, 917504]))
     combos = [(a, t) for t in ("host_memory", "p2p") for a in ("one_shot", "two_shot")]
     t0 = time.time()
+    fa.rec.guard("graph gap start", graph_gap, fa.rec, "flag kernels: start")
+    try:
+        _run(fa, quick, sizes, combos, t0)
+    finally:
+        fa.rec.guard("graph gap end", graph_gap, fa.rec, "flag kernels: end")
+
+
+def _run(fa, quick, sizes, combos, t0):
     if fa.one_gpu:
         # both ranks on GPU 0: the block sweep of the kernels exchanging through GPU memory ("p2p" on one GPU)
         for algo in ("one_shot", "two_shot"):

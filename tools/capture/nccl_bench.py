@@ -10,7 +10,7 @@ Rank 0 writes records straight to OUT/nccl_<transport>.jsonl, flushed per record
 """
 import glob, json, os, statistics, sys, time
 
-from common import Recorder, log, spawn_and_wait, summarize
+from common import Recorder, graph_gap, log, spawn_and_wait, summarize
 
 K = 20
 CONFIGS = [("auto", "auto"), ("ring", "ll"), ("ring", "ll128"), ("ring", "simple"),
@@ -265,6 +265,9 @@ def worker(rank, world, job):
                 pass
         if rank == 0:
             log(f"nccl {transport} {algo}/{proto}: {time.time() - t0:.1f}s")
+    if rec:
+        # the graph gap this process ended in (graph_gap_state.jsonl: it steps after enough graph work)
+        rec.guard("graph gap end", graph_gap, rec, f"nccl {transport}: end")
     dist.barrier()
     dist.destroy_process_group()
 
