@@ -173,7 +173,8 @@ class NcclSelf:
 
 
 def gap_stages(out_dir):
-    """NCCL_SELF_GAP_STAGES=1: the graph gap per empty kernel node (graphs of 100, as micro2's launch_state) at each
+    """NCCL_SELF_GAP_STAGES=1: the graph gap per empty kernel node (graphs of NCCL_SELF_GAP_NODES, default 100, as
+    micro2's launch_state) at each
     step of setting up a process that runs NCCL: CUDA through PyTorch alone; NCCL's library loaded; a one-rank
     communicator made (ncclCommInitAll); one NCCL call run eagerly; torch.distributed set up over NCCL (one rank);
     three 10-ms kernels on the current stream. Records: kind nccl_kernel, nccl_op empty_kernel, field state."""
@@ -181,7 +182,7 @@ def gap_stages(out_dir):
     rec = Recorder(out_dir, "nccl_self")
     torch.cuda.set_device(0)
 
-    def measure(state, k=100):
+    def measure(state, k=int(os.environ.get("NCCL_SELF_GAP_NODES", "100"))):
         s = torch.cuda.Stream()
         with torch.cuda.stream(s):
             torch.cuda._sleep(0)
