@@ -98,31 +98,41 @@ class Deadline:
         return self.left() <= margin
 
 
+def torch_graph_gaps(nodes, reps, trials):
+    """µs per empty kernel node (torch.cuda._sleep(0)) of a CUDA graph of nodes made now on GPU 0 and replayed reps
+    times a trial, one value per trial."""
+    import torch
+    with torch.cuda.device(0):
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(0)
+        s.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            for _ in range(nodes):
+                torch.cuda._sleep(0)
+        g.replay()
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        per = []
+        for _ in range(trials):
+            with torch.cuda.stream(s):
+                e0.record(s)
+                for _ in range(reps):
+                    g.replay()
+                e1.record(s)
+            e1.synchronize()
+            per.append(e0.elapsed_time(e1) * 1000.0 / (reps * nodes))
+    return per
+
+
 def graph_gap(rec, where, nodes=100, reps=40, trials=7):
     """The graph gap per empty kernel node on GPU 0 now, in this process: an empty_kernel record (field state names
-    where in the run it was taken). On an H200 it steps from about 0.53 to 0.71 µs once a process has replayed some
-    110-170 thousand kernel nodes of graphs (testdata/h200x1-arsim/graph_gap_state.jsonl), so each capture phase
+    where in the run it was taken). On an H200 it steps from about 0.53 to 0.71 µs once a process has made about five
+    graphs or launched about 1,400 (testdata/h200x1-arsim/graph_gap_state.jsonl), so each capture phase
     that times kernels in CUDA graphs says which state its process was in. Uses PyTorch when it is loaded, else CuPy."""
     if "torch" in sys.modules:
-        import torch
-        s = torch.cuda.Stream(device=0)
-        with torch.cuda.device(0):
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=s):
-                for _ in range(nodes):
-                    torch.cuda._sleep(0)
-            g.replay()
-            torch.cuda.synchronize()
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            per = []
-            for _ in range(trials):
-                with torch.cuda.stream(s):
-                    e0.record(s)
-                    for _ in range(reps):
-                        g.replay()
-                    e1.record(s)
-                e1.synchronize()
-                per.append(e0.elapsed_time(e1) * 1000.0 / (reps * nodes))
+        per = torch_graph_gaps(nodes, reps, trials)
     else:
         import cupy as cp
         with cp.cuda.Device(0):

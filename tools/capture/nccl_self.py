@@ -23,7 +23,7 @@ settings in field `run_tag`; the NCCL variables of NCCL_ENV_RECORDED that are se
 """
 import ctypes, glob, os, statistics
 
-from common import Recorder, log
+from common import Recorder, log, torch_graph_gaps
 
 K = 20
 TRIALS = 7
@@ -183,27 +183,8 @@ def gap_stages(out_dir):
     torch.cuda.set_device(0)
 
     def measure(state, k=int(os.environ.get("NCCL_SELF_GAP_NODES", "100"))):
-        s = torch.cuda.Stream()
-        with torch.cuda.stream(s):
-            torch.cuda._sleep(0)
-        s.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=s):
-            for _ in range(k):
-                torch.cuda._sleep(0)
-        g.replay()
-        torch.cuda.synchronize()
         reps = 40
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        per = []
-        for _ in range(TRIALS):
-            with torch.cuda.stream(s):
-                e0.record(s)
-                for _ in range(reps):
-                    g.replay()
-                e1.record(s)
-            e1.synchronize()
-            per.append(e0.elapsed_time(e1) * 1000 / (reps * k))
+        per = torch_graph_gaps(k, reps, TRIALS)
         smi = ""
         if os.environ.get("NCCL_SELF_GAP_SMI"):
             import subprocess
