@@ -377,10 +377,52 @@ func AddFence(b *Builder, r int, at hw.Mem, after ...int) int {
 		if len(after) > 0 && after[0] >= 0 && after[0] < len(prog) {
 			k = prog[after[0]].Kernel
 		}
-		return b.Add(r, Op{Kind: Fence, Kernel: k, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence"}, after...)
+		return b.Add(r, Op{Kind: Fence, Kernel: k, Src: fenceLoads(prog, r, after), Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence"}, after...)
 	}
+	// The stores pay for the fence (Fenced); what it waits beside the
+	// other blocks' loads of a peer that the kernel pulled from before
+	// storing, the fence itself (host memory's loads the stores count).
+	var loads Range
 	for _, i := range after {
 		prog[i].Fenced = true
+		if loads.Buf.Name == "" && !at.Host {
+			if l := fenceLoads(prog, r, prog[i].After); !l.Buf.At.Host {
+				loads = l
+			}
+		}
 	}
-	return b.Add(r, Op{Kind: Fence, Fenced: true, Kernel: prog[after[0]].Kernel, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence (after the stores' issue)"}, after...)
+	return b.Add(r, Op{Kind: Fence, Fenced: true, Kernel: prog[after[0]].Kernel, Src: loads, Dst: Range{Buf: Buf{At: at}}, Label: "system-scope fence (after the stores' issue)"}, after...)
+}
+
+// FenceLoadsName is the buffer name of a Fence's Src when it names the
+// memory outside the rank's GPU that the fencing kernel loads (fenceLoads):
+// its other blocks keep loads of it in flight while each block fences
+// (hw.Machine.FenceBesidePolls). A Fence without it counts the loads of
+// its own memory where that is host memory, none otherwise.
+const FenceLoadsName = "loads beside the fence"
+
+// fenceLoads is the Src of a fence of rank r after the listed ops: the
+// source of the first of them that loads memory outside the rank's GPU (a
+// pull from a peer or from host memory), named FenceLoadsName, or the
+// loads a fence among them waited for (a second fence right after the
+// first, as a __threadfence_system before a release store: the other
+// blocks still load); none if none does.
+func fenceLoads(prog []Op, r int, after []int) Range {
+	for _, i := range after {
+		if i < 0 || i >= len(prog) {
+			continue
+		}
+		op := &prog[i]
+		switch op.Kind {
+		case Fence:
+			if op.Src.Buf.Name == FenceLoadsName {
+				return op.Src
+			}
+		case Read, Copy, Reduce:
+			if op.Src.Len > 0 && !op.Src.IsSentinel() && op.Src.Buf.At != hw.GPUMem(r) {
+				return Range{Buf: Buf{At: op.Src.Buf.At, Name: FenceLoadsName}}
+			}
+		}
+	}
+	return Range{}
 }

@@ -195,6 +195,8 @@ func (x *executor) fill(s *slot, c *slotCold, op *Op, flag int32, r, i int) erro
 	s.a = int32(src)
 	s.dst, ok2 = toXmem(op.Dst.Buf.At)
 	switch op.Kind {
+	case Fence:
+		s.a = int32(fenceLoadsOf(op, s.dst, r))
 	case Signal, Wait:
 		s.a, s.n = flag, op.Value
 		s.dst, ok2 = toXmem(op.Flag.At)
@@ -401,12 +403,18 @@ func (x *executor) start(r int, k int32) {
 	case Fence:
 		var d sim.Duration
 		if s.bits&opFenced != 0 {
-			x.finishIn(r, k, 0) // its Fenced stores paid for it
+			// its Fenced stores paid for it, but not for the other
+			// blocks' loads of a peer the kernel pulled from (fenceLoadsOf)
+			var w sim.Duration
+			if w, err = m.FenceBesidePolls(r, xmem(s.a).mem(), max(x.kernels[x.coldOf(r, k).kernel].Blocks, 1)-1); err == nil {
+				x.finishIn(r, k, w)
+			}
 		} else if d, err = m.FenceAfterLanding(r, s.dst.mem()); err == nil {
 			// each block's fence waits for the kernel's other blocks'
-			// loads of the memory (hw.Machine.FenceBesidePolls)
+			// loads of memory outside the GPU (hw.Machine.FenceBesidePolls):
+			// slot a holds which memory (fenceLoadsOf)
 			var w sim.Duration
-			if w, err = m.FenceBesidePolls(r, s.dst.mem(), max(x.kernels[x.coldOf(r, k).kernel].Blocks, 1)-1); err == nil {
+			if w, err = m.FenceBesidePolls(r, xmem(s.a).mem(), max(x.kernels[x.coldOf(r, k).kernel].Blocks, 1)-1); err == nil {
 				x.finishIn(r, k, d+w)
 			}
 		}

@@ -149,6 +149,12 @@ type Op struct {
 	// polled bytes must find them holding the sentinel (re-armed since
 	// their last use), and when the wait ends they hold this allreduce's
 	// data.
+	//
+	// On a Fence, Dst names the memory its stores went to, and a Src
+	// whose buffer is named FenceLoadsName the memory outside the GPU that
+	// the fencing kernel loads (AddFence sets it from the ops it follows):
+	// each block's fence waits for the other blocks' loads of it
+	// (hw.Machine.FenceBesidePolls).
 	Src, Dst Range
 	// Accumulate: Dst becomes Dst + Src (a reduction in registers on the
 	// way), instead of a copy of Src. Concurrent accumulations into one

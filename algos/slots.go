@@ -41,7 +41,8 @@ type slot struct {
 	nsucc   uint16
 	waiting int32 // deps not yet done
 	// a is Src.Buf.At (an xmem) of a Read, Write, Copy or Reduce, the
-	// flag ID of a Signal or Wait.
+	// flag ID of a Signal or Wait, the memory whose loads a Fence waits
+	// for (fenceLoadsOf).
 	a   int32
 	dst xmem  // Dst.Buf.At; Flag.At for a Signal or Wait
 	n   int64 // Src.Len; Value for a Signal or Wait; Dur for a Compute
@@ -177,4 +178,22 @@ func (x *executor) opIndex(r int, k int32) int {
 		d += p.cap
 	}
 	return p.base + d
+}
+
+// fenceLoadsOf is the memory whose loads by the kernel's other blocks a
+// Fence of rank r waits for (hw.Machine.FenceBesidePolls): its Src where
+// it names one (FenceLoadsName), else its own memory dst where that is
+// host memory and its stores did not pay for it (a Fenced fence's stores
+// counted the loads of host memory), else the rank's GPU (whose loads
+// cost a fence nothing).
+func fenceLoadsOf(op *Op, dst xmem, r int) xmem {
+	if op.Src.Buf.Name == FenceLoadsName {
+		if v, ok := toXmem(op.Src.Buf.At); ok {
+			return v
+		}
+	}
+	if dst < 0 && !op.Fenced {
+		return dst
+	}
+	return xmem(r)
 }

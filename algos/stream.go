@@ -176,7 +176,9 @@ type StreamOp struct {
 	Kind                                          OpKind
 	Accumulate, Inline, Atomic, BlockSync, Fenced bool
 	// Src and Dst: buffers, by index in Bufs (Read, Write, Copy, Reduce;
-	// Dst alone for a Fence), with the ranges' offsets and common length.
+	// Dst for a Fence, and Src where it names a buffer called
+	// FenceLoadsName: the memory the fencing kernel's other blocks load),
+	// with the ranges' offsets and common length.
 	Src, Dst       int32
 	SrcOff, DstOff int64
 	Len            int64
@@ -412,7 +414,15 @@ func (src *streamSource) fillCompact(r, i int, s *slot, c *slotCold) ([]int, err
 		if !dm.ok {
 			return nil, fmt.Errorf("algos: run %s: rank %d op %d: memory %s out of range", src.head.Algo, r, i, src.tables.Bufs[op.Dst].At)
 		}
-		if op.Kind != Fence {
+		if op.Kind == Fence {
+			// a Fence's Src, where it names a buffer called
+			// FenceLoadsName, is the memory its kernel's other blocks load
+			fop := Op{Fenced: op.Fenced}
+			if uint32(op.Src) < uint32(len(bm)) && src.tables.Bufs[op.Src].Name == FenceLoadsName && bm[op.Src].ok {
+				fop.Src.Buf = src.tables.Bufs[op.Src]
+			}
+			s.a = int32(fenceLoadsOf(&fop, s.dst, r))
+		} else {
 			sm := bm[op.Src]
 			s.a = int32(sm.m)
 			if !sm.ok {

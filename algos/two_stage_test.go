@@ -190,3 +190,83 @@ func TestMyAlgorithmsDescribeThemselves(t *testing.T) {
 		}
 	}
 }
+
+// A fence after a kernel's pulls from a peer waits for the other blocks'
+// loads of the peer still in flight (hw.Machine.FenceBesidePolls with the
+// peer's memory): two_stage's mid fences (both with
+// mid_barrier=fence_release, the second inheriting the first's) and
+// one_stage's end_release fence name the peer they follow the pulls of;
+// one_stage's start_release fence, after the launch, names none.
+// PyTorch's two-shot's fence after pushing what it pulled names the peer;
+// the PCIe IPC staged ring's, after pushes that follow no pull, none. With one
+// block there is no other block, and the pass takes what it took before;
+// with 16 each fence takes FenceBesidePolls more.
+func TestFencesAfterPullsWaitForPeerLoads(t *testing.T) {
+	loads := func(s *Schedule, r int) []hw.Mem {
+		var out []hw.Mem
+		for _, op := range s.Programs[r] {
+			if op.Kind == Fence {
+				if op.Src.Buf.Name == FenceLoadsName {
+					out = append(out, op.Src.Buf.At)
+				} else {
+					out = append(out, hw.Mem{Rank: -1})
+				}
+			}
+		}
+		return out
+	}
+	none := hw.Mem{Rank: -1}
+	s := plan(t, "two_stage", req(t, "h200x2", 2, 43008, map[string]string{"mid_barrier": "fence_release"}))
+	assert.Equal(t, []hw.Mem{hw.GPUMem(1), hw.GPUMem(1)}, loads(s, 0))
+	assert.Equal(t, []hw.Mem{hw.GPUMem(0), hw.GPUMem(0)}, loads(s, 1))
+	s = plan(t, "one_stage", req(t, "h200x2", 2, 43008, map[string]string{"start_release": "true", "end_release": "true"}))
+	assert.Equal(t, []hw.Mem{none, hw.GPUMem(1)}, loads(s, 0))
+	// PyTorch's two-shot fences the pushes of what it pulled: its fence,
+	// paid for by the pushes, names the peer; the PCIe IPC staged ring's
+	// fences follow pushes that follow no pull and name none.
+	s = plan(t, "two_shot_push", req(t, "h200x2", 2, 1<<20, nil))
+	assert.Equal(t, []hw.Mem{hw.GPUMem(1)}, loads(s, 0))
+	s = plan(t, "pcie_ipc_staged", req(t, "rtxpro6000x8-2numa", 8, 43008, nil))
+	require.NotEmpty(t, loads(s, 0))
+	for _, l := range loads(s, 0) {
+		assert.Equal(t, none, l)
+	}
+
+	for _, blocks := range []int{1, 16} {
+		m, fences := rank0Fences(t, "two_stage", map[string]string{"blocks": fmt.Sprint(blocks), "mid_barrier": "fence_release"})
+		n := 0
+		for _, sp := range fences {
+			n++
+			after, err := m.FenceAfterLanding(0, hw.GPUMem(0))
+			require.NoError(t, err)
+			wait, err := m.FenceBesidePolls(0, hw.GPUMem(1), blocks-1)
+			require.NoError(t, err)
+			if blocks == 1 {
+				assert.Zero(t, wait)
+			} else {
+				assert.Positive(t, wait)
+			}
+			assert.Equal(t, after+wait, sp.End.Sub(sp.Start), "%d blocks", blocks)
+		}
+		assert.Equal(t, 2, n, "%d blocks: two mid fences on rank 0", blocks)
+	}
+}
+
+// rank0Fences runs algorithm name once on h200x2 at 43,008 B with opts and
+// returns the machine and rank 0's spans of its Fence ops.
+func rank0Fences(t *testing.T, name string, opts map[string]string) (*hw.Machine, []Span) {
+	t.Helper()
+	r := req(t, "h200x2", 2, 43008, opts)
+	s := plan(t, name, r)
+	m, err := hw.New(r.Top)
+	require.NoError(t, err)
+	res, err := Run(m, s, RunOptions{Iterations: 1, Launch: r.Launch, Spans: true})
+	require.NoError(t, err)
+	var out []Span
+	for _, sp := range res.Spans {
+		if sp.Rank == 0 && s.Programs[sp.Rank][sp.Op].Kind == Fence {
+			out = append(out, sp)
+		}
+	}
+	return m, out
+}

@@ -106,9 +106,14 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 		if spec.Latency, err = m.FenceCost(r, dst); err != nil {
 			return sim.FlowSpec{}, err
 		}
-		// the kernel's other blocks keep loads of the memory in flight
-		// (polling its barrier's flags, or pulling) while each fences
-		w, err := m.FenceBesidePolls(r, dst, max(k.Blocks, 1)-1)
+		// the kernel's other blocks keep loads of host memory in flight
+		// (polling its barrier's flags, or pulling) while each fences; a
+		// push to a peer's memory is not known to load it
+		loads := GPUMem(r)
+		if dst.Host {
+			loads = dst
+		}
+		w, err := m.FenceBesidePolls(r, loads, max(k.Blocks, 1)-1)
 		if err != nil {
 			return sim.FlowSpec{}, err
 		}

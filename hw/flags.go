@@ -184,11 +184,18 @@ func (m *Machine) StoreBurst(r int, at Mem, stores, threads int) sim.Duration {
 // gpu.fence_poll_wait_growth of a round trip more for each doubling.
 // Who counts is the caller's: a ping-pong's other pairs, a barrier's other
 // groups and its own ranks but the last (barrierFencePollers), a
-// kernel's other blocks (the algorithms' fences to host memory). Loads of
-// GPU memory cost a fence nothing (beside 8 and 128 blocks polling local
-// memory: 521–524 ns against 520 alone).
+// kernel's other blocks (the algorithms' fences to host memory, and
+// fences after a kernel's pulls from a peer's memory, algos.FenceLoadsName).
+// Loads of the GPU's own memory cost a fence nothing (beside 8 and 128
+// blocks polling local memory: 521–524 ns against 520 alone). Loads of a
+// peer GPU's memory count as those of host memory do, with the peer's
+// round trip: the GPU's loads still on their way out of it are answered
+// first. One GPU cannot measure this; the form and
+// gpu.fence_poll_wait_growth are host memory's, and its predicted side is
+// the two-shot's fenced mid barrier beside its blocks' pulls over NVLink
+// (testdata/h200x2-arsim, arsim_flag_two_shot p2p at 2–132 blocks).
 func (m *Machine) FenceBesidePolls(r int, polled Mem, others int) (sim.Duration, error) {
-	if others < 1 || !polled.Host {
+	if others < 1 || (!polled.Host && polled.Rank == r) {
 		return 0, nil
 	}
 	rtt, err := m.RoundTrip(r, polled)

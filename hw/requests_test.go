@@ -235,3 +235,26 @@ func TestFenceBesidePolls(t *testing.T) {
 		prev = w
 	}
 }
+
+// Loads of a peer GPU's memory in flight hold a fence as host memory's do,
+// with the peer's round trip (over NVLink on h200x2); loads of the GPU's
+// own memory hold it for nothing, on either GPU.
+func TestFenceBesideLoadsOfPeerMemory(t *testing.T) {
+	top, err := topology.Load("h200x2")
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	growth := top.Params.Get("gpu.fence_poll_wait_growth")
+	for r, peer := range []int{1, 0} {
+		own, err := m.FenceBesidePolls(r, GPUMem(r), 8)
+		require.NoError(t, err)
+		assert.Zero(t, own, "rank %d beside loads of its own memory", r)
+		rtt, err := m.RoundTrip(r, GPUMem(peer))
+		require.NoError(t, err)
+		for _, n := range []int{1, 15, 71} {
+			w, err := m.FenceBesidePolls(r, GPUMem(peer), n)
+			require.NoError(t, err)
+			assert.InDelta(t, float64(rtt)*(0.5+growth*math.Log2(float64(n))), float64(w), 1, "rank %d beside %d blocks loading the peer", r, n)
+		}
+	}
+}
