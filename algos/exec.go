@@ -406,7 +406,7 @@ func (x *executor) start(r int, k int32) {
 			// its Fenced stores paid for it, but not for the other
 			// blocks' loads of a peer the kernel pulled from (fenceLoadsOf)
 			var w sim.Duration
-			if w, err = m.FenceBesidePolls(r, xmem(s.a).mem(), max(x.kernels[x.coldOf(r, k).kernel].Blocks, 1)-1); err == nil {
+			if w, err = m.FenceBesidePolls(r, xmem(s.a).mem(), x.besideLoads(r, k, s)); err == nil {
 				x.finishIn(r, k, w)
 			}
 		} else if d, err = m.FenceAfterLanding(r, s.dst.mem()); err == nil {
@@ -414,7 +414,7 @@ func (x *executor) start(r int, k int32) {
 			// loads of memory outside the GPU (hw.Machine.FenceBesidePolls):
 			// slot a holds which memory (fenceLoadsOf)
 			var w sim.Duration
-			if w, err = m.FenceBesidePolls(r, xmem(s.a).mem(), max(x.kernels[x.coldOf(r, k).kernel].Blocks, 1)-1); err == nil {
+			if w, err = m.FenceBesidePolls(r, xmem(s.a).mem(), x.besideLoads(r, k, s)); err == nil {
 				x.finishIn(r, k, d+w)
 			}
 		}
@@ -539,4 +539,21 @@ func (x *executor) copyOp(r int, k int32, s *slot, c *slotCold) error {
 		return err
 	}
 	return fmt.Errorf("copy %s ← %s: the copy engine of rank %d moves its own memory to host or peer, or host to its own", op.Dst, op.Src, r)
+}
+
+// besideLoads is how many loads of the memory a Fence in window
+// position k of rank r waits for (slot a, fenceLoadsOf) the kernel's other
+// blocks keep in flight (hw.Machine.FenceBesidePolls counts loads): of a
+// peer's memory, the pulls the fence follows, every thread's loads in
+// flight (hw.Kernel.LoadsInFlight, at least one), as a fence beside pulls
+// of host memory waits by the pullers' loads in flight
+// (testdata/h200x1-arsim/fence_pulls.jsonl); of host memory, a barrier's
+// poll each, one a block, as before.
+func (x *executor) besideLoads(r int, k int32, s *slot) int {
+	kern := &x.kernels[x.coldOf(r, k).kernel]
+	others := max(kern.Blocks, 1) - 1
+	if at := xmem(s.a).mem(); at.Host || at.Rank == r {
+		return others
+	}
+	return others * max(kern.Threads, 1) * max(int(kern.LoadsInFlight), 1)
 }

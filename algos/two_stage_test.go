@@ -200,7 +200,8 @@ func TestMyAlgorithmsDescribeThemselves(t *testing.T) {
 // PyTorch's two-shot's fence after pushing what it pulled names the peer;
 // the PCIe IPC staged ring's, after pushes that follow no pull, none. With one
 // block there is no other block, and the pass takes what it took before;
-// with 16 each fence takes FenceBesidePolls more.
+// with 16 each fence takes FenceBesidePolls more, for the other 15
+// blocks' threads' loads of the peer.
 func TestFencesAfterPullsWaitForPeerLoads(t *testing.T) {
 	loads := func(s *Schedule, r int) []hw.Mem {
 		var out []hw.Mem
@@ -233,13 +234,16 @@ func TestFencesAfterPullsWaitForPeerLoads(t *testing.T) {
 	}
 
 	for _, blocks := range []int{1, 16} {
-		m, fences := rank0Fences(t, "two_stage", map[string]string{"blocks": fmt.Sprint(blocks), "mid_barrier": "fence_release"})
+		m, s, fences := rank0Fences(t, "two_stage", map[string]string{"blocks": fmt.Sprint(blocks), "mid_barrier": "fence_release"})
 		n := 0
 		for _, sp := range fences {
 			n++
 			after, err := m.FenceAfterLanding(0, hw.GPUMem(0))
 			require.NoError(t, err)
-			wait, err := m.FenceBesidePolls(0, hw.GPUMem(1), blocks-1)
+			k := s.Programs[0][sp.Op].Kernel
+			require.Equal(t, blocks, k.Blocks)
+			loads := (blocks - 1) * k.Threads * max(int(k.LoadsInFlight), 1) // every thread's pull of the peer in flight
+			wait, err := m.FenceBesidePolls(0, hw.GPUMem(1), loads)
 			require.NoError(t, err)
 			if blocks == 1 {
 				assert.Zero(t, wait)
@@ -253,8 +257,8 @@ func TestFencesAfterPullsWaitForPeerLoads(t *testing.T) {
 }
 
 // rank0Fences runs algorithm name once on h200x2 at 43,008 B with opts and
-// returns the machine and rank 0's spans of its Fence ops.
-func rank0Fences(t *testing.T, name string, opts map[string]string) (*hw.Machine, []Span) {
+// returns the machine, the schedule and rank 0's spans of its Fence ops.
+func rank0Fences(t *testing.T, name string, opts map[string]string) (*hw.Machine, *Schedule, []Span) {
 	t.Helper()
 	r := req(t, "h200x2", 2, 43008, opts)
 	s := plan(t, name, r)
@@ -268,5 +272,5 @@ func rank0Fences(t *testing.T, name string, opts map[string]string) (*hw.Machine
 			out = append(out, sp)
 		}
 	}
-	return m, out
+	return m, s, out
 }

@@ -193,7 +193,11 @@ func (m *Machine) StoreBurst(r int, at Mem, stores, threads int) sim.Duration {
 // first. One GPU cannot measure this; the form and
 // gpu.fence_poll_wait_growth are host memory's, and its predicted side is
 // the two-shot's fenced mid barrier beside its blocks' pulls over NVLink
-// (testdata/h200x2-arsim, arsim_flag_two_shot p2p at 2–132 blocks).
+// (testdata/h200x2-arsim, arsim_flag_two_shot p2p at 2–132 blocks),
+// counted per load in flight as pulls of host memory are
+// (fence_pulls.jsonl: 0.71–1.14 round trips beside 32–4,192 loads of 1–131
+// pulling blocks, while the link is short of full, by the loads whatever
+// the blocks).
 func (m *Machine) FenceBesidePolls(r int, polled Mem, others int) (sim.Duration, error) {
 	if others < 1 || (!polled.Host && polled.Rank == r) {
 		return 0, nil

@@ -70,8 +70,10 @@ type PerBlock struct {
 	Neighbours                  int
 	NeighbourOp, NeighbourPlace string
 	// NeighbourThreads (loop fence): the threads of each polling
-	// neighbour that poll, each its own sector (0: one).
-	NeighbourThreads int
+	// neighbour that poll, each its own sector (0: one); of each pulling
+	// neighbour (NeighbourOp "pull"), its threads, each keeping
+	// NeighbourLoads loads of host memory in flight.
+	NeighbourThreads, NeighbourLoads int
 	// PollSleep: a group barrier's pause after each poll that does not
 	// see its flag, in ns (trace.Record.PollSleepNs).
 	PollSleep int
@@ -132,6 +134,8 @@ func (rec PerBlock) Modelled() error {
 	switch {
 	case rec.Kind == "loop" && rec.Loop == "ll128":
 		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "fence_burst":
+		return fmt.Errorf("a block's burst of stores, then a fence of some of its threads (measured only: the loop around them is the capture's; the fence costs after the burst what it costs after one store, which is the model's): %w", ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "host_readback":
 		return fmt.Errorf("reading back host lines the GPU or the CPU just wrote (whose lines the GPU's L2 holds): %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":
@@ -143,7 +147,7 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("a barrier of mode %s: %w", rec.Mode, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
-	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0 && rec.NeighbourOp != "poll":
+	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0 && rec.NeighbourOp != "poll" && !(rec.NeighbourOp == "pull" && rec.NeighbourPlace == "host"):
 		// A system fence waits for the whole GPU's stores still on their
 		// way (fence_beside.jsonl) and for the loads of host memory it
 		// streams (fence_reads.jsonl); neither is in the fence's twin
@@ -628,51 +632,4 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 		d += f
 	}
 	return nsOf(d), nil
-}
-
-// fenceTwin: a system-scope fence after a store by each thread.
-func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
-	if err := rec.Modelled(); err != nil {
-		return 0, fmt.Errorf("hw: %w", err)
-	}
-	at := mem(rec.Dst)
-	// The capture's loop code (capture.fence_loop_code) beside a fence
-	// after local stores: an iteration is at least that long.
-	floor := m.Phys.FenceLocal + m.Phys.FenceLoopCode
-	if rec.Blocks <= 1 {
-		f, err := m.FenceCost(0, at)
-		if err != nil {
-			return 0, err
-		}
-		// each polling thread keeps a load of its own in flight
-		w, err := m.FenceBesidePolls(0, mem(rec.NeighbourPlace), pollingNeighbours(rec)*max(rec.NeighbourThreads, 1))
-		return nsOf(max(f, floor) + w), err
-	}
-	// Blocks at once: each iteration's stores of every block share the
-	// way to the memory, and each block's fence follows its stores'
-	// landing (as a schedule's fence after its writes does).
-	after, err := m.FenceAfterLanding(0, at)
-	if err != nil {
-		return 0, err
-	}
-	per := sim.Bytes(int64(rec.Blocks) * int64(rec.Threads) * int64(max(rec.Stores, 1)) * 16)
-	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads}
-	iters := max(rec.Iters, 1)
-	var stepErr error
-	var step func(i int) func()
-	step = func(i int) func() {
-		return func() {
-			if i == iters || stepErr != nil {
-				return
-			}
-			m.Eng.After(after, func() { stepErr = m.Write(0, at, per, k, "fence stores", step(i+1)) })
-		}
-	}
-	v, err := m.perIter(iters, func(done func()) error {
-		return m.Write(0, at, per, k, "fence stores", step(1))
-	})
-	if err == nil {
-		err = stepErr
-	}
-	return max(v, nsOf(floor)), err
 }

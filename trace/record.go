@@ -187,8 +187,19 @@ type Record struct {
 	// stores over (store_lines); 0: one word.
 	NeighbourLines int
 	// NeighbourThreads: the threads of each polling neighbour block that
-	// poll, each a word of its own in a sector of its own (0: one).
+	// poll, each a word of its own in a sector of its own (0: one); of a
+	// pulling neighbour block, its threads.
 	NeighbourThreads int
+	// NeighbourLoads, on a fence loop beside pulling neighbours
+	// (neighbour_op "pull", tools/capture's fence_pulls): the loads each
+	// of their threads keeps in flight; NeighbourGBps what they pulled
+	// while the fence ran (GB/s, measured).
+	NeighbourLoads int
+	NeighbourGBps  float64
+	// FencingThreads, on a fence_burst loop: the block's threads that run
+	// the fence after the block's burst of stores (0: none, the loop
+	// without a fence).
+	FencingThreads int
 	// FlagOffset, on a group_barrier loop with a rank-major layout: how
 	// far into each rank's array (bytes) its first sector lies, beyond
 	// the layout's own offset (tools/capture's barrier_chunks_2).

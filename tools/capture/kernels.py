@@ -1702,6 +1702,75 @@ extern "C" __global__ void pb_fence_polls_t(unsigned* polls, int stride, int pt,
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
 }
 
+// ---- a fence beside blocks pulling pinned host memory: every block but the last loads 16-B words of src (a ring of
+// mask + 1 words, each block from its own place in it) with L plain loads a thread in flight, summed, until done; the
+// last block waits until every other block has started (started), then its warp stores a 16-B word per thread to
+// fdst and runs fence.sc.sys, iters times (timed), and raises done. The pullers' thread 0 writes its time and its
+// loop count. Does a system fence wait for other blocks' data loads of host memory as for their polls, and counted
+// by what: blocks, or loads in flight?
+template <int L>
+__device__ __forceinline__ void fence_pulls_body(const uint4* src, long long mask, uint4* fdst, int iters,
+                                                 unsigned* done, unsigned stop, unsigned* started, int* err, long long* res) {
+  const int last = gridDim.x - 1;
+  if ((int)blockIdx.x < last) {
+    const long long T = blockDim.x;
+    long long idx = (long long)blockIdx.x * 65536;
+    unsigned acc = 0;
+    long long spins = 0, loops = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(started, 1u);
+    long long c0 = clock64();
+    for (;;) {
+      uint4 v[L];
+      #pragma unroll
+      for (int u = 0; u < L; u++) v[u] = src[(idx + u * T + threadIdx.x) & mask];
+      #pragma unroll
+      for (int u = 0; u < L; u++) acc += v[u].x ^ v[u].w;
+      idx += L * T;
+      loops++;
+      if (ld_vol(done) == stop) break;
+      if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+    }
+    long long c1 = clock64();
+    if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = loops; }
+    if (acc == 0x9e3779b9u) atomicExch(err, 2);  // keeps the loads; the ring holds no such sum
+    return;
+  }
+  if (threadIdx.x >= 32) return;
+  long long spins = 0;
+  while (ld_vol(started) < (unsigned)last) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
+    fence_sc_sys();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
+}
+#define FENCE_PULLS_K(L) \
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_pulls_##L(const uint4* src, long long mask, uint4* fdst, \
+    int iters, unsigned* done, unsigned stop, unsigned* started, int* err, long long* res) { \
+  fence_pulls_body<L>(src, mask, fdst, iters, done, stop, started, err, res); \
+}
+FENCE_PULLS_K(1) FENCE_PULLS_K(8)
+
+// ---- a fence after the block's own burst of stores: each thread of the block stores k 16-B words (plain stores) into
+// its own place of dst, the block meets (__syncthreads), the first nf threads run fence.sc.sys (none with nf = 0), the
+// block meets again; iters times, timed by thread 0. The difference between nf > 0 and nf = 0 is what a fence costs
+// after a block-wide burst of k x threads x 16 B, as a two-shot's mid barrier fences after its stage-1 stores.
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_burst(uint4* dst, int k, int nf, int iters, long long* res) {
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    for (int j = 0; j < k; j++) dst[(size_t)j * blockDim.x + threadIdx.x] = make_uint4(i, j, threadIdx.x, 1u);
+    __syncthreads();
+    if ((int)threadIdx.x < nf) fence_sc_sys();
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[0] = c1 - c0; res[1] = 0; }
+}
+
 // ---- fences from many blocks at once: each block's threads store nst 16-B words into the block's own range
 // (stride16 int4 past the previous block's) and fence (1 acq_rel, 2 sc), iters times.
 extern "C" __global__ void __launch_bounds__(1024) pb_fence_blocks(uint4* dst, int nst, int fence, int iters,

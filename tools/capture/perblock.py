@@ -1510,6 +1510,95 @@ class PerBlock:
         it does for every store?"""
         self.fence_beside(src_place="host", places=("local",), op="read_stream")
 
+    def fence_pulls(self):
+        """A fence after one 16-B store per thread to local memory (one warp, fence.sc.sys, 200 iterations) beside 0-131
+        blocks that pull pinned host memory (plain 16-B loads, L a thread in flight, summed, over a 256 MiB ring) until
+        the fence is done; the fence starts once every puller has. Does a system fence wait for other blocks' data
+        loads as for their polls, counted by blocks or by loads in flight? (FENCE_PULLS_CASES: T:L pairs, default
+        32:1,128:1,512:1,512:8; FENCE_PULLS_BLOCKS: puller counts.) Records: neighbours = pulling blocks,
+        neighbour_threads, neighbour_loads (in flight a thread), neighbour_gbps (what they pulled while the fence ran)."""
+        cases = [tuple(int(x) for x in c.split(":")) for c in
+                 os.environ.get("FENCE_PULLS_CASES", "32:1,128:1,512:1,512:8").split(",") if c]
+        blocks = [int(b) for b in os.environ.get("FENCE_PULLS_BLOCKS", "1,2,4,8,16,32,66,131").split(",") if b]
+        ring = self.big
+        self.fill("host", "fpsrc", ring, [0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10])
+        src = self.ptr("host", "fpsrc", ring)
+        mask = np.int64(ring // 16 - 1)
+        f = self.ptr("local", "fpf", 1 * MB)
+        done = self.dev("fpdone2", 4096)
+        started = self.dev("fpstarted", 4096)
+        iters = 200
+        stop = [1 << 25]
+
+        def meas(nb, pt, lif):
+            cp = self.cp
+            k = self.fn(f"pb_fence_pulls_{lif}")
+            vals, rates = [], []
+            with cp.cuda.Device(0):
+                self.err[...] = 0
+                for t in range(TRIALS + 1):
+                    stop[0] += 1
+                    started[...] = 0
+                    cp.cuda.Device(0).synchronize()  # the zero lands before the launch on self.s
+                    k((nb + 1,), (pt if nb else 32,), (src, mask, f, np.int32(iters), done, np.uint32(stop[0]),
+                                                      started, self.err, self.res), stream=self.s)
+                    self.s.synchronize()
+                    if t == 0:
+                        continue
+                    r = self.res[:2 * (nb + 1)].get()
+                    vals.append(int(r[2 * nb]) / self.ghz / iters)
+                    if nb:
+                        ns = max(int(c) for c in r[0:2 * nb:2]) / self.ghz
+                        loops = sum(int(c) for c in r[1:2 * nb:2])
+                        rates.append(loops * lif * pt * 16 / ns)
+                err = int(self.err.get()[0])
+            rec = {"kind": "loop", "loop": "fence", "dst": "local", "stores_per_thread": 1, "fence": "sc",
+                   "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64",
+                   "ns_per_iter": statistics.median(vals), "ns_per_iter_min": min(vals),
+                   "ns_per_iter_max": max(vals), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err == 1}
+            if nb:
+                rec.update({"neighbours": nb, "neighbour_op": "pull", "neighbour_place": "host", "neighbour_threads": pt,
+                            "neighbour_loads": lif, "neighbour_gbps": statistics.median(rates)})
+            self.rec.emit(rec)
+
+        self.rec.guard("fence_pulls alone", meas, 0, 32, 1)
+        for pt, lif in cases:
+            for nb in blocks:
+                self.rec.guard(f"fence_pulls {nb}x{pt} L{lif}", meas, nb, pt, lif)
+        self.rec.guard("fence_pulls alone (again)", meas, 0, 32, 1)
+
+    def fence_burst(self):
+        """One block's threads each store k 16-B words (plain stores) into their place of local or pinned host memory,
+        meet, the first nf threads run fence.sc.sys, meet again; 200 iterations (pb_fence_burst). nf = 0 is the loop
+        without a fence: the difference is what a fence costs after a block-wide burst, as a two-shot's mid barrier
+        fences after its stage-1 stores. Records: loop fence_burst, threads, stores_per_thread = k, fencing_threads = nf,
+        fence sc (none with nf = 0)."""
+        k = self.fn("pb_fence_burst")
+        iters = 200
+        for dst in ("local", "host"):
+            d = self.ptr(dst, "fbdst", 16 * MB)
+            for t in (32, 128, 512, 1024):
+                for kk in (0, 1, 2, 8):
+                    for nf in (0, 1, 32):
+                        if dst == "host" and (kk not in (0, 1) or t not in (32, 512)):
+                            continue
+
+                        def meas(d=d, dst=dst, t=t, kk=kk, nf=nf):
+                            cp = self.cp
+                            vals = []
+                            with cp.cuda.Device(0):
+                                for trial in range(TRIALS + 1):
+                                    k((1,), (t,), (d, np.int32(kk), np.int32(nf), np.int32(iters), self.res), stream=self.s)
+                                    self.s.synchronize()
+                                    if trial:
+                                        vals.append(int(self.res[0].get()) / self.ghz / iters)
+                            self.rec.emit({"kind": "loop", "loop": "fence_burst", "dst": dst, "threads": t, "blocks": 1,
+                                           "stores_per_thread": kk, "fencing_threads": nf, "fence": "sc" if nf else "none",
+                                           "iters": iters, "clock": "sm_clock64", "ns_per_iter": statistics.median(vals),
+                                           "ns_per_iter_min": min(vals), "ns_per_iter_max": max(vals),
+                                           "clock_ghz": self.ghz, "trials": TRIALS})
+                        self.rec.guard(f"fence_burst {dst} {t} k{kk} nf{nf}", meas)
+
     def fence_beside(self, src_place="local", places=("none", "local", "host"), op="stream"):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) in local or pinned host
         memory, alone or beside 8 blocks x 512 threads streaming stores (8 loads in flight, 64 KiB a block an
@@ -2207,7 +2296,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
