@@ -113,7 +113,9 @@ type Record struct {
 	// MidBarrier, on the project's two-shot flag kernel over GPU memory:
 	// how its mid barrier publishes the first half, fence_release (a
 	// system fence and a release store, acquire polls; what a record
-	// without the field ran) or volatile (volatile flags, no fence).
+	// without the field ran), release (a release store and acquire polls,
+	// vLLM's), fence_volatile (a system fence, then volatile flags) or
+	// volatile (volatile flags, no fence).
 	MidBarrier string
 	// OpsPerGraph is how many operations one CUDA graph of the
 	// measurement held (a replay's time over it is the value); 0: not
@@ -198,8 +200,11 @@ type Record struct {
 	NeighbourGBps  float64
 	// FencingThreads, on a fence_burst loop: the block's threads that run
 	// the fence after the block's burst of stores (0: none, the loop
-	// without a fence).
-	FencingThreads int
+	// without a fence); LoadsPerThread and LoadSrc, the 16-B loads each
+	// thread made of that memory before its store (tools/capture's
+	// fence_loads; code "cg" when they skip the L1).
+	FencingThreads, LoadsPerThread int
+	LoadSrc                        string
 	// FlagOffset, on a group_barrier loop with a rank-major layout: how
 	// far into each rank's array (bytes) its first sector lies, beyond
 	// the layout's own offset (tools/capture's barrier_chunks_2).

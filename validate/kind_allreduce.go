@@ -355,10 +355,14 @@ func flagKernelChoice(r trace.Record) (choice, error) {
 		return c, notModelled("%s over %q is not simulated (p2p, host_memory)", r.Impl, r.Transport)
 	}
 	if shot == "two" {
-		if r.MidBarrier == "volatile" {
+		switch r.MidBarrier {
+		case "volatile":
 			return c, notModelled("the two-shot with a volatile mid barrier (no fence) is not simulated: two_stage's mid barrier fences (release, fence_release)")
+		case "release", "fence_volatile":
+			c.opts["mid_barrier"] = "release" // block_barrier mode 2 or 3: one system fence (st.release.sys's, or __threadfence_system before volatile flags)
+		default:
+			c.opts["mid_barrier"] = "fence_release" // block_barrier mode 1: __threadfence_system, then st.release.sys
 		}
-		c.opts["mid_barrier"] = "fence_release" // block_barrier mode 1: __threadfence_system, then st.release.sys
 	}
 	if r.Impl != trace.ImplHostStagedOneShot {
 		c.opts["rank_loop"] = "runtime" // tools/capture's kernels loop over ranks with a run-time bound

@@ -75,12 +75,15 @@ class FlagAllreduce:
         # FLAGAR_ONE_GPU=1: two ranks on GPU 0, each with its own buffers, signals and stream, their kernels running
         # side by side; "peer" memory is then the GPU's own (no NVLink, no PCIe between the ranks)
         self.one_gpu = os.environ.get("FLAGAR_ONE_GPU") == "1"
-        # FLAGAR_MID=volatile: the two-shot over GPU memory meets at its mid barrier with volatile flags, no fence
-        # (records say mid_barrier: volatile); default: a system fence and a release store (fence_release)
+        # FLAGAR_MID: how the two-shot over GPU memory meets at its mid barrier (records say mid_barrier): default
+        # fence_release, a system fence and a release store, acquire polls; volatile, volatile flags and no fence;
+        # release, a release store and acquire polls without the separate fence (vLLM's); fence_volatile, a system
+        # fence, then volatile flags
         self.mid = os.environ.get("FLAGAR_MID", "fence_release")
-        if self.mid not in ("fence_release", "volatile"):
-            raise ValueError(f"FLAGAR_MID={self.mid!r}: want fence_release or volatile")
-        self.mid_options = ("-DTWO_SHOT_MID_MODE=0",) if self.mid == "volatile" else ()
+        modes = {"volatile": 0, "fence_release": 1, "release": 2, "fence_volatile": 3}
+        if self.mid not in modes:
+            raise ValueError(f"FLAGAR_MID={self.mid!r}: want one of {', '.join(modes)}")
+        self.mid_options = () if self.mid == "fence_release" else (f"-DTWO_SHOT_MID_MODE={modes[self.mid]}",)
         self.world = 2 if self.one_gpu else cp.cuda.runtime.getDeviceCount()
         if self.world < 2:
             raise RuntimeError("flag kernels need >= 2 GPUs (or FLAGAR_ONE_GPU=1)")

@@ -299,7 +299,9 @@ FLAG_SRC = r'''
 #define SIG_END (MAXB * MAXW)
 #define SIG_MID (2 * MAXB * MAXW)
 // the two-shot's mid barrier over GPU memory: 1 (the default) a __threadfence_system and a release store, acquire
-// polls; 0 volatile stores and polls, no fence (compiled with -DTWO_SHOT_MID_MODE=0: flagar.py's FLAGAR_MID=volatile)
+// polls; 0 volatile stores and polls, no fence (compiled with -DTWO_SHOT_MID_MODE=0: flagar.py's FLAGAR_MID=volatile);
+// 2 a release store and acquire polls, no __threadfence_system (vLLM's; FLAGAR_MID=release); 3 a
+// __threadfence_system, then volatile stores and polls (FLAGAR_MID=fence_volatile)
 #ifndef TWO_SHOT_MID_MODE
 #define TWO_SHOT_MID_MODE 1
 #endif
@@ -335,7 +337,8 @@ __device__ __forceinline__ void st_volatile_v4(int4* p, int4 v) {
                :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
-// barrier over all ranks for this block. mode 0: volatile (start / final end), 1: release/acquire
+// barrier over all ranks for this block. mode 0: volatile (start / final end), 1: fence, then release/acquire;
+// 2: release/acquire; 3: fence, then volatile (the mode is a constant at every call: the others compile away)
 __device__ __forceinline__ void block_barrier(const Args& a, int off, int rank, int world,
                                               unsigned int flag, int mode, int* err) {
   __syncthreads();
@@ -347,8 +350,12 @@ __device__ __forceinline__ void block_barrier(const Args& a, int off, int rank, 
     if (mode == 0) {
       st_volatile_u32(peer_slot, flag);
       while (ld_volatile_u32(my_slot) != flag) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
-    } else {
+    } else if (mode == 3) {
       __threadfence_system();
+      st_volatile_u32(peer_slot, flag);
+      while (ld_volatile_u32(my_slot) != flag) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
+    } else {
+      if (mode == 1) __threadfence_system();
       st_release_u32(peer_slot, flag);
       while (ld_acquire_u32(my_slot) != flag) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
     }
@@ -1769,6 +1776,31 @@ extern "C" __global__ void __launch_bounds__(1024) pb_fence_burst(uint4* dst, in
   }
   long long c1 = clock64();
   if (threadIdx.x == 0) { res[0] = c1 - c0; res[1] = 0; }
+}
+
+// ---- a fence after the block's own loads: each thread loads k 16-B words of src (plain loads, or ld.global.cg
+// that skips the L1 with cg = 1; a new 16 KiB-a-thread stretch each of 64 iterations, then again), sums them into
+// one 16-B store to dst, the block meets, its first nf threads run fence.sc.sys (none with nf = 0), it meets again;
+// iters times, timed by thread 0. Against pb_fence_burst (stores only): does a fence cost more after the block's
+// loads, as the two-shot's first mid-barrier fence does on one GPU (flag_mid.jsonl)?
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_loads(const uint4* src, uint4* dst, int k, int cg, int nf,
+                                                                  int iters, long long* res) {
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    const uint4* p = src + (size_t)(i & 63) * k * blockDim.x;
+    for (int j = 0; j < k; j++) {
+      const uint4 v = cg ? __ldcg(p + (size_t)j * blockDim.x + threadIdx.x) : p[(size_t)j * blockDim.x + threadIdx.x];
+      acc += v.x ^ v.z;
+    }
+    dst[threadIdx.x] = make_uint4(acc, (unsigned)i, threadIdx.x, 1u);
+    __syncthreads();
+    if ((int)threadIdx.x < nf) fence_sc_sys();
+    __syncthreads();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[0] = c1 - c0; res[1] = acc; }
 }
 
 // ---- fences from many blocks at once: each block's threads store nst 16-B words into the block's own range

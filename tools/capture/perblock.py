@@ -1599,6 +1599,46 @@ class PerBlock:
                                            "clock_ghz": self.ghz, "trials": TRIALS})
                         self.rec.guard(f"fence_burst {dst} {t} k{kk} nf{nf}", meas)
 
+    def fence_loads(self):
+        """One block's threads each load k 16-B words of local or pinned host memory (plain loads, or ld.global.cg that
+        skips the L1), store their sum to local memory, meet, the first nf threads run fence.sc.sys, meet again; 200
+        iterations (pb_fence_loads). Against nf = 0, what a fence costs after the block's loads (fence_burst: after
+        its stores only). Records: loop fence_burst with load_src (local or host), loads_per_thread = k, code cg when
+        the loads skip the L1, stores_per_thread 1, fencing_threads = nf."""
+        k = self.fn("pb_fence_loads")
+        iters = 200
+        dst = self.ptr("local", "flddst", 1 * MB)
+        for src_place in ("local", "host"):
+            self.fill(src_place, "fldsrc", 64 * MB, [0x01010101, 0x02020202, 0x03030303, 0x04040404])
+            src = self.ptr(src_place, "fldsrc", 64 * MB)
+            for t in (128, 512):
+                for kk in (0, 1, 2, 8):
+                    for cg in (0, 1):
+                        for nf in (0, 1):
+                            if kk == 0 and cg:
+                                continue
+
+                            def meas(src=src, src_place=src_place, t=t, kk=kk, cg=cg, nf=nf):
+                                cp = self.cp
+                                vals = []
+                                with cp.cuda.Device(0):
+                                    for trial in range(TRIALS + 1):
+                                        k((1,), (t,), (src, dst, np.int32(kk), np.int32(cg), np.int32(nf), np.int32(iters),
+                                                       self.res), stream=self.s)
+                                        self.s.synchronize()
+                                        if trial:
+                                            vals.append(int(self.res[0].get()) / self.ghz / iters)
+                                rec = {"kind": "loop", "loop": "fence_burst", "dst": "local", "threads": t, "blocks": 1,
+                                       "stores_per_thread": 1, "load_src": src_place, "loads_per_thread": kk,
+                                       "fencing_threads": nf, "fence": "sc" if nf else "none", "iters": iters,
+                                       "clock": "sm_clock64", "ns_per_iter": statistics.median(vals),
+                                       "ns_per_iter_min": min(vals), "ns_per_iter_max": max(vals), "clock_ghz": self.ghz,
+                                       "trials": TRIALS}
+                                if cg:
+                                    rec["code"] = "cg"
+                                self.rec.emit(rec)
+                            self.rec.guard(f"fence_loads {src_place} {t} k{kk} cg{cg} nf{nf}", meas)
+
     def fence_beside(self, src_place="local", places=("none", "local", "host"), op="stream"):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) in local or pinned host
         memory, alone or beside 8 blocks x 512 threads streaming stores (8 loads in flight, 64 KiB a block an
@@ -2296,7 +2336,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
