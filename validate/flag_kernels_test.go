@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -101,4 +103,33 @@ func TestFlagKernelsHeldOutByBlocks(t *testing.T) {
 	assert.LessOrEqual(t, one, 11.0, "two-shot over NVLink, 1 block")
 	assert.LessOrEqual(t, few, 6.5, "two-shot over NVLink, 2–8 blocks")
 	assert.LessOrEqual(t, many, 8.5, "two-shot over NVLink, 9–132 blocks")
+}
+
+// The flag two-shot's mid barrier as the capture builds it: fence_release
+// (a __threadfence_system and a release store) is two fences; release
+// (vLLM's release store alone) and fence_volatile (a fence, then volatile
+// flags) are one; on two H200s at one block the two differ by one fence
+// after its stores' landing.
+func TestFlagTwoShotMidBarrierModes(t *testing.T) {
+	rec := func(mid string) trace.Record {
+		return trace.Record{System: "h200x2-vm", Kind: trace.KindAllreduce, Clock: trace.ClockDeviceEvents, Impl: trace.ImplFlagTwoShot,
+			Algo: "two_shot", Transport: trace.TransportP2P, Launch: trace.LaunchCUDAGraph, Dtype: "bf16", World: 2,
+			Bytes: 14336, Blocks: 1, Threads: 512, Us: 8, MidBarrier: mid}
+	}
+	us := map[string]float64{}
+	for _, mid := range []string{"", "fence_release", "release", "fence_volatile"} {
+		v, err := Run([]trace.Record{rec(mid)}, Options{})
+		require.NoError(t, err, mid)
+		require.Len(t, v.Records, 1, mid)
+		us[mid] = v.Records[0].Predicted
+	}
+	assert.Equal(t, us[""], us["fence_release"], "a record without the field ran fence_release")
+	assert.Equal(t, us["release"], us["fence_volatile"], "both are one fence")
+	top, err := topology.Load("h200x2")
+	require.NoError(t, err)
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	fence, err := m.FenceAfterLanding(0, hw.GPUMem(0))
+	require.NoError(t, err)
+	assert.InDelta(t, fence.Micros(), us["fence_release"]-us["release"], 1e-6, "the second fence")
 }
