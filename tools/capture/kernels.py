@@ -1715,9 +1715,10 @@ extern "C" __global__ void pb_fence_polls_t(unsigned* polls, int stride, int pt,
 // fdst and runs fence.sc.sys, iters times (timed), and raises done. The pullers' thread 0 writes its time and its
 // loop count. Does a system fence wait for other blocks' data loads of host memory as for their polls, and counted
 // by what: blocks, or loads in flight?
-template <int L>
+template <int L, bool COPY>
 __device__ __forceinline__ void fence_pulls_body(const uint4* src, long long mask, uint4* fdst, int iters,
-                                                 unsigned* done, unsigned stop, unsigned* started, int* err, long long* res) {
+                                                 unsigned* done, unsigned stop, unsigned* started, int* err, long long* res,
+                                                 uint4* bulk) {
   const int last = gridDim.x - 1;
   if ((int)blockIdx.x < last) {
     const long long T = blockDim.x;
@@ -1731,6 +1732,10 @@ __device__ __forceinline__ void fence_pulls_body(const uint4* src, long long mas
       uint4 v[L];
       #pragma unroll
       for (int u = 0; u < L; u++) v[u] = src[(idx + u * T + threadIdx.x) & mask];
+      if (COPY) {  // as fence_reads' neighbours: each loaded word stored to the block's own 1 MiB of local memory
+        #pragma unroll
+        for (int u = 0; u < L; u++) bulk[(size_t)blockIdx.x * 65536 + ((loops * L + u) * T + threadIdx.x) % 65536] = v[u];
+      }
       #pragma unroll
       for (int u = 0; u < L; u++) acc += v[u].x ^ v[u].w;
       idx += L * T;
@@ -1757,7 +1762,11 @@ __device__ __forceinline__ void fence_pulls_body(const uint4* src, long long mas
 #define FENCE_PULLS_K(L) \
 extern "C" __global__ void __launch_bounds__(1024) pb_fence_pulls_##L(const uint4* src, long long mask, uint4* fdst, \
     int iters, unsigned* done, unsigned stop, unsigned* started, int* err, long long* res) { \
-  fence_pulls_body<L>(src, mask, fdst, iters, done, stop, started, err, res); \
+  fence_pulls_body<L, false>(src, mask, fdst, iters, done, stop, started, err, res, nullptr); \
+} \
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_copies_##L(const uint4* src, long long mask, uint4* fdst, \
+    int iters, unsigned* done, unsigned stop, unsigned* started, int* err, long long* res, uint4* bulk) { \
+  fence_pulls_body<L, true>(src, mask, fdst, iters, done, stop, started, err, res, bulk); \
 }
 FENCE_PULLS_K(1) FENCE_PULLS_K(8)
 

@@ -1520,6 +1520,10 @@ class PerBlock:
         cases = [tuple(int(x) for x in c.split(":")) for c in
                  os.environ.get("FENCE_PULLS_CASES", "32:1,128:1,512:1,512:8").split(",") if c]
         blocks = [int(b) for b in os.environ.get("FENCE_PULLS_BLOCKS", "1,2,4,8,16,32,66,131").split(",") if b]
+        # FENCE_PULLS_COPY=1: the pullers also store each loaded word to local memory (pb_fence_copies_L, as
+        # fence_reads' neighbours do; records neighbour_op read_stream)
+        copy = os.environ.get("FENCE_PULLS_COPY") == "1"
+        bulk = self.dev("fpbulk", 132 * MB) if copy else None
         ring = self.big
         self.fill("host", "fpsrc", ring, [0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10])
         src = self.ptr("host", "fpsrc", ring)
@@ -1532,7 +1536,7 @@ class PerBlock:
 
         def meas(nb, pt, lif):
             cp = self.cp
-            k = self.fn(f"pb_fence_pulls_{lif}")
+            k = self.fn(f"pb_fence_copies_{lif}" if copy else f"pb_fence_pulls_{lif}")
             vals, rates = [], []
             with cp.cuda.Device(0):
                 self.err[...] = 0
@@ -1540,8 +1544,8 @@ class PerBlock:
                     stop[0] += 1
                     started[...] = 0
                     cp.cuda.Device(0).synchronize()  # the zero lands before the launch on self.s
-                    k((nb + 1,), (pt if nb else 32,), (src, mask, f, np.int32(iters), done, np.uint32(stop[0]),
-                                                      started, self.err, self.res), stream=self.s)
+                    args = (src, mask, f, np.int32(iters), done, np.uint32(stop[0]), started, self.err, self.res)
+                    k((nb + 1,), (pt if nb else 32,), args + ((bulk,) if copy else ()), stream=self.s)
                     self.s.synchronize()
                     if t == 0:
                         continue
@@ -1557,7 +1561,7 @@ class PerBlock:
                    "ns_per_iter": statistics.median(vals), "ns_per_iter_min": min(vals),
                    "ns_per_iter_max": max(vals), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err == 1}
             if nb:
-                rec.update({"neighbours": nb, "neighbour_op": "pull", "neighbour_place": "host", "neighbour_threads": pt,
+                rec.update({"neighbours": nb, "neighbour_op": "read_stream" if copy else "pull", "neighbour_place": "host", "neighbour_threads": pt,
                             "neighbour_loads": lif, "neighbour_gbps": statistics.median(rates)})
             self.rec.emit(rec)
 
@@ -1649,13 +1653,18 @@ class PerBlock:
         self.fill(src_place, "fbsrc", nb, [0x01010101])
         src = self.ptr(src_place, "fbsrc", nb)
         iters, iters_bulk, writers = 200, 256, 8
+        # FENCE_BESIDE_BLOCKS: other counts of neighbour blocks (default 8); each then streams at most 256 iterations
+        # and what fits its share of the buffer, the fence 50 times
+        counts = [int(x) for x in os.environ.get("FENCE_BESIDE_BLOCKS", "").split(",") if x] or [writers]
         for fdst in ("local", "host"):
             f = self.ptr(fdst, "fbf", 1 * MB)
-            for place in places:
+            for place, writers in [(p, w) for p in places for w in (counts if p != "none" else [writers])]:
                 b = 1 if place == "none" else writers + 1
                 bulk = self.ptr("host" if place == "none" else place, "fbbulk", nb)
+                if counts != [8]:
+                    iters, iters_bulk = 50, max(1, min(256, nb // (writers * 8 * 512 * 16)))
 
-                def meas(f=f, fdst=fdst, place=place, b=b, bulk=bulk):
+                def meas(f=f, fdst=fdst, place=place, b=b, bulk=bulk, writers=writers, iters=iters, iters_bulk=iters_bulk):
                     def launch():
                         k((b,), (512,), (src, bulk, f, np.int32(iters_bulk), np.int32(iters), self.res), stream=self.s)
                     cp = self.cp
@@ -1675,8 +1684,9 @@ class PerBlock:
                            "trials": TRIALS, "spin_timeout": False}
                     if b > 1:
                         rec.update({"neighbours": writers, "neighbour_op": op, "neighbour_place": src_place if op == "read_stream" else place,
-                                    "note": f"neighbours' stream: 8 blocks x 512 threads x 8 x 16 B x {iters_bulk} "
-                                            f"iterations from {src_place} to {place} memory, slowest {statistics.median(bulk_ns):.0f} ns"})
+                                    "note": f"neighbours' stream: {writers} blocks x 512 threads x 8 x 16 B x {iters_bulk} "
+                                            f"iterations from {src_place} to {place} memory, slowest {statistics.median(bulk_ns):.0f} ns"
+                                            + (f"; the fence loop {med * iters:.0f} ns" if counts != [8] else "")})
                     self.rec.emit(rec)
                 self.rec.guard(f"fence_beside {op} {fdst} {place}", meas)
 
