@@ -17,12 +17,11 @@ import (
 // round trips while they leave the link short of full, as the pollers'
 // form counted per load gives, and then what their loads take to drain
 // (2.2 µs beside 2 blocks of 512 threads with 8 loads each in flight,
-// 187 µs beside 131); the drain's form was chosen after that run. The
-// drain is that kernel's, whose pullers load a word of GPU memory with a
-// volatile load each iteration to see when to stop: beside
-// pb_fence_beside's copy loop, which polls nothing, the fence waits 2.1 µs
-// beside 8 such blocks and 46 beside 131 (fence_beside_2.jsonl, not
-// modelled).
+// 187 µs beside 131); the drain's form was chosen after that run. Pullers
+// that poll nothing hold it alike (fence_stream.jsonl); beside
+// pb_fence_beside's copy loop the fence waits 2.1 µs beside 8 such blocks
+// and 46 beside 131 (fence_beside_2.jsonl, not modelled: what sets that
+// loop apart is open).
 func (m *Machine) fenceNeighbourWait(rec PerBlock) (sim.Duration, error) {
 	at := mem(rec.NeighbourPlace)
 	if rec.NeighbourOp != "pull" {

@@ -1770,6 +1770,53 @@ extern "C" __global__ void __launch_bounds__(1024) pb_fence_copies_##L(const uin
 }
 FENCE_PULLS_K(1) FENCE_PULLS_K(8)
 
+// ---- pb_fence_pulls without the pullers' poll: every block but the last loads its own stretch of src (L plain 16-B
+// loads a thread in flight, summed) a fixed nb_iters times, polling nothing; the last block's warp waits until every
+// puller has started (started), then stores a 16-B word per thread to fdst and runs fence.sc.sys iters times,
+// timed. Against pb_fence_pulls: is it the pullers' per-iteration poll of a word of GPU memory that makes a fence
+// wait for every load they queued (fence_pulls_2.jsonl, fence_beside_2.jsonl)?
+template <int L>
+__device__ __forceinline__ void fence_stream_body(const uint4* src, long long mask, uint4* fdst, int iters, int nb_iters,
+                                                  unsigned* started, long long* res) {
+  const int last = gridDim.x - 1;
+  if ((int)blockIdx.x < last) {
+    const long long T = blockDim.x;
+    long long idx = (long long)blockIdx.x * 65536;
+    unsigned acc = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(started, 1u);
+    long long c0 = clock64();
+    for (int i = 0; i < nb_iters; i++) {
+      uint4 v[L];
+      #pragma unroll
+      for (int u = 0; u < L; u++) v[u] = src[(idx + u * T + threadIdx.x) & mask];
+      #pragma unroll
+      for (int u = 0; u < L; u++) acc += v[u].x ^ v[u].w;
+      idx += L * T;
+    }
+    long long c1 = clock64();
+    if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = nb_iters; }
+    if (acc == 0x9e3779b9u) res[2 * blockIdx.x + 1] = -1;  // keeps the loads; the ring holds no such sum
+    return;
+  }
+  if (threadIdx.x >= 32) return;
+  long long spins = 0;
+  while (ld_vol(started) < (unsigned)last) { if (++spins > SPIN_LIMIT) break; }
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
+    fence_sc_sys();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
+#define FENCE_STREAM_K(L) \
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_stream_##L(const uint4* src, long long mask, uint4* fdst, \
+    int iters, int nb_iters, unsigned* started, long long* res) { \
+  fence_stream_body<L>(src, mask, fdst, iters, nb_iters, started, res); \
+}
+FENCE_STREAM_K(1) FENCE_STREAM_K(8)
+
 // ---- a fence after the block's own burst of stores: each thread of the block stores k 16-B words (plain stores) into
 // its own place of dst, the block meets (__syncthreads), the first nf threads run fence.sc.sys (none with nf = 0), the
 // block meets again; iters times, timed by thread 0. The difference between nf > 0 and nf = 0 is what a fence costs

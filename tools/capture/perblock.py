@@ -1571,6 +1571,57 @@ class PerBlock:
                 self.rec.guard(f"fence_pulls {nb}x{pt} L{lif}", meas, nb, pt, lif)
         self.rec.guard("fence_pulls alone (again)", meas, 0, 32, 1)
 
+    def fence_stream(self):
+        """fence_pulls without the pullers' poll (pb_fence_stream_L): each puller block loads its own stretch of pinned
+        host memory a fixed number of times (sized to outlast the fence loop), polling nothing; the fence (one warp, a
+        local store and fence.sc.sys, 50 times) starts once every puller has. Records as fence_pulls's (neighbour_op
+        pull, neighbour_threads, neighbour_loads, neighbour_gbps) with code "no_poll", and the fence loop's and the
+        slowest puller's ns in note. FENCE_STREAM_CASES (T:L) and FENCE_STREAM_BLOCKS as fence_pulls's."""
+        cases = [tuple(int(x) for x in c.split(":")) for c in
+                 os.environ.get("FENCE_STREAM_CASES", "32:1,128:1,512:1,512:8").split(",") if c]
+        blocks = [int(b) for b in os.environ.get("FENCE_STREAM_BLOCKS", "1,2,4,8,16,32,66,131").split(",") if b]
+        ring = self.big
+        self.fill("host", "fpsrc", ring, [0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10])
+        src = self.ptr("host", "fpsrc", ring)
+        mask = np.int64(ring // 16 - 1)
+        f = self.ptr("local", "fsf", 1 * MB)
+        started = self.dev("fsstarted", 4096)
+        iters = 50
+
+        def meas(nb, pt, lif):
+            cp = self.cp
+            k = self.fn(f"pb_fence_stream_{lif}")
+            # each puller's stretch lasts about 6 ms at what it can pull (its bytes in flight over a 1.2-us round
+            # trip, the link's 51 GB/s shared)
+            rate = min(pt * lif * 16 / 1.2e-6, 51e9 / max(nb, 1))
+            nbi = max(1, int(rate * 6e-3 / (pt * lif * 16)))
+            vals, rates, slow = [], [], []
+            with cp.cuda.Device(0):
+                for t in range(TRIALS + 1):
+                    started[...] = 0
+                    cp.cuda.Device(0).synchronize()
+                    k((nb + 1,), (pt,), (src, mask, f, np.int32(iters), np.int32(nbi), started, self.res), stream=self.s)
+                    self.s.synchronize()
+                    if t == 0:
+                        continue
+                    r = self.res[:2 * (nb + 1)].get()
+                    vals.append(int(r[2 * nb]) / self.ghz / iters)
+                    ns = max(int(c) for c in r[0:2 * nb:2]) / self.ghz
+                    slow.append(ns)
+                    rates.append(nb * nbi * lif * pt * 16 / ns)
+            med = statistics.median(vals)
+            self.rec.emit({"kind": "loop", "loop": "fence", "dst": "local", "stores_per_thread": 1, "fence": "sc",
+                           "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64", "ns_per_iter": med,
+                           "ns_per_iter_min": min(vals), "ns_per_iter_max": max(vals), "clock_ghz": self.ghz,
+                           "trials": TRIALS, "spin_timeout": False, "code": "no_poll",
+                           "neighbours": nb, "neighbour_op": "pull", "neighbour_place": "host", "neighbour_threads": pt,
+                           "neighbour_loads": lif, "neighbour_gbps": statistics.median(rates),
+                           "note": f"pullers {nbi} iterations, slowest {statistics.median(slow):.0f} ns; the fence loop {med * iters:.0f} ns"})
+
+        for pt, lif in cases:
+            for nb in blocks:
+                self.rec.guard(f"fence_stream {nb}x{pt} L{lif}", meas, nb, pt, lif)
+
     def fence_burst(self):
         """One block's threads each store k 16-B words (plain stores) into their place of local or pinned host memory,
         meet, the first nf threads run fence.sc.sys, meet again; 200 iterations (pb_fence_burst). nf = 0 is the loop
@@ -2346,7 +2397,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
