@@ -1510,6 +1510,16 @@ class PerBlock:
         it does for every store?"""
         self.fence_beside(src_place="host", places=("local",), op="read_stream")
 
+    def pull_ring(self, env):
+        """The pullers' cases ({env}_CASES, T:L pairs), their block counts ({env}_BLOCKS) and the 256 MiB ring of pinned
+        host memory they load (its pointer and its 16-B word mask), for fence_pulls and fence_stream."""
+        cases = [tuple(int(x) for x in c.split(":")) for c in
+                 os.environ.get(f"{env}_CASES", "32:1,128:1,512:1,512:8").split(",") if c]
+        blocks = [int(b) for b in os.environ.get(f"{env}_BLOCKS", "1,2,4,8,16,32,66,131").split(",") if b]
+        ring = self.big
+        self.fill("host", "fpsrc", ring, [0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10])
+        return cases, blocks, self.ptr("host", "fpsrc", ring), np.int64(ring // 16 - 1)
+
     def fence_pulls(self):
         """A fence after one 16-B store per thread to local memory (one warp, fence.sc.sys, 200 iterations) beside 0-131
         blocks that pull pinned host memory (plain 16-B loads, L a thread in flight, summed, over a 256 MiB ring) until
@@ -1517,17 +1527,11 @@ class PerBlock:
         loads as for their polls, counted by blocks or by loads in flight? (FENCE_PULLS_CASES: T:L pairs, default
         32:1,128:1,512:1,512:8; FENCE_PULLS_BLOCKS: puller counts.) Records: neighbours = pulling blocks,
         neighbour_threads, neighbour_loads (in flight a thread), neighbour_gbps (what they pulled while the fence ran)."""
-        cases = [tuple(int(x) for x in c.split(":")) for c in
-                 os.environ.get("FENCE_PULLS_CASES", "32:1,128:1,512:1,512:8").split(",") if c]
-        blocks = [int(b) for b in os.environ.get("FENCE_PULLS_BLOCKS", "1,2,4,8,16,32,66,131").split(",") if b]
+        cases, blocks, src, mask = self.pull_ring("FENCE_PULLS")
         # FENCE_PULLS_COPY=1: the pullers also store each loaded word to local memory (pb_fence_copies_L, as
         # fence_reads' neighbours do; records neighbour_op read_stream)
         copy = os.environ.get("FENCE_PULLS_COPY") == "1"
         bulk = self.dev("fpbulk", 132 * MB) if copy else None
-        ring = self.big
-        self.fill("host", "fpsrc", ring, [0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10])
-        src = self.ptr("host", "fpsrc", ring)
-        mask = np.int64(ring // 16 - 1)
         f = self.ptr("local", "fpf", 1 * MB)
         done = self.dev("fpdone2", 4096)
         started = self.dev("fpstarted", 4096)
@@ -1577,13 +1581,7 @@ class PerBlock:
         local store and fence.sc.sys, 50 times) starts once every puller has. Records as fence_pulls's (neighbour_op
         pull, neighbour_threads, neighbour_loads, neighbour_gbps) with code "no_poll", and the fence loop's and the
         slowest puller's ns in note. FENCE_STREAM_CASES (T:L) and FENCE_STREAM_BLOCKS as fence_pulls's."""
-        cases = [tuple(int(x) for x in c.split(":")) for c in
-                 os.environ.get("FENCE_STREAM_CASES", "32:1,128:1,512:1,512:8").split(",") if c]
-        blocks = [int(b) for b in os.environ.get("FENCE_STREAM_BLOCKS", "1,2,4,8,16,32,66,131").split(",") if b]
-        ring = self.big
-        self.fill("host", "fpsrc", ring, [0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10])
-        src = self.ptr("host", "fpsrc", ring)
-        mask = np.int64(ring // 16 - 1)
+        cases, blocks, src, mask = self.pull_ring("FENCE_STREAM")
         f = self.ptr("local", "fsf", 1 * MB)
         started = self.dev("fsstarted", 4096)
         iters = 50
