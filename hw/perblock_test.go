@@ -440,3 +440,30 @@ func TestLocalPingPongsPayTheStoresOnTheirLine(t *testing.T) {
 	assert.InDelta(t, 15*spin, pp(66, 4)-pp(1, 4), 1e-9, "sixteen pairs to a line at most")
 	assert.InDelta(t, pp(1, 128), pp(66, 128), 1e-9)
 }
+
+// A fence beside pulling blocks waits for their loads of host memory in
+// flight, counted per load (each thread's NeighbourLoads): beside one block
+// of 32 threads pulling one load each, what FenceBesidePolls gives for 32
+// pollers; beside 131 blocks of 512 threads with 8 loads in flight, which
+// fill the link, their bytes in flight at their rate beyond a round trip
+// come first (over 100 µs). Pulls of host memory are modelled; streaming
+// loads of other loops are not.
+func TestFenceBesidePullsCountsTheirLoads(t *testing.T) {
+	top, m := h200x1(t)
+	rec := PerBlock{Kind: "loop", Loop: "fence", Dst: "local", Fence: "sc", Stores: 1, Threads: 32, Blocks: 1, Iters: 200,
+		Neighbours: 1, NeighbourOp: "pull", NeighbourPlace: "host", NeighbourThreads: 32, NeighbourLoads: 1}
+	require.NoError(t, rec.Modelled())
+	alone, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "fence", Dst: "local", Fence: "sc", Stores: 1, Threads: 32, Blocks: 1, Iters: 200})
+	require.NoError(t, err)
+	one, err := PerBlockValue(top, rec)
+	require.NoError(t, err)
+	w, err := m.FenceBesidePolls(0, HostMem(0), 32)
+	require.NoError(t, err)
+	assert.InDelta(t, alone+nsOf(w), one, 1e-6, "unsaturated: the per-load wait alone")
+	rec.Neighbours, rec.NeighbourThreads, rec.NeighbourLoads = 131, 512, 8
+	full, err := PerBlockValue(top, rec)
+	require.NoError(t, err)
+	assert.Greater(t, full, 100_000.0, "131 blocks × 512 × 8 loads fill the link: their 8.6 MB drain first")
+	rec.NeighbourOp = "read_stream"
+	assert.ErrorIs(t, rec.Modelled(), ErrNotModelled)
+}
