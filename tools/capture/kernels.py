@@ -1777,11 +1777,11 @@ FENCE_PULLS_K(1) FENCE_PULLS_K(8)
 // wait for every load they queued (fence_pulls_2.jsonl, fence_beside_2.jsonl)?
 template <int L>
 __device__ __forceinline__ void fence_stream_body(const uint4* src, long long mask, uint4* fdst, int iters, int nb_iters,
-                                                  unsigned* started, long long* res) {
+                                                  unsigned* started, long long* res, long long bstride, int wait) {
   const int last = gridDim.x - 1;
   if ((int)blockIdx.x < last) {
     const long long T = blockDim.x;
-    long long idx = (long long)blockIdx.x * 65536;
+    long long idx = (long long)blockIdx.x * bstride;
     unsigned acc = 0;
     __syncthreads();
     if (threadIdx.x == 0) atomicAdd(started, 1u);
@@ -1801,7 +1801,7 @@ __device__ __forceinline__ void fence_stream_body(const uint4* src, long long ma
   }
   if (threadIdx.x >= 32) return;
   long long spins = 0;
-  while (ld_vol(started) < (unsigned)last) { if (++spins > SPIN_LIMIT) break; }
+  while (wait && ld_vol(started) < (unsigned)last) { if (++spins > SPIN_LIMIT) break; }
   long long c0 = clock64();
   for (int i = 0; i < iters; i++) {
     st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
@@ -1810,10 +1810,13 @@ __device__ __forceinline__ void fence_stream_body(const uint4* src, long long ma
   long long c1 = clock64();
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
 }
+// bstride: 16-B words from one puller's first load to the next's (65,536: 1 MiB, the ring's stretches overlapping
+// after 16 iterations; 1,048,576: 16 MiB apart, fence_reads' layout); wait 0: the fence starts at once, without
+// waiting for the pullers (as fence_reads' kernel)
 #define FENCE_STREAM_K(L) \
 extern "C" __global__ void __launch_bounds__(1024) pb_fence_stream_##L(const uint4* src, long long mask, uint4* fdst, \
-    int iters, int nb_iters, unsigned* started, long long* res) { \
-  fence_stream_body<L>(src, mask, fdst, iters, nb_iters, started, res); \
+    int iters, int nb_iters, unsigned* started, long long* res, long long bstride, int wait) { \
+  fence_stream_body<L>(src, mask, fdst, iters, nb_iters, started, res, bstride, wait); \
 }
 FENCE_STREAM_K(1) FENCE_STREAM_K(8)
 

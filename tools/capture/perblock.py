@@ -1585,6 +1585,12 @@ class PerBlock:
         f = self.ptr("local", "fsf", 1 * MB)
         started = self.dev("fsstarted", 4096)
         iters = 50
+        # FENCE_STREAM_LAYOUT: ring (default: the pullers 1 MiB apart in the 256 MiB ring, the fence waiting until they
+        # have started), apart (16 MiB apart, as fence_reads' neighbours), nowait (the fence starting at once, as
+        # fence_reads'), apart_nowait (both); records carry it in note
+        layout = os.environ.get("FENCE_STREAM_LAYOUT", "ring")
+        bstride = np.int64(1 << 20 if "apart" in layout else 65536)
+        wait = np.int32(0 if "nowait" in layout else 1)
 
         def meas(nb, pt, lif):
             cp = self.cp
@@ -1598,7 +1604,8 @@ class PerBlock:
                 for t in range(TRIALS + 1):
                     started[...] = 0
                     cp.cuda.Device(0).synchronize()
-                    k((nb + 1,), (pt,), (src, mask, f, np.int32(iters), np.int32(nbi), started, self.res), stream=self.s)
+                    k((nb + 1,), (pt,), (src, mask, f, np.int32(iters), np.int32(nbi), started, self.res, bstride, wait),
+                      stream=self.s)
                     self.s.synchronize()
                     if t == 0:
                         continue
@@ -1614,7 +1621,8 @@ class PerBlock:
                            "trials": TRIALS, "spin_timeout": False, "code": "no_poll",
                            "neighbours": nb, "neighbour_op": "pull", "neighbour_place": "host", "neighbour_threads": pt,
                            "neighbour_loads": lif, "neighbour_gbps": statistics.median(rates),
-                           "note": f"pullers {nbi} iterations, slowest {statistics.median(slow):.0f} ns; the fence loop {med * iters:.0f} ns"})
+                           "note": f"pullers {nbi} iterations, slowest {statistics.median(slow):.0f} ns; the fence loop {med * iters:.0f} ns"
+                                   + ("" if layout == "ring" else f"; layout {layout}")})
 
         for pt, lif in cases:
             for nb in blocks:
