@@ -36,11 +36,7 @@ import (
 // from −38…−6 % to −14…+13 %, its 0.5–2 MiB at 16–36 blocks from
 // +8…+21 % to +17…+32 %). This holds them there.
 func TestFlagKernelsThroughHostMemory(t *testing.T) {
-	const file = "../testdata/h200x2-arsim/measurements.jsonl"
-	recs, _, err := trace.ReadJSONLFile(file, trace.ReadOptions{SkipBad: true})
-	require.NoError(t, err)
-	v, err := Run(recs, Options{File: file})
-	require.NoError(t, err)
+	recs, v := twoH200Captures(t)
 	byLine := recordsByLine(recs)
 	for impl, bound := range map[trace.Impl][2]float64{trace.ImplFlagOneShot: {8, 20}, trace.ImplFlagTwoShot: {7.5, 27}} {
 		var abs []float64
@@ -74,11 +70,7 @@ func TestFlagKernelsThroughHostMemory(t *testing.T) {
 // 1.0–1.2, flag_one_gpu_2.jsonl). This bounds the rows as they are, so
 // that a change that worsens them fails.
 func TestFlagKernelsHeldOutByBlocks(t *testing.T) {
-	const file = "../testdata/h200x2-arsim/measurements.jsonl"
-	recs, _, err := trace.ReadJSONLFile(file, trace.ReadOptions{SkipBad: true})
-	require.NoError(t, err)
-	v, err := Run(recs, Options{File: file})
-	require.NoError(t, err)
+	_, v := twoH200Captures(t)
 	fitted := 0
 	for _, c := range v.Records {
 		if c.FittedFor == "gpu.kernel_prologue" {
@@ -132,4 +124,16 @@ func TestFlagTwoShotMidBarrierModes(t *testing.T) {
 	fence, err := m.FenceAfterLanding(0, hw.GPUMem(0))
 	require.NoError(t, err)
 	assert.InDelta(t, fence.Micros(), us["fence_release"]-us["release"], 1e-6, "the second fence")
+}
+
+// twoH200Captures reads the project's captures on two H200s
+// (testdata/h200x2-arsim/measurements.jsonl) and validates them.
+func twoH200Captures(t *testing.T) ([]trace.Record, *Validation) {
+	t.Helper()
+	const file = "../testdata/h200x2-arsim/measurements.jsonl"
+	recs, _, err := trace.ReadJSONLFile(file, trace.ReadOptions{SkipBad: true})
+	require.NoError(t, err)
+	v, err := Run(recs, Options{File: file})
+	require.NoError(t, err)
+	return recs, v
 }

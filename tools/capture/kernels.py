@@ -1715,6 +1715,21 @@ extern "C" __global__ void pb_fence_polls_t(unsigned* polls, int stride, int pt,
 // fdst and runs fence.sc.sys, iters times (timed), and raises done. The pullers' thread 0 writes its time and its
 // loop count. Does a system fence wait for other blocks' data loads of host memory as for their polls, and counted
 // by what: blocks, or loads in flight?
+// the fencing warp of pb_fence_pulls_L, pb_fence_copies_L and pb_fence_stream_L: wait until need puller blocks have
+// started (a spin that gives up sets *err to 1 where err is given), then store a 16-B word per thread to fdst and run
+// fence.sc.sys iters times, timed into the block's res slots
+__device__ __forceinline__ void fences_once_started(uint4* fdst, int iters, unsigned* started, int need, int* err,
+                                                    long long* res) {
+  long long spins = 0;
+  while (ld_vol(started) < (unsigned)need) { if (++spins > SPIN_LIMIT) { if (err) atomicExch(err, 1); break; } }
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
+    fence_sc_sys();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+}
 template <int L, bool COPY>
 __device__ __forceinline__ void fence_pulls_body(const uint4* src, long long mask, uint4* fdst, int iters,
                                                  unsigned* done, unsigned stop, unsigned* started, int* err, long long* res,
@@ -1749,15 +1764,8 @@ __device__ __forceinline__ void fence_pulls_body(const uint4* src, long long mas
     return;
   }
   if (threadIdx.x >= 32) return;
-  long long spins = 0;
-  while (ld_vol(started) < (unsigned)last) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; } }
-  long long c0 = clock64();
-  for (int i = 0; i < iters; i++) {
-    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
-    fence_sc_sys();
-  }
-  long long c1 = clock64();
-  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
+  fences_once_started(fdst, iters, started, last, err, res);
+  if (threadIdx.x == 0) { __threadfence(); st_vol(done, stop); }
 }
 #define FENCE_PULLS_K(L) \
 extern "C" __global__ void __launch_bounds__(1024) pb_fence_pulls_##L(const uint4* src, long long mask, uint4* fdst, \
@@ -1800,15 +1808,7 @@ __device__ __forceinline__ void fence_stream_body(const uint4* src, long long ma
     return;
   }
   if (threadIdx.x >= 32) return;
-  long long spins = 0;
-  while (wait && ld_vol(started) < (unsigned)last) { if (++spins > SPIN_LIMIT) break; }
-  long long c0 = clock64();
-  for (int i = 0; i < iters; i++) {
-    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
-    fence_sc_sys();
-  }
-  long long c1 = clock64();
-  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; }
+  fences_once_started(fdst, iters, started, wait ? last : 0, nullptr, res);
 }
 // bstride: 16-B words from one puller's first load to the next's (65,536: 1 MiB, the ring's stretches overlapping
 // after 16 iterations; 1,048,576: 16 MiB apart, fence_reads' layout); wait 0: the fence starts at once, without
