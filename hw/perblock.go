@@ -71,7 +71,8 @@ type PerBlock struct {
 	NeighbourOp, NeighbourPlace string
 	// NeighbourThreads (loop fence): the threads of each polling
 	// neighbour that poll, each its own sector (0: one); of each pulling
-	// neighbour (NeighbourOp "pull"), its threads, each keeping
+	// neighbour (NeighbourOp "pull", or "read_stream": a copy that stores
+	// what it loads to GPU memory), its threads, each keeping
 	// NeighbourLoads loads of host memory in flight.
 	NeighbourThreads, NeighbourLoads int
 	// PollSleep: a group barrier's pause after each poll that does not
@@ -128,6 +129,13 @@ func mem(where string) Mem {
 	return GPUMem(0)
 }
 
+// pulls reports whether rec's neighbours load memory with loads of their
+// own in flight (pulls, or copies of what they load into GPU memory)
+// rather than poll it.
+func (rec PerBlock) pulls() bool {
+	return rec.NeighbourOp == "pull" || rec.NeighbourOp == "read_stream"
+}
+
 // Modelled says whether the model covers the record: nil, or an error
 // wrapping ErrNotModelled that says why not.
 func (rec PerBlock) Modelled() error {
@@ -147,11 +155,12 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("a barrier of mode %s: %w", rec.Mode, ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "group_barrier" && rec.PollSleep > 0:
 		return fmt.Errorf("a barrier whose polls pause %d ns: %w", rec.PollSleep, ErrNotModelled)
-	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0 && rec.NeighbourOp != "poll" && !(rec.NeighbourOp == "pull" && rec.NeighbourPlace == "host"):
+	case rec.Kind == "loop" && rec.Loop == "fence" && rec.Neighbours > 0 && rec.NeighbourOp != "poll" && !(rec.pulls() && rec.NeighbourPlace == "host"):
 		// A system fence waits for the whole GPU's stores still on their
-		// way (fence_beside.jsonl) and for the loads of host memory it
-		// streams (fence_reads.jsonl); neither is in the fence's twin
-		// (pollers' loads are: FenceBesidePolls).
+		// way (fence_beside.jsonl), which the fence's twin does not take;
+		// the loads of host memory its neighbours keep in flight
+		// (polls, pulls and copies: fence_polls, fence_pulls,
+		// fence_reads.jsonl) it does.
 		what := "streaming stores to"
 		if rec.NeighbourOp == "read_stream" {
 			what = "streaming loads from"

@@ -18,13 +18,14 @@ import (
 // form counted per load gives, and then what their loads take to drain
 // (2.2 µs beside 2 blocks of 512 threads with 8 loads each in flight,
 // 187 µs beside 131); the drain's form was chosen after that run. Pullers
-// that poll nothing hold it alike (fence_stream.jsonl); beside
-// pb_fence_beside's copy loop the fence waits 2.1 µs beside 8 such blocks
-// and 46 beside 131 (fence_beside_2.jsonl, not modelled: what sets that
-// loop apart is open).
+// that poll nothing hold it alike (fence_stream.jsonl), and so do copies
+// of what they load (NeighbourOp "read_stream"), counted by the loads
+// their machine code keeps in flight: pb_fence_beside's copy loop, which
+// spills what it loads and keeps two a thread, holds the fence 2.1 µs
+// beside 8 such blocks and 46 beside 131 (fence_beside_2.jsonl).
 func (m *Machine) fenceNeighbourWait(rec PerBlock) (sim.Duration, error) {
 	at := mem(rec.NeighbourPlace)
-	if rec.NeighbourOp != "pull" {
+	if !rec.pulls() {
 		return m.FenceBesidePolls(0, at, pollingNeighbours(rec)*max(rec.NeighbourThreads, 1))
 	}
 	loads := rec.Neighbours * max(rec.NeighbourThreads, 1) * max(rec.NeighbourLoads, 1)

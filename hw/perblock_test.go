@@ -446,8 +446,8 @@ func TestLocalPingPongsPayTheStoresOnTheirLine(t *testing.T) {
 // of 32 threads pulling one load each, what FenceBesidePolls gives for 32
 // pollers; beside 131 blocks of 512 threads with 8 loads in flight, which
 // fill the link, their bytes in flight at their rate beyond a round trip
-// come first (over 100 µs). Pulls of host memory are modelled; streaming
-// loads of other loops are not.
+// come first (over 100 µs). Copies of what they load (read_stream) count
+// as their loads do; streaming stores beside the fence are not modelled.
 func TestFenceBesidePullsCountsTheirLoads(t *testing.T) {
 	top, m := h200x1(t)
 	rec := PerBlock{Kind: "loop", Loop: "fence", Dst: "local", Fence: "sc", Stores: 1, Threads: 32, Blocks: 1, Iters: 200,
@@ -465,5 +465,10 @@ func TestFenceBesidePullsCountsTheirLoads(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, full, 100_000.0, "131 blocks × 512 × 8 loads fill the link: their 8.6 MB drain first")
 	rec.NeighbourOp = "read_stream"
+	require.NoError(t, rec.Modelled())
+	copies, err := PerBlockValue(top, rec)
+	require.NoError(t, err)
+	assert.InDelta(t, full, copies, 1e-6, "a copy's loads hold the fence as a pull's")
+	rec.NeighbourOp = "stream"
 	assert.ErrorIs(t, rec.Modelled(), ErrNotModelled)
 }

@@ -196,3 +196,23 @@ func TestLLKernelsInstructionsPerIteration(t *testing.T) {
 	}
 	assert.Equal(t, len(want), seen)
 }
+
+// A fence beside pb_fence_beside's copy loop (neighbour_op read_stream, no
+// neighbour_threads) is simulated with the loop's 512 threads and the two
+// loads a thread its machine code keeps in flight, not its source's
+// eight; the storing pull loop's records name their own.
+func TestFenceBesideCopyLoopTakesItsCodesLoads(t *testing.T) {
+	r := trace.Record{Kind: trace.KindLoop, Loop: "fence", Dst: "local", Fence: "sc", StoresPerThread: 1, Blocks: 1, Threads: 32,
+		Iters: 200, Neighbours: 8, NeighbourOp: "read_stream", NeighbourPlace: "host"}
+	pb := PerBlockOf(r)
+	assert.Equal(t, 512, pb.NeighbourThreads)
+	assert.Equal(t, 2, pb.NeighbourLoads)
+	r.NeighbourThreads, r.NeighbourLoads = 128, 8
+	pb = PerBlockOf(r)
+	assert.Equal(t, 128, pb.NeighbourThreads)
+	assert.Equal(t, 8, pb.NeighbourLoads)
+	r.NeighbourOp, r.NeighbourThreads, r.NeighbourLoads = "poll", 0, 0
+	pb = PerBlockOf(r)
+	assert.Zero(t, pb.NeighbourThreads)
+	assert.Zero(t, pb.NeighbourLoads)
+}

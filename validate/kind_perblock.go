@@ -29,10 +29,45 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Layout: r.Layout, Groups: r.Groups, Fresh: (r.Loop == "ll" || r.Loop == "ll128w") && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
 		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep,
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
-		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: r.NeighbourThreads, NeighbourLoads: r.NeighbourLoads, PollSleep: r.PollSleepNs,
+		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: neighbourThreads(r), NeighbourLoads: neighbourLoads(r), PollSleep: r.PollSleepNs,
 		Dests: r.Dests, Bytes: hostShotBytes(r), Phases: r.Phases, BlocksPerRank: r.BlocksPerRank,
 		SrcInL2: srcInL2(r), Hunks: r.Code == "nccl_hunks", SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1,
 		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes, RankOffsets: r.RankOffsets}
+}
+
+// fenceBesideCopy* describe the copy loop of tools/capture's
+// pb_fence_beside, the neighbours of a fence record with neighbour_op
+// read_stream and no neighbour_threads (fence_reads.jsonl,
+// fence_beside_2.jsonl): blocks of 512 threads, each thread loading eight
+// 16-B words of pinned host memory and storing them to GPU memory. Its
+// machine code (testdata/h200x1-arsim/system/sass_fence_loops_sm_90.txt,
+// nvcc's build under __launch_bounds__(1024)) spills the loaded words to
+// local memory: it issues the loads in pairs, each pair followed by a
+// spill store of the first one's result, which waits for it, so a thread
+// keeps at most two loads in flight, not its source's eight (one block
+// alone loads 8.2 GB/s there, where the pull loop with one load a thread
+// in flight loads 6.2 and with eight 38.6: fence_pulls.jsonl). The
+// storing pull loop (pb_fence_copies_L, whose records name their threads
+// and loads) keeps its eight loads in flight before its stores.
+const (
+	fenceBesideCopyThreads  = 512
+	fenceBesideCopyInFlight = 2
+)
+
+// neighbourThreads and neighbourLoads are a record's neighbours' threads
+// and loads a thread in flight, as their machine code keeps them.
+func neighbourThreads(r trace.Record) int {
+	if r.NeighbourOp == "read_stream" && r.NeighbourThreads == 0 {
+		return fenceBesideCopyThreads
+	}
+	return r.NeighbourThreads
+}
+
+func neighbourLoads(r trace.Record) int {
+	if r.NeighbourOp == "read_stream" && r.NeighbourThreads == 0 {
+		return fenceBesideCopyInFlight
+	}
+	return r.NeighbourLoads
 }
 
 // hostShotBytes is a loop record's bytes where the format defines them (a
