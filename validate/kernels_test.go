@@ -2,6 +2,8 @@ package validate
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,4 +217,39 @@ func TestFenceBesideCopyLoopTakesItsCodesLoads(t *testing.T) {
 	pb = PerBlockOf(r)
 	assert.Zero(t, pb.NeighbourThreads)
 	assert.Zero(t, pb.NeighbourLoads)
+}
+
+// fence_spill.jsonl (one H200, written down before the run): the same copy
+// loop built for 512-thread blocks keeps its eight loads a thread in
+// flight and holds a fence beside 1–32 such blocks as the twin counting
+// them has it; built for 1,024-thread blocks it spills and keeps two, and
+// beside 8 blocks the fence waits a fifth as long, which the twin's count
+// of two loads follows in direction (a third) but not in size.
+func TestFenceBesideSpillingAndWholeCopyLoops(t *testing.T) {
+	const file = "../testdata/h200x1-arsim/fence_spill.jsonl"
+	recs, _, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+	require.NoError(t, err)
+	v, err := Run(recs, Options{File: file})
+	require.NoError(t, err)
+	require.Len(t, v.Records, 28)
+	var whole []float64
+	at8 := map[string][2]float64{}
+	for i, c := range v.Records {
+		r := recs[i]
+		require.NotNil(t, c.Dimensions, "line %d: the predicted side", i+1)
+		if r.Code == "lb512" && r.Neighbours <= 32 {
+			whole = append(whole, math.Abs(c.ErrorPct))
+		}
+		if r.Neighbours == 8 && r.Dst == "local" {
+			at8[r.Code] = [2]float64{c.Measured, c.Predicted}
+		}
+	}
+	require.Len(t, whole, 12)
+	slices.Sort(whole)
+	med := (whole[5] + whole[6]) / 2
+	t.Logf("512-thread build at 1–32 neighbours: median |error| %.1f %%, largest %.1f %%", med, whole[11])
+	assert.Less(t, med, 20.0)
+	assert.Less(t, whole[11], 35.0)
+	assert.Greater(t, at8["lb512"][0]/at8[""][0], 4.0, "measured: the spilling loop holds the fence a fifth as long")
+	assert.Greater(t, at8["lb512"][1]/at8[""][1], 3.0, "simulated: two loads a thread against eight")
 }

@@ -1705,7 +1705,12 @@ class PerBlock:
         memory, alone or beside 8 blocks x 512 threads streaming stores (8 loads in flight, 64 KiB a block an
         iteration, 256 iterations) to pinned host memory or to local memory. Does a fence wait only for its own
         block's stores, or for every store of the GPU still on its way?"""
-        k = self.fn("pb_fence_beside")
+        # FENCE_BESIDE_CODE=lb512: the same kernel built for 512-thread blocks (pb_fence_beside_lb512), whose copy
+        # loop need not spill; its records carry code lb512 and the neighbours' threads and loads a thread
+        code = os.environ.get("FENCE_BESIDE_CODE", "")
+        if code not in ("", "lb512"):
+            raise ValueError(f"FENCE_BESIDE_CODE={code!r}: lb512 or nothing")
+        k = self.fn("pb_fence_beside_lb512" if code else "pb_fence_beside")
         nb = self.big
         self.fill(src_place, "fbsrc", nb, [0x01010101])
         src = self.ptr(src_place, "fbsrc", nb)
@@ -1739,6 +1744,10 @@ class PerBlock:
                            "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64", "ns_per_iter": med,
                            "ns_per_iter_min": min(vals), "ns_per_iter_max": max(vals), "clock_ghz": self.ghz,
                            "trials": TRIALS, "spin_timeout": False}
+                    if code:
+                        rec["code"] = code
+                    if b > 1 and code:
+                        rec.update({"neighbour_threads": 512, "neighbour_loads": 8})
                     if b > 1:
                         rec.update({"neighbours": writers, "neighbour_op": op, "neighbour_place": src_place if op == "read_stream" else place,
                                     "note": f"neighbours' stream: {writers} blocks x 512 threads x 8 x 16 B x {iters_bulk} "
