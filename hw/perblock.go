@@ -144,6 +144,8 @@ func (rec PerBlock) Modelled() error {
 		return fmt.Errorf("an LL128-like loop whose thread layout is not NCCL's: %w", ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "fence_burst":
 		return fmt.Errorf("a block's burst of stores, then a fence of some of its threads (measured only: the loop around them is the capture's; the fence costs after the burst what it costs after one store, which is the model's): %w", ErrNotModelled)
+	case rec.Kind == "loop" && rec.Loop == "fence_after_pull":
+		return fmt.Errorf("a fence after each block's even share of a pull, beside the other blocks ending theirs (measured only): %w", ErrNotModelled)
 	case rec.Kind == "loop" && rec.Loop == "host_readback":
 		return fmt.Errorf("reading back host lines the GPU or the CPU just wrote (whose lines the GPU's L2 holds): %w", ErrNotModelled)
 	case rec.Kind == "block_pingpong" && rec.Mode == "volatile_fence":

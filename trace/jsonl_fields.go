@@ -103,7 +103,7 @@ var fieldDefs = []fieldDef{
 	{name: "request", typ: jString, enum: []string{"atomic_add", "atomic_cas", "load_acquire", "load_relaxed", "load_volatile"}, str: func(r *Record) *string { return &r.Request }},
 	{name: "spacing_bytes", typ: jInt, max: 1 << 20, why: "words 1 MiB apart", zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
 	{name: "pairs", typ: jInt, max: 1 << 16, why: "pairs of blocks ping-ponging: each is simulated", i32: func(r *Record) *int { return &r.Pairs }},
-	{name: "loop", typ: jString, enum: []string{"copy", "fence", "fence_burst", "group_barrier", "host_readback", "ll", "ll128", "ll128w", "ll128_steps", "host_shot", "ll_steps", "pull", "simple_step"}, str: func(r *Record) *string { return &r.Loop }},
+	{name: "loop", typ: jString, enum: []string{"copy", "fence", "fence_after_pull", "fence_burst", "group_barrier", "host_readback", "ll", "ll128", "ll128w", "ll128_steps", "host_shot", "ll_steps", "pull", "simple_step"}, str: func(r *Record) *string { return &r.Loop }},
 	{name: "ll_op", typ: jString, enum: []string{"recv", "recv_copy_send", "recv_reduce_copy", "recv_reduce_copy_send", "recv_reduce_send", "recv_send", "send"}, str: func(r *Record) *string { return &r.LLOp }},
 	{name: "recv", typ: jString, enum: []string{"host", "local", "none"}, str: func(r *Record) *string { return &r.Recv }},
 	{name: "dst", typ: jString, enum: []string{"host", "local", "none", "peer"}, str: func(r *Record) *string { return &r.Dst }},

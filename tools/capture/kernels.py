@@ -1820,6 +1820,50 @@ extern "C" __global__ void __launch_bounds__(1024) pb_fence_stream_##L(const uin
 }
 FENCE_STREAM_K(1) FENCE_STREAM_K(8)
 
+// ---- a fence after the block's even share of a pull of pinned host memory, as a host-staged allreduce's blocks fence
+// before their flags while the other blocks finish their shares: every block loads its own stretch of src (nb_iters
+// iterations of L plain 16-B loads a thread in flight, summed, fence_stream's loop), meets (its loads are back), then
+// its first warp stores a 16-B word a thread to its own place of fdst and, with fence != 0, runs fence.sc.sys; thread
+// 0 writes the globaltimer at the meeting, the clock64 cycles of the store and fence, and the globaltimer after them
+// (res[3b], res[3b + 1], res[3b + 2]). Does a block's fence wait for
+// the other blocks' loads still on their way, and how many of them are, when all blocks end their shares together?
+template <int L>
+__device__ __forceinline__ void fence_after_pull_body(const uint4* src, long long mask, uint4* fdst, int nb_iters,
+                                                      int fence, long long* res, unsigned* sink) {
+  const long long T = blockDim.x;
+  long long idx = (long long)blockIdx.x * 65536;
+  unsigned acc = 0;
+  __syncthreads();
+  for (int i = 0; i < nb_iters; i++) {
+    uint4 v[L];
+    #pragma unroll
+    for (int u = 0; u < L; u++) v[u] = src[(idx + u * T + threadIdx.x) & mask];
+    #pragma unroll
+    for (int u = 0; u < L; u++) acc += v[u].x ^ v[u].w;
+    idx += L * T;
+  }
+  if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;  // keeps the loads; the ring holds no such sum
+  __syncthreads();
+  unsigned long long t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  long long c0 = clock64();
+  if (threadIdx.x < 32) {
+    st_vol4(fdst + (size_t)blockIdx.x * 32 + threadIdx.x, make_uint4(acc, 0u, threadIdx.x, 1u));
+    if (fence) fence_sc_sys();
+  }
+  long long c1 = clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  if (threadIdx.x == 0) {
+    res[3 * blockIdx.x] = (long long)t0; res[3 * blockIdx.x + 1] = c1 - c0; res[3 * blockIdx.x + 2] = (long long)t1;
+  }
+}
+#define FENCE_AFTER_PULL_K(L) \
+extern "C" __global__ void __launch_bounds__(1024) pb_fence_after_pull_##L(const uint4* src, long long mask, \
+    uint4* fdst, int nb_iters, int fence, long long* res, unsigned* sink) { \
+  fence_after_pull_body<L>(src, mask, fdst, nb_iters, fence, res, sink); \
+}
+FENCE_AFTER_PULL_K(1) FENCE_AFTER_PULL_K(8)
+
 // ---- a fence after the block's own burst of stores: each thread of the block stores k 16-B words (plain stores) into
 // its own place of dst, the block meets (__syncthreads), the first nf threads run fence.sc.sys (none with nf = 0), the
 // block meets again; iters times, timed by thread 0. The difference between nf > 0 and nf = 0 is what a fence costs

@@ -1628,6 +1628,60 @@ class PerBlock:
             for nb in blocks:
                 self.rec.guard(f"fence_stream {nb}x{pt} L{lif}", meas, nb, pt, lif)
 
+    def fence_after_pull(self):
+        """Every block of B (1-132) loads an even share of the 256 MiB ring of pinned host memory (512 threads, L = 1 or
+        8 plain 16-B loads a thread in flight, fence_stream's loop), meets, and then its first warp stores a 16-B word a
+        thread to local memory and runs fence.sc.sys (fence sc), or does not (fence none); each block times its store
+        and fence with clock64 and marks the meeting and the fence's end with the globaltimer (pb_fence_after_pull_L).
+        As a host-staged allreduce's blocks fence before their flags while the other blocks end their shares: does a
+        block's fence wait for the loads the others still have on their way, counted by their loads in flight, by
+        their blocks, or not at all? Records: loop fence_after_pull, blocks, threads 512, loads_per_thread L, fence;
+        ns_per_iter the median block's store and fence, ns_per_iter_slowest_block the slowest block's, and in note the
+        spread of the blocks' meetings (their pulls' ends) and how long after the last meeting the last fence ended.
+        FENCE_AFTER_PULL_BLOCKS: the block counts."""
+        blocks = [int(b) for b in os.environ.get("FENCE_AFTER_PULL_BLOCKS", "1,2,4,8,16,32,66,132").split(",") if b]
+        ring = self.big
+        self.fill("host", "fpsrc", ring, [0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10])
+        src, mask = self.ptr("host", "fpsrc", ring), np.int64(ring // 16 - 1)
+        f = self.ptr("local", "fapf", 1 * MB)
+        sink = self.dev("fapsink", 4096)
+        pt = 512
+        for lif in (1, 8):
+            k = self.fn(f"pb_fence_after_pull_{lif}")
+            for nb in blocks:
+                for fence in (1, 0):
+
+                    def meas(nb=nb, lif=lif, fence=fence, k=k):
+                        cp = self.cp
+                        # each block's share: about 200 us at what the blocks can pull together (their bytes in
+                        # flight over a 1.2-us round trip, the link's 51 GB/s shared), whole iterations
+                        rate = min(pt * lif * 16 / 1.2e-6, 51e9 / nb)
+                        nbi = max(1, int(rate * 200e-6 / (pt * lif * 16)))
+                        med, slowest, spread, tail = [], [], [], []
+                        with cp.cuda.Device(0):
+                            for t in range(TRIALS + 1):
+                                k((nb,), (pt,), (src, mask, f, np.int32(nbi), np.int32(fence), self.res, sink), stream=self.s)
+                                self.s.synchronize()
+                                if t == 0:
+                                    continue
+                                r = self.res[:3 * nb].get()
+                                meet, cyc, end = r[0::3], r[1::3], r[2::3]
+                                ns = sorted(int(c) / self.ghz for c in cyc)
+                                med.append(statistics.median(ns))
+                                slowest.append(ns[-1])
+                                spread.append(int(max(meet)) - int(min(meet)))
+                                tail.append(int(max(end)) - int(max(meet)))
+                        self.rec.emit({"kind": "loop", "loop": "fence_after_pull", "dst": "local", "stores_per_thread": 1,
+                                       "fence": "sc" if fence else "none", "blocks": nb, "threads": pt,
+                                       "loads_per_thread": lif, "load_src": "host", "iters": 1, "clock": "sm_clock64",
+                                       "ns_per_iter": statistics.median(med), "ns_per_iter_min": min(med),
+                                       "ns_per_iter_max": max(med), "ns_per_iter_slowest_block": statistics.median(slowest),
+                                       "clock_ghz": self.ghz, "trials": TRIALS,
+                                       "note": f"each block {nbi} iterations ({nbi * lif * pt * 16} B); the blocks' meetings "
+                                               f"{statistics.median(spread):.0f} ns apart (globaltimer), the last fence's end "
+                                               f"{statistics.median(tail):.0f} ns after the last meeting"})
+                    self.rec.guard(f"fence_after_pull {nb} L{lif} fence{fence}", meas)
+
     def fence_burst(self):
         """One block's threads each store k 16-B words (plain stores) into their place of local or pinned host memory,
         meet, the first nf threads run fence.sc.sys, meet again; 200 iterations (pb_fence_burst). nf = 0 is the loop
@@ -2412,7 +2466,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))

@@ -35,7 +35,7 @@ ENUMS = {
     "dtype": {"bf16", "fp16", "fp32"},
     "request": {"load_volatile", "load_acquire", "load_relaxed", "atomic_add", "atomic_cas"},
     "nccl_op": {"allreduce_group", "self_sendrecv", "allreduce_one_rank", "allreduce_one_rank_inplace", "torch_allreduce_one_rank", "memcpy_d2d", "empty_kernel"},
-    "loop": {"ll", "ll128", "ll128w", "ll_steps", "ll128_steps", "group_barrier", "copy", "simple_step", "fence", "fence_burst", "pull", "host_shot", "host_readback"},
+    "loop": {"ll", "ll128", "ll128w", "ll_steps", "ll128_steps", "group_barrier", "copy", "simple_step", "fence", "fence_burst", "fence_after_pull", "pull", "host_shot", "host_readback"},
     "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir", "sm_read_beside_write"},
     "issuer": {"native"},
     "placement": {"by_sm"},
