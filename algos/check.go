@@ -3,6 +3,7 @@ package algos
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -156,6 +157,29 @@ func inspect(s *Schedule) (*shape, error) {
 	return sh, nil
 }
 
+// fusedDeps checks a fused write (Op.Fused), which the run starts with
+// its first dependency and ends on its own: it is a Write with a producer
+// besides that first op, and an op that waits for it names its producers
+// too (the checker orders it after them; the run does only if it waits
+// for them).
+func fusedDeps(prog []Op, op *Op, where opWhere) error {
+	if op.Fused && (op.Kind != Write || len(op.After) < 2) {
+		return fmt.Errorf("%s: a fused write is a Write that names the op that starts its loop and at least one producer; this is a %s with %d deps", where, op.Kind, len(op.After))
+	}
+	for _, d := range op.After {
+		w := &prog[d]
+		if !w.Fused {
+			continue
+		}
+		for _, p := range w.After[1:] {
+			if !slices.Contains(op.After, p) {
+				return fmt.Errorf("%s: waits for fused write %d (%s) but not for its producer %d, which may end after it", where, d, w.Label, p)
+			}
+		}
+	}
+	return nil
+}
+
 // inspectOp checks op i of rank r (its dependencies, rotation, ranges,
 // flag values) and records its flag's stride, its buffers' rotation and,
 // for a data-carried wait, the range it polls (in watch, by rotating
@@ -167,6 +191,9 @@ func (sh *shape) inspectOp(s *Schedule, r, i int, watch map[Buf][]seg) error {
 		if d < 0 || d >= i {
 			return fmt.Errorf("%s: depends on op %d, which is not an earlier op of the rank", where, d)
 		}
+	}
+	if err := fusedDeps(s.Programs[r], op, where); err != nil {
+		return err
 	}
 	for _, x := range []Range{op.Src, op.Dst} {
 		if x.Buf.Rotate < 0 || x.Buf.Rotate > 16 {

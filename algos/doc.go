@@ -41,6 +41,12 @@
 //   - a [Stream] declares each flag's stride ([StreamFlag]); a signal above
 //     it, or a declared stride that no op reaches, is an error of the run.
 //
+// A write that a loop issues element by element as it produces them (a
+// reduce that stores its result as it goes) is [Op.Fused]: the run starts
+// it with its first dependency, beside its producers (its other
+// dependencies); Check holds it to all of them and refuses an op that
+// waits for it without naming them too.
+//
 // Adding an algorithm is one file with a type implementing Algorithm and
 // one Register call in its init function; [Names] lists the registry in
 // sorted order.

@@ -188,7 +188,7 @@ func (x *executor) late(r, j int, c *slotCold) {
 // fill copies into s and c what starting op (op i of rank r) needs.
 func (x *executor) fill(s *slot, c *slotCold, op *Op, flag int32, r, i int) error {
 	s.kind = op.Kind
-	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced)
+	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced, op.Fused && op.Kind == Write)
 	var ok1, ok2 bool
 	var src xmem
 	src, ok1 = toXmem(op.Src.Buf.At)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
 )
 
 // hostStaged is a custom allreduce whose exchange goes through pinned host
@@ -167,6 +168,14 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 		}
 	}
 	start := hostBarrier(b, home, "start", 1, k, apart, stride, "start barrier (host flags)", staged)
+	homes := make([]hw.Mem, n)
+	for r := range homes {
+		homes[r] = home(r)
+	}
+	batch, err := hw.LoadBatches(req.Top, homes, k)
+	if err != nil {
+		return nil, fmt.Errorf("algos: %s: %w", h.Name(), err)
+	}
 	mids := make([][]int, n)
 	for r := 0; r < n; r++ {
 		own := b.Add(r, Op{Kind: Read, Src: b.In(r, off[r], size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k, Label: "own part"}, start[r]...)
@@ -176,9 +185,8 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 			red = append(red, b.Add(r, Op{Kind: Read, Accumulate: true, Src: stage(p, off[r], size[r]), Dst: b.Out(r, off[r], size[r]), Kernel: k,
 				Label: fmt.Sprintf("reduce part %d: pull rank %d's host copy", r, p)}, own))
 		}
-		pub := b.Add(r, Op{Kind: Write, Src: b.Out(r, off[r], size[r]), Dst: OnHost(socket(r), fmt.Sprintf("tmp%d", r), 0, size[r]), Kernel: k,
-			Label: "publish reduced part to host memory"}, red...)
-		mids[r] = []int{midFences(b, req, r, home(r), pub)}
+		pubs := publishFused(b, r, b.Out(r, off[r], size[r]), OnHost(socket(r), fmt.Sprintf("tmp%d", r), 0, size[r]), batch[r], int64(req.DType.Size()), k, red)
+		mids[r] = []int{midFences(b, req, r, home(r), append(pubs, red[1:]...)...)}
 	}
 	mid := hostBarrier(b, home, "mid", 1, k, apart, stride, "mid barrier (release/acquire, host flags)", mids)
 	ends := make([][]int, n)
@@ -191,4 +199,22 @@ func (h hostStaged) Plan(req Request) (*Schedule, error) {
 	}
 	hostBarrier(b, home, "end", 1, k, apart, stride, "end barrier (host flags)", ends)
 	return b.Schedule(), nil
+}
+
+// publishFused adds rank r's publish of src (its reduced part) to dst in
+// host memory, as the reduce loop that makes it stores each element in the
+// iteration that makes it (tools/capture's two_shot_host): beside the
+// loop's loads (Op.Fused; red: the loop's ops, its start first), but for
+// the stores of the loads that come back together at the end (batch:
+// hw.LoadBatches), which follow the loop. It returns the writes.
+func publishFused(b *Builder, r int, src, dst Range, batch sim.Bytes, es int64, k hw.Kernel, red []int) []int {
+	tail := min(src.Len, max(es, int64(batch)/es*es))
+	head := src.Len - tail
+	var pubs []int
+	if head > 0 {
+		pubs = append(pubs, b.Add(r, Op{Kind: Write, Fused: true, Src: Range{Buf: src.Buf, Off: src.Off, Len: head}, Dst: Range{Buf: dst.Buf, Off: dst.Off, Len: head},
+			Kernel: k, Label: "publish reduced part to host memory"}, red...))
+	}
+	return append(pubs, b.Add(r, Op{Kind: Write, Src: Range{Buf: src.Buf, Off: src.Off + head, Len: tail}, Dst: Range{Buf: dst.Buf, Off: dst.Off + head, Len: tail},
+		Kernel: k, Label: "publish the last batch to host memory"}, red...))
 }

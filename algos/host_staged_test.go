@@ -87,9 +87,11 @@ func TestHostStagedVLLMLayoutHasTheOwnSlot(t *testing.T) {
 
 // The two-shot's mid barrier fences its stores to host memory while the
 // kernel's other blocks keep loads of host memory in flight: each fence
-// waits hw.Machine.FenceBesidePolls for the blocks − 1 others, the plain
-// fence (its second, with mid_barrier=fence_release) on top of its cost
-// after the stores landed; one block waits for nobody.
+// waits hw.Machine.FenceBesidePolls for the blocks − 1 others on top of
+// its cost after the stores landed (both fences with
+// mid_barrier=fence_release: the first follows the reduce loop, whose
+// stores are fused with its loads, not a write of its own); one block
+// waits for nobody.
 func TestHostTwoShotFencesWaitForTheOtherBlocks(t *testing.T) {
 	for _, blocks := range []int{1, 16} {
 		r := req(t, "h200x2", 2, 43008, map[string]string{"blocks": fmt.Sprint(blocks), "mid_barrier": "fence_release"})
@@ -119,6 +121,73 @@ func TestHostTwoShotFencesWaitForTheOtherBlocks(t *testing.T) {
 			assert.Equal(t, op.Kernel.Blocks, blocks, "the fence runs in the kernel of the ops it follows")
 			assert.Equal(t, after+wait, sp.End.Sub(sp.Start), "%d blocks", blocks)
 		}
-		assert.Equal(t, 1, n, "%d blocks: one plain fence on rank 0", blocks)
+		assert.Equal(t, 2, n, "%d blocks: two plain fences on rank 0", blocks)
 	}
+}
+
+// The host two-shot's reduce loop stores its result to host memory as it
+// goes (Op.Fused): at 1 MiB on two H200s the publish starts with the
+// pulls, not after them, and only the last batch of loads' stores follow
+// them (hw.LoadBatches); at 42 KiB the whole part comes back in one batch
+// and the publish follows the pulls as a write of its own.
+func TestHostTwoShotPublishIsFusedWithItsPulls(t *testing.T) {
+	for _, c := range []struct {
+		bytes int64
+		fused bool
+	}{{1 << 20, true}, {43008, false}} {
+		r := req(t, "h200x2", 2, c.bytes, nil)
+		s := plan(t, "host_two_shot", r)
+		require.NoError(t, Check(s))
+		m, err := hw.New(r.Top)
+		require.NoError(t, err)
+		res, err := Run(m, s, RunOptions{Iterations: 1, Launch: r.Launch, Spans: true})
+		require.NoError(t, err)
+		spans := map[string]Span{}
+		for _, sp := range res.Spans {
+			if sp.Rank == 0 {
+				spans[s.Programs[0][sp.Op].Label] = sp
+			}
+		}
+		pull, ok := spans["reduce part 0: pull rank 1's host copy"]
+		require.True(t, ok)
+		last, ok := spans["publish the last batch to host memory"]
+		require.True(t, ok)
+		assert.Equal(t, pull.End, last.Start, "%d B: the last batch's stores follow the loads", c.bytes)
+		head, ok := spans["publish reduced part to host memory"]
+		assert.Equal(t, c.fused, ok, "%d B", c.bytes)
+		if ok {
+			assert.Equal(t, pull.Start, head.Start, "the fused publish starts with the pulls")
+			assert.Less(t, head.Start, pull.End)
+		}
+	}
+}
+
+// A fused write may end before its producers: an op that waits for it
+// must name them too, or the checker refuses the schedule; a fused op that
+// is not a write with a producer is refused as well.
+func TestFusedWriteSuccessorsNameItsProducers(t *testing.T) {
+	r := req(t, "h200x2", 2, 4096, nil)
+	build := func(withProducer bool, kind OpKind) error {
+		b := NewBuilder("fused", 2, 4096, 2)
+		launch := b.Launches()
+		k := hw.Kernel{Blocks: 1, Threads: 512}
+		for rk := 0; rk < 2; rk++ {
+			own := b.Add(rk, Op{Kind: Read, Src: b.In(rk, 0, 4096), Dst: b.Out(rk, 0, 4096), Kernel: k}, launch[rk]...)
+			pull := b.Add(rk, Op{Kind: Read, Accumulate: true, Src: b.In((rk+1)%2, 0, 4096), Dst: b.Out(rk, 0, 4096), Kernel: k}, own)
+			pub := b.Add(rk, Op{Kind: kind, Fused: true, Src: b.Out(rk, 0, 4096), Dst: OnHost(0, fmt.Sprintf("tmp%d", rk), 0, 4096), Kernel: k}, own, pull)
+			after := []int{pub}
+			if withProducer {
+				after = append(after, pull)
+			}
+			b.Add(rk, Op{Kind: Fence, Dst: Range{Buf: Buf{At: hw.HostMem(0)}}, Kernel: k}, after...)
+		}
+		return Check(b.Schedule())
+	}
+	_ = r
+	err := build(false, Write)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not for its producer")
+	err = build(true, Read)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a fused write is a Write")
 }

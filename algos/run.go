@@ -191,7 +191,17 @@ func (src *scheduleSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]
 	if err := x.fill(s, c, op, src.flagOf[r][i], r, i); err != nil {
 		return nil, err
 	}
-	return op.After, nil
+	return runDeps(op.After, s), nil
+}
+
+// runDeps is what the run waits for before it starts an op with deps
+// after (filled into s): all of them, but a fused write's first alone
+// (Op.Fused: it starts with its producing loop).
+func runDeps(after []int, s *slot) []int {
+	if s.bits&opFused != 0 && len(after) > 1 {
+		return after[:1]
+	}
+	return after
 }
 
 // run executes src on m: every rank starts allreduce 0 at time 0, and

@@ -174,6 +174,16 @@ type Op struct {
 	// Fence: every store it orders is a Fenced Write, which paid for it, so
 	// it takes no time itself.
 	Fenced bool
+	// Fused, on a Write: the stores are issued by the loop that produces
+	// Src, each element as soon as that loop has it (a reduce that stores
+	// its result to another memory in the same iteration, as a host
+	// two-shot publishes its part): the run starts the write when its
+	// first After op ends (the loop's start) and runs it beside the
+	// producers its other After ops name; the checker holds it to all of
+	// them, as if it followed them. Every op that waits for a fused write
+	// must also name those producers (Check refuses a schedule where one
+	// does not): the write may end before they do.
+	Fused bool
 	// Inline: the flag travels inside the data the rank has just written
 	// (NCCL LL/LL128 lines carry their own flags; Lamport sentinels): it is
 	// set the moment the op runs, with no extra latency. Otherwise a Signal
@@ -215,6 +225,9 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, " %s %s %s (%d B)", o.Dst, op, o.Src, o.Src.Len)
 		if o.Fenced {
 			b.WriteString(", then a system-scope fence")
+		}
+		if o.Fused {
+			b.WriteString(", fused with the loop that produces it")
 		}
 	case Signal:
 		fmt.Fprintf(&b, " %s = %d", o.Flag, o.Value)

@@ -37,7 +37,7 @@ import (
 // slot holds one op of a rank's window while it is in flight (see above).
 type slot struct {
 	kind    OpKind
-	bits    uint8 // opAccumulate, opInline, opAtomic, opDone, opStarted, opBlockSync, opFenced
+	bits    uint8 // opAccumulate, opInline, opAtomic, opDone, opStarted, opBlockSync, opFenced, opFused
 	nsucc   uint16
 	waiting int32 // deps not yet done
 	// a is Src.Buf.At (an xmem) of a Read, Write, Copy or Reduce, the
@@ -80,14 +80,18 @@ const (
 	opStarted
 	opBlockSync
 	opFenced
+	opFused
 )
 
 func (s *slot) done() bool    { return s.bits&opDone != 0 }
 func (s *slot) started() bool { return s.bits&opStarted != 0 }
 
 // opBits packs an op's flags into a slot's bits (done and started clear).
-func opBits(accumulate, inline, atomic, blockSync, fenced bool) uint8 {
+func opBits(accumulate, inline, atomic, blockSync, fenced, fused bool) uint8 {
 	var b uint8
+	if fused {
+		b |= opFused
+	}
 	if fenced {
 		b |= opFenced
 	}

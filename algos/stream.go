@@ -112,7 +112,7 @@ func CheckRepeats(st Stream) error {
 // period of rp on, or "" when it does not.
 func repeatDiff(a, b *Op, fa, fb int, rp Repeat) string {
 	switch {
-	case a.Kind != b.Kind || a.Accumulate != b.Accumulate || a.Inline != b.Inline || a.Atomic != b.Atomic || a.BlockSync != b.BlockSync || a.Fenced != b.Fenced:
+	case a.Kind != b.Kind || a.Accumulate != b.Accumulate || a.Inline != b.Inline || a.Atomic != b.Atomic || a.BlockSync != b.BlockSync || a.Fenced != b.Fenced || a.Fused != b.Fused:
 		return fmt.Sprintf("%s against %s", b.Kind, a.Kind)
 	case a.Kernel != b.Kernel || a.Label != b.Label || a.Dur != b.Dur:
 		return "kernel, label or duration differ"
@@ -173,8 +173,8 @@ type StreamTables struct {
 // StreamOp is an Op in compact form (see CompactStream). Fields mean what
 // Op's do; those an op's kind does not use are ignored.
 type StreamOp struct {
-	Kind                                          OpKind
-	Accumulate, Inline, Atomic, BlockSync, Fenced bool
+	Kind                                                 OpKind
+	Accumulate, Inline, Atomic, BlockSync, Fenced, Fused bool
 	// Src and Dst: buffers, by index in Bufs (Read, Write, Copy, Reduce;
 	// Dst for a Fence, and Src where it names a buffer called
 	// FenceLoadsName: the memory the fencing kernel's other blocks load),
@@ -356,7 +356,8 @@ func (src *streamSource) fill(x *executor, r, i int, s *slot, c *slotCold) ([]in
 	if err != nil {
 		return nil, err
 	}
-	return op.After, x.fill(s, c, op, id, r, i)
+	err = x.fill(s, c, op, id, r, i)
+	return runDeps(op.After, s), err
 }
 
 // bind interns the compact tables' kernels and labels with x, once per
@@ -382,7 +383,7 @@ func (src *streamSource) fillCompact(r, i int, s *slot, c *slotCold) ([]int, err
 		return nil, src.badTable(r, i)
 	}
 	s.kind = op.Kind
-	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced)
+	s.bits = opBits(op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced, op.Fused && op.Kind == Write)
 	c.kernel, c.label = src.kmap[op.Kernel], src.lmap[op.Label]
 	switch op.Kind {
 	case Signal, Wait:
@@ -430,7 +431,7 @@ func (src *streamSource) fillCompact(r, i int, s *slot, c *slotCold) ([]int, err
 			}
 		}
 	}
-	return op.After, nil
+	return runDeps(op.After, s), nil
 }
 
 // badTable words the error of op i of rank r naming a kernel or label

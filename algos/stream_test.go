@@ -228,7 +228,7 @@ func (st *compactStream) Tables() StreamTables { return st.tables }
 
 func (st *compactStream) CompactOp(r, i int, op *StreamOp) {
 	o := &st.s.Programs[r][i]
-	op.Kind, op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced = o.Kind, o.Accumulate, o.Inline, o.Atomic, o.BlockSync, o.Fenced
+	op.Kind, op.Accumulate, op.Inline, op.Atomic, op.BlockSync, op.Fenced, op.Fused = o.Kind, o.Accumulate, o.Inline, o.Atomic, o.BlockSync, o.Fenced, o.Fused
 	op.Src, op.Dst = st.bufs[o.Src.Buf], st.bufs[o.Dst.Buf]
 	op.SrcOff, op.DstOff, op.Len = o.Src.Off, o.Dst.Off, o.Src.Len
 	op.Value, op.Dur = o.Value, o.Dur

@@ -222,27 +222,14 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	if err := m.p2pOn(p, r, src, "read"); err != nil {
 		return sim.FlowSpec{}, 0, readPace{}, err
 	}
-	rtt := 2*p.latency + m.memLatency(src)
-	if k.Volatile && (src.Host || src.Rank != r) && !p.nvlink() {
-		rtt += m.Phys.VectorLoadExtraPCIe
-	}
 	inflight := m.loadWindow(r, src, k)
 	if src.Host && m.StoringBlocks(r) >= 1 {
-		// behind the stores queued towards the host (hostqueue.go)
 		m.loadedBesideStreams = true
-		rtt += m.HostLoadWait(r)
 	}
-	if k.ReduceLoop {
-		rtt += m.Phys.ReduceLoopOverhead
-		if !p.nvlink() {
-			rtt += m.Phys.ReduceLoopExtraPCIe
-		}
-	}
-	waits, err := m.pullChain(r, src, k)
+	rtt, err := m.readRoundTrip(r, src, k, p)
 	if err != nil {
 		return sim.FlowSpec{}, 0, readPace{}, err
 	}
-	rtt += waits
 	little := sim.Rate(inflight / rtt.Seconds())
 	capr := little
 	if p.smp && !src.Host {
@@ -288,6 +275,33 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	}
 	// The first request reaches the data one way plus a memory access in.
 	return spec, p.latency + m.memLatency(src), pace, nil
+}
+
+// readRoundTrip is how long one of kernel k's loads of src, over path p
+// to rank r, takes to come back, the round trip of its window in Little's
+// law: there and back and the memory's access, a vector load's extra over
+// PCIe, the wait behind stores queued towards the host (hostqueue.go), a
+// reduce loop's overhead and its chain of waits (pullChain).
+func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration, error) {
+	rtt := 2*p.latency + m.memLatency(src)
+	if k.Volatile && (src.Host || src.Rank != r) && !p.nvlink() {
+		rtt += m.Phys.VectorLoadExtraPCIe
+	}
+	if src.Host && m.StoringBlocks(r) >= 1 {
+		// behind the stores queued towards the host (hostqueue.go)
+		rtt += m.HostLoadWait(r)
+	}
+	if k.ReduceLoop {
+		rtt += m.Phys.ReduceLoopOverhead
+		if !p.nvlink() {
+			rtt += m.Phys.ReduceLoopExtraPCIe
+		}
+	}
+	waits, err := m.pullChain(r, src, k)
+	if err != nil {
+		return 0, err
+	}
+	return rtt + waits, nil
 }
 
 // loadWindow is the bytes of loads of src that kernel k on rank r keeps

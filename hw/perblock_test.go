@@ -472,3 +472,27 @@ func TestFenceBesidePullsCountsTheirLoads(t *testing.T) {
 	rec.NeighbourOp = "stream"
 	assert.ErrorIs(t, rec.Modelled(), ErrNotModelled)
 }
+
+// LoadBatches: the loads a kernel keeps in flight come back together
+// where they leave the link short of full (its window); where they fill
+// it, what the link returns in one of their round trips.
+func TestLoadBatchesAreTheWindowOrTheLinksRoundTrip(t *testing.T) {
+	top, m := h200x1(t)
+	host := HostMem(0)
+	small := Kernel{Blocks: 1, Threads: 32, LoadsInFlight: 1}
+	big := Kernel{Blocks: 132, Threads: 512, LoadsInFlight: 8}
+	got, err := LoadBatches(top, []Mem{host}, small)
+	require.NoError(t, err)
+	assert.InDelta(t, m.loadWindow(0, host, small), float64(got[0]), 1, "latency-bound: the window")
+	two, err := topology.Load("h200x2")
+	require.NoError(t, err)
+	both, err := LoadBatches(two, []Mem{HostMem(0), HostMem(0)}, big)
+	require.NoError(t, err)
+	assert.Equal(t, both[0], both[1], "each read alone, one after the other")
+	got, err = LoadBatches(top, []Mem{host}, big)
+	require.NoError(t, err)
+	rtt, err := m.RoundTrip(0, host)
+	require.NoError(t, err)
+	assert.Less(t, float64(got[0]), m.loadWindow(0, host, big)/10, "bandwidth-bound: far below its 8.6 MB in flight")
+	assert.Greater(t, float64(got[0]), 40e9*rtt.Seconds(), "at least 40 GB/s over a host round trip")
+}
