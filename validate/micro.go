@@ -137,10 +137,11 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 // PointerChaseBesideNs is PointerChaseNs beside writer (its blocks on rank
 // 0 storing to host memory, or to the GPU's own with toLocal, throughout
 // the chase) and reader (its blocks loading host memory throughout): a
-// dependent load's round trip and what it waits behind the stores
-// (hw.Machine.HostLoadWait) or, where longer, behind the readers' loads
-// outstanding (hw.Machine.HostReadQueueWait), both taken once the
-// readers' loads run at their rate.
+// dependent load's round trip and, for a chase of host memory, what it
+// waits behind the stores (hw.Machine.HostLoadWait) or, where longer,
+// behind the readers' loads outstanding (hw.Machine.HostReadQueueWait),
+// both taken once the readers' loads run at their rate; a chase of the
+// GPU's own memory waits for neither.
 func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal bool) (float64, error) {
 	m, at, err := machineAt(top, "pointer_chase", target, true)
 	if err != nil {
@@ -156,10 +157,10 @@ func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader 
 		}
 	}
 	if reader.Blocks > 0 {
-		if !at.Host {
-			return 0, fmt.Errorf("validate: a pointer chase of %s beside reader blocks: the readers load host memory, the chase %s", target, target)
-		}
-		if err := m.Read(0, at, 1<<40, reader, "sm_read", nil); err != nil {
+		// the readers load host memory, whatever the chase walks (a chase
+		// of the GPU's own memory beside them waits for nothing in the
+		// model: chase_grid with CHASE_GRID_TARGET=local asks whether it does)
+		if err := m.Read(0, hw.HostMem(m.LocalSocket(0)), 1<<40, reader, "sm_read", nil); err != nil {
 			return 0, err
 		}
 		// past the reads' start (their first round trip): their rate set

@@ -609,6 +609,18 @@ class Micro:
         cp = self.cp
         n, wbytes, nw = 256 << 20, 192 << 20, 8
         hb, arr, stride, out, res = self._chase_host(n)
+        # CHASE_GRID_TARGET=local: the chase walks the same 32 MiB pattern in the GPU's own memory (records target
+        # local) while the readers and writers load and store host memory as ever: do loads of GPU memory wait
+        # behind the GPU's loads of host memory?
+        target = os.environ.get("CHASE_GRID_TARGET", "host")
+        if target not in ("host", "local"):
+            raise ValueError(f"CHASE_GRID_TARGET={target!r}: host or local")
+        if target == "local":
+            with cp.cuda.Device(0):
+                arr = cp.zeros((32 << 20) // 8, dtype=cp.int64)
+                order = cp.arange(((32 << 20) // 8) // stride, dtype=cp.int64) * stride
+                arr[order] = cp.roll(order, -1)
+                cp.cuda.Device(0).synchronize()
         with cp.cuda.Device(0):
             sink = cp.zeros(1024, dtype=cp.int32)
             ev = [cp.cuda.Event() for _ in range(4)]
@@ -677,7 +689,7 @@ class Micro:
                         a, b, c, g = once(rb, k, steps)
                         rs.append(a); ws.append(b); cs.append(c); gs.append(g)
                     c = statistics.median(cs)
-                    crec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host", "ns_per_step": c,
+                    crec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": target, "ns_per_step": c,
                             "cycles_per_step": c * self.clock_khz / 1e6, "clock_khz": self.clock_khz,
                             "ns_per_step_globaltimer": statistics.median(gs), "steps": steps,
                             "stride_bytes": stride * 8}
