@@ -744,7 +744,7 @@ class Micro:
 
         wide = np.int32(1 if os.environ.get("PLACE_WRITES") == "wide" else 0)
 
-        def launch(roles, rbytes, mode=0, steps=0):
+        def launch(roles, rbytes, mode=0, steps=0, chase_src=None):
             with cp.cuda.Device(0), s:
                 roles_d.set(np.asarray(roles, dtype=np.int8))
                 claim.fill(0); out.fill(0)
@@ -752,7 +752,7 @@ class Micro:
                 st = np.zeros(8, dtype=np.int32)
                 st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
                 state.set(st)
-                f((sms,), (512,), (src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
+                f((sms,), (512,), (src if chase_src is None else chase_src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
                                    np.int32(mode), np.int32(steps), wstat, wide), shared_mem=smem, stream=s)
                 s.synchronize()
                 o, stv, w = out.get().reshape(sms, 4), state.get(), wstat.get()
@@ -1039,6 +1039,19 @@ class Micro:
         # (place_rw modes 0, 2, 3; field loads_in_flight), no 16-reader launches
         unroll = os.environ.get("READ_DEPTH_UNROLL") == "1"
         modes = (0, 2, 3, 1) if unroll else (0, 1)
+        # READ_DEPTH_CHASE=local: only the chase, walking the same pattern in the GPU's own memory (records target
+        # local), on the last SM while the first n store to host memory: do the GPU's own loads wait behind stores
+        # that other SMs stream to host memory?
+        chase_target, chase_src = os.environ.get("READ_DEPTH_CHASE", "host"), None
+        if chase_target not in ("host", "local"):
+            raise ValueError(f"READ_DEPTH_CHASE={chase_target!r}: host or local")
+        if chase_target == "local":
+            unroll, modes = True, (1,)
+            with cp.cuda.Device(0):
+                darr = cp.zeros((8 << 20) // 8, dtype=cp.int64)
+                darr[order] = cp.roll(order, -1)
+                cp.cuda.Device(0).synchronize()
+            chase_src = np.uint64(darr.data.ptr)
         for smem in ((0,) if unroll else (120 << 10, 0)):
             try:
                 launch = self._placer(hb, smem)
@@ -1056,7 +1069,7 @@ class Micro:
                     for mode in modes:
                         times, wl = [], []
                         for trial in range(4):
-                            o, w = launch(roles, 2 << 20, mode, steps)
+                            o, w = launch(roles, 2 << 20, mode, steps, chase_src if mode == 1 else None)
                             row = [v for v in o if int(v[0]) == rsm][0]
                             if trial:
                                 times.append(float(row[3] - row[2]))
@@ -1066,7 +1079,7 @@ class Micro:
                             rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8}[mode]
                         if mode == 1:
                             ns = statistics.median(times) / steps
-                            rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host",
+                            rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": chase_target,
                                    "ns_per_step": ns, "ns_per_step_globaltimer": ns, "steps": steps,
                                    "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
                                    "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": f"first{n}", "write_span": rec["write_span"],
