@@ -212,8 +212,12 @@ func publishFused(b *Builder, r int, src, dst Range, batch sim.Bytes, es int64, 
 	head := src.Len - tail
 	var pubs []int
 	if head > 0 {
+		// each store follows the load that gives its value: the stores
+		// do not queue ahead of the loop's loads (hw.Kernel.PacedStores)
+		pk := k
+		pk.PacedStores = true
 		pubs = append(pubs, b.Add(r, Op{Kind: Write, Fused: true, Src: Range{Buf: src.Buf, Off: src.Off, Len: head}, Dst: Range{Buf: dst.Buf, Off: dst.Off, Len: head},
-			Kernel: k, Label: "publish reduced part to host memory"}, red...))
+			Kernel: pk, Label: "publish reduced part to host memory"}, red...))
 	}
 	return append(pubs, b.Add(r, Op{Kind: Write, Src: Range{Buf: src.Buf, Off: src.Off + head, Len: tail}, Dst: Range{Buf: dst.Buf, Off: dst.Off + head, Len: tail},
 		Kernel: k, Label: "publish the last batch to host memory"}, red...))

@@ -33,10 +33,11 @@ func (m *Machine) streamsToHost(dst Mem, k *Kernel) bool {
 }
 
 // Streams reports whether k's stores stream: a plain loop's (LoopNone)
-// with no rate cap of its own and no fences among them, the stores that
-// SM loads of host memory queue behind when they go there.
+// with no rate cap of its own, no fences among them and not paced by its
+// loads (PacedStores), the stores that SM loads of host memory queue
+// behind when they go there.
 func (k *Kernel) Streams() bool {
-	return k.Loop == LoopNone && k.RateCap == 0 && k.StoresPerFence == 0 && k.Blocks > 0
+	return k.Loop == LoopNone && k.RateCap == 0 && k.StoresPerFence == 0 && !k.PacedStores && k.Blocks > 0
 }
 
 // storing adds GPU r's blocks of a streaming write to host memory until
@@ -74,6 +75,10 @@ type hostRead struct {
 	k       Kernel
 	label   string
 	started func(*sim.Flow)
+	// storing: StoringBlocks(r) when the read's cap was computed; a read
+	// whose flow starts after the storing blocks changed (it waited its
+	// first request's way there) takes the cap they give then
+	storing float64
 }
 
 // trackHostRead returns the Started callback that keeps rank r's read of
@@ -91,9 +96,12 @@ func (m *Machine) trackHostRead(r int, src Mem, k Kernel, label string) func(*si
 				m.pruneHostReads()
 			}
 			m.hostReads = append(m.hostReads, h)
+			if m.StoringBlocks(h.r) != h.storing {
+				m.recapHostRead(h)
+			}
 		}
 	}
-	h.f, h.r, h.src, h.k, h.label = nil, r, src, k, label
+	h.f, h.r, h.src, h.k, h.label, h.storing = nil, r, src, k, label, m.StoringBlocks(r)
 	return h.started
 }
 
@@ -118,14 +126,19 @@ func (m *Machine) pruneHostReads() {
 func (m *Machine) recapHostReads(r int) {
 	m.pruneHostReads()
 	for _, h := range m.hostReads {
-		if h.r != r {
-			continue
+		if h.r == r {
+			m.recapHostRead(h)
 		}
-		// readSpec succeeded for this read when it started, and its caps
-		// are finite rates, which SetCap takes
-		if spec, _, _, err := m.readSpec(h.r, h.src, h.k, h.label); err == nil {
-			_, _ = m.Net.SetCap(h.f, h.id, spec.Cap)
-		}
+	}
+}
+
+// recapHostRead gives read h the cap that the blocks storing now give it.
+func (m *Machine) recapHostRead(h *hostRead) {
+	h.storing = m.StoringBlocks(h.r)
+	// readSpec succeeded for this read when it started, and its caps are
+	// finite rates, which SetCap takes
+	if spec, _, _, err := m.readSpec(h.r, h.src, h.k, h.label); err == nil {
+		_, _ = m.Net.SetCap(h.f, h.id, spec.Cap)
 	}
 }
 

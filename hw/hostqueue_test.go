@@ -132,3 +132,32 @@ func TestLoadsWaitBehindLoadsThatFillTheLink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, m.HostReadQueueWait(0, alone), "after the reads")
 }
+
+// A read whose flow starts after blocks began streaming stores to host
+// memory (its first request was on its way when they started) takes the
+// wait behind them as one started after them does; a write whose stores
+// follow its loads one for one (PacedStores) does not count.
+func TestReadStartedDuringItsFirstRequestTakesTheStoringBlocks(t *testing.T) {
+	reader := Kernel{Blocks: 1, Threads: 512, LoadsInFlight: 1}
+	writer := Kernel{Blocks: 131, Threads: 512}
+	after := func(paced bool, readFirst bool) float64 {
+		_, m := h200x1(t)
+		w := writer
+		w.PacedStores = paced
+		var end sim.Time
+		read := func() {
+			require.NoError(t, m.Read(0, HostMem(0), 1<<20, reader, "read", func() { end = m.Eng.Now() }))
+		}
+		if readFirst {
+			read()
+		}
+		require.NoError(t, m.Write(0, HostMem(0), 1<<30, w, "write", nil))
+		if !readFirst {
+			read()
+		}
+		require.NoError(t, m.Eng.Run())
+		return float64(end)
+	}
+	assert.InDelta(t, after(false, false), after(false, true), after(false, false)*0.02, "the same wait, whichever asked first")
+	assert.Greater(t, after(false, true), 3*after(true, true), "paced stores do not slow the read")
+}

@@ -58,6 +58,12 @@ type Kernel struct {
 	// host memory wait behind, hostqueue.go); 0: no such fences. The
 	// fences' cost to the stores themselves is not modelled.
 	StoresPerFence int
+	// PacedStores, on a write: the loop issues each store after the load
+	// that gives its value (a reduce that stores its result as it goes,
+	// algos' fused writes), so its stores do not queue towards the host
+	// ahead of its loads (they do not count among the blocks that loads of
+	// host memory wait behind, hostqueue.go).
+	PacedStores bool
 	// Loop is the per-thread loop the transfer runs in (see LoopRate):
 	// its rate bounds the transfer, and, for a loop with a wire factor,
 	// the SM's store rate counts wire bytes.
