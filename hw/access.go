@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
 )
 
 // Transfers: SM stores (Write) and loads (Read) and copy-engine copies
@@ -416,4 +417,35 @@ func (m *Machine) startAfter(d sim.Duration, spec sim.FlowSpec, pr *sim.Prepared
 	}
 	m.launchAfter(d, &spec, pr)
 	return nil
+}
+
+// LoadBatches is, for each GPU r, how many bytes of kernel k's loads of
+// memory at[r] come back to it together: the loads it keeps in flight
+// (their window), at most what its rate alone returns in one of their
+// round trips (each read runs alone on one fresh machine, one after
+// another). A loop that stores each loaded element in the iteration that
+// loads it (algos' fused writes) has the stores of its last batch still to
+// issue when its loads end: the rest went out while it loaded.
+func LoadBatches(top *topology.Topology, at []Mem, k Kernel) ([]sim.Bytes, error) {
+	m, err := New(top)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sim.Bytes, len(at))
+	for r, a := range at {
+		p, err := m.path(a, GPUMem(r))
+		if err != nil {
+			return nil, err
+		}
+		rtt, err := m.readRoundTrip(r, a, k, p)
+		if err != nil {
+			return nil, err
+		}
+		perPs, err := m.readAlone(r, a, k)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = sim.Bytes(min(m.loadWindow(r, a, k), perPs*float64(rtt)))
+	}
+	return out, nil
 }

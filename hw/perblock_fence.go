@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/arsim/arsim/sim"
-	"github.com/arsim/arsim/topology"
 )
 
 // fenceNeighbourWait is what the fence twin's fence waits for its
@@ -53,14 +52,22 @@ func (m *Machine) pullRate(at Mem, k Kernel) (sim.Rate, error) {
 	if err != nil {
 		return 0, err
 	}
+	perPs, err := alone.readAlone(0, at, k)
+	return sim.Rate(perPs * float64(sim.Second)), err
+}
+
+// readAlone simulates a long read of at by kernel k on rank r of m, which
+// nothing else runs on, and returns its rate in bytes a picosecond.
+func (m *Machine) readAlone(r int, at Mem, k Kernel) (float64, error) {
 	const bytes = 64 << 20
-	if err := alone.Read(0, at, bytes, k, "pullers", func() {}); err != nil {
+	start := m.Eng.Now()
+	if err := m.Read(r, at, bytes, k, "alone", func() {}); err != nil {
 		return 0, err
 	}
-	if err := alone.Eng.Run(); err != nil {
+	if err := m.Eng.Run(); err != nil {
 		return 0, err
 	}
-	return sim.Rate(float64(bytes) / (float64(alone.Eng.Now()) / float64(sim.Second))), nil
+	return float64(bytes) / float64(m.Eng.Now()-start), nil
 }
 
 // fenceTwin: a system-scope fence after a store by each thread.
@@ -107,40 +114,4 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 		err = stepErr
 	}
 	return max(v, nsOf(floor)), err
-}
-
-// LoadBatches is, for each GPU r, how many bytes of kernel k's loads of
-// memory at[r] come back to it together: the loads it keeps in flight
-// (their window), at most what its rate alone returns in one of their
-// round trips (each read runs alone on one fresh machine, one after
-// another). A loop that stores each loaded element in the iteration that
-// loads it (algos' fused writes) has the stores of its last batch still to
-// issue when its loads end: the rest went out while it loaded.
-func LoadBatches(top *topology.Topology, at []Mem, k Kernel) ([]sim.Bytes, error) {
-	m, err := New(top)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]sim.Bytes, len(at))
-	const bytes = 64 << 20
-	for r, a := range at {
-		p, err := m.path(a, GPUMem(r))
-		if err != nil {
-			return nil, err
-		}
-		rtt, err := m.readRoundTrip(r, a, k, p)
-		if err != nil {
-			return nil, err
-		}
-		start := m.Eng.Now()
-		if err := m.Read(r, a, bytes, k, "batch", func() {}); err != nil {
-			return nil, err
-		}
-		if err := m.Eng.Run(); err != nil {
-			return nil, err
-		}
-		rate := float64(bytes) / float64(m.Eng.Now()-start) // bytes a ps
-		out[r] = sim.Bytes(min(m.loadWindow(r, a, k), rate*float64(rtt)))
-	}
-	return out, nil
 }
