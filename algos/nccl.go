@@ -36,8 +36,21 @@ func (nccl) Options() []OptionSpec {
 		{Name: "nthreads", Int: IntRange{Min: 64, Max: 512, Step: 32, Why: "NCCL's largest Simple block (NCCL_SIMPLE_MAX_NTHREADS)"},
 			Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
 		graphMixingOption,
+		{Name: "graph_channels", Int: graphChannelsRange, Doc: "NCCL_GRAPH_FILE's ring graph: its channels (before NCCL's run-time doubling), instead of NCCL's ring search; with graph_speed and graph_type"},
+		{Name: "graph_speed", Int: graphSpeedRange, Doc: "the ring graph's speedintra, MB/s per channel (24000 for 24 GB/s)"},
+		{Name: "graph_type", Values: ncclGraphTypeValues, Doc: "the ring graph's typeintra (nvl selects NCCL's NVLink latencies, every other type its PCI ones)"},
+		{Name: "graph_tree_channels", Int: graphChannelsRange, Doc: "NCCL_GRAPH_FILE's tree graph: its channels, with graph_tree_speed (default: the ring's graph)"},
+		{Name: "graph_tree_speed", Int: graphSpeedRange, Doc: "the tree graph's speedintra, MB/s per channel"},
+		{Name: "graph_gpus", Int: IntRange{Min: 2, Max: 1 << 16, Why: "65,536 GPUs"}, Doc: "the GPUs each channel of NCCL_GRAPH_FILE lists: it must be the run's ranks"},
 	}
 }
+
+// The ranges and values of the graph options (NCCL_GRAPH_FILE).
+var (
+	graphChannelsRange  = IntRange{Min: 1, Max: maxGraphChannels, Why: "a ring graph's most channels, MAXCHANNELS/2"}
+	graphSpeedRange     = IntRange{Min: 1, Max: 10_000_000, Why: "10 TB/s per channel"}
+	ncclGraphTypeValues = []string{"nvl", "nvb", "c2c", "pix", "pxb", "pxn", "p2c", "phb", "sys"}
+)
 
 func (a nccl) Plan(req Request) (*Schedule, error) {
 	d, err := ncclDecide(req)
@@ -178,7 +191,18 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		return nil, err
 	}
 	g := ncclmodel.SearchRing(p.bottleneck, sm, p.allNV)
-	cfg, algoForced, protoForced := ncclTuneConfig(req, sm, vendor, g, p.allNV && !g.Fallback)
+	given, err := givenGraphs(req)
+	if err != nil {
+		return nil, err
+	}
+	intraNV := p.allNV && !g.Fallback
+	if given.ring != nil {
+		g, intraNV = *given.ring, given.ring.NVLink
+	}
+	cfg, algoForced, protoForced := ncclTuneConfig(req, sm, vendor, g, intraNV)
+	if given.tree != nil {
+		cfg.TreeChannels, cfg.TreeBwIntra = given.tree.Channels, given.tree.BwIntra
+	}
 	m, err := ncclmodel.Tune(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("algos: nccl: %w", err)
@@ -204,17 +228,60 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	case p.nSHM > 0:
 		over = fmt.Sprintf("p2p+shm (%d of %d ring links shm)", p.nSHM, n)
 	}
-	d := &ncclDecision{spec: spec, choice: ch, fallback: g.Fallback}
+	d := &ncclDecision{spec: spec, choice: ch, fallback: g.Fallback && given.ring == nil}
 	d.notes = append(d.notes,
 		fmt.Sprintf("NCCL: %s/%s over %s, %d channels; model estimate %.1f µs", ch.Algo, ch.Proto, over, channels, ch.Us),
 		fmt.Sprintf("NCCL: algo%s %s, proto%s %s, %d threads; P2P level %s; ring path classes %s", algoForced, ch.Algo, protoForced, ch.Proto, ch.Threads, p.levelWhat, strings.Join(p.classes, " ")),
-		fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", p.bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits)", false: ""}[g.Fallback], m.Channels()),
 	)
+	if given.ring != nil {
+		d.notes = append(d.notes, fmt.Sprintf("NCCL: ring graph given (NCCL_GRAPH_FILE or graph_*), not searched: %d graph channels × %.1f GB/s, type %s%s; runtime channels %d; arsim's rings run in rank order",
+			g.Channels, g.BwIntra, strings.ToUpper(req.Opts["graph_type"]), given.treeNote, m.Channels()))
+	} else {
+		d.notes = append(d.notes, fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", p.bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits)", false: ""}[g.Fallback], m.Channels()))
+	}
 	d.notes = append(d.notes, fmt.Sprintf("NCCL: tuned for sm%d (%s)", sm, topology.ComputeCapability))
 	if ch.Algo == ncclmodel.Tree {
 		d.notes = append(d.notes, "NCCL: inside one node NCCL's tree is a chain of the ranks; planned as tree shape=chain")
 	}
 	return d, nil
+}
+
+// ncclGivenGraphs are the graphs a run gives NCCL instead of its search
+// (NCCL_GRAPH_FILE, or the graph_* options): nil where NCCL searches.
+type ncclGivenGraphs struct {
+	ring, tree *ncclmodel.Graph
+	treeNote   string
+}
+
+// givenGraphs reads the graph options: the ring graph needs its channels,
+// speed and type together, the tree graph its channels and speed (and a
+// ring graph); graph_gpus, where a file set it, must be the run's ranks.
+func givenGraphs(req Request) (ncclGivenGraphs, error) {
+	var out ncclGivenGraphs
+	_, hasC := req.Opts["graph_channels"]
+	_, hasS := req.Opts["graph_speed"]
+	_, hasT := req.Opts["graph_type"]
+	_, hasTC := req.Opts["graph_tree_channels"]
+	_, hasTS := req.Opts["graph_tree_speed"]
+	if !hasC && !hasS && !hasT && !hasTC && !hasTS {
+		return out, nil
+	}
+	if !hasC || !hasS || !hasT {
+		return out, fmt.Errorf("algos: nccl: a given ring graph needs graph_channels, graph_speed and graph_type together (NCCL_GRAPH_FILE's graph id 0 gives all three)")
+	}
+	if hasTC != hasTS {
+		return out, fmt.Errorf("algos: nccl: a given tree graph needs graph_tree_channels and graph_tree_speed together")
+	}
+	if n := req.IntOpt("graph_gpus", 0); n > 0 && n != req.Ranks {
+		return out, fmt.Errorf("algos: nccl: NCCL_GRAPH_FILE's channels list %d GPUs, the run has %d ranks (NCCL would fail to map the file's GPUs)", n, req.Ranks)
+	}
+	out.ring = &ncclmodel.Graph{Channels: req.IntOpt("graph_channels", 1), BwIntra: float64(req.IntOpt("graph_speed", 1)) / 1000,
+		NVLink: req.Opts["graph_type"] == "nvl"}
+	if hasTC {
+		out.tree = &ncclmodel.Graph{Channels: req.IntOpt("graph_tree_channels", 1), BwIntra: float64(req.IntOpt("graph_tree_speed", 1)) / 1000}
+		out.treeNote = fmt.Sprintf("; tree graph %d channels × %.1f GB/s", out.tree.Channels, out.tree.BwIntra)
+	}
+	return out, nil
 }
 
 // ncclDecidePaths applies NCCL's P2P level (paths.cc) to every ring and

@@ -17,7 +17,7 @@ import (
 
 // NCCLEnvVars are the NCCL variables TranslateNCCLEnv reads, sorted.
 var NCCLEnvVars = []string{
-	"NCCL_ALGO", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS", "NCCL_NTHREADS",
+	"NCCL_ALGO", "NCCL_GRAPH_FILE", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS", "NCCL_NTHREADS",
 	"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_PROTO", "NCCL_SHM_DISABLE",
 }
 
@@ -40,6 +40,11 @@ var ncclShortKeys = map[string]bool{"p2p_level": true, "proto": true, "algo": tr
 //	NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS          min_channels, max_channels
 //	NCCL_NTHREADS                                   nthreads
 //	NCCL_GRAPH_MIXING_SUPPORT=0|1                   graph_mixing=off|on
+//	NCCL_GRAPH_FILE=path                            graph_channels, graph_speed, graph_type (its ring graph, id 0),
+//	                                                graph_tree_channels, graph_tree_speed (its tree graph, id 1), graph_gpus
+//
+// NCCL_GRAPH_FILE is read here (ReadNCCLGraphFile), a relative path from
+// the working directory, as NCCL reads it.
 func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 	if len(opts) == 0 {
 		return opts, nil
@@ -71,6 +76,14 @@ func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 			return nil, err
 		}
 		if err := t.set("graph_mixing", map[bool]string{true: "on", false: "off"}[b], "NCCL_GRAPH_MIXING_SUPPORT"); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := env["NCCL_GRAPH_FILE"]; ok {
+		if v == "" {
+			return nil, fmt.Errorf("algos: NCCL_GRAPH_FILE is empty: want the path of an NCCL graph file")
+		}
+		if err := t.graphOptions(v); err != nil {
 			return nil, err
 		}
 	}

@@ -94,7 +94,7 @@ var fieldDefs = []fieldDef{
 	{name: "bytes_per_gpu", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
 	{name: "gbps_per_gpu", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},
 	{name: "gbps_total", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsTotal }},
-	{name: "api", typ: jString, enum: []string{"cudaMemcpyAsync", "torch.copy_"}, str: func(r *Record) *string { return &r.API }},
+	{name: "api", typ: jString, enum: []string{"cudaMemcpyAsync", "ncclAllReduce", "torch.copy_"}, str: func(r *Record) *string { return &r.API }},
 	{name: "streams", typ: jInt, max: 1024, why: "CUDA streams copying at once", i32: func(r *Record) *int { return &r.Streams }},
 	{name: "transfers", typ: jInt, max: 1 << 16, why: "copies at once: each is simulated", i32: func(r *Record) *int { return &r.Transfers }},
 	{name: "round_trips", typ: jInt, max: 1 << 20, why: "round trips timed: each is simulated", i32: func(r *Record) *int { return &r.RoundTrips }},

@@ -128,7 +128,11 @@ type Record struct {
 	// h2d and a d2h copy at once; tools/capture).
 	Dir string
 	// API says how copies were issued: "cudaMemcpyAsync" (tools/capture)
-	// or "torch.copy_"; "" is taken as PyTorch's tensor.copy_.
+	// or "torch.copy_"; "" is taken as PyTorch's tensor.copy_. On an
+	// allreduce, "ncclAllReduce": NCCL called from C by a program such as
+	// nccl-tests (nccl-tests output reads as such records), each eager
+	// call costing the host a kernel launch for each GPU its thread drives
+	// (GPUs, one where not given), not PyTorch's call.
 	API string
 	// Streams is how many streams a memcpy record ran copies on at once;
 	// Transfers how many copies it ran in all (a bidir record: half each

@@ -55,7 +55,9 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 	t.Group += " " + r.Transport.String() + " " + r.Launch.String()
 	switch r.API { // another format's records: transport by NCCL's rule, not measured
 	case APINCCLTests:
-		t.Group = "all_reduce_perf " + r.Launch.String() + " " + r.Note
+		if r.System == "" { // an nccl-tests row (trace.ReadNCCLTests); a JSON record keeps its fields' group
+			t.Group = strings.TrimSpace("all_reduce_perf " + r.Launch.String() + " " + r.Note)
+		}
 	case APIKernel:
 		t.Group = "allreduce kernel (profiler)"
 	}
@@ -281,6 +283,9 @@ func ncclChoice(r trace.Record) (choice, error) {
 	}
 	if v, ok := r.NCCLEnv["NCCL_NTHREADS"]; ok {
 		c.group += " nthreads=" + v
+	}
+	if _, ok := r.NCCLEnv["NCCL_GRAPH_FILE"]; ok {
+		c.group += " with NCCL_GRAPH_FILE"
 	}
 	switch r.API {
 	case APINCCLTests:

@@ -3,7 +3,9 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -247,6 +249,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 	}
 	recs = append([]trace.Record(nil), recs...)
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Line < recs[j].Line })
+	graphFilesFrom(recs, opts.File)
 	cache := &topoCache{params: opts.Params}
 	var (
 		ts      []*Twin
@@ -296,7 +299,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 				c.Mechanisms = mechanismsOf(t.rec, peerOf(top))
 			}
 			c.source = t.rec.System
-			if t.rec.API == APINCCLTests {
+			if t.rec.API == APINCCLTests && t.rec.System == "" {
 				c.source = "published nccl-tests"
 			}
 		}
@@ -474,4 +477,24 @@ func simulateAll(ts []*Twin, top func(*Twin) (*topology.Topology, error), parall
 	}
 	_ = g.Wait()
 	return out
+}
+
+// graphFilesFrom makes a record's relative NCCL_GRAPH_FILE (nccl_env) a path
+// from the trace file's directory, where a capture keeps the graph file
+// beside its records; recs is a copy, and each changed record gets a map of
+// its own.
+func graphFilesFrom(recs []trace.Record, file string) {
+	dir := filepath.Dir(file)
+	if file == "" || dir == "." {
+		return
+	}
+	for i := range recs {
+		p, ok := recs[i].NCCLEnv["NCCL_GRAPH_FILE"]
+		if !ok || p == "" || filepath.IsAbs(p) {
+			continue
+		}
+		env := maps.Clone(recs[i].NCCLEnv)
+		env["NCCL_GRAPH_FILE"] = filepath.Join(dir, p)
+		recs[i].NCCLEnv = env
+	}
 }

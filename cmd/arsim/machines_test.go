@@ -254,6 +254,7 @@ func TestPublishedTablesBySize(t *testing.T) {
 		"4 × RTX 5090, SHM":        {"≤ 2 KiB", "> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"4 × RTX 4090, P2P at SYS": {"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"6 × RTX 4090, P2P at SYS": {"> 16 MiB"},
+		"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE": {"> 2 KiB, ≤ 1 MiB"},
 	}
 	require.Len(t, within, len(publishedTables))
 	for _, tb := range publishedTables {
