@@ -110,6 +110,10 @@ func ParseNCCLGraphs(data []byte, name string) ([]NCCLGraph, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("NCCL_GRAPH_FILE %s: no XML element: want a <graphs> element of <graph> elements", name)
 		}
+		var ue xml.UnmarshalError
+		if errors.As(err, &ue) && strings.Contains(string(ue), "<system>") {
+			return nil, fmt.Errorf("NCCL_GRAPH_FILE %s: a <system> element is NCCL's topology file (NCCL_TOPO_FILE, NCCL_TOPO_DUMP_FILE), not a graph file (NCCL_GRAPH_DUMP_FILE writes those: a <graphs> element of <graph> elements)", name)
+		}
 		return nil, fmt.Errorf("NCCL_GRAPH_FILE %s: %v (want a <graphs> element of <graph> elements)", name, err)
 	}
 	if len(doc.Graphs) == 0 {

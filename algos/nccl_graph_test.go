@@ -46,6 +46,7 @@ func TestParseNCCLGraphsSaysWhatIsWrong(t *testing.T) {
 		{"syntax", "<graphs>\n<graph id=\"0\"\n</graphs>", "line 3"},
 		{"no graph", "<graphs></graphs>", "no <graph> element"},
 		{"other root", "<graph id=\"0\"/>", "want a <graphs> element"},
+		{"topology file", `<system version="1"><cpu numaid="0"/></system>`, "NCCL's topology file"},
 		{"no id", `<graphs><graph pattern="4"/></graphs>`, "no id attribute"},
 		{"bad channels", `<graphs><graph id="0" pattern="4" nchannels="x" speedintra="1" speedinter="1" typeintra="PHB" typeinter="PIX"/></graphs>`, `nchannels="x": want an integer 1..32`},
 		{"too many channels", `<graphs><graph id="0" pattern="4" nchannels="33" speedintra="1" speedinter="1" typeintra="PHB" typeinter="PIX"/></graphs>`, "want an integer 1..32"},
