@@ -31,12 +31,44 @@ func (customAR) Describe() string {
 const customARMaxSize = 8 << 20
 
 func (customAR) Options() []OptionSpec {
-	return append([]OptionSpec{
-		{Name: "algo", Values: []string{"auto", "1stage", "2stage"}, Default: "auto",
-			Doc: "as SGLANG_CUSTOM_ALLREDUCE_ALGO: force 1-stage or 2-stage, bypassing the full-NVLink gate"},
+	return append(append([]OptionSpec{
+		{Name: "algo", Values: []string{"auto", "1stage", "2stage", "ring", "tree"}, Default: "auto",
+			Doc: "as SGLANG_CUSTOM_ALLREDUCE_ALGO: force 1-stage or 2-stage, bypassing the full-NVLink gate; ring or tree (NCCL_ALGO) is the NCCL fallback's algorithm, the gate's choice staying auto"},
 		{Name: "max_size", Int: bytesRange, Default: fmt.Sprint(customARMaxSize),
 			Doc: "largest message (exclusive) custom allreduce takes, in bytes (vLLM/SGLang max_size)"},
-	}, pullOptions...)
+	}, pullOptions...), customARNCCLOptions()...)
+}
+
+// customARNCCLOptions are NCCL's settings (nccl's options but the
+// algorithm, which shares algo, and the forced channel count), which reach
+// custom_ar's NCCL fallback: NCCL's environment is the process's, so
+// NCCL_P2P_LEVEL and the rest apply to the allreduces the gate sends to
+// NCCL as to any other NCCL call.
+func customARNCCLOptions() []OptionSpec {
+	var out []OptionSpec
+	for _, o := range (nccl{}).Options() {
+		if o.Name == "algo" || o.Name == "channels" {
+			continue
+		}
+		o.Doc = "for the NCCL fallback: " + o.Doc
+		out = append(out, o)
+	}
+	return out
+}
+
+// customARFallbackOpts are the options of req that reach the NCCL
+// fallback: NCCL's settings, and algo where it names NCCL's ring or tree.
+func customARFallbackOpts(req Request) map[string]string {
+	out := map[string]string{}
+	for _, o := range customARNCCLOptions() {
+		if v, ok := req.Opts[o.Name]; ok {
+			out[o.Name] = v
+		}
+	}
+	if v := req.Opt("algo", "auto"); v == "ring" || v == "tree" {
+		out["algo"] = v
+	}
+	return out
 }
 
 // customARWorldSizes is _SUPPORTED_WORLD_SIZES of vLLM and SGLang.
@@ -64,7 +96,7 @@ func fullNVLink(top *topology.Topology, n int) (bool, error) {
 // falling back to NCCL.
 func customARDecision(req Request) (string, string, error) {
 	n := req.Ranks
-	force := req.Opt("algo", "auto")
+	force := req.Opt("algo", "auto") // ring and tree are the NCCL fallback's
 	maxSize := int64(req.IntOpt("max_size", customARMaxSize))
 	supported := false
 	for _, w := range customARWorldSizes {
@@ -112,8 +144,9 @@ func (customAR) Plan(req Request) (*Schedule, error) {
 	runs := "nccl"
 	switch stage {
 	case "":
-		// The gate says no: the allreduce goes to NCCL, with NCCL's own
-		// defaults (custom allreduce options mean nothing there).
+		// The gate says no: the allreduce goes to NCCL, with the process's
+		// NCCL settings (custom allreduce options mean nothing there).
+		sub.Opts = customARFallbackOpts(req)
 		s, err = Plan("nccl", sub)
 		if err != nil {
 			return nil, fmt.Errorf("algos: custom_ar: falls back to nccl (%s), which failed: %w", why, err)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/topology"
 )
 
 // ncclRegistered says whether the fallback exists yet (it is written in
@@ -110,4 +112,24 @@ func TestCustomAROnPCIe(t *testing.T) {
 	// A larger max_size lets it through.
 	s = planCustomAR(t, req(t, preset, 8, 16<<20, map[string]string{"algo": "2stage", "max_size": fmt.Sprint(32 << 20)}), "")
 	assert.Contains(t, s.Notes[0], "2stage")
+}
+
+// NCCL's settings are the process's: the allreduces custom_ar's gate sends
+// to NCCL run under them as NCCL's own do, and NCCL_ALGO (algo=ring|tree)
+// names the fallback's algorithm without touching the gate.
+func TestCustomARFallbackRunsUnderNCCLSettings(t *testing.T) {
+	top, err := topology.Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	for _, opts := range []map[string]string{
+		{"p2p_level": "sys"},
+		{"algo": "ring", "proto": "ll"},
+		{"p2p_level": "sys", "graph_channels": "2", "graph_speed": "24000", "graph_type": "phb"},
+	} {
+		r := Request{Top: top, Ranks: 8, Bytes: 43008, DType: BF16, Opts: opts}
+		require.NoError(t, Validate(customAR{}, r), "%v", opts)
+		s := planCustomAR(t, r, "8 ranks without NVLink between every pair")
+		n, err := Plan("nccl", Request{Top: top, Ranks: 8, Bytes: 43008, DType: BF16, Opts: opts})
+		require.NoError(t, err)
+		assert.Equal(t, n.Notes, s.Notes[1:], "%v", opts)
+	}
 }
