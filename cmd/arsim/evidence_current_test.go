@@ -38,6 +38,8 @@ var publishedTables = []measuredSet{
 	{"4 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x4_p2p.txt"}, "testdata/topologies/pcie4_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
 	{"6 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x6_p2p_32mib.txt"}, "testdata/topologies/pcie6_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
 	{"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE", []string{"testdata/rtx6kpro/nccl_graph_xml.jsonl"}, "rtxpro6000x8-2numa", ""},
+	{"8 × RTX PRO 6000 behind two switches on two root complexes, ring", []string{"testdata/rtx6kpro/wrx90_group_a.jsonl"}, "testdata/topologies/pcie8_2switch_2roots_topo_m.txt", ""},
+	{"8 × RTX PRO 6000 behind two switches on one root complex, ring", []string{"testdata/rtx6kpro/wrx90_group_b.jsonl"}, "testdata/topologies/pcie8_2switch_1root_topo_m.txt", ""},
 }
 
 // evidenceSources are what evidence.json is computed from: every capture

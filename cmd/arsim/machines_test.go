@@ -255,6 +255,8 @@ func TestPublishedTablesBySize(t *testing.T) {
 		"4 × RTX 4090, P2P at SYS": {"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"6 × RTX 4090, P2P at SYS": {"> 16 MiB"},
 		"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE": {"> 2 KiB, ≤ 1 MiB"},
+		"8 × RTX PRO 6000 behind two switches on two root complexes, ring":          {"> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"8 × RTX PRO 6000 behind two switches on one root complex, ring":            {"> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 	}
 	require.Len(t, within, len(publishedTables))
 	for _, tb := range publishedTables {
