@@ -237,7 +237,7 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		d.notes = append(d.notes, fmt.Sprintf("NCCL: ring graph given (NCCL_GRAPH_FILE or graph_*), not searched: %d graph channels × %.1f GB/s, type %s%s; runtime channels %d; arsim's rings run in rank order",
 			g.Channels, g.BwIntra, strings.ToUpper(req.Opts["graph_type"]), given.treeNote, m.Channels()))
 	} else {
-		d.notes = append(d.notes, fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", p.bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits)", false: ""}[g.Fallback], m.Channels()))
+		d.notes = append(d.notes, fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", p.bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits; NCCL_GRAPH_FILE or graph_* give NCCL a graph instead)", false: ""}[g.Fallback], m.Channels()))
 	}
 	d.notes = append(d.notes, fmt.Sprintf("NCCL: tuned for sm%d (%s)", sm, topology.ComputeCapability))
 	if ch.Algo == ncclmodel.Tree {
