@@ -3,6 +3,7 @@ package validate
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -360,4 +361,24 @@ func TestLoopsThatFillALinkAreComparedAtTheKernelsEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.kernelEnds(c.preset.DefaultParams()))
 	assert.Equal(t, []float64{20490, 431, 19256}, c.measured)
+}
+
+// A record's relative NCCL_GRAPH_FILE is read from its trace's directory;
+// an absolute one, and records of a trace in the working directory, keep
+// theirs, and the caller's records are not changed.
+func TestGraphFilesAreReadFromTheTraceDirectory(t *testing.T) {
+	env := map[string]string{"NCCL_GRAPH_FILE": "g.xml", "NCCL_P2P_LEVEL": "SYS"}
+	abs := map[string]string{"NCCL_GRAPH_FILE": filepath.Join(string(filepath.Separator), "x", "g.xml")}
+	recs := []trace.Record{{NCCLEnv: env}, {NCCLEnv: abs}, {}}
+	got := append([]trace.Record(nil), recs...)
+	graphFilesFrom(got, filepath.Join("data", "box", "t.jsonl"))
+	assert.Equal(t, filepath.Join("data", "box", "g.xml"), got[0].NCCLEnv["NCCL_GRAPH_FILE"])
+	assert.Equal(t, "SYS", got[0].NCCLEnv["NCCL_P2P_LEVEL"])
+	assert.Equal(t, abs["NCCL_GRAPH_FILE"], got[1].NCCLEnv["NCCL_GRAPH_FILE"])
+	assert.Nil(t, got[2].NCCLEnv)
+	assert.Equal(t, "g.xml", env["NCCL_GRAPH_FILE"], "the caller's map is not changed")
+
+	here := append([]trace.Record(nil), recs...)
+	graphFilesFrom(here, "t.jsonl")
+	assert.Equal(t, "g.xml", here[0].NCCLEnv["NCCL_GRAPH_FILE"])
 }
