@@ -305,6 +305,18 @@ func (b *smiBuild) findTree() error {
 	return nil
 }
 
+// hasNODE reports whether two GPUs meet only on their socket (NODE).
+func (b *smiBuild) hasNODE() bool {
+	for i := 0; i < b.m.n; i++ {
+		for j := i + 1; j < b.m.n; j++ {
+			if b.treeLevel(i, j) == lvNODE {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // treeLevel is where GPUs i and j meet in the tree built so far.
 func (b *smiBuild) treeLevel(i, j int) int {
 	if b.socketOf[i] != b.socketOf[j] {
@@ -414,6 +426,9 @@ func (b *smiBuild) notePCIe(ps *Params) {
 		b.notes.add(fmt.Sprintf("PIX groups behind one PCIe switch each (%d), PXB groups under an upper switch (%d); switch uplinks assumed Gen%d x%d", b.switches, b.uppers, b.gen, b.width))
 	}
 	b.notes.add("one host bridge per PHB group (GPUs that are PHB share a host bridge; NODE means different host bridges of one socket)")
+	if b.switches+b.uppers > 0 && b.hasNODE() {
+		b.notes.add("a NODE pair crosses its switches, two host bridges and the CPU's fabric: on one AMD socket a published GPU ping-pong puts a crossing between root complexes within about 10 ns of one inside a root complex, so such pairs' paths may be up to 0.3 µs long (docs/VALIDATION.md, the WRX90 comparison)")
+	}
 	if len(b.sockets) > 1 {
 		b.notes.add(fmt.Sprintf("sockets joined in a chain by the socket interconnect at smp.bandwidth %s GB/s: the matrix gives no speeds", gbString(ps.Get("smp.bandwidth"))))
 	}
