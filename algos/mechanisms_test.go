@@ -100,7 +100,7 @@ func TestRanMechanismsFollowTheRun(t *testing.T) {
 		m, err := hw.New(top)
 		require.NoError(t, err)
 		if !model {
-			m.Phys.PostedWaitPerDoubling, m.Phys.HostLoadsBesideStores = 0, 0
+			m.Phys.PostedWaitPerDoubling, m.Phys.PostedWaitOne, m.Phys.HostLoadsBesideStores = 0, 0, 0
 		}
 		res, err := Run(m, s, RunOptions{Iterations: 3, Launch: hw.Graph})
 		require.NoError(t, err)

@@ -14,8 +14,10 @@ import (
 // 47 µs beside 2, 8, 32 and 131), and while any block streams such stores
 // a block keeps at most gpu.host_loads_beside_stores bytes of loads of
 // host memory in flight (fitted beside 131; beside one storing block the
-// loads keep 18–20 KB, read_depth_2.jsonl and _3, where one storing block
-// adds only 0.1–0.2 µs to the round trip). A read under way takes its new
+// loads keep 18–20 KB, read_depth_2.jsonl and _3). Beside one storing
+// block a load waits pcie.posted_wait_one (0.17 µs, read_depth_2.jsonl's
+// one-load block against itself alone): one block's stores keep the link
+// busy without a queue building up behind them. A read under way takes its new
 // rate cap when the storing blocks change (their stores start, or land):
 // readSpec's cap with the blocks storing then, without the whole-iteration
 // window (windowCap) that its first cap had.
@@ -153,12 +155,17 @@ func (m *Machine) StoringBlocks(r int) float64 {
 }
 
 // HostLoadWait is what an SM load of host memory by GPU r waits now behind
-// the stores queued towards the host, beyond its round trip alone: 0
-// unless two or more blocks store (StoringBlocks).
+// the stores queued towards the host, beyond its round trip alone
+// (StoringBlocks n): none below one block; pcie.posted_wait_one beside one
+// (a block's stores keep the link busy, with no queue building up behind
+// them); pcie.posted_wait_per_doubling for each doubling from two on.
 func (m *Machine) HostLoadWait(r int) sim.Duration {
 	n := m.StoringBlocks(r)
-	if n < 2 {
+	switch {
+	case n < 1:
 		return 0
+	case n < 2:
+		return m.Phys.PostedWaitOne
 	}
 	return sim.Duration(math.Round(float64(m.Phys.PostedWaitPerDoubling) * math.Log2(n)))
 }

@@ -32,8 +32,9 @@ func readGBps(t *testing.T, reader, writer Kernel) (float64, *Machine) {
 }
 
 // Loads of host memory beside blocks streaming stores to it: a round trip
-// longer by pcie.posted_wait_per_doubling for each doubling of the
-// storing blocks from two on, and a block's bytes in flight at most
+// longer by pcie.posted_wait_one beside one storing block and by
+// pcie.posted_wait_per_doubling for each doubling of the storing blocks
+// from two on, and a block's bytes in flight at most
 // gpu.host_loads_beside_stores; paced, protocol-loop and fenced stores
 // and stores to the GPU's own memory do not count, and the count goes
 // back to zero when the stores end.
@@ -44,6 +45,11 @@ func TestLoadsWaitBehindStreamingStores(t *testing.T) {
 	g := m.Phys.PostedWaitPerDoubling
 	require.Positive(t, g)
 	rtt := float64(512*16) / (alone * 1e9) // s
+	w1 := m.Phys.PostedWaitOne
+	require.Positive(t, w1)
+	got1, m1 := readGBps(t, one, Kernel{Blocks: 1, Threads: 512})
+	assert.InDelta(t, 1.0, m1.StoringBlocks(0), 1e-9)
+	assert.InEpsilon(t, float64(512*16)/(rtt+w1.Seconds())/1e9, got1, 0.02, "one load a thread beside one storing block")
 	for _, n := range []int{2, 8, 131} {
 		got, m := readGBps(t, one, Kernel{Blocks: n, Threads: 512})
 		assert.InDelta(t, float64(n), m.StoringBlocks(0), 1e-9)

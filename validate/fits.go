@@ -347,6 +347,18 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks == 131 && (r.LoadsInFlight == 1 || r.LoadsInFlight == 4)
 		}, How: "one-load block: its 8,192 B in flight over the rate, less the host round trip alone, over log2(131); four-load block: its rate times that round trip"},
+	// pcie.posted_wait_one: read_depth_2.jsonl's one-load block beside one
+	// storing SM and alone, the same launch sequence; every other file,
+	// instance, launch and chase beside one storing block is predicted.
+	{Params: []string{"pcie.posted_wait_one"}, Files: []string{"h200x1-arsim/read_depth_2.jsonl"},
+		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
+		},
+		AlsoPredicts: append([]string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_placement.jsonl"}, readBesideWrite...),
+		On: func(r trace.Record) bool {
+			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks <= 1 && r.LoadsInFlight == 1
+		}, How: "the one-load block's 8,192 B in flight over its rate beside one storing SM, less the same over its rate alone"},
 	// gpu.host_loads_outstanding: a pointer chase beside 132 blocks of
 	// 512 threads loading host memory and no writer
 	// (read_beside_write_9.jsonl); the chases beside other reader blocks,

@@ -101,7 +101,8 @@ func TestLoadsWaitBehindStoringSMs(t *testing.T) {
 
 // pcie.posted_wait_per_doubling and gpu.host_loads_beside_stores come from
 // their fitted side (read_depth_2.jsonl's one- and four-load blocks beside
-// 131 storing SMs), and on the predicted side the model's loads beside 2
+// 131 storing SMs), pcie.posted_wait_one from its one-load block beside one
+// storing SM and alone, and on the predicted side the model's loads beside 2
 // to 131 storing SMs (one launch by SM, three instances) lie within a
 // factor of 2.5 of the measured, where without the queue they were 5 to 90
 // times fast, and readers that outlived their writer, alone once its
@@ -125,7 +126,20 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 	rtt := 512 * 16 / fitted[0].GbpsTotal // ns
 	g := (rtt - rtt0) / math.Log2(131)
 	c := fitted[1].GbpsTotal * rtt
-	for name, w := range map[string]float64{"pcie.posted_wait_per_doubling": g, "gpu.host_loads_beside_stores": c} {
+	var alone, one trace.Record
+	for _, r := range readOneGPU(t, "read_depth_2.jsonl") {
+		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "pcie.posted_wait_one" {
+			if r.WriteBlocks == 0 {
+				alone = r
+			} else {
+				one = r
+			}
+		}
+	}
+	require.Equal(t, 1, one.WriteBlocks)
+	require.Positive(t, alone.GbpsTotal)
+	w1 := 512*16/one.GbpsTotal - 512*16/alone.GbpsTotal
+	for name, w := range map[string]float64{"pcie.posted_wait_per_doubling": g, "gpu.host_loads_beside_stores": c, "pcie.posted_wait_one": w1} {
 		assert.InEpsilon(t, w, ps.Get(name), 0.001, "%s: its fitted side gives %.6g", name, w)
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/"+file, name)
