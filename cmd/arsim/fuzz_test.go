@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
@@ -124,4 +126,27 @@ func FuzzDurations(f *testing.F) {
 			t.Fatalf("%q (%v) accepted as %v", s, d, got)
 		}
 	})
+}
+
+// A size refused says why: its sign, its unit, its fraction (with the
+// bytes to write instead where they are whole) or the limit.
+func TestSizeRefusalsSayWhy(t *testing.T) {
+	for s, want := range map[string]string{
+		"0":                    "is not a positive number of bytes",
+		"-5KiB":                "is not a positive number of bytes",
+		"1PiB":                 `has the unit "PiB", which is not one of`,
+		"12 parsecs":           `has the unit "parsecs"`,
+		"1.5MiB":               "is not written as a whole number: write it as 1572864",
+		"1e3":                  "write it as 1000",
+		"1.3KiB":               "is not a whole number of bytes (1331.2 B)",
+		"99999999999999999999": "is above the limit of 1099511627776 B",
+		"1e30":                 "is above the limit",
+		"2TiB":                 "is above the limit",
+		"NaN":                  "is not a positive number of bytes",
+	} {
+		_, err := parseSize(s)
+		if assert.True(t, isInput(err), "%q: %v", s, err) {
+			assert.Contains(t, err.Error(), want, s)
+		}
+	}
 }

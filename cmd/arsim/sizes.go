@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -27,7 +30,7 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, badInputf("size %q is not a positive number of bytes (%s)", s, sizeForms)
+		return 0, badInputf("size %q %s (%s)", s, whyNotASize(s, t, mult, err), sizeForms)
 	}
 	if n > algos.MaxBytes/mult {
 		return 0, badInputf("size %q is above the limit of %d B (1 TiB: more than any GPU's memory)", s, int64(algos.MaxBytes))
@@ -74,4 +77,32 @@ func parseSizes(s string) ([]int64, error) {
 		return nil, badInputf("%d sizes: want at most %d (each is simulated for every algorithm; a range covers 1 B to 1 TiB in 41)", len(out), maxSizes)
 	}
 	return out, nil
+}
+
+// whyNotASize says what is wrong with size s, whose number part t (its
+// unit, mult, taken off) strconv.ParseInt refused (err) or read as zero or
+// less.
+func whyNotASize(s, t string, mult int64, err error) string {
+	var ne *strconv.NumError
+	switch {
+	case errors.As(err, &ne) && ne.Err == strconv.ErrRange && !strings.HasPrefix(t, "-"):
+		return fmt.Sprintf("is above the limit of %d B (1 TiB: more than any GPU's memory)", int64(algos.MaxBytes))
+	case err == nil || strings.HasPrefix(t, "-"):
+		return "is not a positive number of bytes"
+	}
+	if f, ferr := strconv.ParseFloat(t, 64); ferr == nil && f > 0 && !strings.ContainsAny(t, "xXpPiInN_") {
+		b := f * float64(mult)
+		if b > float64(algos.MaxBytes) {
+			return fmt.Sprintf("is above the limit of %d B (1 TiB: more than any GPU's memory)", int64(algos.MaxBytes))
+		}
+		if b == math.Trunc(b) {
+			return fmt.Sprintf("is not written as a whole number: write it as %d", int64(b))
+		}
+		return fmt.Sprintf("is not a whole number of bytes (%g B)", b)
+	}
+	u := strings.TrimSpace(s)
+	if i := strings.IndexFunc(u, func(r rune) bool { return r < '0' || r > '9' }); i > 0 {
+		return fmt.Sprintf("has the unit %q, which is not one of B, KiB, MiB, GiB, TiB, KB, MB, GB, TB", strings.TrimSpace(u[i:]))
+	}
+	return "is not a positive number of bytes"
 }
