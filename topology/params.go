@@ -197,7 +197,8 @@ type Override struct {
 }
 
 // ReadOverrides parses a parameter file: one "name = value" per line,
-// '#' starts a comment (kept as the source), blank lines ignored. name is
+// '#' starts a comment (kept as the source), blank lines ignored; a name
+// set on two lines is refused. name is
 // the file name for error messages. It reads at most 1 MiB.
 func ReadOverrides(r io.Reader, name string) ([]Override, error) {
 	lr := &io.LimitedReader{R: r, N: maxParamsBytes + 1}
@@ -210,6 +211,7 @@ func ReadOverrides(r io.Reader, name string) ([]Override, error) {
 
 func readOverrides(sc *bufio.Scanner, name string) ([]Override, error) {
 	var out []Override
+	seen := map[string]int{} // name: its line
 	line := 0
 	for sc.Scan() {
 		line++
@@ -232,6 +234,10 @@ func readOverrides(sc *bufio.Scanner, name string) ([]Override, error) {
 		if err != nil || k == "" {
 			return nil, fmt.Errorf("topology: %s:%d: %q: value must be a number", name, line, text)
 		}
+		if at, dup := seen[k]; dup {
+			return nil, fmt.Errorf("topology: %s:%d: %s is set twice, on lines %d and %d: which one is meant?", name, line, k, at, line)
+		}
+		seen[k] = line
 		out = append(out, Override{Name: k, Value: f, Source: comment, Line: line})
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {

@@ -149,6 +149,8 @@ func TestParamsOverridesAndRanges(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown parameter "nope"`)
 	_, err = ReadOverrides(strings.NewReader("a = b\n"), "x.params")
 	assert.ErrorContains(t, err, "x.params:1")
+	_, err = ReadOverrides(strings.NewReader("smp.bandwidth = 120\n# again\nsmp.bandwidth = 95\n"), "x.params")
+	assert.ErrorContains(t, err, "x.params:3: smp.bandwidth is set twice, on lines 1 and 3")
 
 	var buf bytes.Buffer
 	require.NoError(t, ps.WriteFile(&buf))
