@@ -99,9 +99,12 @@ extern "C" __global__ void read_loop(const int4* __restrict__ src, int4* sink, l
 // follows `steps` dependent loads through src (each 8-B word the index of the next, as chase's array), the other
 // threads idle; modes 2 and 3: each thread keeps 4 or 8 independent loads in flight (place_loads), mode 0 the
 // plain loop (one). wstat: the writers' 16-B stores, their first start and last end (ns). wide: see the writers.
+// mode 4: the plain loop on the block's first rthreads threads only (one load a thread in flight, rthreads × 16 B
+// a block); mode 5: the chase of mode 1 by the first warp, each step every lane loading 8 B at 16-B steps from the
+// step's word (512 B a step, as a streaming warp's load), the next index lane 0's.
 extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, const signed char* roles, int* claim,
                                     long long rbytes16, int* state, long long* out, int4* sink, int mode, int steps,
-                                    unsigned long long* wstat, int wide) {
+                                    unsigned long long* wstat, int wide, int rthreads) {
   extern __shared__ int4 pad[];
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -162,6 +165,27 @@ extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, con
         long long j = 0;
         for (int i = 0; i < steps; i++) j = q[j];
         if (j == -12345) sink[0].x = (int)j;
+      }
+    } else if (mode == 5) {
+      if (threadIdx.x < 32) {
+        const volatile long long* q = (const volatile long long*)src;
+        long long j = 0, acc = 0;
+        for (int i = 0; i < steps; i++) {
+          long long v = q[j + 2 * threadIdx.x];
+          acc += v;
+          j = __shfl_sync(0xffffffffu, v, 0);
+        }
+        if (acc == -12345) sink[threadIdx.x].x = (int)acc;
+      }
+    } else if (mode == 4) {
+      if ((int)threadIdx.x < rthreads) {
+        const int4* p = src + (long long)rank * rbytes16;
+        int4 acc = make_int4(0, 0, 0, 0);
+        for (long long k = threadIdx.x; k < rbytes16; k += rthreads) {
+          int4 v = p[k];
+          acc.x += v.x; acc.y ^= v.y; acc.z += v.z; acc.w ^= v.w;
+        }
+        if (acc.x == 0x12345678 && acc.y == 0x9abcdef0) sink[threadIdx.x & 255] = acc;
       }
     } else if (mode >= 2) {
       const int4* p = src + (long long)rank * rbytes16;

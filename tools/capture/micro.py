@@ -744,7 +744,7 @@ class Micro:
 
         wide = np.int32(1 if os.environ.get("PLACE_WRITES") == "wide" else 0)
 
-        def launch(roles, rbytes, mode=0, steps=0, chase_src=None):
+        def launch(roles, rbytes, mode=0, steps=0, chase_src=None, rthreads=512):
             with cp.cuda.Device(0), s:
                 roles_d.set(np.asarray(roles, dtype=np.int8))
                 claim.fill(0); out.fill(0)
@@ -753,7 +753,7 @@ class Micro:
                 st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
                 state.set(st)
                 f((sms,), (512,), (src if chase_src is None else chase_src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
-                                   np.int32(mode), np.int32(steps), wstat, wide), shared_mem=smem, stream=s)
+                                   np.int32(mode), np.int32(steps), wstat, wide, np.int32(rthreads)), shared_mem=smem, stream=s)
                 s.synchronize()
                 o, stv, w = out.get().reshape(sms, 4), state.get(), wstat.get()
             if stv[4]:
@@ -1042,6 +1042,14 @@ class Micro:
         # READ_DEPTH_CHASE=local: only the chase, walking the same pattern in the GPU's own memory (records target
         # local), on the last SM while the first n store to host memory: do the GPU's own loads wait behind stores
         # that other SMs stream to host memory?
+        # READ_DEPTH_RTHREADS=32,128: besides the 512-thread streaming block and the chase, streaming blocks of which
+        # only the first 32, 128 … threads load (place_rw mode 4, field threads; 2 MiB × threads / 512, so as many
+        # round trips) and the chase by a whole warp (mode 5: 512 B a step; field chase_lanes 32)
+        rts = [int(v) for v in os.environ.get("READ_DEPTH_RTHREADS", "").split(",") if v]
+        if any(t < 1 or t > 512 for t in rts):
+            raise ValueError(f"READ_DEPTH_RTHREADS={rts}: 1–512 threads")
+        if rts:
+            unroll, modes = True, (0, 1, 5) + tuple(4 + t / 1024 for t in rts)
         chase_target, chase_src = os.environ.get("READ_DEPTH_CHASE", "host"), None
         if chase_target not in ("host", "local"):
             raise ValueError(f"READ_DEPTH_CHASE={chase_target!r}: host or local")
@@ -1066,25 +1074,30 @@ class Micro:
                     for w in ws:
                         roles[w] = 1
                     roles[rsm] = 2
-                    for mode in modes:
+                    for mm in modes:
+                        # mode 4 + t/1024: mode 4 on t threads
+                        mode, rt = (4, round((mm - 4) * 1024)) if 4 < mm < 5 else (int(mm), 512)
+                        rb = (2 << 20) * rt // 512
                         times, wl = [], []
                         for trial in range(4):
-                            o, w = launch(roles, 2 << 20, mode, steps, chase_src if mode == 1 else None)
+                            o, w = launch(roles, rb, mode, steps, chase_src if mode in (1, 5) else None, rt)
                             row = [v for v in o if int(v[0]) == rsm][0]
                             if trial:
                                 times.append(float(row[3] - row[2]))
                                 wl.append(w)
-                        rec = self._place_rec(f"first{n}", ws, rsm, 1, 2 << 20, times, smem, wl[len(wl) // 2])
-                        if unroll and mode != 1:
-                            rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8}[mode]
-                        if mode == 1:
+                        rec = self._place_rec(f"first{n}", ws, rsm, 1, rb, times, smem, wl[len(wl) // 2])
+                        rec["threads"] = rt
+                        if unroll and mode not in (1, 5):
+                            rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8, 4: 1}[mode]
+                        if mode in (1, 5):
                             ns = statistics.median(times) / steps
                             rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": chase_target,
                                    "ns_per_step": ns, "ns_per_step_globaltimer": ns, "steps": steps,
                                    "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
                                    "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": f"first{n}", "write_span": rec["write_span"],
                                    "smem_bytes": smem, **({"write_threads": 512, "write_target": "host",
-                                                           "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {})}
+                                                           "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {}),
+                                   **({"chase_lanes": 32} if mode == 5 else {})}
                         self.rec_sm.emit(rec)
                 self.rec_sm.guard(f"read_depth {smem} {n}", meas)
             for n in (() if unroll else (2, 8, 66)):
