@@ -170,6 +170,16 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 	return sim.Duration(math.Round(float64(m.Phys.PostedWaitPerDoubling) * math.Log2(n)))
 }
 
+// HostLoneLoadWait is what a lone thread's load of host memory by GPU r
+// (one 8-B word: a pointer chase) waits now behind the stores queued
+// towards the host: pcie.posted_wait_lone_load of a warp's wait
+// (HostLoadWait). A warp's 512-B load waits the whole of it
+// (read_depth_5.jsonl: a warp's chase waits as a streaming block of 32 to
+// 512 threads does, a lone thread's 0.6–0.8 of that).
+func (m *Machine) HostLoneLoadWait(r int) sim.Duration {
+	return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoad * float64(m.HostLoadWait(r))))
+}
+
 // LoadedBesideStreams reports whether, since the machine was made, some
 // SM read of host memory ran while its GPU streamed stores to host memory
 // (StoringBlocks ≥ 1 as the read took its rate), whether or not the

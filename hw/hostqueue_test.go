@@ -77,9 +77,13 @@ func TestLoadsWaitBehindStreamingStores(t *testing.T) {
 	require.NoError(t, m.Write(0, HostMem(m.LocalSocket(0)), 64<<20, Kernel{Blocks: 8, Threads: 512}, "w", nil))
 	assert.InDelta(t, 8.0, m.StoringBlocks(0), 1e-9)
 	assert.Positive(t, m.HostLoadWait(0))
+	// a lone thread's load (a chase) waits pcie.posted_wait_lone_load of it
+	require.True(t, m.Phys.PostedWaitLoneLoad > 0 && m.Phys.PostedWaitLoneLoad < 1)
+	assert.InDelta(t, m.Phys.PostedWaitLoneLoad*float64(m.HostLoadWait(0)), float64(m.HostLoneLoadWait(0)), 1)
 	require.NoError(t, m.Eng.Run())
 	assert.Zero(t, m.StoringBlocks(0), "after the stores land")
 	assert.Zero(t, m.HostLoadWait(0))
+	assert.Zero(t, m.HostLoneLoadWait(0))
 	assert.True(t, m.HostStreamsIdle())
 }
 

@@ -363,8 +363,11 @@ type Record struct {
 	// again; "wide": together across 128 MiB; "": own_mib).
 	// LoadsInFlight: the independent 16-B loads each reading thread keeps
 	// in flight (0: the loop's own, one for read_placement's plain loop).
-	Placement, WriteSpan             string
-	ReadSM, SmemBytes, LoadsInFlight int
+	// ChaseLanes: a pointer_chase whose every step is a warp's load, each
+	// of its ChaseLanes lanes loading 8 B at 16-B steps from the step's
+	// word (32: 512 B, as a streaming warp's load); 0: thread 0 alone.
+	Placement, WriteSpan                         string
+	ReadSM, SmemBytes, LoadsInFlight, ChaseLanes int
 	// AtomicPage (poll records of GPU-memory atomics, tools/capture's
 	// poll_pages): "fast" or "slow", the class of the 4 KiB page the polled
 	// words lie on, measured before the run by one block's atomics there

@@ -46,6 +46,11 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl", "h200x1-arsim/read_beside_write_13.jsonl", "h200x1-arsim/read_beside_write_14.jsonl", "h200x1-arsim/read_beside_write_15.jsonl",
 	"h200x1-arsim/chase_local.jsonl", "h200x1-arsim/chase_local_2.jsonl"}
 
+// readDepthOthers are read_placement's captures other than
+// read_depth_2.jsonl, on which the host queue's parameters are fitted.
+var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl",
+	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_placement.jsonl"}
+
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
 // so every record a per-block fit covers is on its predicted side.
@@ -329,7 +334,7 @@ var Fits = append([]Fit{
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
 		AlsoPredicts: append([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl",
-			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl"}, readBesideWrite...),
+			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_depth_5.jsonl"}, readBesideWrite...),
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
@@ -343,7 +348,7 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool {
 			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
 		},
-		AlsoPredicts: append([]string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_placement.jsonl"}, readBesideWrite...),
+		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks == 131 && (r.LoadsInFlight == 1 || r.LoadsInFlight == 4)
 		}, How: "one-load block: its 8,192 B in flight over the rate, less the host round trip alone, over log2(131); four-load block: its rate times that round trip"},
@@ -355,10 +360,22 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool {
 			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
 		},
-		AlsoPredicts: append([]string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_placement.jsonl"}, readBesideWrite...),
+		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks <= 1 && r.LoadsInFlight == 1
 		}, How: "the one-load block's 8,192 B in flight over its rate beside one storing SM, less the same over its rate alone"},
+	// pcie.posted_wait_lone_load: read_depth_2.jsonl's chase beside 131
+	// storing SMs and alone; every other storing-SM count, instance and
+	// launch of a lone thread's chase beside storing blocks is predicted.
+	{Params: []string{"pcie.posted_wait_lone_load"}, Files: []string{"h200x1-arsim/read_depth_2.jsonl"},
+		Kinds: []trace.Kind{trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.WriteBlocks > 0 && r.Target == "host" && r.ChaseLanes != 32
+		},
+		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite),
+		On: func(r trace.Record) bool {
+			return r.Placement == "by_sm" && r.Target == "host" && r.WriteBlocks == 131
+		}, How: "the chase's ns a step beside 131 storing SMs less the chase alone in the same file, over pcie.posted_wait_per_doubling × log2(131)"},
 	// gpu.host_loads_outstanding: a pointer chase beside 132 blocks of
 	// 512 threads loading host memory and no writer
 	// (read_beside_write_9.jsonl); the chases beside other reader blocks,

@@ -23,6 +23,11 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		return nil, &SkipError{Why: ErrNotModelled, Reason: why + ": many loads of one block at once and pages no launch touched are not modelled",
 			Cause: fmt.Errorf("%s: %w", why, ErrNotModelled)}
 	}
+	if r.ChaseLanes > 1 && r.ChaseLanes != 32 {
+		why := fmt.Sprintf("a chase by %d lanes", r.ChaseLanes)
+		return nil, &SkipError{Why: ErrNotModelled, Reason: why + ": only a lone thread's chase and a whole warp's (32 lanes) are modelled",
+			Cause: fmt.Errorf("%s: %w", why, ErrNotModelled)}
+	}
 	t := &Twin{
 		Group: "pointer_chase " + r.Target,
 		Sim:   device(func(top *topology.Topology) (float64, error) { return PointerChaseNs(top, r.Target) }),
@@ -45,7 +50,7 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
-			return PointerChaseBesideNs(top, r.Target, writer, reader, r.WriteTarget == "local")
+			return PointerChaseBesideNs(top, r.Target, writer, reader, r.WriteTarget == "local", r.ChaseLanes == 32)
 		})
 		readers := strconv.Itoa(r.ReadBlocks) + " reader blocks"
 		if r.ReadThreads > 0 {
@@ -68,6 +73,9 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 				t.Group += ", stores across 128 MiB"
 			}
 		}
+	}
+	if r.ChaseLanes == 32 {
+		t.Group += ", a warp's chase"
 	}
 	return t, nil
 }

@@ -142,7 +142,7 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 // behind the readers' loads outstanding (hw.Machine.HostReadQueueWait),
 // both taken once the readers' loads run at their rate; a chase of the
 // GPU's own memory waits for neither.
-func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal bool) (float64, error) {
+func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal, warp bool) (float64, error) {
 	m, at, err := machineAt(top, "pointer_chase", target, true)
 	if err != nil {
 		return 0, err
@@ -173,7 +173,11 @@ func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader 
 		return 0, err
 	}
 	if at.Host {
-		d += m.HostLoadWait(0)
+		if warp {
+			d += m.HostLoadWait(0)
+		} else {
+			d += m.HostLoneLoadWait(0)
+		}
 		d += m.HostReadQueueWait(0, d)
 	}
 	return float64(d) / float64(sim.Nanosecond), nil

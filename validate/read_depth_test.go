@@ -139,7 +139,16 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 	require.Equal(t, 1, one.WriteBlocks)
 	require.Positive(t, alone.GbpsTotal)
 	w1 := 512*16/one.GbpsTotal - 512*16/alone.GbpsTotal
-	for name, w := range map[string]float64{"pcie.posted_wait_per_doubling": g, "gpu.host_loads_beside_stores": c, "pcie.posted_wait_one": w1} {
+	var chase trace.Record
+	for _, r := range readOneGPU(t, "read_depth_2.jsonl") {
+		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "pcie.posted_wait_lone_load" {
+			require.Zero(t, chase.NsPerStep, "one record")
+			chase = r
+		}
+	}
+	require.Equal(t, 131, chase.WriteBlocks)
+	lone := (chase.NsPerStep - rtt0) / (math.Round(ps.Get("pcie.posted_wait_per_doubling")*1e3*math.Log2(131)) / 1e3)
+	for name, w := range map[string]float64{"pcie.posted_wait_per_doubling": g, "gpu.host_loads_beside_stores": c, "pcie.posted_wait_one": w1, "pcie.posted_wait_lone_load": lone} {
 		assert.InEpsilon(t, w, ps.Get(name), 0.001, "%s: its fitted side gives %.6g", name, w)
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/"+file, name)

@@ -181,6 +181,7 @@ extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, con
       if ((int)threadIdx.x < rthreads) {
         const int4* p = src + (long long)rank * rbytes16;
         int4 acc = make_int4(0, 0, 0, 0);
+#pragma unroll 1
         for (long long k = threadIdx.x; k < rbytes16; k += rthreads) {
           int4 v = p[k];
           acc.x += v.x; acc.y ^= v.y; acc.z += v.z; acc.w ^= v.w;
