@@ -49,7 +49,7 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 // readDepthOthers are read_placement's captures other than
 // read_depth_2.jsonl, on which the host queue's parameters are fitted.
 var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl",
-	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/read_placement.jsonl"}
+	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/chase_forms.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
@@ -334,7 +334,7 @@ var Fits = append([]Fit{
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
 		AlsoPredicts: append([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl",
-			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl"}, readBesideWrite...),
+			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/chase_forms.jsonl"}, readBesideWrite...),
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
