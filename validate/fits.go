@@ -332,9 +332,8 @@ var Fits = append([]Fit{
 			return r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host"
 		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
-		Covers: func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
-		AlsoPredicts: append([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/read_depth.jsonl",
-			"h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl", "h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/chase_forms.jsonl"}, readBesideWrite...),
+		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
+		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_depth_2.jsonl"}, readDepthOthers, readBesideWrite),
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},

@@ -1038,7 +1038,8 @@ class Micro:
         # READ_DEPTH_UNROLL=1: no shared memory, and streaming readers keeping 1, 4 and 8 loads a thread in flight
         # (place_rw modes 0, 2, 3; field loads_in_flight), no 16-reader launches
         unroll = os.environ.get("READ_DEPTH_UNROLL") == "1"
-        modes = (0, 2, 3, 1) if unroll else (0, 1)
+        # (place_rw mode, loading threads)
+        modes = tuple((m, 512) for m in ((0, 2, 3, 1) if unroll else (0, 1)))
         # READ_DEPTH_CHASE=local: only the chase, walking the same pattern in the GPU's own memory (records target
         # local), on the last SM while the first n store to host memory: do the GPU's own loads wait behind stores
         # that other SMs stream to host memory?
@@ -1049,12 +1050,12 @@ class Micro:
         if any(t < 1 or t > 512 for t in rts):
             raise ValueError(f"READ_DEPTH_RTHREADS={rts}: 1–512 threads")
         if rts:
-            unroll, modes = True, (0, 1, 5) + tuple(4 + t / 1024 for t in rts)
+            unroll, modes = True, ((0, 512), (1, 512), (5, 512)) + tuple((4, t) for t in rts)
         chase_target, chase_src = os.environ.get("READ_DEPTH_CHASE", "host"), None
         if chase_target not in ("host", "local"):
             raise ValueError(f"READ_DEPTH_CHASE={chase_target!r}: host or local")
         if chase_target == "local":
-            unroll, modes = True, (1,)
+            unroll, modes = True, ((1, 512),)
             with cp.cuda.Device(0):
                 darr = cp.zeros((8 << 20) // 8, dtype=cp.int64)
                 darr[order] = cp.roll(order, -1)
@@ -1074,9 +1075,7 @@ class Micro:
                     for w in ws:
                         roles[w] = 1
                     roles[rsm] = 2
-                    for mm in modes:
-                        # mode 4 + t/1024: mode 4 on t threads
-                        mode, rt = (4, round((mm - 4) * 1024)) if 4 < mm < 5 else (int(mm), 512)
+                    for mode, rt in modes:
                         rb = (2 << 20) * rt // 512
                         times, wl = [], []
                         for trial in range(4):
