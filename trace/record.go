@@ -360,7 +360,10 @@ type Record struct {
 	// carried in Extra with write_set and read_sms), SmemBytes the dynamic
 	// shared memory each block holds (0: none, or not given), WriteSpan
 	// where the writers store ("own_mib": each its own MiB again and
-	// again; "wide": together across 128 MiB; "": own_mib).
+	// again; "wide": together across 128 MiB; "own": each its own
+	// WriteSpanBytes again and again; "": own_mib), WriteSpanBytes the
+	// span when given (a writer's own region, or the writers' together
+	// for "wide"; 0: the form's first size, 1 MiB or 128 MiB).
 	// LoadsInFlight: the independent 16-B loads each reading thread keeps
 	// in flight (0: the loop's own, one for read_placement's plain loop).
 	// ChaseLanes: a pointer_chase whose every step is a warp's load, each
@@ -368,6 +371,7 @@ type Record struct {
 	// word (32: 512 B, as a streaming warp's load); 0: thread 0 alone.
 	Placement, WriteSpan                         string
 	ReadSM, SmemBytes, LoadsInFlight, ChaseLanes int
+	WriteSpanBytes                               int64
 	// AtomicPage (poll records of GPU-memory atomics, tools/capture's
 	// poll_pages): "fast" or "slow", the class of the 4 KiB page the polled
 	// words lie on, measured before the run by one block's atomics there

@@ -98,13 +98,14 @@ extern "C" __global__ void read_loop(const int4* __restrict__ src, int4* sink, l
 // (a wait past SPIN_LIMIT). out[4 × block]: SM, role, start ns, end ns. mode 1: a reader's thread 0 instead
 // follows `steps` dependent loads through src (each 8-B word the index of the next, as chase's array), the other
 // threads idle; modes 2 and 3: each thread keeps 4 or 8 independent loads in flight (place_loads), mode 0 the
-// plain loop (one). wstat: the writers' 16-B stores, their first start and last end (ns). wide: see the writers.
+// plain loop (one). wstat: the writers' 16-B stores, their first start and last end (ns). wide, span16: see the
+// writers.
 // mode 4: the plain loop on the block's first rthreads threads only (one load a thread in flight, rthreads × 16 B
 // a block); mode 5: the chase of mode 1 by the first warp, each step every lane loading 8 B at 16-B steps from the
 // step's word (512 B a step, as a streaming warp's load), the next index lane 0's.
 extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, const signed char* roles, int* claim,
                                     long long rbytes16, int* state, long long* out, int4* sink, int mode, int steps,
-                                    unsigned long long* wstat, int wide, int rthreads) {
+                                    unsigned long long* wstat, int wide, int rthreads, long long span16) {
   extern __shared__ int4 pad[];
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -123,10 +124,11 @@ extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, con
   }
   __syncthreads();
   if (role == 1) {
-    // wide: the writers stride together over 128 MiB of dst (as a grid-stride loop over a large buffer), each
-    // line stored once a pass; otherwise each writer stores its own 1 MiB again and again
-    int4* mine = wide ? dst : dst + (long long)smid * 65536;
-    long long mask = wide ? (1LL << 23) - 1 : 65535, step = wide ? (long long)state[3] * blockDim.x : blockDim.x;
+    // wide: the writers stride together over span16 × 16 B of dst (as a grid-stride loop over a large buffer),
+    // each line stored once a pass; otherwise each writer stores its own span16 × 16 B (at smid × span16) again
+    // and again; span16 a power of two (128 MiB and 1 MiB: the part's first forms)
+    int4* mine = wide ? dst : dst + (long long)smid * span16;
+    long long mask = span16 - 1, step = wide ? (long long)state[3] * blockDim.x : blockDim.x;
     unsigned it = 0;
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));

@@ -722,10 +722,31 @@ class Micro:
                 self.rec_sm.guard(f"chase_grid {W} {R} {wth} {rth} {lif}", meas)
         hb.free()
 
-    def _placer(self, hb, smem):
+    @staticmethod
+    def write_span(spec=None):
+        """The writers' span from PLACE_WRITES (or spec): "" or "own_mib" (each writer rewrites its own MiB), "wide"
+        (the writers stride together across 128 MiB), "own:<n>k" (each its own n KiB) or "wide:<n>m" (together
+        across n MiB), n a power of two. Returns (wide, span16, the record's fields)."""
+        v = os.environ.get("PLACE_WRITES", "") if spec is None else spec
+        if v in ("", "own_mib"):
+            return 0, 65536, {"write_span": "own_mib"}
+        if v == "wide":
+            return 1, 1 << 23, {"write_span": "wide"}
+        kind, _, size = v.partition(":")
+        unit = {"own": ("k", 1 << 10), "wide": ("m", 1 << 20)}.get(kind)
+        if unit is None or not size.endswith(unit[0]) or not size[:-1].isdigit():
+            raise ValueError(f"PLACE_WRITES={v!r}: own_mib, wide, own:<n>k or wide:<n>m")
+        nbytes = int(size[:-1]) * unit[1]
+        limit = (1 << 20) if kind == "own" else (256 << 20)
+        if nbytes < 4096 or nbytes & (nbytes - 1) or nbytes > limit:
+            raise ValueError(f"PLACE_WRITES={v!r}: a power of two from 4 KiB to {limit >> 20} MiB")
+        return int(kind == "wide"), nbytes // 16, {"write_span": kind, "write_span_bytes": nbytes}
+
+    def _placer(self, hb, smem, span=None):
         """place_rw's launcher on GPU 0 with smem bytes of dynamic shared memory a block: launch(roles, rbytes,
         mode=0, steps=0) returns each block's [SM, role, start ns, end ns] and the writers' [16-B stores, first
-        start, last end]. Raises unless every block lands on an SM of its own."""
+        start, last end]. span: write_span's (wide, span16, fields), else PLACE_WRITES's. Raises unless every block
+        lands on an SM of its own."""
         cp, sms = self.cp, self.sms
         src, dst = np.uint64(hb.ptr), np.uint64(hb.ptr + (256 << 20))
         f = self.fn(0, "place_rw")
@@ -742,7 +763,8 @@ class Micro:
             wstat = cp.zeros(3, dtype=cp.uint64)
             sink = cp.zeros(1024, dtype=cp.int32)
 
-        wide = np.int32(1 if os.environ.get("PLACE_WRITES") == "wide" else 0)
+        wide, span16, _ = span if span is not None else self.write_span()
+        wide, span16 = np.int32(wide), np.int64(span16)
 
         def launch(roles, rbytes, mode=0, steps=0, chase_src=None, rthreads=512):
             with cp.cuda.Device(0), s:
@@ -753,7 +775,7 @@ class Micro:
                 st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
                 state.set(st)
                 f((sms,), (512,), (src if chase_src is None else chase_src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
-                                   np.int32(mode), np.int32(steps), wstat, wide, np.int32(rthreads)), shared_mem=smem, stream=s)
+                                   np.int32(mode), np.int32(steps), wstat, wide, np.int32(rthreads), span16), shared_mem=smem, stream=s)
                 s.synchronize()
                 o, stv, w = out.get().reshape(sms, 4), state.get(), wstat.get()
             if stv[4]:
@@ -766,13 +788,13 @@ class Micro:
                                f"{sorted(int(v) for v in o[:, 0])}")
         return launch
 
-    def _place_rec(self, name, writers, rsm, nread, rbytes, ns_list, smem, w=None):
+    def _place_rec(self, name, writers, rsm, nread, rbytes, ns_list, smem, w=None, span=None):
         ns = statistics.median(ns_list)
         rec = {"kind": "host_link_concurrency", "clock": "sm_clock64", "what": "sm_read_beside_write",
                "gpus": 1, "bytes_per_gpu": rbytes, "blocks": nread, "threads": 512,
                "write_blocks": len(writers), "placement": "by_sm", "read_sm": rsm,
                "write_sms": ",".join(str(v) for v in writers), "write_set": name, "smem_bytes": smem,
-               "write_span": "wide" if os.environ.get("PLACE_WRITES") == "wide" else "own_mib",
+               **(span if span is not None else self.write_span())[2],
                "us": ns / 1e3, "us_min": min(ns_list) / 1e3, "us_max": max(ns_list) / 1e3,
                "gbps_per_gpu": nread * rbytes / ns, "gbps_total": nread * rbytes / ns, "gbps_read": nread * rbytes / ns}
         if writers:
@@ -1054,6 +1076,13 @@ class Micro:
         chase_target, chase_src = os.environ.get("READ_DEPTH_CHASE", "host"), None
         if chase_target not in ("host", "local"):
             raise ValueError(f"READ_DEPTH_CHASE={chase_target!r}: host or local")
+        # READ_DEPTH_MODES=0,1: only these place_rw modes (0 the plain loop, 1 the lone chase, 2 and 3 four and
+        # eight loads a thread, 5 the warp's chase), 512 threads, no shared memory
+        if os.environ.get("READ_DEPTH_MODES"):
+            picked = [int(v) for v in os.environ["READ_DEPTH_MODES"].split(",") if v]
+            if any(m not in (0, 1, 2, 3, 5) for m in picked):
+                raise ValueError(f"READ_DEPTH_MODES={picked}: modes 0, 1, 2, 3, 5")
+            unroll, modes = True, tuple((m, 512) for m in picked)
         if chase_target == "local":
             unroll, modes = True, ((1, 512),)
             with cp.cuda.Device(0):
@@ -1061,15 +1090,18 @@ class Micro:
                 darr[order] = cp.roll(order, -1)
                 cp.cuda.Device(0).synchronize()
             chase_src = np.uint64(darr.data.ptr)
-        for smem in ((0,) if unroll else (120 << 10, 0)):
+        # READ_DEPTH_SPANS=own_mib,wide:1m,…: the whole part once for each writers' span (PLACE_WRITES's forms),
+        # in that order; the records carry write_span (and write_span_bytes)
+        spans = [self.write_span(v) for v in os.environ.get("READ_DEPTH_SPANS", "").split(",") if v] or [None]
+        for smem, span in ((m, p) for p in spans for m in ((0,) if unroll else (120 << 10, 0))):
             try:
-                launch = self._placer(hb, smem)
+                launch = self._placer(hb, smem, span)
             except RuntimeError as e:
                 self.rec_sm.error(f"read_depth smem {smem}", e)
                 continue
             ns = [int(v) for v in os.environ.get("READ_DEPTH_NS", "").split(",") if v] or [0, 1, 2, 4, 8, 16, 32, 66, 131]
             for n in ns:
-                def meas(n=n, smem=smem, launch=launch):
+                def meas(n=n, smem=smem, launch=launch, span=span):
                     ws = list(range(n))
                     roles = [0] * sms
                     for w in ws:
@@ -1084,7 +1116,7 @@ class Micro:
                             if trial:
                                 times.append(float(row[3] - row[2]))
                                 wl.append(w)
-                        rec = self._place_rec(f"first{n}", ws, rsm, 1, rb, times, smem, wl[len(wl) // 2])
+                        rec = self._place_rec(f"first{n}", ws, rsm, 1, rb, times, smem, wl[len(wl) // 2], span)
                         rec["threads"] = rt
                         if unroll and mode not in (1, 5):
                             rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8, 4: 1}[mode]
@@ -1094,11 +1126,12 @@ class Micro:
                                    "ns_per_step": ns, "ns_per_step_globaltimer": ns, "steps": steps,
                                    "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
                                    "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": f"first{n}", "write_span": rec["write_span"],
+                                   **({"write_span_bytes": rec["write_span_bytes"]} if "write_span_bytes" in rec else {}),
                                    "smem_bytes": smem, **({"write_threads": 512, "write_target": "host",
                                                            "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {}),
                                    **({"chase_lanes": 32} if mode == 5 else {})}
                         self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_depth {smem} {n}", meas)
+                self.rec_sm.guard(f"read_depth {smem} {n} {(span or self.write_span())[2]}", meas)
             for n in (() if unroll else (2, 8, 66)):
                 def meas(n=n, smem=smem, launch=launch):
                     ws = list(range(n))

@@ -39,7 +39,7 @@ ENUMS = {
     "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir", "sm_read_beside_write"},
     "issuer": {"native"},
     "placement": {"by_sm"},
-    "write_span": {"own_mib", "wide"},
+    "write_span": {"own_mib", "wide", "own"},
     "atomic_page": {"fast", "slow"},
 }
 
