@@ -36,7 +36,7 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string
 		return err
 	}
 	if m.streamsToHost(dst, k) && bytes > 0 {
-		done = m.storing(r, k, done)
+		done = m.storing(r, k, bytes, done)
 	}
 	return m.launchWrite(r, spec, pr, k, bytes, label, done)
 }

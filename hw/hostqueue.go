@@ -8,10 +8,14 @@ import (
 
 // SM loads of host memory wait behind the stores that the GPU's SMs have
 // queued towards the host (measured on one H200, testdata/h200x1-arsim
-// read_depth*.jsonl): while two or more blocks stream stores to host
-// memory, a load's round trip grows by pcie.posted_wait_per_doubling for
-// each doubling of the storing blocks (1.2 µs alone; about 8, 21, 34 and
-// 47 µs beside 2, 8, 32 and 131), and while any block streams such stores
+// read_depth*.jsonl and read_span*.jsonl): while two or more blocks stream
+// stores to host memory, a load's round trip grows by
+// pcie.posted_wait_per_doubling for each doubling of the storing blocks
+// counted from one, times the share that the bytes the stores sweep give
+// (PostedWaitSpanShare: 1.2 µs alone; about 12, 24, 36 and 49 µs beside 2,
+// 8, 32 and 131 blocks whose stores sweep 117 MiB or more; at 52.6 GB/s
+// of stores either way, 2 SMs rewriting 16 KiB each kept a load waiting
+// 1.6 µs, 131 striding across 1 MiB 27 µs), and while any block streams such stores
 // a block keeps at most gpu.host_loads_beside_stores bytes of loads of
 // host memory in flight (fitted beside 131; beside one storing block the
 // loads keep 18–20 KB, read_depth_2.jsonl and _3). Beside one storing
@@ -42,20 +46,28 @@ func (k *Kernel) Streams() bool {
 	return k.Loop == LoopNone && k.RateCap == 0 && k.StoresPerFence == 0 && !k.PacedStores && k.Blocks > 0
 }
 
-// storing adds GPU r's blocks of a streaming write to host memory until
-// done runs, and returns the done to use instead.
-func (m *Machine) storing(r int, k *Kernel, done func()) func() {
+// storing adds GPU r's blocks of a streaming write of bytes to host
+// memory, and the bytes their stores sweep (k.StoreSpan, else bytes),
+// until done runs, and returns the done to use instead.
+func (m *Machine) storing(r int, k *Kernel, bytes sim.Bytes, done func()) func() {
 	if r < 0 || r >= m.Top.NumGPUs() {
 		return done
 	}
 	if m.hostStoring == nil {
 		m.hostStoring = make([]float64, m.Top.NumGPUs())
+		m.hostStoreSpan = make([]sim.Bytes, m.Top.NumGPUs())
 	}
 	n := float64(min(k.Blocks, m.Phys.SMs)) * k.share()
+	span := bytes
+	if k.StoreSpan > 0 {
+		span = k.StoreSpan
+	}
 	m.hostStoring[r] += n
+	m.hostStoreSpan[r] += span
 	m.recapHostReads(r)
 	return func() {
 		m.hostStoring[r] -= n
+		m.hostStoreSpan[r] -= span
 		if m.hostStoring[r] < 1e-9 {
 			m.hostStoring[r] = 0
 		}
@@ -154,11 +166,22 @@ func (m *Machine) StoringBlocks(r int) float64 {
 	return m.hostStoring[r]
 }
 
+// StoreSpan is the bytes that GPU r's streaming stores to host memory
+// sweep together now (Kernel.StoreSpan, else each write's bytes).
+func (m *Machine) StoreSpan(r int) sim.Bytes {
+	if r < 0 || r >= len(m.hostStoreSpan) {
+		return 0
+	}
+	return m.hostStoreSpan[r]
+}
+
 // HostLoadWait is what an SM load of host memory by GPU r waits now behind
 // the stores queued towards the host, beyond its round trip alone
 // (StoringBlocks n): none below one block; pcie.posted_wait_one beside one
 // (a block's stores keep the link busy, with no queue building up behind
-// them); pcie.posted_wait_per_doubling for each doubling from two on.
+// them); from two on, pcie.posted_wait_per_doubling for each doubling
+// from one block (1 + log2 n of them) times the share that the stores'
+// span gives (PostedWaitSpanShare).
 func (m *Machine) HostLoadWait(r int) sim.Duration {
 	n := m.StoringBlocks(r)
 	switch {
@@ -167,7 +190,29 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 	case n < 2:
 		return m.Phys.PostedWaitOne
 	}
-	return sim.Duration(math.Round(float64(m.Phys.PostedWaitPerDoubling) * math.Log2(n)))
+	w := float64(m.Phys.PostedWaitPerDoubling) * (1 + math.Log2(n)) * m.PostedWaitSpanShare(m.StoreSpan(r))
+	return sim.Duration(math.Round(w))
+}
+
+// PostedWaitSpanShare is the share of the whole wait behind streaming
+// stores (HostLoadWait) that a load waits when the stores sweep span
+// bytes: all of it from pcie.posted_wait_span_knee up; below, each halving
+// of the span takes 1 / pcie.posted_wait_span_doublings of it off, none
+// left that many halvings down (measured on one H200,
+// testdata/h200x1-arsim/read_span*.jsonl: beside 2 storing SMs a load
+// waited 1.6 µs behind stores rewriting 32 KiB and 14.5 µs behind stores
+// across 128 MiB, beside 131 27 and 43 µs behind 1 and 128 MiB, at the same
+// 52.6 GB/s of stores). The knee or doublings 0: the whole wait at every
+// span.
+func (m *Machine) PostedWaitSpanShare(span sim.Bytes) float64 {
+	knee, d := float64(m.Phys.PostedWaitSpanKnee), m.Phys.PostedWaitSpanDoublings
+	switch {
+	case knee <= 0 || d <= 0 || float64(span) >= knee:
+		return 1
+	case span <= 0:
+		return 0
+	}
+	return min(1, max(0, 1-math.Log2(knee/float64(span))/d))
 }
 
 // HostLoneLoadWait is what a lone thread's load of host memory by GPU r

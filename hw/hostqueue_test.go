@@ -34,7 +34,8 @@ func readGBps(t *testing.T, reader, writer Kernel) (float64, *Machine) {
 // Loads of host memory beside blocks streaming stores to it: a round trip
 // longer by pcie.posted_wait_one beside one storing block and by
 // pcie.posted_wait_per_doubling for each doubling of the storing blocks
-// from two on, and a block's bytes in flight at most
+// from one (from two on; stores spanning a TiB: the whole wait), and a
+// block's bytes in flight at most
 // gpu.host_loads_beside_stores; paced, protocol-loop and fenced stores
 // and stores to the GPU's own memory do not count, and the count goes
 // back to zero when the stores end.
@@ -53,13 +54,13 @@ func TestLoadsWaitBehindStreamingStores(t *testing.T) {
 	for _, n := range []int{2, 8, 131} {
 		got, m := readGBps(t, one, Kernel{Blocks: n, Threads: 512})
 		assert.InDelta(t, float64(n), m.StoringBlocks(0), 1e-9)
-		want := float64(512*16) / (rtt + g.Seconds()*math.Log2(float64(n))) / 1e9
+		want := float64(512*16) / (rtt + g.Seconds()*(1+math.Log2(float64(n)))) / 1e9
 		assert.InEpsilon(t, want, got, 0.02, "one load a thread beside %d storing blocks", n)
 	}
 	four := Kernel{Blocks: 1, Threads: 512, LoadsInFlight: 4}
 	got, m := readGBps(t, four, Kernel{Blocks: 131, Threads: 512})
 	c := float64(m.Phys.HostLoadsBesideStores)
-	assert.InEpsilon(t, c/(rtt+g.Seconds()*math.Log2(131))/1e9, got, 0.02, "four loads a thread, capped")
+	assert.InEpsilon(t, c/(rtt+g.Seconds()*(1+math.Log2(131)))/1e9, got, 0.02, "four loads a thread, capped")
 
 	for name, w := range map[string]Kernel{
 		"paced":  {Blocks: 131, Threads: 512, RateCap: 10 * sim.GBps},
@@ -85,6 +86,40 @@ func TestLoadsWaitBehindStreamingStores(t *testing.T) {
 	assert.Zero(t, m.HostLoadWait(0))
 	assert.Zero(t, m.HostLoneLoadWait(0))
 	assert.True(t, m.HostStreamsIdle())
+}
+
+// The wait behind streaming stores follows the bytes they sweep together:
+// the whole of it from pcie.posted_wait_span_knee up, half of it
+// pcie.posted_wait_span_doublings / 2 halvings below, none that many
+// halvings below; a write's span is Kernel.StoreSpan, else its bytes, and
+// two writes' spans add up until each lands.
+func TestPostedWaitFollowsTheSpan(t *testing.T) {
+	m := h200x1Machine(t)
+	knee, d := float64(m.Phys.PostedWaitSpanKnee), m.Phys.PostedWaitSpanDoublings
+	require.Positive(t, knee)
+	require.Positive(t, d)
+	whole := float64(m.Phys.PostedWaitPerDoubling) * (1 + math.Log2(8))
+	host := HostMem(m.LocalSocket(0))
+	for _, c := range []struct {
+		span  float64
+		share float64
+	}{{2 * knee, 1}, {knee, 1}, {knee / math.Exp2(d/2), 0.5}, {knee / math.Exp2(d), 0}, {knee / math.Exp2(d+3), 0}} {
+		m := h200x1Machine(t)
+		require.NoError(t, m.Write(0, host, 1<<40, Kernel{Blocks: 8, Threads: 512, StoreSpan: sim.Bytes(c.span)}, "w", nil))
+		assert.InDelta(t, c.share, m.PostedWaitSpanShare(sim.Bytes(c.span)), 1e-6, "span %.0f B", c.span)
+		assert.InDelta(t, c.share*whole, float64(m.HostLoadWait(0)), 1.0, "span %.0f B", c.span)
+	}
+	// without StoreSpan a write's span is its bytes; two writes add up
+	m = h200x1Machine(t)
+	require.NoError(t, m.Write(0, host, 3<<20, Kernel{Blocks: 4, Threads: 512}, "a", nil))
+	require.NoError(t, m.Write(0, host, 5<<20, Kernel{Blocks: 4, Threads: 512}, "b", nil))
+	assert.Equal(t, sim.Bytes(8<<20), m.StoreSpan(0))
+	assert.InDelta(t, whole*m.PostedWaitSpanShare(8<<20), float64(m.HostLoadWait(0)), 1.0)
+	require.NoError(t, m.Eng.Run())
+	assert.Zero(t, m.StoreSpan(0), "after the stores land")
+	// no knee: the whole wait at every span
+	m.Phys.PostedWaitSpanKnee = 0
+	assert.Equal(t, 1.0, m.PostedWaitSpanShare(4096))
 }
 
 // A read under way takes its new rate when the stores beside it land: the

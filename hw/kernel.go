@@ -58,6 +58,12 @@ type Kernel struct {
 	// host memory wait behind, hostqueue.go); 0: no such fences. The
 	// fences' cost to the stores themselves is not modelled.
 	StoresPerFence int
+	// StoreSpan, on a streaming write to host memory: the bytes its
+	// stores sweep, again and again, while they stream (a loop that
+	// rewrites a buffer of that many bytes); 0: the write's own bytes, each
+	// stored once. Loads of host memory wait longer behind stores that
+	// sweep more (hostqueue.go).
+	StoreSpan sim.Bytes
 	// PacedStores, on a write: the loop issues each store after the load
 	// that gives its value (a reduce that stores its result as it goes,
 	// algos' fused writes), so its stores do not queue towards the host

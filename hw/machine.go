@@ -51,6 +51,8 @@ type Physics struct {
 	PostedWriteBuffer                       sim.Bytes    // pcie.posted_write_buffer
 	FirstBurstHeld                          sim.Bytes    // pcie.first_burst_held
 	PostedWaitPerDoubling                   sim.Duration // pcie.posted_wait_per_doubling
+	PostedWaitSpanKnee                      sim.Bytes    // pcie.posted_wait_span_knee
+	PostedWaitSpanDoublings                 float64      // pcie.posted_wait_span_doublings
 	PostedWaitOne                           sim.Duration // pcie.posted_wait_one
 	PostedWaitLoneLoad                      float64      // pcie.posted_wait_lone_load
 	HostLoadsBesideStores                   sim.Bytes    // gpu.host_loads_beside_stores
@@ -120,7 +122,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
-		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")),
+		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitSpanKnee: sim.Bytes(g("pcie.posted_wait_span_knee")), PostedWaitSpanDoublings: g("pcie.posted_wait_span_doublings"), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")),
 		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")),
 		MemLoadedLatency:     ns(g("gpu.mem_loaded_latency")),
 		HostLineContention:   ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
@@ -175,6 +177,9 @@ type Machine struct {
 	// hostStoring[r]: the blocks of GPU r streaming SM stores to host
 	// memory now (hostqueue.go), nil until one does.
 	hostStoring []float64
+	// hostStoreSpan[r]: the bytes those streaming stores sweep together
+	// (Kernel.StoreSpan, else each write's bytes), nil until one does.
+	hostStoreSpan []sim.Bytes
 	// hostReads: SM reads of host memory under way, whose caps change as
 	// the storing blocks do (hostqueue.go); finished ones are dropped
 	// lazily.

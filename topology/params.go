@@ -15,7 +15,7 @@ import (
 // parameters like these.
 type Param struct {
 	Name   string  // dotted name, e.g. "pcie.tlp_overhead"
-	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "mask", "sm" (a compute capability)
+	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "doublings", "mask", "sm" (a compute capability)
 	Value  float64 // the value in Unit
 	Min    float64 // smallest physically sensible value (inclusive)
 	Max    float64 // largest physically sensible value (inclusive), finite

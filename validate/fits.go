@@ -49,7 +49,8 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 // readDepthOthers are read_placement's captures other than
 // read_depth_2.jsonl, on which the host queue's parameters are fitted.
 var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl",
-	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/chase_forms.jsonl"}
+	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/chase_forms.jsonl",
+	"h200x1-arsim/read_span_2.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
@@ -333,24 +334,42 @@ var Fits = append([]Fit{
 		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
-		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_depth_2.jsonl"}, readDepthOthers, readBesideWrite),
+		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_span.jsonl"}, readDepthOthers, readBesideWrite),
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
-	// pcie.posted_wait_per_doubling and gpu.host_loads_beside_stores: one
-	// block loading host memory beside 131 SMs storing to it, keeping one
-	// and four loads a thread in flight (read_depth_2.jsonl); every other
-	// storing-SM count, the other instances, the chases, the other
-	// launches (a reader and a writer kernel of their own) are predicted.
-	{Params: []string{"pcie.posted_wait_per_doubling", "gpu.host_loads_beside_stores"}, Files: []string{"h200x1-arsim/read_depth_2.jsonl"},
+	// pcie.posted_wait_per_doubling, pcie.posted_wait_span_knee and
+	// pcie.posted_wait_span_doublings: one block loading host memory
+	// beside 2, 4, 32 and 131 SMs storing to it across three spans
+	// (read_span.jsonl, readSpanFitted in its test); the other spans and
+	// storing-SM counts, the chases, read_span_2.jsonl's fresh instance and
+	// five spans, every other file and launch are predicted.
+	{Params: []string{"pcie.posted_wait_per_doubling", "pcie.posted_wait_span_knee", "pcie.posted_wait_span_doublings"}, Files: []string{"h200x1-arsim/read_span.jsonl"},
 		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
 		Covers: func(r trace.Record) bool {
 			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
 		},
-		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite),
+		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/read_depth_2.jsonl"}, readDepthOthers, readBesideWrite),
+		On: func(r trace.Record) bool {
+			if r.Kind != trace.KindHostLinkConcurrency || r.Placement != "by_sm" || r.LoadsInFlight != 1 {
+				return false
+			}
+			span := r.WriteSpan == "own_mib" || (r.WriteSpan == "wide" && (r.WriteSpanBytes == 0 || r.WriteSpanBytes == 1<<20))
+			return span && (r.WriteBlocks == 0 || r.WriteBlocks == 2 || r.WriteBlocks == 4 || r.WriteBlocks == 32 || r.WriteBlocks == 131)
+		}, How: "least squares of the one-load block's round trip (8,192 B over its rate) against its round trip alone plus pcie.posted_wait_per_doubling × (1 + log2 n) × the span's share, the knee and doublings on a grid"},
+	// gpu.host_loads_beside_stores: one block loading host memory beside
+	// 131 SMs storing to it, keeping one and four loads a thread in flight
+	// (read_depth_2.jsonl); every other storing-SM count, the other
+	// instances, the other launches are predicted.
+	{Params: []string{"gpu.host_loads_beside_stores"}, Files: []string{"h200x1-arsim/read_depth_2.jsonl"},
+		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
+		},
+		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite, []string{"h200x1-arsim/read_span.jsonl"}),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks == 131 && (r.LoadsInFlight == 1 || r.LoadsInFlight == 4)
-		}, How: "one-load block: its 8,192 B in flight over the rate, less the host round trip alone, over log2(131); four-load block: its rate times that round trip"},
+		}, How: "the four-load block's rate times the one-load block's round trip (8,192 B over its rate)"},
 	// pcie.posted_wait_one: read_depth_2.jsonl's one-load block beside one
 	// storing SM and alone, the same launch sequence; every other file,
 	// instance, launch and chase beside one storing block is predicted.
@@ -359,7 +378,7 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool {
 			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0)
 		},
-		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite),
+		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite, []string{"h200x1-arsim/read_span.jsonl"}),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks <= 1 && r.LoadsInFlight == 1
 		}, How: "the one-load block's 8,192 B in flight over its rate beside one storing SM, less the same over its rate alone"},
@@ -371,10 +390,10 @@ var Fits = append([]Fit{
 		Covers: func(r trace.Record) bool {
 			return r.WriteBlocks > 0 && r.Target == "host" && r.ChaseLanes != 32
 		},
-		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite),
+		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite, []string{"h200x1-arsim/read_span.jsonl"}),
 		On: func(r trace.Record) bool {
 			return r.Placement == "by_sm" && r.Target == "host" && r.WriteBlocks == 131
-		}, How: "the chase's ns a step beside 131 storing SMs less the chase alone in the same file, over pcie.posted_wait_per_doubling × log2(131)"},
+		}, How: "the chase's ns a step beside 131 storing SMs less the chase alone in the same file, over the model's wait of a warp's load beside 131 SMs each rewriting its own MiB (hw.Machine.HostLoadWait)"},
 	// gpu.host_loads_outstanding: a pointer chase beside 132 blocks of
 	// 512 threads loading host memory and no writer
 	// (read_beside_write_9.jsonl); the chases beside other reader blocks,

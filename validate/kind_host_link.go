@@ -62,9 +62,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		}
 		if r.Placement == "by_sm" {
 			t.Group += fmt.Sprintf(", one launch by SM, %d loads in flight", int(reader.LoadsInFlight))
-			if r.WriteSpan == "wide" {
-				t.Group += ", stores across 128 MiB"
-			}
+			t.Group += spanDesc(r)
 			t.Note = "the model's loads do not wait behind the stores of other SMs"
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
@@ -87,7 +85,7 @@ func writerKernel(r trace.Record) hw.Kernel {
 	if r.WriteBlocks <= 0 {
 		return hw.Kernel{}
 	}
-	w := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512}
+	w := hw.Kernel{Blocks: r.WriteBlocks, Threads: 512, StoreSpan: writerSpan(r)}
 	if r.WriteMode == "volatile_fence4" {
 		w.StoresPerFence = 4
 	}
@@ -98,6 +96,44 @@ func writerKernel(r trace.Record) hw.Kernel {
 		w.RateCap = sim.Rate(float64(w.Blocks*w.Threads*16) / (float64(r.WritePauseNs) * 1e-9))
 	}
 	return w
+}
+
+// writerSpan is the bytes a record's writers sweep again and again
+// (hw.Kernel.StoreSpan), by tools/capture's code: read_placement's
+// writers (placement by_sm) each their own MiB (write_span own_mib), each
+// their own write_span_bytes ("own") or together write_span_bytes, 128 MiB
+// when not given ("wide"); the writer kernels of read_beside_write,
+// chase_beside_write and chase_grid (sm_write16) a grid-stride loop over
+// 192 MiB, 24 MiB when paced (write_pause_ns).
+func writerSpan(r trace.Record) sim.Bytes {
+	n := sim.Bytes(r.WriteBlocks)
+	switch {
+	case r.Placement != "by_sm" && r.WritePauseNs > 0:
+		return 24 << 20
+	case r.Placement != "by_sm":
+		return 192 << 20
+	case r.WriteSpan == "own":
+		return n * sim.Bytes(r.WriteSpanBytes)
+	case r.WriteSpan == "wide" && r.WriteSpanBytes > 0:
+		return sim.Bytes(r.WriteSpanBytes)
+	case r.WriteSpan == "wide":
+		return 128 << 20
+	}
+	return n << 20
+}
+
+// spanDesc names, for a read_placement record, where its writers store
+// when not each its own MiB.
+func spanDesc(r trace.Record) string {
+	switch {
+	case r.WriteSpan == "own":
+		return ", each writer rewriting its own " + sim.Bytes(r.WriteSpanBytes).String()
+	case r.WriteSpan == "wide" && r.WriteSpanBytes > 0:
+		return ", stores across " + sim.Bytes(r.WriteSpanBytes).String()
+	case r.WriteSpan == "wide":
+		return ", stores across 128 MiB"
+	}
+	return ""
 }
 
 // writerDesc names the writer a record's loads ran beside (tools/capture's

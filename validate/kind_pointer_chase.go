@@ -69,9 +69,7 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		}
 		if r.Placement == "by_sm" {
 			t.Group += ", one launch by SM"
-			if r.WriteSpan == "wide" {
-				t.Group += ", stores across 128 MiB"
-			}
+			t.Group += spanDesc(r)
 		}
 	}
 	if r.ChaseLanes == 32 {

@@ -1,13 +1,14 @@
 package validate
 
 import (
-	"math"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
@@ -99,10 +100,12 @@ func TestLoadsWaitBehindStoringSMs(t *testing.T) {
 	assert.Less(t, hiAll, lo/30, "beside every other SM")
 }
 
-// pcie.posted_wait_per_doubling and gpu.host_loads_beside_stores come from
-// their fitted side (read_depth_2.jsonl's one- and four-load blocks beside
-// 131 storing SMs), pcie.posted_wait_one from its one-load block beside one
-// storing SM and alone, and on the predicted side the model's loads beside 2
+// gpu.host_loads_beside_stores comes from its fitted side (read_depth_2.jsonl's
+// one- and four-load blocks beside 131 storing SMs), pcie.posted_wait_one
+// from its one-load block beside one storing SM and alone,
+// pcie.posted_wait_lone_load from its chase beside 131 over the model's
+// wait there (the span's parameters: TestPostedWaitFollowsTheStoresSpan),
+// and on the predicted side the model's loads beside 2
 // to 131 storing SMs (one launch by SM, three instances) lie within a
 // factor of 2.5 of the measured, where without the queue they were 5 to 90
 // times fast, and readers that outlived their writer, alone once its
@@ -117,14 +120,13 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 	var fitted []trace.Record
 	const file = "h200x1-arsim/read_depth_2.jsonl"
 	for _, r := range readOneGPU(t, "read_depth_2.jsonl") {
-		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "pcie.posted_wait_per_doubling" {
+		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "gpu.host_loads_beside_stores" {
 			fitted = append(fitted, r)
 		}
 	}
 	require.Len(t, fitted, 2)
 	slices.SortFunc(fitted, func(a, b trace.Record) int { return a.LoadsInFlight - b.LoadsInFlight })
 	rtt := 512 * 16 / fitted[0].GbpsTotal // ns
-	g := (rtt - rtt0) / math.Log2(131)
 	c := fitted[1].GbpsTotal * rtt
 	var alone, one trace.Record
 	for _, r := range readOneGPU(t, "read_depth_2.jsonl") {
@@ -147,8 +149,8 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 		}
 	}
 	require.Equal(t, 131, chase.WriteBlocks)
-	lone := (chase.NsPerStep - rtt0) / (math.Round(ps.Get("pcie.posted_wait_per_doubling")*1e3*math.Log2(131)) / 1e3)
-	for name, w := range map[string]float64{"pcie.posted_wait_per_doubling": g, "gpu.host_loads_beside_stores": c, "pcie.posted_wait_one": w1, "pcie.posted_wait_lone_load": lone} {
+	lone := (chase.NsPerStep - rtt0) / (float64(storingWait(t, top, writerKernel(chase))) / float64(sim.Nanosecond))
+	for name, w := range map[string]float64{"gpu.host_loads_beside_stores": c, "pcie.posted_wait_one": w1, "pcie.posted_wait_lone_load": lone} {
 		assert.InEpsilon(t, w, ps.Get(name), 0.001, "%s: its fitted side gives %.6g", name, w)
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/"+file, name)
@@ -208,4 +210,14 @@ func minMax(v []float64) (lo, hi float64) {
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	return lo, hi
+}
+
+// storingWait is the model's wait of a warp's load of host memory on GPU 0
+// of top while writer streams stores to it (hw.Machine.HostLoadWait).
+func storingWait(t *testing.T, top *topology.Topology, writer hw.Kernel) sim.Duration {
+	t.Helper()
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	require.NoError(t, m.Write(0, hw.HostMem(m.LocalSocket(0)), 1<<30, writer, "sm_write", nil))
+	return m.HostLoadWait(0)
 }
