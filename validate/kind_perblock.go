@@ -64,11 +64,23 @@ func neighbourThreads(r trace.Record) int {
 }
 
 func neighbourLoads(r trace.Record) int {
-	if r.NeighbourOp == "read_stream" && r.NeighbourThreads == 0 {
+	switch {
+	case r.NeighbourOp == "read_stream" && r.NeighbourThreads == 0:
 		return fenceBesideCopyInFlight
+	case r.Loop == "fence" && r.Code == "no_poll" && r.NeighbourOp == "pull" && r.NeighbourLoads == 1:
+		return fenceStreamOneInFlight
 	}
 	return r.NeighbourLoads
 }
+
+// fenceStreamOneInFlight: the pullers of fence_stream's one-load loop
+// (pb_fence_stream_1, records code no_poll) keep four 16-B elements a
+// thread in flight, by their machine code
+// (testdata/h200x1-arsim/system/sass_fence_loops_1_sm_90.txt: the loop
+// unrolled four times, each element's two words loaded before the first
+// is used); the eight-load loop keeps its eight (sass_fence_loops_sm_90.txt)
+// and the pull loop with a poll (pb_fence_pulls_1) one.
+const fenceStreamOneInFlight = 4
 
 // hostShotBytes is a loop record's bytes where the format defines them (a
 // host_shot's bytes per rank); on other loops hw.PerBlock.Bytes would cap
