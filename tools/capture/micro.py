@@ -1132,10 +1132,16 @@ class Micro:
                                    **({"chase_lanes": 32} if mode == 5 else {})}
                         self.rec_sm.emit(rec)
                 self.rec_sm.guard(f"read_depth {smem} {n} {(span or self.write_span())[2]}", meas)
-            for n in (() if unroll else (2, 8, 66)):
-                def meas(n=n, smem=smem, launch=launch):
+            # READ_DEPTH_CROWD=4,16,64: instead of 16 readers beside n = 2, 8, 66 (without READ_DEPTH_UNROLL), the
+            # last R SMs read at once (the plain loop, 2 MiB each) beside each READ_DEPTH_NS count n ≥ 1 with n + R
+            # below the SMs, for each R listed, whatever READ_DEPTH_UNROLL says
+            crowd = [int(v) for v in os.environ.get("READ_DEPTH_CROWD", "").split(",") if v]
+            pairs = [(n, r) for n in ns for r in crowd if n >= 1 and n + r < sms] if crowd else \
+                [(n, 16) for n in (() if unroll else (2, 8, 66))]
+            for n, nr in pairs:
+                def meas(n=n, nr=nr, smem=smem, launch=launch, span=span):
                     ws = list(range(n))
-                    readers = list(range(sms - 16, sms))
+                    readers = list(range(sms - nr, sms))
                     roles = [0] * sms
                     for w in ws:
                         roles[w] = 1
@@ -1148,10 +1154,12 @@ class Micro:
                         if trial:
                             times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
                             wl.append(w)
-                    rec = self._place_rec(f"first{n}", ws, sms - 16, 16, 2 << 20, times, smem, wl[len(wl) // 2])
-                    rec["read_sms"] = f"{sms - 16}-{sms - 1}"
+                    rec = self._place_rec(f"first{n}", ws, sms - nr, nr, 2 << 20, times, smem, wl[len(wl) // 2], span)
+                    rec["read_sms"] = f"{sms - nr}-{sms - 1}"
+                    if unroll:
+                        rec["loads_in_flight"] = 1
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_depth 16 readers {smem} {n}", meas)
+                self.rec_sm.guard(f"read_depth {nr} readers {smem} {n}", meas)
         hb.free()
 
 
