@@ -164,6 +164,7 @@ var fieldDefs = []fieldDef{
 	{name: "smem_bytes", typ: jInt, max: 1 << 20, why: "a MiB, more shared memory than an SM has", zeroOK: true, i32: func(r *Record) *int { return &r.SmemBytes }},
 	{name: "write_span", typ: jString, enum: []string{"own_mib", "wide", "own"}, str: func(r *Record) *string { return &r.WriteSpan }},
 	{name: "write_span_bytes", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.WriteSpanBytes }},
+	{name: "reader_sm", typ: jString, enum: []string{"with_storer", "without_storer"}, str: func(r *Record) *string { return &r.ReaderSM }},
 	{name: "atomic_page", typ: jString, enum: []string{"fast", "slow"}, str: func(r *Record) *string { return &r.AtomicPage }},
 	{name: "chase_lanes", typ: jInt, max: 32, why: "a warp's lanes", i32: func(r *Record) *int { return &r.ChaseLanes }},
 	{name: "loads_in_flight", typ: jInt, max: 64, why: "more 16-B loads than a thread has registers for", i32: func(r *Record) *int { return &r.LoadsInFlight }},

@@ -372,6 +372,11 @@ type Record struct {
 	Placement, WriteSpan                         string
 	ReadSM, SmemBytes, LoadsInFlight, ChaseLanes int
 	WriteSpanBytes                               int64
+	// ReaderSM (placement by_sm, tools/capture's read_cores: two blocks
+	// an SM): "with_storer" when each reading block shares its SM with a
+	// storing block, "without_storer" when it runs on an SM that stores
+	// nothing; "": one block an SM.
+	ReaderSM string
 	// AtomicPage (poll records of GPU-memory atomics, tools/capture's
 	// poll_pages): "fast" or "slow", the class of the 4 KiB page the polled
 	// words lie on, measured before the run by one block's atomics there

@@ -63,6 +63,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		if r.Placement == "by_sm" {
 			t.Group += fmt.Sprintf(", one launch by SM, %d loads in flight", int(reader.LoadsInFlight))
 			t.Group += spanDesc(r)
+			t.Group += sharesDesc(r)
 			t.Note = "the model's loads do not wait behind the stores of other SMs"
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
@@ -132,6 +133,18 @@ func spanDesc(r trace.Record) string {
 		return ", stores across " + sim.Bytes(r.WriteSpanBytes).String()
 	case r.WriteSpan == "wide":
 		return ", stores across 128 MiB"
+	}
+	return ""
+}
+
+// sharesDesc names, for a read_cores record (two blocks an SM), whether
+// its readers share their SMs with storing blocks (trace.Record.ReaderSM).
+func sharesDesc(r trace.Record) string {
+	switch r.ReaderSM {
+	case "with_storer":
+		return ", reading beside a storing block on each SM"
+	case "without_storer":
+		return ", reading on SMs that store nothing"
 	}
 	return ""
 }

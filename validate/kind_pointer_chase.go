@@ -70,6 +70,7 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 		if r.Placement == "by_sm" {
 			t.Group += ", one launch by SM"
 			t.Group += spanDesc(r)
+			t.Group += sharesDesc(r)
 		}
 	}
 	if r.ChaseLanes == 32 {

@@ -99,22 +99,26 @@ extern "C" __global__ void read_loop(const int4* __restrict__ src, int4* sink, l
 // follows `steps` dependent loads through src (each 8-B word the index of the next, as chase's array), the other
 // threads idle; modes 2 and 3: each thread keeps 4 or 8 independent loads in flight (place_loads), mode 0 the
 // plain loop (one). wstat: the writers' 16-B stores, their first start and last end (ns). wide, span16: see the
-// writers.
+// writers. slots: the blocks an SM whose roles count (1: one block per SM, its role roles[SM]; 2: two, roles[2 SM]
+// and roles[2 SM + 1] by their arrival on the SM).
 // mode 4: the plain loop on the block's first rthreads threads only (one load a thread in flight, rthreads × 16 B
 // a block); mode 5: the chase of mode 1 by the first warp, each step every lane loading 8 B at 16-B steps from the
 // step's word (512 B a step, as a streaming warp's load), the next index lane 0's.
 extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, const signed char* roles, int* claim,
                                     long long rbytes16, int* state, long long* out, int4* sink, int mode, int steps,
-                                    unsigned long long* wstat, int wide, int rthreads, long long span16) {
+                                    unsigned long long* wstat, int wide, int rthreads, long long span16, int slots) {
   extern __shared__ int4 pad[];
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
   __shared__ int role, rank, wrank;
   if (threadIdx.x == 0) {
-    role = atomicExch(&claim[smid], 1) == 0 ? roles[smid] : 0;
+    // slots blocks an SM take roles (roles[smid × slots + the block's arrival on its SM]); any further block idles
+    const int slot = atomicAdd(&claim[smid], 1);
+    const unsigned at = smid * (unsigned)slots + (unsigned)slot;
+    role = slot < slots ? roles[at] : 0;
     rank = 0;
     wrank = 0;
-    for (unsigned s = 0; s < smid; s++) {
+    for (unsigned s = 0; s < at && slot < slots; s++) {
       rank += roles[s] == 2;
       wrank += roles[s] == 1;
     }

@@ -3,7 +3,7 @@
 Subcommands `memcpy` and `sm` of capture.py land here. Every measurement is wrapped by
 Recorder.guard: an exception is logged to <name>.errors.jsonl and the sweep goes on.
 """
-import json, os, statistics, time
+import collections, json, os, statistics, time
 import numpy as np
 
 from common import Recorder, log, pow_sizes, summarize
@@ -742,11 +742,12 @@ class Micro:
             raise ValueError(f"PLACE_WRITES={v!r}: a power of two from 4 KiB to {limit >> 20} MiB")
         return int(kind == "wide"), nbytes // 16, {"write_span": kind, "write_span_bytes": nbytes}
 
-    def _placer(self, hb, smem, span=None):
+    def _placer(self, hb, smem, span=None, slots=1):
         """place_rw's launcher on GPU 0 with smem bytes of dynamic shared memory a block: launch(roles, rbytes,
         mode=0, steps=0) returns each block's [SM, role, start ns, end ns] and the writers' [16-B stores, first
-        start, last end]. span: write_span's (wide, span16, fields), else PLACE_WRITES's. Raises unless every block
-        lands on an SM of its own."""
+        start, last end]. span: write_span's (wide, span16, fields), else PLACE_WRITES's. slots: blocks an SM (the
+        grid slots × SMs, roles slots × SMs long, a block's role roles[slots × SM + its arrival on the SM]). Raises
+        unless every SM holds exactly slots blocks."""
         cp, sms = self.cp, self.sms
         src, dst = np.uint64(hb.ptr), np.uint64(hb.ptr + (256 << 20))
         f = self.fn(0, "place_rw")
@@ -756,10 +757,10 @@ class Micro:
             cp.cuda.driver.funcSetAttribute(f.ptr, 8, smem)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         s = self.streams[0][2]
         with cp.cuda.Device(0):
-            roles_d = cp.zeros(sms, dtype=cp.int8)
+            roles_d = cp.zeros(sms * slots, dtype=cp.int8)
             claim = cp.zeros(sms, dtype=cp.int32)
             state = cp.zeros(8, dtype=cp.int32)
-            out = cp.zeros(4 * sms, dtype=cp.int64)
+            out = cp.zeros(4 * sms * slots, dtype=cp.int64)
             wstat = cp.zeros(3, dtype=cp.uint64)
             sink = cp.zeros(1024, dtype=cp.int32)
 
@@ -774,18 +775,20 @@ class Micro:
                 st = np.zeros(8, dtype=np.int32)
                 st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
                 state.set(st)
-                f((sms,), (512,), (src if chase_src is None else chase_src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
-                                   np.int32(mode), np.int32(steps), wstat, wide, np.int32(rthreads), span16), shared_mem=smem, stream=s)
+                f((sms * slots,), (512,), (src if chase_src is None else chase_src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
+                                   np.int32(mode), np.int32(steps), wstat, wide, np.int32(rthreads), span16, np.int32(slots)),
+                  shared_mem=smem, stream=s)
                 s.synchronize()
-                o, stv, w = out.get().reshape(sms, 4), state.get(), wstat.get()
+                o, stv, w = out.get().reshape(sms * slots, 4), state.get(), wstat.get()
             if stv[4]:
                 raise RuntimeError(f"place_rw: a wait ran out (state {list(stv)})")
             return o, w
 
-        o, _ = launch([0] * sms, 1 << 20)
-        if len(set(int(v) for v in o[:, 0])) != sms or max(o[:, 0]) >= sms:
-            raise RuntimeError(f"place_rw: blocks did not land one per SM with {smem} B of shared memory: "
-                               f"{sorted(int(v) for v in o[:, 0])}")
+        o, _ = launch([0] * (sms * slots), 1 << 20)
+        per = collections.Counter(int(v) for v in o[:, 0])
+        if len(per) != sms or max(per) >= sms or set(per.values()) != {slots}:
+            raise RuntimeError(f"place_rw: blocks did not land {slots} per SM with {smem} B of shared memory: "
+                               f"{sorted(per.items())}")
         return launch
 
     def _place_rec(self, name, writers, rsm, nread, rbytes, ns_list, smem, w=None, span=None):
@@ -1039,6 +1042,74 @@ class Micro:
                     rec["gbps_per_gpu"] = rec["gbps_total"] = rec["gbps_read"] = (1 << 20) / statistics.median(times)
                     self.rec_sm.emit(rec)
             self.rec_sm.guard(f"read_placement crowd {name}", meas)
+        hb.free()
+
+    def read_cores(self):
+        """Readers beside storing blocks on the same SMs or on others (MICRO_PARTS=read_cores): place_rw with two
+        blocks an SM (100 KiB of dynamic shared memory each keeps a third off), the first block of SMs 0..n-1
+        storing to host memory (each its own MiB) and the second block of R SMs reading 2 MiB each with the plain
+        loop (one 16-B load a thread in flight): the R SMs from SM 0 (reader_sm with_storer: each reader beside a
+        storing block on its SM) or from SM n (reader_sm without_storer: on SMs that store nothing), n = READ_CORES_NS (8, 66, 131
+        by default), R = READ_CORES_R (1, 4, 16, 64) where they fit; then the chase (thread 0 of one second block,
+        200 steps) on SM 0 or on SM n. A record per configuration (placement by_sm, blocks R, read_sms)."""
+        cp, sms = self.cp, self.sms
+        hb = HostBuf(512 << 20)
+        stride = (4096 + 64) // 8
+        arr = hb.array(np.int64, count=(8 << 20) // 8)
+        with cp.cuda.Device(0):
+            order = cp.arange(((8 << 20) // 8) // stride, dtype=cp.int64) * stride
+            arr[order] = cp.roll(order, -1)
+            cp.cuda.Device(0).synchronize()
+        smem, steps = 100 << 10, 200
+        try:
+            launch = self._placer(hb, smem, self.write_span("own_mib"), slots=2)
+        except RuntimeError as e:
+            self.rec_sm.error("read_cores", e)
+            hb.free()
+            return
+        ns = [int(v) for v in os.environ.get("READ_CORES_NS", "8,66,131").split(",") if v]
+        rs = [int(v) for v in os.environ.get("READ_CORES_R", "1,4,16,64").split(",") if v]
+        for n in ns:
+            for shares in (1, 0):
+                for nr in rs + [0]:  # 0: the chase
+                    first = 0 if shares else n
+                    count = max(nr, 1)
+                    if first + count > sms or (shares and count > n):
+                        continue
+                    def meas(n=n, shares=shares, nr=nr, first=first, count=count):
+                        roles = [0] * (2 * sms)
+                        for w in range(n):
+                            roles[2 * w] = 1
+                        readers = list(range(first, first + count))
+                        for r in readers:
+                            roles[2 * r + 1] = 2
+                        mode = 1 if nr == 0 else 0
+                        times, wl = [], []
+                        for trial in range(4):
+                            o, w = launch(roles, 2 << 20, mode, steps, None)
+                            rows = [v for v in o if int(v[1]) == 2]
+                            if len(rows) != count:
+                                raise RuntimeError(f"read_cores: {len(rows)} readers ran, {count} placed")
+                            if trial:
+                                times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
+                                wl.append(w)
+                        ws = list(range(n))
+                        rec = self._place_rec(f"first{n}", ws, first, count, 2 << 20, times, smem, wl[len(wl) // 2],
+                                              self.write_span("own_mib"))
+                        rec["read_sms"] = f"{first}-{first + count - 1}"
+                        rec["loads_in_flight"] = 1
+                        rec["reader_sm"] = "with_storer" if shares else "without_storer"
+                        if nr == 0:
+                            t = statistics.median(times) / steps
+                            rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host", "ns_per_step": t,
+                                   "ns_per_step_globaltimer": t, "steps": steps, "stride_bytes": stride * 8,
+                                   "write_blocks": n, "placement": "by_sm", "read_sm": first, "write_sms": rec["write_sms"],
+                                   "write_set": f"first{n}", "write_span": "own_mib", "smem_bytes": smem,
+                                   "reader_sm": "with_storer" if shares else "without_storer", "write_threads": 512,
+                                   "write_target": "host",
+                                   **({"gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {})}
+                        self.rec_sm.emit(rec)
+                    self.rec_sm.guard(f"read_cores {n} {shares} {nr}", meas)
         hb.free()
 
     def read_depth(self):
