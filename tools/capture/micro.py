@@ -1061,14 +1061,22 @@ class Micro:
             arr[order] = cp.roll(order, -1)
             cp.cuda.Device(0).synchronize()
         smem, steps = 100 << 10, 200
-        try:
-            launch = self._placer(hb, smem, self.write_span("own_mib"), slots=2)
-        except RuntimeError as e:
-            self.rec_sm.error("read_cores", e)
-            hb.free()
-            return
         ns = [int(v) for v in os.environ.get("READ_CORES_NS", "8,66,131").split(",") if v]
         rs = [int(v) for v in os.environ.get("READ_CORES_R", "1,4,16,64").split(",") if v]
+        # READ_CORES_SPANS=own_mib,wide: the whole part once for each writers' span (PLACE_WRITES's forms)
+        for spec in [v for v in os.environ.get("READ_CORES_SPANS", "own_mib").split(",") if v]:
+            span = self.write_span(spec)
+            try:
+                launch = self._placer(hb, smem, span, slots=2)
+            except RuntimeError as e:
+                self.rec_sm.error("read_cores", e)
+                continue
+            self._read_cores_span(launch, span, ns, rs, smem, steps, stride)
+        hb.free()
+
+    def _read_cores_span(self, launch, span, ns, rs, smem, steps, stride):
+        """read_cores at one writers' span (launch: its placer)."""
+        sms = self.sms
         for n in ns:
             for shares in (1, 0):
                 for nr in rs + [0]:  # 0: the chase
@@ -1094,8 +1102,7 @@ class Micro:
                                 times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
                                 wl.append(w)
                         ws = list(range(n))
-                        rec = self._place_rec(f"first{n}", ws, first, count, 2 << 20, times, smem, wl[len(wl) // 2],
-                                              self.write_span("own_mib"))
+                        rec = self._place_rec(f"first{n}", ws, first, count, 2 << 20, times, smem, wl[len(wl) // 2], span)
                         rec["read_sms"] = f"{first}-{first + count - 1}"
                         rec["loads_in_flight"] = 1
                         rec["reader_sm"] = "with_storer" if shares else "without_storer"
@@ -1104,13 +1111,12 @@ class Micro:
                             rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": "host", "ns_per_step": t,
                                    "ns_per_step_globaltimer": t, "steps": steps, "stride_bytes": stride * 8,
                                    "write_blocks": n, "placement": "by_sm", "read_sm": first, "write_sms": rec["write_sms"],
-                                   "write_set": f"first{n}", "write_span": "own_mib", "smem_bytes": smem,
+                                   "write_set": f"first{n}", **span[2], "smem_bytes": smem,
                                    "reader_sm": "with_storer" if shares else "without_storer", "write_threads": 512,
                                    "write_target": "host",
                                    **({"gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {})}
                         self.rec_sm.emit(rec)
-                    self.rec_sm.guard(f"read_cores {n} {shares} {nr}", meas)
-        hb.free()
+                    self.rec_sm.guard(f"read_cores {span[2]} {n} {shares} {nr}", meas)
 
     def read_depth(self):
         """The stores' queue in front of loads by the SMs that store (READ_PLACEMENT=depth): place_rw with the
