@@ -291,6 +291,9 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
 		rtt += m.HostLoadWait(r)
+		if k.StoresOnItsSMs {
+			rtt += m.OwnSMStoreWait(r)
+		}
 	}
 	if k.ReduceLoop {
 		rtt += m.Phys.ReduceLoopOverhead

@@ -194,6 +194,23 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 	return sim.Duration(math.Round(w))
 }
 
+// OwnSMStoreWait is what a load of host memory by GPU r waits, beyond
+// HostLoadWait, when its SM also runs a block streaming stores to host
+// memory (Kernel.StoresOnItsSMs): pcie.posted_wait_own_sm for each of the
+// GPU's storing blocks, as if each SM's queued stores drained at its share
+// of the link (measured on one H200, testdata/h200x1-arsim
+// read_cores*.jsonl: in one launch of two blocks an SM, a load from an SM
+// whose other block stores waited 37–49 µs more than one from an SM that
+// stores nothing beside 66 storing SMs, 56–76 µs more beside 131, a few
+// µs beside 2–8, at both spans). None below one storing block.
+func (m *Machine) OwnSMStoreWait(r int) sim.Duration {
+	n := m.StoringBlocks(r)
+	if n < 1 {
+		return 0
+	}
+	return sim.Duration(math.Round(float64(m.Phys.PostedWaitOwnSM) * n))
+}
+
 // PostedWaitSpanShare is the share of the whole wait behind streaming
 // stores (HostLoadWait) that a load waits when the stores sweep span
 // bytes: all of it from pcie.posted_wait_span_knee up; below, each halving

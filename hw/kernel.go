@@ -58,6 +58,12 @@ type Kernel struct {
 	// host memory wait behind, hostqueue.go); 0: no such fences. The
 	// fences' cost to the stores themselves is not modelled.
 	StoresPerFence int
+	// StoresOnItsSMs, on a read of host memory: the kernel's blocks share
+	// their SMs with blocks streaming stores to host memory, so its loads
+	// wait behind their own SM's queued stores as well as the GPU's
+	// (Machine.OwnSMStoreWait); false: they run on SMs that store nothing,
+	// or where they run is not known.
+	StoresOnItsSMs bool
 	// StoreSpan, on a streaming write to host memory: the bytes its
 	// stores sweep, again and again, while they stream (a loop that
 	// rewrites a buffer of that many bytes); 0: the write's own bytes, each

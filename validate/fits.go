@@ -50,7 +50,8 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 // read_depth_2.jsonl, on which the host queue's parameters are fitted.
 var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl",
 	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/chase_forms.jsonl",
-	"h200x1-arsim/read_span_2.jsonl", "h200x1-arsim/read_crowd.jsonl", "h200x1-arsim/read_cores.jsonl"}
+	"h200x1-arsim/read_span_2.jsonl", "h200x1-arsim/read_crowd.jsonl", "h200x1-arsim/read_cores.jsonl",
+	"h200x1-arsim/read_cores_2.jsonl", "h200x1-arsim/read_cores_3.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
@@ -357,6 +358,20 @@ var Fits = append([]Fit{
 			span := r.WriteSpan == "own_mib" || (r.WriteSpan == "wide" && (r.WriteSpanBytes == 0 || r.WriteSpanBytes == 1<<20))
 			return span && (r.WriteBlocks == 0 || r.WriteBlocks == 2 || r.WriteBlocks == 4 || r.WriteBlocks == 32 || r.WriteBlocks == 131)
 		}, How: "least squares of the one-load block's round trip (8,192 B over its rate) against its round trip alone plus pcie.posted_wait_per_doubling × (1 + log2 n) × the span's share, the knee and doublings on a grid"},
+	// pcie.posted_wait_own_sm: one block loading host memory beside a
+	// storing block on its SM and one on an SM that stores nothing, beside
+	// 2–131 storing SMs at two spans (read_cores_2.jsonl); the chases,
+	// sixteen readers, another instance (read_cores_3.jsonl) and a third
+	// with up to 64 readers (read_cores.jsonl) are predicted.
+	{Params: []string{"pcie.posted_wait_own_sm"}, Files: []string{"h200x1-arsim/read_cores_2.jsonl"},
+		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.ReaderSM != ""
+		},
+		AlsoPredicts: []string{"h200x1-arsim/read_cores.jsonl", "h200x1-arsim/read_cores_3.jsonl"},
+		On: func(r trace.Record) bool {
+			return r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
+		}, How: "least-squares slope through 0, over the storing SMs, of the one-load block's round trip (8,192 B over its rate) beside a storing block on its SM less the same on an SM that stores nothing"},
 	// gpu.host_loads_beside_stores: one block loading host memory beside
 	// 131 SMs storing to it, keeping one and four loads a thread in flight
 	// (read_depth_2.jsonl); every other storing-SM count, the other

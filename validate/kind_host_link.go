@@ -43,6 +43,8 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			// (system/sass_micro_read_sm_90.txt.gz); its modes 2 and 3
 			// keep loads_in_flight
 			reader.LoadsInFlight = float64(max(r.LoadsInFlight, 1))
+			// read_cores: each reading block beside a storing block on its SM
+			reader.StoresOnItsSMs = r.ReaderSM == "with_storer"
 		} else if r.LoadsInFlight > 0 {
 			// read_beside_write's loops variant (read_loop)
 			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)

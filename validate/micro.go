@@ -140,9 +140,11 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 // dependent load's round trip and, for a chase of host memory, what it
 // waits behind the stores (hw.Machine.HostLoadWait) or, where longer,
 // behind the readers' loads outstanding (hw.Machine.HostReadQueueWait),
-// both taken once the readers' loads run at their rate; a chase of the
-// GPU's own memory waits for neither.
-func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal, warp bool) (float64, error) {
+// both taken once the readers' loads run at their rate, and with ownSM
+// (the chasing thread's SM also runs a storing block) its SM's queued
+// stores too (hw.Machine.OwnSMStoreWait, the whole of it); a chase of the
+// GPU's own memory waits for none of these.
+func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal, warp, ownSM bool) (float64, error) {
 	m, at, err := machineAt(top, "pointer_chase", target, true)
 	if err != nil {
 		return 0, err
@@ -177,6 +179,9 @@ func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader 
 			d += m.HostLoadWait(0)
 		} else {
 			d += m.HostLoneLoadWait(0)
+		}
+		if ownSM {
+			d += m.OwnSMStoreWait(0)
 		}
 		d += m.HostReadQueueWait(0, d)
 	}
