@@ -1044,6 +1044,20 @@ class Micro:
             self.rec_sm.guard(f"read_placement crowd {name}", meas)
         hb.free()
 
+    def _chase_buffer(self):
+        """read_placement's pinned buffer (512 MiB): its first 8 MiB a pointer chain 4,160 B a step (each 8-B word
+        the index of the next), the writers' region 256 MiB in. Returns the buffer, the step in words and the
+        chain's word indices (on GPU 0)."""
+        cp = self.cp
+        hb = HostBuf(512 << 20)
+        stride = (4096 + 64) // 8
+        arr = hb.array(np.int64, count=(8 << 20) // 8)
+        with cp.cuda.Device(0):
+            order = cp.arange(((8 << 20) // 8) // stride, dtype=cp.int64) * stride
+            arr[order] = cp.roll(order, -1)
+            cp.cuda.Device(0).synchronize()
+        return hb, stride, order
+
     def read_cores(self):
         """Readers beside storing blocks on the same SMs or on others (MICRO_PARTS=read_cores): place_rw with two
         blocks an SM (100 KiB of dynamic shared memory each keeps a third off), the first block of SMs 0..n-1
@@ -1053,13 +1067,7 @@ class Micro:
         by default), R = READ_CORES_R (1, 4, 16, 64) where they fit; then the chase (thread 0 of one second block,
         200 steps) on SM 0 or on SM n. A record per configuration (placement by_sm, blocks R, read_sms)."""
         cp, sms = self.cp, self.sms
-        hb = HostBuf(512 << 20)
-        stride = (4096 + 64) // 8
-        arr = hb.array(np.int64, count=(8 << 20) // 8)
-        with cp.cuda.Device(0):
-            order = cp.arange(((8 << 20) // 8) // stride, dtype=cp.int64) * stride
-            arr[order] = cp.roll(order, -1)
-            cp.cuda.Device(0).synchronize()
+        hb, stride, order = self._chase_buffer()
         smem, steps = 100 << 10, 200
         ns = [int(v) for v in os.environ.get("READ_CORES_NS", "8,66,131").split(",") if v]
         rs = [int(v) for v in os.environ.get("READ_CORES_R", "1,4,16,64").split(",") if v]
@@ -1126,13 +1134,7 @@ class Micro:
         and with none (field smem_bytes). The writers' rate from their own count of stores (gbps_write).
         READ_DEPTH_NS: other storing-SM counts (comma separated, each < the SMs)."""
         cp, sms = self.cp, self.sms
-        hb = HostBuf(512 << 20)
-        stride = (4096 + 64) // 8
-        arr = hb.array(np.int64, count=(8 << 20) // 8)
-        with cp.cuda.Device(0):
-            order = cp.arange(((8 << 20) // 8) // stride, dtype=cp.int64) * stride
-            arr[order] = cp.roll(order, -1)
-            cp.cuda.Device(0).synchronize()
+        hb, stride, order = self._chase_buffer()
         steps, rsm = 200, sms - 1
         # READ_DEPTH_UNROLL=1: no shared memory, and streaming readers keeping 1, 4 and 8 loads a thread in flight
         # (place_rw modes 0, 2, 3; field loads_in_flight), no 16-reader launches
