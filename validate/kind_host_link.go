@@ -107,13 +107,14 @@ func writerKernel(r trace.Record) hw.Kernel {
 // their own write_span_bytes ("own") or together write_span_bytes, 128 MiB
 // when not given ("wide"); the writer kernels of read_beside_write,
 // chase_beside_write and chase_grid (sm_write16) a grid-stride loop over
-// 192 MiB, 24 MiB when paced (write_pause_ns).
+// 192 MiB, 24 MiB when paced (write_pause_ns), chase_grid's write_own
+// (write_span own_mib) each block its own MiB.
 func writerSpan(r trace.Record) sim.Bytes {
 	n := sim.Bytes(r.WriteBlocks)
 	switch {
 	case r.Placement != "by_sm" && r.WritePauseNs > 0:
 		return 24 << 20
-	case r.Placement != "by_sm":
+	case r.Placement != "by_sm" && r.WriteSpan != "own_mib":
 		return 192 << 20
 	case r.WriteSpan == "own":
 		return n * sim.Bytes(r.WriteSpanBytes)
@@ -175,6 +176,9 @@ func writerDesc(r trace.Record, threads bool) string {
 	}
 	if r.WriteMode != "" {
 		w += ", " + r.WriteMode
+	}
+	if r.Placement != "by_sm" && r.WriteSpan == "own_mib" {
+		w += " each rewriting its own MiB"
 	}
 	return w
 }

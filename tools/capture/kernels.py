@@ -235,6 +235,27 @@ extern "C" __global__ void chase(const long long* p, int steps, long long* out, 
   out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0);
 }
 
+// chase, and the SM it ran on in res[2] (chase_grid: whether the chase shares its SM with a writer block)
+extern "C" __global__ void chase_at(const long long* p, int steps, long long* out, long long* res) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  long long j = 0;
+  unsigned long long g0 = gtimer();
+  long long t0 = clock64();
+  for (int s = 0; s < steps; s++) j = *((volatile const long long*)(p + j));
+  long long t1 = clock64();
+  unsigned long long g1 = gtimer();
+  out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0); res[2] = smid;
+}
+
+// each block rewrites its own n16 16-B words of dst (block b from dst + b n16), loops times: a writer kernel whose
+// blocks store as read_placement's one-launch writers do (chase_grid's CHASE_GRID_WRITER=own)
+extern "C" __global__ void write_own(int4* dst, long long n16, int loops) {
+  int4* mine = dst + (long long)blockIdx.x * n16;
+  for (int l = 0; l < loops; l++)
+    for (long long k = threadIdx.x; k < n16; k += blockDim.x) mine[k] = make_int4((int)k, 7, (int)(k >> 7), 11);
+}
+
 // ---- each line's round trip from one SM: the first block on SM target_sm (claim) chases each of nlines lines of
 // local memory on its own, reps dependent volatile loads of the line's first word (0, so the next load is the same
 // word), timed in clock64 cycles per line: whether a line's L2 round trip depends on where the line and the SM lie

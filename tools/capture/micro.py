@@ -530,7 +530,7 @@ class Micro:
             arr[order] = cp.roll(order, -1)
             cp.cuda.Device(0).synchronize()
             out = cp.zeros(1, dtype=cp.int64)
-            res = cp.zeros(2, dtype=cp.int64)
+            res = cp.zeros(3, dtype=cp.int64)
         return hb, arr, stride, out, res
 
     def chase_beside_write(self):
@@ -625,8 +625,14 @@ class Micro:
             sink = cp.zeros(1024, dtype=cp.int32)
             ev = [cp.cuda.Event() for _ in range(4)]
         s, s2, s3 = self.streams[0][2], self.streams[0][3], self.streams[0][1]
-        chase, wr, rd = self.fn(0, "chase"), self.fn(0, "sm_write16"), self.fn(0, "sm_read16")
+        chase, wr, rd = self.fn(0, "chase_at"), self.fn(0, "sm_write16"), self.fn(0, "sm_read16")
         rloop = self.fn(0, "read_loop")
+        # CHASE_GRID_WRITER=own: the writer kernel's blocks each rewrite their own MiB (write_own, as read_placement's
+        # one-launch writers; records write_span own_mib) instead of striding together over 192 MiB (sm_write16)
+        writer = os.environ.get("CHASE_GRID_WRITER", "grid")
+        if writer not in ("grid", "own"):
+            raise ValueError(f"CHASE_GRID_WRITER={writer!r}: grid or own")
+        wown = self.fn(0, "write_own")
         loop_mode = {1: 0, 4: 2, 8: 3}
         rsrc, wdst = np.uint64(hb.ptr + (32 << 20)), np.uint64(hb.ptr + (64 << 20))
 
@@ -650,12 +656,18 @@ class Micro:
                         unit = lif * rth
                         return max(unit, min(rb, 32 << 20) // 16 // R // unit * unit)
 
+                    sms_seen = []
+
                     def once(rb, k, steps):
                         with cp.cuda.Device(0):
                             if W:
                                 ev[2].record(s2)
                                 for _ in range(nw):
-                                    wr((W,), (wth,), (wdst, np.int64(wbytes // 16)), stream=s2)
+                                    if writer == "own":
+                                        wown((W,), (wth,), (wdst, np.int64(65536), np.int32(max(1, wbytes // (W << 20)))),
+                                             stream=s2)
+                                    else:
+                                        wr((W,), (wth,), (wdst, np.int64(wbytes // 16)), stream=s2)
                                 ev[3].record(s2)
                             if R:
                                 ev[0].record(s3)
@@ -671,6 +683,7 @@ class Micro:
                         rus = cp.cuda.get_elapsed_time(ev[0], ev[1]) * 1e3 if R else 0.0
                         wus = cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3 if W else 0.0
                         r = res.get()
+                        sms_seen.append(int(r[2]))
                         return rus, wus, r[0] / steps / (self.clock_khz / 1e6), r[1] / steps
                     # warm-up: one reader launch of 16 MiB (fewer where that would take over 8 ms) and 50 steps
                     rb, k = 16 << 20, 1
@@ -695,6 +708,10 @@ class Micro:
                             "stride_bytes": stride * 8}
                     if W:
                         crec.update({"write_blocks": W, "write_threads": wth, "write_target": "host"})
+                        if writer == "own":
+                            crec["write_span"] = "own_mib"
+                    # the SM the chase ran on in most trials (carried: whether it shares an SM with a writer block)
+                    crec["chase_sm"] = collections.Counter(sms_seen).most_common(1)[0][0]
                     if R:
                         crec["read_blocks"] = R
                         if rth != 512:
@@ -716,6 +733,8 @@ class Micro:
                         wmed = summarize(ws)[0]
                         rec.update({"write_threads": wth, "write_target": "host", "write_bytes": nw * wbytes,
                                     "write_us": wmed, "gbps_write": nw * wbytes / wmed / 1e3})
+                        if writer == "own":
+                            rec["write_span"] = "own_mib"
                         if med > wmed:
                             log("chase_grid", f"W={W} R={R}: the readers ({med:.0f} us) outlived the writers ({wmed:.0f} us)")
                     self.rec_sm.emit(rec)
