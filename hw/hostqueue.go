@@ -195,8 +195,8 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 }
 
 // OwnSMStoreWait is what a load of host memory by GPU r waits, beyond
-// HostLoadWait, when its SM also runs a block streaming stores to host
-// memory (Kernel.StoresOnItsSMs): pcie.posted_wait_own_sm for each of the
+// HostLoadWait, when its SM also runs a block of the same launch streaming
+// stores to host memory (Kernel.StoresOnItsSMs): pcie.posted_wait_own_sm for each of the
 // GPU's storing blocks, as if each SM's queued stores drained at its share
 // of the link (measured on one H200, testdata/h200x1-arsim
 // read_cores*.jsonl: in one launch of two blocks an SM, a load from an SM

@@ -59,10 +59,13 @@ type Kernel struct {
 	// fences' cost to the stores themselves is not modelled.
 	StoresPerFence int
 	// StoresOnItsSMs, on a read of host memory: the kernel's blocks share
-	// their SMs with blocks streaming stores to host memory, so its loads
-	// wait behind their own SM's queued stores as well as the GPU's
-	// (Machine.OwnSMStoreWait); false: they run on SMs that store nothing,
-	// or where they run is not known.
+	// their SMs with blocks of the same launch streaming stores to host
+	// memory, so its loads wait behind their own SM's queued stores as
+	// well as the GPU's (Machine.OwnSMStoreWait); false: they run on SMs
+	// that store nothing, beside another kernel's storing blocks (a chase
+	// kernel on a writer kernel's SM waited no more than elsewhere,
+	// testdata/h200x1-arsim/chase_kernels.jsonl), or where they run is not
+	// known.
 	StoresOnItsSMs bool
 	// StoreSpan, on a streaming write to host memory: the bytes its
 	// stores sweep, again and again, while they stream (a loop that
