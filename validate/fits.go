@@ -342,9 +342,12 @@ var Fits = append([]Fit{
 	// pcie.posted_wait_per_doubling, pcie.posted_wait_span_knee and
 	// pcie.posted_wait_span_doublings: one block loading host memory
 	// beside 2, 4, 32 and 131 SMs storing to it across three spans
-	// (read_span.jsonl, readSpanFitted in its test); the other spans and
+	// (read_span.jsonl; both runs, each block against itself alone before
+	// it). Beside 8 the first eight SMs wait less than beside the first four
+	// at every span and on every instance, which a count of blocks does not
+	// have: those stay on the predicted side with the other spans and
 	// storing-SM counts, the chases, read_span_2.jsonl's fresh instance and
-	// five spans, every other file and launch are predicted.
+	// five spans, and every other file and launch.
 	{Params: []string{"pcie.posted_wait_per_doubling", "pcie.posted_wait_span_knee", "pcie.posted_wait_span_doublings"}, Files: []string{"h200x1-arsim/read_span.jsonl"},
 		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
 		Covers: func(r trace.Record) bool {
