@@ -88,9 +88,8 @@ func readSpanFitted(r trace.Record) bool {
 
 // pcie.posted_wait_per_doubling, pcie.posted_wait_span_knee and
 // pcie.posted_wait_span_doublings come from their fitted side
-// (readSpanFitted), and the model on the predicted side — the other
-// spans, the fresh instance of read_span_2.jsonl with five spans no fit
-// saw, the chases — stays within what the fit's own records give.
+// (readSpanFitted: 24 streaming blocks), by postedWaitSpanFit, and cite
+// it; the predicted side's errors are validate's to report.
 func TestPostedWaitFollowsTheStoresSpan(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
