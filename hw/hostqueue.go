@@ -285,6 +285,9 @@ func (m *Machine) HostStreamsIdle() bool {
 // validate's pointer chases beside readers. A schedule's polls and flag
 // loads of host memory do not take it yet.
 func (m *Machine) HostReadQueueWait(r int, alone sim.Duration) sim.Duration {
+	if m.StoringBlocks(r) >= 2 {
+		return 0
+	}
 	m.pruneHostReads()
 	var window, rate float64
 	for _, h := range m.hostReads {

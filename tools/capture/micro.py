@@ -1198,9 +1198,18 @@ class Micro:
                 self.rec_sm.error(f"read_depth smem {smem}", e)
                 continue
             ns = [int(v) for v in os.environ.get("READ_DEPTH_NS", "").split(",") if v] or [0, 1, 2, 4, 8, 16, 32, 66, 131]
-            for n in ns:
-                def meas(n=n, smem=smem, launch=launch, span=span):
-                    ws = list(range(n))
+            # READ_DEPTH_STRIDES=1,2,16: the n storing SMs every s-th SM from SM 0 (SMs 0, s, 2s, …; record field
+            # write_set first<n> at s = 1, stride<s>_<n> else), each count n once per stride with (n − 1) × s below
+            # the reading SM: whether the wait follows where the storing SMs lie as well as their number
+            strides = [int(v) for v in os.environ.get("READ_DEPTH_STRIDES", "").split(",") if v] or [1]
+            if any(v < 1 for v in strides):
+                raise ValueError(f"READ_DEPTH_STRIDES={strides}: strides of 1 SM or more")
+            for n, sd in ((n, sd) for sd in strides for n in ns if n == 0 or (n - 1) * sd < rsm):
+                if sd > 1 and n < 2:
+                    continue
+                def meas(n=n, sd=sd, smem=smem, launch=launch, span=span):
+                    ws = [i * sd for i in range(n)]
+                    wset = f"first{n}" if sd == 1 else f"stride{sd}_{n}"
                     roles = [0] * sms
                     for w in ws:
                         roles[w] = 1
@@ -1214,8 +1223,10 @@ class Micro:
                             if trial:
                                 times.append(float(row[3] - row[2]))
                                 wl.append(w)
-                        rec = self._place_rec(f"first{n}", ws, rsm, 1, rb, times, smem, wl[len(wl) // 2], span)
+                        rec = self._place_rec(wset, ws, rsm, 1, rb, times, smem, wl[len(wl) // 2], span)
                         rec["threads"] = rt
+                        if sd > 1:
+                            rec["write_stride_sms"] = sd
                         if unroll and mode not in (1, 5):
                             rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8, 4: 1}[mode]
                         if mode in (1, 5):
@@ -1223,13 +1234,14 @@ class Micro:
                             rec = {"kind": "pointer_chase", "clock": "sm_clock64", "target": chase_target,
                                    "ns_per_step": ns, "ns_per_step_globaltimer": ns, "steps": steps,
                                    "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
-                                   "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": f"first{n}", "write_span": rec["write_span"],
+                                   "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": wset, "write_span": rec["write_span"],
+                                   **({"write_stride_sms": sd} if sd > 1 else {}),
                                    **({"write_span_bytes": rec["write_span_bytes"]} if "write_span_bytes" in rec else {}),
                                    "smem_bytes": smem, **({"write_threads": 512, "write_target": "host",
                                                            "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {}),
                                    **({"chase_lanes": 32} if mode == 5 else {})}
                         self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_depth {smem} {n} {(span or self.write_span())[2]}", meas)
+                self.rec_sm.guard(f"read_depth {smem} {n} stride {sd} {(span or self.write_span())[2]}", meas)
             # READ_DEPTH_CROWD=4,16,64: instead of 16 readers beside n = 2, 8, 66 (without READ_DEPTH_UNROLL), the
             # last R SMs read at once (the plain loop, 2 MiB each) beside each READ_DEPTH_NS count n ≥ 1 with n + R
             # below the SMs, for each R listed, whatever READ_DEPTH_UNROLL says
