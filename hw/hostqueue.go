@@ -280,13 +280,21 @@ func (m *Machine) HostStreamsIdle() bool {
 // behind them that long. A read bound by its window, not by a link, comes
 // back in its own round trip: no wait. Only reads that follow the storing
 // blocks are listed (trackHostRead: pcie.posted_wait_per_doubling > 0).
+// Beside two or more blocks streaming stores to host memory none: the
+// stores fill the link (52.6 GB/s from two SMs, read_span.jsonl) and the
+// other loads wait behind them in their own SMs' queues rather than ahead
+// of this one on the link, so the load waits the stores' queue
+// (HostLoadWait) alone (read_beside_write_9.jsonl: beside 2 to 132 writer
+// blocks the chase stays within 0.58–1.58× of its wait with no reader
+// while 1 to 132 reader blocks load, where beside one writer block it
+// grows 1.75 to 14.7 µs with them, as beside readers alone).
 // N is fitted on one chase beside 132 reader blocks
 // (read_beside_write_9.jsonl); the dependent loads that take this wait are
 // validate's pointer chases beside readers. A schedule's polls and flag
 // loads of host memory do not take it yet.
 func (m *Machine) HostReadQueueWait(r int, alone sim.Duration) sim.Duration {
 	if m.StoringBlocks(r) >= 2 {
-		return 0
+		return 0 // behind the stores only (above)
 	}
 	m.pruneHostReads()
 	var window, rate float64

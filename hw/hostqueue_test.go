@@ -178,6 +178,27 @@ func TestLoadsWaitBehindLoadsThatFillTheLink(t *testing.T) {
 	assert.Zero(t, m.HostReadQueueWait(0, alone), "after the reads")
 }
 
+// Beside two or more blocks streaming stores to host memory a load waits
+// the stores' queue and not the other loads': none behind 132 reader
+// blocks beside 2 or 132 storing blocks, where beside one storing block
+// the readers' loads fill the link and it waits behind them.
+func TestLoadsBesideStreamingStoresWaitTheStoresNotTheLoads(t *testing.T) {
+	wait := func(storing int) sim.Duration {
+		m := h200x1Machine(t)
+		host := HostMem(m.LocalSocket(0))
+		require.NoError(t, m.Write(0, host, 1<<40, Kernel{Blocks: storing, Threads: 512}, "w", nil))
+		require.NoError(t, m.Read(0, host, 1<<40, Kernel{Blocks: 132, Threads: 512}, "r", nil))
+		require.NoError(t, m.Eng.RunUntil(sim.Time(100*sim.Microsecond)))
+		require.InDelta(t, float64(storing), m.StoringBlocks(0), 1e-9)
+		alone, err := m.RoundTrip(0, host)
+		require.NoError(t, err)
+		return m.HostReadQueueWait(0, alone)
+	}
+	assert.Positive(t, wait(1), "beside one storing block the readers fill the link")
+	assert.Zero(t, wait(2))
+	assert.Zero(t, wait(132))
+}
+
 // A read whose flow starts after blocks began streaming stores to host
 // memory (its first request was on its way when they started) takes the
 // wait behind them as one started after them does; a write whose stores

@@ -36,7 +36,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			reader.Threads = r.Threads
 		}
 		if r.Placement == "by_sm" {
-			if !strings.HasPrefix(extraString(r, "write_set"), "first") {
+			if set := extraString(r, "write_set"); !strings.HasPrefix(set, "first") && !strings.HasPrefix(set, "stride") {
 				return nil, notModelled("read_placement's sweeps over SMs: a record per SM of one configuration; read_depth*.jsonl hold the configurations once")
 			}
 			// place_rw's plain loop keeps one load a thread in flight
