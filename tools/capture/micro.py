@@ -1199,17 +1199,32 @@ class Micro:
                 continue
             ns = [int(v) for v in os.environ.get("READ_DEPTH_NS", "").split(",") if v] or [0, 1, 2, 4, 8, 16, 32, 66, 131]
             # READ_DEPTH_STRIDES=1,2,16: the n storing SMs every s-th SM from SM 0 (SMs 0, s, 2s, …; record field
-            # write_set first<n> at s = 1, stride<s>_<n> else), each count n once per stride with (n − 1) × s below
-            # the reading SM: whether the wait follows where the storing SMs lie as well as their number
+            # write_set first<n> at s = 1, stride<s>_<n> else), each count n once per stride with its last storing
+            # SM below the reading one: whether the wait follows where the storing SMs lie as well as their number.
+            # READ_DEPTH_BASES=0,2: from each of these SMs instead of SM 0 alone (from<b>_stride<s>_<n>).
+            # READ_DEPTH_SETS="0,1,8,9;2,3,4,5": besides, each ;-separated list of SMs as the storing set (list<n>)
             strides = [int(v) for v in os.environ.get("READ_DEPTH_STRIDES", "").split(",") if v] or [1]
-            if any(v < 1 for v in strides):
-                raise ValueError(f"READ_DEPTH_STRIDES={strides}: strides of 1 SM or more")
-            for n, sd in ((n, sd) for sd in strides for n in ns if n == 0 or (n - 1) * sd < rsm):
-                if sd > 1 and n < 2:
-                    continue
-                def meas(n=n, sd=sd, smem=smem, launch=launch, span=span):
-                    ws = [i * sd for i in range(n)]
-                    wset = f"first{n}" if sd == 1 else f"stride{sd}_{n}"
+            bases = [int(v) for v in os.environ.get("READ_DEPTH_BASES", "").split(",") if v] or [0]
+            if any(v < 1 for v in strides) or any(not 0 <= b < rsm for b in bases):
+                raise ValueError(f"READ_DEPTH_STRIDES={strides}, READ_DEPTH_BASES={bases}: strides of 1 SM or more, "
+                                 f"bases below SM {rsm}")
+            sets = []
+            for b in bases:
+                for sd in strides:
+                    for n in ns:
+                        if (n == 0 and (b, sd) != (bases[0], strides[0])) or (sd > 1 and n < 2) or b + (n - 1) * sd >= rsm:
+                            continue
+                        name = (f"first{n}" if sd == 1 else f"stride{sd}_{n}") if b == 0 else f"from{b}_stride{sd}_{n}"
+                        sets.append((name, [b + i * sd for i in range(n)], sd))
+            for v in os.environ.get("READ_DEPTH_SETS", "").split(";"):
+                if v.strip():
+                    lst = [int(x) for x in v.split(",")]
+                    if len(set(lst)) != len(lst) or any(not 0 <= x < rsm for x in lst):
+                        raise ValueError(f"READ_DEPTH_SETS: {v!r}: distinct SMs below {rsm}")
+                    sets.append((f"list{len(lst)}", lst, 0))
+            for wset, ws, sd in sets:
+                n = len(ws)
+                def meas(n=n, sd=sd, ws=ws, wset=wset, smem=smem, launch=launch, span=span):
                     roles = [0] * sms
                     for w in ws:
                         roles[w] = 1
@@ -1227,6 +1242,8 @@ class Micro:
                         rec["threads"] = rt
                         if sd > 1:
                             rec["write_stride_sms"] = sd
+                        if wset.startswith("from"):
+                            rec["write_base_sm"] = ws[0]
                         if unroll and mode not in (1, 5):
                             rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8, 4: 1}[mode]
                         if mode in (1, 5):
@@ -1236,12 +1253,13 @@ class Micro:
                                    "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
                                    "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": wset, "write_span": rec["write_span"],
                                    **({"write_stride_sms": sd} if sd > 1 else {}),
+                                   **({"write_base_sm": ws[0]} if wset.startswith("from") else {}),
                                    **({"write_span_bytes": rec["write_span_bytes"]} if "write_span_bytes" in rec else {}),
                                    "smem_bytes": smem, **({"write_threads": 512, "write_target": "host",
                                                            "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {}),
                                    **({"chase_lanes": 32} if mode == 5 else {})}
                         self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_depth {smem} {n} stride {sd} {(span or self.write_span())[2]}", meas)
+                self.rec_sm.guard(f"read_depth {smem} {wset} {(span or self.write_span())[2]}", meas)
             # READ_DEPTH_CROWD=4,16,64: instead of 16 readers beside n = 2, 8, 66 (without READ_DEPTH_UNROLL), the
             # last R SMs read at once (the plain loop, 2 MiB each) beside each READ_DEPTH_NS count n ≥ 1 with n + R
             # below the SMs, for each R listed, whatever READ_DEPTH_UNROLL says
