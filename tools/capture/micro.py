@@ -1222,9 +1222,14 @@ class Micro:
                     if len(set(lst)) != len(lst) or any(not 0 <= x < rsm for x in lst):
                         raise ValueError(f"READ_DEPTH_SETS: {v!r}: distinct SMs below {rsm}")
                     sets.append((f"list{len(lst)}", lst, 0))
-            for wset, ws, sd in sets:
+            # READ_DEPTH_READERS=131,130,123: the chase and the streaming block on each of these SMs in turn (the
+            # last SM when not given; field read_sm), each storing set that leaves it out
+            readers = [int(v) for v in os.environ.get("READ_DEPTH_READERS", "").split(",") if v] or [rsm]
+            if any(not 0 <= v < sms for v in readers):
+                raise ValueError(f"READ_DEPTH_READERS={readers}: SMs below {sms}")
+            for rd, wset, ws, sd in ((r, *z) for r in readers for z in sets if r not in z[1]):
                 n = len(ws)
-                def meas(n=n, sd=sd, ws=ws, wset=wset, smem=smem, launch=launch, span=span):
+                def meas(n=n, sd=sd, ws=ws, wset=wset, smem=smem, launch=launch, span=span, rsm=rd):
                     roles = [0] * sms
                     for w in ws:
                         roles[w] = 1
@@ -1259,7 +1264,7 @@ class Micro:
                                                            "gbps_write": rec["gbps_write"]} if "gbps_write" in rec else {}),
                                    **({"chase_lanes": 32} if mode == 5 else {})}
                         self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_depth {smem} {wset} {(span or self.write_span())[2]}", meas)
+                self.rec_sm.guard(f"read_depth {smem} {wset} reader {rd} {(span or self.write_span())[2]}", meas)
             # READ_DEPTH_CROWD=4,16,64: instead of 16 readers beside n = 2, 8, 66 (without READ_DEPTH_UNROLL), the
             # last R SMs read at once (the plain loop, 2 MiB each) beside each READ_DEPTH_NS count n ≥ 1 with n + R
             # below the SMs, for each R listed, whatever READ_DEPTH_UNROLL says
