@@ -290,7 +290,7 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 	}
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
-		rtt += m.HostLoadWait(r)
+		rtt += m.HostLoadWaitIn(r, k.StoresHalf)
 		if k.StoresOnItsSMs {
 			rtt += m.OwnSMStoreWait(r)
 		}

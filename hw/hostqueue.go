@@ -194,6 +194,87 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 	return sim.Duration(math.Round(w))
 }
 
+// StoreHalves says where a GPU's blocks streaming stores to host memory
+// run among its SMs, relative to a block loading host memory
+// (Kernel.StoresHalf). An H200's SMs fall in two halves of 66 by a
+// pattern of TPCs (testdata/h200x1-arsim/read_pairs.jsonl,
+// read_halves.jsonl), and a load waits about twice as long behind stores
+// from its own half as behind the other half's, whatever their count
+// (read_readers.jsonl, from SMs in either half).
+type StoreHalves uint8
+
+const (
+	// HalvesUnknown: where the storing blocks run is not known: the
+	// count of storing blocks decides (HostLoadWait).
+	HalvesUnknown StoreHalves = iota
+	// StoresInOwnHalf: every storing block runs in the loading SM's half.
+	StoresInOwnHalf
+	// StoresInOtherHalf: every storing block runs in the other half.
+	StoresInOtherHalf
+	// StoresInBothHalves: some run in each half.
+	StoresInBothHalves
+)
+
+// HostLoadWaitIn is HostLoadWait for a load whose GPU's storing blocks
+// run where h says, relative to the loading SM, times the stores' span
+// share: in one half pcie.posted_wait_own_half or
+// pcie.posted_wait_other_half, however many blocks store (beside 2 to 32
+// SMs of the other half a load waited 8.1–9.0 µs, beside 2 to 8 of its own
+// 13.3–16.7); in both halves the two one after the other, or the count's
+// wait (HostLoadWait) where that is longer (beside 131 SMs). HostLoadWait
+// where h is HalvesUnknown, below two storing blocks, or a half's wait is
+// 0.
+func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
+	w, ok := m.halvesWait(r, h)
+	if !ok {
+		return m.HostLoadWait(r)
+	}
+	return w
+}
+
+// halvesWait is HostLoadWaitIn's wait by the halves, and whether they
+// decide it (false: the count's, HostLoadWait).
+func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
+	own, other := m.Phys.PostedWaitOwnHalf, m.Phys.PostedWaitOtherHalf
+	if h == HalvesUnknown || own <= 0 || other <= 0 || m.StoringBlocks(r) < 2 {
+		return 0, false
+	}
+	var w sim.Duration
+	switch h {
+	case StoresInOwnHalf:
+		w = own
+	case StoresInOtherHalf:
+		w = other
+	default:
+		w = own + other
+	}
+	hw := sim.Duration(math.Round(float64(w) * m.PostedWaitSpanShare(m.StoreSpan(r))))
+	if h == StoresInBothHalves && m.HostLoadWait(r) >= hw {
+		return 0, false
+	}
+	return hw, true
+}
+
+// HostLoneLoadWaitIn is HostLoneLoadWait where the halves decide the wait
+// (HostLoadWaitIn): in one half pcie.posted_wait_lone_load_halves of the
+// warp's wait there (a lone thread's chase waited 0.8–0.95 of a streaming
+// block's wait beside 2 to 8 storing SMs of one half); in both halves
+// pcie.posted_wait_lone_load's share, as beside the count's wait (there the
+// chase's measured share is 0.84–0.89 over pairs of SMs in both halves,
+// and the warp's wait of the two halves one after the other about 12 %
+// longer than measured: the model's chase there rests on the two misses
+// offsetting, testdata/h200x1-arsim/README.md, read_halves.jsonl).
+func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
+	w, ok := m.halvesWait(r, h)
+	switch {
+	case !ok:
+		return m.HostLoneLoadWait(r)
+	case h == StoresInBothHalves:
+		return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoad * float64(w)))
+	}
+	return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoadHalves * float64(w)))
+}
+
 // OwnSMStoreWait is what a load of host memory by GPU r waits, beyond
 // HostLoadWait, when its SM also runs a block of the same launch streaming
 // stores to host memory (Kernel.StoresOnItsSMs): pcie.posted_wait_own_sm for each of the

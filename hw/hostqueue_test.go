@@ -227,3 +227,34 @@ func TestReadStartedDuringItsFirstRequestTakesTheStoringBlocks(t *testing.T) {
 	assert.InDelta(t, after(false, false), after(false, true), after(false, false)*0.02, "the same wait, whichever asked first")
 	assert.Greater(t, after(false, true), 3*after(true, true), "paced stores do not slow the read")
 }
+
+// Beside storing blocks all in one half of the SMs a load waits its half's
+// wait whatever their count (pcie.posted_wait_own_half or _other_half
+// times the span's share), a lone thread pcie.posted_wait_lone_load_halves
+// of it; in both halves the two one after the other, or the count's wait
+// where that is longer; where the halves are not known, the count's.
+func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
+	at := func(storing int, span sim.Bytes) *Machine {
+		m := h200x1Machine(t)
+		require.NoError(t, m.Write(0, HostMem(m.LocalSocket(0)), 1<<40, Kernel{Blocks: storing, Threads: 512, StoreSpan: span}, "w", nil))
+		return m
+	}
+	full := sim.Bytes(256 << 20)
+	own, other := at(2, full).Phys.PostedWaitOwnHalf, at(2, full).Phys.PostedWaitOtherHalf
+	require.Positive(t, own)
+	require.Greater(t, own, other, "its own half's stores delay a load more")
+	for _, n := range []int{2, 8, 64} {
+		m := at(n, full)
+		assert.Equal(t, own, m.HostLoadWaitIn(0, StoresInOwnHalf), "%d storing blocks", n)
+		assert.Equal(t, other, m.HostLoadWaitIn(0, StoresInOtherHalf), "%d storing blocks", n)
+		assert.Equal(t, m.HostLoadWait(0), m.HostLoadWaitIn(0, HalvesUnknown))
+		assert.Equal(t, max(own+other, m.HostLoadWait(0)), m.HostLoadWaitIn(0, StoresInBothHalves), "%d storing blocks", n)
+		assert.InDelta(t, m.Phys.PostedWaitLoneLoadHalves*float64(other), float64(m.HostLoneLoadWaitIn(0, StoresInOtherHalf)), 1)
+	}
+	m := at(2, full)
+	assert.InDelta(t, m.Phys.PostedWaitLoneLoad*float64(own+other), float64(m.HostLoneLoadWaitIn(0, StoresInBothHalves)), 1)
+	small := at(2, 1<<20)
+	assert.Less(t, small.HostLoadWaitIn(0, StoresInOwnHalf), own, "a small span's share")
+	one := at(1, full)
+	assert.Equal(t, one.HostLoadWait(0), one.HostLoadWaitIn(0, StoresInOwnHalf), "one storing block: the count's")
+}

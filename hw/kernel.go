@@ -67,6 +67,12 @@ type Kernel struct {
 	// testdata/h200x1-arsim/chase_kernels.jsonl), or where they run is not
 	// known.
 	StoresOnItsSMs bool
+	// StoresHalf, on a read of host memory: where the GPU's blocks
+	// streaming stores to host memory run among its SMs' two halves,
+	// relative to this kernel's loading blocks (Machine.HostLoadWaitIn):
+	// HalvesUnknown (the count of storing blocks decides), all in the
+	// loading SMs' own half, or all in the other half.
+	StoresHalf StoreHalves
 	// StoreSpan, on a streaming write to host memory: the bytes its
 	// stores sweep, again and again, while they stream (a loop that
 	// rewrites a buffer of that many bytes); 0: the write's own bytes, each

@@ -194,7 +194,7 @@ func (d *fieldDef) set(r *Record, raw json.RawMessage) error {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fieldErrf(d.name, "want string: %v", err)
 		}
-		if s == "" {
+		if s == "" && !d.zeroOK {
 			return fieldErrf(d.name, "must not be empty")
 		}
 		*d.str(r) = s

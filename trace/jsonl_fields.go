@@ -33,7 +33,7 @@ type fieldDef struct {
 	name   string
 	typ    jtype
 	enum   []string // allowed values of a string field; nil: any non-empty string
-	zeroOK bool     // a number that may be 0 (and then reads as not given)
+	zeroOK bool     // a number that may be 0 (and then reads as not given); a string that may be empty
 	max    int64    // an integer's largest value (every integer field has one)
 	why    string   // what max is
 	str    func(*Record) *string
@@ -164,6 +164,7 @@ var fieldDefs = []fieldDef{
 	{name: "smem_bytes", typ: jInt, max: 1 << 20, why: "a MiB, more shared memory than an SM has", zeroOK: true, i32: func(r *Record) *int { return &r.SmemBytes }},
 	{name: "write_span", typ: jString, enum: []string{"own_mib", "wide", "own"}, str: func(r *Record) *string { return &r.WriteSpan }},
 	{name: "write_span_bytes", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.WriteSpanBytes }},
+	{name: "write_sms", typ: jString, zeroOK: true, str: func(r *Record) *string { return &r.WriteSMs }},
 	{name: "reader_sm", typ: jString, enum: []string{"with_storer", "without_storer"}, str: func(r *Record) *string { return &r.ReaderSM }},
 	{name: "atomic_page", typ: jString, enum: []string{"fast", "slow"}, str: func(r *Record) *string { return &r.AtomicPage }},
 	{name: "chase_lanes", typ: jInt, max: 32, why: "a warp's lanes", i32: func(r *Record) *int { return &r.ChaseLanes }},

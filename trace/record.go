@@ -356,8 +356,8 @@ type Record struct {
 	// pointer_chase record of tools/capture's read_placement, one block of
 	// one launch on each SM, its role set by its SM: ReadSM is the SM of
 	// the reading block (the first of them when Blocks > 1), WriteBlocks
-	// the SMs storing to host memory (their list is the write_sms field,
-	// carried in Extra with write_set and read_sms), SmemBytes the dynamic
+	// the SMs storing to host memory (WriteSMs lists them, comma
+	// separated; write_set and read_sms are carried in Extra), SmemBytes the dynamic
 	// shared memory each block holds (0: none, or not given), WriteSpan
 	// where the writers store ("own_mib": each its own MiB again and
 	// again; "wide": together across 128 MiB; "own": each its own
@@ -369,7 +369,7 @@ type Record struct {
 	// ChaseLanes: a pointer_chase whose every step is a warp's load, each
 	// of its ChaseLanes lanes loading 8 B at 16-B steps from the step's
 	// word (32: 512 B, as a streaming warp's load); 0: thread 0 alone.
-	Placement, WriteSpan                         string
+	Placement, WriteSpan, WriteSMs               string
 	ReadSM, SmemBytes, LoadsInFlight, ChaseLanes int
 	WriteSpanBytes                               int64
 	// ReaderSM (placement by_sm, tools/capture's read_cores: two blocks

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -51,7 +52,9 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl",
 	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/chase_forms.jsonl",
 	"h200x1-arsim/read_span_2.jsonl", "h200x1-arsim/read_crowd.jsonl", "h200x1-arsim/read_cores.jsonl",
-	"h200x1-arsim/read_cores_2.jsonl", "h200x1-arsim/read_cores_3.jsonl"}
+	"h200x1-arsim/read_cores_2.jsonl", "h200x1-arsim/read_cores_3.jsonl", "h200x1-arsim/read_stride.jsonl",
+	"h200x1-arsim/read_pairs.jsonl", "h200x1-arsim/read_halves.jsonl", "h200x1-arsim/read_readers.jsonl",
+	"h200x1-arsim/read_halves_2.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
@@ -375,6 +378,25 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
 		}, How: "least-squares slope through 0, over the storing SMs, of the one-load block's round trip (8,192 B over its rate) beside a storing block on its SM less the same on an SM that stores nothing"},
+	// pcie.posted_wait_own_half, pcie.posted_wait_other_half and
+	// pcie.posted_wait_lone_load_halves: one block on SM 131 loading host
+	// memory, and its thread 0's chase, beside two SMs storing to it that
+	// lie in one half of the SMs, SM 0 and another of SM 131's half, or SM
+	// 2 and another of the other half (read_halves.jsonl's pair scans); its
+	// storing sets of 4 to 32 SMs, the pair scan on another instance
+	// (read_pairs.jsonl), other loading SMs (read_readers.jsonl) and the
+	// first two SMs of every earlier read_placement file are predicted.
+	{Params: []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
+		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.Placement == "by_sm" && storesHalf(r) != hw.HalvesUnknown
+		},
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_halves.jsonl" }),
+		On: func(r trace.Record) bool {
+			h := storesHalf(r)
+			return r.WriteBlocks == 2 && (h == hw.StoresInOwnHalf || h == hw.StoresInOtherHalf) && !strings.HasPrefix(extraString(r, "write_set"), "list") &&
+				(r.Kind == trace.KindPointerChase || r.Blocks == 1)
+		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait"},
 	// gpu.host_loads_beside_stores: one block loading host memory beside
 	// 131 SMs storing to it, keeping one and four loads a thread in flight
 	// (read_depth_2.jsonl); every other storing-SM count, the other

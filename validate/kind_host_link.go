@@ -3,6 +3,7 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,7 +37,7 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			reader.Threads = r.Threads
 		}
 		if r.Placement == "by_sm" {
-			if set := extraString(r, "write_set"); !strings.HasPrefix(set, "first") && !strings.HasPrefix(set, "stride") {
+			if set := extraString(r, "write_set"); !slices.ContainsFunc([]string{"first", "stride", "from", "list"}, func(p string) bool { return strings.HasPrefix(set, p) }) {
 				return nil, notModelled("read_placement's sweeps over SMs: a record per SM of one configuration; read_depth*.jsonl hold the configurations once")
 			}
 			// place_rw's plain loop keeps one load a thread in flight
@@ -45,6 +46,8 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			reader.LoadsInFlight = float64(max(r.LoadsInFlight, 1))
 			// read_cores: each reading block beside a storing block on its SM
 			reader.StoresOnItsSMs = r.ReaderSM == "with_storer"
+			// where the storing SMs lie: the reader's half or the other
+			reader.StoresHalf = storesHalf(r)
 		} else if r.LoadsInFlight > 0 {
 			// read_beside_write's loops variant (read_loop)
 			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)
@@ -143,13 +146,22 @@ func spanDesc(r trace.Record) string {
 // sharesDesc names, for a read_cores record (two blocks an SM), whether
 // its readers share their SMs with storing blocks (trace.Record.ReaderSM).
 func sharesDesc(r trace.Record) string {
+	var d string
 	switch r.ReaderSM {
 	case "with_storer":
-		return ", reading beside a storing block on each SM"
+		d = ", reading beside a storing block on each SM"
 	case "without_storer":
-		return ", reading on SMs that store nothing"
+		d = ", reading on SMs that store nothing"
 	}
-	return ""
+	switch storesHalf(r) {
+	case hw.StoresInOwnHalf:
+		d += ", storing SMs in the reader's half"
+	case hw.StoresInOtherHalf:
+		d += ", storing SMs in the other half"
+	case hw.StoresInBothHalves:
+		d += ", storing SMs in both halves"
+	}
+	return d
 }
 
 // writerDesc names the writer a record's loads ran beside (tools/capture's

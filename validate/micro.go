@@ -142,9 +142,11 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 // behind the readers' loads outstanding (hw.Machine.HostReadQueueWait),
 // both taken once the readers' loads run at their rate, and with ownSM
 // (the chasing thread's SM also runs a storing block) its SM's queued
-// stores too (hw.Machine.OwnSMStoreWait, the whole of it); a chase of the
-// GPU's own memory waits for none of these.
-func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal, warp, ownSM bool) (float64, error) {
+// stores too (hw.Machine.OwnSMStoreWait, the whole of it), and with half
+// the storing SMs' half relative to the chasing SM's
+// (hw.Machine.HostLoadWaitIn); a chase of the GPU's own memory waits for
+// none of these.
+func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal, warp, ownSM bool, half hw.StoreHalves) (float64, error) {
 	m, at, err := machineAt(top, "pointer_chase", target, true)
 	if err != nil {
 		return 0, err
@@ -176,9 +178,9 @@ func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader 
 	}
 	if at.Host {
 		if warp {
-			d += m.HostLoadWait(0)
+			d += m.HostLoadWaitIn(0, half)
 		} else {
-			d += m.HostLoneLoadWait(0)
+			d += m.HostLoneLoadWaitIn(0, half)
 		}
 		if ownSM {
 			d += m.OwnSMStoreWait(0)

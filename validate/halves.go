@@ -1,0 +1,77 @@
+package validate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/trace"
+)
+
+// h200HalfRuns are the runs of SM numbers, first and last, that make up
+// one half of an H200's 132 SMs (the half holding SM 0; the other 66 are
+// the other half), read off tools/capture's pair scans
+// (testdata/h200x1-arsim/read_pairs.jsonl: a chase from SM 131 beside
+// SMs 0 and s storing, every s; read_halves.jsonl: the same from SM 0 and
+// from SM 2, on another instance): a chase beside two storing SMs falls in
+// one of two bands by whether they lie in one half, and SM pairs 2t, 2t + 1
+// (one TPC) always fall together. SM 16 lay between the bands on one of
+// the two instances; it is put with SM 17. SM 131, the reader of those
+// scans, is placed by read_readers.jsonl (it waits as SMs 0 and 130 do).
+var h200HalfRuns = [][2]int{{0, 1}, {8, 13}, {16, 17}, {24, 29}, {32, 33}, {40, 45}, {48, 49}, {56, 61},
+	{70, 75}, {84, 89}, {98, 103}, {112, 117}, {120, 121}, {124, 131}}
+
+// h200SMs is an H200's SM count, which the halves above partition.
+const h200SMs = 132
+
+// h200Half is 0 for an SM in SM 0's half (h200HalfRuns), 1 for one in
+// the other, −1 for an SM number an H200 does not have.
+func h200Half(sm int) int {
+	if sm < 0 || sm >= h200SMs {
+		return -1
+	}
+	for _, run := range h200HalfRuns {
+		if sm >= run[0] && sm <= run[1] {
+			return 0
+		}
+	}
+	return 1
+}
+
+// storesHalf is where a by-SM record's storing SMs (write_sms) lie
+// relative to its one reading SM (read_sm), on an H200 (tools/capture's
+// read_placement, one launch, one block an SM): all in the reader's half,
+// all in the other, some in each, or hw.HalvesUnknown (several readers, a
+// reader beside a storing block on its SM, another GPU, or SMs not
+// listed).
+func storesHalf(r trace.Record) hw.StoreHalves {
+	list := r.WriteSMs
+	if r.Placement != "by_sm" || list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || !strings.HasPrefix(r.System, "h200") {
+		return hw.HalvesUnknown
+	}
+	own := h200Half(r.ReadSM)
+	if own < 0 {
+		return hw.HalvesUnknown
+	}
+	same, other := 0, 0
+	for _, f := range strings.Split(list, ",") {
+		sm, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || h200Half(sm) < 0 {
+			return hw.HalvesUnknown
+		}
+		if h200Half(sm) == own {
+			same++
+		} else {
+			other++
+		}
+	}
+	switch {
+	case same > 0 && other == 0:
+		return hw.StoresInOwnHalf
+	case other > 0 && same == 0:
+		return hw.StoresInOtherHalf
+	case other > 0 && same > 0:
+		return hw.StoresInBothHalves
+	}
+	return hw.HalvesUnknown
+}
