@@ -196,34 +196,44 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 
 // StoreHalves says where a GPU's blocks streaming stores to host memory
 // run among its SMs, relative to a block loading host memory
-// (Kernel.StoresHalf). An H200's SMs fall in two halves of 66 by a
-// pattern of TPCs (testdata/h200x1-arsim/read_pairs.jsonl,
+// (Kernel.StoresHalf): the zero value, where they run is not known (the
+// count of storing blocks decides, HostLoadWait); else Own, the share of
+// them in the loading SM's half. An H200's SMs fall in two halves of 66
+// by a pattern of TPCs (testdata/h200x1-arsim/read_pairs.jsonl,
 // read_halves.jsonl), and a load waits about twice as long behind stores
-// from its own half as behind the other half's, whatever their count
-// (read_readers.jsonl, from SMs in either half).
-type StoreHalves uint8
+// from its own half as behind the other half's (read_readers.jsonl, from
+// SMs in either half).
+type StoreHalves struct {
+	Known bool
+	Own   float64
+}
 
-const (
-	// HalvesUnknown: where the storing blocks run is not known: the
-	// count of storing blocks decides (HostLoadWait).
-	HalvesUnknown StoreHalves = iota
-	// StoresInOwnHalf: every storing block runs in the loading SM's half.
-	StoresInOwnHalf
-	// StoresInOtherHalf: every storing block runs in the other half.
-	StoresInOtherHalf
-	// StoresInBothHalves: some run in each half.
-	StoresInBothHalves
-)
+// StoresInHalves is where own storing blocks of the loading SM's half and
+// other of the other half run; not known where there are none.
+func StoresInHalves(own, other int) StoreHalves {
+	if own < 0 || other < 0 || own+other == 0 {
+		return StoreHalves{}
+	}
+	return StoreHalves{Known: true, Own: float64(own) / float64(own+other)}
+}
+
+// AllOwn, AllOther and Both say whether the storing blocks all run in the
+// loading SM's half, all in the other, or in both.
+func (h StoreHalves) AllOwn() bool   { return h.Known && h.Own >= 1 }
+func (h StoreHalves) AllOther() bool { return h.Known && h.Own <= 0 }
+func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 }
 
 // HostLoadWaitIn is HostLoadWait for a load whose GPU's storing blocks
 // run where h says, relative to the loading SM, times the stores' span
-// share: in one half pcie.posted_wait_own_half or
-// pcie.posted_wait_other_half, however many blocks store (beside 2 to 32
-// SMs of the other half a load waited 8.1–9.0 µs, beside 2 to 8 of its own
-// 13.3–16.7); in both halves the two one after the other, or the count's
-// wait (HostLoadWait) where that is longer (beside 131 SMs). HostLoadWait
-// where h is HalvesUnknown, below two storing blocks, or a half's wait is
-// 0.
+// share: behind k blocks of its own half pcie.posted_wait_own_half and
+// pcie.posted_wait_own_half_per_doubling for each doubling of k from two
+// (none for one)
+// (read_halves.jsonl: 16 µs behind 2 to 8 SMs, 24 behind 32), behind
+// blocks all of the other half pcie.posted_wait_other_half however many
+// (8.1–9.0 µs behind 2 to 65 SMs); in both halves its own half's wait and
+// the other half's one after the other, or the count's (HostLoadWait)
+// where that is longer (beside 131 SMs). HostLoadWait where h is not
+// known, below two storing blocks, or a half's wait is 0.
 func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	w, ok := m.halvesWait(r, h)
 	if !ok {
@@ -235,21 +245,21 @@ func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
 // halvesWait is HostLoadWaitIn's wait by the halves, and whether they
 // decide it (false: the count's, HostLoadWait).
 func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
-	own, other := m.Phys.PostedWaitOwnHalf, m.Phys.PostedWaitOtherHalf
-	if h == HalvesUnknown || own <= 0 || other <= 0 || m.StoringBlocks(r) < 2 {
+	own, other := float64(m.Phys.PostedWaitOwnHalf), float64(m.Phys.PostedWaitOtherHalf)
+	n := m.StoringBlocks(r)
+	if !h.Known || own <= 0 || other <= 0 || n < 2 {
 		return 0, false
 	}
-	var w sim.Duration
-	switch h {
-	case StoresInOwnHalf:
-		w = own
-	case StoresInOtherHalf:
-		w = other
-	default:
-		w = own + other
+	var w float64
+	if k := h.Own * n; k > 0 {
+		// none below two of its own half's blocks
+		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
 	}
-	hw := sim.Duration(math.Round(float64(w) * m.PostedWaitSpanShare(m.StoreSpan(r))))
-	if h == StoresInBothHalves && m.HostLoadWait(r) >= hw {
+	if !h.AllOwn() {
+		w += other
+	}
+	hw := sim.Duration(math.Round(w * m.PostedWaitSpanShare(m.StoreSpan(r))))
+	if h.Both() && m.HostLoadWait(r) >= hw {
 		return 0, false
 	}
 	return hw, true
@@ -259,17 +269,13 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 // (HostLoadWaitIn): in one half pcie.posted_wait_lone_load_halves of the
 // warp's wait there (a lone thread's chase waited 0.8–0.95 of a streaming
 // block's wait beside 2 to 8 storing SMs of one half); in both halves
-// pcie.posted_wait_lone_load's share, as beside the count's wait (there the
-// chase's measured share is 0.84–0.89 over pairs of SMs in both halves,
-// and the warp's wait of the two halves one after the other about 12 %
-// longer than measured: the model's chase there rests on the two misses
-// offsetting, testdata/h200x1-arsim/README.md, read_halves.jsonl).
+// pcie.posted_wait_lone_load's share, as beside the count's wait.
 func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	w, ok := m.halvesWait(r, h)
 	switch {
 	case !ok:
 		return m.HostLoneLoadWait(r)
-	case h == StoresInBothHalves:
+	case h.Both():
 		return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoad * float64(w)))
 	}
 	return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoadHalves * float64(w)))

@@ -229,10 +229,12 @@ func TestReadStartedDuringItsFirstRequestTakesTheStoringBlocks(t *testing.T) {
 }
 
 // Beside storing blocks all in one half of the SMs a load waits its half's
-// wait whatever their count (pcie.posted_wait_own_half or _other_half
-// times the span's share), a lone thread pcie.posted_wait_lone_load_halves
-// of it; in both halves the two one after the other, or the count's wait
-// where that is longer; where the halves are not known, the count's.
+// wait, the other half's whatever their count (pcie.posted_wait_other_half),
+// its own half's growing by pcie.posted_wait_own_half_per_doubling a
+// doubling from two, times the span's share, a lone thread
+// pcie.posted_wait_lone_load_halves of it; in both halves the two one
+// after the other, or the count's wait where that is longer; where the
+// halves are not known, the count's.
 func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 	at := func(storing int, span sim.Bytes) *Machine {
 		m := h200x1Machine(t)
@@ -240,21 +242,29 @@ func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 		return m
 	}
 	full := sim.Bytes(256 << 20)
-	own, other := at(2, full).Phys.PostedWaitOwnHalf, at(2, full).Phys.PostedWaitOtherHalf
+	ph := at(2, full).Phys
+	own, other, per := ph.PostedWaitOwnHalf, ph.PostedWaitOtherHalf, ph.PostedWaitOwnHalfPerDoubling
 	require.Positive(t, own)
+	require.Positive(t, per)
 	require.Greater(t, own, other, "its own half's stores delay a load more")
+	assert.Equal(t, StoreHalves{}, StoresInHalves(0, 0))
 	for _, n := range []int{2, 8, 64} {
 		m := at(n, full)
-		assert.Equal(t, own, m.HostLoadWaitIn(0, StoresInOwnHalf), "%d storing blocks", n)
-		assert.Equal(t, other, m.HostLoadWaitIn(0, StoresInOtherHalf), "%d storing blocks", n)
-		assert.Equal(t, m.HostLoadWait(0), m.HostLoadWaitIn(0, HalvesUnknown))
-		assert.Equal(t, max(own+other, m.HostLoadWait(0)), m.HostLoadWaitIn(0, StoresInBothHalves), "%d storing blocks", n)
-		assert.InDelta(t, m.Phys.PostedWaitLoneLoadHalves*float64(other), float64(m.HostLoneLoadWaitIn(0, StoresInOtherHalf)), 1)
+		grown := own + sim.Duration(math.Log2(float64(n)/2))*per
+		assert.InDelta(t, float64(grown), float64(m.HostLoadWaitIn(0, StoresInHalves(n, 0))), 1, "%d storing blocks", n)
+		assert.Equal(t, other, m.HostLoadWaitIn(0, StoresInHalves(0, n)), "%d storing blocks", n)
+		assert.Equal(t, m.HostLoadWait(0), m.HostLoadWaitIn(0, StoreHalves{}))
+		assert.InDelta(t, m.Phys.PostedWaitLoneLoadHalves*float64(other), float64(m.HostLoneLoadWaitIn(0, StoresInHalves(0, n))), 1)
 	}
 	m := at(2, full)
-	assert.InDelta(t, m.Phys.PostedWaitLoneLoad*float64(own+other), float64(m.HostLoneLoadWaitIn(0, StoresInBothHalves)), 1)
+	both := StoresInHalves(1, 1)
+	assert.True(t, both.Both())
+	assert.Equal(t, max(own+other, m.HostLoadWait(0)), m.HostLoadWaitIn(0, both), "one of each: none added for one block of its own half")
+	assert.InDelta(t, m.Phys.PostedWaitLoneLoad*float64(own+other), float64(m.HostLoneLoadWaitIn(0, both)), 1)
+	all := at(131, full)
+	assert.Equal(t, all.HostLoadWait(0), all.HostLoadWaitIn(0, StoresInHalves(65, 66)), "beside 131 the count's wait is longer")
 	small := at(2, 1<<20)
-	assert.Less(t, small.HostLoadWaitIn(0, StoresInOwnHalf), own, "a small span's share")
+	assert.Less(t, small.HostLoadWaitIn(0, StoresInHalves(2, 0)), own, "a small span's share")
 	one := at(1, full)
-	assert.Equal(t, one.HostLoadWait(0), one.HostLoadWaitIn(0, StoresInOwnHalf), "one storing block: the count's")
+	assert.Equal(t, one.HostLoadWait(0), one.HostLoadWaitIn(0, StoresInHalves(1, 0)), "one storing block: the count's")
 }

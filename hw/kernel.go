@@ -69,9 +69,8 @@ type Kernel struct {
 	StoresOnItsSMs bool
 	// StoresHalf, on a read of host memory: where the GPU's blocks
 	// streaming stores to host memory run among its SMs' two halves,
-	// relative to this kernel's loading blocks (Machine.HostLoadWaitIn):
-	// HalvesUnknown (the count of storing blocks decides), all in the
-	// loading SMs' own half, or all in the other half.
+	// relative to this kernel's loading blocks (Machine.HostLoadWaitIn);
+	// the zero value: not known (the count of storing blocks decides).
 	StoresHalf StoreHalves
 	// StoreSpan, on a streaming write to host memory: the bytes its
 	// stores sweep, again and again, while they stream (a loop that

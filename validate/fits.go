@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -382,21 +381,26 @@ var Fits = append([]Fit{
 	// pcie.posted_wait_lone_load_halves: one block on SM 131 loading host
 	// memory, and its thread 0's chase, beside two SMs storing to it that
 	// lie in one half of the SMs, SM 0 and another of SM 131's half, or SM
-	// 2 and another of the other half (read_halves.jsonl's pair scans); its
-	// storing sets of 4 to 32 SMs, the pair scan on another instance
+	// 2 and another of the other half (read_halves.jsonl's pair scans);
+	// pcie.posted_wait_own_half_per_doubling: its streaming blocks beside
+	// the listed sets of 4 to 32 SMs of SM 131's half; the other listed
+	// sets and the chases beside them, the pair scan on another instance
 	// (read_pairs.jsonl), other loading SMs (read_readers.jsonl) and the
 	// first two SMs of every earlier read_placement file are predicted.
-	{Params: []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
+	{Params: []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
 		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
 		Covers: func(r trace.Record) bool {
-			return r.Placement == "by_sm" && storesHalf(r) != hw.HalvesUnknown
+			return r.Placement == "by_sm" && storesHalf(r).Known
 		},
 		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_halves.jsonl" }),
 		On: func(r trace.Record) bool {
 			h := storesHalf(r)
-			return r.WriteBlocks == 2 && (h == hw.StoresInOwnHalf || h == hw.StoresInOtherHalf) && !strings.HasPrefix(extraString(r, "write_set"), "list") &&
-				(r.Kind == trace.KindPointerChase || r.Blocks == 1)
-		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait"},
+			list := strings.HasPrefix(extraString(r, "write_set"), "list")
+			pair := r.WriteBlocks == 2 && (h.AllOwn() || h.AllOther()) && !list && (r.Kind == trace.KindPointerChase || r.Blocks == 1)
+			// pcie.posted_wait_own_half_per_doubling: the listed sets of 4 to
+			// 32 SMs of the reader's half, their streaming blocks
+			return pair || (list && h.AllOwn() && r.WriteBlocks > 2 && r.Kind == trace.KindHostLinkConcurrency)
+		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait; the least-squares slope through 0 of the listed own-half sets' round trips less those over log2 of their SMs over two"},
 	// gpu.host_loads_beside_stores: one block loading host memory beside
 	// 131 SMs storing to it, keeping one and four loads a thread in flight
 	// (read_depth_2.jsonl); every other storing-SM count, the other

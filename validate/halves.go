@@ -47,17 +47,17 @@ func h200Half(sm int) int {
 func storesHalf(r trace.Record) hw.StoreHalves {
 	list := r.WriteSMs
 	if r.Placement != "by_sm" || list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || !strings.HasPrefix(r.System, "h200") {
-		return hw.HalvesUnknown
+		return hw.StoreHalves{}
 	}
 	own := h200Half(r.ReadSM)
 	if own < 0 {
-		return hw.HalvesUnknown
+		return hw.StoreHalves{}
 	}
 	same, other := 0, 0
 	for _, f := range strings.Split(list, ",") {
 		sm, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || h200Half(sm) < 0 {
-			return hw.HalvesUnknown
+			return hw.StoreHalves{}
 		}
 		if h200Half(sm) == own {
 			same++
@@ -65,13 +65,5 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 			other++
 		}
 	}
-	switch {
-	case same > 0 && other == 0:
-		return hw.StoresInOwnHalf
-	case other > 0 && same == 0:
-		return hw.StoresInOtherHalf
-	case other > 0 && same > 0:
-		return hw.StoresInBothHalves
-	}
-	return hw.HalvesUnknown
+	return hw.StoresInHalves(same, other)
 }

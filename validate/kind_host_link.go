@@ -153,12 +153,12 @@ func sharesDesc(r trace.Record) string {
 	case "without_storer":
 		d = ", reading on SMs that store nothing"
 	}
-	switch storesHalf(r) {
-	case hw.StoresInOwnHalf:
+	switch h := storesHalf(r); {
+	case h.AllOwn():
 		d += ", storing SMs in the reader's half"
-	case hw.StoresInOtherHalf:
+	case h.AllOther():
 		d += ", storing SMs in the other half"
-	case hw.StoresInBothHalves:
+	case h.Both():
 		d += ", storing SMs in both halves"
 	}
 	return d

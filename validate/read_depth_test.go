@@ -180,7 +180,7 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 		}
 		sim := hostLinkSim(t, top, r)
 		tol := 0.30
-		if storesHalf(r) == hw.StoresInBothHalves && r.WriteBlocks == 3 {
+		if storesHalf(r).Both() && r.WriteBlocks == 3 {
 			tol = 0.45
 		}
 		assert.InEpsilon(t, r.GbpsTotal, sim, tol, "read_depth_4.jsonl: %d loads in flight beside %d storing SMs", r.LoadsInFlight, r.WriteBlocks)
