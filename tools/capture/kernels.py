@@ -248,6 +248,29 @@ extern "C" __global__ void chase_at(const long long* p, int steps, long long* ou
   out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0); res[2] = smid;
 }
 
+// chase_at by the first block to land on SM target (claim[0] from 0), the rest returning at once: a chase from a chosen
+// SM beside a writer kernel (chase_grid's CHASE_GRID_SMS); res[2] the SM, as chase_at's
+extern "C" __global__ void chase_on(const long long* p, int steps, long long* out, long long* res, int target, int* claim) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (smid != (unsigned)target || atomicCAS(claim, 0, 1) != 0) return;
+  long long j = 0;
+  unsigned long long g0 = gtimer();
+  long long t0 = clock64();
+  for (int s = 0; s < steps; s++) j = *((volatile const long long*)(p + j));
+  long long t1 = clock64();
+  unsigned long long g1 = gtimer();
+  out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0); res[2] = smid;
+}
+
+// the SM each block lands on (out[blockIdx.x]): where a kernel of that shape's blocks run on an idle GPU (chase_grid
+// probes its writer kernel's with it)
+extern "C" __global__ void where_sm(int* out) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (threadIdx.x == 0) out[blockIdx.x] = (int)smid;
+}
+
 // each block rewrites its own n16 16-B words of dst (block b from dst + b n16), loops times: a writer kernel whose
 // blocks store as read_placement's one-launch writers do (chase_grid's CHASE_GRID_WRITER=own)
 extern "C" __global__ void write_own(int4* dst, long long n16, int loops) {

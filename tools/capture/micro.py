@@ -633,6 +633,17 @@ class Micro:
         if writer not in ("grid", "own"):
             raise ValueError(f"CHASE_GRID_WRITER={writer!r}: grid or own")
         wown = self.fn(0, "write_own")
+        # CHASE_GRID_SMS=0,2,126: the chase from each of these SMs in turn (chase_on: the first of 264 one-thread
+        # blocks to land there chases, the rest return; records chase_sm), and the writer kernel's SMs probed on the
+        # idle GPU (where_sm, the same grid; records write_sms)
+        pin = [int(x) for x in os.environ.get("CHASE_GRID_SMS", "").split(",") if x] or [None]
+        if any(v is not None and not 0 <= v < self.sms for v in pin):
+            raise ValueError(f"CHASE_GRID_SMS={pin}: SMs below {self.sms}")
+        chase_on, where = self.fn(0, "chase_on"), self.fn(0, "where_sm")
+        with cp.cuda.Device(0):
+            # a fresh claim word for each pinned chase launch (zeroed here, before any kernel runs)
+            claim, wsm = cp.zeros(1 << 16, dtype=cp.int32), cp.zeros(4096, dtype=cp.int32)
+        nclaim = [0]
         loop_mode = {1: 0, 4: 2, 8: 3}
         rsrc, wdst = np.uint64(hb.ptr + (32 << 20)), np.uint64(hb.ptr + (64 << 20))
 
@@ -643,13 +654,13 @@ class Micro:
         bad = [x for x in lifs if x and x not in loop_mode]
         if bad:
             raise ValueError(f"CHASE_GRID_RL: {bad} not among 0, 1, 4, 8")
-        confs = [(W, R, wth, rth, lif) for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132])
+        confs = [(W, R, wth, rth, lif, at) for W in grid("CHASE_GRID_W", [0, 1, 2, 4, 8, 32, 132])
                  for wth in (grid("CHASE_GRID_WT", [512]) if W else [512])
                  for R in grid("CHASE_GRID_R", [0, 1, 4, 16, 66, 132])
                  for rth in (grid("CHASE_GRID_RT", [512]) if R else [512])
-                 for lif in (lifs if R else [0])]
-        for W, R, wth, rth, lif in confs:
-                def meas(W=W, R=R, wth=wth, rth=rth, lif=lif):
+                 for lif in (lifs if R else [0]) for at in pin]
+        for W, R, wth, rth, lif, at in confs:
+                def meas(W=W, R=R, wth=wth, rth=rth, lif=lif, at=at):
                     def per_block(rb):
                         # read_loop: each block loads n16 16-B words of its own part, a multiple of lif × threads,
                         # within the 32 MiB before the writers' buffer
@@ -678,8 +689,18 @@ class Micro:
                                     else:
                                         rd((R,), (rth,), (rsrc, sink, np.int64(rb // 16)), stream=s3)
                                 ev[1].record(s3)
-                            chase((1,), (1,), (arr, np.int32(steps), out, res), stream=s)
+                            ci = nclaim[0]
+                            if at is None:
+                                chase((1,), (1,), (arr, np.int32(steps), out, res), stream=s)
+                            else:
+                                if ci >= claim.size:
+                                    raise RuntimeError("chase_grid: out of claim words")
+                                nclaim[0] += 1
+                                chase_on((264,), (1,), (arr, np.int32(steps), out, res, np.int32(at),
+                                                       np.uint64(claim.data.ptr + 4 * ci)), stream=s)
                         s.synchronize(); s2.synchronize(); s3.synchronize()
+                        if at is not None and int(claim[ci].get()) != 1:
+                            raise RuntimeError(f"chase_grid: no block of the chase kernel landed on SM {at}")
                         rus = cp.cuda.get_elapsed_time(ev[0], ev[1]) * 1e3 if R else 0.0
                         wus = cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3 if W else 0.0
                         r = res.get()
@@ -712,6 +733,12 @@ class Micro:
                             crec["write_span"] = "own_mib"
                     # the SM the chase ran on in most trials (carried: whether it shares an SM with a writer block)
                     crec["chase_sm"] = collections.Counter(sms_seen).most_common(1)[0][0]
+                    if at is not None and W:
+                        # where the writer kernel's blocks land: the same grid on the idle GPU
+                        with cp.cuda.Device(0):
+                            where((W,), (wth,), (wsm,))
+                            cp.cuda.Device(0).synchronize()
+                            crec["write_sms"] = ",".join(str(int(v)) for v in wsm[:W].get())
                     if R:
                         crec["read_blocks"] = R
                         if rth != 512:
@@ -738,7 +765,7 @@ class Micro:
                         if med > wmed:
                             log("chase_grid", f"W={W} R={R}: the readers ({med:.0f} us) outlived the writers ({wmed:.0f} us)")
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"chase_grid {W} {R} {wth} {rth} {lif}", meas)
+                self.rec_sm.guard(f"chase_grid {W} {R} {wth} {rth} {lif} {at}", meas)
         hb.free()
 
     @staticmethod
