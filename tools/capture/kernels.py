@@ -248,12 +248,19 @@ extern "C" __global__ void chase_at(const long long* p, int steps, long long* ou
   out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0); res[2] = smid;
 }
 
-// chase_at by the first block to land on SM target (claim[0] from 0), the rest returning at once: a chase from a chosen
+// chase_at by the first block to land on SM target (claim[0] from 0), the rest waiting for the claim: a chase from a chosen
 // SM beside a writer kernel (chase_grid's CHASE_GRID_SMS); res[2] the SM, as chase_at's
 extern "C" __global__ void chase_on(const long long* p, int steps, long long* out, long long* res, int target, int* claim) {
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  if (smid != (unsigned)target || atomicCAS(claim, 0, 1) != 0) return;
+  if (smid != (unsigned)target || atomicCAS(claim, 0, 1) != 0) {
+    // stay resident until a block has claimed (at most 2 ms), so that the launch's blocks spread over every SM
+    // rather than reusing the first SMs' slots as they free
+    unsigned long long t = gtimer();
+    while (*((volatile int*)claim) == 0 && gtimer() - t < 2000000ull) {
+    }
+    return;
+  }
   long long j = 0;
   unsigned long long g0 = gtimer();
   long long t0 = clock64();

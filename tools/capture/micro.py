@@ -634,7 +634,7 @@ class Micro:
             raise ValueError(f"CHASE_GRID_WRITER={writer!r}: grid or own")
         wown = self.fn(0, "write_own")
         # CHASE_GRID_SMS=0,2,126: the chase from each of these SMs in turn (chase_on: the first of 264 one-thread
-        # blocks to land there chases, the rest return; records chase_sm), and the writer kernel's SMs probed on the
+        # blocks to land there chases, the rest wait for its claim, up to 2 ms, and return; records chase_sm), and the writer kernel's SMs probed on the
         # idle GPU (where_sm, the same grid; records write_sms)
         pin = [int(x) for x in os.environ.get("CHASE_GRID_SMS", "").split(",") if x] or [None]
         if any(v is not None and not 0 <= v < self.sms for v in pin):
