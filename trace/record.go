@@ -371,7 +371,10 @@ type Record struct {
 	// word (32: 512 B, as a streaming warp's load); 0: thread 0 alone.
 	Placement, WriteSpan, WriteSMs               string
 	ReadSM, SmemBytes, LoadsInFlight, ChaseLanes int
-	WriteSpanBytes                               int64
+	// ChaseSM: the SM a chase_grid chase ran on (tools/capture's chase_at
+	// and chase_on; with WriteSMs, the writer kernel's SMs as probed).
+	ChaseSM        int
+	WriteSpanBytes int64
 	// ReaderSM (placement by_sm, tools/capture's read_cores: two blocks
 	// an SM): "with_storer" when each reading block shares its SM with a
 	// storing block, "without_storer" when it runs on an SM that stores

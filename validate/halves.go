@@ -38,18 +38,27 @@ func h200Half(sm int) int {
 	return 1
 }
 
-// storesHalf is where a by-SM record's storing SMs (write_sms) lie
-// relative to its one reading SM (read_sm), on an H200 (tools/capture's
-// read_placement, one launch, one block an SM): all in the reader's half,
-// all in the other, some in each, or hw.HalvesUnknown (several readers, a
-// reader beside a storing block on its SM, another GPU, or SMs not
-// listed).
+// storesHalf is where a record's storing SMs (write_sms) lie relative to
+// its one loading SM, on an H200: tools/capture's read_placement (one
+// launch, one block an SM; the loading SM read_sm), or chase_grid's chase
+// pinned to an SM (chase_sm) beside a writer kernel whose SMs were probed.
+// The zero value (not known) for several readers, a reader beside a
+// storing block on its SM, another GPU, or SMs not listed.
 func storesHalf(r trace.Record) hw.StoreHalves {
 	list := r.WriteSMs
-	if r.Placement != "by_sm" || list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || !strings.HasPrefix(r.System, "h200") {
+	if list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || !strings.HasPrefix(r.System, "h200") {
 		return hw.StoreHalves{}
 	}
-	own := h200Half(r.ReadSM)
+	reader := r.ReadSM
+	switch {
+	case r.Placement == "by_sm":
+	case r.Placement == "" && r.Kind == trace.KindPointerChase && r.ReadBlocks == 0:
+		// chase_grid records its chase's SM whenever it probes the writers'
+		reader = r.ChaseSM
+	default:
+		return hw.StoreHalves{}
+	}
+	own := h200Half(reader)
 	if own < 0 {
 		return hw.StoreHalves{}
 	}

@@ -153,15 +153,21 @@ func sharesDesc(r trace.Record) string {
 	case "without_storer":
 		d = ", reading on SMs that store nothing"
 	}
+	return d + halvesDesc(r)
+}
+
+// halvesDesc names where a record's storing SMs lie among the SMs' halves
+// relative to its loading SM (storesHalf), "" where that is not known.
+func halvesDesc(r trace.Record) string {
 	switch h := storesHalf(r); {
 	case h.AllOwn():
-		d += ", storing SMs in the reader's half"
+		return ", storing SMs in the reader's half"
 	case h.AllOther():
-		d += ", storing SMs in the other half"
+		return ", storing SMs in the other half"
 	case h.Both():
-		d += ", storing SMs in both halves"
+		return ", storing SMs in both halves"
 	}
-	return d
+	return ""
 }
 
 // writerDesc names the writer a record's loads ran beside (tools/capture's

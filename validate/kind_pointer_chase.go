@@ -71,6 +71,9 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 			t.Group += ", one launch by SM"
 			t.Group += spanDesc(r)
 			t.Group += sharesDesc(r)
+		} else {
+			// chase_grid's chase pinned to an SM beside a probed writer kernel
+			t.Group += halvesDesc(r)
 		}
 	}
 	if r.ChaseLanes == 32 {

@@ -633,7 +633,7 @@ class Micro:
         if writer not in ("grid", "own"):
             raise ValueError(f"CHASE_GRID_WRITER={writer!r}: grid or own")
         wown = self.fn(0, "write_own")
-        # CHASE_GRID_SMS=0,2,126: the chase from each of these SMs in turn (chase_on: the first of 264 one-thread
+        # CHASE_GRID_SMS=0,2,126: the chase from each of these SMs in turn (chase_on: the first of 33 × SMs one-thread
         # blocks to land there chases, the rest wait for its claim, up to 2 ms, and return; records chase_sm), and the writer kernel's SMs probed on the
         # idle GPU (where_sm, the same grid; records write_sms)
         pin = [int(x) for x in os.environ.get("CHASE_GRID_SMS", "").split(",") if x] or [None]
@@ -696,7 +696,7 @@ class Micro:
                                 if ci >= claim.size:
                                     raise RuntimeError("chase_grid: out of claim words")
                                 nclaim[0] += 1
-                                chase_on((264,), (1,), (arr, np.int32(steps), out, res, np.int32(at),
+                                chase_on((33 * self.sms,), (1,), (arr, np.int32(steps), out, res, np.int32(at),
                                                        np.uint64(claim.data.ptr + 4 * ci)), stream=s)
                         s.synchronize(); s2.synchronize(); s3.synchronize()
                         if at is not None and int(claim[ci].get()) != 1:
