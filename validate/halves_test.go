@@ -47,6 +47,12 @@ func TestH200HalvesSplitTheSMsByTPC(t *testing.T) {
 	crowd := rec(131, "0,1")
 	crowd.Blocks = 4
 	assert.Equal(t, hw.StoreHalves{}, storesHalf(crowd), "several readers")
+	// chase_grid's chase pinned to SM 2 beside a writer kernel probed on
+	// SMs 124 and 126
+	pinned := trace.Record{System: "h200x1-vm", Kind: trace.KindPointerChase, ChaseSM: 2, WriteSMs: "124,126"}
+	assert.Equal(t, hw.StoresInHalves(0, 2), storesHalf(pinned))
+	pinned.ReadBlocks = 16
+	assert.Equal(t, hw.StoreHalves{}, storesHalf(pinned), "beside readers too")
 }
 
 // pcie.posted_wait_own_half and pcie.posted_wait_other_half are the median
@@ -142,4 +148,20 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 		n++
 	}
 	assert.Equal(t, 8, n)
+
+	// a writer kernel of its own beside a chase pinned to an SM of either
+	// half (chase_halves.jsonl): two writer blocks, within 20 %
+	n = 0
+	for _, r := range readOneGPU(t, "chase_halves.jsonl") {
+		if r.WriteBlocks != 2 {
+			continue
+		}
+		tw, err := pointerChaseTwin(r)
+		require.NoError(t, err)
+		v, _, err := tw.Sim(top)
+		require.NoError(t, err)
+		assert.InEpsilon(t, r.NsPerStep, v, 0.20, "chase_halves.jsonl line %d: from SM %d", r.Line, r.ChaseSM)
+		n++
+	}
+	assert.Equal(t, 9, n)
 }
