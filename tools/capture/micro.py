@@ -1246,8 +1246,8 @@ class Micro:
             for v in os.environ.get("READ_DEPTH_SETS", "").split(";"):
                 if v.strip():
                     lst = [int(x) for x in v.split(",")]
-                    if len(set(lst)) != len(lst) or any(not 0 <= x < rsm for x in lst):
-                        raise ValueError(f"READ_DEPTH_SETS: {v!r}: distinct SMs below {rsm}")
+                    if len(set(lst)) != len(lst) or any(not 0 <= x < sms for x in lst):
+                        raise ValueError(f"READ_DEPTH_SETS: {v!r}: distinct SMs below {sms}")
                     sets.append((f"list{len(lst)}", lst, 0))
             # READ_DEPTH_READERS=131,130,123: the chase and the streaming block on each of these SMs in turn (the
             # last SM when not given; field read_sm), each storing set that leaves it out
