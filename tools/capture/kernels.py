@@ -235,10 +235,8 @@ extern "C" __global__ void chase(const long long* p, int steps, long long* out, 
   out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0);
 }
 
-// chase, and the SM it ran on in res[2] (chase_grid: whether the chase shares its SM with a writer block)
-extern "C" __global__ void chase_at(const long long* p, int steps, long long* out, long long* res) {
-  unsigned smid;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+// chase's timed walk, and the SM it ran on in res[2] (chase_at and chase_on)
+__device__ __forceinline__ void chase_on_sm(const long long* p, int steps, long long* out, long long* res, unsigned smid) {
   long long j = 0;
   unsigned long long g0 = gtimer();
   long long t0 = clock64();
@@ -246,6 +244,13 @@ extern "C" __global__ void chase_at(const long long* p, int steps, long long* ou
   long long t1 = clock64();
   unsigned long long g1 = gtimer();
   out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0); res[2] = smid;
+}
+
+// chase, and the SM it ran on in res[2] (chase_grid: whether the chase shares its SM with a writer block)
+extern "C" __global__ void chase_at(const long long* p, int steps, long long* out, long long* res) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  chase_on_sm(p, steps, out, res, smid);
 }
 
 // chase_at by the first block to land on SM target (claim[0] from 0), the rest waiting for the claim: a chase from a chosen
@@ -261,13 +266,7 @@ extern "C" __global__ void chase_on(const long long* p, int steps, long long* ou
     }
     return;
   }
-  long long j = 0;
-  unsigned long long g0 = gtimer();
-  long long t0 = clock64();
-  for (int s = 0; s < steps; s++) j = *((volatile const long long*)(p + j));
-  long long t1 = clock64();
-  unsigned long long g1 = gtimer();
-  out[0] = j; res[0] = t1 - t0; res[1] = (long long)(g1 - g0); res[2] = smid;
+  chase_on_sm(p, steps, out, res, smid);
 }
 
 // the SM each block lands on (out[blockIdx.x]): where a kernel of that shape's blocks run on an idle GPU (chase_grid
