@@ -199,8 +199,8 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 // (Kernel.StoresHalf): the zero value, where they run is not known (the
 // count of storing blocks decides, HostLoadWait); else Own, the share of
 // them in the loading SM's half. An H200's SMs fall in two halves of 66
-// by a pattern of TPCs (testdata/h200x1-arsim/read_pairs.jsonl,
-// read_halves.jsonl), and a load waits about twice as long behind stores
+// by a pattern of TPCs that varies by chip (testdata/h200x1-arsim/
+// read_pairs.jsonl, read_halves.jsonl, read_octets.jsonl), and a load waits about twice as long behind stores
 // from its own half as behind the other half's (read_readers.jsonl, from
 // SMs in either half).
 type StoreHalves struct {
