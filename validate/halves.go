@@ -18,8 +18,9 @@ import (
 // (one TPC) always fall together. SM 16 lay between the bands on one of
 // the two instances; it is put with SM 17. SM 131, the reader of those
 // scans, is placed by read_readers.jsonl (it waits as SMs 0 and 130 do).
-// The map is those chips': it held on five more instances and failed on
-// one (read_octets.jsonl), so which SMs form a half varies by chip.
+// The map is those chips': it held on seven more GPUs (read_pairs_2.jsonl
+// and _3 whole pair scans) and failed on one (read_octets.jsonl), so which
+// SMs form a half varies by chip.
 var h200HalfRuns = [][2]int{{0, 1}, {8, 13}, {16, 17}, {24, 29}, {32, 33}, {40, 45}, {48, 49}, {56, 61},
 	{70, 75}, {84, 89}, {98, 103}, {112, 117}, {120, 121}, {124, 131}}
 
