@@ -2487,3 +2487,29 @@ def _fence_beside_lb512(src):
 
 
 PERBLOCK_SRC += _fence_beside_lb512(PERBLOCK_SRC)
+
+
+# ---- which SMs share a GPC (micro.py sm_groups): the blocks of one thread-block cluster are co-scheduled on one GPC
+# (CUDA C++ Programming Guide, "Thread Block Clusters"), so SMs whose blocks meet in a cluster lie in one GPC. Built
+# alone (its own module), so that a toolchain without clusters fails this part only. 1,024 threads and 40 KiB of
+# shared memory a block: at most two blocks an SM, so a cluster of 8 spans at least four SMs. Each block's thread 0
+# writes its SM, its cluster's index and size and its rank in it; then the block stays resident spin_ns.
+CLUSTER_SRC = r"""
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(1024) cluster_sm(int* out, unsigned long long spin_ns) {
+  __shared__ int pad[10240];
+  unsigned smid, cid, csize, crank;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(cid));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(csize));
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(crank));
+  pad[threadIdx.x] = (int)smid;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    out[4 * blockIdx.x] = pad[0]; out[4 * blockIdx.x + 1] = (int)cid;
+    out[4 * blockIdx.x + 2] = (int)csize; out[4 * blockIdx.x + 3] = (int)crank;
+  }
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < spin_ns);
+}
+"""

@@ -1032,6 +1032,58 @@ class Micro:
                         log("pp_pages", partner, name, a, b, round(statistics.median(vals)))
         self.write_system_json("pp_pages.json", dump)
 
+    def sm_groups(self):
+        """Which SMs share a GPC: a thread-block cluster's blocks run on one GPC, so every SM a cluster's blocks land
+        on is in that cluster's GPC (kernel cluster_sm: clusters of 8 blocks, at most two blocks an SM). Launches of
+        8 to 528 blocks, each block resident 0, 20 µs or 200 µs, 4 times each; SMs joined by any cluster form a group
+        (union-find). Writes system/sm_groups.json (the groups, sorted by their least SM; launches, clusters and SMs
+        seen) and keeps the groups for read_depth's READ_DEPTH_SETS=groups; no records."""
+        cp = self.cp
+        try:
+            with cp.cuda.Device(0):
+                fn = cp.RawModule(code=kernels.CLUSTER_SRC, options=("-std=c++17",)).get_function("cluster_sm")
+        except Exception as e:  # noqa: BLE001
+            raise RuntimeError(f"sm_groups: the cluster kernel did not build: {e!r}")
+        parent = list(range(self.sms))
+
+        def find(a):
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            return a
+        launches, clusters, seen = 0, 0, set()
+        for spin in (0, 20000, 200000):
+            for g in (8, 16, 32, 64, 128, 264, 528):
+                for _ in range(4):
+                    with cp.cuda.Device(0):
+                        out = cp.full(4 * g, -1, dtype=cp.int32)
+                        fn((g,), (1024,), (out, np.uint64(spin)))
+                        cp.cuda.Device(0).synchronize()
+                        o = out.get().reshape(-1, 4)
+                    launches += 1
+                    if (o[:, 2] != 8).any() or (o[:, 0] < 0).any() or (o[:, 0] >= self.sms).any():
+                        raise RuntimeError(f"sm_groups: {g} blocks: cluster sizes {sorted(set(o[:, 2].tolist()))}, "
+                                           f"SMs {int(o[:, 0].min())}..{int(o[:, 0].max())}: not clusters of 8 on "
+                                           f"SMs below {self.sms}")
+                    by = collections.defaultdict(set)
+                    for sm, cid, _, _ in o.tolist():
+                        by[cid].add(sm)
+                    for sms in by.values():
+                        clusters += 1
+                        first = min(sms)
+                        seen.update(sms)
+                        for v in sms:
+                            parent[find(v)] = find(first)
+        comp = collections.defaultdict(list)
+        for v in sorted(seen):
+            comp[find(v)].append(v)
+        groups = sorted(comp.values())
+        self.groups = groups
+        log("sm_groups", len(groups), "groups of", [len(x) for x in groups], "SMs;", len(seen), "SMs seen,",
+            clusters, "clusters in", launches, "launches")
+        self.write_system_json("sm_groups.json", {"cluster_blocks": 8, "launches": launches, "clusters": clusters,
+                                                  "sms_seen": len(seen), "sms": self.sms, "groups": groups})
+
     def read_placement(self):
         """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
         threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
@@ -1243,7 +1295,24 @@ class Micro:
                             continue
                         name = (f"first{n}" if sd == 1 else f"stride{sd}_{n}") if b == 0 else f"from{b}_stride{sd}_{n}"
                         sets.append((name, [b + i * sd for i in range(n)], sd))
-            for v in os.environ.get("READ_DEPTH_SETS", "").split(";"):
+            # READ_DEPTH_SETS=groups (after sm_groups in the same process): for each group of SMs that share a GPC,
+            # all of it, its first two and its first eight SMs, and for each two groups four SMs of each, every set
+            # without the readers' SMs (list<n> as any listed set)
+            given = os.environ.get("READ_DEPTH_SETS", "")
+            if given.strip() == "groups":
+                if not getattr(self, "groups", None):
+                    raise ValueError("READ_DEPTH_SETS=groups: run sm_groups before read_placement (MICRO_PARTS)")
+                rdrs = {int(v) for v in os.environ.get("READ_DEPTH_READERS", "").split(",") if v} or {rsm}
+                free = [[v for v in grp if v not in rdrs] for grp in self.groups]
+                picks = []
+                for grp in free:
+                    picks += [grp, grp[:2]] + ([grp[:8]] if len(grp) > 9 else [])
+                for i in range(len(free)):
+                    for j in range(i + 1, len(free)):
+                        picks.append(free[i][:4] + free[j][:4])
+                given = ";".join(",".join(map(str, x)) for x in picks if len(x) >= 2)
+                log("read_depth groups sets", given)
+            for v in given.split(";"):
                 if v.strip():
                     lst = [int(x) for x in v.split(",")]
                     if len(set(lst)) != len(lst) or any(not 0 <= x < sms for x in lst):
