@@ -362,5 +362,18 @@ func ReadJSONLFile(path string, opts ReadOptions) ([]Record, []BadLine, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	return ReadJSONL(f, path, opts)
+	recs, bad, err := ReadJSONL(f, path, opts)
+	if err != nil {
+		return recs, bad, err
+	}
+	halves, err := halvesBeside(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if halves != nil {
+		for i := range recs {
+			recs[i].SMHalves = halves
+		}
+	}
+	return recs, bad, nil
 }

@@ -72,6 +72,12 @@ const (
 type Record struct {
 	// Line is the 1-based line number of the record in its file.
 	Line int
+	// SMHalves is not a field of the record: it is the half of the SMs
+	// (0: SM 0's, 1: the other) that each SM of the GPU that ran it lies in,
+	// indexed by SM, when its capture says (ReadJSONLFile reads it from
+	// system/<trace>.halves.json beside the trace, ReadSMHalves); nil
+	// where it does not, and a GPU class's own map applies.
+	SMHalves []int8
 	// System is the id of the measured machine, e.g. "h200x2-vm".
 	System string
 	// Kind is what was measured.

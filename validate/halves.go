@@ -19,8 +19,16 @@ import (
 // the two instances; it is put with SM 17. SM 131, the reader of those
 // scans, is placed by read_readers.jsonl (it waits as SMs 0 and 130 do).
 // The map is those chips': it held on seven more GPUs (read_pairs_2.jsonl
-// and _3 whole pair scans) and failed on one (read_octets.jsonl), so which
-// SMs form a half varies by chip.
+// and _3 whole pair scans, read_groups_2.jsonl) and failed on two
+// (read_octets.jsonl, read_groups.jsonl), so which SMs form a half varies
+// by chip. What does not vary: each half is four of the H200's GPCs. The
+// GPCs (tools/capture sm_groups: the SMs a thread-block cluster's blocks
+// share, system/sm_groups.json and sm_groups_2.json, two chips, SM for SM
+// alike) are eight groups of 8–18 SMs and SMs 124–131, in no cluster; these
+// runs are the groups of SMs 0, 8, 10 and 12 and SMs 124–131
+// (TestH200HalvesAreGPCs), and read_groups.jsonl's chip pairs the groups of
+// SMs 0, 2, 10 and 14 and SMs 124–131 instead. A capture whose chip splits
+// otherwise says so in a halves file beside it (trace.Record.SMHalves).
 var h200HalfRuns = [][2]int{{0, 1}, {8, 13}, {16, 17}, {24, 29}, {32, 33}, {40, 45}, {48, 49}, {56, 61},
 	{70, 75}, {84, 89}, {98, 103}, {112, 117}, {120, 121}, {124, 131}}
 
@@ -49,8 +57,18 @@ func h200Half(sm int) int {
 // storing block on its SM, another GPU, or SMs not listed.
 func storesHalf(r trace.Record) hw.StoreHalves {
 	list := r.WriteSMs
-	if list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || !strings.HasPrefix(r.System, "h200") {
+	if list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || (r.SMHalves == nil && !strings.HasPrefix(r.System, "h200")) {
 		return hw.StoreHalves{}
+	}
+	halfOf := h200Half
+	if r.SMHalves != nil {
+		// the capture's own chip, read off its pair scan
+		halfOf = func(sm int) int {
+			if sm < 0 || sm >= len(r.SMHalves) {
+				return -1
+			}
+			return int(r.SMHalves[sm])
+		}
 	}
 	reader := r.ReadSM
 	switch {
@@ -61,17 +79,17 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	default:
 		return hw.StoreHalves{}
 	}
-	own := h200Half(reader)
+	own := halfOf(reader)
 	if own < 0 {
 		return hw.StoreHalves{}
 	}
 	same, other := 0, 0
 	for _, f := range strings.Split(list, ",") {
 		sm, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || h200Half(sm) < 0 {
+		if err != nil || halfOf(sm) < 0 {
 			return hw.StoreHalves{}
 		}
-		if h200Half(sm) == own {
+		if halfOf(sm) == own {
 			same++
 		} else {
 			other++

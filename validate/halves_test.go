@@ -1,8 +1,11 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -164,4 +167,75 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 		n++
 	}
 	assert.Equal(t, 9, n)
+}
+
+// The halves are GPCs: on two chips the SMs that thread-block clusters put
+// together (tools/capture sm_groups) form the same eight groups, SMs
+// 124–131 in none, and the map is four of those groups and SMs 124–131.
+// Each capture's own pair scan splits the groups whole (its halves file,
+// tools/capture/halves.py): read_groups.jsonl's chip as another four.
+func TestH200HalvesAreGPCs(t *testing.T) {
+	type groups struct {
+		SMs    int     `json:"sms"`
+		Groups [][]int `json:"groups"`
+	}
+	var g [2]groups
+	for i, f := range []string{"sm_groups.json", "sm_groups_2.json"} {
+		data, err := os.ReadFile(filepath.Join("../testdata/h200x1-arsim/system", f))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &g[i]))
+	}
+	require.Equal(t, g[0], g[1], "the same groups on both chips")
+	require.Equal(t, h200SMs, g[0].SMs)
+	gpc := map[int]int{}
+	for i, grp := range g[0].Groups {
+		for _, sm := range grp {
+			gpc[sm] = i
+		}
+	}
+	for sm := 124; sm < 132; sm++ {
+		require.NotContains(t, gpc, sm, "SM %d in no cluster", sm)
+		gpc[sm] = len(g[0].Groups)
+	}
+	require.Len(t, gpc, h200SMs)
+	halfGPCs := func(half func(int) int) []int {
+		var in []int
+		for i := range len(g[0].Groups) + 1 {
+			h := -1
+			for sm, gi := range gpc {
+				if gi != i {
+					continue
+				}
+				if h == -1 {
+					h = half(sm)
+				}
+				require.Equal(t, h, half(sm), "GPC %d split by the halves at SM %d", i, sm)
+			}
+			if h == 0 {
+				in = append(in, i)
+			}
+		}
+		return in
+	}
+	assert.Equal(t, []int{0, 4, 5, 6, 8}, halfGPCs(h200Half), "the map: the GPCs of SMs 0, 8, 10, 12 and SMs 124–131")
+	for file, want := range map[string][]int{"read_groups.jsonl": {0, 1, 5, 7, 8}, "read_groups_2.jsonl": {0, 4, 5, 6, 8}} {
+		recs := readOneGPU(t, file)
+		require.NotNil(t, recs[0].SMHalves, file)
+		assert.Equal(t, want, halfGPCs(func(sm int) int { return int(recs[0].SMHalves[sm]) }), file)
+	}
+}
+
+// A record's own chip's halves (its capture's halves file) decide where
+// its storing SMs lie, for any GPU class.
+func TestStoresHalfTakesTheCapturesChip(t *testing.T) {
+	r := trace.Record{System: "h200x1-vm", Placement: "by_sm", Blocks: 1, ReadSM: 131, WriteSMs: "0,2"}
+	assert.Equal(t, hw.StoresInHalves(1, 1), storesHalf(r), "the H200 map: SM 2 in the other half")
+	r.SMHalves = make([]int8, 132)
+	assert.Equal(t, hw.StoresInHalves(2, 0), storesHalf(r), "this chip: all one half")
+	r.SMHalves[131] = 1
+	assert.Equal(t, hw.StoresInHalves(0, 2), storesHalf(r), "the reader in the other half")
+	r.System = "rtx6kpro"
+	assert.Equal(t, hw.StoresInHalves(0, 2), storesHalf(r), "another GPU with a halves file")
+	r.ReadSM = 140
+	assert.Equal(t, hw.StoreHalves{}, storesHalf(r), "an SM the chip does not have")
 }

@@ -305,6 +305,13 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 		}
 		c.bin, c.impl = winnerBin(t.rec)
 		c.config = t.rec.Configuration()
+		if h := storesHalf(t.rec); h.Known {
+			// the same storing SMs and reader on chips that split their SMs
+			// otherwise (trace.Record.SMHalves) are not one configuration: a
+			// run on one is no repeat of a run on the other (the spread
+			// floor, HeldOut)
+			c.config += fmt.Sprintf("\x00halves %+v", h)
+		}
 		if t.rec.Kind == trace.KindAllreduce {
 			c.bytes = t.rec.Bytes
 		}
