@@ -1298,7 +1298,30 @@ class Micro:
             # READ_DEPTH_SETS=groups (after sm_groups in the same process): for each group of SMs that share a GPC,
             # all of it, its first two and its first eight SMs, and for each two groups four SMs of each, every set
             # without the readers' SMs (list<n> as any listed set)
+            # READ_DEPTH_SETS=gpc_sweep (after sm_groups): for each group (SMs 124-131, in no cluster on an H200,
+            # one more), its first k TPCs (SMs 2t, 2t + 1) for every k, and one SM of each of its TPCs; for each two
+            # groups taken in turn, the first 1, 2 and 4 TPCs of each; the readers' SMs left out
             given = os.environ.get("READ_DEPTH_SETS", "")
+            if given.strip() == "gpc_sweep":
+                if not getattr(self, "groups", None):
+                    raise ValueError("READ_DEPTH_SETS=gpc_sweep: run sm_groups before read_placement (MICRO_PARTS)")
+                rdrs = {int(v) for v in os.environ.get("READ_DEPTH_READERS", "").split(",") if v} or {rsm}
+                grps = [list(x) for x in self.groups]
+                rest = sorted(set(range(sms)) - {v for x in grps for v in x})
+                if rest:
+                    grps.append(rest)
+                tpcs = [sorted({v // 2 for v in x}) for x in grps]
+                def of(ts):
+                    return [v for t in ts for v in (2 * t, 2 * t + 1) if v not in rdrs]
+                picks = []
+                for ts in tpcs:
+                    picks += [of(ts[:k]) for k in range(1, len(ts) + 1)]
+                    picks.append([2 * t for t in ts if 2 * t not in rdrs])
+                for i in range(len(tpcs)):
+                    j = (i + 1) % len(tpcs)
+                    picks += [of(tpcs[i][:k]) + of(tpcs[j][:k]) for k in (1, 2, 4)]
+                given = ";".join(",".join(map(str, x)) for x in picks if len(x) >= 1)
+                log("read_depth gpc_sweep sets", given)
             if given.strip() == "groups":
                 if not getattr(self, "groups", None):
                     raise ValueError("READ_DEPTH_SETS=groups: run sm_groups before read_placement (MICRO_PARTS)")
