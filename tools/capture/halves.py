@@ -7,7 +7,7 @@ half of the SMs about twice as long as behind the other half's, so with SM 0 sto
 SM 0's half fall in the fast band from any reader. Each group (the SMs in no cluster one more group) takes the median
 chase of its pairs; the groups split at the largest gap between those medians. Prints the halves file validate reads
 beside a trace (system/<trace>.halves.json, docs/TRACE_FORMAT.md): the SMs of SM 0's half. Exits 1 with the reason
-when the bands are not clear (the gap less than a fifth of the fast band's median, or a group spread across it)."""
+when the bands are not clear (the gap less than a tenth of the fast band's median, or a pair on the wrong side of the gap's middle)."""
 import json, statistics, sys
 
 
@@ -40,9 +40,9 @@ def main(meas, groups_file):
         gap, k = max(gaps)
         fast = set(order[:k + 1])
         lo = med[order[k]]
-        if gap < 0.2 * statistics.median(med[i] for i in fast):
+        if gap < 0.1 * statistics.median(med[i] for i in fast):
             sys.exit(f"halves: reader SM {reader}: the largest gap between groups' medians is {gap:.0f} ns, "
-                     f"under a fifth of the fast band's; no two bands")
+                     f"under a tenth of the fast band's; no two bands")
         for i in byg:
             side_fast = i in fast
             for v in byg[i]:
