@@ -231,9 +231,10 @@ func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 
 // (read_halves.jsonl: 16 µs behind 2 to 8 SMs, 24 behind 32), behind
 // blocks all of the other half pcie.posted_wait_other_half however many
 // (8.1–9.0 µs behind 2 to 65 SMs); in both halves its own half's wait and
-// the other half's one after the other, or the count's (HostLoadWait)
-// where that is longer (beside 131 SMs). HostLoadWait where h is not
-// known, below two storing blocks, or a half's wait is 0.
+// then pcie.posted_wait_other_half_beside_own of the other half's (the
+// whole of both was 14–19 % long on three chips), or the count's
+// (HostLoadWait) where that is longer (beside 131 SMs). HostLoadWait where
+// h is not known, below two storing blocks, or a half's wait is 0.
 func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	w, ok := m.halvesWait(r, h)
 	if !ok {
@@ -255,8 +256,13 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 		// none below two of its own half's blocks
 		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
 	}
-	if !h.AllOwn() {
-		w += other
+	switch {
+	case h.AllOther():
+		w = other
+	case h.Both():
+		// the own half's wait, then a share of the other half's
+		// (pcie.posted_wait_other_half_beside_own)
+		w += m.Phys.PostedWaitOtherHalfBesideOwn * other
 	}
 	hw := sim.Duration(math.Round(w * m.PostedWaitSpanShare(m.StoreSpan(r))))
 	if h.Both() && m.HostLoadWait(r) >= hw {
@@ -266,17 +272,14 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 }
 
 // HostLoneLoadWaitIn is HostLoneLoadWait where the halves decide the wait
-// (HostLoadWaitIn): in one half pcie.posted_wait_lone_load_halves of the
-// warp's wait there (a lone thread's chase waited 0.8–0.95 of a streaming
-// block's wait beside 2 to 8 storing SMs of one half); in both halves
-// pcie.posted_wait_lone_load's share, as beside the count's wait.
+// (HostLoadWaitIn): pcie.posted_wait_lone_load_halves of the warp's wait
+// there (a lone thread's chase waited 0.8–0.95 of a streaming block's wait
+// beside 2 to 8 storing SMs of one half, and 0.83–0.87 beside a pair across
+// the halves on three chips, read_groups*.jsonl).
 func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	w, ok := m.halvesWait(r, h)
-	switch {
-	case !ok:
+	if !ok {
 		return m.HostLoneLoadWait(r)
-	case h.Both():
-		return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoad * float64(w)))
 	}
 	return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoadHalves * float64(w)))
 }

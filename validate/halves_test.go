@@ -77,7 +77,7 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 	require.NoError(t, err)
 	const file = "h200x1-arsim/read_halves.jsonl"
 	ratios := map[string][]float64{}
-	var lone, doublings, grown []float64
+	var lone, doublings, grown, beside []float64
 	alone, err := PointerChaseNs(top, "host")
 	require.NoError(t, err)
 	for _, r := range readOneGPU(t, "read_halves.jsonl") {
@@ -87,8 +87,16 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 		list := strings.HasPrefix(extraString(r, "write_set"), "list")
 		pair := r.WriteBlocks == 2 && (h.AllOwn() || h.AllOther()) && !list
 		own := list && h.AllOwn() && r.WriteBlocks > 2 && r.Kind == trace.KindHostLinkConcurrency
-		assert.Equal(t, pair || own, fitted, "line %d: fitted side", r.Line)
+		mixed := r.WriteBlocks == 2 && h.Both() && !list && r.Kind == trace.KindHostLinkConcurrency
+		assert.Equal(t, pair || own || mixed, fitted, "line %d: fitted side", r.Line)
 		switch {
+		case mixed:
+			// the round trip less the model's alone and the own half's
+			// wait, over the other half's
+			a := r
+			a.WriteBlocks, a.WriteSMs = 0, ""
+			w := 8192/r.GbpsTotal - 8192/hostLinkSim(t, top, a) - ps.Get("pcie.posted_wait_own_half")
+			beside = append(beside, w/ps.Get("pcie.posted_wait_other_half"))
 		case own:
 			// the round trip less the model's beside two of its half
 			two := r
@@ -121,7 +129,9 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 		xx += doublings[i] * doublings[i]
 	}
 	assert.InEpsilon(t, xy/xx, ps.Get("pcie.posted_wait_own_half_per_doubling"), 0.002, "the own half's slope")
-	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling"} {
+	require.Len(t, beside, 129)
+	assert.InEpsilon(t, median(beside), ps.Get("pcie.posted_wait_other_half_beside_own"), 0.001, "the other half's share beside the own")
+	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_other_half_beside_own"} {
 		par, ok := ps.Lookup(name)
 		require.True(t, ok, name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves.jsonl", name)
