@@ -1322,6 +1322,26 @@ class Micro:
                     picks += [of(tpcs[i][:k]) + of(tpcs[j][:k]) for k in (1, 2, 4)]
                 given = ";".join(",".join(map(str, x)) for x in picks if len(x) >= 1)
                 log("read_depth gpc_sweep sets", given)
+            # READ_DEPTH_SETS=tpc_sets (after sm_groups): for each group of 16 or more SMs holding no reader, sets of
+            # its TPCs by their place in the group (1 its least SM's TPC, 2 the next, …), both SMs of each: the
+            # subsets TPC_SUBSETS lists, those within the group's TPCs
+            if given.strip() == "tpc_sets":
+                if not getattr(self, "groups", None):
+                    raise ValueError("READ_DEPTH_SETS=tpc_sets: run sm_groups before read_placement (MICRO_PARTS)")
+                rdrs = {int(v) for v in os.environ.get("READ_DEPTH_READERS", "").split(",") if v} or {rsm}
+                subsets = [[1, 2], [1, 4], [1, 7], [1, 2, 3], [1, 4, 7], [2, 5, 8], [4, 5, 6], [1, 2, 4], [1, 2, 3, 4],
+                           [2, 3, 4, 5], [1, 2, 3, 5], [1, 2, 3, 6], [1, 2, 4, 7], [5, 6, 7, 8], [1, 2, 3, 4, 5, 6],
+                           [1, 2, 4, 5, 7, 8], [3, 4, 5, 6, 7, 8]]
+                picks = []
+                for grp in self.groups:
+                    if len(grp) < 16 or rdrs & set(grp):
+                        continue
+                    ts = sorted({v // 2 for v in grp})
+                    for sub in subsets:
+                        if max(sub) <= len(ts):
+                            picks.append([v for i in sub for v in (2 * ts[i - 1], 2 * ts[i - 1] + 1)])
+                given = ";".join(",".join(map(str, x)) for x in picks)
+                log("read_depth tpc_sets", given)
             if given.strip() == "groups":
                 if not getattr(self, "groups", None):
                     raise ValueError("READ_DEPTH_SETS=groups: run sm_groups before read_placement (MICRO_PARTS)")
