@@ -1,4 +1,4 @@
-"""Which half of the SMs each SM lies in, read off a capture's pair scan: python3 halves.py MEASUREMENTS SM_GROUPS.
+"""Which half of the SMs each SM lies in, read off a capture's pair scan: python3 halves.py MEASUREMENTS SM_GROUPS [SPAN].
 
 MEASUREMENTS holds read_placement's pair scan (READ_PLACEMENT=depth READ_DEPTH_NS=2 READ_DEPTH_STRIDES=1,...,N-1:
 SM 0 and SM s storing, one SM chasing; records pointer_chase, write_set first2 or stride<s>_2); SM_GROUPS is
@@ -6,13 +6,14 @@ sm_groups' system/sm_groups.json (which SMs share a GPC). A load of host memory 
 half of the SMs about twice as long as behind the other half's, so with SM 0 storing, the pairs whose second SM lies in
 SM 0's half fall in the fast band from any reader. Each group (the SMs in no cluster one more group) takes the median
 chase of its pairs; the groups split at the largest gap between those medians. Prints the halves file validate reads
-beside a trace (system/<trace>.halves.json, docs/TRACE_FORMAT.md): the SMs of SM 0's half. Exits 1 with the reason
+beside a trace (system/<trace>.halves.json, docs/TRACE_FORMAT.md): the SMs of SM 0's half. SPAN keeps the pairs of
+that write_span only (a capture that scanned at several spans: the widest span's bands are the clearest). Exits 1 with the reason
 when the bands are not clear (the gap less than a tenth of the fast band's median, or over 5 % of the pairs on the
 wrong side of the gap's middle)."""
 import json, statistics, sys
 
 
-def main(meas, groups_file):
+def main(meas, groups_file, span=None):
     g = json.load(open(groups_file))
     sms = g["sms"]
     groups = [list(x) for x in g["groups"]]
@@ -27,12 +28,12 @@ def main(meas, groups_file):
         if r.get("kind") != "pointer_chase" or r.get("write_blocks") != 2 or not (ws == "first2" or (ws.startswith("stride") and ws.endswith("_2"))):
             continue
         a, b = (int(v) for v in r["write_sms"].split(","))
-        if a != 0:
+        if a != 0 or (span and r.get("write_span") != span):
             continue
         chases.setdefault(r["read_sm"], {}).setdefault(where[b], []).append(r["ns_per_step"])
     if not chases:
         sys.exit(f"halves: {meas} holds no pair scan from SM 0 (pointer_chase, write_set first2/stride<s>_2)")
-    out = {"sms": sms, "groups_file": groups_file.split("/")[-1], "readers": {}}
+    out = {"sms": sms, "groups_file": groups_file.split("/")[-1], **({"write_span": span} if span else {}), "readers": {}}
     fast_sets = []
     for reader, byg in sorted(chases.items()):
         med = {i: statistics.median(v) for i, v in byg.items()}
@@ -61,6 +62,6 @@ def main(meas, groups_file):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])
