@@ -13,17 +13,16 @@ wrong side of the gap's middle)."""
 import json, statistics, sys
 
 
-def main(meas, groups_file, span=None):
-    g = json.load(open(groups_file))
-    sms = g["sms"]
-    groups = [list(x) for x in g["groups"]]
+def split(records, groups, sms, span=None):
+    """The halves dict (sm0_half, per reader the groups' median chases) from pair-scan records (dicts) and the
+    groups of SMs that share a GPC; raises ValueError with the reason when the bands are not clear."""
+    groups = [list(x) for x in groups]
     rest = sorted(set(range(sms)) - {v for x in groups for v in x})
     if rest:
         groups.append(rest)
     where = {v: i for i, x in enumerate(groups) for v in x}
     chases = {}
-    for line in open(meas):
-        r = json.loads(line)
+    for r in records:
         ws = r.get("write_set", "")
         if r.get("kind") != "pointer_chase" or r.get("write_blocks") != 2 or not (ws == "first2" or (ws.startswith("stride") and ws.endswith("_2"))):
             continue
@@ -32,32 +31,44 @@ def main(meas, groups_file, span=None):
             continue
         chases.setdefault(r["read_sm"], {}).setdefault(where[b], []).append(r["ns_per_step"])
     if not chases:
-        sys.exit(f"halves: {meas} holds no pair scan from SM 0 (pointer_chase, write_set first2/stride<s>_2)")
-    out = {"sms": sms, "groups_file": groups_file.split("/")[-1], **({"write_span": span} if span else {}), "readers": {}}
+        raise ValueError("no pair scan from SM 0 (pointer_chase, write_set first2/stride<s>_2)")
+    out = {"sms": sms, **({"write_span": span} if span else {}), "readers": {}}
     fast_sets = []
     for reader, byg in sorted(chases.items()):
         med = {i: statistics.median(v) for i, v in byg.items()}
         order = sorted(med, key=med.get)
+        if len(order) < 2:
+            raise ValueError(f"reader SM {reader}: pairs of one group only")
         gaps = [(med[order[k + 1]] - med[order[k]], k) for k in range(len(order) - 1)]
         gap, k = max(gaps)
         fast = set(order[:k + 1])
         lo = med[order[k]]
         if gap < 0.1 * statistics.median(med[i] for i in fast):
-            sys.exit(f"halves: reader SM {reader}: the largest gap between groups' medians is {gap:.0f} ns, "
-                     f"under a tenth of the fast band's; no two bands")
+            raise ValueError(f"reader SM {reader}: the largest gap between groups' medians is {gap:.0f} ns, "
+                             f"under a tenth of the fast band's; no two bands")
         wrong = [(i, v) for i in byg for v in byg[i] if (v > lo + gap / 2) == (i in fast)]
         pairs = sum(len(v) for v in byg.values())
         if len(wrong) > 0.05 * pairs:
-            sys.exit(f"halves: reader SM {reader}: {len(wrong)} of {pairs} pairs lie in their group's other band, "
-                     f"e.g. group {wrong[0][0]} at {wrong[0][1]:.0f} ns")
+            raise ValueError(f"reader SM {reader}: {len(wrong)} of {pairs} pairs lie in their group's other band, "
+                             f"e.g. group {wrong[0][0]} at {wrong[0][1]:.0f} ns")
         if where[0] not in fast:
-            sys.exit(f"halves: reader SM {reader}: SM 0's own group is in the slow band")
+            raise ValueError(f"reader SM {reader}: SM 0's own group is in the slow band")
         fast_sets.append(fast)
         out["readers"][str(reader)] = {"group_median_ns": {str(i): round(med[i], 1) for i in sorted(med)},
                                        "sm0_half_groups": sorted(fast)}
-    if any(s != fast_sets[0] for s in fast_sets):
-        sys.exit(f"halves: the readers split the groups differently: {[sorted(s) for s in fast_sets]}")
+    if any(f != fast_sets[0] for f in fast_sets):
+        raise ValueError(f"the readers split the groups differently: {[sorted(f) for f in fast_sets]}")
     out["sm0_half"] = sorted(v for i in fast_sets[0] for v in groups[i])
+    return out
+
+
+def main(meas, groups_file, span=None):
+    g = json.load(open(groups_file))
+    try:
+        out = split([json.loads(line) for line in open(meas)], g["groups"], g["sms"], span)
+    except ValueError as e:
+        sys.exit(f"halves: {meas}: {e}")
+    out = {"sms": out.pop("sms"), "groups_file": groups_file.split("/")[-1], **out}
     print(json.dumps(out, indent=1))
 
 

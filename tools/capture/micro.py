@@ -1084,6 +1084,36 @@ class Micro:
         self.write_system_json("sm_groups.json", {"cluster_blocks": 8, "launches": launches, "clusters": clusters,
                                                   "sms_seen": len(seen), "sms": self.sms, "groups": groups})
 
+    def halves(self):
+        """The chip's two halves of SMs, with any SM capture: sm_groups, then read_placement's pair scan (SM 0 and
+        each other SM storing across 128 MiB, the last SM's thread 0 chasing, about 10 s; its records kept), split
+        at the gap between the groups' median chases (halves.py). Writes system/measurements.halves.json, which
+        validate reads beside the capture's measurements.jsonl (docs/TRACE_FORMAT.md); a scan without two clear
+        bands is an error of this part and writes nothing."""
+        import halves as split_halves
+        self.sm_groups()
+        keys = {"READ_PLACEMENT": "depth", "READ_DEPTH_SPANS": "wide", "READ_DEPTH_MODES": "1", "READ_DEPTH_NS": "2",
+                "READ_DEPTH_STRIDES": ",".join(str(v) for v in range(1, self.sms - 1)),
+                "READ_DEPTH_READERS": str(self.sms - 1), "READ_DEPTH_SETS": "", "READ_DEPTH_BASES": "",
+                "READ_DEPTH_UNROLL": "", "READ_DEPTH_CHASE": "", "READ_DEPTH_RTHREADS": "", "READ_DEPTH_CROWD": ""}
+        saved = {k: os.environ.get(k) for k in keys}
+        start = os.path.getsize(self.rec_sm.path) if os.path.exists(self.rec_sm.path) else 0
+        os.environ.update(keys)
+        try:
+            self.read_placement()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        with open(self.rec_sm.path) as f:
+            f.seek(start)
+            recs = [json.loads(line) for line in f if line.strip()]
+        out = split_halves.split(recs, self.groups, self.sms, "wide")
+        self.write_system_json("measurements.halves.json", out)
+        log("halves", len(out["sm0_half"]), "SMs in SM 0's half:", out["readers"])
+
     def read_placement(self):
         """Loads of host memory by SM, beside stores to it from chosen SMs, GPU 0: one launch of one block × 512
         threads per SM (place_rw; 120 KiB of dynamic shared memory keeps a second block off an SM), each block
