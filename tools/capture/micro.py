@@ -1098,7 +1098,11 @@ class Micro:
                 "READ_DEPTH_UNROLL": "", "READ_DEPTH_CHASE": "", "READ_DEPTH_RTHREADS": "", "READ_DEPTH_CROWD": ""}
         saved = {k: os.environ.get(k) for k in keys}
         start = os.path.getsize(self.rec_sm.path) if os.path.exists(self.rec_sm.path) else 0
-        os.environ.update(keys)
+        for k, v in keys.items():
+            if v:
+                os.environ[k] = v
+            else:
+                os.environ.pop(k, None)
         try:
             self.read_placement()
         finally:
