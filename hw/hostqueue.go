@@ -272,16 +272,23 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 }
 
 // HostLoneLoadWaitIn is HostLoneLoadWait where the halves decide the wait
-// (HostLoadWaitIn): pcie.posted_wait_lone_load_halves of the warp's wait
-// there (a lone thread's chase waited 0.8–0.95 of a streaming block's wait
-// beside 2 to 8 storing SMs of one half, and 0.83–0.87 beside a pair across
-// the halves on three chips, read_groups*.jsonl).
+// (HostLoadWaitIn): a share of the warp's wait there,
+// pcie.posted_wait_lone_load_halves where the stores span the whole of
+// pcie.posted_wait_span_knee (a lone thread's chase waited 0.8–0.95 of a
+// streaming block's wait beside 2 to 8 storing SMs of one half, and
+// 0.83–0.87 beside a pair across the halves on three chips,
+// read_groups*.jsonl), falling in proportion to the span's share
+// (PostedWaitSpanShare) to pcie.posted_wait_lone_load_halves_span0 where
+// that share is 0 (read_halves_span.jsonl: 0.98 of it at 128 MiB, 0.64 at
+// 1 MiB, 0.54 at 32 KiB).
 func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	w, ok := m.halvesWait(r, h)
 	if !ok {
 		return m.HostLoneLoadWait(r)
 	}
-	return sim.Duration(math.Round(m.Phys.PostedWaitLoneLoadHalves * float64(w)))
+	full, none := m.Phys.PostedWaitLoneLoadHalves, m.Phys.PostedWaitLoneLoadHalvesSpan0
+	share := none + (full-none)*m.PostedWaitSpanShare(m.StoreSpan(r))
+	return sim.Duration(math.Round(share * float64(w)))
 }
 
 // OwnSMStoreWait is what a load of host memory by GPU r waits, beyond

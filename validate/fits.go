@@ -409,6 +409,20 @@ var Fits = append([]Fit{
 			mixed := r.WriteBlocks == 2 && h.Both() && !list && r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
 			return pair || mixed || (list && h.AllOwn() && r.WriteBlocks > 2 && r.Kind == trace.KindHostLinkConcurrency)
 		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait; the least-squares slope through 0 of the listed own-half sets' round trips less those over log2 of their SMs over two; the median of the pairs across the halves' round trips less the model's alone and the own half's wait, over the other half's"},
+	// pcie.posted_wait_lone_load_halves_span0: thread 0 of SM 131 chasing
+	// beside two storing SMs (SM 131's half, the other, one of each) at
+	// seven spans (read_halves_span.jsonl); every other chase beside stores
+	// at spans below the knee is predicted (read_groups_5.jsonl's own MiB,
+	// read_span*.jsonl, read_depth*.jsonl).
+	{Params: []string{"pcie.posted_wait_lone_load_halves_span0"}, Files: []string{"h200x1-arsim/read_halves_span.jsonl"},
+		Kinds: []trace.Kind{trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.Placement == "by_sm" && storesHalf(r).Known
+		},
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_halves_span.jsonl" }),
+		On: func(r trace.Record) bool {
+			return r.Kind == trace.KindPointerChase && r.WriteBlocks == 2
+		}, How: "the value that gives the chases a median error of zero (bisection over the model's chases)"},
 	// gpu.host_loads_beside_stores: one block loading host memory beside
 	// 131 SMs storing to it, keeping one and four loads a thread in flight
 	// (read_depth_2.jsonl); every other storing-SM count, the other

@@ -251,3 +251,52 @@ func TestStoresHalfTakesTheCapturesChip(t *testing.T) {
 	r.ReadSM = 140
 	assert.Equal(t, hw.StoreHalves{}, storesHalf(r), "an SM the chip does not have")
 }
+
+// pcie.posted_wait_lone_load_halves_span0 is the value that gives
+// read_halves_span.jsonl's 21 chases beside two storing SMs (one half, the
+// other, both; seven spans) a median error of zero, found here by
+// bisection; the fitted side is exactly those records.
+func TestLoneShareBySpanFromItsFittedSide(t *testing.T) {
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	var side []trace.Record
+	for _, r := range readOneGPU(t, "read_halves_span.jsonl") {
+		f, _ := fitOf("h200x1-arsim/read_halves_span.jsonl", r)
+		on := r.Kind == trace.KindPointerChase && r.WriteBlocks == 2 && storesHalf(r).Known
+		assert.Equal(t, on, f != nil && f.Params[0] == "pcie.posted_wait_lone_load_halves_span0", "line %d: fitted side", r.Line)
+		if on {
+			side = append(side, r)
+		}
+	}
+	require.Len(t, side, 21)
+	medianErr := func(v float64) float64 {
+		q := ps.Clone()
+		require.NoError(t, q.Set("pcie.posted_wait_lone_load_halves_span0", v, "test"))
+		top, err := p.BuildWith(q)
+		require.NoError(t, err)
+		var errs []float64
+		for _, r := range side {
+			tw, err := pointerChaseTwin(r)
+			require.NoError(t, err)
+			got, _, err := tw.Sim(top)
+			require.NoError(t, err)
+			errs = append(errs, got/r.NsPerStep-1)
+		}
+		return median(errs)
+	}
+	lo, hi := 0.0, 1.0
+	for range 40 {
+		mid := (lo + hi) / 2
+		if medianErr(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	t.Logf("span0 share: %.5f", lo)
+	par, ok := ps.Lookup("pcie.posted_wait_lone_load_halves_span0")
+	require.True(t, ok)
+	assert.InDelta(t, lo, par.Value, 0.002, "the committed value is the fitted side's")
+	assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves_span.jsonl")
+}
