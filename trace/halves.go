@@ -29,9 +29,9 @@ const maxHalvesBytes = 1 << 20
 // maxSMs bounds sms: more SMs than any GPU has is a mistake.
 const maxSMs = 4096
 
-// halvesPath is where a trace's halves file lies: system/<base>.halves.json
+// HalvesPath is where a trace's halves file lies: system/<base>.halves.json
 // in the trace's directory, <base> its name less .jsonl (or .json).
-func halvesPath(trace string) string {
+func HalvesPath(trace string) string {
 	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(trace), ".jsonl"), ".json")
 	return filepath.Join(filepath.Dir(trace), "system", base+".halves.json")
 }
@@ -39,7 +39,7 @@ func halvesPath(trace string) string {
 // halvesBeside reads the halves file beside the trace at path, nil when
 // there is none.
 func halvesBeside(path string) ([]int8, error) {
-	p := halvesPath(path)
+	p := HalvesPath(path)
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

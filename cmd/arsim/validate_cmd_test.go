@@ -162,3 +162,16 @@ func TestValidateTopologyOverride(t *testing.T) {
 	assert.Equal(t, 2, exitCode(err))
 	assert.Contains(t, err.Error(), `unknown preset "nope"`)
 }
+
+// A capture with a halves file beside it says that its storing SMs are
+// placed by its own chip's halves.
+func TestValidateSaysWhoseHalves(t *testing.T) {
+	f := "../../testdata/h200x1-arsim/read_groups.jsonl"
+	_, errOut, err := runValidateCLI("validate", "--traces", f, "--format", "json")
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "storing SMs placed in the halves of the capture's own chip")
+	assert.Contains(t, errOut, filepath.Join("system", "read_groups.halves.json"))
+	_, errOut, err = runValidateCLI("validate", "--traces", "../../testdata/h200x1-arsim/read_pairs.jsonl", "--format", "json")
+	require.NoError(t, err)
+	assert.NotContains(t, errOut, "halves of the capture's own chip")
+}
