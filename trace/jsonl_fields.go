@@ -165,6 +165,7 @@ var fieldDefs = []fieldDef{
 	{name: "write_span", typ: jString, enum: []string{"own_mib", "wide", "own"}, str: func(r *Record) *string { return &r.WriteSpan }},
 	{name: "write_span_bytes", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.WriteSpanBytes }},
 	{name: "write_sms", typ: jString, zeroOK: true, str: func(r *Record) *string { return &r.WriteSMs }},
+	{name: "write_rank_order", typ: jString, enum: []string{"forward", "reverse"}, str: func(r *Record) *string { return &r.WriteRankOrder }},
 	{name: "chase_sm", typ: jInt, max: 1 << 10, why: "more SMs than any GPU has", zeroOK: true, i32: func(r *Record) *int { return &r.ChaseSM }},
 	{name: "reader_sm", typ: jString, enum: []string{"with_storer", "without_storer"}, str: func(r *Record) *string { return &r.ReaderSM }},
 	{name: "atomic_page", typ: jString, enum: []string{"fast", "slow"}, str: func(r *Record) *string { return &r.AtomicPage }},

@@ -122,6 +122,8 @@ extern "C" __global__ void place_rw(const int4* __restrict__ src, int4* dst, con
       rank += roles[s] == 2;
       wrank += roles[s] == 1;
     }
+    // state[5] 1: the striding writers take their places from the last SM (READ_DEPTH_WRANK=reverse)
+    if (role == 1 && state[5] == 1) wrank = state[3] - 1 - wrank;
     out[4 * blockIdx.x] = smid;
     out[4 * blockIdx.x + 1] = role;
     if (role == 1) atomicAdd(&state[0], 1);

@@ -813,6 +813,12 @@ class Micro:
         wide, span16, _ = span if span is not None else self.write_span()
         wide, span16 = np.int32(wide), np.int64(span16)
 
+        # READ_DEPTH_WRANK=reverse: the striding (wide) writers take their places in the stride from the last SM
+        # (records write_rank_order reverse): whether the order the SMs' stores interleave in is what a load waits by
+        rank_order = os.environ.get("READ_DEPTH_WRANK", "forward")
+        if rank_order not in ("forward", "reverse"):
+            raise ValueError(f"READ_DEPTH_WRANK={rank_order!r}: forward or reverse")
+
         def launch(roles, rbytes, mode=0, steps=0, chase_src=None, rthreads=512):
             with cp.cuda.Device(0), s:
                 roles_d.set(np.asarray(roles, dtype=np.int8))
@@ -820,6 +826,7 @@ class Micro:
                 wstat.set(np.array([0, 2**64 - 1, 0], dtype=np.uint64))
                 st = np.zeros(8, dtype=np.int32)
                 st[2], st[3] = sum(1 for v in roles if v == 2), sum(1 for v in roles if v == 1)
+                st[5] = 1 if rank_order == "reverse" else 0
                 state.set(st)
                 f((sms * slots,), (512,), (src if chase_src is None else chase_src, dst, roles_d, claim, np.int64(rbytes // 16), state, out, sink,
                                    np.int32(mode), np.int32(steps), wstat, wide, np.int32(rthreads), span16, np.int32(slots)),
@@ -850,6 +857,8 @@ class Micro:
             rec["write_threads"], rec["write_target"] = 512, "host"
             if w is not None and w[2] > w[1]:
                 rec["gbps_write"] = 16 * float(w[0]) / float(w[2] - w[1])
+            if os.environ.get("READ_DEPTH_WRANK") == "reverse" and rec.get("write_span") == "wide":
+                rec["write_rank_order"] = "reverse"
         return rec
 
     def write_system_json(self, name, obj):
@@ -1430,6 +1439,7 @@ class Micro:
                                    "ns_per_step": ns, "ns_per_step_globaltimer": ns, "steps": steps,
                                    "stride_bytes": stride * 8, "write_blocks": n, "placement": "by_sm",
                                    "read_sm": rsm, "write_sms": rec["write_sms"], "write_set": wset, "write_span": rec["write_span"],
+                                   **({"write_rank_order": rec["write_rank_order"]} if "write_rank_order" in rec else {}),
                                    **({"write_stride_sms": sd} if sd > 1 else {}),
                                    **({"write_base_sm": ws[0]} if wset.startswith("from") else {}),
                                    **({"write_span_bytes": rec["write_span_bytes"]} if "write_span_bytes" in rec else {}),

@@ -40,6 +40,7 @@ ENUMS = {
     "issuer": {"native"},
     "placement": {"by_sm"},
     "write_span": {"own_mib", "wide", "own"},
+    "write_rank_order": {"forward", "reverse"},
     "reader_sm": {"with_storer", "without_storer"},
     "atomic_page": {"fast", "slow"},
 }
