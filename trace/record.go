@@ -375,10 +375,10 @@ type Record struct {
 	// ChaseLanes: a pointer_chase whose every step is a warp's load, each
 	// of its ChaseLanes lanes loading 8 B at 16-B steps from the step's
 	// word (32: 512 B, as a streaming warp's load); 0: thread 0 alone.
-	Placement, WriteSpan, WriteSMs               string
+	Placement, WriteSpan, WriteSMs string
 	// WriteRankOrder: read_placement's striding writers take their places
 	// in the stride by SM, "reverse" from the last (carried, not modelled).
-	WriteRankOrder string
+	WriteRankOrder                               string
 	ReadSM, SmemBytes, LoadsInFlight, ChaseLanes int
 	// ChaseSM: the SM a chase_grid chase ran on (tools/capture's chase_at
 	// and chase_on; with WriteSMs, the writer kernel's SMs as probed).
