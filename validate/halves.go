@@ -18,12 +18,12 @@ import (
 // (one TPC) always fall together. SM 16 lay between the bands on one of
 // the two instances; it is put with SM 17. SM 131, the reader of those
 // scans, is placed by read_readers.jsonl (it waits as SMs 0 and 130 do).
-// The map is those chips': it held on thirteen more GPUs (read_pairs_2.jsonl
-// to _4 and read_groups_2.jsonl to _6 whole pair scans among them) and
+// The map is those chips': it held on fourteen more GPUs (read_pairs_2.jsonl
+// to _4 and read_groups_2.jsonl to _7 whole pair scans among them) and
 // failed on two (read_octets.jsonl, read_groups.jsonl), so which SMs form a
 // half varies by chip. What does not vary: each half is four of the H200's
 // GPCs. The GPCs (tools/capture sm_groups: the SMs a thread-block
-// cluster's blocks share, system/sm_groups*.json, seven chips, SM for SM
+// cluster's blocks share, system/sm_groups*.json, eight chips, SM for SM
 // alike) are eight groups of 8–18 SMs and SMs 124–131, in no cluster (and
 // likely of group 0's GPC: read_groups_3.jsonl); these
 // runs are the groups of SMs 0, 8, 10 and 12 and SMs 124–131
