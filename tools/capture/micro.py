@@ -1345,10 +1345,12 @@ class Micro:
             # one more), its first k TPCs (SMs 2t, 2t + 1) for every k, and one SM of each of its TPCs; for each two
             # groups taken in turn, the first 1, 2 and 4 TPCs of each; the readers' SMs left out
             given = os.environ.get("READ_DEPTH_SETS", "")
-            if given.strip() == "gpc_sweep":
+            if given.strip() in ("gpc_sweep", "tpc_subsets", "tpc_sets", "groups"):
+                # the sets made from sm_groups' groups, without the readers' SMs
                 if not getattr(self, "groups", None):
-                    raise ValueError("READ_DEPTH_SETS=gpc_sweep: run sm_groups before read_placement (MICRO_PARTS)")
+                    raise ValueError(f"READ_DEPTH_SETS={given.strip()}: run sm_groups before read_placement (MICRO_PARTS)")
                 rdrs = {int(v) for v in os.environ.get("READ_DEPTH_READERS", "").split(",") if v} or {rsm}
+            if given.strip() == "gpc_sweep":
                 grps = [list(x) for x in self.groups]
                 rest = sorted(set(range(sms)) - {v for x in grps for v in x})
                 if rest:
@@ -1371,8 +1373,6 @@ class Micro:
             # READ_DEPTH_SETS=tpc_subsets (after sm_groups): every set of 3 and of 4 of the first eight TPCs (by place)
             # of each group READ_DEPTH_TPC_GROUPS lists (indices in sm_groups' order), both SMs of each
             if given.strip() == "tpc_subsets":
-                if not getattr(self, "groups", None):
-                    raise ValueError("READ_DEPTH_SETS=tpc_subsets: run sm_groups before read_placement (MICRO_PARTS)")
                 import itertools
                 idx = [int(v) for v in os.environ.get("READ_DEPTH_TPC_GROUPS", "").split(",") if v]
                 if not idx or any(not 0 <= i < len(self.groups) for i in idx):
@@ -1386,9 +1386,6 @@ class Micro:
                 given = ";".join(",".join(map(str, x)) for x in picks)
                 log("read_depth tpc_subsets", len(picks), "sets")
             if given.strip() == "tpc_sets":
-                if not getattr(self, "groups", None):
-                    raise ValueError("READ_DEPTH_SETS=tpc_sets: run sm_groups before read_placement (MICRO_PARTS)")
-                rdrs = {int(v) for v in os.environ.get("READ_DEPTH_READERS", "").split(",") if v} or {rsm}
                 subsets = [[1, 2], [1, 4], [1, 7], [1, 2, 3], [1, 4, 7], [2, 5, 8], [4, 5, 6], [1, 2, 4], [1, 2, 3, 4],
                            [2, 3, 4, 5], [1, 2, 3, 5], [1, 2, 3, 6], [1, 2, 4, 7], [5, 6, 7, 8], [1, 2, 3, 4, 5, 6],
                            [1, 2, 4, 5, 7, 8], [3, 4, 5, 6, 7, 8]]
@@ -1403,9 +1400,6 @@ class Micro:
                 given = ";".join(",".join(map(str, x)) for x in picks)
                 log("read_depth tpc_sets", given)
             if given.strip() == "groups":
-                if not getattr(self, "groups", None):
-                    raise ValueError("READ_DEPTH_SETS=groups: run sm_groups before read_placement (MICRO_PARTS)")
-                rdrs = {int(v) for v in os.environ.get("READ_DEPTH_READERS", "").split(",") if v} or {rsm}
                 free = [[v for v in grp if v not in rdrs] for grp in self.groups]
                 picks = []
                 for grp in free:
