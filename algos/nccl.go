@@ -81,11 +81,13 @@ func NCCLModel(req Request) (us float64, note string, err error) {
 // a note saying what it chose, and whether NCCL's ring search found no
 // speed and fell back to its 0.1 GB/s graph ("Could not find a path"),
 // which makes the estimate's bandwidth term that graph's, not the
-// machine's.
+// machine's. Choice is what it chose, which the nccl schedule runs:
+// algorithm/protocol and channels, e.g. "ring/simple, 4 channels".
 type NCCLEstimateInfo struct {
 	Us       float64
 	Note     string
 	Fallback bool
+	Choice   string
 }
 
 // NCCLEstimate is NCCLModel with whether the search fell back.
@@ -97,7 +99,9 @@ func NCCLEstimate(req Request) (NCCLEstimateInfo, error) {
 	if err != nil {
 		return NCCLEstimateInfo{}, err
 	}
-	return NCCLEstimateInfo{Us: d.choice.Us, Note: d.notes[0], Fallback: d.fallback}, nil
+	c := d.choice
+	return NCCLEstimateInfo{Us: c.Us, Note: d.notes[0], Fallback: d.fallback,
+		Choice: fmt.Sprintf("%v/%v, %d channels", c.Algo, c.Proto, c.Channels)}, nil
 }
 
 type ncclDecision struct {

@@ -110,9 +110,10 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 		if r.Kind == trace.KindAllreduceSequence {
 			count = float64(r.Count)
 		}
-		t.Model = func(top *topology.Topology) (float64, bool, error) {
+		t.Model = func(top *topology.Topology) (algos.NCCLEstimateInfo, error) {
 			e, err := algos.NCCLEstimate(req(top))
-			return e.Us * count, e.Fallback, err
+			e.Us *= count
+			return e, err
 		}
 	}
 	return t, nil

@@ -23,9 +23,10 @@ type Twin struct {
 	// the host's issue interval (an eager call the host, not the device,
 	// paces) rather than the machine model's.
 	Sim func(top *topology.Topology) (value float64, hostPaced bool, err error)
-	// Model, when set, is NCCL's own analytic estimate of the same value,
-	// and whether NCCL's ring search fell back to its 0.1 GB/s graph.
-	Model func(top *topology.Topology) (us float64, fallback bool, err error)
+	// Model, when set, is NCCL's own analytic estimate of the same value
+	// (Us), whether NCCL's ring search fell back to its 0.1 GB/s graph,
+	// and what NCCL chose, which the simulated schedule runs.
+	Model func(top *topology.Topology) (algos.NCCLEstimateInfo, error)
 	// Ends, when set, says whether Sim's value on top is the kernel's end
 	// (every block ending together, as the model shares a resource they
 	// are bound by) rather than a typical block's; EndValue is then the

@@ -55,6 +55,7 @@ func (v *Validation) summarize() {
 	s.DevicePacedCount, s.DevicePacedMedianAbs, s.DevicePacedP95Abs = len(devAbs), median(devAbs), nearestRank(devAbs, 95)
 	s.Repeats = repeatsOf(v.Records)
 	v.BySize = bySize(v.Records)
+	v.Lines = LineFits(v.Records)
 	s.ModelCount = len(modelAbs)
 	if len(modelAbs) > 0 {
 		s.ModelMedianAbs, s.ModelP95Abs = ptrTo(median(modelAbs)), ptrTo(nearestRank(modelAbs, 95))

@@ -65,6 +65,10 @@ type Compared struct {
 	// its estimate rests on the fallback graph's 0.1 GB/s (NCCL's own
 	// number, but not a time for the machine).
 	ModelFallback bool `json:"nccl_model_fallback,omitempty"`
+	// NCCLChoice is what the model's NCCL chose for an NCCL record, which
+	// its schedule ran: algorithm/protocol and channels ("ring/ll, 4
+	// channels"); empty for other records.
+	NCCLChoice string `json:"nccl_choice,omitempty"`
 	// Note says how the record was modelled, where that is not obvious.
 	Note string `json:"note,omitempty"`
 	// HostPaced: the simulated value is the host's issue interval (an
@@ -199,6 +203,10 @@ type Validation struct {
 	// BySize sums up the allreduce records by size range (SizeRanges),
 	// the ranges that hold any.
 	BySize []SizeSummary `json:"by_size,omitempty"`
+	// Lines fits the NCCL allreduce records of each file and group where
+	// the model's NCCL makes one choice as a fixed cost plus a cost per
+	// byte, measured and simulated (LineFits).
+	Lines []LineFit `json:"lines,omitempty"`
 	// Mechanisms sums up the predicted records by the mechanisms
 	// schedules rest on (EvidenceOf), those these records time.
 	Mechanisms []EvidenceRow `json:"by_mechanism,omitempty"`
@@ -284,7 +292,7 @@ func Run(recs []trace.Record, opts Options) (*Validation, error) {
 			KernelEnd: o.end}
 		if o.model != nil {
 			e := errPct(*o.model, measured)
-			c.ModelPredicted, c.ModelErrorPct, c.ModelFallback = o.model, &e, o.modelFallback
+			c.ModelPredicted, c.ModelErrorPct, c.ModelFallback, c.NCCLChoice = o.model, &e, o.modelFallback, o.choice
 		}
 		if f, covered := fitOf(opts.File, t.rec); f != nil {
 			c.FittedFor = strings.Join(f.Params, ", ")
@@ -428,6 +436,8 @@ type outcome struct {
 	model     *float64
 	// modelFallback: the model's estimate rests on NCCL's fallback graph.
 	modelFallback bool
+	// choice: what NCCL chose (Twin.Model), which the schedule ran.
+	choice string
 	// end: the value is the kernel's end (Twin.Ends).
 	end bool
 }
@@ -445,8 +455,8 @@ func simulateOne(tw *Twin, t *topology.Topology, withModel bool) (o outcome) {
 		o.end, o.err = tw.Ends(t)
 	}
 	if withModel && tw.Model != nil && o.err == nil {
-		if us, fb, err := tw.Model(t); err == nil && us > 0 {
-			o.model, o.modelFallback = &us, fb
+		if e, err := tw.Model(t); err == nil && e.Us > 0 {
+			o.model, o.modelFallback, o.choice = &e.Us, e.Fallback, e.Choice
 		}
 	}
 	return o

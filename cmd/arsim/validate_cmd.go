@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/trace"
 	"github.com/arsim/arsim/validate"
 	"github.com/arsim/arsim/viz"
@@ -166,8 +167,9 @@ func writeValidateJSON(out io.Writer, files []traceFile, v *validate.Validation)
 		Schedules   *scheduleSideJSON       `json:"predicted_on_what_schedules_rest_on,omitempty"`
 		Winners     *validate.WinnerBins    `json:"winners,omitempty"`
 		BySize      []validate.SizeSummary  `json:"by_size,omitempty"`
+		Lines       []validate.LineFit      `json:"lines,omitempty"`
 		ByMechanism []validate.EvidenceRow  `json:"by_mechanism,omitempty"`
-	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups, v.HeldOut, sched, v.Winners, v.BySize, v.Mechanisms}
+	}{paths, v.Records, v.Skipped, badLines(files), v.Summary, v.Groups, v.HeldOut, sched, v.Winners, v.BySize, v.Lines, v.Mechanisms}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
@@ -213,6 +215,9 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	if err := writeLines(&b, v.Lines, multi); err != nil {
+		return err
 	}
 	writeValidateSummary(&b, v.Summary, len(badLines(files)))
 	sched, err := scheduleSide(v)
@@ -455,4 +460,30 @@ func lineRanges(ls []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeLines prints the NCCL records' lines (validate.LineFits): fixed
+// cost and cost per MiB, measured and simulated, where the model's NCCL
+// makes one choice over three sizes or more.
+func writeLines(b *bytes.Buffer, lines []validate.LineFit, multi bool) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b, "\nNCCL records as a line, time = fixed + per MiB × size, over the sizes where the model's NCCL makes one choice\n")
+	fmt.Fprintf(b, "(device-paced records; a miss in the fixed cost is per call or per step, one in the cost per MiB per byte)\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	head := "group\tNCCL's choice in the model\tsizes\tmeasured µs + µs/MiB\tsimulated µs + µs/MiB\tmeasured off the line\t"
+	if multi {
+		head = "file\t" + head
+	}
+	fmt.Fprintln(tw, head)
+	for _, l := range lines {
+		row := fmt.Sprintf("%s\t%s\t%v … %v (%d)\t%.1f + %.1f\t%.1f + %.1f\t≤ %.1f%%\t", l.Group, l.Choice, sim.Bytes(l.MinBytes), sim.Bytes(l.MaxBytes), l.Sizes,
+			l.MeasuredFixedUs, l.MeasuredPerMiBUs, l.SimulatedFixedUs, l.SimulatedPerMiBUs, l.MaxMeasuredOffPct)
+		if multi {
+			row = l.File + "\t" + row
+		}
+		fmt.Fprintln(tw, row)
+	}
+	return tw.Flush()
 }
