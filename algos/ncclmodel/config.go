@@ -73,9 +73,14 @@ type Config struct {
 	// multiple of 32.
 	NThreads int
 	// MinChannels and MaxChannels are NCCL_MIN_NCHANNELS and
-	// NCCL_MAX_NCHANNELS: the search looks for at most MaxChannels graph
-	// channels, and the runtime channel count is clamped to
-	// [MinChannels, MaxChannels] after NCCL's duplication. 0: unset.
+	// NCCL_MAX_NCHANNELS: the runtime channel count is clamped to
+	// [MinChannels, MaxChannels] after NCCL's duplication (connect.cc,
+	// ncclTopoPostset). The search and the tuning model do not see them:
+	// the ring search looks for up to MAXCHANNELS/2 channels whatever
+	// they say (init.cc, ringGraph->maxChannels), and ncclTopoTuneModel's
+	// bandwidths are the graph's (tuning.cc, busBw = graphs[a]->nChannels
+	// × bw), so NCCL picks its algorithm and protocol as if uncapped and
+	// runs the pick on the capped channels. 0: unset.
 	MinChannels, MaxChannels int
 }
 

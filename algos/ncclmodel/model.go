@@ -82,10 +82,11 @@ func (m *Model) tuneChannels() {
 	c := &m.cfg
 	// init.cc: comm->nChannels = treeGraph->nChannels = ringGraph->nChannels =
 	// min(tree, ring), before ncclTopoTuneModel runs.
+	// NCCL_MAX_NCHANNELS does not reach the search or the tuning model
+	// (Config.MaxChannels): NCCL 2.28.9's init.cc sets ringGraph->maxChannels
+	// to MAXCHANNELS/2 and applies the cap to comm->nChannels only
+	// (connect.cc).
 	m.graphCh = min(c.RingChannels, c.TreeChannels)
-	if c.MaxChannels > 0 { // the search's maxChannels (search.cc)
-		m.graphCh = min(m.graphCh, c.MaxChannels)
-	}
 	// connect.cc: "Duplication should be complete now",
 	// nChannels = min(MAXCHANNELS, nChannels*2).
 	m.channels = min(maxChannels, 2*m.graphCh)

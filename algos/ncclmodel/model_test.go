@@ -285,6 +285,33 @@ func TestChannelsUseMinOfGraphs(t *testing.T) {
 	assert.InDelta(t, 48.0*8/14, m.Bandwidth(Ring, Simple), 1e-9)
 }
 
+// NCCL_MAX_NCHANNELS caps the channels a call runs on, not the graph the
+// tuning model sees (init.cc searches up to MAXCHANNELS/2 ring channels
+// whatever it says; connect.cc caps comm->nChannels): the bandwidths and
+// so the pick stay the uncapped ones. On two H200s NCCL 2.28.9 capped at
+// one or two channels ran ring/LL at 512 KiB, as uncapped, where a model
+// tuned on the capped graph picks Simple (testdata/h200x2-arsim
+// nccl_channels.jsonl).
+func TestMaxChannelsCapsTheRunNotTheTuning(t *testing.T) {
+	c := pcie8()
+	uncapped := tune(t, c)
+	c.MaxChannels = 1
+	capped := tune(t, c)
+	assert.Equal(t, uncapped.GraphChannels(), capped.GraphChannels())
+	assert.Equal(t, 1, capped.Channels())
+	for _, a := range algoList {
+		for _, p := range protoList {
+			assert.Equal(t, uncapped.Bandwidth(a, p), capped.Bandwidth(a, p), "%v/%v", a, p)
+		}
+	}
+	for _, b := range []int64{1 << 10, 512 << 10, 1 << 30} {
+		u, k := uncapped.Choose(b), capped.Choose(b)
+		assert.Equal(t, u.Algo, k.Algo, "%d B", b)
+		assert.Equal(t, u.Proto, k.Proto, "%d B", b)
+		assert.Equal(t, 1, k.Channels, "%d B", b)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	ok := pcie8()
 	require.NoError(t, ok.Validate())
