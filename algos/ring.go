@@ -154,7 +154,12 @@ func ringOps(spec ncclSpec, chLen []int64, n, r int) int {
 // slices each ring step of a loop has. NCCL cuts the channel's data into
 // loops of n chunks, a chunk being ALLREDUCE_CHUNKSTEPS steps (Simple: 2
 // slices of 2 steps; LL, LL128: one step), shrinking the chunk when the
-// data is smaller. A step's slices must be fewer than the FIFO's slots,
+// data is smaller. NCCL moves a smaller Simple chunk in its two slices
+// still (prims_simple.h genericOp: half the chunk each, at least a 32nd
+// of a full slice); arsim moves a chunk of one slice's bytes or less in
+// one, since two make the mid sizes faster than measured: a per-slice
+// cost the model lacks (docs/VALIDATION.md, "What the model misses").
+// A step's slices must be fewer than the FIFO's slots,
 // or every rank would wait for credit from a neighbour that is waiting
 // too. arsim caps loops × slices at maxSlicesPerRingStep, growing the
 // chunk beyond NCCL's for large messages.
