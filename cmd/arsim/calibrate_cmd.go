@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +16,7 @@ import (
 )
 
 func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--topology PRESET] [--params FILE] [--skip-bad]",
+	fs := newFlags("calibrate", "calibrate --traces FILE [--traces FILE …] --fit PATTERN[,PATTERN] --params-out FILE [--holdout-every 3] [--sizes LO..HI] [--topology PRESET] [--params FILE] [--skip-bad]",
 		[]string{"arsim calibrate --traces testdata/h200x2/measurements.jsonl --fit 'pcie.link_efficiency,torch.copy_issue_*' --params-out fitted.params",
 			"arsim calibrate --traces testdata/h200x2-arsim/measurements.jsonl --skip-bad --fit 'gpu.launch_*,nvlink.*' --params-out h200.params --holdout-every 4",
 			"arsim validate --traces testdata/h200x2/measurements.jsonl --params fitted.params"}, errOut)
@@ -33,10 +34,15 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	sweeps := fs.Int("sweeps", 3, "coordinate-descent sweeps over the parameters")
 	maxEvals := fs.Int("max-evals", 600, "cap on parameter settings simulated (bounds the run time)")
 	parallel := fs.Int("parallel", 0, "records simulated at once (default: all cores); output does not depend on it")
+	sizes := fs.String("sizes", "", "fit and hold out only the allreduces of these sizes: LO..HI (every size from LO to HI) or a list; other records are left out")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := checkCalibrateFlags(fs.Args(), *fit, *paramsOut, *holdout, *sweeps, *maxEvals); err != nil {
+		return err
+	}
+	keep, err := sizeFilter(*sizes)
+	if err != nil {
 		return err
 	}
 	files, mm, err := loadMeasured(traces, *skipBad, *optsFlag, *topo, *gpu, *params, errOut)
@@ -48,6 +54,14 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	for _, f := range files {
 		recs = append(recs, f.recs...)
 		names = append(names, f.path)
+	}
+	if keep != nil {
+		all := len(recs)
+		recs = slices.DeleteFunc(recs, func(r trace.Record) bool { return !keep(r) })
+		if len(recs) == 0 {
+			return badInputf("calibrate: --sizes %s keeps none of the %d records (allreduces of those sizes only)", *sizes, all)
+		}
+		fmt.Fprintf(errOut, "arsim: calibrate: --sizes %s keeps %d of the %d records\n", *sizes, len(recs), all)
 	}
 	opts := validate.CalibrateOptions{Fit: splitList(*fit), HoldoutEvery: *holdout, Base: mm.params, Preset: mm.preset, Machine: mm.machine, File: strings.Join(names, ", "),
 		Sweeps: *sweeps, MaxEvals: *maxEvals, Parallel: *parallel}
@@ -81,6 +95,37 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	return nil
 }
 
+// sizeFilter returns which records --sizes keeps (nil: every one): the
+// allreduces, single or in sequence, whose size lies from LO to HI
+// (LO..HI) or is one of a list.
+func sizeFilter(s string) (func(trace.Record) bool, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	allreduce := func(r trace.Record) bool {
+		return r.Kind == trace.KindAllreduce || r.Kind == trace.KindAllreduceSequence
+	}
+	if lo, hi, ok := strings.Cut(s, ".."); ok {
+		a, err := parseSize(lo)
+		if err != nil {
+			return nil, err
+		}
+		b, err := parseSize(hi)
+		if err != nil {
+			return nil, err
+		}
+		if a > b {
+			return nil, badInputf("calibrate: --sizes %q runs backwards", s)
+		}
+		return func(r trace.Record) bool { return allreduce(r) && r.Bytes >= a && r.Bytes <= b }, nil
+	}
+	list, err := parseSizes(s)
+	if err != nil {
+		return nil, err
+	}
+	return func(r trace.Record) bool { return allreduce(r) && slices.Contains(list, r.Bytes) }, nil
+}
+
 // checkCalibrateFlags refuses what calibrate cannot run with.
 func checkCalibrateFlags(rest []string, fit, paramsOut string, holdout, sweeps, maxEvals int) error {
 	if len(rest) > 0 {
@@ -110,7 +155,11 @@ func writeCalibration(out io.Writer, c *validate.Calibration) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "parameter\tunit\tdefault\tfitted\tchange\trecords\tstatus\t")
 	for _, p := range c.Params {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.2f%%\t%d\t%s\t\n", p.Name, p.Unit, strconv.FormatFloat(p.Default, 'g', 6, 64), strconv.FormatFloat(p.Fitted, 'g', 6, 64), p.ChangePct, p.Records, p.Status)
+		change := fmt.Sprintf("%+.2f%%", p.ChangePct)
+		if p.Default == 0 && p.Fitted != 0 {
+			change = "from 0" // no ratio to give
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", p.Name, p.Unit, strconv.FormatFloat(p.Default, 'g', 6, 64), strconv.FormatFloat(p.Fitted, 'g', 6, 64), change, p.Records, p.Status)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -36,3 +36,32 @@ func TestCalibrateCLI(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "records simulated  419")
 }
+
+// --sizes keeps the allreduces of a size range: on the 4 × RTX 4090
+// table's Simple rows (512 KiB–8 MiB) the per-call constant comes out
+// about 40 µs, where the whole table's median, held by its large rows,
+// leaves it at 0 (docs/VALIDATION.md); a range that keeps nothing and one
+// that runs backwards are refused.
+func TestCalibrateSizes(t *testing.T) {
+	dir := t.TempDir()
+	table := "../../testdata/nccltests/rtx4090x4_p2p.txt"
+	base := []string{"calibrate", "--traces", table, "--topology", "../../testdata/topologies/pcie4_1socket_topo_m.txt",
+		"--opts", "NCCL_P2P_LEVEL=SYS", "--fit", "nccl.call_extra.ring.simple", "--params-out", filepath.Join(dir, "p.params")}
+	out, errOut, err := runCLI(t, append(base, "--sizes", "512KiB..8MiB")...)
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "--sizes 512KiB..8MiB keeps 10 of the 42 records")
+	assert.Regexp(t, `nccl.call_extra.ring.simple\s+µs\s+0\s+(3[5-9]|4[0-5])\.\d+\s+from 0\s+7\s+fitted`, out)
+	assert.Contains(t, out, "held out  3 ")
+
+	out, _, err = runCLI(t, base...)
+	require.NoError(t, err)
+	assert.Regexp(t, `nccl.call_extra.ring.simple\s+µs\s+0\s+0\s+\+0.00%\s+\d+\s+unchanged`, out)
+
+	_, _, err = runCLI(t, append(base, "--sizes", "3MiB")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "keeps none of the 42 records")
+	assert.Equal(t, 2, exitCode(err))
+	_, _, err = runCLI(t, append(base, "--sizes", "8MiB..1MiB")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "runs backwards")
+}
