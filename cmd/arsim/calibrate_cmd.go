@@ -105,17 +105,9 @@ func sizeFilter(s string) (func(trace.Record) bool, error) {
 	allreduce := func(r trace.Record) bool {
 		return r.Kind == trace.KindAllreduce || r.Kind == trace.KindAllreduceSequence
 	}
-	if lo, hi, ok := strings.Cut(s, ".."); ok {
-		a, err := parseSize(lo)
+	if a, b, ok, err := parseSizeRange(s); ok {
 		if err != nil {
-			return nil, err
-		}
-		b, err := parseSize(hi)
-		if err != nil {
-			return nil, err
-		}
-		if a > b {
-			return nil, badInputf("calibrate: --sizes %q runs backwards", s)
+			return nil, fmt.Errorf("calibrate: --sizes: %w", err)
 		}
 		return func(r trace.Record) bool { return allreduce(r) && r.Bytes >= a && r.Bytes <= b }, nil
 	}

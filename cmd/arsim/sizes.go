@@ -42,19 +42,30 @@ func parseSize(s string) (int64, error) {
 // largest size has 41, and each size is simulated for every algorithm.
 const maxSizes = 256
 
+// parseSizeRange reads LO..HI into its bounds; ok is false for a string
+// that is no range.
+func parseSizeRange(s string) (a, b int64, ok bool, err error) {
+	lo, hi, ok := strings.Cut(s, "..")
+	if !ok {
+		return 0, 0, false, nil
+	}
+	if a, err = parseSize(lo); err != nil {
+		return 0, 0, true, err
+	}
+	if b, err = parseSize(hi); err != nil {
+		return 0, 0, true, err
+	}
+	if a > b {
+		return 0, 0, true, badInputf("size range %q runs backwards (%s)", s, sizeForms)
+	}
+	return a, b, true, nil
+}
+
 // parseSizes reads a list or a power-of-two range.
 func parseSizes(s string) ([]int64, error) {
-	if lo, hi, ok := strings.Cut(s, ".."); ok {
-		a, err := parseSize(lo)
+	if a, b, ok, err := parseSizeRange(s); ok {
 		if err != nil {
 			return nil, err
-		}
-		b, err := parseSize(hi)
-		if err != nil {
-			return nil, err
-		}
-		if a > b {
-			return nil, badInputf("size range %q runs backwards (%s)", s, sizeForms)
 		}
 		var out []int64
 		for x := a; x <= b; x *= 2 {
