@@ -8,13 +8,14 @@ import (
 
 // LineFit is the NCCL allreduce records of one file and group over the
 // sizes where the model's NCCL makes one choice (Compared.NCCLChoice: the
-// same algorithm, protocol and channels), each side fitted by least
-// squares of the relative distances as a fixed cost plus a cost per MiB: time = FixedUs + PerMiBUs
-// × size. Where a table misses, the two lines say whether the model lacks
-// a cost of every call (or every step, at this world size) or a cost of
-// every byte: the parameters to look at or to calibrate differ.
-// Device-paced records only (a host-paced value is the host's issue
-// interval); at least three sizes.
+// same algorithm, protocol and channels), each side fitted as a fixed
+// cost plus a cost per MiB, time = FixedUs + PerMiBUs × size, by least
+// squares of the relative distances (relativeLine). Where a table
+// misses, the two lines say whether the model lacks a cost of every call
+// (or every step, at this world size) or a cost of every byte: the
+// parameters to look at or to calibrate differ. Device-paced records
+// only (a host-paced value is the host's issue interval); at least three
+// sizes.
 type LineFit struct {
 	File     string `json:"file,omitempty"`
 	Group    string `json:"group"`
