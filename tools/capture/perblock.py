@@ -1989,6 +1989,31 @@ class PerBlock:
                             self.rec.guard(f"nccl_copy {resident} {S} {dst} {t} {nccl}", run, 8, S, "local", dst, 1, t,
                                            32, bound=bound, resident=resident, nccl=nccl)
 
+    def host_copies(self):
+        """A block that loads pinned host memory and stores to it as well (NCCL Simple's receive over SHM sends on to
+        host memory in the same loop) beside the same loads storing to GPU memory, and the stores alone: the plain copy
+        (pb_copy_U_S) at U 1, 2, 4, 8 and S 1, 2, one block of 128 and 512 threads, host to host, host to local and
+        local to host; NCCL's loop shape (pb_nccl_copy_8_S) host to host and host to local at 128, 256 and 512
+        threads; and 2-32 blocks of 512 threads at U 1 and 8, host to host and host to local. Fresh data every
+        launch."""
+        run = self.copy_runner()
+        for U in (1, 2, 4, 8):
+            for S in (1, 2):
+                for src, dst in (("host", "host"), ("host", "local"), ("local", "host")):
+                    for t in (128, 512):
+                        self.rec.guard(f"host_copies U{U} S{S} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t,
+                                       max(8, 256 // U))
+        for S in (1, 2):
+            for dst in ("host", "local"):
+                for t in (128, 256, 512):
+                    self.rec.guard(f"host_copies nccl S{S} host->{dst} 1x{t}", run, 8, S, "host", dst, 1, t, 32,
+                                   nccl=True)
+        for U in (1, 8):
+            for dst in ("host", "local"):
+                for b in (2, 4, 8, 16, 32):
+                    self.rec.guard(f"host_copies U{U} host->{dst} {b}x512", run, U, 1, "host", dst, b, 512,
+                                   max(4, 64 // U))
+
     def loop_start(self):
         """A loop's start, predicted at configurations it was not fitted on: one-source copies of one load a thread,
         local to host and local to local, one block of 64, 256, 640 and 1024 threads, 1, 2, 4 and 64 iterations, the
@@ -2466,7 +2491,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
