@@ -462,7 +462,12 @@ func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLa
 // recv waits for the connection's next step of n bytes and returns where
 // the data can be used locally and the op after which it can: the FIFO
 // slot itself for P2P, or, for SHM, a local copy loaded from host memory.
-func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels) (Range, int) {
+//
+// onward, if set, is the connection the block sends the received data on
+// in the same primitive (recvReduceSend, recvCopySend, …): over SHM too,
+// Simple's receive loop then stores what it loads from host memory to
+// host memory (hw.Kernel.StoresHost).
+func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels, onward *conn) (Range, int) {
 	c.recvd++
 	k := c.recvd
 	r := c.to
@@ -482,8 +487,18 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels) 
 		kern.LoopGroup = c.recvGroup
 	}
 	kern.InOrder = pl.inOrder
+	kern.StoresHost = onward != nil && onward.tr == shm && kern.Loop == hw.LoopSimple
 	rd := pl.b.Add(r, Op{Kind: Read, Src: slot, Dst: tmp, Kernel: kern, Label: label.plus(sufLoad)}, w)
 	return tmp, rd
+}
+
+// onwardIf is c when the receiving block sends the data on over it in
+// the same primitive, nil otherwise (recv's onward).
+func onwardIf(sends bool, c *conn) *conn {
+	if sends {
+		return c
+	}
+	return nil
 }
 
 // release tells the sender that the oldest received step's slot is free,

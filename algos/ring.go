@@ -280,7 +280,8 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 			for j := 0; j < K; j++ {
 				lbl := name(s, j)
 				off, ln := sOff[x][j], sLen[x][j]
-				data, got := pl.recv(in, ln, 1, lbl)
+				// the block sends every step but the last on
+				data, got := pl.recv(in, ln, 1, lbl, onwardIf(s < steps-1, conns[r]))
 				switch {
 				case s < n-2:
 					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl.plus(sufReduce), got)

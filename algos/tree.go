@@ -241,7 +241,8 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 				if r == root {
 					share = 1
 				}
-				data, got := pl.recv(up[k], l, share, klbl)
+				// a non-root sends the subtree's sum up on
+				data, got := pl.recv(up[k], l, share, klbl, onwardIf(r != root, up[r]))
 				red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl.plus(sufReduce), cp, got)
 				pl.release(up[k], klbl, red)
 				sum[r] = append(sum[r], red)
@@ -260,7 +261,11 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 				}
 				continue
 			}
-			data, got := pl.recv(down[r], l, downShare, lbl)
+			var onward *conn // the broadcast goes on down to the children
+			if len(kids[r]) > 0 {
+				onward = down[kids[r][0]]
+			}
+			data, got := pl.recv(down[r], l, downShare, lbl, onward)
 			uses := []int{pl.store(down[r], "", b.Out(r, off, l), data, downShare, lbl.plus(sufStore), got)}
 			for _, k := range kids[r] {
 				uses = append(uses, pl.send(down[k], data, share*downShare, newStepLabels(fmt.Sprintf("%s to %d", lbl.name, k)), sendSources(down[k], down[r], 1), got))

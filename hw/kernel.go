@@ -84,6 +84,15 @@ type Kernel struct {
 	// ahead of its loads (they do not count among the blocks that loads of
 	// host memory wait behind, hostqueue.go).
 	PacedStores bool
+	// StoresHost: a LoopSimple loop whose loads of host memory (LoopAt)
+	// feed stores to host memory in the same loop (a copy from host memory
+	// to host memory; NCCL Simple's receive over SHM that sends on over
+	// SHM). Each iteration's loads wait pcie.posted_wait_one behind the
+	// stores the block queued towards the host just before (measured on
+	// one H200, testdata/h200x1-arsim/host_copies.jsonl: such a copy is
+	// 7–36 % slower than the same loads storing to GPU memory, 130–610 ns
+	// an iteration at one block).
+	StoresHost bool
 	// Loop is the per-thread loop the transfer runs in (see LoopRate):
 	// its rate bounds the transfer, and, for a loop with a wire factor,
 	// the SM's store rate counts wire bytes.

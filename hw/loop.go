@@ -148,6 +148,11 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	if k.FromDRAM {
 		it += m.Phys.DRAMSrcExtra
 	}
+	if k.StoresHost && k.LoopAt.Host {
+		// the loads wait behind the block's own stores to the host
+		// (Kernel.StoresHost), as beside one storing block (HostLoadWait)
+		it += m.Phys.PostedWaitOne
+	}
 	if k.LoopAt == GPUMem(r) {
 		blocks := min(max(k.Blocks, 1), m.Phys.SMs*m.Phys.MaxBlocksPerSM)
 		it = m.loaded(it, float64(blocks)*float64(k.Threads)*k.share()*16*float64(unroll*max(k.Sources, 1)))

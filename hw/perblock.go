@@ -599,7 +599,8 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 func copyKernel(rec PerBlock) (Kernel, sim.Bytes) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
-		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits} // a push stores each loaded byte to every destination
+		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits, // a push stores each loaded byte to every destination
+		StoresHost: rec.Src == "host" && rec.Dst == "host"}
 	return k, launchBytes(rec, int64(rec.Blocks)*int64(rec.Threads)*16*int64(max(rec.Unroll, 1))*int64(rec.Iters))
 }
 
