@@ -2014,6 +2014,26 @@ class PerBlock:
                     self.rec.guard(f"host_copies U{U} host->{dst} {b}x512", run, U, 1, "host", dst, b, 512,
                                    max(4, 64 // U))
 
+    def host_copies_2(self):
+        """host_copies at the configurations it left out: the plain copy host to host and host to local at one block of
+        64, 256 and 1,024 threads (U 1, 2, 4, 8, one source), NCCL's loop shape at 640 threads (S 1 and 2), and 2-32
+        blocks of 512 threads at U 2 and 4."""
+        run = self.copy_runner()
+        for U in (1, 2, 4, 8):
+            for dst in ("host", "local"):
+                for t in (64, 256, 1024):
+                    self.rec.guard(f"host_copies_2 U{U} host->{dst} 1x{t}", run, U, 1, "host", dst, 1, t,
+                                   max(8, 256 // U))
+        for S in (1, 2):
+            for dst in ("host", "local"):
+                self.rec.guard(f"host_copies_2 nccl S{S} host->{dst} 1x640", run, 8, S, "host", dst, 1, 640, 32,
+                               nccl=True)
+        for U in (2, 4):
+            for dst in ("host", "local"):
+                for b in (2, 4, 8, 16, 32):
+                    self.rec.guard(f"host_copies_2 U{U} host->{dst} {b}x512", run, U, 1, "host", dst, b, 512,
+                                   max(4, 64 // U))
+
     def loop_start(self):
         """A loop's start, predicted at configurations it was not fitted on: one-source copies of one load a thread,
         local to host and local to local, one block of 64, 256, 640 and 1024 threads, 1, 2, 4 and 64 iterations, the
@@ -2491,7 +2511,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
