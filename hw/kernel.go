@@ -89,9 +89,11 @@ type Kernel struct {
 	// to host memory; NCCL Simple's receive over SHM that sends on over
 	// SHM). Each iteration's loads wait pcie.posted_wait_one behind the
 	// stores the block queued towards the host just before (measured on
-	// one H200, testdata/h200x1-arsim/host_copies.jsonl: such a copy is
-	// 7–36 % slower than the same loads storing to GPU memory, 130–610 ns
-	// an iteration at one block).
+	// one H200, testdata/h200x1-arsim/host_copies.jsonl and
+	// host_copies_2.jsonl: such a copy is 7–36 % slower than the same
+	// loads storing to GPU memory, 125–730 ns an iteration at one block:
+	// about the 168 ns up to 8 KiB an iteration, growing with the bytes
+	// beyond, which this one wait does not follow).
 	StoresHost bool
 	// Loop is the per-thread loop the transfer runs in (see LoopRate):
 	// its rate bounds the transfer, and, for a loop with a wire factor,
