@@ -546,7 +546,7 @@ func callExtraFits() []Fit {
 			}
 			fs = append(fs, Fit{Params: []string{"nccl.call_extra." + algo + "." + proto}, Files: files,
 				Kinds:        []trace.Kind{trace.KindAllreduce, trace.KindAllreduceSequence},
-				AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl"},
+				AlsoPredicts: []string{"h200x2-arsim/nccl_channels.jsonl", "h200x2-arsim/sequences_len.jsonl", "h200x2-arsim/sequences_len_nomix.jsonl"},
 				// NCCL's own choice (algo or protocol auto) runs one of
 				// the six; its records are every fit's predicted side
 				Covers: func(r trace.Record) bool {
