@@ -281,11 +281,15 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 		pl.kern.RateCap = sim.Rate(req.Top.Params.Get("nccl.ll128_channel_bw")) * sim.GBps
 	}
 	base := NCCLCallSetup(req.Top.Params, algo, spec.proto.String())
-	if req.Launch == hw.Graph && req.Opt("graph_mixing", "on") == "off" {
-		// without graph mixing support NCCL's call in a CUDA graph costs
-		// its kernel's own less the one-GPU saving: the two-GPU per-call
-		// residuals are that support's cost (graphMixingOption)
-		base = max(0, NCCLKernelOwn(req.Top.Params)-NCCLGraphMixingSaving(req.Top.Params))
+	if req.Launch == hw.Graph {
+		if req.Opt("graph_mixing", "on") == "off" {
+			// without graph mixing support NCCL's call in a CUDA graph
+			// costs its kernel's own less the one-GPU saving: the two-GPU
+			// per-call residuals are that support's cost (graphMixingOption)
+			base = max(0, NCCLKernelOwn(req.Top.Params)-NCCLGraphMixingSaving(req.Top.Params))
+		} else {
+			base = max(0, base+NCCLGraphLengthCost(req.Top.Params, req.IntOpt("graph_calls", graphCallsFitted)))
+		}
 	}
 	for r := 0; r < req.Ranks; r++ {
 		l := b.Add(r, Op{Kind: Launch, Label: "launch"})
@@ -610,10 +614,32 @@ func NCCLKernelOwn(ps *topology.Params) sim.Duration {
 // them with nccl.graph_mixing_extra, and the sequences of 20, 61 and 122
 // with it off are then predicted within −7…+9 % with nothing fitted on
 // them. With it on the saving grows with the calls in the graph (8.4 µs
-// over NVLink at 122), which the fitted residuals, one value each, do not
-// follow. Eager calls are charged as with it on.
+// over NVLink at 122): NCCLGraphLengthCost charges that beyond the graphs
+// of 20 (graphCallsOption). Eager calls are charged as with it on.
 var graphMixingOption = OptionSpec{Name: "graph_mixing", Values: []string{"on", "off"}, Default: "on",
 	Doc: "NCCL_GRAPH_MIXING_SUPPORT: off saves each call in a CUDA graph nccl.graph_mixing_extra and the two-GPU per-call residuals nccl.call_extra.* (measured on two H200s; eager calls unchanged)"}
+
+// graphCallsFitted is the NCCL calls to a CUDA graph of the captures
+// nccl.call_extra.* were fitted on (tools/capture's allreduce records,
+// ops_per_graph 20).
+const graphCallsFitted = 20
+
+// graphCallsOption is how many NCCL calls one CUDA graph holds: with graph
+// mixing support on, every call costs more the more calls share its graph
+// (NCCLGraphLengthCost).
+var graphCallsOption = OptionSpec{Name: "graph_calls", Int: IntRange{Min: 1, Max: 1 << 20, Why: "a million calls in one graph"},
+	Doc: "NCCL calls captured in one CUDA graph (default 20, the captures' graphs; verify sets its pass's): with graph_mixing on each call costs nccl.graph_mixing_per_call more for every further call in the graph"}
+
+// NCCLGraphLengthCost is what a call in a CUDA graph of calls NCCL calls
+// costs beyond one in a graph of graphCallsFitted, with graph mixing
+// support on: nccl.graph_mixing_per_call for every call more (less for
+// fewer). Measured on two H200s (testdata/h200x2-arsim/sequences_len*.jsonl):
+// a call of a graph of 10–244 over NVLink takes about 8.8 µs + 0.05 µs
+// for every call in the graph, 6.5–7.0 µs at every length without the
+// support.
+func NCCLGraphLengthCost(ps *topology.Params, calls int) sim.Duration {
+	return sim.Micros(ps.Get("nccl.graph_mixing_per_call") * float64(calls-graphCallsFitted))
+}
 
 // NCCLGraphMixingSaving is what NCCL's kernel takes less per call in a
 // CUDA graph with NCCL_GRAPH_MIXING_SUPPORT=0: nccl.graph_mixing_extra,

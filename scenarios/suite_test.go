@@ -343,3 +343,15 @@ func TestGoldenSweepsHaveAnAlgorithm(t *testing.T) {
 		assert.NoError(t, err, "testdata/sweep/%s has no algorithm", d.Name())
 	}
 }
+
+// A verify pass in a CUDA graph is one graph of its allreduces: NCCL's
+// graph_calls is set to them unless the options set it; an eager pass and
+// the options a user set are left as they are.
+func TestVerifyGraphCalls(t *testing.T) {
+	assert.Equal(t, map[string]string{"graph_calls": "122"}, WithGraphCalls(nil, hw.Graph))
+	assert.Equal(t, map[string]string{"proto": "ll", "graph_calls": "122"}, WithGraphCalls(map[string]string{"proto": "ll"}, hw.Graph))
+	assert.Equal(t, map[string]string{"graph_calls": "40"}, WithGraphCalls(map[string]string{"graph_calls": "40"}, hw.Graph))
+	assert.Nil(t, WithGraphCalls(nil, hw.Eager))
+	assert.Empty(t, UserOpts(WithGraphCalls(nil, hw.Graph)))
+	assert.Equal(t, map[string]string{"graph_calls": "40"}, UserOpts(map[string]string{"graph_calls": "40"}))
+}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 
 	"golang.org/x/sync/errgroup"
 
@@ -96,6 +97,7 @@ func (c *VerifyConfig) defaults() error {
 	if c.Top == nil {
 		return fmt.Errorf("scenarios: verify: no topology")
 	}
+	c.Opts = WithGraphCalls(c.Opts, c.Launch)
 	if c.Ranks == 0 {
 		c.Ranks = c.Top.NumGPUs()
 	}
@@ -197,6 +199,38 @@ func pass(top *topology.Topology, ranks int, algo string, tokens int, compute si
 	commUs := (pass - gap*sim.Duration(n)).Micros()
 	out.ms, out.usPerAR = float64(pass)/float64(sim.Millisecond), commUs/float64(n)
 	return out, nil
+}
+
+// WithGraphCalls returns opts with graph_calls (the NCCL calls one CUDA
+// graph holds) set to a verify pass's allreduces when the pass is a CUDA
+// graph and opts do not set it: the whole pass is one graph.
+func WithGraphCalls(opts map[string]string, launch hw.LaunchMode) map[string]string {
+	if launch != hw.Graph {
+		return opts
+	}
+	if _, set := opts["graph_calls"]; set {
+		return opts
+	}
+	out := make(map[string]string, len(opts)+1)
+	for k, v := range opts {
+		out[k] = v
+	}
+	out["graph_calls"] = strconv.Itoa(Layers * AllreducesPerLayer)
+	return out
+}
+
+// UserOpts is opts less what WithGraphCalls adds: the options a user set.
+func UserOpts(opts map[string]string) map[string]string {
+	if opts["graph_calls"] != strconv.Itoa(Layers*AllreducesPerLayer) {
+		return opts
+	}
+	out := make(map[string]string, len(opts))
+	for k, v := range opts {
+		if k != "graph_calls" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // optsFor keeps the options an algorithm accepts.

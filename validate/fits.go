@@ -251,6 +251,18 @@ var Fits = append([]Fit{
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On:           vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
+	// nccl.graph_mixing_per_call: NCCL's calls over NVLink in one CUDA graph
+	// of 20 and of 122 (sequences_len.jsonl); its 61-call graphs, the
+	// calls through host memory, the other captures' sequences and the
+	// 10–244-call graphs of another pair of GPUs are predicted.
+	{Params: []string{"nccl.graph_mixing_per_call"}, Files: []string{"h200x2-arsim/sequences_len.jsonl"}, Kinds: []trace.Kind{trace.KindAllreduceSequence},
+		Covers: func(r trace.Record) bool {
+			return r.Impl == trace.ImplNCCL && r.Launch == trace.LaunchCUDAGraph && r.NCCLEnv["NCCL_GRAPH_MIXING_SUPPORT"] != "0"
+		},
+		AlsoPredicts: []string{"h200x2-arsim/sequences_len_2.jsonl", "h200x2-arsim/sequences_v2.jsonl", "h200x2-arsim/measurements.jsonl"},
+		On: func(r trace.Record) bool {
+			return r.Transport == trace.TransportP2P && (r.Count == 20 || r.Count == 122)
+		}, How: "the mean over the two sizes of (µs a call at 122 − µs a call at 20) / 102"},
 	// nccl.call_extra.<algo>.<proto>: one fit per algorithm and protocol
 	// (callExtraFits).
 	{Params: []string{"nccl.kernel_fixed"}, Files: []string{"h200x1-arsim/nccl_self.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},

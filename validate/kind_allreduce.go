@@ -94,6 +94,15 @@ func allreduceTwin(r trace.Record) (*Twin, error) {
 	if err := c.launchConfig(r, t); err != nil {
 		return nil, err
 	}
+	if c.algo == "nccl" && r.Launch == trace.LaunchCUDAGraph {
+		// the NCCL calls of the record's CUDA graph (graphCallsOption)
+		switch {
+		case r.Kind == trace.KindAllreduceSequence && r.Count > 0:
+			c.opts["graph_calls"] = strconv.Itoa(r.Count)
+		case r.OpsPerGraph > 0:
+			c.opts["graph_calls"] = strconv.Itoa(r.OpsPerGraph)
+		}
+	}
 	req := func(top *topology.Topology) algos.Request {
 		return algos.Request{Top: top, Ranks: r.World, Bytes: r.Bytes, DType: dt, Launch: launch, Opts: c.opts}
 	}

@@ -76,7 +76,7 @@ func cmdVerify(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err := finite("accept", *accept); err != nil {
 		return err
 	}
-	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: computeD, Accept: *accept, Draft: draftD, Launch: mode, Opts: o, LayerKernels: *layerKernels}
+	cfg := scenarios.VerifyConfig{Top: t, Tokens: toks[0], Compute: computeD, Accept: *accept, Draft: draftD, Launch: mode, Opts: scenarios.WithGraphCalls(o, mode), LayerKernels: *layerKernels}
 	if len(toks) > 1 && *format == "json" {
 		return badInputf("verify: --format json takes one --tokens value")
 	}
@@ -312,7 +312,7 @@ func writeVerifyTable(out io.Writer, cfg scenarios.VerifyConfig, topo string, re
 	if err := writeEvidence(out, names, verifyUses(res)); err != nil {
 		return err
 	}
-	if len(cfg.Opts) > 0 {
+	if len(scenarios.UserOpts(cfg.Opts)) > 0 {
 		fmt.Fprintln(out, "\n(Published figures for this machine are for its algorithms as configured there: not compared under --opts.)")
 		return nil
 	}
