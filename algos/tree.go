@@ -261,9 +261,11 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 				}
 				continue
 			}
-			var onward *conn // the broadcast goes on down to the children
-			if len(kids[r]) > 0 {
-				onward = down[kids[r][0]]
+			var onward *conn // the broadcast goes on down to the children (one over SHM, if any)
+			for _, k := range kids[r] {
+				if onward == nil || down[k].tr == shm {
+					onward = down[k]
+				}
 			}
 			data, got := pl.recv(down[r], l, downShare, lbl, onward)
 			uses := []int{pl.store(down[r], "", b.Out(r, off, l), data, downShare, lbl.plus(sufStore), got)}
