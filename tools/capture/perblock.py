@@ -1996,43 +1996,31 @@ class PerBlock:
         local to host; NCCL's loop shape (pb_nccl_copy_8_S) host to host and host to local at 128, 256 and 512
         threads; and 2-32 blocks of 512 threads at U 1 and 8, host to host and host to local. Fresh data every
         launch."""
-        run = self.copy_runner()
-        for U in (1, 2, 4, 8):
-            for S in (1, 2):
-                for src, dst in (("host", "host"), ("host", "local"), ("local", "host")):
-                    for t in (128, 512):
-                        self.rec.guard(f"host_copies U{U} S{S} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t,
-                                       max(8, 256 // U))
-        for S in (1, 2):
-            for dst in ("host", "local"):
-                for t in (128, 256, 512):
-                    self.rec.guard(f"host_copies nccl S{S} host->{dst} 1x{t}", run, 8, S, "host", dst, 1, t, 32,
-                                   nccl=True)
-        for U in (1, 8):
-            for dst in ("host", "local"):
-                for b in (2, 4, 8, 16, 32):
-                    self.rec.guard(f"host_copies U{U} host->{dst} {b}x512", run, U, 1, "host", dst, b, 512,
-                                   max(4, 64 // U))
+        pairs = (("host", "host"), ("host", "local"), ("local", "host"))
+        self._host_copies("host_copies",
+                          [(U, S, src, dst, t) for U in (1, 2, 4, 8) for S in (1, 2) for src, dst in pairs for t in (128, 512)],
+                          [(S, dst, t) for S in (1, 2) for dst in ("host", "local") for t in (128, 256, 512)],
+                          [(U, dst, b) for U in (1, 8) for dst in ("host", "local") for b in (2, 4, 8, 16, 32)])
 
     def host_copies_2(self):
         """host_copies at the configurations it left out: the plain copy host to host and host to local at one block of
         64, 256 and 1,024 threads (U 1, 2, 4, 8, one source), NCCL's loop shape at 640 threads (S 1 and 2), and 2-32
         blocks of 512 threads at U 2 and 4."""
+        self._host_copies("host_copies_2",
+                          [(U, 1, "host", dst, t) for U in (1, 2, 4, 8) for dst in ("host", "local") for t in (64, 256, 1024)],
+                          [(S, dst, 640) for S in (1, 2) for dst in ("host", "local")],
+                          [(U, dst, b) for U in (2, 4) for dst in ("host", "local") for b in (2, 4, 8, 16, 32)])
+
+    def _host_copies(self, tag, plain, nccl, blocks):
+        """Runs host_copies' loops: plain (U, S, src, dst, threads) copies of one block, NCCL's shape (S, dst,
+        threads) from host memory, and (U, dst, blocks) one-source copies from host memory of 512-thread blocks."""
         run = self.copy_runner()
-        for U in (1, 2, 4, 8):
-            for dst in ("host", "local"):
-                for t in (64, 256, 1024):
-                    self.rec.guard(f"host_copies_2 U{U} host->{dst} 1x{t}", run, U, 1, "host", dst, 1, t,
-                                   max(8, 256 // U))
-        for S in (1, 2):
-            for dst in ("host", "local"):
-                self.rec.guard(f"host_copies_2 nccl S{S} host->{dst} 1x640", run, 8, S, "host", dst, 1, 640, 32,
-                               nccl=True)
-        for U in (2, 4):
-            for dst in ("host", "local"):
-                for b in (2, 4, 8, 16, 32):
-                    self.rec.guard(f"host_copies_2 U{U} host->{dst} {b}x512", run, U, 1, "host", dst, b, 512,
-                                   max(4, 64 // U))
+        for U, S, src, dst, t in plain:
+            self.rec.guard(f"{tag} U{U} S{S} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t, max(8, 256 // U))
+        for S, dst, t in nccl:
+            self.rec.guard(f"{tag} nccl S{S} host->{dst} 1x{t}", run, 8, S, "host", dst, 1, t, 32, nccl=True)
+        for U, dst, b in blocks:
+            self.rec.guard(f"{tag} U{U} host->{dst} {b}x512", run, U, 1, "host", dst, b, 512, max(4, 64 // U))
 
     def loop_start(self):
         """A loop's start, predicted at configurations it was not fitted on: one-source copies of one load a thread,
