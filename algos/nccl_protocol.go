@@ -606,18 +606,18 @@ func NCCLKernelOwn(ps *topology.Params) sim.Duration {
 // graphMixingOption is NCCL_GRAPH_MIXING_SUPPORT: on (NCCL's default), a
 // call captured in a CUDA graph is ordered against the communicator's
 // calls outside graphs; off leaves that out. On one H200 a one-rank call
-// saves nccl.graph_mixing_extra with it off; on two H200s a call in a
-// graph of 20 saves 3.1–3.3 µs over NVLink and 4.6–5.8 through host
-// memory (testdata/h200x2-arsim/sequences_len.jsonl against
-// sequences_len_nomix.jsonl), about what the per-call residual of
-// NCCL's pick there, nccl.call_extra.ring.ll (fitted on graphs of 20
-// with it on), holds: off drops the residuals with
-// nccl.graph_mixing_extra, and the sequences of 20, 61 and 122 with it
-// off are then predicted within −7…+9 % with nothing fitted on them.
-// The other algorithms' and protocols' residuals (5.2–13.6 µs) are
-// dropped alike, untested. With it on the saving grows with the calls in the graph (8.4 µs
-// over NVLink at 122): NCCLGraphLengthCost charges that beyond the graphs
-// of 20 (graphCallsOption). Eager calls are charged as with it on.
+// saves nccl.graph_mixing_extra with it off; on two H200s a call in a graph
+// of 20 saves 3.1–3.3 µs over NVLink and 4.6–5.8 through host memory
+// (testdata/h200x2-arsim/sequences_len.jsonl against
+// sequences_len_nomix.jsonl), about what the per-call residual of NCCL's
+// pick there, nccl.call_extra.ring.ll (fitted on graphs of 20 with it on),
+// holds: off drops the residuals with nccl.graph_mixing_extra, and the
+// sequences of 20, 61 and 122 with it off are then predicted within −7…+9 %
+// with nothing fitted on them. The other algorithms' and protocols'
+// residuals (5.2–13.6 µs) are dropped alike, untested. With it on the
+// saving grows with the calls in the graph (8.4 µs over NVLink at 122):
+// NCCLGraphLengthCost charges that beyond the graphs of 20
+// (graphCallsOption). Eager calls are charged as with it on.
 var graphMixingOption = OptionSpec{Name: "graph_mixing", Values: []string{"on", "off"}, Default: "on",
 	Doc: "NCCL_GRAPH_MIXING_SUPPORT: off saves each call in a CUDA graph nccl.graph_mixing_extra and the two-GPU per-call residuals nccl.call_extra.* (measured for ring/LL on two H200s; eager calls unchanged)"}
 
