@@ -51,7 +51,7 @@ func ncclKernelTwin(r trace.Record) (*Twin, error) {
 	mixing := opts["graph_mixing"] != "off"
 	switch r.NCCLOp {
 	case "empty_kernel":
-		t.Note = "per kernel of a replayed CUDA graph (gpu.launch_graph)"
+		t.Note = graphGapNote
 		t.Sim = device(GraphKernelGapUs)
 	case "self_sendrecv":
 		if r.Bytes > 4<<10 {
