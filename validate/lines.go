@@ -14,8 +14,8 @@ import (
 // misses, the two lines say whether the model lacks a cost of every call
 // (or every step, at this world size) or a cost of every byte: the
 // parameters to look at or to calibrate differ. Device-paced records
-// only (a host-paced value is the host's issue interval); at least three
-// sizes.
+// only (a host-paced value is the host's issue interval), with positive
+// times on both sides (the distances are relative); at least three sizes.
 type LineFit struct {
 	File     string `json:"file,omitempty"`
 	Group    string `json:"group"`
@@ -45,7 +45,7 @@ func LineFits(recs []Compared) []LineFit {
 	by := map[key][]Compared{}
 	var keys []key
 	for _, r := range recs {
-		if r.NCCLChoice == "" || r.HostPaced || r.Unit != "us" || r.bytes <= 0 {
+		if r.NCCLChoice == "" || r.HostPaced || r.Unit != "us" || r.bytes <= 0 || !(r.Measured > 0) || !(r.Predicted > 0) {
 			continue
 		}
 		k := key{r.File, r.Group, r.NCCLChoice}

@@ -10,7 +10,8 @@ import (
 // NCCL records are fitted as a line by file, group and the model's
 // choice: the lines are recovered exactly from records on them, each
 // side its own; host-paced records, records without a choice and
-// choices over fewer than three sizes are left out.
+// choices over fewer than three sizes are left out, and so are records
+// without a positive time.
 func TestLineFits(t *testing.T) {
 	rec := func(group, choice string, bytes int64, measured, simulated float64) Compared {
 		return Compared{File: "t.txt", Group: group, NCCLChoice: choice, Unit: "us", bytes: bytes, Measured: measured, Predicted: simulated}
@@ -24,7 +25,8 @@ func TestLineFits(t *testing.T) {
 		rec("g", "ring/simple, 4 channels", 2<<20, 500, 500), // host-paced: left out
 		rec("g", "ring/ll, 4 channels", 64<<10, 25, 20),      // two sizes only
 		rec("g", "ring/ll, 4 channels", 128<<10, 38, 22),
-		rec("g", "", 8<<10, 19, 17), // no choice: not NCCL
+		rec("g", "", 8<<10, 19, 17),                        // no choice: not NCCL
+		rec("g", "ring/simple, 4 channels", 8<<20, 0, 500), // no time measured: no relative distance
 	)
 	recs[4].HostPaced = true
 	got := LineFits(recs)
