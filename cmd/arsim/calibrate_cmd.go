@@ -113,7 +113,7 @@ func sizeFilter(s string) (func(trace.Record) bool, error) {
 	}
 	list, err := parseSizes(s)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("calibrate: --sizes: %w", err)
 	}
 	return func(r trace.Record) bool { return allreduce(r) && slices.Contains(list, r.Bytes) }, nil
 }
