@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"strconv"
 
@@ -211,9 +212,9 @@ func WithGraphCalls(opts map[string]string, launch hw.LaunchMode) map[string]str
 	if _, set := opts["graph_calls"]; set {
 		return opts
 	}
-	out := make(map[string]string, len(opts)+1)
-	for k, v := range opts {
-		out[k] = v
+	out := maps.Clone(opts)
+	if out == nil {
+		out = map[string]string{}
 	}
 	out["graph_calls"] = strconv.Itoa(Layers * AllreducesPerLayer)
 	return out
@@ -224,12 +225,8 @@ func UserOpts(opts map[string]string) map[string]string {
 	if opts["graph_calls"] != strconv.Itoa(Layers*AllreducesPerLayer) {
 		return opts
 	}
-	out := make(map[string]string, len(opts))
-	for k, v := range opts {
-		if k != "graph_calls" {
-			out[k] = v
-		}
-	}
+	out := maps.Clone(opts)
+	delete(out, "graph_calls")
 	return out
 }
 
