@@ -202,10 +202,15 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 // by a pattern of TPCs that varies by chip (testdata/h200x1-arsim/
 // read_pairs.jsonl, read_halves.jsonl, read_octets.jsonl), and a load waits about twice as long behind stores
 // from its own half as behind the other half's (read_readers.jsonl, from
-// SMs in either half).
+// SMs in either half). Uneven, where all of them run in the loading SM's
+// half and stride together over one buffer: the round-robin shares their
+// TPCs get do not interleave evenly in the stride's order, and a load waits
+// pcie.posted_wait_uneven_stride of its half's wait (validate's stride rule,
+// from an H200's GPCs, testdata/h200x1-arsim/read_groups*.jsonl).
 type StoreHalves struct {
-	Known bool
-	Own   float64
+	Known  bool
+	Own    float64
+	Uneven bool
 }
 
 // StoresInHalves is where own storing blocks of the loading SM's half and
@@ -257,6 +262,12 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
 	}
 	switch {
+	case h.AllOwn() && h.Uneven && m.Phys.PostedWaitUnevenStride > 0:
+		// stores of share groups that do not interleave evenly in the
+		// stride (pcie.posted_wait_uneven_stride)
+		w *= m.Phys.PostedWaitUnevenStride
+	case h.AllOther() && h.Uneven && m.Phys.PostedWaitUnevenStrideOther > 0:
+		w = other * m.Phys.PostedWaitUnevenStrideOther
 	case h.AllOther():
 		w = other
 	case h.Both():

@@ -435,6 +435,22 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPointerChase && r.WriteBlocks == 2
 		}, How: "the value that gives the chases a median error of zero (bisection over the model's chases)"},
+	// pcie.posted_wait_uneven_stride and _other: the chases from SM 131 and
+	// SM 2 beside every set of three and of four of the first eight TPCs of
+	// one GPC, striding together across 128 MiB, that the stride rule calls
+	// uneven (read_groups_7.jsonl; the GPC in the reader's half for the
+	// first, in the other for the second); the same sets on six other chips
+	// (read_groups*.jsonl), the first k TPCs of a GPC, the sets of two
+	// GPCs and every other capture are predicted.
+	{Params: []string{"pcie.posted_wait_uneven_stride", "pcie.posted_wait_uneven_stride_other"}, Files: []string{"h200x1-arsim/read_groups_7.jsonl"},
+		Kinds: []trace.Kind{trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.Placement == "by_sm" && storesHalf(r).Uneven
+		},
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_groups_7.jsonl" }),
+		On: func(r trace.Record) bool {
+			return r.Kind == trace.KindPointerChase
+		}, How: "by half, the value that gives the chases a median error of zero (bisection over the model's chases)"},
 	// gpu.host_loads_beside_stores: one block loading host memory beside
 	// 131 SMs storing to it, keeping one and four loads a thread in flight
 	// (read_depth_2.jsonl); every other storing-SM count, the other

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,16 +86,134 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 		return hw.StoreHalves{}
 	}
 	same, other := 0, 0
+	var sms []int
 	for _, f := range strings.Split(list, ",") {
 		sm, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || halfOf(sm) < 0 {
 			return hw.StoreHalves{}
 		}
+		sms = append(sms, sm)
 		if halfOf(sm) == own {
 			same++
 		} else {
 			other++
 		}
 	}
-	return hw.StoresInHalves(same, other)
+	h := hw.StoresInHalves(same, other)
+	h.Uneven = (h.AllOwn() || h.AllOther()) && r.WriteSpan == "wide" && unevenStrideBeside(sms, reader)
+	return h
+}
+
+// unevenStrideBeside is the stride rule (unevenStride) for storing SMs sms
+// beside a load from SM reader on an H200, where it speaks: SMs of one GPC
+// (sets of several GPCs measured were found both ways: read_groups_3.jsonl,
+// read_readers.jsonl), not the reader's own (there the sets measured fall
+// either way, read_groups_3.jsonl and read_groups_7.jsonl).
+func unevenStrideBeside(sms []int, reader int) bool {
+	rg, _, ok := h200TPCPlace(reader)
+	if !ok {
+		return false
+	}
+	gpc := -1
+	for _, sm := range sms {
+		g, _, ok := h200TPCPlace(sm)
+		if !ok || g == rg || (gpc >= 0 && g != gpc) {
+			return false
+		}
+		gpc = g
+	}
+	uneven, ok := unevenStride(sms)
+	return ok && uneven
+}
+
+// h200GPCs are an H200's GPCs by their SMs, as tools/capture's sm_groups
+// finds them (the SMs a thread-block cluster's blocks share;
+// testdata/h200x1-arsim/system/sm_groups*.json, the same on eight chips),
+// with SMs 124–131, which no cluster uses, put after group 0's SMs as one
+// GPC of eight TPCs (read_groups_3.jsonl: group 0's four TPCs with them
+// wait as four TPCs of one GPC do). A TPC is SMs 2t and 2t + 1; its place
+// in its GPC is its rank there by its SMs (1 the least).
+var h200GPCs = [][]int{
+	{0, 1, 16, 17, 32, 33, 48, 49, 124, 125, 126, 127, 128, 129, 130, 131},
+	{2, 3, 18, 19, 34, 35, 50, 51, 64, 65, 78, 79, 92, 93, 106, 107},
+	{4, 5, 20, 21, 36, 37, 52, 53, 66, 67, 80, 81, 94, 95, 108, 109},
+	{6, 7, 22, 23, 38, 39, 54, 55, 68, 69, 82, 83, 96, 97, 110, 111},
+	{8, 9, 24, 25, 40, 41, 56, 57, 70, 71, 84, 85, 98, 99, 112, 113},
+	{10, 11, 26, 27, 42, 43, 58, 59, 72, 73, 86, 87, 100, 101, 114, 115},
+	{12, 13, 28, 29, 44, 45, 60, 61, 74, 75, 88, 89, 102, 103, 116, 117, 120, 121},
+	{14, 15, 30, 31, 46, 47, 62, 63, 76, 77, 90, 91, 104, 105, 118, 119, 122, 123},
+}
+
+// h200TPCPlace is SM sm's GPC (index into h200GPCs) and its TPC's place
+// in it (1 the first); false for an SM no GPC lists.
+func h200TPCPlace(sm int) (gpc, place int, ok bool) {
+	for g, sms := range h200GPCs {
+		for i, s := range sms {
+			if s == sm {
+				return g, i/2 + 1, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// unevenStride is the stride rule: whether SMs sms (whole TPCs, striding
+// together over one buffer, in the stride's order by SM number) fall in
+// round-robin share groups that do not interleave evenly. Each storing
+// TPC's share of the stores' path is 1 over the storing GPCs, over the
+// storing CPCs of its GPC (a TPC's CPC is its place less one, modulo 3),
+// over the storing TPCs of its CPC; the TPCs of one share, at positions S
+// of the m storing TPCs in order, interleave evenly when |S| divides m and
+// S is closed under adding m/|S| modulo m. Found on an H200
+// (testdata/h200x1-arsim/read_groups_7.jsonl: every set of three and of
+// four of a GPC's first eight TPCs; behind the uneven sets a chase waits
+// 0.6 of what it waits behind the even ones; the rule, one of 8,385 forms
+// searched, puts the 70 sets of four as measured, and the 56 sets of three
+// as measured without seeing them). ok is false where the rule does not
+// speak: an SM no GPC lists, or a TPC with one SM storing.
+func unevenStride(sms []int) (uneven, ok bool) {
+	type tpc struct{ gpc, place int }
+	var order []tpc // in the stride's order, by least SM
+	seen := map[tpc]int{}
+	slices.Sort(sms)
+	for _, sm := range sms {
+		g, p, found := h200TPCPlace(sm)
+		if !found {
+			return false, false
+		}
+		t := tpc{g, p}
+		if seen[t] == 0 {
+			order = append(order, t)
+		}
+		seen[t]++
+	}
+	cpcs := map[[2]int]int{} // storing TPCs by GPC and CPC
+	for _, t := range order {
+		if seen[t] != 2 {
+			return false, false
+		}
+		cpcs[[2]int{t.gpc, (t.place - 1) % 3}]++
+	}
+	gpcs := map[int]int{} // storing CPCs by GPC
+	for k := range cpcs {
+		gpcs[k[0]]++
+	}
+	groups := map[int][]int{} // positions by the share's denominator
+	for i, t := range order {
+		d := len(gpcs) * gpcs[t.gpc] * cpcs[[2]int{t.gpc, (t.place - 1) % 3}]
+		groups[d] = append(groups[d], i)
+	}
+	m := len(order)
+	for _, pos := range groups {
+		if m%len(pos) != 0 {
+			return true, true
+		}
+		step := m / len(pos)
+		for _, i := range pos {
+			if !slices.Contains(pos, (i+step)%m) {
+				return true, true
+			}
+		}
+	}
+	return false, true
 }
