@@ -1370,17 +1370,22 @@ class Micro:
             # READ_DEPTH_SETS=tpc_sets (after sm_groups): for each group of 16 or more SMs holding no reader, sets of
             # its TPCs by their place in the group (1 its least SM's TPC, 2 the next, …), both SMs of each: the
             # subsets TPC_SUBSETS lists, those within the group's TPCs
-            # READ_DEPTH_SETS=tpc_subsets (after sm_groups): every set of 3 and of 4 of the first eight TPCs (by place)
-            # of each group READ_DEPTH_TPC_GROUPS lists (indices in sm_groups' order), both SMs of each
+            # READ_DEPTH_SETS=tpc_subsets (after sm_groups): every set of 3 and of 4 (READ_DEPTH_TPC_SIZES) of the
+            # first eight (READ_DEPTH_TPC_PLACES) TPCs (by place) of each group READ_DEPTH_TPC_GROUPS lists (indices
+            # in sm_groups' order), both SMs of each
             if given.strip() == "tpc_subsets":
                 import itertools
                 idx = [int(v) for v in os.environ.get("READ_DEPTH_TPC_GROUPS", "").split(",") if v]
                 if not idx or any(not 0 <= i < len(self.groups) for i in idx):
                     raise ValueError(f"READ_DEPTH_TPC_GROUPS={idx}: indices of the {len(self.groups)} groups")
+                places = int(os.environ.get("READ_DEPTH_TPC_PLACES", "8"))
+                sizes = [int(v) for v in os.environ.get("READ_DEPTH_TPC_SIZES", "3,4").split(",") if v]
+                if places < 1 or not sizes or any(not 1 <= k <= places for k in sizes):
+                    raise ValueError(f"READ_DEPTH_TPC_PLACES={places}, READ_DEPTH_TPC_SIZES={sizes}: sizes 1 to the places")
                 picks = []
                 for i in idx:
-                    ts = sorted({v // 2 for v in self.groups[i]})[:8]
-                    for k in (3, 4):
+                    ts = sorted({v // 2 for v in self.groups[i]})[:places]
+                    for k in sizes:
                         for sub in itertools.combinations(ts, k):
                             picks.append([v for t in sub for v in (2 * t, 2 * t + 1)])
                 given = ";".join(",".join(map(str, x)) for x in picks)
