@@ -69,8 +69,6 @@ type Physics struct {
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
-	HostFlagPollService                     sim.Duration // hostmem.flag_poll_service
-	HostFlagPollCap                         int          // hostmem.flag_poll_cap
 	HostSlotService                         sim.Duration // hostmem.slot_service
 	SpinStoreService                        sim.Duration // gpu.spin_store_service
 	HostStoreService                        sim.Duration // gpu.host_store_service
@@ -137,7 +135,6 @@ func resolve(ps *topology.Params) Physics {
 		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")),
 		MemLoadedLatency:     ns(g("gpu.mem_loaded_latency")),
 		HostLineContention:   ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
-		HostFlagPollService: ns(g("hostmem.flag_poll_service")), HostFlagPollCap: int(g("hostmem.flag_poll_cap")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
 		HostPollLoad:        ns(g("gpu.host_poll_load")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionMask: int(g("hostmem.collision_mask")),

@@ -337,10 +337,7 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// the pairs whose flags share the median pair's line poll flags that
-	// change: the line's queue of them (flagLineQueue) bounds the store's
-	// landing and the poll from below
-	d := max(land+period, m.flagLineQueue(at, linePollers(rec.Pairs, rec.Spacing))) + m.pollLoad(at, 2*rec.Pairs+pollingNeighbours(rec))
+	d := land + period + m.pollLoad(at, 2*rec.Pairs+pollingNeighbours(rec))
 	if rec.Spacing >= 32 && at.Host {
 		// the partner's flag, in a sector of its own nearby, is the
 		// exchange's other sector: hostmem.sector_collision where the
@@ -368,25 +365,6 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		d += f + w
 	}
 	return nsOf(d), nil
-}
-
-// linePollers is how many of a ping-pong's blocks poll a flag on the
-// 128-byte line of the median pair's first flag when pairs pairs' flags lie
-// spacing bytes apart from a line's start (pair k's at 2k and 2k + 1
-// spacings); 0 for one shared word.
-func linePollers(pairs, spacing int) int {
-	if spacing <= 0 || pairs <= 0 {
-		return 0
-	}
-	const line = 128
-	l := 2 * ((pairs - 1) / 2) * spacing / line
-	n := 0
-	for j := range 2 * pairs {
-		if j*spacing/line == l {
-			n++
-		}
-	}
-	return n
 }
 
 // pollingNeighbours is how many of a ping-pong's or a fence's neighbour

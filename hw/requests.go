@@ -302,28 +302,6 @@ func (m *Machine) PollPeriod(r int, at Mem, pollers, waiting int, atomic bool) (
 	return linePollPeriod(rtt, pollers, waiting, m.pollService(at, atomic), m.lineContention(at)), nil
 }
 
-// flagLineQueue is the least time a flag in memory at takes to be seen
-// from its store when n blocks poll flags that change (a ping-pong's) on
-// its 128-byte line: pinned host memory serves the polls of a line's
-// changing flags one after another, whatever their sectors, each in
-// hostmem.flag_poll_service, and the store waits in that queue too (no
-// landing of its own); the queue holds at most hostmem.flag_poll_cap
-// pollers. Measured on one H200 (pingpong_sector.jsonl): pairs through
-// flags 4 B apart take 2.81 µs one way a pair, pollers of the line's
-// second sector counting as the first's (pure polls of one sector,
-// flags that do not change, cost hostmem.poll_service, 1.03 µs, each);
-// from 8 pairs on 22–36 µs whatever the pairs (pingpong_line.jsonl).
-// 0 when fewer than two poll the line, or in GPU memory.
-func (m *Machine) flagLineQueue(at Mem, n int) sim.Duration {
-	if !at.Host || n < 2 {
-		return 0
-	}
-	if c := m.Phys.HostFlagPollCap; c > 0 {
-		n = min(n, c)
-	}
-	return sim.Duration(n) * m.Phys.HostFlagPollService
-}
-
 // lineContention is what a load waiting at another sector of a line adds
 // to a sector's service in memory at (hostmem.line_contention; 0 in GPU
 // memory, which serves its pollers without queuing).

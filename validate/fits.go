@@ -113,17 +113,6 @@ var Fits = append([]Fit{
 		AlsoPredicts: []string{"h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/fence_pollers.jsonl"},
 		On:           func(r trace.Record) bool { return r.NeighbourOp == "poll" && r.NeighbourPlace == "64k_on_lines_apart" },
 		How:          "least-squares slope of the pair's one-way ns over the polling blocks"},
-	// hostmem.flag_poll_service: volatile ping-pongs through host flags
-	// 4 B apart, 1–8 pairs (pingpong_sector.jsonl); hostmem.flag_poll_cap:
-	// the same at 8–32 pairs (pingpong_line.jsonl). Their release/acquire
-	// ping-pongs and every per-block run's ping-pongs whose pairs share a
-	// host line are their predicted side.
-	{Params: []string{"hostmem.flag_poll_service"}, Files: []string{"h200x1-arsim/pingpong_sector.jsonl"}, Kinds: []trace.Kind{trace.KindBlockPingpong},
-		Covers: flagLinePingpong, On: func(r trace.Record) bool { return r.Mode == "volatile" },
-		How: "least squares through 0 of one-way ns less the pollers' gpu.host_poll_load over the pollers of the median pair's line"},
-	{Params: []string{"hostmem.flag_poll_cap"}, Files: []string{"h200x1-arsim/pingpong_line.jsonl"}, Kinds: []trace.Kind{trace.KindBlockPingpong},
-		Covers: flagLinePingpong, On: func(r trace.Record) bool { return r.Mode == "volatile" },
-		How: "the median of one-way ns less the pollers' gpu.host_poll_load over hostmem.flag_poll_service, rounded"},
 	// hostmem.sector_collision and hostmem.collision_mask: two-rank
 	// barriers with the ranks' lines within a kibibyte (barrier_pairs.jsonl):
 	// which pairs of lines are slow (the address bits in which they
@@ -693,12 +682,6 @@ func sameCapture(file, want string) bool {
 		return false
 	}
 	return filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file))) == want
-}
-
-// flagLinePingpong: a block ping-pong through host flags whose pairs
-// share a 128-byte line (hw.Machine.flagLineQueue).
-func flagLinePingpong(r trace.Record) bool {
-	return r.Kind == trace.KindBlockPingpong && r.Target == "host" && r.SpacingBytes > 0 && r.SpacingBytes < 64 && r.NeighbourOp == ""
 }
 
 // smIssueSide is the fitted side of gpu.sm_load_bandwidth and
