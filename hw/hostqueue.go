@@ -238,8 +238,17 @@ func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 
 // (8.1–9.0 µs behind 2 to 65 SMs); in both halves its own half's wait and
 // then pcie.posted_wait_other_half_beside_own of the other half's (the
 // whole of both was 14–19 % long on three chips), or the count's
-// (HostLoadWait) where that is longer (beside 131 SMs). HostLoadWait where
-// h is not known, below two storing blocks, or a half's wait is 0.
+// (HostLoadWait) where that is longer (beside 131 SMs). Below
+// pcie.posted_wait_span_knee the halves' contrast shrinks with the span's
+// share s (PostedWaitSpanShare): each half's wait keeps s of its difference
+// from the two halves' mean ((own + other) / 2), before the whole is taken
+// times s; at small spans both halves wait alike (read_halves_span.jsonl:
+// against 128 MiB the other half's wait kept 0.60 of itself at each SM's
+// own MiB where the own half's kept 0.42; the form chosen after seeing that
+// file and read_groups_5.jsonl, where behind SMs each rewriting its own MiB
+// the own half waited 0.8 and the other 1.3 of the model's without it, 2
+// to 12 SMs). HostLoadWait where h is not known, below two storing blocks, or a
+// half's wait is 0.
 func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	w, ok := m.halvesWait(r, h)
 	if !ok {
@@ -256,6 +265,13 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 	if !h.Known || own <= 0 || other <= 0 || n < 2 {
 		return 0, false
 	}
+	// below the knee the halves' contrast shrinks with the span's share:
+	// each half's wait keeps that share of its difference from the two
+	// halves' mean (read_halves_span.jsonl: the other half's wait fell less
+	// with the span than the own half's)
+	share := m.PostedWaitSpanShare(m.StoreSpan(r))
+	mid := (own + other) / 2
+	own, other = mid+(own-mid)*share, mid+(other-mid)*share
 	var w float64
 	if k := h.Own * n; k > 0 {
 		// none below two of its own half's blocks
@@ -275,7 +291,7 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 		// (pcie.posted_wait_other_half_beside_own)
 		w += m.Phys.PostedWaitOtherHalfBesideOwn * other
 	}
-	hw := sim.Duration(math.Round(w * m.PostedWaitSpanShare(m.StoreSpan(r))))
+	hw := sim.Duration(math.Round(w * share))
 	if h.Both() && m.HostLoadWait(r) >= hw {
 		return 0, false
 	}
