@@ -278,11 +278,11 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
 	}
 	switch {
-	case h.AllOwn() && h.Uneven && m.Phys.PostedWaitUnevenStride > 0:
+	case h.AllOwn() && h.Uneven && share >= 1 && m.Phys.PostedWaitUnevenStride > 0:
 		// stores of share groups that do not interleave evenly in the
 		// stride (pcie.posted_wait_uneven_stride)
 		w *= m.Phys.PostedWaitUnevenStride
-	case h.AllOther() && h.Uneven && m.Phys.PostedWaitUnevenStrideOther > 0:
+	case h.AllOther() && h.Uneven && share >= 1 && m.Phys.PostedWaitUnevenStrideOther > 0:
 		w = other * m.Phys.PostedWaitUnevenStrideOther
 	case h.AllOther():
 		w = other

@@ -272,3 +272,30 @@ func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 	one := at(1, full)
 	assert.Equal(t, one.HostLoadWait(0), one.HostLoadWaitIn(0, StoresInHalves(1, 0)), "one storing block: the count's")
 }
+
+// Behind storing SMs whose TPCs' shares interleave unevenly in the stride
+// (StoreHalves.Uneven) a load waits pcie.posted_wait_uneven_stride of its
+// own half's wait, pcie.posted_wait_uneven_stride_other of the other's,
+// where the stores span the whole knee; below it, as behind any set.
+func TestUnevenStridesWaitLessAtFullSpan(t *testing.T) {
+	at := func(span sim.Bytes) *Machine {
+		m := h200x1Machine(t)
+		require.NoError(t, m.Write(0, HostMem(m.LocalSocket(0)), 1<<40, Kernel{Blocks: 8, Threads: 512, StoreSpan: span}, "w", nil))
+		return m
+	}
+	full := at(256 << 20)
+	own, other := StoresInHalves(8, 0), StoresInHalves(0, 8)
+	unOwn, unOther := own, other
+	unOwn.Uneven, unOther.Uneven = true, true
+	r, ro := full.Phys.PostedWaitUnevenStride, full.Phys.PostedWaitUnevenStrideOther
+	require.Greater(t, r, 0.0)
+	require.Less(t, r, ro, "the own half's levels lie further apart")
+	assert.InDelta(t, r*float64(full.HostLoadWaitIn(0, own)), float64(full.HostLoadWaitIn(0, unOwn)), 1)
+	assert.InDelta(t, ro*float64(full.HostLoadWaitIn(0, other)), float64(full.HostLoadWaitIn(0, unOther)), 1)
+	small := at(8 << 20)
+	assert.Equal(t, small.HostLoadWaitIn(0, own), small.HostLoadWaitIn(0, unOwn), "below the knee the levels are gone")
+	assert.Equal(t, small.HostLoadWaitIn(0, other), small.HostLoadWaitIn(0, unOther))
+	both := StoresInHalves(4, 4)
+	both.Uneven = true
+	assert.Equal(t, full.HostLoadWaitIn(0, StoresInHalves(4, 4)), full.HostLoadWaitIn(0, both), "the rule speaks for one half's SMs")
+}

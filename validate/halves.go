@@ -24,7 +24,7 @@ import (
 // failed on two (read_octets.jsonl, read_groups.jsonl), so which SMs form a
 // half varies by chip. What does not vary: each half is four of the H200's
 // GPCs. The GPCs (tools/capture sm_groups: the SMs a thread-block
-// cluster's blocks share, system/sm_groups*.json, nine chips, SM for SM
+// cluster's blocks share, system/sm_groups*.json, ten chips, SM for SM
 // alike) are eight groups of 8–18 SMs and SMs 124–131, in no cluster (and
 // likely of group 0's GPC: read_groups_3.jsonl); these
 // runs are the groups of SMs 0, 8, 10 and 12 and SMs 124–131
@@ -128,7 +128,7 @@ func unevenStrideBeside(sms []int, reader int) bool {
 
 // h200GPCs are an H200's GPCs by their SMs, as tools/capture's sm_groups
 // finds them (the SMs a thread-block cluster's blocks share;
-// testdata/h200x1-arsim/system/sm_groups*.json, the same on nine chips),
+// testdata/h200x1-arsim/system/sm_groups*.json, the same on ten chips),
 // with SMs 124–131, which no cluster uses, put after group 0's SMs as one
 // GPC of eight TPCs (read_groups_3.jsonl: group 0's four TPCs with them
 // wait as four TPCs of one GPC do). A TPC is SMs 2t and 2t + 1; its place

@@ -179,7 +179,7 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 	assert.Equal(t, 9, n)
 }
 
-// The halves are GPCs: on nine chips the SMs that thread-block clusters put
+// The halves are GPCs: on ten chips the SMs that thread-block clusters put
 // together (tools/capture sm_groups) form the same eight groups, SMs
 // 124–131 in none, and the map is four of those groups and SMs 124–131.
 // Each capture's own pair scan splits the groups whole (its halves file,
@@ -189,14 +189,14 @@ func TestH200HalvesAreGPCs(t *testing.T) {
 		SMs    int     `json:"sms"`
 		Groups [][]int `json:"groups"`
 	}
-	var g [9]groups
-	for i, f := range []string{"sm_groups.json", "sm_groups_2.json", "sm_groups_3.json", "sm_groups_4.json", "sm_groups_5.json", "sm_groups_6.json", "sm_groups_7.json", "sm_groups_8.json", "sm_groups_9.json"} {
+	var g [10]groups
+	for i, f := range []string{"sm_groups.json", "sm_groups_2.json", "sm_groups_3.json", "sm_groups_4.json", "sm_groups_5.json", "sm_groups_6.json", "sm_groups_7.json", "sm_groups_8.json", "sm_groups_9.json", "sm_groups_10.json"} {
 		data, err := os.ReadFile(filepath.Join("../testdata/h200x1-arsim/system", f))
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(data, &g[i]))
 	}
 	for i := 1; i < len(g); i++ {
-		require.Equal(t, g[0], g[i], "the same groups on nine chips")
+		require.Equal(t, g[0], g[i], "the same groups on ten chips")
 	}
 	// the stride rule's GPCs: these groups, SMs 124–131 with group 0's
 	require.Len(t, h200GPCs, len(g[0].Groups))
@@ -239,7 +239,7 @@ func TestH200HalvesAreGPCs(t *testing.T) {
 		return in
 	}
 	assert.Equal(t, []int{0, 4, 5, 6, 8}, halfGPCs(h200Half), "the map: the GPCs of SMs 0, 8, 10, 12 and SMs 124–131")
-	for file, want := range map[string][]int{"read_groups.jsonl": {0, 1, 5, 7, 8}, "read_groups_2.jsonl": {0, 4, 5, 6, 8}, "read_groups_3.jsonl": {0, 4, 5, 6, 8}, "read_groups_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_5.jsonl": {0, 4, 5, 6, 8}, "read_pairs_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_6.jsonl": {0, 4, 5, 6, 8}, "read_groups_7.jsonl": {0, 4, 5, 6, 8}, "read_groups_8.jsonl": {0, 1, 5, 7, 8}} {
+	for file, want := range map[string][]int{"read_groups.jsonl": {0, 1, 5, 7, 8}, "read_groups_2.jsonl": {0, 4, 5, 6, 8}, "read_groups_3.jsonl": {0, 4, 5, 6, 8}, "read_groups_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_5.jsonl": {0, 4, 5, 6, 8}, "read_pairs_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_6.jsonl": {0, 4, 5, 6, 8}, "read_groups_7.jsonl": {0, 4, 5, 6, 8}, "read_groups_8.jsonl": {0, 1, 5, 7, 8}, "read_groups_9.jsonl": {0, 4, 5, 6, 8}} {
 		recs := readOneGPU(t, file)
 		require.NotNil(t, recs[0].SMHalves, file)
 		assert.Equal(t, want, halfGPCs(func(sm int) int { return int(recs[0].SMHalves[sm]) }), file)
