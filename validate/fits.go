@@ -445,7 +445,8 @@ var Fits = append([]Fit{
 	{Params: []string{"pcie.posted_wait_uneven_stride", "pcie.posted_wait_uneven_stride_other"}, Files: []string{"h200x1-arsim/read_groups_7.jsonl"},
 		Kinds: []trace.Kind{trace.KindPointerChase},
 		Covers: func(r trace.Record) bool {
-			return r.Placement == "by_sm" && storesHalf(r).Uneven
+			// the stores across 128 MiB (below the knee the rule is not applied)
+			return r.Placement == "by_sm" && storesHalf(r).Uneven && (r.WriteSpanBytes == 0 || r.WriteSpanBytes >= 128<<20)
 		},
 		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_groups_7.jsonl" }),
 		On: func(r trace.Record) bool {
