@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/arsim/arsim/algos"
 	"github.com/arsim/arsim/hw"
@@ -167,14 +168,14 @@ func timeline(top *topology.Topology, ranks int, algo string, bytes int64, launc
 	return append(out, log.slices...), res, nil
 }
 
-var channelRE = regexp.MustCompile(`(?:^|[ .])ch(\d+)(?:$|[ .])`)
+var channelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|[ .])ch(\d+)(?:$|[ .])`) })
 
 // blockTrack names the thread block an operation runs in: an NCCL channel
 // (the channel named in its label), the tree's up or down thread group of
 // it, every block for a launch or a kernel-wide step, or a custom
 // kernel's blocks, which run alike.
 func blockTrack(op algos.Op) string {
-	if m := channelRE.FindStringSubmatch(op.Label); m != nil {
+	if m := channelRE().FindStringSubmatch(op.Label); m != nil {
 		switch {
 		case strings.HasPrefix(op.Label, "up "):
 			return "block " + m[1] + ": reduce up"

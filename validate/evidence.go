@@ -238,7 +238,7 @@ func cited(file string, params map[string]*topology.Params) bool {
 		if strings.Contains(src, key) {
 			return true
 		}
-		for _, m := range citedFile.FindAllStringSubmatch(src, -1) {
+		for _, m := range citedFile().FindAllStringSubmatch(src, -1) {
 			if ok, _ := path.Match(m[1], key); ok {
 				return true
 			}
@@ -260,7 +260,9 @@ func cited(file string, params map[string]*topology.Params) bool {
 
 // citedFile finds testdata/DIR/NAME in a parameter's source, NAME perhaps a
 // pattern.
-var citedFile = regexp.MustCompile(`testdata/([A-Za-z0-9_.-]+/[A-Za-z0-9_.*?\[\]-]+)`)
+var citedFile = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`testdata/([A-Za-z0-9_.-]+/[A-Za-z0-9_.*?\[\]-]+)`)
+})
 
 // presetSources are every preset's default parameters' sources.
 var presetSources = sync.OnceValue(func() []string {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/arsim/arsim/algos"
@@ -473,7 +474,9 @@ func writeTrafficMatrix(out io.Writer, s *algos.Schedule) {
 	tw.Flush()
 }
 
-var labelNumbers = regexp.MustCompile(`\s+(rank|peer|ch|slice|loop|part)\s+\d+|\s+\d+$`)
+var labelNumbers = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\s+(rank|peer|ch|slice|loop|part)\s+\d+|\s+\d+$`)
+})
 
 // phases groups a program's consecutive ops of one kind whose labels agree
 // once rank, channel, slice and step numbers are taken out, and describes
@@ -481,11 +484,11 @@ var labelNumbers = regexp.MustCompile(`\s+(rank|peer|ch|slice|loop|part)\s+\d+|\
 func phases(prog []algos.Op) []string {
 	var out []string
 	for i := 0; i < len(prog); {
-		key := labelNumbers.ReplaceAllString(prog[i].Label, "")
+		key := labelNumbers().ReplaceAllString(prog[i].Label, "")
 		j := i
 		var bytes int64
 		peers := map[string]bool{}
-		for j < len(prog) && prog[j].Kind == prog[i].Kind && labelNumbers.ReplaceAllString(prog[j].Label, "") == key {
+		for j < len(prog) && prog[j].Kind == prog[i].Kind && labelNumbers().ReplaceAllString(prog[j].Label, "") == key {
 			bytes += prog[j].Src.Len
 			switch prog[j].Kind {
 			case algos.Read:
