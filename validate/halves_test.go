@@ -279,30 +279,7 @@ func TestLoneShareBySpanFromItsFittedSide(t *testing.T) {
 		}
 	}
 	require.Len(t, side, 21)
-	medianErr := func(v float64) float64 {
-		q := ps.Clone()
-		require.NoError(t, q.Set("pcie.posted_wait_lone_load_halves_span0", v, "test"))
-		top, err := p.BuildWith(q)
-		require.NoError(t, err)
-		var errs []float64
-		for _, r := range side {
-			tw, err := pointerChaseTwin(r)
-			require.NoError(t, err)
-			got, _, err := tw.Sim(top)
-			require.NoError(t, err)
-			errs = append(errs, got/r.NsPerStep-1)
-		}
-		return median(errs)
-	}
-	lo, hi := 0.0, 1.0
-	for range 40 {
-		mid := (lo + hi) / 2
-		if medianErr(mid) < 0 {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	lo := chaseShareOfZeroMedianError(t, p, ps, "pcie.posted_wait_lone_load_halves_span0", side)
 	t.Logf("span0 share: %.5f", lo)
 	par, ok := ps.Lookup("pcie.posted_wait_lone_load_halves_span0")
 	require.True(t, ok)
@@ -371,30 +348,7 @@ func TestUnevenStrideFromItsFittedSide(t *testing.T) {
 	}
 	for name, side := range sides {
 		require.Len(t, side, 284, name)
-		medianErr := func(v float64) float64 {
-			q := ps.Clone()
-			require.NoError(t, q.Set(name, v, "test"))
-			top, err := p.BuildWith(q)
-			require.NoError(t, err)
-			var errs []float64
-			for _, r := range side {
-				tw, err := pointerChaseTwin(r)
-				require.NoError(t, err)
-				got, _, err := tw.Sim(top)
-				require.NoError(t, err)
-				errs = append(errs, got/r.NsPerStep-1)
-			}
-			return median(errs)
-		}
-		lo, hi := 0.0, 1.0
-		for range 30 {
-			mid := (lo + hi) / 2
-			if medianErr(mid) < 0 {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
+		lo := chaseShareOfZeroMedianError(t, p, ps, name, side)
 		t.Logf("%s: %.5f", name, lo)
 		par, ok := ps.Lookup(name)
 		require.True(t, ok)
@@ -402,4 +356,36 @@ func TestUnevenStrideFromItsFittedSide(t *testing.T) {
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_groups_7.jsonl")
 	}
 	assert.Len(t, sides, 2)
+}
+
+// chaseShareOfZeroMedianError is the value in [0, 1] of ratio parameter
+// name that gives the pointer chases side a median error of zero, by
+// bisection over the model's chases (the error rises with the value).
+func chaseShareOfZeroMedianError(t *testing.T, p *topology.Preset, ps *topology.Params, name string, side []trace.Record) float64 {
+	t.Helper()
+	medianErr := func(v float64) float64 {
+		q := ps.Clone()
+		require.NoError(t, q.Set(name, v, "test"))
+		top, err := p.BuildWith(q)
+		require.NoError(t, err)
+		var errs []float64
+		for _, r := range side {
+			tw, err := pointerChaseTwin(r)
+			require.NoError(t, err)
+			got, _, err := tw.Sim(top)
+			require.NoError(t, err)
+			errs = append(errs, got/r.NsPerStep-1)
+		}
+		return median(errs)
+	}
+	lo, hi := 0.0, 1.0
+	for range 40 {
+		mid := (lo + hi) / 2
+		if medianErr(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
