@@ -202,11 +202,15 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 // by a pattern of TPCs that varies by chip (testdata/h200x1-arsim/
 // read_pairs.jsonl, read_halves.jsonl, read_octets.jsonl), and a load waits about twice as long behind stores
 // from its own half as behind the other half's (read_readers.jsonl, from
-// SMs in either half). Uneven, where all of them run in the loading SM's
-// half and stride together over one buffer: the round-robin shares their
-// TPCs get do not interleave evenly in the stride's order, and a load waits
-// pcie.posted_wait_uneven_stride of its half's wait (validate's stride rule,
-// from an H200's GPCs, testdata/h200x1-arsim/read_groups*.jsonl).
+// SMs in either half). Uneven, where all of them run in one half and
+// stride together over one buffer: the round-robin shares their TPCs get
+// do not interleave evenly in the stride's order, and a load waits
+// pcie.posted_wait_uneven_stride of its own half's wait, or
+// pcie.posted_wait_uneven_stride_other of the other half's, where the
+// stores span the whole of pcie.posted_wait_span_knee (validate's stride
+// rule, from an H200's GPCs, testdata/h200x1-arsim/read_groups*.jsonl;
+// striding across 8 MiB and 1 MiB the two levels are gone,
+// read_groups_9.jsonl).
 type StoreHalves struct {
 	Known  bool
 	Own    float64
@@ -247,8 +251,8 @@ func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 
 // own MiB where the own half's kept 0.42; the form chosen after seeing that
 // file and read_groups_5.jsonl, where behind SMs each rewriting its own MiB
 // the own half waited 0.8 and the other 1.3 of the model's without it, 2
-// to 12 SMs). HostLoadWait where h is not known, below two storing blocks, or a
-// half's wait is 0.
+// to 12 SMs). HostLoadWait where h is not known, below two storing
+// blocks, or a half's wait is 0.
 func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	w, ok := m.halvesWait(r, h)
 	if !ok {
