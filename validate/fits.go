@@ -50,7 +50,7 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 // read_depth_2.jsonl, on which the host queue's parameters are fitted.
 var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/read_depth_3.jsonl", "h200x1-arsim/read_depth_4.jsonl",
 	"h200x1-arsim/read_depth_5.jsonl", "h200x1-arsim/read_depth_6.jsonl", "h200x1-arsim/read_placement.jsonl", "h200x1-arsim/chase_forms.jsonl",
-	"h200x1-arsim/read_span_2.jsonl", "h200x1-arsim/read_span_3.jsonl", "h200x1-arsim/read_crowd.jsonl", "h200x1-arsim/read_cores.jsonl",
+	"h200x1-arsim/read_span_2.jsonl", "h200x1-arsim/read_span_3.jsonl", "h200x1-arsim/read_span_4.jsonl", "h200x1-arsim/read_crowd.jsonl", "h200x1-arsim/read_cores.jsonl",
 	"h200x1-arsim/read_cores_2.jsonl", "h200x1-arsim/read_cores_3.jsonl", "h200x1-arsim/read_stride.jsonl",
 	"h200x1-arsim/read_pairs.jsonl", "h200x1-arsim/read_halves.jsonl", "h200x1-arsim/read_readers.jsonl",
 	"h200x1-arsim/read_halves_2.jsonl", "h200x1-arsim/chase_halves.jsonl", "h200x1-arsim/read_gpc.jsonl",
