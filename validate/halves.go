@@ -175,8 +175,7 @@ func unevenStride(sms []int) (uneven, ok bool) {
 	type tpc struct{ gpc, place int }
 	var order []tpc // in the stride's order, by least SM
 	seen := map[tpc]int{}
-	slices.Sort(sms)
-	for _, sm := range sms {
+	for _, sm := range slices.Sorted(slices.Values(sms)) {
 		g, p, found := h200TPCPlace(sm)
 		if !found {
 			return false, false
