@@ -235,9 +235,10 @@ func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 
 // HostLoadWaitIn is HostLoadWait for a load whose GPU's storing blocks
 // run where h says, relative to the loading SM, times the stores' span
 // share: behind k blocks of its own half pcie.posted_wait_own_half and
-// pcie.posted_wait_own_half_per_doubling for each doubling of k from two
-// (none for one)
-// (read_halves.jsonl: 16 µs behind 2 to 8 SMs, 24 behind 32), behind
+// pcie.posted_wait_own_half_per_doubling for each doubling of k from
+// pcie.posted_wait_own_half_doublings_from (none up to that many)
+// (read_halves.jsonl: a streaming block's round trip as beside two behind
+// 4 SMs, 1.9 µs longer behind 8, 6.1 behind 16, 7.5 behind 32), behind
 // blocks all of the other half pcie.posted_wait_other_half however many
 // (8.1–9.0 µs behind 2 to 65 SMs); in both halves its own half's wait and
 // then pcie.posted_wait_other_half_beside_own of the other half's (the
@@ -278,8 +279,10 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 	own, other = mid+(own-mid)*share, mid+(other-mid)*share
 	var w float64
 	if k := h.Own * n; k > 0 {
-		// none below two of its own half's blocks
-		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
+		// none up to pcie.posted_wait_own_half_doublings_from of its own
+		// half's blocks (two at least)
+		k0 := max(m.Phys.PostedWaitOwnHalfDoublingsFrom, 2)
+		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, k0)/k0)
 	}
 	switch {
 	case h.AllOwn() && h.Uneven && share >= 1 && m.Phys.PostedWaitUnevenStride > 0:

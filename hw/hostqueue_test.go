@@ -231,7 +231,8 @@ func TestReadStartedDuringItsFirstRequestTakesTheStoringBlocks(t *testing.T) {
 // Beside storing blocks all in one half of the SMs a load waits its half's
 // wait, the other half's whatever their count (pcie.posted_wait_other_half),
 // its own half's growing by pcie.posted_wait_own_half_per_doubling a
-// doubling from two, times the span's share, a lone thread
+// doubling from pcie.posted_wait_own_half_doublings_from (none up to
+// that many), times the span's share, a lone thread
 // pcie.posted_wait_lone_load_halves of it; in both halves the two one
 // after the other, or the count's wait where that is longer; where the
 // halves are not known, the count's.
@@ -243,14 +244,15 @@ func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 	}
 	full := sim.Bytes(256 << 20)
 	ph := at(2, full).Phys
-	own, other, per := ph.PostedWaitOwnHalf, ph.PostedWaitOtherHalf, ph.PostedWaitOwnHalfPerDoubling
+	own, other, per, from := ph.PostedWaitOwnHalf, ph.PostedWaitOtherHalf, ph.PostedWaitOwnHalfPerDoubling, ph.PostedWaitOwnHalfDoublingsFrom
 	require.Positive(t, own)
 	require.Positive(t, per)
+	require.Greater(t, from, 2.0, "the doublings start above two blocks")
 	require.Greater(t, own, other, "its own half's stores delay a load more")
 	assert.Equal(t, StoreHalves{}, StoresInHalves(0, 0))
-	for _, n := range []int{2, 8, 64} {
+	for _, n := range []int{2, int(from), 8, 64} {
 		m := at(n, full)
-		grown := own + sim.Duration(math.Log2(float64(n)/2))*per
+		grown := own + sim.Duration(math.Log2(max(float64(n), from)/from)*float64(per))
 		assert.InDelta(t, float64(grown), float64(m.HostLoadWaitIn(0, StoresInHalves(n, 0))), 1, "%d storing blocks", n)
 		assert.Equal(t, other, m.HostLoadWaitIn(0, StoresInHalves(0, n)), "%d storing blocks", n)
 		assert.Equal(t, m.HostLoadWait(0), m.HostLoadWaitIn(0, StoreHalves{}))

@@ -396,7 +396,8 @@ var Fits = append([]Fit{
 	// memory, and its thread 0's chase, beside two SMs storing to it that
 	// lie in one half of the SMs, SM 0 and another of SM 131's half, or SM
 	// 2 and another of the other half (read_halves.jsonl's pair scans);
-	// pcie.posted_wait_own_half_per_doubling: its streaming blocks beside
+	// pcie.posted_wait_own_half_per_doubling and
+	// pcie.posted_wait_own_half_doublings_from: its streaming blocks beside
 	// the listed sets of 4 to 32 SMs of SM 131's half;
 	// pcie.posted_wait_other_half_beside_own: its streaming block beside SM
 	// 0 and one SM of the other half (its 129 pairs across the halves); the
@@ -404,7 +405,7 @@ var Fits = append([]Fit{
 	// them, the pair scan on another instance
 	// (read_pairs.jsonl), other loading SMs (read_readers.jsonl) and the
 	// first two SMs of every earlier read_placement file are predicted.
-	{Params: []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_other_half_beside_own"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
+	{Params: []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_own_half_doublings_from", "pcie.posted_wait_other_half_beside_own"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
 		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
 		Covers: func(r trace.Record) bool {
 			return r.Placement == "by_sm" && storesHalf(r).Known
@@ -420,7 +421,7 @@ var Fits = append([]Fit{
 			// halves, their streaming blocks
 			mixed := r.WriteBlocks == 2 && h.Both() && !list && r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
 			return pair || mixed || (list && h.AllOwn() && r.WriteBlocks > 2 && r.Kind == trace.KindHostLinkConcurrency)
-		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait; the least-squares slope through 0 of the listed own-half sets' round trips less those over log2 of their SMs over two; the median of the pairs across the halves' round trips less the model's alone and the own half's wait, over the other half's"},
+		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait; the least-squares slope through 0 of the listed own-half sets' round trips less the model's beside two over log2 of their SMs over the count from which they double, that count the one of 2, 4 and 8 leaving the least squared residual; the median of the pairs across the halves' round trips less the model's alone and the own half's wait, over the other half's"},
 	// pcie.posted_wait_lone_load_halves_span0: thread 0 of SM 131 chasing
 	// beside two storing SMs (SM 131's half, the other, one of each) at
 	// seven spans (read_halves_span.jsonl); every other chase beside stores

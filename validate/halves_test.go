@@ -66,7 +66,8 @@ func TestH200HalvesSplitTheSMsByTPC(t *testing.T) {
 // the fitted side a median error of zero;
 // pcie.posted_wait_own_half_per_doubling is the least-squares slope through
 // 0 of its listed sets of 4 to 32 SMs of SM 131's half over their doublings
-// from two. Predicted: the same pair scan on another instance
+// from pcie.posted_wait_own_half_doublings_from, the one of 2, 4 and 8 SMs
+// that leaves the least squared residual. Predicted: the same pair scan on another instance
 // (read_pairs.jsonl), and 16 and 64–65 SMs of either half from either
 // half's reader (read_halves_2.jsonl, another instance), within 20 %.
 func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
@@ -102,7 +103,7 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 			two := r
 			two.WriteBlocks, two.WriteSMs = 2, "0,1"
 			d := 8192/r.GbpsTotal - 8192/hostLinkSim(t, top, two)
-			doublings = append(doublings, math.Log2(float64(r.WriteBlocks)/2))
+			doublings = append(doublings, float64(r.WriteBlocks))
 			grown = append(grown, d)
 		case pair && r.Kind == trace.KindHostLinkConcurrency:
 			key := fmt.Sprint(h.AllOwn())
@@ -123,15 +124,31 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 	require.Len(t, lone, 129)
 	assert.InEpsilon(t, median(lone), ps.Get("pcie.posted_wait_lone_load_halves"), 0.001, "the chases' share")
 	require.Len(t, grown, 5)
-	var xy, xx float64
-	for i := range grown {
-		xy += doublings[i] * grown[i]
-		xx += doublings[i] * doublings[i]
+	// of 2, 4 and 8 SMs, the count from which the doublings leave the
+	// least squared residual, and its slope
+	from, slope, least := 0.0, 0.0, math.Inf(1)
+	for _, k0 := range []float64{2, 4, 8} {
+		var xy, xx float64
+		for i := range grown {
+			x := math.Log2(max(doublings[i], k0) / k0)
+			xy += x * grown[i]
+			xx += x * x
+		}
+		var ss float64
+		for i := range grown {
+			res := grown[i] - xy/xx*math.Log2(max(doublings[i], k0)/k0)
+			ss += res * res
+		}
+		t.Logf("doublings from %g SMs: slope %.1f ns, squared residual %.2f µs²", k0, xy/xx, ss/1e6)
+		if ss < least {
+			from, slope, least = k0, xy/xx, ss
+		}
 	}
-	assert.InEpsilon(t, xy/xx, ps.Get("pcie.posted_wait_own_half_per_doubling"), 0.002, "the own half's slope")
+	assert.Equal(t, from, ps.Get("pcie.posted_wait_own_half_doublings_from"), "the count the own half's doublings start from")
+	assert.InEpsilon(t, slope, ps.Get("pcie.posted_wait_own_half_per_doubling"), 0.002, "the own half's slope")
 	require.Len(t, beside, 129)
 	assert.InEpsilon(t, median(beside), ps.Get("pcie.posted_wait_other_half_beside_own"), 0.001, "the other half's share beside the own")
-	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_other_half_beside_own"} {
+	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_own_half_doublings_from", "pcie.posted_wait_other_half_beside_own"} {
 		par, ok := ps.Lookup(name)
 		require.True(t, ok, name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves.jsonl", name)
