@@ -212,9 +212,12 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 // striding across 8 MiB and 1 MiB the two levels are gone,
 // read_groups_9.jsonl).
 type StoreHalves struct {
-	Known  bool
-	Own    float64
-	Uneven bool
+	Known bool
+	Own   float64
+	// OwnTPCs is how many TPCs the storing blocks of the loading SM's half
+	// run on (0: not known; their count of blocks stands for it).
+	OwnTPCs int
+	Uneven  bool
 }
 
 // StoresInHalves is where own storing blocks of the loading SM's half and
@@ -234,11 +237,13 @@ func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 
 
 // HostLoadWaitIn is HostLoadWait for a load whose GPU's storing blocks
 // run where h says, relative to the loading SM, times the stores' span
-// share: behind k blocks of its own half pcie.posted_wait_own_half and
-// pcie.posted_wait_own_half_per_doubling for each doubling of k from
-// pcie.posted_wait_own_half_doublings_from (none up to that many)
-// (read_halves.jsonl: a streaming block's round trip as beside two behind
-// 4 SMs, 1.9 µs longer behind 8, 6.1 behind 16, 7.5 behind 32), behind
+// share: behind blocks of its own half on T TPCs (StoreHalves.OwnTPCs)
+// pcie.posted_wait_own_half and pcie.posted_wait_own_half_per_doubling for
+// each doubling of T from two, none below (read_halves.jsonl: a streaming
+// block's round trip as beside two SMs behind both SMs of 2 TPCs, 1.9 µs
+// longer behind 4, 6.1 behind 8, 7.5 behind 16; read_halves_4.jsonl: one
+// SM of each of k TPCs as both SMs of k TPCs, k = 2 to 24), or of its k
+// blocks where their TPCs are not known, behind
 // blocks all of the other half pcie.posted_wait_other_half however many
 // (8.1–9.0 µs behind 2 to 65 SMs); in both halves its own half's wait and
 // then pcie.posted_wait_other_half_beside_own of the other half's (the
@@ -279,10 +284,12 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 	own, other = mid+(own-mid)*share, mid+(other-mid)*share
 	var w float64
 	if k := h.Own * n; k > 0 {
-		// none up to pcie.posted_wait_own_half_doublings_from of its own
-		// half's blocks (two at least)
-		k0 := max(m.Phys.PostedWaitOwnHalfDoublingsFrom, 2)
-		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, k0)/k0)
+		// the doublings of the TPCs its own half's storing blocks run on,
+		// or where those are not known of the blocks (none below two)
+		if h.OwnTPCs > 0 {
+			k = float64(h.OwnTPCs)
+		}
+		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
 	}
 	switch {
 	case h.AllOwn() && h.Uneven && share >= 1 && m.Phys.PostedWaitUnevenStride > 0:

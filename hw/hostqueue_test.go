@@ -231,8 +231,8 @@ func TestReadStartedDuringItsFirstRequestTakesTheStoringBlocks(t *testing.T) {
 // Beside storing blocks all in one half of the SMs a load waits its half's
 // wait, the other half's whatever their count (pcie.posted_wait_other_half),
 // its own half's growing by pcie.posted_wait_own_half_per_doubling a
-// doubling from pcie.posted_wait_own_half_doublings_from (none up to
-// that many), times the span's share, a lone thread
+// doubling of its blocks from two where their TPCs are not known, of
+// their TPCs where they are, times the span's share, a lone thread
 // pcie.posted_wait_lone_load_halves of it; in both halves the two one
 // after the other, or the count's wait where that is longer; where the
 // halves are not known, the count's.
@@ -244,16 +244,27 @@ func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 	}
 	full := sim.Bytes(256 << 20)
 	ph := at(2, full).Phys
-	own, other, per, from := ph.PostedWaitOwnHalf, ph.PostedWaitOtherHalf, ph.PostedWaitOwnHalfPerDoubling, ph.PostedWaitOwnHalfDoublingsFrom
+	own, other, per := ph.PostedWaitOwnHalf, ph.PostedWaitOtherHalf, ph.PostedWaitOwnHalfPerDoubling
 	require.Positive(t, own)
 	require.Positive(t, per)
-	require.Greater(t, from, 2.0, "the doublings start above two blocks")
 	require.Greater(t, own, other, "its own half's stores delay a load more")
 	assert.Equal(t, StoreHalves{}, StoresInHalves(0, 0))
-	for _, n := range []int{2, int(from), 8, 64} {
+	for _, n := range []int{2, 8, 64} {
 		m := at(n, full)
-		grown := own + sim.Duration(math.Log2(max(float64(n), from)/from)*float64(per))
+		grown := own + sim.Duration(math.Log2(float64(n)/2)*float64(per))
 		assert.InDelta(t, float64(grown), float64(m.HostLoadWaitIn(0, StoresInHalves(n, 0))), 1, "%d storing blocks", n)
+		// where their TPCs are known the TPCs double: n blocks on n / 2
+		// TPCs wait as n / 2 blocks of unknown TPCs, n on n TPCs as n
+		tpcs := func(k int) StoreHalves {
+			h := StoresInHalves(n, 0)
+			h.OwnTPCs = k
+			return h
+		}
+		assert.Equal(t, m.HostLoadWaitIn(0, StoresInHalves(n, 0)), m.HostLoadWaitIn(0, tpcs(n)), "%d blocks on as many TPCs", n)
+		if n > 2 {
+			half := at(n/2, full)
+			assert.InDelta(t, float64(half.HostLoadWaitIn(0, StoresInHalves(n/2, 0))), float64(m.HostLoadWaitIn(0, tpcs(n/2))), 1, "%d blocks on %d TPCs", n, n/2)
+		}
 		assert.Equal(t, other, m.HostLoadWaitIn(0, StoresInHalves(0, n)), "%d storing blocks", n)
 		assert.Equal(t, m.HostLoadWait(0), m.HostLoadWaitIn(0, StoreHalves{}))
 		assert.InDelta(t, m.Phys.PostedWaitLoneLoadHalves*float64(other), float64(m.HostLoneLoadWaitIn(0, StoresInHalves(0, n))), 1)

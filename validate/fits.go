@@ -55,7 +55,8 @@ var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/re
 	"h200x1-arsim/read_pairs.jsonl", "h200x1-arsim/read_halves.jsonl", "h200x1-arsim/read_readers.jsonl",
 	"h200x1-arsim/read_halves_2.jsonl", "h200x1-arsim/chase_halves.jsonl", "h200x1-arsim/read_gpc.jsonl",
 	"h200x1-arsim/read_octets.jsonl", "h200x1-arsim/read_pairs_2.jsonl", "h200x1-arsim/read_pairs_3.jsonl",
-	"h200x1-arsim/read_halves_span.jsonl", "h200x1-arsim/read_groups.jsonl", "h200x1-arsim/read_groups_2.jsonl", "h200x1-arsim/read_groups_3.jsonl", "h200x1-arsim/read_groups_4.jsonl", "h200x1-arsim/read_groups_5.jsonl", "h200x1-arsim/read_pairs_4.jsonl", "h200x1-arsim/read_groups_6.jsonl", "h200x1-arsim/read_groups_7.jsonl", "h200x1-arsim/read_groups_8.jsonl", "h200x1-arsim/read_groups_9.jsonl"}
+	"h200x1-arsim/read_halves_span.jsonl", "h200x1-arsim/read_groups.jsonl", "h200x1-arsim/read_groups_2.jsonl", "h200x1-arsim/read_groups_3.jsonl", "h200x1-arsim/read_groups_4.jsonl", "h200x1-arsim/read_groups_5.jsonl", "h200x1-arsim/read_pairs_4.jsonl", "h200x1-arsim/read_groups_6.jsonl", "h200x1-arsim/read_groups_7.jsonl", "h200x1-arsim/read_groups_8.jsonl", "h200x1-arsim/read_groups_9.jsonl",
+	"h200x1-arsim/read_halves_3.jsonl", "h200x1-arsim/read_halves_4.jsonl", "h200x1-arsim/read_pairs_5.jsonl", "h200x1-arsim/read_pairs_6.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
@@ -396,16 +397,15 @@ var Fits = append([]Fit{
 	// memory, and its thread 0's chase, beside two SMs storing to it that
 	// lie in one half of the SMs, SM 0 and another of SM 131's half, or SM
 	// 2 and another of the other half (read_halves.jsonl's pair scans);
-	// pcie.posted_wait_own_half_per_doubling and
-	// pcie.posted_wait_own_half_doublings_from: its streaming blocks beside
-	// the listed sets of 4 to 32 SMs of SM 131's half;
+	// pcie.posted_wait_own_half_per_doubling: its streaming blocks beside
+	// the listed sets of 4 to 32 SMs (2 to 16 TPCs) of SM 131's half;
 	// pcie.posted_wait_other_half_beside_own: its streaming block beside SM
 	// 0 and one SM of the other half (its 129 pairs across the halves); the
 	// chases beside them, the other listed sets and the chases beside
 	// them, the pair scan on another instance
 	// (read_pairs.jsonl), other loading SMs (read_readers.jsonl) and the
 	// first two SMs of every earlier read_placement file are predicted.
-	{Params: []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_own_half_doublings_from", "pcie.posted_wait_other_half_beside_own"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
+	{Params: []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_other_half_beside_own"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
 		Kinds: []trace.Kind{trace.KindHostLinkConcurrency, trace.KindPointerChase},
 		Covers: func(r trace.Record) bool {
 			return r.Placement == "by_sm" && storesHalf(r).Known
@@ -421,7 +421,7 @@ var Fits = append([]Fit{
 			// halves, their streaming blocks
 			mixed := r.WriteBlocks == 2 && h.Both() && !list && r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
 			return pair || mixed || (list && h.AllOwn() && r.WriteBlocks > 2 && r.Kind == trace.KindHostLinkConcurrency)
-		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait; the least-squares slope through 0 of the listed own-half sets' round trips less the model's beside two over log2 of their SMs over the count from which they double, that count the one of 2, 4 and 8 leaving the least squared residual; the median of the pairs across the halves' round trips less the model's alone and the own half's wait, over the other half's"},
+		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait; the least-squares slope through 0 of the listed own-half sets' round trips less the model's beside two over log2 of their TPCs over two; the median of the pairs across the halves' round trips less the model's alone and the own half's wait, over the other half's"},
 	// pcie.posted_wait_lone_load_halves_span0: thread 0 of SM 131 chasing
 	// beside two storing SMs (SM 131's half, the other, one of each) at
 	// seven spans (read_halves_span.jsonl); every other chase beside stores

@@ -87,6 +87,7 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	}
 	same, other := 0, 0
 	var sms []int
+	ownTPCs := map[int]bool{} // an H200's TPC t is SMs 2t and 2t + 1
 	for _, f := range strings.Split(list, ",") {
 		sm, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || halfOf(sm) < 0 {
@@ -95,11 +96,13 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 		sms = append(sms, sm)
 		if halfOf(sm) == own {
 			same++
+			ownTPCs[sm/2] = true
 		} else {
 			other++
 		}
 	}
 	h := hw.StoresInHalves(same, other)
+	h.OwnTPCs = len(ownTPCs)
 	h.Uneven = (h.AllOwn() || h.AllOther()) && r.WriteSpan == "wide" && unevenStrideBeside(sms, reader)
 	return h
 }

@@ -37,10 +37,15 @@ func TestH200HalvesSplitTheSMsByTPC(t *testing.T) {
 	rec := func(read int, sms string) trace.Record {
 		return trace.Record{System: "h200x1-vm", Placement: "by_sm", Blocks: 1, ReadSM: read, WriteSMs: sms}
 	}
-	assert.Equal(t, hw.StoresInHalves(2, 0), storesHalf(rec(131, "0,1")))
+	tpcs := func(h hw.StoreHalves, n int) hw.StoreHalves {
+		h.OwnTPCs = n
+		return h
+	}
+	assert.Equal(t, tpcs(hw.StoresInHalves(2, 0), 1), storesHalf(rec(131, "0,1")))
 	assert.Equal(t, hw.StoresInHalves(0, 2), storesHalf(rec(131, "2,3")))
-	assert.Equal(t, hw.StoresInHalves(3, 1), storesHalf(rec(131, "0,2,8,9")))
-	assert.Equal(t, hw.StoresInHalves(2, 0), storesHalf(rec(123, "2,3")), "a reader in the other half")
+	assert.Equal(t, tpcs(hw.StoresInHalves(3, 1), 2), storesHalf(rec(131, "0,2,8,9")), "SMs 0, 8 and 9: two TPCs")
+	assert.Equal(t, tpcs(hw.StoresInHalves(2, 0), 1), storesHalf(rec(123, "2,3")), "a reader in the other half")
+	assert.Equal(t, tpcs(hw.StoresInHalves(2, 0), 2), storesHalf(rec(131, "0,8")), "one SM of each of two TPCs")
 	assert.Equal(t, hw.StoreHalves{}, storesHalf(rec(131, "")))
 	assert.Equal(t, hw.StoreHalves{}, storesHalf(rec(131, "0,x")))
 	assert.Equal(t, hw.StoreHalves{}, storesHalf(rec(131, "0,140")))
@@ -65,9 +70,8 @@ func TestH200HalvesSplitTheSMsByTPC(t *testing.T) {
 // median of the chases' wait over their half's: the committed values give
 // the fitted side a median error of zero;
 // pcie.posted_wait_own_half_per_doubling is the least-squares slope through
-// 0 of its listed sets of 4 to 32 SMs of SM 131's half over their doublings
-// from pcie.posted_wait_own_half_doublings_from, the one of 2, 4 and 8 SMs
-// that leaves the least squared residual. Predicted: the same pair scan on another instance
+// 0 of its listed sets of 4 to 32 SMs of SM 131's half (2 to 16 TPCs, both
+// SMs of each) over the doublings of their TPCs from two. Predicted: the same pair scan on another instance
 // (read_pairs.jsonl), and 16 and 64–65 SMs of either half from either
 // half's reader (read_halves_2.jsonl, another instance), within 20 %.
 func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
@@ -101,9 +105,10 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 		case own:
 			// the round trip less the model's beside two of its half
 			two := r
-			two.WriteBlocks, two.WriteSMs = 2, "0,1"
+			two.WriteBlocks, two.WriteSMs = 2, "0,8"
 			d := 8192/r.GbpsTotal - 8192/hostLinkSim(t, top, two)
-			doublings = append(doublings, float64(r.WriteBlocks))
+			require.Positive(t, h.OwnTPCs, "line %d", r.Line)
+			doublings = append(doublings, float64(h.OwnTPCs))
 			grown = append(grown, d)
 		case pair && r.Kind == trace.KindHostLinkConcurrency:
 			key := fmt.Sprint(h.AllOwn())
@@ -124,31 +129,17 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 	require.Len(t, lone, 129)
 	assert.InEpsilon(t, median(lone), ps.Get("pcie.posted_wait_lone_load_halves"), 0.001, "the chases' share")
 	require.Len(t, grown, 5)
-	// of 2, 4 and 8 SMs, the count from which the doublings leave the
-	// least squared residual, and its slope
-	from, slope, least := 0.0, 0.0, math.Inf(1)
-	for _, k0 := range []float64{2, 4, 8} {
-		var xy, xx float64
-		for i := range grown {
-			x := math.Log2(max(doublings[i], k0) / k0)
-			xy += x * grown[i]
-			xx += x * x
-		}
-		var ss float64
-		for i := range grown {
-			res := grown[i] - xy/xx*math.Log2(max(doublings[i], k0)/k0)
-			ss += res * res
-		}
-		t.Logf("doublings from %g SMs: slope %.1f ns, squared residual %.2f µs²", k0, xy/xx, ss/1e6)
-		if ss < least {
-			from, slope, least = k0, xy/xx, ss
-		}
+	var xy, xx float64
+	for i := range grown {
+		x := math.Log2(doublings[i] / 2)
+		xy += x * grown[i]
+		xx += x * x
 	}
-	assert.Equal(t, from, ps.Get("pcie.posted_wait_own_half_doublings_from"), "the count the own half's doublings start from")
+	slope := xy / xx
 	assert.InEpsilon(t, slope, ps.Get("pcie.posted_wait_own_half_per_doubling"), 0.002, "the own half's slope")
 	require.Len(t, beside, 129)
 	assert.InEpsilon(t, median(beside), ps.Get("pcie.posted_wait_other_half_beside_own"), 0.001, "the other half's share beside the own")
-	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_own_half_doublings_from", "pcie.posted_wait_other_half_beside_own"} {
+	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_other_half_beside_own"} {
 		par, ok := ps.Lookup(name)
 		require.True(t, ok, name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves.jsonl", name)
@@ -256,7 +247,7 @@ func TestH200HalvesAreGPCs(t *testing.T) {
 		return in
 	}
 	assert.Equal(t, []int{0, 4, 5, 6, 8}, halfGPCs(h200Half), "the map: the GPCs of SMs 0, 8, 10, 12 and SMs 124–131")
-	for file, want := range map[string][]int{"read_groups.jsonl": {0, 1, 5, 7, 8}, "read_groups_2.jsonl": {0, 4, 5, 6, 8}, "read_groups_3.jsonl": {0, 4, 5, 6, 8}, "read_groups_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_5.jsonl": {0, 4, 5, 6, 8}, "read_pairs_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_6.jsonl": {0, 4, 5, 6, 8}, "read_groups_7.jsonl": {0, 4, 5, 6, 8}, "read_groups_8.jsonl": {0, 1, 5, 7, 8}, "read_groups_9.jsonl": {0, 4, 5, 6, 8}} {
+	for file, want := range map[string][]int{"read_groups.jsonl": {0, 1, 5, 7, 8}, "read_groups_2.jsonl": {0, 4, 5, 6, 8}, "read_groups_3.jsonl": {0, 4, 5, 6, 8}, "read_groups_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_5.jsonl": {0, 4, 5, 6, 8}, "read_pairs_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_6.jsonl": {0, 4, 5, 6, 8}, "read_groups_7.jsonl": {0, 4, 5, 6, 8}, "read_groups_8.jsonl": {0, 1, 5, 7, 8}, "read_groups_9.jsonl": {0, 4, 5, 6, 8}, "read_halves_3.jsonl": {0, 3, 4, 7, 8}, "read_halves_4.jsonl": {0, 1, 4, 7, 8}, "read_pairs_5.jsonl": {0, 1, 5, 7, 8}, "read_pairs_6.jsonl": {0, 1, 5, 7, 8}} {
 		recs := readOneGPU(t, file)
 		require.NotNil(t, recs[0].SMHalves, file)
 		assert.Equal(t, want, halfGPCs(func(sm int) int { return int(recs[0].SMHalves[sm]) }), file)
@@ -267,9 +258,13 @@ func TestH200HalvesAreGPCs(t *testing.T) {
 // its storing SMs lie, for any GPU class.
 func TestStoresHalfTakesTheCapturesChip(t *testing.T) {
 	r := trace.Record{System: "h200x1-vm", Placement: "by_sm", Blocks: 1, ReadSM: 131, WriteSMs: "0,2"}
-	assert.Equal(t, hw.StoresInHalves(1, 1), storesHalf(r), "the H200 map: SM 2 in the other half")
+	mixed := hw.StoresInHalves(1, 1)
+	mixed.OwnTPCs = 1
+	assert.Equal(t, mixed, storesHalf(r), "the H200 map: SM 2 in the other half")
 	r.SMHalves = make([]int8, 132)
-	assert.Equal(t, hw.StoresInHalves(2, 0), storesHalf(r), "this chip: all one half")
+	own := hw.StoresInHalves(2, 0)
+	own.OwnTPCs = 2
+	assert.Equal(t, own, storesHalf(r), "this chip: all one half, two TPCs")
 	r.SMHalves[131] = 1
 	assert.Equal(t, hw.StoresInHalves(0, 2), storesHalf(r), "the reader in the other half")
 	r.System = "rtx6kpro"
