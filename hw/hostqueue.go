@@ -260,7 +260,7 @@ func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 
 // to 12 SMs). HostLoadWait where h is not known, below two storing
 // blocks, or a half's wait is 0.
 func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
-	w, ok := m.halvesWait(r, h)
+	w, ok := m.halvesWait(r, h, m.Phys.PostedWaitUnevenStrideWarp, m.Phys.PostedWaitUnevenStrideWarpOther)
 	if !ok {
 		return m.HostLoadWait(r)
 	}
@@ -269,7 +269,7 @@ func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
 
 // halvesWait is HostLoadWaitIn's wait by the halves, and whether they
 // decide it (false: the count's, HostLoadWait).
-func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
+func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) (sim.Duration, bool) {
 	own, other := float64(m.Phys.PostedWaitOwnHalf), float64(m.Phys.PostedWaitOtherHalf)
 	n := m.StoringBlocks(r)
 	if !h.Known || own <= 0 || other <= 0 || n < 2 {
@@ -292,12 +292,12 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
 	}
 	switch {
-	case h.AllOwn() && h.Uneven && share >= 1 && m.Phys.PostedWaitUnevenStride > 0:
+	case h.AllOwn() && h.Uneven && share >= 1 && uneven > 0:
 		// stores of share groups that do not interleave evenly in the
-		// stride (pcie.posted_wait_uneven_stride)
-		w *= m.Phys.PostedWaitUnevenStride
-	case h.AllOther() && h.Uneven && share >= 1 && m.Phys.PostedWaitUnevenStrideOther > 0:
-		w = other * m.Phys.PostedWaitUnevenStrideOther
+		// stride (pcie.posted_wait_uneven_stride, _warp)
+		w *= uneven
+	case h.AllOther() && h.Uneven && share >= 1 && unevenOther > 0:
+		w = other * unevenOther
 	case h.AllOther():
 		w = other
 	case h.Both():
@@ -323,7 +323,7 @@ func (m *Machine) halvesWait(r int, h StoreHalves) (sim.Duration, bool) {
 // that share is 0 (read_halves_span.jsonl: 0.98 of it at 128 MiB, 0.64 at
 // 1 MiB, 0.54 at 32 KiB).
 func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
-	w, ok := m.halvesWait(r, h)
+	w, ok := m.halvesWait(r, h, m.Phys.PostedWaitUnevenStride, m.Phys.PostedWaitUnevenStrideOther)
 	if !ok {
 		return m.HostLoneLoadWait(r)
 	}

@@ -287,9 +287,10 @@ func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 }
 
 // Behind storing SMs whose TPCs' shares interleave unevenly in the stride
-// (StoreHalves.Uneven) a load waits pcie.posted_wait_uneven_stride of its
-// own half's wait, pcie.posted_wait_uneven_stride_other of the other's,
-// where the stores span the whole knee; below it, as behind any set.
+// (StoreHalves.Uneven) a warp's load waits pcie.posted_wait_uneven_stride_warp
+// of its own half's wait, pcie.posted_wait_uneven_stride_warp_other of the
+// other's, a lone thread's pcie.posted_wait_uneven_stride and _other of
+// its, where the stores span the whole knee; below it, as behind any set.
 func TestUnevenStridesWaitLessAtFullSpan(t *testing.T) {
 	at := func(span sim.Bytes) *Machine {
 		m := h200x1Machine(t)
@@ -301,10 +302,16 @@ func TestUnevenStridesWaitLessAtFullSpan(t *testing.T) {
 	unOwn, unOther := own, other
 	unOwn.Uneven, unOther.Uneven = true, true
 	r, ro := full.Phys.PostedWaitUnevenStride, full.Phys.PostedWaitUnevenStrideOther
+	w, wo := full.Phys.PostedWaitUnevenStrideWarp, full.Phys.PostedWaitUnevenStrideWarpOther
 	require.Greater(t, r, 0.0)
 	require.Less(t, r, ro, "the own half's levels lie further apart")
-	assert.InDelta(t, r*float64(full.HostLoadWaitIn(0, own)), float64(full.HostLoadWaitIn(0, unOwn)), 1)
-	assert.InDelta(t, ro*float64(full.HostLoadWaitIn(0, other)), float64(full.HostLoadWaitIn(0, unOther)), 1)
+	require.Less(t, w, wo)
+	require.Less(t, r, w, "a lone thread's levels lie further apart than a warp's")
+	assert.InDelta(t, w*float64(full.HostLoadWaitIn(0, own)), float64(full.HostLoadWaitIn(0, unOwn)), 1)
+	assert.InDelta(t, wo*float64(full.HostLoadWaitIn(0, other)), float64(full.HostLoadWaitIn(0, unOther)), 1)
+	lone := full.Phys.PostedWaitLoneLoadHalves
+	assert.InDelta(t, lone*r*float64(full.HostLoadWaitIn(0, own)), float64(full.HostLoneLoadWaitIn(0, unOwn)), 2)
+	assert.InDelta(t, lone*ro*float64(full.HostLoadWaitIn(0, other)), float64(full.HostLoneLoadWaitIn(0, unOther)), 2)
 	small := at(8 << 20)
 	assert.Equal(t, small.HostLoadWaitIn(0, own), small.HostLoadWaitIn(0, unOwn), "below the knee the levels are gone")
 	assert.Equal(t, small.HostLoadWaitIn(0, other), small.HostLoadWaitIn(0, unOther))

@@ -60,6 +60,8 @@ type Physics struct {
 	PostedWaitOtherHalfBesideOwn            float64      // pcie.posted_wait_other_half_beside_own
 	PostedWaitUnevenStride                  float64      // pcie.posted_wait_uneven_stride
 	PostedWaitUnevenStrideOther             float64      // pcie.posted_wait_uneven_stride_other
+	PostedWaitUnevenStrideWarp              float64      // pcie.posted_wait_uneven_stride_warp
+	PostedWaitUnevenStrideWarpOther         float64      // pcie.posted_wait_uneven_stride_warp_other
 	PostedWaitLoneLoadHalves                float64      // pcie.posted_wait_lone_load_halves
 	PostedWaitLoneLoadHalvesSpan0           float64      // pcie.posted_wait_lone_load_halves_span0
 	PostedWaitOne                           sim.Duration // pcie.posted_wait_one
@@ -131,7 +133,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
-		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitSpanKnee: sim.Bytes(g("pcie.posted_wait_span_knee")), PostedWaitSpanDoublings: g("pcie.posted_wait_span_doublings"), PostedWaitOwnSM: ns(g("pcie.posted_wait_own_sm")), PostedWaitOwnHalf: ns(g("pcie.posted_wait_own_half")), PostedWaitOwnHalfPerDoubling: ns(g("pcie.posted_wait_own_half_per_doubling")), PostedWaitOtherHalf: ns(g("pcie.posted_wait_other_half")), PostedWaitOtherHalfBesideOwn: g("pcie.posted_wait_other_half_beside_own"), PostedWaitUnevenStride: g("pcie.posted_wait_uneven_stride"), PostedWaitUnevenStrideOther: g("pcie.posted_wait_uneven_stride_other"), PostedWaitLoneLoadHalves: g("pcie.posted_wait_lone_load_halves"), PostedWaitLoneLoadHalvesSpan0: g("pcie.posted_wait_lone_load_halves_span0"), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")),
+		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitSpanKnee: sim.Bytes(g("pcie.posted_wait_span_knee")), PostedWaitSpanDoublings: g("pcie.posted_wait_span_doublings"), PostedWaitOwnSM: ns(g("pcie.posted_wait_own_sm")), PostedWaitOwnHalf: ns(g("pcie.posted_wait_own_half")), PostedWaitOwnHalfPerDoubling: ns(g("pcie.posted_wait_own_half_per_doubling")), PostedWaitOtherHalf: ns(g("pcie.posted_wait_other_half")), PostedWaitOtherHalfBesideOwn: g("pcie.posted_wait_other_half_beside_own"), PostedWaitUnevenStride: g("pcie.posted_wait_uneven_stride"), PostedWaitUnevenStrideOther: g("pcie.posted_wait_uneven_stride_other"), PostedWaitUnevenStrideWarp: g("pcie.posted_wait_uneven_stride_warp"), PostedWaitUnevenStrideWarpOther: g("pcie.posted_wait_uneven_stride_warp_other"), PostedWaitLoneLoadHalves: g("pcie.posted_wait_lone_load_halves"), PostedWaitLoneLoadHalvesSpan0: g("pcie.posted_wait_lone_load_halves_span0"), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")),
 		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")),
 		MemLoadedLatency:     ns(g("gpu.mem_loaded_latency")),
 		HostLineContention:   ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),

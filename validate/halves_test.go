@@ -370,9 +370,45 @@ func TestUnevenStrideFromItsFittedSide(t *testing.T) {
 	assert.Len(t, sides, 2)
 }
 
+// pcie.posted_wait_uneven_stride_warp and _warp_other are the values that
+// give read_groups_4.jsonl's streaming blocks (one 16-B load a thread in
+// flight) beside the sets the stride rule calls uneven a median error of
+// zero, those of the reader's half and of the other; the chases beside
+// them are pcie.posted_wait_uneven_stride's predicted side, and every
+// other file's streaming blocks these parameters'.
+func TestUnevenStrideWarpFromItsFittedSide(t *testing.T) {
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	sides := map[string][]trace.Record{}
+	for _, r := range readOneGPU(t, "read_groups_4.jsonl") {
+		f, _ := fitOf("h200x1-arsim/read_groups_4.jsonl", r)
+		h := storesHalf(r)
+		on := r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1 && h.Uneven
+		assert.Equal(t, on, f != nil && f.Params[0] == "pcie.posted_wait_uneven_stride_warp", "line %d: fitted side", r.Line)
+		switch {
+		case on && h.AllOwn():
+			sides["pcie.posted_wait_uneven_stride_warp"] = append(sides["pcie.posted_wait_uneven_stride_warp"], r)
+		case on && h.AllOther():
+			sides["pcie.posted_wait_uneven_stride_warp_other"] = append(sides["pcie.posted_wait_uneven_stride_warp_other"], r)
+		}
+	}
+	for name, side := range sides {
+		require.Len(t, side, 36, name)
+		v := chaseShareOfZeroMedianError(t, p, ps, name, side)
+		t.Logf("%s: %.5f", name, v)
+		par, ok := ps.Lookup(name)
+		require.True(t, ok)
+		assert.InDelta(t, v, par.Value, 0.002, "%s: the committed value is the fitted side's", name)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_groups_4.jsonl")
+	}
+	assert.Len(t, sides, 2)
+}
+
 // chaseShareOfZeroMedianError is the value in [0, 1] of ratio parameter
-// name that gives the pointer chases side a median error of zero, by
-// bisection over the model's chases (the error rises with the value).
+// name that gives the side's records (pointer chases or streaming
+// blocks) a median error of zero, by bisection over the model's values
+// (the chases' error rises with the value, the rates' falls).
 func chaseShareOfZeroMedianError(t *testing.T, p *topology.Preset, ps *topology.Params, name string, side []trace.Record) float64 {
 	t.Helper()
 	medianErr := func(v float64) float64 {
@@ -382,6 +418,11 @@ func chaseShareOfZeroMedianError(t *testing.T, p *topology.Preset, ps *topology.
 		require.NoError(t, err)
 		var errs []float64
 		for _, r := range side {
+			if r.Kind == trace.KindHostLinkConcurrency {
+				// a longer wait, a lower rate: the error's sign turned
+				errs = append(errs, 1-hostLinkSim(t, top, r)/r.GbpsTotal)
+				continue
+			}
 			tw, err := pointerChaseTwin(r)
 			require.NoError(t, err)
 			got, _, err := tw.Sim(top)
