@@ -337,72 +337,51 @@ func TestUnevenStrideByPlace(t *testing.T) {
 	assert.False(t, storesHalf(r).Uneven, "each SM its own MiB: the rule is the stride's")
 }
 
-// pcie.posted_wait_uneven_stride and _other are the values that give
-// read_groups_7.jsonl's chases beside the sets the stride rule calls
-// uneven, in the reader's half and in the other, a median error of zero,
-// found here by bisection; the fitted side is exactly those records.
+// The stride rule's shares are the values that give their fitted side's
+// records beside the sets the rule calls uneven, in the reader's half and
+// in the other, a median error of zero, found here by bisection; each
+// fitted side is exactly those records: pcie.posted_wait_uneven_stride
+// and _other read_groups_7.jsonl's chases, _warp and _warp_other
+// read_groups_4.jsonl's streaming blocks (one 16-B load a thread in
+// flight), whose chases are the first pair's predicted side.
 func TestUnevenStrideFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	ps := p.DefaultParams()
-	sides := map[string][]trace.Record{}
-	for _, r := range readOneGPU(t, "read_groups_7.jsonl") {
-		f, _ := fitOf("h200x1-arsim/read_groups_7.jsonl", r)
-		h := storesHalf(r)
-		on := r.Kind == trace.KindPointerChase && h.Uneven
-		assert.Equal(t, on, f != nil && f.Params[0] == "pcie.posted_wait_uneven_stride", "line %d: fitted side", r.Line)
-		switch {
-		case on && h.AllOwn():
-			sides["pcie.posted_wait_uneven_stride"] = append(sides["pcie.posted_wait_uneven_stride"], r)
-		case on && h.AllOther():
-			sides["pcie.posted_wait_uneven_stride_other"] = append(sides["pcie.posted_wait_uneven_stride_other"], r)
+	for _, c := range []struct {
+		file, param string
+		records     int
+		on          func(trace.Record) bool
+	}{
+		{"read_groups_7.jsonl", "pcie.posted_wait_uneven_stride", 284, func(r trace.Record) bool { return r.Kind == trace.KindPointerChase }},
+		{"read_groups_4.jsonl", "pcie.posted_wait_uneven_stride_warp", 36, func(r trace.Record) bool {
+			return r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
+		}},
+	} {
+		sides := map[string][]trace.Record{}
+		for _, r := range readOneGPU(t, c.file) {
+			f, _ := fitOf("h200x1-arsim/"+c.file, r)
+			h := storesHalf(r)
+			on := c.on(r) && h.Uneven
+			assert.Equal(t, on, f != nil && f.Params[0] == c.param, "%s line %d: fitted side", c.file, r.Line)
+			switch {
+			case on && h.AllOwn():
+				sides[c.param] = append(sides[c.param], r)
+			case on && h.AllOther():
+				sides[c.param+"_other"] = append(sides[c.param+"_other"], r)
+			}
+		}
+		assert.Len(t, sides, 2, c.file)
+		for name, side := range sides {
+			require.Len(t, side, c.records, name)
+			v := chaseShareOfZeroMedianError(t, p, ps, name, side)
+			t.Logf("%s: %.5f", name, v)
+			par, ok := ps.Lookup(name)
+			require.True(t, ok)
+			assert.InDelta(t, v, par.Value, 0.002, "%s: the committed value is the fitted side's", name)
+			assert.Contains(t, par.Source, "testdata/h200x1-arsim/"+c.file)
 		}
 	}
-	for name, side := range sides {
-		require.Len(t, side, 284, name)
-		lo := chaseShareOfZeroMedianError(t, p, ps, name, side)
-		t.Logf("%s: %.5f", name, lo)
-		par, ok := ps.Lookup(name)
-		require.True(t, ok)
-		assert.InDelta(t, lo, par.Value, 0.002, "%s: the committed value is the fitted side's", name)
-		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_groups_7.jsonl")
-	}
-	assert.Len(t, sides, 2)
-}
-
-// pcie.posted_wait_uneven_stride_warp and _warp_other are the values that
-// give read_groups_4.jsonl's streaming blocks (one 16-B load a thread in
-// flight) beside the sets the stride rule calls uneven a median error of
-// zero, those of the reader's half and of the other; the chases beside
-// them are pcie.posted_wait_uneven_stride's predicted side, and every
-// other file's streaming blocks these parameters'.
-func TestUnevenStrideWarpFromItsFittedSide(t *testing.T) {
-	p, err := topology.Lookup("h200x1")
-	require.NoError(t, err)
-	ps := p.DefaultParams()
-	sides := map[string][]trace.Record{}
-	for _, r := range readOneGPU(t, "read_groups_4.jsonl") {
-		f, _ := fitOf("h200x1-arsim/read_groups_4.jsonl", r)
-		h := storesHalf(r)
-		on := r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1 && h.Uneven
-		assert.Equal(t, on, f != nil && f.Params[0] == "pcie.posted_wait_uneven_stride_warp", "line %d: fitted side", r.Line)
-		switch {
-		case on && h.AllOwn():
-			sides["pcie.posted_wait_uneven_stride_warp"] = append(sides["pcie.posted_wait_uneven_stride_warp"], r)
-		case on && h.AllOther():
-			sides["pcie.posted_wait_uneven_stride_warp_other"] = append(sides["pcie.posted_wait_uneven_stride_warp_other"], r)
-		}
-	}
-	for name, side := range sides {
-		require.Len(t, side, 36, name)
-		v := chaseShareOfZeroMedianError(t, p, ps, name, side)
-		t.Logf("%s: %.5f", name, v)
-		par, ok := ps.Lookup(name)
-		require.True(t, ok)
-		assert.InDelta(t, v, par.Value, 0.002, "%s: the committed value is the fitted side's", name)
-		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_groups_4.jsonl")
-	}
-	assert.Len(t, sides, 2)
 }
 
 // chaseShareOfZeroMedianError is the value in [0, 1] of ratio parameter
