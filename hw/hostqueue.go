@@ -217,7 +217,13 @@ type StoreHalves struct {
 	// OwnTPCs is how many TPCs the storing blocks of the loading SM's half
 	// run on (0: not known; their count of blocks stands for it).
 	OwnTPCs int
-	Uneven  bool
+	// StrideLevels: the stride rule speaks for them (whole TPCs of one
+	// GPC, not the loading SM's, striding together over one buffer), so
+	// that where they span the whole knee the wait is at one of its two
+	// levels, the half's wait for two (even) or Uneven's share of it,
+	// whatever their count.
+	StrideLevels bool
+	Uneven       bool
 }
 
 // StoresInHalves is where own storing blocks of the loading SM's half and
@@ -285,9 +291,13 @@ func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) 
 	var w float64
 	if k := h.Own * n; k > 0 {
 		// the doublings of the TPCs its own half's storing blocks run on,
-		// or where those are not known of the blocks (none below two)
+		// or where those are not known of the blocks (none below two);
+		// none at the stride rule's levels
 		if h.OwnTPCs > 0 {
 			k = float64(h.OwnTPCs)
+		}
+		if h.StrideLevels && share >= 1 {
+			k = 2
 		}
 		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
 	}

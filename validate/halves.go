@@ -103,30 +103,33 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	}
 	h := hw.StoresInHalves(same, other)
 	h.OwnTPCs = len(ownTPCs)
-	h.Uneven = (h.AllOwn() || h.AllOther()) && r.WriteSpan == "wide" && unevenStrideBeside(sms, reader)
+	if (h.AllOwn() || h.AllOther()) && r.WriteSpan == "wide" {
+		h.StrideLevels, h.Uneven = strideRuleBeside(sms, reader)
+	}
 	return h
 }
 
-// unevenStrideBeside is the stride rule (unevenStride) for storing SMs sms
-// beside a load from SM reader on an H200, where it speaks: SMs of one GPC
-// (sets of several GPCs measured were found both ways: read_groups_3.jsonl,
-// read_readers.jsonl), not the reader's own (there the sets measured fall
-// either way, read_groups_3.jsonl and read_groups_7.jsonl).
-func unevenStrideBeside(sms []int, reader int) bool {
+// strideRuleBeside is the stride rule (unevenStride) for storing SMs sms
+// beside a load from SM reader on an H200: whether it speaks, for whole
+// TPCs of one GPC (sets of several GPCs measured were found both ways:
+// read_groups_3.jsonl, read_readers.jsonl), not the reader's own (there
+// the sets measured fall either way, read_groups_3.jsonl and
+// read_groups_7.jsonl), and whether it calls them uneven.
+func strideRuleBeside(sms []int, reader int) (speaks, uneven bool) {
 	rg, _, ok := h200TPCPlace(reader)
 	if !ok {
-		return false
+		return false, false
 	}
 	gpc := -1
 	for _, sm := range sms {
 		g, _, ok := h200TPCPlace(sm)
 		if !ok || g == rg || (gpc >= 0 && g != gpc) {
-			return false
+			return false, false
 		}
 		gpc = g
 	}
-	uneven, ok := unevenStride(sms)
-	return ok && uneven
+	uneven, ok = unevenStride(sms)
+	return ok, ok && uneven
 }
 
 // h200GPCs are an H200's GPCs by their SMs, as tools/capture's sm_groups

@@ -328,11 +328,16 @@ func TestUnevenStrideByPlace(t *testing.T) {
 	_, ok = unevenStride([]int{4, 5, 200, 201})
 	assert.False(t, ok, "an SM no GPC lists")
 	// where it speaks beside a reader
-	assert.True(t, unevenStrideBeside(sms(1, 2, 4), 131))
-	assert.False(t, unevenStrideBeside(sms(1, 2, 4), 20), "a set in the reader's own GPC")
-	assert.False(t, unevenStrideBeside(append(sms(1, 2, 4), 8, 9), 131), "SMs of two GPCs")
+	speaks, uneven := strideRuleBeside(sms(1, 2, 4), 131)
+	assert.True(t, speaks && uneven)
+	speaks, _ = strideRuleBeside(sms(1, 2, 3), 131)
+	assert.True(t, speaks, "the rule speaks for even sets too")
+	speaks, _ = strideRuleBeside(sms(1, 2, 4), 20)
+	assert.False(t, speaks, "a set in the reader's own GPC")
+	speaks, _ = strideRuleBeside(append(sms(1, 2, 4), 8, 9), 131)
+	assert.False(t, speaks, "SMs of two GPCs")
 	r := trace.Record{System: "h200x1-vm", Placement: "by_sm", Blocks: 1, ReadSM: 131, WriteSMs: "4,5,20,21,52,53", WriteSpan: "wide"}
-	assert.Equal(t, hw.StoreHalves{Known: true, Own: 0, Uneven: true}, storesHalf(r), "GPC 2 lies in the other half of SM 131")
+	assert.Equal(t, hw.StoreHalves{Known: true, Own: 0, StrideLevels: true, Uneven: true}, storesHalf(r), "GPC 2 lies in the other half of SM 131")
 	r.WriteSpan = "own_mib"
 	assert.False(t, storesHalf(r).Uneven, "each SM its own MiB: the rule is the stride's")
 }
