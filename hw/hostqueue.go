@@ -223,7 +223,11 @@ type StoreHalves struct {
 	// levels, the half's wait for two (even) or Uneven's share of it,
 	// whatever their count.
 	StrideLevels bool
-	Uneven       bool
+	// StrideTPCs is how many TPCs the set has where StrideLevels: from
+	// pcie.uneven_stride_large_tpcs up an uneven set's wait drops only
+	// pcie.uneven_stride_large_depth of the way to the uneven level.
+	StrideTPCs int
+	Uneven     bool
 }
 
 // StoresInHalves is where own storing blocks of the loading SM's half and
@@ -305,9 +309,9 @@ func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) 
 	case h.AllOwn() && h.Uneven && share >= 1 && uneven > 0:
 		// stores of share groups that do not interleave evenly in the
 		// stride (pcie.posted_wait_uneven_stride, _warp)
-		w *= uneven
+		w *= m.unevenDepth(h, uneven)
 	case h.AllOther() && h.Uneven && share >= 1 && unevenOther > 0:
-		w = other * unevenOther
+		w = other * m.unevenDepth(h, unevenOther)
 	case h.AllOther():
 		w = other
 	case h.Both():
@@ -320,6 +324,19 @@ func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) 
 		return 0, false
 	}
 	return hw, true
+}
+
+// unevenDepth is the share f of the even level's wait that an uneven
+// set's load waits (pcie.posted_wait_uneven_stride and its kin), or,
+// from pcie.uneven_stride_large_tpcs TPCs up, the share that drops
+// pcie.uneven_stride_large_depth of the way from 1 to f
+// (read_groups_8.jsonl, read_groups_10.jsonl: uneven sets of five, six and
+// seven TPCs wait near the levels' midpoint, of three and four at f).
+func (m *Machine) unevenDepth(h StoreHalves, f float64) float64 {
+	if n := m.Phys.UnevenStrideLargeTPCs; n > 0 && h.StrideTPCs >= n {
+		return 1 - m.Phys.UnevenStrideLargeDepth*(1-f)
+	}
+	return f
 }
 
 // HostLoneLoadWaitIn is HostLoneLoadWait where the halves decide the wait

@@ -430,6 +430,20 @@ var Fits = append([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
 		}, How: "by half, the value that gives the streaming blocks a median error of zero (bisection over the model's rates)"},
+	// pcie.uneven_stride_large_tpcs: the chases from the reader's half
+	// beside the sets of three, four and five of the nine TPCs of a GPC of
+	// 18 SMs that the stride rule calls uneven (read_groups_8.jsonl); the
+	// other sets of five or more, and every other capture, are predicted
+	// (pcie.uneven_stride_large_depth, the midpoint, is no fit's).
+	{Params: []string{"pcie.uneven_stride_large_tpcs"}, Files: []string{"h200x1-arsim/read_groups_8.jsonl"},
+		Kinds: []trace.Kind{trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.Placement == "by_sm" && storesHalf(r).Uneven && (r.WriteSpanBytes == 0 || r.WriteSpanBytes >= 128<<20)
+		},
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_groups_8.jsonl" }),
+		On: func(r trace.Record) bool {
+			return storesHalf(r).AllOwn()
+		}, How: "the least count of TPCs whose uneven sets' median chase lies nearer the levels' midpoint than the uneven level"},
 	// gpu.host_loads_beside_stores: one block loading host memory beside
 	// 131 SMs storing to it, keeping one and four loads a thread in flight
 	// (read_depth_2.jsonl); every other storing-SM count, the other

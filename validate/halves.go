@@ -105,6 +105,9 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	h.OwnTPCs = len(ownTPCs)
 	if (h.AllOwn() || h.AllOther()) && r.WriteSpan == "wide" {
 		h.StrideLevels, h.Uneven = strideRuleBeside(sms, reader)
+		if h.StrideLevels {
+			h.StrideTPCs = len(sms) / 2 // whole TPCs
+		}
 	}
 	return h
 }

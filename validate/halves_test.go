@@ -337,7 +337,7 @@ func TestUnevenStrideByPlace(t *testing.T) {
 	speaks, _ = strideRuleBeside(append(sms(1, 2, 4), 8, 9), 131)
 	assert.False(t, speaks, "SMs of two GPCs")
 	r := trace.Record{System: "h200x1-vm", Placement: "by_sm", Blocks: 1, ReadSM: 131, WriteSMs: "4,5,20,21,52,53", WriteSpan: "wide"}
-	assert.Equal(t, hw.StoreHalves{Known: true, Own: 0, StrideLevels: true, Uneven: true}, storesHalf(r), "GPC 2 lies in the other half of SM 131")
+	assert.Equal(t, hw.StoreHalves{Known: true, Own: 0, StrideLevels: true, StrideTPCs: 3, Uneven: true}, storesHalf(r), "GPC 2 lies in the other half of SM 131")
 	r.WriteSpan = "own_mib"
 	assert.False(t, storesHalf(r).Uneven, "each SM its own MiB: the rule is the stride's")
 }
@@ -387,6 +387,62 @@ func TestUnevenStrideFromItsFittedSide(t *testing.T) {
 			assert.Contains(t, par.Source, "testdata/h200x1-arsim/"+c.file)
 		}
 	}
+}
+
+// pcie.uneven_stride_large_tpcs is the least count of TPCs whose uneven
+// sets on its fitted side (read_groups_8.jsonl's, from the reader's half)
+// wait, on median, nearer the midpoint of the model's two levels than its
+// uneven level: sets of three and four at the uneven level, of five not.
+func TestUnevenStrideLargeFromItsFittedSide(t *testing.T) {
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	level := func(name string, v float64) *topology.Topology {
+		q := ps.Clone()
+		require.NoError(t, q.Set(name, v, "test"))
+		top, err := p.BuildWith(q)
+		require.NoError(t, err)
+		return top
+	}
+	low, even := level("pcie.uneven_stride_large_tpcs", 0), level("pcie.posted_wait_uneven_stride", 1)
+	type sums struct{ meas, low, mid []float64 }
+	by := map[int]*sums{}
+	for _, r := range readOneGPU(t, "read_groups_8.jsonl") {
+		f, _ := fitOf("h200x1-arsim/read_groups_8.jsonl", r)
+		h := storesHalf(r)
+		on := r.Kind == trace.KindPointerChase && h.Uneven && h.AllOwn()
+		assert.Equal(t, on, f != nil && f.Params[0] == "pcie.uneven_stride_large_tpcs", "line %d: fitted side", r.Line)
+		if !on {
+			continue
+		}
+		tw, err := pointerChaseTwin(r)
+		require.NoError(t, err)
+		u, _, err := tw.Sim(low)
+		require.NoError(t, err)
+		e, _, err := tw.Sim(even)
+		require.NoError(t, err)
+		s := by[h.StrideTPCs]
+		if s == nil {
+			s = &sums{}
+			by[h.StrideTPCs] = s
+		}
+		s.meas, s.low, s.mid = append(s.meas, r.NsPerStep), append(s.low, u), append(s.mid, (u+e)/2)
+	}
+	require.Len(t, by, 3, "sets of three, four and five")
+	least := 0
+	for _, k := range []int{3, 4, 5} {
+		s := by[k]
+		m := median(s.meas)
+		nearMid := math.Abs(m-median(s.mid)) < math.Abs(m-median(s.low))
+		t.Logf("%d TPCs: %d sets, chase %.0f ns, uneven level %.0f, midpoint %.0f", k, len(s.meas), m, median(s.low), median(s.mid))
+		if nearMid && least == 0 {
+			least = k
+		}
+	}
+	assert.Equal(t, float64(least), ps.Get("pcie.uneven_stride_large_tpcs"))
+	par, ok := ps.Lookup("pcie.uneven_stride_large_tpcs")
+	require.True(t, ok)
+	assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_groups_8.jsonl")
 }
 
 // chaseShareOfZeroMedianError is the value in [0, 1] of ratio parameter
