@@ -279,6 +279,19 @@ extern "C" __global__ void where_sm(int* out) {
   if (threadIdx.x == 0) out[blockIdx.x] = (int)smid;
 }
 
+// where_sm whose blocks then stay resident spin_ns ns (%globaltimer): a kernel launched meanwhile lands beside them
+// (the landing part)
+extern "C" __global__ void where_sm_spin(int* out, long long spin_ns) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (threadIdx.x == 0) out[blockIdx.x] = (int)smid;
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while ((long long)(t - t0) < spin_ns);
+}
+
 // each block rewrites its own n16 16-B words of dst (block b from dst + b n16), loops times: a writer kernel whose
 // blocks store as read_placement's one-launch writers do (chase_grid's CHASE_GRID_WRITER=own)
 extern "C" __global__ void write_own(int4* dst, long long n16, int loops) {

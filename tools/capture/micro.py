@@ -868,6 +868,39 @@ class Micro:
         with open(os.path.join(sysdir, name), "w") as f:
             json.dump(obj, f, separators=(",", ":"))
 
+    def landing(self):
+        """Where a kernel's blocks land on the idle GPU, and where a one-block kernel launched while they run lands
+        (kernel where_sm_spin: each block writes its SM, then stays resident 2 ms): a first kernel of W blocks × 512
+        threads (W = 1-9, 12, 16, 24, 32, 66, 131, 132) on one stream, then one block × 32 threads on another stream,
+        and the reverse order (the one block first), 8 times each. Writes system/landing.json (per W and order, the
+        first kernel's SMs by block and the second's SMs, each launch); no records. Whether the SMs a kernel's blocks
+        run on, and those of a kernel beside it, follow from its shape (chase_grid's writer kernels and chases, and the
+        schedules' kernels, do not record theirs)."""
+        cp = self.cp
+        fn = self.fn(0, "where_sm_spin")
+        s1, s2 = self.streams[0][0], self.streams[0][1]
+        out = {}
+        for W in (1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 32, 66, 131, 132):
+            for order in ("wide_first", "one_first"):
+                runs = []
+                for _ in range(8):
+                    with cp.cuda.Device(0):
+                        a = cp.full(W, -1, dtype=cp.int32)
+                        b = cp.full(1, -1, dtype=cp.int32)
+                        cp.cuda.Device(0).synchronize()
+                        if order == "wide_first":
+                            fn((W,), (512,), (a, np.int64(2_000_000)), stream=s1)
+                            fn((1,), (32,), (b, np.int64(200_000)), stream=s2)
+                        else:
+                            fn((1,), (32,), (b, np.int64(2_000_000)), stream=s2)
+                            fn((W,), (512,), (a, np.int64(200_000)), stream=s1)
+                        cp.cuda.Device(0).synchronize()
+                        runs.append({"blocks": a.get().tolist(), "one": int(b.get()[0])})
+                out[f"{W}:{order}"] = runs
+        self.write_system_json("landing.json", {"threads": 512, "spin_ns": 2_000_000, "runs": out})
+        first = out["8:wide_first"]
+        log("landing", "8 blocks:", sorted(first[0]["blocks"]), "then one on", [r["one"] for r in first])
+
     def line_latency(self):
         """Each line's L2 round trip from one SM (kernel line_lat): 1,024 consecutive 128-B lines of local memory and
         1,024 lines 64 KiB + 128 B apart, 64 dependent volatile loads of a line's first word each, from SMs 0, 33, 66,
