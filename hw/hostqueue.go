@@ -204,13 +204,13 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 // from its own half as behind the other half's (read_readers.jsonl, from
 // SMs in either half). Uneven, where all of them run in one half and
 // stride together over one buffer: the round-robin shares their TPCs get
-// do not interleave evenly in the stride's order, and a load waits
-// pcie.posted_wait_uneven_stride of its own half's wait, or
-// pcie.posted_wait_uneven_stride_other of the other half's, where the
-// stores span the whole of pcie.posted_wait_span_knee (validate's stride
-// rule, from an H200's GPCs, testdata/h200x1-arsim/read_groups*.jsonl;
-// striding across 8 MiB and 1 MiB the two levels are gone,
-// read_groups_9.jsonl).
+// do not interleave evenly in the stride's order, and a lone thread's load
+// waits pcie.posted_wait_uneven_stride of its own half's wait, or
+// pcie.posted_wait_uneven_stride_other of the other half's (a warp's
+// pcie.posted_wait_uneven_stride_warp, _warp_other), where the stores
+// span the whole of pcie.posted_wait_span_knee (validate's stride rule,
+// from an H200's GPCs, testdata/h200x1-arsim/read_groups*.jsonl; striding
+// across 8 MiB and 1 MiB the two levels are gone, read_groups_9.jsonl).
 type StoreHalves struct {
 	Known bool
 	Own   float64
