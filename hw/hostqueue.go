@@ -293,17 +293,8 @@ func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) 
 	mid := (own + other) / 2
 	own, other = mid+(own-mid)*share, mid+(other-mid)*share
 	var w float64
-	if k := h.Own * n; k > 0 {
-		// the doublings of the TPCs its own half's storing blocks run on,
-		// or where those are not known of the blocks (none below two);
-		// none at the stride rule's levels
-		if h.OwnTPCs > 0 {
-			k = float64(h.OwnTPCs)
-		}
-		if h.StrideLevels && share >= 1 {
-			k = 2
-		}
-		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*math.Log2(max(k, 2)/2)
+	if h.Own > 0 {
+		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*m.ownDoublings(r, h)
 	}
 	switch {
 	case h.AllOwn() && h.Uneven && share >= 1 && uneven > 0:
@@ -324,6 +315,22 @@ func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) 
 		return 0, false
 	}
 	return hw, true
+}
+
+// ownDoublings is how many doublings from two the storing blocks of the
+// loading SM's own half count (h.Own > 0): of the TPCs they run on, or
+// where those are not known of the blocks; none below two, and none at the
+// stride rule's levels (StoreHalves.StrideLevels, the stores spanning the
+// whole knee).
+func (m *Machine) ownDoublings(r int, h StoreHalves) float64 {
+	k := h.Own * m.StoringBlocks(r)
+	if h.OwnTPCs > 0 {
+		k = float64(h.OwnTPCs)
+	}
+	if h.StrideLevels && m.PostedWaitSpanShare(m.StoreSpan(r)) >= 1 {
+		k = 2
+	}
+	return math.Log2(max(k, 2) / 2)
 }
 
 // unevenDepth is the share f of the even level's wait that an uneven
@@ -356,6 +363,11 @@ func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
 	}
 	full, none := m.Phys.PostedWaitLoneLoadHalves, m.Phys.PostedWaitLoneLoadHalvesSpan0
 	share := none + (full-none)*m.PostedWaitSpanShare(m.StoreSpan(r))
+	if h.Own > 0 {
+		// less of it for each doubling of its own half's storing TPCs
+		// (pcie.posted_wait_lone_load_halves_per_doubling)
+		share = max(0, share-m.Phys.PostedWaitLoneLoadHalvesPerDoubling*m.ownDoublings(r, h))
+	}
 	return sim.Duration(math.Round(share * float64(w)))
 }
 

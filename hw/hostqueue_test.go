@@ -265,6 +265,10 @@ func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 			half := at(n/2, full)
 			assert.InDelta(t, float64(half.HostLoadWaitIn(0, StoresInHalves(n/2, 0))), float64(m.HostLoadWaitIn(0, tpcs(n/2))), 1, "%d blocks on %d TPCs", n, n/2)
 		}
+		// a lone thread's share falls by pcie.posted_wait_lone_load_halves_per_doubling
+		// a doubling of the own half's TPCs
+		lone := m.Phys.PostedWaitLoneLoadHalves - m.Phys.PostedWaitLoneLoadHalvesPerDoubling*math.Log2(float64(n)/2)
+		assert.InDelta(t, lone*float64(m.HostLoadWaitIn(0, tpcs(n))), float64(m.HostLoneLoadWaitIn(0, tpcs(n))), 1, "%d TPCs: the lone share", n)
 		assert.Equal(t, other, m.HostLoadWaitIn(0, StoresInHalves(0, n)), "%d storing blocks", n)
 		assert.Equal(t, m.HostLoadWait(0), m.HostLoadWaitIn(0, StoreHalves{}))
 		assert.InDelta(t, m.Phys.PostedWaitLoneLoadHalves*float64(other), float64(m.HostLoneLoadWaitIn(0, StoresInHalves(0, n))), 1)
@@ -299,6 +303,7 @@ func TestUnevenStridesWaitLessAtFullSpan(t *testing.T) {
 	}
 	full := at(256 << 20)
 	own, other := StoresInHalves(8, 0), StoresInHalves(0, 8)
+	own.StrideLevels, other.StrideLevels = true, true // four TPCs of one GPC
 	unOwn, unOther := own, other
 	unOwn.Uneven, unOther.Uneven = true, true
 	r, ro := full.Phys.PostedWaitUnevenStride, full.Phys.PostedWaitUnevenStrideOther

@@ -383,6 +383,19 @@ var Fits = append([]Fit{
 			mixed := r.WriteBlocks == 2 && h.Both() && !list && r.Kind == trace.KindHostLinkConcurrency && r.Blocks == 1
 			return pair || mixed || (list && h.AllOwn() && r.WriteBlocks > 2 && r.Kind == trace.KindHostLinkConcurrency)
 		}, How: "the median round trip of the one-load block (8,192 B over its rate) less the model's alone, by half; the median of the chases' ns a step less the model's chase alone over their half's wait; the least-squares slope through 0 of the listed own-half sets' round trips less the model's beside two over log2 of their TPCs over two; the median of the pairs across the halves' round trips less the model's alone and the own half's wait, over the other half's"},
+	// pcie.posted_wait_lone_load_halves_per_doubling: thread 0 of SM 131
+	// chasing beside read_halves.jsonl's listed sets of 2 to 16 TPCs of its
+	// own half; every other chase beside more than two TPCs of the
+	// reader's half is predicted.
+	{Params: []string{"pcie.posted_wait_lone_load_halves_per_doubling"}, Files: []string{"h200x1-arsim/read_halves.jsonl"},
+		Kinds: []trace.Kind{trace.KindPointerChase},
+		Covers: func(r trace.Record) bool {
+			return r.Placement == "by_sm" && storesHalf(r).OwnTPCs > 0
+		},
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_halves.jsonl" }),
+		On: func(r trace.Record) bool {
+			return strings.HasPrefix(extraString(r, "write_set"), "list") && storesHalf(r).AllOwn() && r.WriteBlocks > 2
+		}, How: "least-squares slope through 0 of the lone share less the chases' wait over the model's warp wait, over log2 of their TPCs over two"},
 	// pcie.posted_wait_lone_load_halves_span0: thread 0 of SM 131 chasing
 	// beside two storing SMs (SM 131's half, the other, one of each) at
 	// seven spans (read_halves_span.jsonl); every other chase beside stores

@@ -445,6 +445,50 @@ func TestUnevenStrideLargeFromItsFittedSide(t *testing.T) {
 	assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_groups_8.jsonl")
 }
 
+// pcie.posted_wait_lone_load_halves_per_doubling is the least-squares
+// slope through 0, over the doublings of their TPCs from two, of
+// pcie.posted_wait_lone_load_halves less the chases' wait over the
+// model's warp wait, for read_halves.jsonl's chases beside its listed sets
+// of its own half (2 to 16 TPCs).
+func TestLoneShareByTPCsFromItsFittedSide(t *testing.T) {
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	q := ps.Clone()
+	require.NoError(t, q.Set("pcie.posted_wait_lone_load_halves_per_doubling", 0, "test"))
+	top, err := p.BuildWith(q)
+	require.NoError(t, err)
+	alone, err := PointerChaseNs(top, "host")
+	require.NoError(t, err)
+	lone := ps.Get("pcie.posted_wait_lone_load_halves")
+	var xy, xx float64
+	n := 0
+	for _, r := range readOneGPU(t, "read_halves.jsonl") {
+		f, _ := fitOf("h200x1-arsim/read_halves.jsonl", r)
+		h := storesHalf(r)
+		on := r.Kind == trace.KindPointerChase && strings.HasPrefix(extraString(r, "write_set"), "list") && h.AllOwn() && r.WriteBlocks > 2
+		assert.Equal(t, on, f != nil && f.Params[0] == "pcie.posted_wait_lone_load_halves_per_doubling", "line %d: fitted side", r.Line)
+		if !on {
+			continue
+		}
+		tw, err := pointerChaseTwin(r)
+		require.NoError(t, err)
+		got, _, err := tw.Sim(top)
+		require.NoError(t, err)
+		warp := (got - alone) / lone
+		x := math.Log2(float64(h.OwnTPCs) / 2)
+		xy += x * (lone - (r.NsPerStep-alone)/warp)
+		xx += x * x
+		n++
+	}
+	require.Equal(t, 5, n, "the listed sets of 2, 4, 8 and 16 TPCs (2 twice)")
+	t.Logf("slope %.5f", xy/xx)
+	assert.InDelta(t, xy/xx, ps.Get("pcie.posted_wait_lone_load_halves_per_doubling"), 0.0005)
+	par, ok := ps.Lookup("pcie.posted_wait_lone_load_halves_per_doubling")
+	require.True(t, ok)
+	assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves.jsonl")
+}
+
 // chaseShareOfZeroMedianError is the value in [0, 1] of ratio parameter
 // name that gives the side's records (pointer chases or streaming
 // blocks) a median error of zero, by bisection over the model's values
