@@ -317,7 +317,7 @@ var Fits = slices.Concat([]Fit{
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
-}, hostQueueFits(), []Fit{
+}, hostQueueFits, []Fit{
 	{Params: []string{"hostmem.fresh_line_saving"}, Files: []string{"h200x1-arsim/ll_live_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "host" && r.Producer != "" },
 		AlsoPredicts: append([]string{"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll128_live.jsonl", "h200x1-arsim/ll128_pairs.jsonl"}, perBlockRepeats...),
