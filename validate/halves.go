@@ -19,13 +19,14 @@ import (
 // (one TPC) always fall together. SM 16 lay between the bands on one of
 // the two instances; it is put with SM 17. SM 131, the reader of those
 // scans, is placed by read_readers.jsonl (it waits as SMs 0 and 130 do).
-// The map is those chips': it held on fourteen more GPUs (read_pairs_2.jsonl
-// to _4 and read_groups_2.jsonl to _7 whole pair scans among them) and
-// failed on two (read_octets.jsonl, read_groups.jsonl), so which SMs form a
+// The map is those chips': of 17 chips whose split a capture read off, 11
+// split as the map and 6 otherwise (read_groups.jsonl, read_groups_8.jsonl,
+// read_span_4.jsonl, read_pairs_5.jsonl, read_halves_3.jsonl,
+// read_halves_4.jsonl; read_octets.jsonl's chip too), so which SMs form a
 // half varies by chip. What does not vary: each half is four of the H200's
 // GPCs. The GPCs (tools/capture sm_groups: the SMs a thread-block
-// cluster's blocks share, system/sm_groups*.json, ten chips, SM for SM
-// alike) are eight groups of 8–18 SMs and SMs 124–131, in no cluster (and
+// cluster's blocks share, system/sm_groups*.json, SM for SM alike on every
+// chip probed) are eight groups of 8–18 SMs and SMs 124–131, in no cluster (and
 // likely of group 0's GPC: read_groups_3.jsonl); these
 // runs are the groups of SMs 0, 8, 10 and 12 and SMs 124–131
 // (TestH200HalvesAreGPCs), and read_groups.jsonl's chip pairs the groups of
@@ -137,7 +138,7 @@ func strideRuleBeside(sms []int, reader int) (speaks, uneven bool) {
 
 // h200GPCs are an H200's GPCs by their SMs, as tools/capture's sm_groups
 // finds them (the SMs a thread-block cluster's blocks share;
-// testdata/h200x1-arsim/system/sm_groups*.json, the same on ten chips),
+// testdata/h200x1-arsim/system/sm_groups*.json, the same on every chip probed),
 // with SMs 124–131, which no cluster uses, put after group 0's SMs as one
 // GPC of eight TPCs (read_groups_3.jsonl: group 0's four TPCs with them
 // wait as four TPCs of one GPC do). A TPC is SMs 2t and 2t + 1; its place
