@@ -362,6 +362,11 @@ func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
 		return m.HostLoneLoadWait(r)
 	}
 	full, none := m.Phys.PostedWaitLoneLoadHalves, m.Phys.PostedWaitLoneLoadHalvesSpan0
+	if h.AllOther() && m.Phys.PostedWaitLoneLoadHalvesOther > 0 {
+		// behind the other half's stores alone its own share
+		// (pcie.posted_wait_lone_load_halves_other)
+		full = m.Phys.PostedWaitLoneLoadHalvesOther
+	}
 	share := none + (full-none)*m.PostedWaitSpanShare(m.StoreSpan(r))
 	if h.Own > 0 {
 		// less of it for each doubling of its own half's storing TPCs

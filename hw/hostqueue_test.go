@@ -233,7 +233,8 @@ func TestReadStartedDuringItsFirstRequestTakesTheStoringBlocks(t *testing.T) {
 // its own half's growing by pcie.posted_wait_own_half_per_doubling a
 // doubling of its blocks from two where their TPCs are not known, of
 // their TPCs where they are, times the span's share, a lone thread
-// pcie.posted_wait_lone_load_halves of it; in both halves the two one
+// pcie.posted_wait_lone_load_halves of it (_other behind the other half's
+// alone); in both halves the two one
 // after the other, or the count's wait where that is longer; where the
 // halves are not known, the count's.
 func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
@@ -271,7 +272,8 @@ func TestLoadsWaitByTheStoringSMsHalves(t *testing.T) {
 		assert.InDelta(t, lone*float64(m.HostLoadWaitIn(0, tpcs(n))), float64(m.HostLoneLoadWaitIn(0, tpcs(n))), 1, "%d TPCs: the lone share", n)
 		assert.Equal(t, other, m.HostLoadWaitIn(0, StoresInHalves(0, n)), "%d storing blocks", n)
 		assert.Equal(t, m.HostLoadWait(0), m.HostLoadWaitIn(0, StoreHalves{}))
-		assert.InDelta(t, m.Phys.PostedWaitLoneLoadHalves*float64(other), float64(m.HostLoneLoadWaitIn(0, StoresInHalves(0, n))), 1)
+		// behind the other half's alone, its own share
+		assert.InDelta(t, m.Phys.PostedWaitLoneLoadHalvesOther*float64(other), float64(m.HostLoneLoadWaitIn(0, StoresInHalves(0, n))), 1)
 	}
 	m := at(2, full)
 	both := StoresInHalves(1, 1)
@@ -314,9 +316,9 @@ func TestUnevenStridesWaitLessAtFullSpan(t *testing.T) {
 	require.Less(t, r, w, "a lone thread's levels lie further apart than a warp's")
 	assert.InDelta(t, w*float64(full.HostLoadWaitIn(0, own)), float64(full.HostLoadWaitIn(0, unOwn)), 1)
 	assert.InDelta(t, wo*float64(full.HostLoadWaitIn(0, other)), float64(full.HostLoadWaitIn(0, unOther)), 1)
-	lone := full.Phys.PostedWaitLoneLoadHalves
+	lone, loneOther := full.Phys.PostedWaitLoneLoadHalves, full.Phys.PostedWaitLoneLoadHalvesOther
 	assert.InDelta(t, lone*r*float64(full.HostLoadWaitIn(0, own)), float64(full.HostLoneLoadWaitIn(0, unOwn)), 2)
-	assert.InDelta(t, lone*ro*float64(full.HostLoadWaitIn(0, other)), float64(full.HostLoneLoadWaitIn(0, unOther)), 2)
+	assert.InDelta(t, loneOther*ro*float64(full.HostLoadWaitIn(0, other)), float64(full.HostLoneLoadWaitIn(0, unOther)), 2)
 	small := at(8 << 20)
 	assert.Equal(t, small.HostLoadWaitIn(0, own), small.HostLoadWaitIn(0, unOwn), "below the knee the levels are gone")
 	assert.Equal(t, small.HostLoadWaitIn(0, other), small.HostLoadWaitIn(0, unOther))

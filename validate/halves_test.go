@@ -82,7 +82,8 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 	require.NoError(t, err)
 	const file = "h200x1-arsim/read_halves.jsonl"
 	ratios := map[string][]float64{}
-	var lone, doublings, grown, beside []float64
+	var doublings, grown, beside []float64
+	lone := map[bool][]float64{} // by whether the pair lies in the reader's half
 	alone, err := PointerChaseNs(top, "host")
 	require.NoError(t, err)
 	for _, r := range readOneGPU(t, "read_halves.jsonl") {
@@ -118,7 +119,7 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 			if h.AllOwn() {
 				w = ps.Get("pcie.posted_wait_own_half")
 			}
-			lone = append(lone, (r.NsPerStep-alone)/w)
+			lone[h.AllOwn()] = append(lone[h.AllOwn()], (r.NsPerStep-alone)/w)
 		}
 	}
 	require.Len(t, ratios, 2)
@@ -126,8 +127,11 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 		require.GreaterOrEqual(t, len(rs), 64, key)
 		assert.InDelta(t, 1, median(rs), 0.002, "own half %s: the fitted side's median", key)
 	}
-	require.Len(t, lone, 129)
-	assert.InEpsilon(t, median(lone), ps.Get("pcie.posted_wait_lone_load_halves"), 0.001, "the chases' share")
+	require.Len(t, lone[true], 64)
+	require.Len(t, lone[false], 65)
+	t.Logf("the chases' share: %.5f (reader's half), %.5f (the other)", median(lone[true]), median(lone[false]))
+	assert.InEpsilon(t, median(lone[true]), ps.Get("pcie.posted_wait_lone_load_halves"), 0.001, "the chases' share, the reader's half")
+	assert.InEpsilon(t, median(lone[false]), ps.Get("pcie.posted_wait_lone_load_halves_other"), 0.001, "the chases' share, the other half")
 	require.Len(t, grown, 5)
 	var xy, xx float64
 	for i := range grown {
@@ -139,7 +143,7 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 	assert.InEpsilon(t, slope, ps.Get("pcie.posted_wait_own_half_per_doubling"), 0.002, "the own half's slope")
 	require.Len(t, beside, 129)
 	assert.InEpsilon(t, median(beside), ps.Get("pcie.posted_wait_other_half_beside_own"), 0.001, "the other half's share beside the own")
-	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_other_half_beside_own"} {
+	for _, name := range []string{"pcie.posted_wait_own_half", "pcie.posted_wait_other_half", "pcie.posted_wait_lone_load_halves", "pcie.posted_wait_lone_load_halves_other", "pcie.posted_wait_own_half_per_doubling", "pcie.posted_wait_other_half_beside_own"} {
 		par, ok := ps.Lookup(name)
 		require.True(t, ok, name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves.jsonl", name)
