@@ -404,14 +404,7 @@ func TestUnevenStrideLargeFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	ps := p.DefaultParams()
-	level := func(name string, v float64) *topology.Topology {
-		q := ps.Clone()
-		require.NoError(t, q.Set(name, v, "test"))
-		top, err := p.BuildWith(q)
-		require.NoError(t, err)
-		return top
-	}
-	low, even := level("pcie.uneven_stride_large_tpcs", 0), level("pcie.posted_wait_uneven_stride", 1)
+	low, even := withParam(t, p, ps, "pcie.uneven_stride_large_tpcs", 0), withParam(t, p, ps, "pcie.posted_wait_uneven_stride", 1)
 	type sums struct{ meas, low, mid []float64 }
 	by := map[int]*sums{}
 	for _, r := range readOneGPU(t, "read_groups_8.jsonl") {
@@ -422,12 +415,7 @@ func TestUnevenStrideLargeFromItsFittedSide(t *testing.T) {
 		if !on {
 			continue
 		}
-		tw, err := pointerChaseTwin(r)
-		require.NoError(t, err)
-		u, _, err := tw.Sim(low)
-		require.NoError(t, err)
-		e, _, err := tw.Sim(even)
-		require.NoError(t, err)
+		u, e := chaseSim(t, low, r), chaseSim(t, even, r)
 		s := by[h.StrideTPCs]
 		if s == nil {
 			s = &sums{}
@@ -461,10 +449,7 @@ func TestLoneShareByTPCsFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	ps := p.DefaultParams()
-	q := ps.Clone()
-	require.NoError(t, q.Set("pcie.posted_wait_lone_load_halves_per_doubling", 0, "test"))
-	top, err := p.BuildWith(q)
-	require.NoError(t, err)
+	top := withParam(t, p, ps, "pcie.posted_wait_lone_load_halves_per_doubling", 0)
 	alone, err := PointerChaseNs(top, "host")
 	require.NoError(t, err)
 	lone := ps.Get("pcie.posted_wait_lone_load_halves")
@@ -478,11 +463,7 @@ func TestLoneShareByTPCsFromItsFittedSide(t *testing.T) {
 		if !on {
 			continue
 		}
-		tw, err := pointerChaseTwin(r)
-		require.NoError(t, err)
-		got, _, err := tw.Sim(top)
-		require.NoError(t, err)
-		warp := (got - alone) / lone
+		warp := (chaseSim(t, top, r) - alone) / lone
 		x := math.Log2(float64(h.OwnTPCs) / 2)
 		xy += x * (lone - (r.NsPerStep-alone)/warp)
 		xx += x * x
@@ -496,6 +477,26 @@ func TestLoneShareByTPCsFromItsFittedSide(t *testing.T) {
 	assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves.jsonl")
 }
 
+// withParam is preset p's machine with ps and parameter name set to v.
+func withParam(t *testing.T, p *topology.Preset, ps *topology.Params, name string, v float64) *topology.Topology {
+	t.Helper()
+	q := ps.Clone()
+	require.NoError(t, q.Set(name, v, "test"))
+	top, err := p.BuildWith(q)
+	require.NoError(t, err)
+	return top
+}
+
+// chaseSim is the model's ns a step for pointer chase r on top.
+func chaseSim(t *testing.T, top *topology.Topology, r trace.Record) float64 {
+	t.Helper()
+	tw, err := pointerChaseTwin(r)
+	require.NoError(t, err)
+	got, _, err := tw.Sim(top)
+	require.NoError(t, err)
+	return got
+}
+
 // chaseShareOfZeroMedianError is the value in [0, 1] of ratio parameter
 // name that gives the side's records (pointer chases or streaming
 // blocks) a median error of zero, by bisection over the model's values
@@ -503,10 +504,7 @@ func TestLoneShareByTPCsFromItsFittedSide(t *testing.T) {
 func chaseShareOfZeroMedianError(t *testing.T, p *topology.Preset, ps *topology.Params, name string, side []trace.Record) float64 {
 	t.Helper()
 	medianErr := func(v float64) float64 {
-		q := ps.Clone()
-		require.NoError(t, q.Set(name, v, "test"))
-		top, err := p.BuildWith(q)
-		require.NoError(t, err)
+		top := withParam(t, p, ps, name, v)
 		var errs []float64
 		for _, r := range side {
 			if r.Kind == trace.KindHostLinkConcurrency {
@@ -514,11 +512,7 @@ func chaseShareOfZeroMedianError(t *testing.T, p *topology.Preset, ps *topology.
 				errs = append(errs, 1-hostLinkSim(t, top, r)/r.GbpsTotal)
 				continue
 			}
-			tw, err := pointerChaseTwin(r)
-			require.NoError(t, err)
-			got, _, err := tw.Sim(top)
-			require.NoError(t, err)
-			errs = append(errs, got/r.NsPerStep-1)
+			errs = append(errs, chaseSim(t, top, r)/r.NsPerStep-1)
 		}
 		return median(errs)
 	}
