@@ -55,11 +55,17 @@ func h200Half(sm int) int {
 // storesHalf is where a record's storing SMs (write_sms) lie relative to
 // its one loading SM, on an H200: tools/capture's read_placement (one
 // launch, one block an SM; the loading SM read_sm), or chase_grid's chase
-// pinned to an SM (chase_sm) beside a writer kernel whose SMs were probed.
-// The zero value (not known) for several readers, a reader beside a
+// pinned to an SM (chase_sm) beside a writer kernel whose SMs were probed,
+// or a chase_grid or chase_beside_write chase that recorded none of its
+// kernels' SMs, placed where they land (landedChase). The zero value (not known) for several readers, a reader beside a
 // storing block on its SM, another GPU, or SMs not listed.
 func storesHalf(r trace.Record) hw.StoreHalves {
-	list := r.WriteSMs
+	list, landed := r.WriteSMs, false
+	if l, sm, ok := landedChase(r); ok {
+		// a chase_grid capture that recorded no SMs: where its kernels land
+		list, landed = l, true
+		r.ChaseSM = sm
+	}
 	if list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || (r.SMHalves == nil && !strings.HasPrefix(r.System, "h200")) {
 		return hw.StoreHalves{}
 	}
@@ -76,7 +82,7 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	reader := r.ReadSM
 	switch {
 	case r.Placement == "by_sm":
-	case r.Placement == "" && r.Kind == trace.KindPointerChase && r.ReadBlocks == 0:
+	case r.Placement == "" && r.Kind == trace.KindPointerChase && (r.ReadBlocks == 0 || landed):
 		// chase_grid records its chase's SM whenever it probes the writers'
 		reader = r.ChaseSM
 	default:
@@ -104,7 +110,7 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	}
 	h := hw.StoresInHalves(same, other)
 	h.OwnTPCs = len(ownTPCs)
-	if (h.AllOwn() || h.AllOther()) && r.WriteSpan == "wide" {
+	if (h.AllOwn() || h.AllOther()) && stridesTogether(r) {
 		h.StrideLevels, h.Uneven = strideRuleBeside(sms, reader)
 		if h.StrideLevels {
 			h.StrideTPCs = len(sms) / 2 // whole TPCs
@@ -113,12 +119,29 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	return h
 }
 
+// stridesTogether reports whether a record's storing blocks stride
+// together over one buffer: read_placement's wide writers, or a writer
+// kernel's grid-stride loop (sm_write16, chase_grid's writers unless they
+// each rewrite their own MiB; writerSpan).
+func stridesTogether(r trace.Record) bool {
+	if r.Placement == "by_sm" {
+		return r.WriteSpan == "wide"
+	}
+	return r.WriteSpan == "" && r.WritePauseNs == 0
+}
+
 // strideRuleBeside is the stride rule (unevenStride) for storing SMs sms
 // beside a load from SM reader on an H200: whether it speaks, for whole
 // TPCs of one GPC (sets of several GPCs measured were found both ways:
-// read_groups_3.jsonl, read_readers.jsonl), not the reader's own (there
-// the sets measured fall either way, read_groups_3.jsonl and
-// read_groups_7.jsonl), and whether it calls them uneven.
+// read_groups_3.jsonl, read_readers.jsonl), not of the reader's own part
+// of its GPC (there the sets measured fall either way,
+// read_groups_3.jsonl and read_groups_7.jsonl; the part: SMs 124–131,
+// which no cluster uses, or the rest, h200Cluster), and whether it calls
+// them uneven. SMs 124–131 behind a load from SM 0 wait at the uneven
+// level, as behind a load from the other GPCs (read_gpc.jsonl: 8.9 µs from
+// SM 0 against 12.0–13.9 behind parts of them; chase_halves.jsonl,
+// chase_forms.jsonl, chase_kernels.jsonl: 9.0–10.3 µs beside a writer
+// kernel of 8 blocks, which lands there).
 func strideRuleBeside(sms []int, reader int) (speaks, uneven bool) {
 	rg, _, ok := h200TPCPlace(reader)
 	if !ok {
@@ -127,7 +150,7 @@ func strideRuleBeside(sms []int, reader int) (speaks, uneven bool) {
 	gpc := -1
 	for _, sm := range sms {
 		g, _, ok := h200TPCPlace(sm)
-		if !ok || g == rg || (gpc >= 0 && g != gpc) {
+		if !ok || (g == rg && h200Cluster(sm) == h200Cluster(reader)) || (gpc >= 0 && g != gpc) {
 			return false, false
 		}
 		gpc = g
@@ -152,6 +175,16 @@ var h200GPCs = [][]int{
 	{10, 11, 26, 27, 42, 43, 58, 59, 72, 73, 86, 87, 100, 101, 114, 115},
 	{12, 13, 28, 29, 44, 45, 60, 61, 74, 75, 88, 89, 102, 103, 116, 117, 120, 121},
 	{14, 15, 30, 31, 46, 47, 62, 63, 76, 77, 90, 91, 104, 105, 118, 119, 122, 123},
+}
+
+// h200Cluster is 1 for SMs 124–131, which no thread-block cluster uses
+// (tools/capture sm_groups), and 0 for the rest: the parts of group 0's
+// GPC that the stride rule tells apart.
+func h200Cluster(sm int) int {
+	if sm >= 124 && sm < h200SMs {
+		return 1
+	}
+	return 0
 }
 
 // h200TPCPlace is SM sm's GPC (index into h200GPCs) and its TPC's place

@@ -1,0 +1,57 @@
+package validate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/arsim/arsim/trace"
+)
+
+// h200LandingOrder is the order in which the blocks of kernels launched
+// one after another take the SMs of an idle H200, read off tools/capture's
+// landing part (testdata/h200x1-arsim/system/landing.json: a kernel of n
+// blocks × 512 threads, then a one-block kernel on another stream, and the
+// reverse, 8 launches each, n = 1–9, 12, 16, 24, 32, 66, 131, 132): the
+// first eight blocks on SMs 124, 126, 128, 130, 125, 127, 129, 131 (in
+// that order), then the even SMs from 0 (one SM of each TPC), then the odd
+// ones. A kernel of n blocks holds the first n (as a set: past eight the
+// order within a launch varies, the set did not in any of the 8 launches
+// of any n), and a kernel launched beside it lands on the n + 1st; beside
+// 132 blocks, anywhere.
+func h200LandingOrder() []int {
+	order := []int{124, 126, 128, 130, 125, 127, 129, 131}
+	for sm := 0; sm < 124; sm += 2 {
+		order = append(order, sm)
+	}
+	for sm := 1; sm < 124; sm += 2 {
+		order = append(order, sm)
+	}
+	return order
+}
+
+// landedChase is, for a chase launched after a writer kernel and its
+// readers that recorded none of their SMs (tools/capture's chase_grid and
+// chase_beside_write on an H200: the writers, then the readers, then the
+// chase, each on a stream of its own), the writer
+// kernel's SMs (comma separated, as write_sms) and the chase's SM by
+// h200LandingOrder: the readers' blocks land next after the writers', the
+// chase after them. The order was captured with blocks of 512 threads;
+// it is taken for the readers' and writers' 128 to 1,024 too (an
+// estimate: a block of any of those sizes leaves room on its SM, and the
+// blocks take one SM each first). False where the record says where they ran, is not
+// such a record, or the writers and readers fill every SM.
+func landedChase(r trace.Record) (writeSMs string, chaseSM int, ok bool) {
+	if r.Kind != trace.KindPointerChase || r.Placement != "" || r.WriteSMs != "" || r.WriteBlocks <= 0 ||
+		r.ChaseSM != 0 || !strings.HasPrefix(r.System, "h200") {
+		return "", 0, false
+	}
+	order := h200LandingOrder()
+	if r.WriteBlocks+r.ReadBlocks >= len(order) {
+		return "", 0, false
+	}
+	w := make([]string, r.WriteBlocks)
+	for i := range w {
+		w[i] = strconv.Itoa(order[i])
+	}
+	return strings.Join(w, ","), order[r.WriteBlocks+r.ReadBlocks], true
+}
