@@ -31,18 +31,18 @@ func h200LandingOrder() []int {
 
 // landedChase is, for a chase launched after a writer kernel and its
 // readers that recorded none of their SMs (tools/capture's chase_grid and
-// chase_beside_write on an H200: the writers, then the readers, then the
+// chase_beside_write on an H200, without write_sms: the writers, then the readers, then the
 // chase, each on a stream of its own), the writer
 // kernel's SMs (comma separated, as write_sms) and the chase's SM by
 // h200LandingOrder: the readers' blocks land next after the writers', the
-// chase after them. The order was captured with blocks of 512 threads;
+// chase after them, or on the SM it recorded (chase_sm). The order was captured with blocks of 512 threads;
 // it is taken for the readers' and writers' 128 to 1,024 too (an
 // estimate: a block of any of those sizes leaves room on its SM, and the
 // blocks take one SM each first). False where the record says where they ran, is not
 // such a record, or the writers and readers fill every SM.
 func landedChase(r trace.Record) (writeSMs string, chaseSM int, ok bool) {
 	if r.Kind != trace.KindPointerChase || r.Placement != "" || r.WriteSMs != "" || r.WriteBlocks <= 0 ||
-		r.ChaseSM != 0 || !strings.HasPrefix(r.System, "h200") {
+		!strings.HasPrefix(r.System, "h200") {
 		return "", 0, false
 	}
 	order := h200LandingOrder()
@@ -53,5 +53,10 @@ func landedChase(r trace.Record) (writeSMs string, chaseSM int, ok bool) {
 	for i := range w {
 		w[i] = strconv.Itoa(order[i])
 	}
-	return strings.Join(w, ","), order[r.WriteBlocks+r.ReadBlocks], true
+	chaseSM = order[r.WriteBlocks+r.ReadBlocks]
+	if r.ChaseSM != 0 {
+		// the SM the chase recorded (0 is SM 0 or not recorded alike)
+		chaseSM = r.ChaseSM
+	}
+	return strings.Join(w, ","), chaseSM, true
 }

@@ -104,6 +104,7 @@ func TestLandedChase(t *testing.T) {
 		{chase(2, 66), "124,126", 120, true, "two writers and 66 readers"},
 		{chase(1, 131), "", 0, false, "every SM taken"},
 		{func() trace.Record { r := chase(2, 0); r.WriteSMs = "0,2"; return r }(), "", 0, false, "probed"},
+		{func() trace.Record { r := chase(2, 0); r.ChaseSM = 40; return r }(), "124,126", 40, true, "the chase's SM recorded"},
 		{func() trace.Record { r := chase(2, 0); r.Placement = "by_sm"; return r }(), "", 0, false, "one launch"},
 		{func() trace.Record { r := chase(2, 0); r.System = "rtx"; return r }(), "", 0, false, "not an H200"},
 	} {
