@@ -228,6 +228,8 @@ type StoreHalves struct {
 	// pcie.uneven_stride_large_depth of the way to the uneven level.
 	StrideTPCs int
 	Uneven     bool
+	// Wide: the storing blocks stride together over one buffer.
+	Wide bool
 }
 
 // StoresInHalves is where own storing blocks of the loading SM's half and
@@ -270,7 +272,7 @@ func (h StoreHalves) Both() bool     { return h.Known && h.Own > 0 && h.Own < 1 
 // to 12 SMs). HostLoadWait where h is not known, below two storing
 // blocks, or a half's wait is 0.
 func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
-	w, ok := m.halvesWait(r, h, m.Phys.PostedWaitUnevenStrideWarp, m.Phys.PostedWaitUnevenStrideWarpOther)
+	w, ok := m.halvesWait(r, h, m.Phys.PostedWaitUnevenStrideWarp, m.Phys.PostedWaitUnevenStrideWarpOther, m.PostedWaitSpanShare(m.StoreSpan(r)))
 	if !ok {
 		return m.HostLoadWait(r)
 	}
@@ -279,7 +281,7 @@ func (m *Machine) HostLoadWaitIn(r int, h StoreHalves) sim.Duration {
 
 // halvesWait is HostLoadWaitIn's wait by the halves, and whether they
 // decide it (false: the count's, HostLoadWait).
-func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) (sim.Duration, bool) {
+func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther, share float64) (sim.Duration, bool) {
 	own, other := float64(m.Phys.PostedWaitOwnHalf), float64(m.Phys.PostedWaitOtherHalf)
 	n := m.StoringBlocks(r)
 	if !h.Known || own <= 0 || other <= 0 || n < 2 {
@@ -289,7 +291,6 @@ func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther float64) 
 	// each half's wait keeps that share of its difference from the two
 	// halves' mean (read_halves_span.jsonl: the other half's wait fell less
 	// with the span than the own half's)
-	share := m.PostedWaitSpanShare(m.StoreSpan(r))
 	mid := (own + other) / 2
 	own, other = mid+(own-mid)*share, mid+(other-mid)*share
 	var w float64
@@ -355,9 +356,13 @@ func (m *Machine) unevenDepth(h StoreHalves, f float64) float64 {
 // read_groups*.jsonl), falling in proportion to the span's share
 // (PostedWaitSpanShare) to pcie.posted_wait_lone_load_halves_span0 where
 // that share is 0 (read_halves_span.jsonl: 0.98 of it at 128 MiB, 0.64 at
-// 1 MiB, 0.54 at 32 KiB).
+// 1 MiB, 0.54 at 32 KiB). Behind stores striding together the span's
+// share, of the halves' wait and of this one, is the chase's own
+// (chaseSpanShare): a chase's wait is full by 32–64 MiB where a streaming
+// block's still grows (read_span_4.jsonl).
 func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
-	w, ok := m.halvesWait(r, h, m.Phys.PostedWaitUnevenStride, m.Phys.PostedWaitUnevenStrideOther)
+	span := m.chaseSpanShare(r, h)
+	w, ok := m.halvesWait(r, h, m.Phys.PostedWaitUnevenStride, m.Phys.PostedWaitUnevenStrideOther, span)
 	if !ok {
 		return m.HostLoneLoadWait(r)
 	}
@@ -367,13 +372,34 @@ func (m *Machine) HostLoneLoadWaitIn(r int, h StoreHalves) sim.Duration {
 		// (pcie.posted_wait_lone_load_halves_other)
 		full = m.Phys.PostedWaitLoneLoadHalvesOther
 	}
-	share := none + (full-none)*m.PostedWaitSpanShare(m.StoreSpan(r))
+	share := none + (full-none)*span
 	if h.Own > 0 {
 		// less of it for each doubling of its own half's storing TPCs
 		// (pcie.posted_wait_lone_load_halves_per_doubling)
 		share = max(0, share-m.Phys.PostedWaitLoneLoadHalvesPerDoubling*m.ownDoublings(r, h))
 	}
 	return sim.Duration(math.Round(share * float64(w)))
+}
+
+// chaseSpanShare is the span's share (PostedWaitSpanShare) for a lone
+// thread's load behind stores that stride together over one buffer
+// (StoreHalves.Wide): the streaming curve's up to
+// pcie.posted_wait_span_part_chase, then rising in proportion to the
+// span's doublings from there to the whole at
+// pcie.posted_wait_span_knee_chase (the two set, the first below the
+// second; else the streaming curve).
+func (m *Machine) chaseSpanShare(r int, h StoreHalves) float64 {
+	span := float64(m.StoreSpan(r))
+	s := m.PostedWaitSpanShare(m.StoreSpan(r))
+	knee, part := float64(m.Phys.PostedWaitSpanKneeChase), float64(m.Phys.PostedWaitSpanPartChase)
+	if !h.Wide || part <= 0 || knee <= part || span <= part {
+		return s
+	}
+	if span >= knee {
+		return 1
+	}
+	at := m.PostedWaitSpanShare(sim.Bytes(part))
+	return at + (1-at)*math.Log2(span/part)/math.Log2(knee/part)
 }
 
 // OwnSMStoreWait is what a load of host memory by GPU r waits, beyond

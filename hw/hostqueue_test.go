@@ -122,6 +122,43 @@ func TestPostedWaitFollowsTheSpan(t *testing.T) {
 	assert.Equal(t, 1.0, m.PostedWaitSpanShare(4096))
 }
 
+// A lone thread's load behind stores striding together follows the
+// streaming curve up to pcie.posted_wait_span_part_chase, then rises with
+// the span's doublings to the whole at pcie.posted_wait_span_knee_chase;
+// behind stores that do not stride together (StoreHalves.Wide false), or
+// with the part unset, the streaming curve at every span.
+func TestChaseWaitFollowsItsOwnSpanCurve(t *testing.T) {
+	m := h200x1Machine(t)
+	part, knee := float64(m.Phys.PostedWaitSpanPartChase), float64(m.Phys.PostedWaitSpanKneeChase)
+	require.Positive(t, part)
+	require.Greater(t, knee, part)
+	host := HostMem(m.LocalSocket(0))
+	wide := StoreHalves{Known: true, Own: 1, Wide: true}
+	share := func(span float64, h StoreHalves) (float64, float64) {
+		m := h200x1Machine(t)
+		require.NoError(t, m.Write(0, host, 1<<40, Kernel{Blocks: 2, Threads: 512, StoreSpan: sim.Bytes(span)}, "w", nil))
+		return m.chaseSpanShare(0, h), m.PostedWaitSpanShare(sim.Bytes(span))
+	}
+	for _, span := range []float64{part / 4, part} {
+		got, streaming := share(span, wide)
+		assert.Equal(t, streaming, got, "%.0f B: the streaming curve's", span)
+	}
+	at := m.PostedWaitSpanShare(sim.Bytes(part))
+	mid := math.Sqrt(part * knee) // half the doublings from the part to the knee
+	got, streaming := share(mid, wide)
+	assert.InDelta(t, at+(1-at)/2, got, 1e-6, "halfway in doublings (the span in whole bytes)")
+	assert.Greater(t, got, streaming)
+	for _, span := range []float64{knee, 2 * knee} {
+		got, _ := share(span, wide)
+		assert.Equal(t, 1.0, got, "%.0f B", span)
+	}
+	got, streaming = share(mid, StoreHalves{Known: true, Own: 1})
+	assert.Equal(t, streaming, got, "stores each over their own span")
+	m.Phys.PostedWaitSpanPartChase = 0
+	require.NoError(t, m.Write(0, host, 1<<40, Kernel{Blocks: 2, Threads: 512, StoreSpan: sim.Bytes(mid)}, "w", nil))
+	assert.Equal(t, m.PostedWaitSpanShare(sim.Bytes(mid)), m.chaseSpanShare(0, wide), "no part: the streaming curve")
+}
+
 // A read under way takes its new rate when the stores beside it land: the
 // reader of a capture that outlives its writer ends its tail alone.
 func TestReadSpeedsUpWhenTheStoresLand(t *testing.T) {

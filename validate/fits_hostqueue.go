@@ -92,20 +92,27 @@ var hostQueueFits = []Fit{
 		On: func(r trace.Record) bool {
 			return strings.HasPrefix(extraString(r, "write_set"), "list") && storesHalf(r).AllOwn() && r.WriteBlocks > 2
 		}, How: "least-squares slope through 0 of the lone share less the chases' wait over the model's warp wait, over log2 of their TPCs over two"},
-	// pcie.posted_wait_lone_load_halves_span0: thread 0 of SM 131 chasing
+	// pcie.posted_wait_lone_load_halves_span0, pcie.posted_wait_span_part_chase
+	// and pcie.posted_wait_span_knee_chase: thread 0 of SM 131 chasing
 	// beside two storing SMs (SM 131's half, the other, one of each) at
-	// seven spans (read_halves_span.jsonl); every other chase beside stores
-	// at spans below the knee is predicted (read_groups_5.jsonl's own MiB,
-	// read_span*.jsonl, read_depth*.jsonl).
-	{Params: []string{"pcie.posted_wait_lone_load_halves_span0"}, Files: []string{"h200x1-arsim/read_halves_span.jsonl"},
+	// seven spans (read_halves_span.jsonl), and the chases from SMs 131 and
+	// 2 beside two SMs striding together across 2 to 64 MiB
+	// (read_span_4.jsonl); every other chase beside stores at spans below
+	// the knee is predicted (read_groups_5.jsonl's own MiB,
+	// read_groups_9.jsonl's 8 and 1 MiB, read_span_3.jsonl, read_span.jsonl,
+	// read_depth*.jsonl).
+	{Params: []string{"pcie.posted_wait_lone_load_halves_span0", "pcie.posted_wait_span_part_chase", "pcie.posted_wait_span_knee_chase"},
+		Files: []string{"h200x1-arsim/read_halves_span.jsonl", "h200x1-arsim/read_span_4.jsonl"},
 		Kinds: []trace.Kind{trace.KindPointerChase},
 		Covers: func(r trace.Record) bool {
 			return r.Placement == "by_sm" && storesHalf(r).Known
 		},
-		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool { return f == "h200x1-arsim/read_halves_span.jsonl" }),
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readDepthOthers), func(f string) bool {
+			return f == "h200x1-arsim/read_halves_span.jsonl" || f == "h200x1-arsim/read_span_4.jsonl"
+		}),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPointerChase && r.WriteBlocks == 2
-		}, How: "the value that gives the chases a median error of zero (bisection over the model's chases)"},
+		}, How: "least squares of the chases' relative error, each file's mean square weighted alike, on a grid (span0 in hundredths, the part in MiB, the knee in 4 MiB steps)"},
 	// pcie.posted_wait_uneven_stride and _other: the chases from SM 131 and
 	// SM 2 beside every set of three and of four of the first eight TPCs of
 	// one GPC, striding together across 128 MiB, that the stride rule calls

@@ -110,6 +110,7 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	}
 	h := hw.StoresInHalves(same, other)
 	h.OwnTPCs = len(ownTPCs)
+	h.Wide = stridesTogether(r)
 	if (h.AllOwn() || h.AllOther()) && stridesTogether(r) {
 		h.StrideLevels, h.Uneven = strideRuleBeside(sms, reader)
 		if h.StrideLevels {

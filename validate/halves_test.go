@@ -58,7 +58,9 @@ func TestH200HalvesSplitTheSMsByTPC(t *testing.T) {
 	// chase_grid's chase pinned to SM 2 beside a writer kernel probed on
 	// SMs 124 and 126
 	pinned := trace.Record{System: "h200x1-vm", Kind: trace.KindPointerChase, ChaseSM: 2, WriteSMs: "124,126"}
-	assert.Equal(t, hw.StoresInHalves(0, 2), storesHalf(pinned))
+	want := hw.StoresInHalves(0, 2)
+	want.Wide = true // sm_write16's blocks stride together
+	assert.Equal(t, want, storesHalf(pinned))
 	pinned.ReadBlocks = 16
 	assert.Equal(t, hw.StoreHalves{}, storesHalf(pinned), "beside readers too")
 }
@@ -280,30 +282,68 @@ func TestStoresHalfTakesTheCapturesChip(t *testing.T) {
 	assert.Equal(t, hw.StoreHalves{}, storesHalf(r), "an SM the chip does not have")
 }
 
-// pcie.posted_wait_lone_load_halves_span0 is the value that gives
-// read_halves_span.jsonl's 21 chases beside two storing SMs (one half, the
-// other, both; seven spans) a median error of zero, found here by
-// bisection; the fitted side is exactly those records.
-func TestLoneShareBySpanFromItsFittedSide(t *testing.T) {
+// pcie.posted_wait_lone_load_halves_span0, pcie.posted_wait_span_part_chase
+// and pcie.posted_wait_span_knee_chase come from their fitted side, the
+// chases beside two storing SMs of read_halves_span.jsonl (21: one half,
+// the other, both; seven spans) and read_span_4.jsonl (1,554: striding
+// together across 2 to 64 MiB): the committed values are the least squares
+// of the chases' relative error, each file's mean square weighted alike,
+// among their neighbours on the grid (span0 ± 0.01, the part ± 1 MiB, the
+// knee ± 4 MiB).
+func TestChaseSpanDependenceFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	ps := p.DefaultParams()
-	var side []trace.Record
-	for _, r := range readOneGPU(t, "read_halves_span.jsonl") {
-		f, _ := fitOf("h200x1-arsim/read_halves_span.jsonl", r)
-		on := r.Kind == trace.KindPointerChase && r.WriteBlocks == 2 && storesHalf(r).Known
-		assert.Equal(t, on, f != nil && f.Params[0] == "pcie.posted_wait_lone_load_halves_span0", "line %d: fitted side", r.Line)
-		if on {
-			side = append(side, r)
+	files := []string{"read_halves_span.jsonl", "read_span_4.jsonl"}
+	sides := make([][]trace.Record, len(files))
+	for i, file := range files {
+		for _, r := range readOneGPU(t, file) {
+			f, _ := fitOf("h200x1-arsim/"+file, r)
+			on := r.Kind == trace.KindPointerChase && r.WriteBlocks == 2 && storesHalf(r).Known
+			assert.Equal(t, on, f != nil && f.Params[0] == "pcie.posted_wait_lone_load_halves_span0", "%s line %d: fitted side", file, r.Line)
+			if on {
+				sides[i] = append(sides[i], r)
+			}
 		}
 	}
-	require.Len(t, side, 21)
-	lo := chaseShareOfZeroMedianError(t, p, ps, "pcie.posted_wait_lone_load_halves_span0", side)
-	t.Logf("span0 share: %.5f", lo)
-	par, ok := ps.Lookup("pcie.posted_wait_lone_load_halves_span0")
-	require.True(t, ok)
-	assert.InDelta(t, lo, par.Value, 0.002, "the committed value is the fitted side's")
-	assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves_span.jsonl")
+	require.Len(t, sides[0], 21)
+	require.Len(t, sides[1], 1554)
+	names := []string{"pcie.posted_wait_lone_load_halves_span0", "pcie.posted_wait_span_part_chase", "pcie.posted_wait_span_knee_chase"}
+	at := []float64{ps.Get(names[0]), ps.Get(names[1]), ps.Get(names[2])}
+	score := func(v []float64) float64 {
+		q := ps.Clone()
+		for i, name := range names {
+			require.NoError(t, q.Set(name, v[i], "test"))
+		}
+		top, err := p.BuildWith(q)
+		require.NoError(t, err)
+		var sum float64
+		for _, side := range sides {
+			var ss float64
+			for _, r := range side {
+				e := chaseSim(t, top, r)/r.NsPerStep - 1
+				ss += e * e
+			}
+			sum += ss / float64(len(side))
+		}
+		return sum
+	}
+	best := score(at)
+	t.Logf("span0 %.2f, part %.0f MiB, knee %.0f MiB: %.6f", at[0], at[1]/(1<<20), at[2]/(1<<20), best)
+	steps := []float64{0.01, 1 << 20, 4 << 20}
+	for i := range names {
+		for _, sign := range []float64{-1, 1} {
+			v := slices.Clone(at)
+			v[i] += sign * steps[i]
+			assert.GreaterOrEqual(t, score(v), best, "%s %+g: the committed values are the grid's least squares", names[i], sign*steps[i])
+		}
+	}
+	for _, name := range names {
+		par, ok := ps.Lookup(name)
+		require.True(t, ok)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_halves_span.jsonl", name)
+		assert.Contains(t, par.Source, "read_span_4.jsonl", name)
+	}
 }
 
 // The stride rule on one GPC's TPCs by place, as read_groups_4.jsonl
@@ -344,7 +384,7 @@ func TestUnevenStrideByPlace(t *testing.T) {
 	speaks, _ = strideRuleBeside(append(sms(1, 2, 4), 8, 9), 131)
 	assert.False(t, speaks, "SMs of two GPCs")
 	r := trace.Record{System: "h200x1-vm", Placement: "by_sm", Blocks: 1, ReadSM: 131, WriteSMs: "4,5,20,21,52,53", WriteSpan: "wide"}
-	assert.Equal(t, hw.StoreHalves{Known: true, Own: 0, StrideLevels: true, StrideTPCs: 3, Uneven: true}, storesHalf(r), "GPC 2 lies in the other half of SM 131")
+	assert.Equal(t, hw.StoreHalves{Known: true, Own: 0, StrideLevels: true, StrideTPCs: 3, Uneven: true, Wide: true}, storesHalf(r), "GPC 2 lies in the other half of SM 131")
 	r.WriteSpan = "own_mib"
 	assert.False(t, storesHalf(r).Uneven, "each SM its own MiB: the rule is the stride's")
 }
