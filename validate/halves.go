@@ -57,8 +57,9 @@ func h200Half(sm int) int {
 // launch, one block an SM; the loading SM read_sm), or chase_grid's chase
 // pinned to an SM (chase_sm) beside a writer kernel whose SMs were probed,
 // or a chase_grid or chase_beside_write chase that recorded none of its
-// kernels' SMs, placed where they land (landedChase). The zero value (not known) for several readers, a reader beside a
-// storing block on its SM, another GPU, or SMs not listed.
+// kernels' SMs, placed where they land (landedChase). The zero value (not
+// known) for several readers, a reader beside a storing block on its SM,
+// another GPU, or SMs not listed.
 func storesHalf(r trace.Record) hw.StoreHalves {
 	list, landed := r.WriteSMs, false
 	if l, sm, ok := landedChase(r); ok {
@@ -111,7 +112,7 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	h := hw.StoresInHalves(same, other)
 	h.OwnTPCs = len(ownTPCs)
 	h.Wide = stridesTogether(r)
-	if (h.AllOwn() || h.AllOther()) && stridesTogether(r) {
+	if (h.AllOwn() || h.AllOther()) && h.Wide {
 		h.StrideLevels, h.Uneven = strideRuleBeside(sms, reader)
 		if h.StrideLevels {
 			h.StrideTPCs = len(sms) / 2 // whole TPCs
