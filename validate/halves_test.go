@@ -530,11 +530,17 @@ func withParam(t *testing.T, p *topology.Preset, ps *topology.Params, name strin
 // chaseSim is the model's ns a step for pointer chase r on top.
 func chaseSim(t *testing.T, top *topology.Topology, r trace.Record) float64 {
 	t.Helper()
-	tw, err := pointerChaseTwin(r)
+	return twinSim(t, top, r, pointerChaseTwin)
+}
+
+// twinSim is the model's value for record r on top, by its kind's twin.
+func twinSim(t *testing.T, top *topology.Topology, r trace.Record, twin func(trace.Record) (*Twin, error)) float64 {
+	t.Helper()
+	tw, err := twin(r)
 	require.NoError(t, err)
-	got, _, err := tw.Sim(top)
+	v, _, err := tw.Sim(top)
 	require.NoError(t, err)
-	return got
+	return v
 }
 
 // chaseShareOfZeroMedianError is the value in [0, 1] of ratio parameter

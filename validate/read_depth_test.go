@@ -205,11 +205,7 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 // hostLinkSim is the model's value for host_link_concurrency record r.
 func hostLinkSim(t *testing.T, top *topology.Topology, r trace.Record) float64 {
 	t.Helper()
-	tw, err := hostLinkTwin(r)
-	require.NoError(t, err)
-	v, _, err := tw.Sim(top)
-	require.NoError(t, err)
-	return v
+	return twinSim(t, top, r, hostLinkTwin)
 }
 
 func minMax(v []float64) (lo, hi float64) {
