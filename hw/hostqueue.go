@@ -180,15 +180,15 @@ func (m *Machine) StoreSpan(r int) sim.Bytes {
 // (StoringBlocks n): none below one block; pcie.posted_wait_one beside one
 // (a block's stores keep the link busy, with no queue building up behind
 // them); from two on, pcie.posted_wait_per_doubling for each doubling
-// from one block (1 + log2 n of them) times the share that the stores'
-// span gives (PostedWaitSpanShare).
+// from one block (1 + log2 n of them); either times the share that the
+// stores' span gives (PostedWaitSpanShare).
 func (m *Machine) HostLoadWait(r int) sim.Duration {
 	n := m.StoringBlocks(r)
 	switch {
 	case n < 1:
 		return 0
 	case n < 2:
-		return m.Phys.PostedWaitOne
+		return sim.Duration(math.Round(float64(m.Phys.PostedWaitOne) * m.PostedWaitSpanShare(m.StoreSpan(r))))
 	}
 	w := float64(m.Phys.PostedWaitPerDoubling) * (1 + math.Log2(n)) * m.PostedWaitSpanShare(m.StoreSpan(r))
 	return sim.Duration(math.Round(w))

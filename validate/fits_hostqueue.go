@@ -188,7 +188,7 @@ var hostQueueFits = []Fit{
 		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite, []string{"h200x1-arsim/read_span.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl"}),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks <= 1 && r.LoadsInFlight == 1
-		}, How: "the one-load block's 8,192 B in flight over its rate beside one storing SM, less the same over its rate alone"},
+		}, How: "the one-load block's 8,192 B in flight over its rate beside one storing SM, less the same over its rate alone, over the span's share at its storing SM's MiB"},
 	// pcie.posted_wait_lone_load: read_depth_2.jsonl's chase beside 131
 	// storing SMs and alone; every other storing-SM count, instance and
 	// launch of a lone thread's chase beside storing blocks is predicted.

@@ -140,7 +140,12 @@ func TestHostQueueFromItsFittedSide(t *testing.T) {
 	}
 	require.Equal(t, 1, one.WriteBlocks)
 	require.Positive(t, alone.GbpsTotal)
-	w1 := 512*16/one.GbpsTotal - 512*16/alone.GbpsTotal
+	// the one block's wait at its span (each storing SM its own MiB), as
+	// the whole span's by the span's share (hw.Machine.HostLoadWait)
+	m, err := hw.New(top)
+	require.NoError(t, err)
+	w1 := (512*16/one.GbpsTotal - 512*16/alone.GbpsTotal) / m.PostedWaitSpanShare(writerSpan(one))
+	t.Logf("pcie.posted_wait_one %.2f ns (span %d B)", w1, writerSpan(one))
 	var chase trace.Record
 	for _, r := range readOneGPU(t, "read_depth_2.jsonl") {
 		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "pcie.posted_wait_lone_load" {
