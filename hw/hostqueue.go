@@ -184,14 +184,14 @@ func (m *Machine) StoreSpan(r int) sim.Bytes {
 // stores' span gives (PostedWaitSpanShare).
 func (m *Machine) HostLoadWait(r int) sim.Duration {
 	n := m.StoringBlocks(r)
-	switch {
-	case n < 1:
+	if n < 1 {
 		return 0
-	case n < 2:
-		return sim.Duration(math.Round(float64(m.Phys.PostedWaitOne) * m.PostedWaitSpanShare(m.StoreSpan(r))))
 	}
-	w := float64(m.Phys.PostedWaitPerDoubling) * (1 + math.Log2(n)) * m.PostedWaitSpanShare(m.StoreSpan(r))
-	return sim.Duration(math.Round(w))
+	w := float64(m.Phys.PostedWaitOne)
+	if n >= 2 {
+		w = float64(m.Phys.PostedWaitPerDoubling) * (1 + math.Log2(n))
+	}
+	return sim.Duration(math.Round(w * m.PostedWaitSpanShare(m.StoreSpan(r))))
 }
 
 // StoreHalves says where a GPU's blocks streaming stores to host memory
@@ -297,12 +297,15 @@ func (m *Machine) halvesWait(r int, h StoreHalves, uneven, unevenOther, share fl
 	if h.Own > 0 {
 		w = own + float64(m.Phys.PostedWaitOwnHalfPerDoubling)*m.ownDoublings(r, h)
 	}
+	// the stride rule's levels hold where the stores span the whole of
+	// the streaming knee, whatever share the load takes of the span
+	full := m.PostedWaitSpanShare(m.StoreSpan(r)) >= 1
 	switch {
-	case h.AllOwn() && h.Uneven && share >= 1 && uneven > 0:
+	case h.AllOwn() && h.Uneven && full && uneven > 0:
 		// stores of share groups that do not interleave evenly in the
 		// stride (pcie.posted_wait_uneven_stride, _warp)
 		w *= m.unevenDepth(h, uneven)
-	case h.AllOther() && h.Uneven && share >= 1 && unevenOther > 0:
+	case h.AllOther() && h.Uneven && full && unevenOther > 0:
 		w = other * m.unevenDepth(h, unevenOther)
 	case h.AllOther():
 		w = other
