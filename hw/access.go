@@ -290,7 +290,16 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 	}
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
-		rtt += m.HostLoadWaitIn(r, k.StoresHalf)
+		wait := m.HostLoadWaitIn(r, k.StoresHalf)
+		for _, h := range k.StoresHalfSlowest {
+			if h.Known {
+				wait = max(wait, m.HostLoadWaitIn(r, h))
+			}
+		}
+		if k.WriterOnItsSMs {
+			wait = m.WriterOnSMShare(wait)
+		}
+		rtt += wait
 		if k.StoresOnItsSMs {
 			rtt += m.OwnSMStoreWait(r)
 		}

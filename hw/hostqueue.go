@@ -422,6 +422,19 @@ func (m *Machine) OwnSMStoreWait(r int) sim.Duration {
 	return sim.Duration(math.Round(float64(m.Phys.PostedWaitOwnSM) * n))
 }
 
+// WriterOnSMShare is what a load of host memory waits behind the stores
+// queued towards the host, wait in all, when its SM also runs a block of
+// another kernel streaming stores there: pcie.posted_wait_writer_on_sm of
+// it (measured on one H200, testdata/h200x1-arsim/chase_forms.jsonl: a
+// chase kernel beside a writer kernel of 132 blocks, a block on every SM,
+// waited 27.2 µs where beside 131, its SM its own, it waited 35.2; the
+// chases beside 132 writer blocks of six more files, 17–28 µs, are
+// predicted). Not so for a block of the same launch on the SM
+// (OwnSMStoreWait), which waits more.
+func (m *Machine) WriterOnSMShare(wait sim.Duration) sim.Duration {
+	return sim.Duration(math.Round(m.Phys.PostedWaitWriterOnSM * float64(wait)))
+}
+
 // PostedWaitSpanShare is the share of the whole wait behind streaming
 // stores (HostLoadWait) that a load waits when the stores sweep span
 // bytes: all of it from pcie.posted_wait_span_knee up; below, each halving

@@ -363,3 +363,22 @@ func TestUnevenStridesWaitLessAtFullSpan(t *testing.T) {
 	both.Uneven = true
 	assert.Equal(t, full.HostLoadWaitIn(0, StoresInHalves(4, 4)), full.HostLoadWaitIn(0, both), "the rule speaks for one half's SMs")
 }
+
+// A kernel whose blocks lie in two places beside the storing ones loads
+// at the pace of the place that waits longer (StoresHalfSlowest), which
+// ever of the two is named first; places not Known count for nothing.
+func TestLoadsWaitTheirSlowestPlace(t *testing.T) {
+	writer := Kernel{Blocks: 2, Threads: 512}
+	own, other := StoresInHalves(2, 0), StoresInHalves(0, 2)
+	at := func(h StoreHalves, also ...StoreHalves) float64 {
+		k := Kernel{Blocks: 4, Threads: 512, LoadsInFlight: 1, StoresHalf: h}
+		copy(k.StoresHalfSlowest[:], also)
+		v, _ := readGBps(t, k, writer)
+		return v
+	}
+	a, b := at(own), at(other)
+	require.NotEqual(t, a, b)
+	assert.Equal(t, min(a, b), at(own, other))
+	assert.Equal(t, min(a, b), at(other, own))
+	assert.Equal(t, a, at(own, StoreHalves{}))
+}

@@ -67,11 +67,24 @@ type Kernel struct {
 	// testdata/h200x1-arsim/chase_kernels.jsonl), or where they run is not
 	// known.
 	StoresOnItsSMs bool
+	// WriterOnItsSMs, on a read of host memory: each of the kernel's
+	// blocks shares its SM with a block of another kernel streaming stores
+	// to host memory (a writer kernel with a block on every SM), so that
+	// its loads wait pcie.posted_wait_writer_on_sm of the wait behind the
+	// stores queued towards the host (Machine.WriterOnSMShare).
+	WriterOnItsSMs bool
 	// StoresHalf, on a read of host memory: where the GPU's blocks
 	// streaming stores to host memory run among its SMs' two halves,
 	// relative to this kernel's loading blocks (Machine.HostLoadWaitIn);
 	// the zero value: not known (the count of storing blocks decides).
 	StoresHalf StoreHalves
+	// StoresHalfSlowest, on a read of host memory whose blocks lie beside
+	// the storing ones in different places (each of them a StoresHalf),
+	// each block loading an equal share (a grid-stride loop): the places
+	// of its blocks other than StoresHalf's, so that its loads wait the
+	// longest of the places' waits (the kernel ends with its slowest
+	// block); those not Known: none.
+	StoresHalfSlowest [3]StoreHalves
 	// StoreSpan, on a streaming write to host memory: the bytes its
 	// stores sweep, again and again, while they stream (a loop that
 	// rewrites a buffer of that many bytes); 0: the write's own bytes, each

@@ -201,6 +201,17 @@ var hostQueueFits = []Fit{
 		On: func(r trace.Record) bool {
 			return r.Placement == "by_sm" && r.Target == "host" && r.WriteBlocks == 131
 		}, How: "the chase's ns a step beside 131 storing SMs less the chase alone in the same file, over the model's wait of a warp's load beside 131 SMs each rewriting its own MiB (hw.Machine.HostLoadWait)"},
+	// pcie.posted_wait_writer_on_sm: a chase kernel beside a writer kernel
+	// of 132 blocks, one on every SM (chase_forms.jsonl); the chases and
+	// readers beside 132 writer blocks of every other file, on other
+	// instances, are predicted.
+	{Params: []string{"pcie.posted_wait_writer_on_sm"}, Files: []string{"h200x1-arsim/chase_forms.jsonl"},
+		Kinds:        []trace.Kind{trace.KindPointerChase, trace.KindHostLinkConcurrency},
+		Covers:       writerOnItsSM,
+		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/chase_halves.jsonl", "h200x1-arsim/chase_kernels.jsonl", "h200x1-arsim/chase_local.jsonl"}, readBesideWrite),
+		On: func(r trace.Record) bool {
+			return r.Kind == trace.KindPointerChase && r.WriteBlocks == 132 && r.ReadBlocks == 0
+		}, How: "the share of the model's wait behind the stores that gives the chase's measured round trip beside a writer kernel of 132 blocks (its round trip alone plus the share of the wait)"},
 	// gpu.host_loads_outstanding: a pointer chase beside 132 blocks of
 	// 512 threads loading host memory and no writer
 	// (read_beside_write_9.jsonl); the chases beside other reader blocks,

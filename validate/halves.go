@@ -70,16 +70,7 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	if list == "" || r.Blocks > 1 || r.ReaderSM == "with_storer" || (r.SMHalves == nil && !strings.HasPrefix(r.System, "h200")) {
 		return hw.StoreHalves{}
 	}
-	halfOf := h200Half
-	if r.SMHalves != nil {
-		// the capture's own chip, read off its pair scan
-		halfOf = func(sm int) int {
-			if sm < 0 || sm >= len(r.SMHalves) {
-				return -1
-			}
-			return int(r.SMHalves[sm])
-		}
-	}
+	halfOf := chipHalves(r)
 	reader := r.ReadSM
 	switch {
 	case r.Placement == "by_sm":
@@ -89,6 +80,12 @@ func storesHalf(r trace.Record) hw.StoreHalves {
 	default:
 		return hw.StoreHalves{}
 	}
+	return storesHalfAt(r, list, reader, halfOf)
+}
+
+// storesHalfAt is storesHalf for storing SMs list (comma separated)
+// beside a load from SM reader, halfOf placing SMs in their halves.
+func storesHalfAt(r trace.Record, list string, reader int, halfOf func(int) int) hw.StoreHalves {
 	own := halfOf(reader)
 	if own < 0 {
 		return hw.StoreHalves{}
@@ -260,4 +257,18 @@ func unevenStride(sms []int) (uneven, ok bool) {
 		}
 	}
 	return false, true
+}
+
+// chipHalves places an H200's SMs in their halves (h200Half), or by the
+// capture's own chip where its pair scan was read off (SMHalves).
+func chipHalves(r trace.Record) func(int) int {
+	if r.SMHalves == nil {
+		return h200Half
+	}
+	return func(sm int) int {
+		if sm < 0 || sm >= len(r.SMHalves) {
+			return -1
+		}
+		return int(r.SMHalves[sm])
+	}
 }

@@ -52,6 +52,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			// read_beside_write's loops variant (read_loop)
 			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)
 		}
+		// a writer kernel with a block on every SM: each reading block
+		// beside one of its blocks
+		reader.WriterOnItsSMs = writerOnItsSM(r)
 		wbytes := sim.Bytes(384 << 20)
 		if v := extraNumber(r, "write_bytes"); v > 0 {
 			wbytes = sim.Bytes(v)
@@ -70,6 +73,10 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			t.Group += spanDesc(r)
 			t.Group += sharesDesc(r)
 			t.Note = "the model's loads do not wait behind the stores of other SMs"
+		}
+		if h := landedReaderHalves(r); len(h) > 0 && len(h) <= 1+len(reader.StoresHalfSlowest) {
+			reader.StoresHalf = h[0]
+			copy(reader.StoresHalfSlowest[:], h[1:])
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
 			return ReadBesideWriteGBps(top, reader, writer, toLocal, sim.Bytes(per), wbytes)
@@ -244,4 +251,29 @@ func readLoopInFlight(n int) float64 {
 		return 12
 	}
 	return float64(n)
+}
+
+// landedReaderHalves is, for the reader kernel of a read_beside_write
+// record that recorded none of its SMs, where its blocks lie beside the
+// writer kernel's by where they land (landedReaders): each distinct
+// placement of the storing SMs relative to a loading block
+// (storesHalfAt), in the order the blocks land. None where the record is
+// not such a record or a block's place is not known.
+func landedReaderHalves(r trace.Record) []hw.StoreHalves {
+	list, sms, ok := landedReaders(r)
+	if !ok {
+		return nil
+	}
+	halfOf := chipHalves(r)
+	var hs []hw.StoreHalves
+	for _, sm := range sms {
+		h := storesHalfAt(r, list, sm, halfOf)
+		if !h.Known {
+			return nil
+		}
+		if !slices.Contains(hs, h) {
+			hs = append(hs, h)
+		}
+	}
+	return hs
 }

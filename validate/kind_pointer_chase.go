@@ -50,7 +50,7 @@ func pointerChaseTwin(r trace.Record) (*Twin, error) {
 			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
-			return PointerChaseBesideNs(top, r.Target, writer, reader, r.WriteTarget == "local", r.ChaseLanes == 32, r.ReaderSM == "with_storer", storesHalf(r))
+			return PointerChaseBesideNs(top, r.Target, writer, reader, r.WriteTarget == "local", r.ChaseLanes == 32, r.ReaderSM == "with_storer", writerOnItsSM(r), storesHalf(r))
 		})
 		readers := strconv.Itoa(r.ReadBlocks) + " reader blocks"
 		if r.ReadThreads > 0 {

@@ -60,3 +60,54 @@ func landedChase(r trace.Record) (writeSMs string, chaseSM int, ok bool) {
 	}
 	return strings.Join(w, ","), chaseSM, true
 }
+
+// landedReaders is, for the loads of a read_beside_write record that
+// recorded none of its kernels' SMs (tools/capture's read_beside_write,
+// chase_beside_write and chase_grid on an H200: the writer kernel, then
+// the readers', each on a stream of its own), the writer kernel's SMs
+// (comma separated, as write_sms) and the readers' blocks' SMs by
+// h200LandingOrder: the readers' blocks land next after the writers'.
+// The order was captured with blocks of 512 threads and is taken for 128
+// to 1,024 too (an estimate, as in landedChase). False where the record
+// says where they ran, is not such a record, or the two kernels' blocks
+// outnumber the SMs (then some share an SM with a writer block).
+func landedReaders(r trace.Record) (writeSMs string, readSMs []int, ok bool) {
+	if r.Kind != trace.KindHostLinkConcurrency || r.What != "sm_read_beside_write" || r.Placement != "" ||
+		r.WriteSMs != "" || r.WriteBlocks <= 0 || r.Blocks <= 0 || r.GPUs != 1 || !strings.HasPrefix(r.System, "h200") {
+		return "", nil, false
+	}
+	order := h200LandingOrder()
+	if r.WriteBlocks+r.Blocks > len(order) {
+		return "", nil, false
+	}
+	w := make([]string, r.WriteBlocks)
+	for i := range w {
+		w[i] = strconv.Itoa(order[i])
+	}
+	return strings.Join(w, ","), order[r.WriteBlocks : r.WriteBlocks+r.Blocks], true
+}
+
+// writerOnItsSM reports whether the loading blocks of a record whose
+// writer is a kernel of its own (tools/capture's read_beside_write,
+// chase_beside_write, chase_grid; not read_placement's one launch) share
+// their SMs with the writer kernel's blocks streaming stores to host
+// memory: on an H200 a writer kernel of at least one block an SM holds
+// every SM (h200LandingOrder: its first 132 blocks take one SM each), or
+// the chase recorded its SM among the writers' (chase_sm in write_sms).
+func writerOnItsSM(r trace.Record) bool {
+	if r.Placement == "by_sm" || r.WriteTarget != "host" || r.WritePauseNs > 0 || r.ReaderSM != "" || !strings.HasPrefix(r.System, "h200") {
+		return false
+	}
+	if r.WriteBlocks >= h200SMs {
+		return true
+	}
+	if r.Kind != trace.KindPointerChase || r.WriteSMs == "" {
+		return false
+	}
+	for _, f := range strings.Split(r.WriteSMs, ",") {
+		if sm, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && sm == r.ChaseSM {
+			return true
+		}
+	}
+	return false
+}

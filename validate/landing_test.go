@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/hw"
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -131,4 +133,60 @@ func TestEightLandedWritersAreUneven(t *testing.T) {
 	// and behind group 0's SMs from SM 131 it speaks
 	speaks, _ = strideRuleBeside([]int{0, 1, 16, 17}, 131)
 	assert.True(t, speaks)
+}
+
+func TestLandedReaders(t *testing.T) {
+	readers := func(w, r int) trace.Record {
+		return trace.Record{System: "h200x1-vm", Kind: trace.KindHostLinkConcurrency, What: "sm_read_beside_write", GPUs: 1, WriteBlocks: w, Blocks: r}
+	}
+	for _, c := range []struct {
+		rec      trace.Record
+		writers  string
+		readers  []int
+		describe string
+	}{
+		{readers(2, 1), "124,126", []int{128}, "two writers, one reader"},
+		{readers(8, 4), "124,126,128,130,125,127,129,131", []int{0, 2, 4, 6}, "eight writers, four readers"},
+		{readers(4, 6), "124,126,128,130", []int{125, 127, 129, 131, 0, 2}, "readers over both parts"},
+		{readers(8, 124), "124,126,128,130,125,127,129,131", h200LandingOrder()[8:], "every SM taken, none twice"},
+		{readers(8, 132), "", nil, "some readers beside a writer block on its SM"},
+		{readers(132, 4), "", nil, "132 writers"},
+		{func() trace.Record { r := readers(2, 1); r.WriteSMs = "0,2"; return r }(), "", nil, "probed"},
+		{func() trace.Record { r := readers(2, 1); r.Placement = "by_sm"; return r }(), "", nil, "one launch"},
+		{func() trace.Record { r := readers(2, 1); r.GPUs = 2; return r }(), "", nil, "two GPUs"},
+		{func() trace.Record { r := readers(2, 1); r.System = "rtx"; return r }(), "", nil, "not an H200"},
+		{func() trace.Record { r := readers(2, 1); r.Kind = trace.KindPointerChase; return r }(), "", nil, "a chase (landedChase)"},
+	} {
+		w, sms, ok := landedReaders(c.rec)
+		assert.Equal(t, c.readers != nil, ok, c.describe)
+		assert.Equal(t, c.writers, w, c.describe)
+		assert.Equal(t, c.readers, sms, c.describe)
+	}
+}
+
+// Beside eight landed writer blocks (SMs 124–131) four readers land on
+// SMs 0, 2, 4 and 6: SM 0 in the writers' half and GPC (the stride rule's
+// uneven level), SMs 2, 4 and 6 in the other half; the kernel's loads
+// wait the longer of the two (its slowest block), in the order the blocks
+// land.
+func TestLandedReaderHalves(t *testing.T) {
+	r := trace.Record{System: "h200x1-vm", Kind: trace.KindHostLinkConcurrency, What: "sm_read_beside_write", GPUs: 1, WriteBlocks: 8, Blocks: 4}
+	hs := landedReaderHalves(r)
+	require.Len(t, hs, 2)
+	assert.True(t, hs[0].AllOwn() && hs[0].StrideLevels && hs[0].Uneven, "SM 0: %+v", hs[0])
+	assert.True(t, hs[1].AllOther(), "SMs 2, 4, 6: %+v", hs[1])
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	top, err := p.Build()
+	require.NoError(t, err)
+	got := twinSim(t, top, r, hostLinkTwin)
+	alone := func(h hw.StoreHalves) float64 {
+		v, err := ReadBesideWriteGBps(top, hw.Kernel{Blocks: 4, Threads: 512, StoresHalf: h}, writerKernel(r), false, 256<<20, 384<<20)
+		require.NoError(t, err)
+		return v
+	}
+	a, b := alone(hs[0]), alone(hs[1])
+	assert.NotEqual(t, a, b, "the two places wait differently")
+	assert.Equal(t, min(a, b), got, "the kernel loads at its slowest block's pace")
+	assert.Nil(t, landedReaderHalves(trace.Record{System: "h200x1-vm", Kind: trace.KindHostLinkConcurrency, What: "sm_read_beside_write", GPUs: 1, WriteBlocks: 132, Blocks: 4}))
 }

@@ -144,9 +144,11 @@ func PointerChaseNs(top *topology.Topology, target string) (float64, error) {
 // (the chasing thread's SM also runs a storing block) its SM's queued
 // stores too (hw.Machine.OwnSMStoreWait, the whole of it), and with half
 // the storing SMs' half relative to the chasing SM's
-// (hw.Machine.HostLoadWaitIn); a chase of the GPU's own memory waits for
-// none of these.
-func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal, warp, ownSM bool, half hw.StoreHalves) (float64, error) {
+// (hw.Machine.HostLoadWaitIn), and with writerOnSM (its SM also runs a
+// block of the writer kernel) the share of the wait behind the stores
+// that such a load waits (hw.Machine.WriterOnSMShare); a chase of the
+// GPU's own memory waits for none of these.
+func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader hw.Kernel, toLocal, warp, ownSM, writerOnSM bool, half hw.StoreHalves) (float64, error) {
 	m, at, err := machineAt(top, "pointer_chase", target, true)
 	if err != nil {
 		return 0, err
@@ -177,11 +179,14 @@ func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader 
 		return 0, err
 	}
 	if at.Host {
+		wait := m.HostLoneLoadWaitIn(0, half)
 		if warp {
-			d += m.HostLoadWaitIn(0, half)
-		} else {
-			d += m.HostLoneLoadWaitIn(0, half)
+			wait = m.HostLoadWaitIn(0, half)
 		}
+		if writerOnSM {
+			wait = m.WriterOnSMShare(wait)
+		}
+		d += wait
 		if ownSM {
 			d += m.OwnSMStoreWait(0)
 		}
