@@ -231,6 +231,15 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	if err != nil {
 		return sim.FlowSpec{}, 0, readPace{}, err
 	}
+	if k.WriterOnItsSMs && src.Host && m.StoringBlocks(r) >= 1 {
+		if c := float64(m.Phys.HostLoadsWriterOnSMRate); c > 0 {
+			// loads from SMs that share them with a writer kernel's
+			// streaming blocks are served one after another at
+			// gpu.host_loads_writer_on_sm_rate: each waits behind the
+			// kernel's other loads in flight
+			rtt += sim.Duration(math.Round(inflight / c * float64(sim.Second)))
+		}
+	}
 	little := sim.Rate(inflight / rtt.Seconds())
 	capr := little
 	if p.smp && !src.Host {

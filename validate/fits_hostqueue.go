@@ -212,6 +212,18 @@ var hostQueueFits = []Fit{
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPointerChase && r.WriteBlocks == 132 && r.ReadBlocks == 0
 		}, How: "the share of the model's wait behind the stores that gives the chase's measured round trip beside a writer kernel of 132 blocks (its round trip alone plus the share of the wait)"},
+	// gpu.host_loads_writer_on_sm_rate: 1 to 132 reader blocks of 512
+	// threads beside a writer kernel of 132 blocks, one on every SM
+	// (read_beside_write_10.jsonl); the readers beside such writers of
+	// every other file, other instances, threads and loops, are predicted.
+	{Params: []string{"gpu.host_loads_writer_on_sm_rate"}, Files: []string{"h200x1-arsim/read_beside_write_10.jsonl"},
+		Kinds:  []trace.Kind{trace.KindHostLinkConcurrency},
+		Covers: func(r trace.Record) bool { return r.What == "sm_read_beside_write" && writerOnItsSM(r) },
+		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/chase_local.jsonl"},
+			slices.DeleteFunc(slices.Clone(readBesideWrite), func(f string) bool { return f == "h200x1-arsim/read_beside_write_10.jsonl" })),
+		On: func(r trace.Record) bool {
+			return r.What == "sm_read_beside_write" && r.WriteBlocks == 132 && r.WritePauseNs == 0 && r.WriteTarget == "host"
+		}, How: "the grid minimum (0.1 GB/s) of the readers' squared relative errors"},
 	// gpu.host_loads_outstanding: a pointer chase beside 132 blocks of
 	// 512 threads loading host memory and no writer
 	// (read_beside_write_9.jsonl); the chases beside other reader blocks,
