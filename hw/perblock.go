@@ -37,11 +37,16 @@ type PerBlock struct {
 	Slice   int64  // loop simple_step: bytes per step
 	Fence   string // loop simple_step, fence: none, acq_rel, sc
 	Stores  int    // loop fence: stores per thread before the fence
-	Layout  string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64 … packed_4k: 64 B–4 KiB apart), "line_per_slot", or rank-major "vllm", "vllm_line", "vllm_off64" (rankMajor)
-	Groups  int    // loop group_barrier: groups of World blocks barriering at once
-	Blocks  int
-	Threads int
-	Iters   int // loop: iterations per block
+	// loop fence: the kernel's loop adds capture.fence_loop_code to each
+	// iteration (tools/capture's pb_fence_blocks); false: the one-warp
+	// fence kernels beside neighbours (pb_fence_polls and its kin,
+	// pb_fence_beside), whose loop adds nothing measurable
+	LoopCode bool
+	Layout   string // loop group_barrier: "packed" (a rank's slots in one sector, ranks' sectors 32 B apart; packed_64 … packed_4k: 64 B–4 KiB apart), "line_per_slot", or rank-major "vllm", "vllm_line", "vllm_off64" (rankMajor)
+	Groups   int    // loop group_barrier: groups of World blocks barriering at once
+	Blocks   int
+	Threads  int
+	Iters    int // loop: iterations per block
 	// SrcInL2 (loop copy, simple_step): the source is the same region
 	// every launch, in the L2 after the warm-up (trace src_residency l2).
 	SrcInL2 bool

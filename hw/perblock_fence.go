@@ -76,9 +76,13 @@ func (m *Machine) fenceTwin(rec PerBlock) (float64, error) {
 		return 0, fmt.Errorf("hw: %w", err)
 	}
 	at := mem(rec.Dst)
-	// The capture's loop code (capture.fence_loop_code) beside a fence
-	// after local stores: an iteration is at least that long.
-	floor := m.Phys.FenceLocal + m.Phys.FenceLoopCode
+	// The capture's loop code (capture.fence_loop_code, where its kernel
+	// has it) beside a fence after local stores: an iteration is at least
+	// that long.
+	floor := m.Phys.FenceLocal
+	if rec.LoopCode {
+		floor += m.Phys.FenceLoopCode
+	}
 	if rec.Blocks <= 1 {
 		f, err := m.FenceCost(0, at)
 		if err != nil {

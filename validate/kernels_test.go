@@ -253,3 +253,31 @@ func TestFenceBesideSpillingAndWholeCopyLoops(t *testing.T) {
 	assert.Greater(t, at8["lb512"][0]/at8[""][0], 4.0, "measured: the spilling loop holds the fence a fifth as long")
 	assert.Greater(t, at8["lb512"][1]/at8[""][1], 3.0, "simulated: two loads a thread against eight")
 }
+
+// The fence loops of the perblock part and write_buffer (pb_fence_blocks)
+// carry its loop code; every one-warp fence kernel's record does not.
+func TestFenceLoopCodeByKernel(t *testing.T) {
+	count := func(file string) (with, without int) {
+		for _, r := range readOneGPU(t, file) {
+			if r.Kind != trace.KindLoop || r.Loop != "fence" {
+				continue
+			}
+			if fenceLoopCode(r) {
+				with++
+			} else {
+				without++
+			}
+		}
+		return with, without
+	}
+	for _, f := range []string{"perblock.jsonl", "perblock_3.jsonl", "write_buffer.jsonl"} {
+		with, without := count(f)
+		assert.Positive(t, with, f)
+		assert.Zero(t, without, f)
+	}
+	for _, f := range []string{"fence_polls.jsonl", "fence_kinds.jsonl", "fence_pulls.jsonl", "fence_stream.jsonl", "fence_beside.jsonl", "fence_spill.jsonl"} {
+		with, without := count(f)
+		assert.Zero(t, with, f)
+		assert.Positive(t, without, f)
+	}
+}

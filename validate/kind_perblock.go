@@ -25,7 +25,7 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 	return hw.PerBlock{Kind: string(r.Kind), Target: r.Target, Request: r.Request, AtomicPage: r.AtomicPage, Spacing: r.SpacingBytes,
 		Mode: r.Mode, Pairs: r.Pairs, Loop: r.Loop, LLOp: r.LLOp, Recv: r.Recv, Dst: r.Dst, Src: r.Src,
 		Unroll: r.Unroll, Sources: r.Sources, Bound: r.LoopBound, World: r.World, Slice: int64(r.SliceBytes),
-		Fence: r.Fence, Stores: r.StoresPerThread, Blocks: r.Blocks, Threads: r.Threads, Iters: r.Iters,
+		Fence: r.Fence, Stores: r.StoresPerThread, LoopCode: fenceLoopCode(r), Blocks: r.Blocks, Threads: r.Threads, Iters: r.Iters,
 		Layout: r.Layout, Groups: r.Groups, Fresh: (r.Loop == "ll" || r.Loop == "ll128w") && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
 		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep,
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
@@ -161,4 +161,15 @@ func srcInL2(r trace.Record) bool {
 		return r.SrcResidency != "fresh"
 	}
 	return false
+}
+
+// fenceLoopCode reports whether a fence loop record ran tools/capture's
+// pb_fence_blocks (the perblock part's fence, write_buffer), whose loop
+// adds capture.fence_loop_code: it times every fencing block and writes
+// ns_per_iter_slowest_block; the one-warp fence kernels beside
+// neighbours (pb_fence_polls, _ar, _t, pb_fence_pulls_*,
+// pb_fence_stream_*, pb_fence_copies_*, pb_fence_beside) time their one
+// fencing block and write no such field.
+func fenceLoopCode(r trace.Record) bool {
+	return r.Loop == "fence" && r.NsPerIterSlowestBlock > 0
 }
