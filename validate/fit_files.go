@@ -6,7 +6,8 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 	"h200x1-arsim/read_beside_write_4.jsonl", "h200x1-arsim/read_beside_write_5.jsonl", "h200x1-arsim/read_beside_write_6.jsonl",
 	"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl", "h200x1-arsim/read_beside_write_9.jsonl", "h200x1-arsim/read_beside_write_10.jsonl",
 	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl", "h200x1-arsim/read_beside_write_13.jsonl", "h200x1-arsim/read_beside_write_14.jsonl", "h200x1-arsim/read_beside_write_15.jsonl",
-	"h200x1-arsim/chase_local.jsonl", "h200x1-arsim/chase_local_2.jsonl", "h200x1-arsim/chase_kernels.jsonl", "h200x1-arsim/chase_landing.jsonl"}
+	"h200x1-arsim/chase_local.jsonl", "h200x1-arsim/chase_local_2.jsonl", "h200x1-arsim/chase_kernels.jsonl", "h200x1-arsim/chase_landing.jsonl",
+	"h200x1-arsim/writer_on_sm.jsonl"}
 
 // readDepthOthers are read_placement's captures other than
 // read_depth_2.jsonl, on which the host queue's parameters are fitted.
