@@ -232,13 +232,7 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 		return sim.FlowSpec{}, 0, readPace{}, err
 	}
 	if k.WriterOnItsSMs && src.Host && m.StoringBlocks(r) >= 1 {
-		if c := float64(m.Phys.HostLoadsWriterOnSMRate); c > 0 {
-			// loads from SMs that share them with a writer kernel's
-			// streaming blocks are served one after another at
-			// gpu.host_loads_writer_on_sm_rate: each waits behind the
-			// kernel's other loads in flight
-			rtt += sim.Duration(math.Round(inflight / c * float64(sim.Second)))
-		}
+		rtt = m.writerOnSMRoundTrip(r, k, rtt, inflight)
 	}
 	little := sim.Rate(inflight / rtt.Seconds())
 	capr := little
@@ -287,6 +281,37 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	return spec, p.latency + m.memLatency(src), pace, nil
 }
 
+// writerOnSMRoundTrip is the round trip of the loads of kernel k, whose
+// blocks (all, or WriterOnSMBlocks of them) share their SMs with a writer
+// kernel's blocks streaming stores to host memory, given their round trip
+// rtt (readRoundTrip) and the kernel's bytes in flight: loads from such
+// SMs are served one after another at gpu.host_loads_writer_on_sm_rate,
+// each behind the shared blocks' other loads in flight. Where only some
+// blocks share an SM, those wait pcie.posted_wait_writer_on_sm of the wait
+// behind the stores and the others all of it (rtt), and the kernel, each
+// block loading an equal share, goes at its slower blocks' pace.
+func (m *Machine) writerOnSMRoundTrip(r int, k Kernel, rtt sim.Duration, inflight float64) sim.Duration {
+	c := float64(m.Phys.HostLoadsWriterOnSMRate)
+	if k.WriterOnSMBlocks <= 0 || k.WriterOnSMBlocks >= k.Blocks {
+		if c > 0 {
+			rtt += sim.Duration(math.Round(inflight / c * float64(sim.Second)))
+		}
+		return rtt
+	}
+	wait := m.HostLoadWaitIn(r, k.StoresHalf)
+	for _, h := range k.StoresHalfSlowest {
+		if h.Known {
+			wait = max(wait, m.HostLoadWaitIn(r, h))
+		}
+	}
+	shared := rtt - wait + m.WriterOnSMShare(wait)
+	if c > 0 {
+		co := inflight * float64(k.WriterOnSMBlocks) / float64(k.Blocks)
+		shared += sim.Duration(math.Round(co / c * float64(sim.Second)))
+	}
+	return max(rtt, shared)
+}
+
 // readRoundTrip is how long one of kernel k's loads of src, over path p
 // to rank r, takes to come back, the round trip of its window in Little's
 // law: there and back and the memory's access, a vector load's extra over
@@ -305,7 +330,7 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 				wait = max(wait, m.HostLoadWaitIn(r, h))
 			}
 		}
-		if k.WriterOnItsSMs {
+		if k.WriterOnItsSMs && k.WriterOnSMBlocks == 0 {
 			wait = m.WriterOnSMShare(wait)
 		}
 		rtt += wait

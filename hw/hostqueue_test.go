@@ -382,3 +382,30 @@ func TestLoadsWaitTheirSlowestPlace(t *testing.T) {
 	assert.Equal(t, min(a, b), at(other, own))
 	assert.Equal(t, a, at(own, StoreHalves{}))
 }
+
+// Loads from SMs shared with a writer kernel's blocks queue at
+// gpu.host_loads_writer_on_sm_rate behind the shared blocks' bytes in
+// flight; where only some blocks share an SM the kernel goes at the pace
+// of its slower blocks: never faster than with none shared, and slower
+// the more are.
+func TestLoadsBesideAWriterKernelOnTheirSMs(t *testing.T) {
+	writer := Kernel{Blocks: 131, Threads: 512}
+	at := func(shared int, all bool) float64 {
+		k := Kernel{Blocks: 100, Threads: 1024}
+		if shared > 0 {
+			k.WriterOnItsSMs = true
+			if !all {
+				k.WriterOnSMBlocks = shared
+			}
+		}
+		v, _ := readGBps(t, k, writer)
+		return v
+	}
+	none, some, more, all := at(0, false), at(10, false), at(99, false), at(100, true)
+	assert.LessOrEqual(t, some, none)
+	assert.Less(t, more, some)
+	assert.InEpsilon(t, all, more, 0.05, "99 of 100 shared goes near all of them")
+	m := h200x1Machine(t)
+	c := float64(m.Phys.HostLoadsWriterOnSMRate) / 1e9
+	assert.Less(t, all, c, "below the shared SMs' rate")
+}

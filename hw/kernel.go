@@ -73,6 +73,10 @@ type Kernel struct {
 	// its loads wait pcie.posted_wait_writer_on_sm of the wait behind the
 	// stores queued towards the host (Machine.WriterOnSMShare).
 	WriterOnItsSMs bool
+	// WriterOnSMBlocks, with WriterOnItsSMs: how many of the kernel's
+	// blocks share an SM with a writer kernel's block, where only some do
+	// (Machine.writerOnSMRoundTrip); 0: all of them.
+	WriterOnSMBlocks int
 	// StoresHalf, on a read of host memory: where the GPU's blocks
 	// streaming stores to host memory run among its SMs' two halves,
 	// relative to this kernel's loading blocks (Machine.HostLoadWaitIn);

@@ -54,7 +54,12 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		}
 		// a writer kernel with a block on every SM: each reading block
 		// beside one of its blocks
-		reader.WriterOnItsSMs = writerOnItsSM(r)
+		if n, all := writerSharedBlocks(r); n > 0 {
+			reader.WriterOnItsSMs = true
+			if !all {
+				reader.WriterOnSMBlocks = n
+			}
+		}
 		wbytes := sim.Bytes(384 << 20)
 		if v := extraNumber(r, "write_bytes"); v > 0 {
 			wbytes = sim.Bytes(v)

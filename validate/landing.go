@@ -91,23 +91,54 @@ func landedReaders(r trace.Record) (writeSMs string, readSMs []int, ok bool) {
 // writer is a kernel of its own (tools/capture's read_beside_write,
 // chase_beside_write, chase_grid; not read_placement's one launch) share
 // their SMs with the writer kernel's blocks streaming stores to host
-// memory: on an H200 a writer kernel of at least one block an SM holds
-// every SM (h200LandingOrder: its first 132 blocks take one SM each), or
-// the chase recorded its SM among the writers' (chase_sm in write_sms).
+// memory, all of them or some (writerSharedBlocks).
 func writerOnItsSM(r trace.Record) bool {
-	if r.Placement == "by_sm" || r.WriteTarget != "host" || r.WritePauseNs > 0 || r.ReaderSM != "" || !strings.HasPrefix(r.System, "h200") {
-		return false
+	n, _ := writerSharedBlocks(r)
+	return n > 0
+}
+
+// writerSharedBlocks is how many of a record's loading blocks (its
+// readers, or its one chase) share an SM with a block of a writer kernel
+// of its own streaming stores to host memory, and whether that is all of
+// them, on an H200: a writer kernel of at least one block an SM holds
+// every SM (h200LandingOrder: its first 132 blocks take one SM each); past
+// the SMs the writers leave free, the kernels launched after it land on
+// SMs again in the same order (an estimate: the order was captured for
+// kernels that fit), so the readers past them, or the chase, share a
+// writer's SM; a chase that recorded its SM among the writers' does too
+// (chase_sm in write_sms).
+func writerSharedBlocks(r trace.Record) (n int, all bool) {
+	if r.Placement == "by_sm" || r.WriteTarget != "host" || r.WritePauseNs > 0 || r.ReaderSM != "" || r.WriteBlocks <= 0 ||
+		!strings.HasPrefix(r.System, "h200") {
+		return 0, false
 	}
-	if r.WriteBlocks >= h200SMs {
-		return true
-	}
-	if r.Kind != trace.KindPointerChase || r.WriteSMs == "" {
-		return false
-	}
-	for _, f := range strings.Split(r.WriteSMs, ",") {
-		if sm, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && sm == r.ChaseSM {
-			return true
+	switch r.Kind {
+	case trace.KindHostLinkConcurrency:
+		if r.What != "sm_read_beside_write" || r.Blocks <= 0 {
+			return 0, false
+		}
+		if r.WriteBlocks >= h200SMs {
+			return r.Blocks, true
+		}
+		if past := r.WriteBlocks + r.Blocks - h200SMs; past > 0 {
+			return past, false
+		}
+		return 0, false
+	case trace.KindPointerChase:
+		if r.WriteBlocks >= h200SMs {
+			return 1, true
+		}
+		if r.WriteSMs != "" {
+			for _, f := range strings.Split(r.WriteSMs, ",") {
+				if sm, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && sm == r.ChaseSM {
+					return 1, true
+				}
+			}
+			return 0, false
+		}
+		if at := r.WriteBlocks + r.ReadBlocks; at >= h200SMs && at-h200SMs < r.WriteBlocks {
+			return 1, true
 		}
 	}
-	return false
+	return 0, false
 }

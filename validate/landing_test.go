@@ -190,3 +190,38 @@ func TestLandedReaderHalves(t *testing.T) {
 	assert.Equal(t, min(a, b), got, "the kernel loads at its slowest block's pace")
 	assert.Nil(t, landedReaderHalves(trace.Record{System: "h200x1-vm", Kind: trace.KindHostLinkConcurrency, What: "sm_read_beside_write", GPUs: 1, WriteBlocks: 132, Blocks: 4}))
 }
+
+func TestWriterSharedBlocks(t *testing.T) {
+	readers := func(w, r int) trace.Record {
+		return trace.Record{System: "h200x1-vm", Kind: trace.KindHostLinkConcurrency, What: "sm_read_beside_write", GPUs: 1,
+			WriteBlocks: w, Blocks: r, WriteTarget: "host"}
+	}
+	chase := func(w, r int) trace.Record {
+		return trace.Record{System: "h200x1-vm", Kind: trace.KindPointerChase, Target: "host", WriteBlocks: w, ReadBlocks: r, WriteTarget: "host"}
+	}
+	for _, c := range []struct {
+		rec      trace.Record
+		n        int
+		all      bool
+		describe string
+	}{
+		{readers(132, 4), 4, true, "132 writers: every reader"},
+		{readers(8, 124), 0, false, "every SM taken once"},
+		{readers(8, 132), 8, false, "eight readers past the free SMs"},
+		{readers(131, 100), 99, false, "one free SM"},
+		{chase(132, 0), 1, true, "the chase beside 132"},
+		{chase(131, 0), 0, false, "the chase on the free SM"},
+		{chase(131, 2), 1, true, "the chase past the free SM, on a writer's"},
+		{chase(8, 132), 0, false, "the chase past the free SMs, on a reader's"},
+		{func() trace.Record { r := chase(8, 0); r.WriteSMs = "0,2"; r.ChaseSM = 2; return r }(), 1, true, "the chase on a probed writer's SM"},
+		{func() trace.Record { r := readers(132, 4); r.WritePauseNs = 100; return r }(), 0, false, "paced writers"},
+		{func() trace.Record { r := readers(132, 4); r.WriteTarget = "local"; return r }(), 0, false, "writers to local memory"},
+		{func() trace.Record { r := readers(132, 4); r.Placement = "by_sm"; return r }(), 0, false, "one launch"},
+		{func() trace.Record { r := readers(132, 4); r.System = "rtx"; return r }(), 0, false, "not an H200"},
+	} {
+		n, all := writerSharedBlocks(c.rec)
+		assert.Equal(t, c.n, n, c.describe)
+		assert.Equal(t, c.all, all, c.describe)
+		assert.Equal(t, c.n > 0, writerOnItsSM(c.rec), c.describe)
+	}
+}
