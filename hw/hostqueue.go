@@ -430,7 +430,10 @@ func (m *Machine) OwnSMStoreWait(r int) sim.Duration {
 // waited 27.2 µs where beside 131, its SM its own, it waited 35.2; the
 // chases beside 132 writer blocks of six more files, 17–28 µs, are
 // predicted). Not so for a block of the same launch on the SM
-// (OwnSMStoreWait), which waits more.
+// (OwnSMStoreWait), which waits more. That the shared SM is the cause is
+// not shown: beside 131 writer blocks chases pinned to writers' SMs and to
+// the free one waited alike (chase_pinned.jsonl), 10 % below the count's
+// form.
 func (m *Machine) WriterOnSMShare(wait sim.Duration) sim.Duration {
 	return sim.Duration(math.Round(m.Phys.PostedWaitWriterOnSM * float64(wait)))
 }

@@ -7,7 +7,7 @@ var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-a
 	"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl", "h200x1-arsim/read_beside_write_9.jsonl", "h200x1-arsim/read_beside_write_10.jsonl",
 	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl", "h200x1-arsim/read_beside_write_13.jsonl", "h200x1-arsim/read_beside_write_14.jsonl", "h200x1-arsim/read_beside_write_15.jsonl",
 	"h200x1-arsim/chase_local.jsonl", "h200x1-arsim/chase_local_2.jsonl", "h200x1-arsim/chase_kernels.jsonl", "h200x1-arsim/chase_landing.jsonl",
-	"h200x1-arsim/writer_on_sm.jsonl"}
+	"h200x1-arsim/writer_on_sm.jsonl", "h200x1-arsim/chase_pinned.jsonl"}
 
 // readDepthOthers are read_placement's captures other than
 // read_depth_2.jsonl, on which the host queue's parameters are fitted.
