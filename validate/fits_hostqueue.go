@@ -208,7 +208,7 @@ var hostQueueFits = []Fit{
 	{Params: []string{"pcie.posted_wait_writer_on_sm"}, Files: []string{"h200x1-arsim/chase_forms.jsonl"},
 		Kinds:        []trace.Kind{trace.KindPointerChase, trace.KindHostLinkConcurrency},
 		Covers:       writerOnItsSM,
-		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/chase_halves.jsonl", "h200x1-arsim/chase_kernels.jsonl", "h200x1-arsim/chase_local.jsonl"}, readBesideWrite),
+		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/chase_halves.jsonl"}, readBesideWrite),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindPointerChase && r.WriteBlocks == 132 && r.ReadBlocks == 0
 		}, How: "the share of the model's wait behind the stores that gives the chase's measured round trip beside a writer kernel of 132 blocks (its round trip alone plus the share of the wait)"},
@@ -217,10 +217,9 @@ var hostQueueFits = []Fit{
 	// (read_beside_write_10.jsonl); the readers beside such writers of
 	// every other file, other instances, threads and loops, are predicted.
 	{Params: []string{"gpu.host_loads_writer_on_sm_rate"}, Files: []string{"h200x1-arsim/read_beside_write_10.jsonl"},
-		Kinds:  []trace.Kind{trace.KindHostLinkConcurrency},
-		Covers: func(r trace.Record) bool { return r.What == "sm_read_beside_write" && writerOnItsSM(r) },
-		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/chase_local.jsonl"},
-			slices.DeleteFunc(slices.Clone(readBesideWrite), func(f string) bool { return f == "h200x1-arsim/read_beside_write_10.jsonl" })),
+		Kinds:        []trace.Kind{trace.KindHostLinkConcurrency},
+		Covers:       func(r trace.Record) bool { return r.What == "sm_read_beside_write" && writerOnItsSM(r) },
+		AlsoPredicts: slices.DeleteFunc(slices.Clone(readBesideWrite), func(f string) bool { return f == "h200x1-arsim/read_beside_write_10.jsonl" }),
 		On: func(r trace.Record) bool {
 			return r.What == "sm_read_beside_write" && r.WriteBlocks == 132 && r.WritePauseNs == 0 && r.WriteTarget == "host"
 		}, How: "the grid minimum (0.1 GB/s) of the readers' squared relative errors"},

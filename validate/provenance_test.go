@@ -242,3 +242,16 @@ func TestH200KernelPrologueFromItsRecord(t *testing.T) {
 	require.Len(t, v.Records, 1)
 	assert.InDelta(t, 0, v.Records[0].ErrorPct, 0.5)
 }
+
+// fittedOn is the records of a one-GPU capture that param's fit is fitted
+// on (fitOf: its fit's On, in its Files), in the file's order.
+func fittedOn(t *testing.T, file, param string) []trace.Record {
+	t.Helper()
+	var out []trace.Record
+	for _, r := range readOneGPU(t, file) {
+		if f, _ := fitOf("h200x1-arsim/"+file, r); f != nil && f.Params[0] == param {
+			out = append(out, r)
+		}
+	}
+	return out
+}

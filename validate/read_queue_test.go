@@ -118,12 +118,7 @@ func TestOneWarpFillsTheHostLink(t *testing.T) {
 // repeat on another instance (_10).
 func TestHostLoadsOutstandingFromItsFittedSide(t *testing.T) {
 	const file = "h200x1-arsim/read_beside_write_9.jsonl"
-	var fitted []trace.Record
-	for _, r := range readOneGPU(t, "read_beside_write_9.jsonl") {
-		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "gpu.host_loads_outstanding" {
-			fitted = append(fitted, r)
-		}
-	}
+	fitted := fittedOn(t, "read_beside_write_9.jsonl", "gpu.host_loads_outstanding")
 	require.Len(t, fitted, 1)
 	r := fitted[0]
 	require.Equal(t, 132, r.ReadBlocks)

@@ -20,12 +20,7 @@ import (
 // without the rate they were 2–7 times too fast from 16 readers up.
 func TestHostLoadsWriterOnSMRateFromItsFittedSide(t *testing.T) {
 	const file = "h200x1-arsim/read_beside_write_10.jsonl"
-	var fitted []trace.Record
-	for _, r := range readOneGPU(t, "read_beside_write_10.jsonl") {
-		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "gpu.host_loads_writer_on_sm_rate" {
-			fitted = append(fitted, r)
-		}
-	}
+	fitted := fittedOn(t, "read_beside_write_10.jsonl", "gpu.host_loads_writer_on_sm_rate")
 	require.Len(t, fitted, 5)
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)

@@ -20,12 +20,7 @@ import (
 // 38 % slow.
 func TestWriterOnSMShareFromItsFittedSide(t *testing.T) {
 	const file = "h200x1-arsim/chase_forms.jsonl"
-	var fitted []trace.Record
-	for _, r := range readOneGPU(t, "chase_forms.jsonl") {
-		if f, _ := fitOf(file, r); f != nil && f.Params[0] == "pcie.posted_wait_writer_on_sm" {
-			fitted = append(fitted, r)
-		}
-	}
+	fitted := fittedOn(t, "chase_forms.jsonl", "pcie.posted_wait_writer_on_sm")
 	require.Len(t, fitted, 1)
 	r := fitted[0]
 	require.Equal(t, 132, r.WriteBlocks)
