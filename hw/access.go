@@ -298,18 +298,27 @@ func (m *Machine) writerOnSMRoundTrip(r int, k Kernel, rtt sim.Duration, infligh
 		}
 		return rtt
 	}
-	wait := m.HostLoadWaitIn(r, k.StoresHalf)
-	for _, h := range k.StoresHalfSlowest {
-		if h.Known {
-			wait = max(wait, m.HostLoadWaitIn(r, h))
-		}
-	}
+	wait := m.kernelHostLoadWait(r, k)
 	shared := rtt - wait + m.WriterOnSMShare(wait)
 	if c > 0 {
 		co := inflight * float64(k.WriterOnSMBlocks) / float64(k.Blocks)
 		shared += sim.Duration(math.Round(co / c * float64(sim.Second)))
 	}
 	return max(rtt, shared)
+}
+
+// kernelHostLoadWait is what kernel k's loads of host memory on GPU r
+// wait behind the stores queued towards the host: where its blocks lie in
+// several places beside the storing SMs (StoresHalfSlowest), the longest
+// of their waits (HostLoadWaitIn).
+func (m *Machine) kernelHostLoadWait(r int, k Kernel) sim.Duration {
+	wait := m.HostLoadWaitIn(r, k.StoresHalf)
+	for _, h := range k.StoresHalfSlowest {
+		if h.Known {
+			wait = max(wait, m.HostLoadWaitIn(r, h))
+		}
+	}
+	return wait
 }
 
 // readRoundTrip is how long one of kernel k's loads of src, over path p
@@ -324,12 +333,7 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 	}
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
-		wait := m.HostLoadWaitIn(r, k.StoresHalf)
-		for _, h := range k.StoresHalfSlowest {
-			if h.Known {
-				wait = max(wait, m.HostLoadWaitIn(r, h))
-			}
-		}
+		wait := m.kernelHostLoadWait(r, k)
 		if k.WriterOnItsSMs && k.WriterOnSMBlocks == 0 {
 			wait = m.WriterOnSMShare(wait)
 		}

@@ -428,7 +428,7 @@ func (m *Machine) OwnSMStoreWait(r int) sim.Duration {
 // it (measured on one H200, testdata/h200x1-arsim/chase_forms.jsonl: a
 // chase kernel beside a writer kernel of 132 blocks, a block on every SM,
 // waited 27.2 µs where beside 131, its SM its own, it waited 35.2; the
-// chases beside 132 writer blocks of six more files, 17–28 µs, are
+// chases beside 132 writer blocks of nine more files, 17–43 µs, are
 // predicted). Not so for a block of the same launch on the SM
 // (OwnSMStoreWait), which waits more. That the shared SM is the cause is
 // not shown: beside 131 writer blocks chases pinned to writers' SMs and to
