@@ -24,12 +24,9 @@ func TestHostLoadsWriterOnSMRateFromItsFittedSide(t *testing.T) {
 	require.Len(t, fitted, 5)
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
+	defaults := p.DefaultParams()
 	at := func(rate float64) *topology.Topology {
-		ps := p.DefaultParams()
-		require.NoError(t, ps.Set("gpu.host_loads_writer_on_sm_rate", rate, "test"))
-		top, err := p.BuildWith(ps)
-		require.NoError(t, err)
-		return top
+		return withParam(t, p, defaults, "gpu.host_loads_writer_on_sm_rate", rate)
 	}
 	cost := func(rate float64) float64 {
 		top, s := at(rate), 0.0

@@ -27,19 +27,15 @@ func TestWriterOnSMShareFromItsFittedSide(t *testing.T) {
 	require.True(t, writerOnItsSM(r))
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
+	ps := p.DefaultParams()
 	at := func(share float64) float64 {
-		ps := p.DefaultParams()
-		require.NoError(t, ps.Set("pcie.posted_wait_writer_on_sm", share, "test"))
-		top, err := p.BuildWith(ps)
-		require.NoError(t, err)
-		return chaseSim(t, top, r)
+		return chaseSim(t, withParam(t, p, ps, "pcie.posted_wait_writer_on_sm", share), r)
 	}
 	// the chase is its round trip alone plus the share of the wait
 	v0, v1 := at(0), at(1)
 	require.Greater(t, v1, r.NsPerStep)
 	require.Less(t, v0, r.NsPerStep)
 	share := (r.NsPerStep - v0) / (v1 - v0)
-	ps := p.DefaultParams()
 	assert.InDelta(t, share, ps.Get("pcie.posted_wait_writer_on_sm"), 0.001, "its fitted side gives %.4f", share)
 	par, _ := ps.Lookup("pcie.posted_wait_writer_on_sm")
 	assert.Contains(t, par.Source, "testdata/"+file)
@@ -48,10 +44,7 @@ func TestWriterOnSMShareFromItsFittedSide(t *testing.T) {
 	// threads streaming stores to host memory (a block on every SM).
 	top, err := p.Build()
 	require.NoError(t, err)
-	whole := p.DefaultParams()
-	require.NoError(t, whole.Set("pcie.posted_wait_writer_on_sm", 1, "test"))
-	topWhole, err := p.BuildWith(whole)
-	require.NoError(t, err)
+	topWhole := withParam(t, p, ps, "pcie.posted_wait_writer_on_sm", 1)
 	var errs, errsWhole []float64
 	for _, f := range []string{"chase_forms.jsonl", "chase_halves.jsonl", "chase_kernels.jsonl", "read_beside_write_4.jsonl", "read_beside_write_6.jsonl",
 		"read_beside_write_7.jsonl", "read_beside_write_9.jsonl", "read_beside_write_10.jsonl", "read_beside_write_11.jsonl", "read_beside_write_13.jsonl"} {
