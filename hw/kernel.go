@@ -228,6 +228,12 @@ type Kernel struct {
 	// capture's later kernels fix it at compile time): each iteration
 	// waits capture.ll_runtime_op more.
 	RuntimeOp bool
+	// LLWarpOps (LoopLL): the memory instructions a warp of the loop
+	// issues each iteration, which gpu.ll_iter_per_warp is taken in
+	// proportion to (llIterTime; 0: recv_reduce_send's three, on which it
+	// was fitted). Set by the per-block twins of tools/capture's LL receive
+	// loops; sends and schedules leave it 0.
+	LLWarpOps int
 	// Ranks and RanksInHost: the buffers a LoopRanks loop visits. For an
 	// unrolled pull (ReduceLoop, LoopNone) Ranks is how many buffers an
 	// iteration loads a pack from: each beyond two costs its chain

@@ -237,14 +237,25 @@ func (m *Machine) loopStart(k Kernel, bytes sim.Bytes) sim.Duration {
 }
 
 // llIterTime is one LL loop iteration of a block of threads threads whose
-// lines live in memory at.
-func (m *Machine) llIterTime(r int, at Mem, threads int) (sim.Duration, error) {
+// lines live in memory at: the lines' round trip, gpu.ll_iter_overhead
+// and, for each warp, gpu.ll_iter_per_warp, fitted on recv_reduce_send's
+// three memory instructions a warp (the line, the user buffer, the sent
+// line), taken in proportion to the loop's own ops (Kernel.LLWarpOps; 0:
+// three). Measured on one H200, 64–512 threads, the operation compiled
+// in (ll_ops_2.jsonl): a warp adds 1.2 ns to recv (two ops) and 2.4 ns to
+// recv_reduce_send, 3.9 to recv_copy_send, 5.3 to recv_reduce_copy_send
+// (four); the proportion's form was chosen after seeing them.
+func (m *Machine) llIterTime(r int, at Mem, threads, ops int) (sim.Duration, error) {
 	rtt, err := m.vectorRoundTrip(r, at)
 	if err != nil {
 		return 0, err
 	}
 	warps := (threads + 31) / 32
-	return rtt + m.Phys.LLIterOverhead + sim.Duration(warps)*m.Phys.LLIterPerWarp, nil
+	perWarp := m.Phys.LLIterPerWarp
+	if ops > 0 {
+		perWarp = perWarp * sim.Duration(ops) / 3
+	}
+	return rtt + m.Phys.LLIterOverhead + sim.Duration(warps)*perWarp, nil
 }
 
 // vectorRoundTrip is the round trip of a warp-wide 16-byte load by rank r
@@ -340,7 +351,7 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 	threads := float64(k.Threads) * k.share()
 	switch k.Loop {
 	case LoopLL:
-		it, err := m.llIterTime(r, k.LoopAt, int(threads)) // the thread group's warps (the tree's up or down group)
+		it, err := m.llIterTime(r, k.LoopAt, int(threads), k.LLWarpOps) // the thread group's warps (the tree's up or down group)
 		if err != nil {
 			return 0, err
 		}

@@ -462,6 +462,7 @@ func (m *Machine) llTwin(rec PerBlock) (float64, error) {
 		src = 8
 	}
 	k.FromDRAM = rec.Src == "local_streamed" || m.fromDRAM(rec, 16, src)
+	k.LLWarpOps = llWarpOps(rec)
 	return m.lineLoopTwin(rec, k, 8, "ll")
 }
 
@@ -649,4 +650,29 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 		d += f
 	}
 	return nsOf(d), nil
+}
+
+// llWarpOps is the memory instructions a warp of an LL receive loop
+// issues each iteration (Kernel.LLWarpOps), as tools/capture's pb_ll and
+// its fixed-op builds issue them: the polled line, the user buffer a
+// reduction loads, the sent line and the result a recv or a copy keeps:
+// recv and recv_send two, recv_reduce_send three, recv_reduce_copy_send
+// four. A send loop (no lines to poll) keeps the fitted cost (0): its
+// warps cost more than its two instructions give (pb_ll's sends at 1,024
+// threads 342 ns an iteration, 263 by the count; not modelled).
+func llWarpOps(rec PerBlock) int {
+	if rec.Recv == "none" {
+		return 0
+	}
+	n := 1 // the polled line
+	if strings.Contains(rec.LLOp, "reduce") {
+		n++
+	}
+	if strings.Contains(rec.LLOp, "send") {
+		n++
+	}
+	if rec.LLOp == "recv" || strings.Contains(rec.LLOp, "copy") {
+		n++
+	}
+	return n
 }

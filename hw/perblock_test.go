@@ -502,3 +502,24 @@ func TestLoadBatchesAreTheWindowOrTheLinksRoundTrip(t *testing.T) {
 	assert.Less(t, float64(got[0]), m.loadWindow(0, host, big)/10, "bandwidth-bound: far below its 8.6 MB in flight")
 	assert.Greater(t, float64(got[0]), 40e9*rtt.Seconds(), "at least 40 GB/s over a host round trip")
 }
+
+// An LL receive loop's cost per warp follows the memory instructions a
+// warp issues each iteration: gpu.ll_iter_per_warp is recv_reduce_send's
+// three, and a send or a schedule's loop (no ops given) keeps it whole.
+func TestLLIterPerWarpFollowsTheOps(t *testing.T) {
+	ops := map[string]int{"recv": 2, "recv_send": 2, "recv_reduce_send": 3, "recv_copy_send": 3, "recv_reduce_copy": 3, "recv_reduce_copy_send": 4}
+	for op, n := range ops {
+		assert.Equal(t, n, llWarpOps(PerBlock{Loop: "ll", LLOp: op, Recv: "local"}), op)
+	}
+	assert.Equal(t, 0, llWarpOps(PerBlock{Loop: "ll", LLOp: "send", Recv: "none"}), "a send keeps the fitted cost")
+	_, m := h200x1(t)
+	at := func(threads, ops int) sim.Duration {
+		it, err := m.llIterTime(0, GPUMem(0), threads, ops)
+		require.NoError(t, err)
+		return it
+	}
+	assert.Equal(t, at(1024, 0), at(1024, 3))
+	assert.Equal(t, 31*m.Phys.LLIterPerWarp, at(1024, 3)-at(32, 3))
+	assert.Equal(t, 31*(m.Phys.LLIterPerWarp*2/3), at(1024, 2)-at(32, 2))
+	assert.Greater(t, at(1024, 4), at(1024, 3))
+}
