@@ -236,6 +236,10 @@ func (m *Machine) loopStart(k Kernel, bytes sim.Bytes) sim.Duration {
 	return m.Phys.LoopStart + sim.Duration(warps*loads*float64(m.Phys.LoopStartPerLoad))
 }
 
+// llFittedWarpOps is the memory instructions a warp issues each iteration
+// in the loop gpu.ll_iter_per_warp was fitted on (recv_reduce_send).
+const llFittedWarpOps = 3
+
 // llIterTime is one LL loop iteration of a block of threads threads whose
 // lines live in memory at: the lines' round trip, gpu.ll_iter_overhead
 // and, for each warp, gpu.ll_iter_per_warp, fitted on recv_reduce_send's
@@ -253,7 +257,7 @@ func (m *Machine) llIterTime(r int, at Mem, threads, ops int) (sim.Duration, err
 	warps := (threads + 31) / 32
 	perWarp := m.Phys.LLIterPerWarp
 	if ops > 0 {
-		perWarp = perWarp * sim.Duration(ops) / 3
+		perWarp = perWarp * sim.Duration(ops) / llFittedWarpOps
 	}
 	return rtt + m.Phys.LLIterOverhead + sim.Duration(warps)*perWarp, nil
 }

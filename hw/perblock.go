@@ -481,13 +481,14 @@ func (m *Machine) blockIssue(rec PerBlock, name string) sim.Duration {
 		return 0
 	}
 	load, store := 16, 0
-	if strings.Contains(rec.LLOp, "reduce") {
+	op := llOpOf(rec)
+	if op.reduce {
 		load += 8
 	}
-	if strings.Contains(rec.LLOp, "send") {
+	if op.send {
 		store += 16
 	}
-	if rec.LLOp == "recv" || strings.Contains(rec.LLOp, "copy") {
+	if op.keep {
 		store += 8
 	}
 	n := float64(rec.Threads) * float64(max(rec.Iters, 1))
@@ -652,27 +653,38 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 	return nsOf(d), nil
 }
 
+// llOp is what an LL loop's operation does each iteration beside polling
+// its line: load and add the user buffer (reduce), store the line to the
+// next rank (send), store the result (keep: recv and the copies).
+type llOp struct{ reduce, send, keep bool }
+
+// llOpOf is the parts of a per-block LL record's operation (LLOp).
+func llOpOf(rec PerBlock) llOp {
+	return llOp{
+		reduce: strings.Contains(rec.LLOp, "reduce"),
+		send:   strings.Contains(rec.LLOp, "send"),
+		keep:   rec.LLOp == "recv" || strings.Contains(rec.LLOp, "copy"),
+	}
+}
+
 // llWarpOps is the memory instructions a warp of an LL receive loop
 // issues each iteration (Kernel.LLWarpOps), as tools/capture's pb_ll and
-// its fixed-op builds issue them: the polled line, the user buffer a
-// reduction loads, the sent line and the result a recv or a copy keeps:
-// recv and recv_send two, recv_reduce_send three, recv_reduce_copy_send
-// four. A send loop (no lines to poll) keeps the fitted cost (0): its
-// warps cost more than its two instructions give (pb_ll's sends at 1,024
-// threads 342 ns an iteration, 263 by the count; not modelled).
+// its fixed-op builds issue them: the polled line and one for each part
+// of its operation (llOpOf): recv and recv_send two, recv_reduce_send
+// three, recv_reduce_copy_send four. A send loop (no lines to poll) keeps
+// the fitted cost (0): its warps cost more than its two instructions give
+// (pb_ll's sends at 1,024 threads 342 ns an iteration, 263 by the count;
+// not modelled).
 func llWarpOps(rec PerBlock) int {
 	if rec.Recv == "none" {
 		return 0
 	}
 	n := 1 // the polled line
-	if strings.Contains(rec.LLOp, "reduce") {
-		n++
-	}
-	if strings.Contains(rec.LLOp, "send") {
-		n++
-	}
-	if rec.LLOp == "recv" || strings.Contains(rec.LLOp, "copy") {
-		n++
+	op := llOpOf(rec)
+	for _, part := range [...]bool{op.reduce, op.send, op.keep} {
+		if part {
+			n++
+		}
 	}
 	return n
 }
