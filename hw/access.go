@@ -231,7 +231,7 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	if err != nil {
 		return sim.FlowSpec{}, 0, readPace{}, err
 	}
-	if k.WriterOnItsSMs && src.Host && m.StoringBlocks(r) >= 1 {
+	if k.beside().WriterOnItsSMs && src.Host && m.StoringBlocks(r) >= 1 {
 		rtt = m.writerOnSMRoundTrip(r, k, rtt, inflight)
 	}
 	little := sim.Rate(inflight / rtt.Seconds())
@@ -292,7 +292,8 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 // block loading an equal share, goes at its slower blocks' pace.
 func (m *Machine) writerOnSMRoundTrip(r int, k Kernel, rtt sim.Duration, inflight float64) sim.Duration {
 	c := float64(m.Phys.HostLoadsWriterOnSMRate)
-	if k.WriterOnSMBlocks <= 0 || k.WriterOnSMBlocks >= k.Blocks {
+	on := k.beside().WriterOnSMBlocks
+	if on <= 0 || on >= k.Blocks {
 		if c > 0 {
 			rtt += sim.Duration(math.Round(inflight / c * float64(sim.Second)))
 		}
@@ -301,7 +302,7 @@ func (m *Machine) writerOnSMRoundTrip(r int, k Kernel, rtt sim.Duration, infligh
 	wait := m.kernelHostLoadWait(r, k)
 	shared := rtt - wait + m.WriterOnSMShare(wait)
 	if c > 0 {
-		co := inflight * float64(k.WriterOnSMBlocks) / float64(k.Blocks)
+		co := inflight * float64(on) / float64(k.Blocks)
 		shared += sim.Duration(math.Round(co / c * float64(sim.Second)))
 	}
 	return max(rtt, shared)
@@ -309,11 +310,12 @@ func (m *Machine) writerOnSMRoundTrip(r int, k Kernel, rtt sim.Duration, infligh
 
 // kernelHostLoadWait is what kernel k's loads of host memory on GPU r
 // wait behind the stores queued towards the host: where its blocks lie in
-// several places beside the storing SMs (StoresHalfSlowest), the longest
+// several places beside the storing SMs (StoresBeside.StoresHalfSlowest), the longest
 // of their waits (HostLoadWaitIn).
 func (m *Machine) kernelHostLoadWait(r int, k Kernel) sim.Duration {
-	wait := m.HostLoadWaitIn(r, k.StoresHalf)
-	for _, h := range k.StoresHalfSlowest {
+	b := k.beside()
+	wait := m.HostLoadWaitIn(r, b.StoresHalf)
+	for _, h := range b.StoresHalfSlowest {
 		if h.Known {
 			wait = max(wait, m.HostLoadWaitIn(r, h))
 		}
@@ -334,11 +336,12 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
 		wait := m.kernelHostLoadWait(r, k)
-		if k.WriterOnItsSMs && k.WriterOnSMBlocks == 0 {
+		b := k.beside()
+		if b.WriterOnItsSMs && b.WriterOnSMBlocks == 0 {
 			wait = m.WriterOnSMShare(wait)
 		}
 		rtt += wait
-		if k.StoresOnItsSMs {
+		if b.StoresOnItsSMs {
 			rtt += m.OwnSMStoreWait(r)
 		}
 	}

@@ -196,7 +196,7 @@ func (m *Machine) HostLoadWait(r int) sim.Duration {
 
 // StoreHalves says where a GPU's blocks streaming stores to host memory
 // run among its SMs, relative to a block loading host memory
-// (Kernel.StoresHalf): the zero value, where they run is not known (the
+// (StoresBeside.StoresHalf): the zero value, where they run is not known (the
 // count of storing blocks decides, HostLoadWait); else Own, the share of
 // them in the loading SM's half. An H200's SMs fall in two halves of 66
 // by a pattern of TPCs that varies by chip (testdata/h200x1-arsim/
@@ -407,7 +407,7 @@ func (m *Machine) chaseSpanShare(r int, h StoreHalves) float64 {
 
 // OwnSMStoreWait is what a load of host memory by GPU r waits, beyond
 // HostLoadWait, when its SM also runs a block of the same launch streaming
-// stores to host memory (Kernel.StoresOnItsSMs): pcie.posted_wait_own_sm for each of the
+// stores to host memory (StoresBeside.StoresOnItsSMs): pcie.posted_wait_own_sm for each of the
 // GPU's storing blocks, as if each SM's queued stores drained at its share
 // of the link (measured on one H200, testdata/h200x1-arsim
 // read_cores*.jsonl: in one launch of two blocks an SM, a load from an SM

@@ -365,14 +365,14 @@ func TestUnevenStridesWaitLessAtFullSpan(t *testing.T) {
 }
 
 // A kernel whose blocks lie in two places beside the storing ones loads
-// at the pace of the place that waits longer (StoresHalfSlowest), which
+// at the pace of the place that waits longer (StoresBeside.StoresHalfSlowest), which
 // ever of the two is named first; places not Known count for nothing.
 func TestLoadsWaitTheirSlowestPlace(t *testing.T) {
 	writer := Kernel{Blocks: 2, Threads: 512}
 	own, other := StoresInHalves(2, 0), StoresInHalves(0, 2)
 	at := func(h StoreHalves, also ...StoreHalves) float64 {
-		k := Kernel{Blocks: 4, Threads: 512, LoadsInFlight: 1, StoresHalf: h}
-		copy(k.StoresHalfSlowest[:], also)
+		k := Kernel{Blocks: 4, Threads: 512, LoadsInFlight: 1, Beside: &StoresBeside{StoresHalf: h}}
+		copy(k.Beside.StoresHalfSlowest[:], also)
 		v, _ := readGBps(t, k, writer)
 		return v
 	}
@@ -393,9 +393,9 @@ func TestLoadsBesideAWriterKernelOnTheirSMs(t *testing.T) {
 	at := func(shared int, all bool) float64 {
 		k := Kernel{Blocks: 100, Threads: 1024}
 		if shared > 0 {
-			k.WriterOnItsSMs = true
+			k.Beside = &StoresBeside{WriterOnItsSMs: true}
 			if !all {
-				k.WriterOnSMBlocks = shared
+				k.Beside.WriterOnSMBlocks = shared
 			}
 		}
 		v, _ := readGBps(t, k, writer)

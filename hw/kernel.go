@@ -58,37 +58,12 @@ type Kernel struct {
 	// host memory wait behind, hostqueue.go); 0: no such fences. The
 	// fences' cost to the stores themselves is not modelled.
 	StoresPerFence int
-	// StoresOnItsSMs, on a read of host memory: the kernel's blocks share
-	// their SMs with blocks of the same launch streaming stores to host
-	// memory, so its loads wait behind their own SM's queued stores as
-	// well as the GPU's (Machine.OwnSMStoreWait); false: they run on SMs
-	// that store nothing, beside another kernel's storing blocks (a chase
-	// kernel on a writer kernel's SM waited no more than elsewhere,
-	// testdata/h200x1-arsim/chase_kernels.jsonl), or where they run is not
-	// known.
-	StoresOnItsSMs bool
-	// WriterOnItsSMs, on a read of host memory: each of the kernel's
-	// blocks shares its SM with a block of another kernel streaming stores
-	// to host memory (a writer kernel with a block on every SM), so that
-	// its loads wait pcie.posted_wait_writer_on_sm of the wait behind the
-	// stores queued towards the host (Machine.WriterOnSMShare).
-	WriterOnItsSMs bool
-	// WriterOnSMBlocks, with WriterOnItsSMs: how many of the kernel's
-	// blocks share an SM with a writer kernel's block, where only some do
-	// (Machine.writerOnSMRoundTrip); 0: all of them.
-	WriterOnSMBlocks int
-	// StoresHalf, on a read of host memory: where the GPU's blocks
-	// streaming stores to host memory run among its SMs' two halves,
-	// relative to this kernel's loading blocks (Machine.HostLoadWaitIn);
-	// the zero value: not known (the count of storing blocks decides).
-	StoresHalf StoreHalves
-	// StoresHalfSlowest, on a read of host memory whose blocks lie beside
-	// the storing ones in different places (each of them a StoresHalf),
-	// each block loading an equal share (a grid-stride loop): the places
-	// of its blocks other than StoresHalf's, so that its loads wait the
-	// longest of the places' waits (the kernel ends with its slowest
-	// block); those not Known: none.
-	StoresHalfSlowest [3]StoreHalves
+	// Beside, on a read of host memory: where the kernel's blocks run
+	// relative to the GPU's blocks streaming stores to host memory, as
+	// validate's twins of tools/capture's probes know it; nil: not known
+	// (schedules). A pointer, so that the kernel every op carries stays
+	// small and quick to compare.
+	Beside *StoresBeside
 	// StoreSpan, on a streaming write to host memory: the bytes its
 	// stores sweep, again and again, while they stream (a loop that
 	// rewrites a buffer of that many bytes); 0: the write's own bytes, each
@@ -372,4 +347,49 @@ func (k Kernel) check(op, label string) error {
 		return fmt.Errorf("hw: %s %s: a volatile load loop and a reduce loop at once (the reduce loop's overheads include its volatile loads)", op, label)
 	}
 	return nil
+}
+
+// StoresBeside is where a kernel loading host memory runs relative to
+// the GPU's blocks streaming stores to host memory (Kernel.Beside).
+type StoresBeside struct {
+	// StoresOnItsSMs, on a read of host memory: the kernel's blocks share
+	// their SMs with blocks of the same launch streaming stores to host
+	// memory, so its loads wait behind their own SM's queued stores as
+	// well as the GPU's (Machine.OwnSMStoreWait); false: they run on SMs
+	// that store nothing, beside another kernel's storing blocks (a chase
+	// kernel on a writer kernel's SM waited no more than elsewhere,
+	// testdata/h200x1-arsim/chase_kernels.jsonl), or where they run is not
+	// known.
+	StoresOnItsSMs bool
+	// WriterOnItsSMs, on a read of host memory: each of the kernel's
+	// blocks shares its SM with a block of another kernel streaming stores
+	// to host memory (a writer kernel with a block on every SM), so that
+	// its loads wait pcie.posted_wait_writer_on_sm of the wait behind the
+	// stores queued towards the host (Machine.WriterOnSMShare).
+	WriterOnItsSMs bool
+	// WriterOnSMBlocks, with WriterOnItsSMs: how many of the kernel's
+	// blocks share an SM with a writer kernel's block, where only some do
+	// (Machine.writerOnSMRoundTrip); 0: all of them.
+	WriterOnSMBlocks int
+	// StoresHalf, on a read of host memory: where the GPU's blocks
+	// streaming stores to host memory run among its SMs' two halves,
+	// relative to this kernel's loading blocks (Machine.HostLoadWaitIn);
+	// the zero value: not known (the count of storing blocks decides).
+	StoresHalf StoreHalves
+	// StoresHalfSlowest, on a read of host memory whose blocks lie beside
+	// the storing ones in different places (each of them a StoresHalf),
+	// each block loading an equal share (a grid-stride loop): the places
+	// of its blocks other than StoresHalf's, so that its loads wait the
+	// longest of the places' waits (the kernel ends with its slowest
+	// block); those not Known: none.
+	StoresHalfSlowest [3]StoreHalves
+}
+
+// beside is k's Beside, or the zero placement (nothing known) where it
+// has none.
+func (k Kernel) beside() StoresBeside {
+	if k.Beside == nil {
+		return StoresBeside{}
+	}
+	return *k.Beside
 }

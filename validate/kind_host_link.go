@@ -32,7 +32,8 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		if r.GPUs != 1 || r.Blocks <= 0 {
 			return nil, notModelled("sm_read_beside_write on %d GPUs with %d reader blocks: the capture runs one GPU and names its reader's blocks", r.GPUs, r.Blocks)
 		}
-		reader := hw.Kernel{Blocks: r.Blocks, Threads: 512}
+		beside := &hw.StoresBeside{}
+		reader := hw.Kernel{Blocks: r.Blocks, Threads: 512, Beside: beside}
 		if r.Threads > 0 {
 			reader.Threads = r.Threads
 		}
@@ -45,9 +46,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			// keep loads_in_flight
 			reader.LoadsInFlight = float64(max(r.LoadsInFlight, 1))
 			// read_cores: each reading block beside a storing block on its SM
-			reader.StoresOnItsSMs = r.ReaderSM == "with_storer"
+			beside.StoresOnItsSMs = r.ReaderSM == "with_storer"
 			// where the storing SMs lie: the reader's half or the other
-			reader.StoresHalf = storesHalf(r)
+			beside.StoresHalf = storesHalf(r)
 		} else if r.LoadsInFlight > 0 {
 			// read_beside_write's loops variant (read_loop)
 			reader.LoadsInFlight = readLoopInFlight(r.LoadsInFlight)
@@ -55,9 +56,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		// a writer kernel with a block on every SM: each reading block
 		// beside one of its blocks
 		if n, all := writerSharedBlocks(r); n > 0 {
-			reader.WriterOnItsSMs = true
+			beside.WriterOnItsSMs = true
 			if !all {
-				reader.WriterOnSMBlocks = n
+				beside.WriterOnSMBlocks = n
 			}
 		}
 		wbytes := sim.Bytes(384 << 20)
@@ -79,9 +80,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			t.Group += sharesDesc(r)
 			t.Note = "the model's loads do not wait behind the stores of other SMs"
 		}
-		if h := landedReaderHalves(r); len(h) > 0 && len(h) <= 1+len(reader.StoresHalfSlowest) {
-			reader.StoresHalf = h[0]
-			copy(reader.StoresHalfSlowest[:], h[1:])
+		if h := landedReaderHalves(r); len(h) > 0 && len(h) <= 1+len(beside.StoresHalfSlowest) {
+			beside.StoresHalf = h[0]
+			copy(beside.StoresHalfSlowest[:], h[1:])
 		}
 		t.Sim = device(func(top *topology.Topology) (float64, error) {
 			return ReadBesideWriteGBps(top, reader, writer, toLocal, sim.Bytes(per), wbytes)

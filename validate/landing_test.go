@@ -181,7 +181,7 @@ func TestLandedReaderHalves(t *testing.T) {
 	require.NoError(t, err)
 	got := twinSim(t, top, r, hostLinkTwin)
 	alone := func(h hw.StoreHalves) float64 {
-		v, err := ReadBesideWriteGBps(top, hw.Kernel{Blocks: 4, Threads: 512, StoresHalf: h}, writerKernel(r), false, 256<<20, 384<<20)
+		v, err := ReadBesideWriteGBps(top, hw.Kernel{Blocks: 4, Threads: 512, Beside: &hw.StoresBeside{StoresHalf: h}}, writerKernel(r), false, 256<<20, 384<<20)
 		require.NoError(t, err)
 		return v
 	}
