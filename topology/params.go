@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,11 +46,7 @@ func (ps *Params) Add(p Param) {
 
 // Clone returns an independent copy.
 func (ps *Params) Clone() *Params {
-	c := &Params{}
-	for _, p := range ps.list {
-		c.Add(p)
-	}
-	return c
+	return &Params{list: slices.Clone(ps.list), index: maps.Clone(ps.index)}
 }
 
 // Lookup returns the parameter called name.
