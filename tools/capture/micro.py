@@ -1300,6 +1300,135 @@ class Micro:
                         self.rec_sm.emit(rec)
                     self.rec_sm.guard(f"read_cores {span[2]} {n} {shares} {nr}", meas)
 
+    def read_gpcs(self):
+        """Readers beside one storing block, placed by GPC (MICRO_PARTS=sm_groups,read_gpcs): place_rw with two
+        blocks an SM (100 KiB of dynamic shared memory each), the first block of SM w storing to host memory (its own
+        MiB) and the second block of R SMs reading 2 MiB each with the plain loop (one 16-B load a thread in flight).
+        w = READ_GPCS_W (0 and 124 by default). The R SMs are the first R of one of four sets (field read_set): the
+        writer's GPC (the other SMs of its sm_groups group, or of the SMs in no group), group 0 or the SMs in no group
+        (whichever the writer is not in), group 4, and the first SM of each group the writer is not in (one a GPC);
+        R = READ_GPCS_R (1, 2, 4, 7), each with the storing block (write_set first1) and without it (first0). A
+        record per configuration (placement by_sm, blocks R, read_sms the SMs, reader_sm without_storer)."""
+        if not getattr(self, "groups", None):
+            raise RuntimeError("read_gpcs: run sm_groups first (MICRO_PARTS=sm_groups,read_gpcs)")
+        groups = [sorted(g) for g in self.groups]
+        grouped = {s for g in groups for s in g}
+        loose = [s for s in range(self.sms) if s not in grouped]
+        ws = [int(v) for v in os.environ.get("READ_GPCS_W", "0,124").split(",") if v]
+        rs = [int(v) for v in os.environ.get("READ_GPCS_R", "1,2,4,7").split(",") if v]
+        if any(not 0 <= w < self.sms for w in ws) or any(r < 1 for r in rs):
+            raise ValueError(f"READ_GPCS_W={ws}, READ_GPCS_R={rs}: SMs of this GPU, readers ≥ 1")
+        hb, _, _ = self._chase_buffer()
+        smem = 100 << 10
+        span = self.write_span("own_mib")
+        try:
+            launch = self._placer(hb, smem, span, slots=2)
+        except RuntimeError as e:
+            self.rec_sm.error("read_gpcs", e)
+            hb.free()
+            return
+        for w in ws:
+            own = next((g for g in groups if w in g), loose)
+            sets = {"own_gpc": [s for s in own if s != w]}
+            if own is loose:
+                sets["group0"] = groups[0]
+            else:
+                sets["no_group"] = loose
+            if len(groups) > 4 and w not in groups[4]:
+                sets["group4"] = groups[4]
+            sets["one_a_gpc"] = [g[0] for g in groups if w not in g] + ([loose[0]] if loose and own is not loose else [])
+            for name, members in sets.items():
+                for nr in rs:
+                    if nr > len(members):
+                        continue
+                    readers = members[:nr]
+                    for writing in (1, 0):
+                        def meas(w=w, name=name, readers=readers, writing=writing):
+                            roles = [0] * (2 * self.sms)
+                            if writing:
+                                roles[2 * w] = 1
+                            for r in readers:
+                                roles[2 * r + 1] = 2
+                            times, wl = [], []
+                            for trial in range(4):
+                                o, wst = launch(roles, 2 << 20, 0, 0, None)
+                                rows = [v for v in o if int(v[1]) == 2]
+                                if len(rows) != len(readers):
+                                    raise RuntimeError(f"read_gpcs: {len(rows)} readers ran, {len(readers)} placed")
+                                if trial:
+                                    times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
+                                    wl.append(wst)
+                            writers = [w] if writing else []
+                            rec = self._place_rec(f"first{len(writers)}", writers, readers[0], len(readers), 2 << 20,
+                                                  times, smem, wl[len(wl) // 2], span)
+                            rec["write_sms"] = ",".join(str(v) for v in writers)
+                            rec["read_sms"] = ",".join(str(v) for v in readers)
+                            rec["read_set"] = name
+                            rec["loads_in_flight"] = 1
+                            rec["reader_sm"] = "without_storer"
+                            self.rec_sm.emit(rec)
+                        self.rec_sm.guard(f"read_gpcs {w} {name} {len(readers)} {writing}", meas)
+        hb.free()
+
+    def read_count(self):
+        """Readers beside one storing block by their count (MICRO_PARTS=sm_groups,read_count): read_gpcs's launch (the
+        storing block on SM 0, its own MiB; readers of 512 threads, one 16-B load a thread in flight, 2 MiB each, 100
+        KiB of shared memory a block) with R readers taken round-robin over the GPCs (sm_groups' groups, then the SMs
+        in no group, each in SM order, SM 0 left out), R = READ_COUNT_R (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 131),
+        with the storing block and without it. A record per configuration (read_gpcs's fields, read_set
+        round_robin)."""
+        if not getattr(self, "groups", None):
+            raise RuntimeError("read_count: run sm_groups first (MICRO_PARTS=sm_groups,read_count)")
+        groups = [sorted(g) for g in self.groups]
+        grouped = {s for g in groups for s in g}
+        lists = groups + [[s for s in range(self.sms) if s not in grouped]]
+        order, depth = [], 0
+        while len(order) < self.sms - 1 and depth < self.sms:
+            for g in lists:
+                if depth < len(g) and g[depth] != 0:
+                    order.append(g[depth])
+            depth += 1
+        rs = [int(v) for v in os.environ.get("READ_COUNT_R", "1,2,4,8,12,16,24,32,48,64,96,131").split(",") if v]
+        if any(not 1 <= r <= len(order) for r in rs):
+            raise ValueError(f"READ_COUNT_R={rs}: 1 to {len(order)} readers")
+        hb, _, _ = self._chase_buffer()
+        smem = 100 << 10
+        span = self.write_span("own_mib")
+        try:
+            launch = self._placer(hb, smem, span, slots=2)
+        except RuntimeError as e:
+            self.rec_sm.error("read_count", e)
+            hb.free()
+            return
+        for nr in rs:
+            readers = order[:nr]
+            for writing in (1, 0):
+                def meas(readers=readers, writing=writing):
+                    roles = [0] * (2 * self.sms)
+                    if writing:
+                        roles[0] = 1
+                    for r in readers:
+                        roles[2 * r + 1] = 2
+                    times, wl = [], []
+                    for trial in range(4):
+                        o, wst = launch(roles, 2 << 20, 0, 0, None)
+                        rows = [v for v in o if int(v[1]) == 2]
+                        if len(rows) != len(readers):
+                            raise RuntimeError(f"read_count: {len(rows)} readers ran, {len(readers)} placed")
+                        if trial:
+                            times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
+                            wl.append(wst)
+                    writers = [0] if writing else []
+                    rec = self._place_rec(f"first{len(writers)}", writers, readers[0], len(readers), 2 << 20,
+                                          times, smem, wl[len(wl) // 2], span)
+                    rec["read_sms"] = ",".join(str(v) for v in readers)
+                    rec["read_set"] = "round_robin"
+                    rec["loads_in_flight"] = 1
+                    rec["reader_sm"] = "without_storer"
+                    self.rec_sm.emit(rec)
+                self.rec_sm.guard(f"read_count {nr} {writing}", meas)
+        hb.free()
+
     def read_depth(self):
         """The stores' queue in front of loads by the SMs that store (READ_PLACEMENT=depth): place_rw with the
         first n SMs storing (n = 0, 1, 2, 4, 8, 16, 32, 66, 131) and the last SM reading: a 2 MiB streaming load
