@@ -1375,8 +1375,8 @@ class Micro:
         storing block on SM 0, its own MiB; readers of 512 threads, one 16-B load a thread in flight, 2 MiB each, 100
         KiB of shared memory a block) with R readers taken round-robin over the GPCs (sm_groups' groups, then the SMs
         in no group, each in SM order, SM 0 left out), R = READ_COUNT_R (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 131),
-        with the storing block and without it. A record per configuration (read_gpcs's fields, read_set
-        round_robin)."""
+        or the forms READ_COUNT_FORMS gives (R, the readers' loop and threads), with the storing block and without it.
+        A record per configuration (read_gpcs's fields, read_set round_robin)."""
         if not getattr(self, "groups", None):
             raise RuntimeError("read_count: run sm_groups first (MICRO_PARTS=sm_groups,read_count)")
         groups = [sorted(g) for g in self.groups]
@@ -1388,9 +1388,19 @@ class Micro:
                 if depth < len(g) and g[depth] != 0:
                     order.append(g[depth])
             depth += 1
-        rs = [int(v) for v in os.environ.get("READ_COUNT_R", "1,2,4,8,12,16,24,32,48,64,96,131").split(",") if v]
-        if any(not 1 <= r <= len(order) for r in rs):
-            raise ValueError(f"READ_COUNT_R={rs}: 1 to {len(order)} readers")
+        # READ_COUNT_FORMS=R:mode:threads,…: instead of READ_COUNT_R, readers in these forms (place_rw's mode 0, the
+        # plain loop; 2 and 3, four and eight independent loads a thread; 4, only the first threads of each block
+        # loading, 2 MiB × threads / 512 each, so as many round trips), fields loads_in_flight and threads
+        forms = []
+        for v in [v for v in os.environ.get("READ_COUNT_FORMS", "").split(",") if v]:
+            r, mode, th = (int(x) for x in v.split(":"))
+            if mode not in (0, 2, 3, 4) or not 1 <= th <= 512 or (mode != 4 and th != 512):
+                raise ValueError(f"READ_COUNT_FORMS={v!r}: R:mode:threads, mode 0, 2, 3 (512 threads) or 4")
+            forms.append((r, mode, th))
+        if not forms:
+            forms = [(int(v), 0, 512) for v in os.environ.get("READ_COUNT_R", "1,2,4,8,12,16,24,32,48,64,96,131").split(",") if v]
+        if any(not 1 <= f[0] <= len(order) for f in forms):
+            raise ValueError(f"READ_COUNT_R/FORMS={forms}: 1 to {len(order)} readers")
         hb, _, _ = self._chase_buffer()
         smem = 100 << 10
         span = self.write_span("own_mib")
@@ -1400,10 +1410,11 @@ class Micro:
             self.rec_sm.error("read_count", e)
             hb.free()
             return
-        for nr in rs:
+        for nr, mode, th in forms:
             readers = order[:nr]
+            rbytes = (2 << 20) * th // 512
             for writing in (1, 0):
-                def meas(readers=readers, writing=writing):
+                def meas(readers=readers, writing=writing, mode=mode, th=th, rbytes=rbytes):
                     roles = [0] * (2 * self.sms)
                     if writing:
                         roles[0] = 1
@@ -1411,7 +1422,7 @@ class Micro:
                         roles[2 * r + 1] = 2
                     times, wl = [], []
                     for trial in range(4):
-                        o, wst = launch(roles, 2 << 20, 0, 0, None)
+                        o, wst = launch(roles, rbytes, mode, 0, None, th)
                         rows = [v for v in o if int(v[1]) == 2]
                         if len(rows) != len(readers):
                             raise RuntimeError(f"read_count: {len(rows)} readers ran, {len(readers)} placed")
@@ -1419,14 +1430,15 @@ class Micro:
                             times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
                             wl.append(wst)
                     writers = [0] if writing else []
-                    rec = self._place_rec(f"first{len(writers)}", writers, readers[0], len(readers), 2 << 20,
+                    rec = self._place_rec(f"first{len(writers)}", writers, readers[0], len(readers), rbytes,
                                           times, smem, wl[len(wl) // 2], span)
+                    rec["threads"] = th
                     rec["read_sms"] = ",".join(str(v) for v in readers)
                     rec["read_set"] = "round_robin"
-                    rec["loads_in_flight"] = 1
+                    rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8, 4: 1}[mode]
                     rec["reader_sm"] = "without_storer"
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_count {nr} {writing}", meas)
+                self.rec_sm.guard(f"read_count {nr} {mode} {th} {writing}", meas)
         hb.free()
 
     def read_depth(self):
