@@ -449,7 +449,10 @@ class Micro:
         # system fence after every 4 of a thread's, W = 8, 132; field write_mode)
         variants = [v for v in os.environ.get("READ_BESIDE_WRITE_VARIANTS", "").split(",") if v] or ["base"]
         variants = ["" if v == "base" else v for v in variants]
-        pace_gbps = float(os.environ.get("PACE_GBPS", "10"))
+        # PACE_GBPS: the paced writers' rates, comma-separated (each a run of the variant; field write_pause_ns);
+        # PACED_W: the paced variant's writer blocks (8 and 132 by default)
+        paces = [float(v) for v in os.environ.get("PACE_GBPS", "10").split(",") if v]
+        paced_ws = tuple(int(v) for v in os.environ.get("PACED_W", "8,132").split(",") if v)
         wrp, wrv = self.fn(0, "sm_write16_paced"), self.fn(0, "sm_write16_vol")
         for variant in variants:
           wthreads = 32 if variant == "t32" else 512
@@ -457,11 +460,11 @@ class Micro:
           rs_list = (1, 4, 16, 132) if variant in ("wsweep", "paced", "vol", "fenced") else (1, 2, 4, 8, 16, 32, 66, 132)
           if variant == "loops":
               rs_list = (1, 4, 8)  # here: the reader's loads a thread in flight, one block
-          ws_list = {"": (0, 1, 8, 132), "wsweep": (2, 4, 16, 32, 66), "paced": (8, 132), "vol": (8, 132),
+          ws_list = {"": (0, 1, 8, 132), "wsweep": (2, 4, 16, 32, 66), "paced": paced_ws, "vol": (8, 132),
                      "fenced": (8, 132), "loops": (0, 2, 8, 132)}.get(variant, (1, 8, 132))
-          for R in rs_list:
-            for W in ws_list:
-                def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst):
+          for R, W, pace_gbps in [(R, W, g) for g in (paces if variant == "paced" else paces[:1]) for R in rs_list
+                                  for W in ws_list]:
+                def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst, pace_gbps=pace_gbps):
                     wb = (24 << 20) if variant == "paced" else wbytes
                     pace_ns = int(W * wthreads * 16 / pace_gbps)  # one 16-B store a thread per pause
                     def once():
@@ -512,7 +515,7 @@ class Micro:
                         if variant in ("vol", "fenced"):
                             rec["write_mode"] = "volatile_fence4" if variant == "fenced" else "volatile"
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_beside_write {variant} {R} {W}", meas)
+                self.rec_sm.guard(f"read_beside_write {variant} {R} {W} {pace_gbps:g}", meas)
         del local
         hb.free()
 
