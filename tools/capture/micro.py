@@ -553,13 +553,20 @@ class Micro:
         # CHASE_READERS: also run readers of R blocks × 512 threads loading host memory (16 MiB at a time, again
         # while the chase runs) beside the chase and 132 plain writers, R in the list (field read_blocks)
         readers = [int(v) for v in os.environ.get("CHASE_READERS", "").split(",") if v]
-        configs = [(0, False, 0), (1, False, 0), (2, False, 0), (8, False, 0), (132, False, 0), (132, True, 0)]
+        configs = [(0, False, 0, 10.0), (1, False, 0, 10.0), (2, False, 0, 10.0), (8, False, 0, 10.0),
+                   (132, False, 0, 10.0), (132, True, 0, 10.0)]
         if readers:
-            configs = [(132, False, R) for R in readers]
-        for W, paced, R in configs:
-            def meas(W=W, paced=paced, R=R):
-                pace_ns = int(W * 512 * 16 / 10.0)
-                wb = (24 << 20) if paced else wbytes
+            configs = [(132, False, R, 10.0) for R in readers]
+        # CHASE_PACED=W:GBPS,…: instead, W writer blocks paced to about GBPS together (2 × 96 MiB, outlasting the
+        # chase), and W unpaced for reference
+        paced_list = [v.split(":") for v in os.environ.get("CHASE_PACED", "").split(",") if v]
+        if paced_list:
+            configs = [(int(w), True, 0, float(g)) for w, g in paced_list]
+            configs += [(w, False, 0, 10.0) for w in sorted({c[0] for c in configs})]
+        for W, paced, R, gbps in configs:
+            def meas(W=W, paced=paced, R=R, gbps=gbps):
+                pace_ns = int(W * 512 * 16 / gbps)
+                wb = ((96 << 20) if paced_list else (24 << 20)) if paced else wbytes
                 def once():
                     with cp.cuda.Device(0):
                         if W:
@@ -592,7 +599,7 @@ class Micro:
                 if R:
                     rec["read_blocks"] = R
                 self.rec_sm.emit(rec)
-            self.rec_sm.guard(f"chase_beside_write {W} {paced} {R}", meas)
+            self.rec_sm.guard(f"chase_beside_write {W} {paced} {R} {gbps:g}", meas)
         hb.free()
 
 
