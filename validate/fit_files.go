@@ -20,7 +20,7 @@ var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/re
 	"h200x1-arsim/read_octets.jsonl", "h200x1-arsim/read_pairs_2.jsonl", "h200x1-arsim/read_pairs_3.jsonl",
 	"h200x1-arsim/read_halves_span.jsonl", "h200x1-arsim/read_groups.jsonl", "h200x1-arsim/read_groups_2.jsonl", "h200x1-arsim/read_groups_3.jsonl", "h200x1-arsim/read_groups_4.jsonl", "h200x1-arsim/read_groups_5.jsonl", "h200x1-arsim/read_pairs_4.jsonl", "h200x1-arsim/read_groups_6.jsonl", "h200x1-arsim/read_groups_7.jsonl", "h200x1-arsim/read_groups_8.jsonl", "h200x1-arsim/read_groups_9.jsonl",
 	"h200x1-arsim/read_halves_3.jsonl", "h200x1-arsim/read_halves_4.jsonl", "h200x1-arsim/read_pairs_5.jsonl", "h200x1-arsim/read_pairs_6.jsonl", "h200x1-arsim/read_groups_10.jsonl", "h200x1-arsim/read_halves_5.jsonl", "h200x1-arsim/read_span_5.jsonl", "h200x1-arsim/read_span_6.jsonl", "h200x1-arsim/read_gpc_2.jsonl",
-	"h200x1-arsim/read_gpcs.jsonl", "h200x1-arsim/read_count.jsonl", "h200x1-arsim/read_count_2.jsonl"}
+	"h200x1-arsim/read_gpcs.jsonl", "h200x1-arsim/read_count.jsonl", "h200x1-arsim/read_count_2.jsonl", "h200x1-arsim/read_gpcs_2.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,

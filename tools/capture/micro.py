@@ -1319,24 +1319,12 @@ class Micro:
         (whichever the writer is not in), group 4, and the first SM of each group the writer is not in (one a GPC);
         R = READ_GPCS_R (1, 2, 4, 7), each with the storing block (write_set first1) and without it (first0). A
         record per configuration (placement by_sm, blocks R, read_sms the SMs, reader_sm without_storer)."""
-        if not getattr(self, "groups", None):
-            raise RuntimeError("read_gpcs: run sm_groups first (MICRO_PARTS=sm_groups,read_gpcs)")
-        groups = [sorted(g) for g in self.groups]
-        grouped = {s for g in groups for s in g}
-        loose = [s for s in range(self.sms) if s not in grouped]
+        groups, loose = self._gpc_groups("read_gpcs")
         ws = [int(v) for v in os.environ.get("READ_GPCS_W", "0,124").split(",") if v]
         rs = [int(v) for v in os.environ.get("READ_GPCS_R", "1,2,4,7").split(",") if v]
         if any(not 0 <= w < self.sms for w in ws) or any(r < 1 for r in rs):
             raise ValueError(f"READ_GPCS_W={ws}, READ_GPCS_R={rs}: SMs of this GPU, readers ≥ 1")
-        hb, _, _ = self._chase_buffer()
-        smem = 100 << 10
-        span = self.write_span("own_mib")
-        try:
-            launch = self._placer(hb, smem, span, slots=2)
-        except RuntimeError as e:
-            self.rec_sm.error("read_gpcs", e)
-            hb.free()
-            return
+        runs = []
         for w in ws:
             own = next((g for g in groups if w in g), loose)
             sets = {"own_gpc": [s for s in own if s != w]}
@@ -1347,38 +1335,8 @@ class Micro:
             if len(groups) > 4 and w not in groups[4]:
                 sets["group4"] = groups[4]
             sets["one_a_gpc"] = [g[0] for g in groups if w not in g] + ([loose[0]] if loose and own is not loose else [])
-            for name, members in sets.items():
-                for nr in rs:
-                    if nr > len(members):
-                        continue
-                    readers = members[:nr]
-                    for writing in (1, 0):
-                        def meas(w=w, name=name, readers=readers, writing=writing):
-                            roles = [0] * (2 * self.sms)
-                            if writing:
-                                roles[2 * w] = 1
-                            for r in readers:
-                                roles[2 * r + 1] = 2
-                            times, wl = [], []
-                            for trial in range(4):
-                                o, wst = launch(roles, 2 << 20, 0, 0, None)
-                                rows = [v for v in o if int(v[1]) == 2]
-                                if len(rows) != len(readers):
-                                    raise RuntimeError(f"read_gpcs: {len(rows)} readers ran, {len(readers)} placed")
-                                if trial:
-                                    times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
-                                    wl.append(wst)
-                            writers = [w] if writing else []
-                            rec = self._place_rec(f"first{len(writers)}", writers, readers[0], len(readers), 2 << 20,
-                                                  times, smem, wl[len(wl) // 2], span)
-                            rec["write_sms"] = ",".join(str(v) for v in writers)
-                            rec["read_sms"] = ",".join(str(v) for v in readers)
-                            rec["read_set"] = name
-                            rec["loads_in_flight"] = 1
-                            rec["reader_sm"] = "without_storer"
-                            self.rec_sm.emit(rec)
-                        self.rec_sm.guard(f"read_gpcs {w} {name} {len(readers)} {writing}", meas)
-        hb.free()
+            runs += [(w, name, members[:nr], 0, 512) for name, members in sets.items() for nr in rs if nr <= len(members)]
+        self._readers_beside_one("read_gpcs", runs)
 
     def read_count(self):
         """Readers beside one storing block by their count (MICRO_PARTS=sm_groups,read_count): read_gpcs's launch (the
@@ -1387,11 +1345,8 @@ class Micro:
         in no group, each in SM order, SM 0 left out), R = READ_COUNT_R (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 131),
         or the forms READ_COUNT_FORMS gives (R, the readers' loop and threads), with the storing block and without it.
         A record per configuration (read_gpcs's fields, read_set round_robin)."""
-        if not getattr(self, "groups", None):
-            raise RuntimeError("read_count: run sm_groups first (MICRO_PARTS=sm_groups,read_count)")
-        groups = [sorted(g) for g in self.groups]
-        grouped = {s for g in groups for s in g}
-        lists = groups + [[s for s in range(self.sms) if s not in grouped]]
+        groups, loose = self._gpc_groups("read_count")
+        lists = groups + [loose]
         order, depth = [], 0
         while len(order) < self.sms - 1 and depth < self.sms:
             for g in lists:
@@ -1411,23 +1366,37 @@ class Micro:
             forms = [(int(v), 0, 512) for v in os.environ.get("READ_COUNT_R", "1,2,4,8,12,16,24,32,48,64,96,131").split(",") if v]
         if any(not 1 <= f[0] <= len(order) for f in forms):
             raise ValueError(f"READ_COUNT_R/FORMS={forms}: 1 to {len(order)} readers")
+        self._readers_beside_one("read_count", [(0, "round_robin", order[:nr], mode, th) for nr, mode, th in forms])
+
+    def _gpc_groups(self, part):
+        """sm_groups' groups (each sorted) and the SMs in none, for a part that needs them."""
+        if not getattr(self, "groups", None):
+            raise RuntimeError(f"{part}: run sm_groups first (MICRO_PARTS=sm_groups,{part})")
+        groups = [sorted(g) for g in self.groups]
+        grouped = {s for g in groups for s in g}
+        return groups, [s for s in range(self.sms) if s not in grouped]
+
+    def _readers_beside_one(self, part, runs):
+        """read_gpcs's and read_count's launch: for each (w, read_set, reader SMs, place_rw mode, threads) in runs,
+        one place_rw launch with two blocks an SM (100 KiB of shared memory each), the first block of SM w storing to
+        host memory (its own MiB) and the second block of each reader SM loading 2 MiB × threads / 512, with the
+        storing block and without it; a record each (the median of three timed launches after one untimed)."""
         hb, _, _ = self._chase_buffer()
         smem = 100 << 10
         span = self.write_span("own_mib")
         try:
             launch = self._placer(hb, smem, span, slots=2)
         except RuntimeError as e:
-            self.rec_sm.error("read_count", e)
+            self.rec_sm.error(part, e)
             hb.free()
             return
-        for nr, mode, th in forms:
-            readers = order[:nr]
+        for w, name, readers, mode, th in runs:
             rbytes = (2 << 20) * th // 512
             for writing in (1, 0):
-                def meas(readers=readers, writing=writing, mode=mode, th=th, rbytes=rbytes):
+                def meas(w=w, name=name, readers=readers, mode=mode, th=th, rbytes=rbytes, writing=writing):
                     roles = [0] * (2 * self.sms)
                     if writing:
-                        roles[0] = 1
+                        roles[2 * w] = 1
                     for r in readers:
                         roles[2 * r + 1] = 2
                     times, wl = [], []
@@ -1435,20 +1404,20 @@ class Micro:
                         o, wst = launch(roles, rbytes, mode, 0, None, th)
                         rows = [v for v in o if int(v[1]) == 2]
                         if len(rows) != len(readers):
-                            raise RuntimeError(f"read_count: {len(rows)} readers ran, {len(readers)} placed")
+                            raise RuntimeError(f"{part}: {len(rows)} readers ran, {len(readers)} placed")
                         if trial:
                             times.append(float(max(v[3] for v in rows) - min(v[2] for v in rows)))
                             wl.append(wst)
-                    writers = [0] if writing else []
+                    writers = [w] if writing else []
                     rec = self._place_rec(f"first{len(writers)}", writers, readers[0], len(readers), rbytes,
                                           times, smem, wl[len(wl) // 2], span)
                     rec["threads"] = th
                     rec["read_sms"] = ",".join(str(v) for v in readers)
-                    rec["read_set"] = "round_robin"
+                    rec["read_set"] = name
                     rec["loads_in_flight"] = {0: 1, 2: 4, 3: 8, 4: 1}[mode]
                     rec["reader_sm"] = "without_storer"
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_count {nr} {mode} {th} {writing}", meas)
+                self.rec_sm.guard(f"{part} {w} {name} {len(readers)} {mode} {th} {writing}", meas)
         hb.free()
 
     def read_depth(self):
