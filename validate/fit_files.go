@@ -5,7 +5,7 @@ package validate
 var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-arsim/read_beside_write_2.jsonl", "h200x1-arsim/read_beside_write_3.jsonl",
 	"h200x1-arsim/read_beside_write_4.jsonl", "h200x1-arsim/read_beside_write_5.jsonl", "h200x1-arsim/read_beside_write_6.jsonl",
 	"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl", "h200x1-arsim/read_beside_write_9.jsonl", "h200x1-arsim/read_beside_write_10.jsonl",
-	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl", "h200x1-arsim/read_beside_write_13.jsonl", "h200x1-arsim/read_beside_write_14.jsonl", "h200x1-arsim/read_beside_write_15.jsonl", "h200x1-arsim/read_beside_write_16.jsonl", "h200x1-arsim/read_beside_write_17.jsonl", "h200x1-arsim/read_beside_write_18.jsonl",
+	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl", "h200x1-arsim/read_beside_write_13.jsonl", "h200x1-arsim/read_beside_write_14.jsonl", "h200x1-arsim/read_beside_write_15.jsonl", "h200x1-arsim/read_beside_write_16.jsonl", "h200x1-arsim/read_beside_write_17.jsonl", "h200x1-arsim/read_beside_write_18.jsonl", "h200x1-arsim/read_beside_write_19.jsonl",
 	"h200x1-arsim/chase_local.jsonl", "h200x1-arsim/chase_local_2.jsonl", "h200x1-arsim/chase_kernels.jsonl", "h200x1-arsim/chase_landing.jsonl",
 	"h200x1-arsim/writer_on_sm.jsonl", "h200x1-arsim/chase_pinned.jsonl"}
 
@@ -20,7 +20,7 @@ var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/re
 	"h200x1-arsim/read_octets.jsonl", "h200x1-arsim/read_pairs_2.jsonl", "h200x1-arsim/read_pairs_3.jsonl",
 	"h200x1-arsim/read_halves_span.jsonl", "h200x1-arsim/read_groups.jsonl", "h200x1-arsim/read_groups_2.jsonl", "h200x1-arsim/read_groups_3.jsonl", "h200x1-arsim/read_groups_4.jsonl", "h200x1-arsim/read_groups_5.jsonl", "h200x1-arsim/read_pairs_4.jsonl", "h200x1-arsim/read_groups_6.jsonl", "h200x1-arsim/read_groups_7.jsonl", "h200x1-arsim/read_groups_8.jsonl", "h200x1-arsim/read_groups_9.jsonl",
 	"h200x1-arsim/read_halves_3.jsonl", "h200x1-arsim/read_halves_4.jsonl", "h200x1-arsim/read_pairs_5.jsonl", "h200x1-arsim/read_pairs_6.jsonl", "h200x1-arsim/read_groups_10.jsonl", "h200x1-arsim/read_halves_5.jsonl", "h200x1-arsim/read_span_5.jsonl", "h200x1-arsim/read_span_6.jsonl", "h200x1-arsim/read_gpc_2.jsonl",
-	"h200x1-arsim/read_gpcs.jsonl", "h200x1-arsim/read_count.jsonl", "h200x1-arsim/read_count_2.jsonl", "h200x1-arsim/read_gpcs_2.jsonl"}
+	"h200x1-arsim/read_gpcs.jsonl", "h200x1-arsim/read_count.jsonl", "h200x1-arsim/read_count_2.jsonl", "h200x1-arsim/read_gpcs_2.jsonl", "h200x1-arsim/read_count_3.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
 // instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,

@@ -1378,27 +1378,34 @@ class Micro:
 
     def _readers_beside_one(self, part, runs):
         """read_gpcs's and read_count's launch: for each (w, read_set, reader SMs, place_rw mode, threads) in runs,
-        one place_rw launch with two blocks an SM (100 KiB of shared memory each), the first block of SM w storing to
-        host memory (its own MiB) and the second block of each reader SM loading 2 MiB × threads / 512, with the
-        storing block and without it; a record each (the median of three timed launches after one untimed)."""
+        one place_rw launch with two blocks an SM (100 KiB of shared memory each; READ_COUNT_SLOTS=1: one, 120 KiB),
+        the first block of SM w storing to host memory (its own MiB) and the last block of each reader SM loading 2 MiB
+        × threads / 512, with the storing block and without it; a record each (the median of three timed launches
+        after one untimed; field smem_bytes)."""
+        # READ_COUNT_SLOTS=1: one block an SM (120 KiB of shared memory each), the readers on SMs that store nothing
+        slots = int(os.environ.get("READ_COUNT_SLOTS", "2"))
+        if slots not in (1, 2):
+            raise ValueError(f"READ_COUNT_SLOTS={slots}: 1 or 2")
         hb, _, _ = self._chase_buffer()
-        smem = 100 << 10
+        smem = (100 << 10) if slots == 2 else (120 << 10)
         span = self.write_span("own_mib")
         try:
-            launch = self._placer(hb, smem, span, slots=2)
+            launch = self._placer(hb, smem, span, slots=slots)
         except RuntimeError as e:
             self.rec_sm.error(part, e)
             hb.free()
             return
         for w, name, readers, mode, th in runs:
+            if slots == 1 and w in readers:
+                continue
             rbytes = (2 << 20) * th // 512
             for writing in (1, 0):
                 def meas(w=w, name=name, readers=readers, mode=mode, th=th, rbytes=rbytes, writing=writing):
-                    roles = [0] * (2 * self.sms)
+                    roles = [0] * (slots * self.sms)
                     if writing:
-                        roles[2 * w] = 1
+                        roles[slots * w] = 1
                     for r in readers:
-                        roles[2 * r + 1] = 2
+                        roles[slots * r + slots - 1] = 2
                     times, wl = [], []
                     for trial in range(4):
                         o, wst = launch(roles, rbytes, mode, 0, None, th)
