@@ -19,11 +19,10 @@ import (
 // readerRow is one host_link_concurrency record of these captures: the
 // readers' blocks, their GB/s and the storing blocks' (0: none).
 type readerRow struct {
-	set            string
-	readers, loads int
-	threads        int
-	read, write    float64
-	writing        bool
+	set              string
+	readers, threads int
+	read, write      float64
+	writing          bool
 }
 
 func readerRows(t *testing.T, files ...string) []readerRow {
@@ -33,8 +32,8 @@ func readerRows(t *testing.T, files ...string) []readerRow {
 		if r.Kind != trace.KindHostLinkConcurrency || r.What != "sm_read_beside_write" {
 			continue
 		}
-		out = append(out, readerRow{set: extraString(r, "read_set"), readers: r.Blocks, loads: max(r.LoadsInFlight, 1),
-			threads: r.Threads, read: extraNumber(r, "gbps_read"), write: extraNumber(r, "gbps_write"), writing: r.WriteBlocks > 0})
+		out = append(out, readerRow{set: extraString(r, "read_set"), readers: r.Blocks, threads: r.Threads,
+			read: extraNumber(r, "gbps_read"), write: extraNumber(r, "gbps_write"), writing: r.WriteBlocks > 0})
 	}
 	require.NotEmpty(t, out, "%v", files)
 	return out
