@@ -462,12 +462,17 @@ class Micro:
               rs_list = (1, 4, 8)  # here: the reader's loads a thread in flight, one block
           ws_list = {"": (0, 1, 8, 132), "wsweep": (2, 4, 16, 32, 66), "paced": paced_ws, "vol": (8, 132),
                      "fenced": (8, 132), "loops": (0, 2, 8, 132)}.get(variant, (1, 8, 132))
+          # READ_BESIDE_WRITE_R, READ_BESIDE_WRITE_W (comma-separated): the readers' blocks and the writer's blocks
+          # instead of the variant's lists (not for "loops")
+          if variant != "loops":
+              rs_list = tuple(int(v) for v in os.environ.get("READ_BESIDE_WRITE_R", "").split(",") if v) or rs_list
+              ws_list = tuple(int(v) for v in os.environ.get("READ_BESIDE_WRITE_W", "").split(",") if v) or ws_list
           for R, W, pace_gbps in [(R, W, g) for g in (paces if variant == "paced" else paces[:1]) for R in rs_list
                                   for W in ws_list]:
                 def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst, pace_gbps=pace_gbps):
                     wb = (24 << 20) if variant == "paced" else wbytes
                     pace_ns = int(W * wthreads * 16 / pace_gbps)  # one 16-B store a thread per pause
-                    def once():
+                    def once(alone=False):
                         with cp.cuda.Device(0):
                             if W:
                                 ev[2].record(s2)
@@ -479,6 +484,9 @@ class Micro:
                                     else:
                                         wr((W,), (wthreads,), (wdst, np.int64(wb // 16)), stream=s2)
                                 ev[3].record(s2)
+                            if alone:
+                                s2.synchronize()
+                                return
                             ev[0].record(s)
                             if variant == "loops":
                                 rloop((1,), (512,), (np.uint64(hb.ptr), sink, np.int64((2 << 20) // 16),
@@ -488,12 +496,16 @@ class Micro:
                             ev[1].record(s)
                         s.synchronize(); s2.synchronize()
                     once()
-                    rs, ws = [], []
+                    rs, ws, was = [], [], []
                     for _ in range(5):
                         once()
                         rs.append(cp.cuda.get_elapsed_time(ev[0], ev[1]) * 1e3)
                         if W:
                             ws.append(cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3)
+                            # the same writer with no reader, between the timed pairs: write_alone_us, so that
+                            # the writer's rate while the reader ran follows from write_us - write_alone_us
+                            once(alone=True)
+                            was.append(cp.cuda.get_elapsed_time(ev[2], ev[3]) * 1e3)
                     med, lo, hi = summarize(rs)
                     nb = (2 << 20) if variant == "loops" else rbytes
                     rec = {"kind": "host_link_concurrency", "clock": "device_events", "what": "sm_read_beside_write",
@@ -510,6 +522,7 @@ class Micro:
                         nw = 8 if variant == "loops" else 2
                         rec["write_bytes"], rec["write_us"] = nw * wb, wmed
                         rec["gbps_write"] = nw * wb / wmed / 1e3
+                        rec["write_alone_us"] = summarize(was)[0]
                         if variant == "paced":
                             rec["write_pause_ns"] = pace_ns
                         if variant in ("vol", "fenced"):
