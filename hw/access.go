@@ -37,6 +37,9 @@ func (m *Machine) write(r int, dst Mem, bytes sim.Bytes, k *Kernel, label string
 	}
 	if m.streamsToHost(dst, k) && bytes > 0 {
 		done = m.storing(r, k, bytes, done)
+		if m.hostShareOn() {
+			spec.Started = m.trackHostWrite(r)
+		}
 	}
 	return m.launchWrite(r, spec, pr, k, bytes, label, done)
 }
@@ -134,7 +137,12 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 	spec.Label, spec.Bytes, spec.Done = label, bytes, done
 	spec.Cap = windowCap(spec.Cap, delay+spec.Latency, pace.iter, bytes)
 	if src.Host && m.Phys.PostedWaitPerDoubling > 0 && r >= 0 && r < m.Top.NumGPUs() {
-		spec.Started = m.trackHostRead(r, src, k, label)
+		h := m.trackHostRead(r, src, k, label, done)
+		spec.Started = h.started
+		if h.pending {
+			// the stores beside it take their share back when it ends
+			spec.Done = h.done
+		}
 	}
 	if pace.chain > 0 {
 		// Where a bandwidth sets the pace, the loads' chain still bounds

@@ -93,30 +93,59 @@ type hostRead struct {
 	// whose flow starts after the storing blocks changed (it waited its
 	// first request's way there) takes the cap they give then
 	storing float64
+	// own: the read's cap before it shares the GPU's host traffic with
+	// streaming stores (hostshare.go)
+	own sim.Rate
+	// done: the read's Done where it shares (hostshare.go), made once:
+	// the stores beside it take their share back, then userDone runs;
+	// pending while it is still to run, dropped once pruned (the record
+	// is reused when both hold)
+	done     func()
+	userDone func()
+	pending  bool
+	dropped  bool
 }
 
-// trackHostRead returns the Started callback that keeps rank r's read of
-// src by kernel k among the reads whose caps follow the storing blocks.
-func (m *Machine) trackHostRead(r int, src Mem, k Kernel, label string) func(*sim.Flow) {
+// trackHostRead returns the record that keeps rank r's read of src by
+// kernel k among the reads whose caps follow the storing blocks: its
+// Started callback, and its Done where the read shares the GPU's host
+// traffic (userDone, called from it).
+func (m *Machine) trackHostRead(r int, src Mem, k Kernel, label string, userDone func()) *hostRead {
 	var h *hostRead
 	if n := len(m.hostReadFree); n > 0 {
 		h = m.hostReadFree[n-1]
 		m.hostReadFree = m.hostReadFree[:n-1]
 	} else {
 		h = new(hostRead)
+		h.done = func() {
+			ud := h.userDone
+			h.userDone = nil
+			m.shareHost(h.r)
+			h.pending = false
+			if h.dropped {
+				h.f = nil
+				m.hostReadFree = append(m.hostReadFree, h)
+			}
+			if ud != nil {
+				ud()
+			}
+		}
 		h.started = func(f *sim.Flow) {
 			h.f, h.id = f, f.ID
 			if len(m.hostReads) >= 32 && len(m.hostReads)%32 == 0 {
 				m.pruneHostReads()
 			}
 			m.hostReads = append(m.hostReads, h)
+			h.own = f.Spec.Cap
 			if m.StoringBlocks(h.r) != h.storing {
 				m.recapHostRead(h)
 			}
+			m.shareHost(h.r)
 		}
 	}
 	h.f, h.r, h.src, h.k, h.label, h.storing = nil, r, src, k, label, m.StoringBlocks(r)
-	return h.started
+	h.userDone, h.pending, h.dropped = userDone, m.hostShareOn(), false
+	return h
 }
 
 // pruneHostReads drops the reads that have finished, their records kept
@@ -124,9 +153,12 @@ func (m *Machine) trackHostRead(r int, src Mem, k Kernel, label string) func(*si
 func (m *Machine) pruneHostReads() {
 	live := m.hostReads[:0]
 	for _, h := range m.hostReads {
-		if h.f.ID == h.id && h.f.Active() {
+		switch {
+		case h.f.ID == h.id && h.f.Active():
 			live = append(live, h)
-		} else {
+		case h.pending:
+			h.dropped = true // reused once its Done has run
+		default:
 			h.f = nil
 			m.hostReadFree = append(m.hostReadFree, h)
 		}
@@ -144,6 +176,7 @@ func (m *Machine) recapHostReads(r int) {
 			m.recapHostRead(h)
 		}
 	}
+	m.shareHost(r)
 }
 
 // recapHostRead gives read h the cap that the blocks storing now give it.
@@ -152,6 +185,7 @@ func (m *Machine) recapHostRead(h *hostRead) {
 	// readSpec succeeded for this read when it started, and its caps are
 	// finite rates, which SetCap takes
 	if spec, _, _, err := m.readSpec(h.r, h.src, h.k, h.label); err == nil {
+		h.own = spec.Cap
 		_, _ = m.Net.SetCap(h.f, h.id, spec.Cap)
 	}
 }

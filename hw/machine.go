@@ -204,6 +204,12 @@ type Machine struct {
 	// lazily.
 	hostReads    []*hostRead
 	hostReadFree []*hostRead
+	// hostWrites: streaming writes to host memory under way, whose caps
+	// follow the reads beside them (hostshare.go); hostShared[r]: rank r's
+	// flows took shared caps, not their own
+	hostWrites    []*hostWrite
+	hostWriteFree []*hostWrite
+	hostShared    []bool
 	// loadedBesideStreams: some SM read of host memory took its rate
 	// beside streaming stores (readSpec with StoringBlocks ≥ 1), so the
 	// run's timing rests on hostqueue.go's model (LoadedBesideStreams).

@@ -162,3 +162,23 @@ func TestStoresGiveWayToManyReaders(t *testing.T) {
 	}
 	assert.Equal(t, 22, kernels, "W = 1, 2, 8 at R = 4, 16, 66, 96, 132, and W = 132 at every R")
 }
+
+// The model's readers beside one storing block (hw/hostshare.go: what the
+// stores leave of pcie.sm_host_bandwidth) lie within 20 % of the plateau
+// that 4 to 12 readers measure on the first chip, in one launch
+// (read_count.jsonl, read_gpcs.jsonl) and beside the writer's kernel
+// (read_beside_write_20.jsonl); nothing in the share is fitted to them.
+func TestModelReadersBesideOneStoringBlock(t *testing.T) {
+	top, err := topology.Load("h200x1")
+	require.NoError(t, err)
+	n := 0
+	for _, r := range readOneGPU(t, "read_count.jsonl", "read_gpcs.jsonl", "read_beside_write_20.jsonl") {
+		if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks != 1 || r.Blocks < 4 || r.Blocks > 12 || r.Threads != 512 {
+			continue
+		}
+		n++
+		got := hostLinkSim(t, top, r)
+		assert.InEpsilon(t, r.GbpsTotal, got, 0.20, "line %d: %d readers beside one storing block", r.Line, r.Blocks)
+	}
+	assert.Equal(t, 26, n, "read_count 4, 8, 12; read_gpcs 4–8 in every set; read_beside_write_20 4")
+}
