@@ -11,29 +11,28 @@ import (
 //
 // The GPU's SMs move at most pcie.sm_host_bandwidth (S) of loads and
 // stores together. Where both want more, S goes to each in proportion to
-// the bytes it keeps waiting: the stores up to pcie.posted_write_buffer
-// (B_w, the stores issued towards the link that have not crossed it), the
-// loads their bytes in flight (B_r, at most gpu.host_loads_outstanding as
+// the bytes it counts: the stores pcie.store_share_bytes (B_w), the loads
+// their bytes in flight (B_r, at most gpu.host_loads_outstanding as
 // HostReadQueueWait counts them). A side that needs less than its share
 // leaves the rest to the other. So the stores get
 //
 //	W = min(their own rate, max(S·B_w/(B_w+B_r), S − the loads' own rate))
 //
-// and the loads what the stores leave: S − W, and on each link the stores
-// cross what their wire bytes leave of it for the loads' requests (posted
-// stores go first). Measured on one H200 (testdata/h200x1-arsim): beside
-// one block storing 49–51 GB/s, 4 to 12 reader blocks move 13.5–16 GB/s
-// whatever their loads alone could (read_count.jsonl,
-// read_beside_write_20.jsonl: what the stores leave); a writer of 1, 2 or
-// 8 blocks stores 36–39 GB/s while 48 reader blocks run beside it and
-// 23–29 beside 96–132, in their launch or beside their kernel alike
-// (read_beside_write_20.jsonl, read_count.jsonl); beside 132 writer blocks,
-// whose queue holds the loads to a few GB/s, the stores keep their rate.
-// Neither S nor B_w is fitted to these files.
+// and the loads what the stores leave of S. Measured on one H200
+// (testdata/h200x1-arsim): beside one block storing 49–51 GB/s, 4 to 12
+// reader blocks move 13.3–16 GB/s whatever their loads alone could
+// (read_count.jsonl, read_gpcs.jsonl, read_beside_write_20.jsonl); a
+// writer of 1, 2 or 8 blocks stores 36–39 GB/s while 48 reader blocks run
+// beside it and 23–29 beside 96–132, in their launch or beside their
+// kernel alike (read_beside_write_20.jsonl, read_count.jsonl); beside 132
+// writer blocks, whose queue holds the loads to a few GB/s, the stores
+// keep their rate. B_w is fitted on the writer's rate beside reader
+// kernels at one writer block (read_beside_write_20.jsonl); S and the
+// loads' cap come from other files.
 //
 // Only streaming stores (Kernel.Streams, the ones loads queue behind) and
-// the reads that follow the storing blocks (trackHostRead) take part; a
-// rank without both keeps the caps its flows started with.
+// plain loops' reads that follow the storing blocks (trackHostRead) take
+// part; a rank without both keeps the caps its flows started with.
 
 // hostWrite is a streaming write to host memory under way: its flow
 // (while the record still has ID id), its rank and the cap it started
@@ -73,9 +72,9 @@ func (m *Machine) trackHostWrite(r int) func(*sim.Flow) {
 func sharesHost(h *hostRead) bool { return h.k.Loop == LoopNone }
 
 // hostShareOn reports whether the share applies on this machine: it needs
-// pcie.sm_host_bandwidth and pcie.posted_write_buffer.
+// pcie.sm_host_bandwidth and pcie.store_share_bytes.
 func (m *Machine) hostShareOn() bool {
-	return m.Phys.SMHostRate > 0 && m.Phys.PostedWriteBuffer > 0
+	return m.Phys.SMHostRate > 0 && m.Phys.StoreShareBytes > 0
 }
 
 // shareHost gives rank r's streaming writes to host memory and its reads
@@ -146,7 +145,7 @@ func (m *Machine) shareHost(r int) {
 	// the stores: their own rate as their route allows it, at most the
 	// larger of their share of S and what the loads' own rate leaves of it
 	s := float64(m.Phys.SMHostRate)
-	bw := float64(m.Phys.PostedWriteBuffer)
+	bw := float64(m.Phys.StoreShareBytes)
 	w := min(wOwn, float64(m.routeRate(first.f.Spec.Route)), max(s*bw/(bw+out), s-rOwn))
 	for _, x := range m.hostWrites {
 		if x.r == r {

@@ -42,7 +42,7 @@ func TestReadersGetWhatOneStoringBlockLeaves(t *testing.T) {
 }
 
 // Beside many reader blocks the stores give way: they get
-// S·B_w/(B_w + B_r) of pcie.sm_host_bandwidth (B_w pcie.posted_write_buffer,
+// S·B_w/(B_w + B_r) of pcie.sm_host_bandwidth (B_w pcie.store_share_bytes,
 // B_r the loads' bytes in flight, at most gpu.host_loads_outstanding as
 // HostReadQueueWait counts them), the loads the rest; when the loads end
 // the stores take their own cap back.
@@ -50,7 +50,7 @@ func TestStoresGiveWayToManyReaders(t *testing.T) {
 	reader := Kernel{Blocks: 132, Threads: 512}
 	w, r, m := shareCaps(t, reader, Kernel{Blocks: 1, Threads: 512})
 	s := float64(m.Phys.SMHostRate)
-	bw, n := float64(m.Phys.PostedWriteBuffer), float64(m.Phys.HostLoadsOutstanding)
+	bw, n := float64(m.Phys.StoreShareBytes), float64(m.Phys.HostLoadsOutstanding)
 	br := n * -math.Expm1(-m.loadWindow(0, HostMem(m.LocalSocket(0)), reader)/n)
 	want := s * bw / (bw + br)
 	require.Less(t, want, float64(m.Phys.SMStoreRate))

@@ -49,6 +49,7 @@ type Physics struct {
 	BarrierSync, AtomicPollExtra            sim.Duration
 	BarrierMeet, BarrierMeetPerWarp         sim.Duration
 	PostedWriteBuffer                       sim.Bytes    // pcie.posted_write_buffer
+	StoreShareBytes                         sim.Bytes    // pcie.store_share_bytes
 	FirstBurstHeld                          sim.Bytes    // pcie.first_burst_held
 	PostedWaitPerDoubling                   sim.Duration // pcie.posted_wait_per_doubling
 	PostedWaitSpanKnee                      sim.Bytes    // pcie.posted_wait_span_knee
@@ -140,7 +141,7 @@ func resolve(ps *topology.Params) Physics {
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
-		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
+		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), StoreShareBytes: sim.Bytes(g("pcie.store_share_bytes")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
 		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitSpanKnee: sim.Bytes(g("pcie.posted_wait_span_knee")), PostedWaitSpanDoublings: g("pcie.posted_wait_span_doublings"), PostedWaitSpanKneeChase: sim.Bytes(g("pcie.posted_wait_span_knee_chase")), PostedWaitSpanPartChase: sim.Bytes(g("pcie.posted_wait_span_part_chase")), PostedWaitOwnSM: ns(g("pcie.posted_wait_own_sm")), PostedWaitWriterOnSM: g("pcie.posted_wait_writer_on_sm"), PostedWaitOwnHalf: ns(g("pcie.posted_wait_own_half")), PostedWaitOwnHalfPerDoubling: ns(g("pcie.posted_wait_own_half_per_doubling")), PostedWaitOtherHalf: ns(g("pcie.posted_wait_other_half")), PostedWaitOtherHalfBesideOwn: g("pcie.posted_wait_other_half_beside_own"), PostedWaitUnevenStride: g("pcie.posted_wait_uneven_stride"), PostedWaitUnevenStrideOther: g("pcie.posted_wait_uneven_stride_other"), PostedWaitUnevenStrideWarp: g("pcie.posted_wait_uneven_stride_warp"), PostedWaitUnevenStrideWarpOther: g("pcie.posted_wait_uneven_stride_warp_other"), UnevenStrideLargeTPCs: int(g("pcie.uneven_stride_large_tpcs")), UnevenStrideLargeDepth: g("pcie.uneven_stride_large_depth"), PostedWaitLoneLoadHalves: g("pcie.posted_wait_lone_load_halves"), PostedWaitLoneLoadHalvesSpan0: g("pcie.posted_wait_lone_load_halves_span0"), PostedWaitLoneLoadHalvesPerDoubling: g("pcie.posted_wait_lone_load_halves_per_doubling"), PostedWaitLoneLoadHalvesOther: g("pcie.posted_wait_lone_load_halves_other"), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")), HostLoadsWriterOnSMRate: sim.Rate(g("gpu.host_loads_writer_on_sm_rate")) * sim.GBps,
 		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")),
 		MemLoadedLatency:     ns(g("gpu.mem_loaded_latency")),

@@ -311,6 +311,13 @@ var Fits = slices.Concat([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host"
 		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},
+	// pcie.store_share_bytes: the writer's rate while reader kernels run
+	// beside a writer kernel of one block (read_beside_write_20.jsonl);
+	// the same at 2 and 8 writer blocks, and every reader, predicted.
+	{Params: []string{"pcie.store_share_bytes"}, Files: []string{"h200x1-arsim/read_beside_write_20.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
+		On: func(r trace.Record) bool {
+			return r.What == "sm_read_beside_write" && r.WriteBlocks == 1
+		}, How: "least squares of the relative errors of the writer's rate while the readers run, from its time alone beside each record"},
 	{Params: []string{"pcie.sm_host_bandwidth"}, Files: []string{"h200x1-arsim/host_link.jsonl"}, Kinds: []trace.Kind{trace.KindHostLinkConcurrency},
 		Covers:       func(r trace.Record) bool { return r.What == "sm_bidir" || r.What == "sm_read_beside_write" },
 		AlsoPredicts: slices.Concat([]string{"h200x1-arsim/host_link_2.jsonl", "h200x1-arsim/read_depth_2.jsonl", "h200x1-arsim/read_span.jsonl"}, readDepthOthers, readBesideWrite),

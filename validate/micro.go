@@ -351,6 +351,51 @@ func ReadBesideWriteGBps(top *topology.Topology, reader, writer hw.Kernel, toLoc
 	return float64(readBytes) / sim.Duration(end).Seconds() / 1e9, nil
 }
 
+// WriterBesideReaderGBps is the writer's rate, in GB/s, while reader
+// (ReadBesideWriteGBps's) loads readBytes of host memory beside it, as
+// tools/capture's read_beside_write derives it from the writer's time
+// beside the reader and alone: Wa × (t_r − (T_w − T_wa)) / t_r, Wa the
+// writer's rate alone over writeBytes, t_r the reader's time, T_w and
+// T_wa the writer's beside it and alone; both start at once.
+func WriterBesideReaderGBps(top *topology.Topology, reader, writer hw.Kernel, readBytes, writeBytes sim.Bytes) (float64, error) {
+	if reader.Blocks <= 0 || writer.Blocks <= 0 {
+		return 0, fmt.Errorf("validate: a writer beside a reader needs both kernels' blocks")
+	}
+	run := func(withReader bool) (tr, tw sim.Duration, err error) {
+		m, err := hw.New(top)
+		if err != nil {
+			return 0, 0, err
+		}
+		host := hw.HostMem(m.LocalSocket(0))
+		var rEnd, wEnd sim.Time
+		if err := m.Write(0, host, writeBytes, writer, "sm_write", func() { wEnd = m.Eng.Now() }); err != nil {
+			return 0, 0, err
+		}
+		if withReader {
+			if err := m.Read(0, host, readBytes, reader, "sm_read", func() { rEnd = m.Eng.Now() }); err != nil {
+				return 0, 0, err
+			}
+		}
+		if err := m.Eng.Run(); err != nil {
+			return 0, 0, err
+		}
+		return sim.Duration(rEnd), sim.Duration(wEnd), nil
+	}
+	tr, tw, err := run(true)
+	if err != nil {
+		return 0, err
+	}
+	_, twa, err := run(false)
+	if err != nil {
+		return 0, err
+	}
+	if tr <= 0 || tw <= tr {
+		return 0, fmt.Errorf("validate: the writer (%v) must outlast the reader (%v)", tw, tr)
+	}
+	wa := float64(writeBytes) / twa.Seconds()
+	return wa * (tr - (tw - twa)).Seconds() / tr.Seconds() / 1e9, nil
+}
+
 // targetMem names the memory a micro measurement on rank 0 touches: "host"
 // (NUMA-local pinned memory), "peer" (rank 1) or, where allowed, "local".
 // machineAt builds top's machine and the memory target names on it

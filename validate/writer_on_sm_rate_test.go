@@ -36,12 +36,7 @@ func TestHostLoadsWriterOnSMRateFromItsFittedSide(t *testing.T) {
 		}
 		return s
 	}
-	best, bestCost := 0.0, math.Inf(1)
-	for rate := 1.0; rate <= 30; rate += 0.1 {
-		if c := cost(rate); c < bestCost {
-			best, bestCost = rate, c
-		}
-	}
+	best := gridMinimum(1, 30, 0.1, cost)
 	ps := p.DefaultParams()
 	assert.InDelta(t, best, ps.Get("gpu.host_loads_writer_on_sm_rate"), 0.051, "its fitted side's minimum: %.1f GB/s", best)
 	par, _ := ps.Lookup("gpu.host_loads_writer_on_sm_rate")
