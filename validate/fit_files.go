@@ -5,7 +5,7 @@ package validate
 var readBesideWrite = []string{"h200x1-arsim/read_beside_write.jsonl", "h200x1-arsim/read_beside_write_2.jsonl", "h200x1-arsim/read_beside_write_3.jsonl",
 	"h200x1-arsim/read_beside_write_4.jsonl", "h200x1-arsim/read_beside_write_5.jsonl", "h200x1-arsim/read_beside_write_6.jsonl",
 	"h200x1-arsim/read_beside_write_7.jsonl", "h200x1-arsim/read_beside_write_8.jsonl", "h200x1-arsim/read_beside_write_9.jsonl", "h200x1-arsim/read_beside_write_10.jsonl",
-	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl", "h200x1-arsim/read_beside_write_13.jsonl", "h200x1-arsim/read_beside_write_14.jsonl", "h200x1-arsim/read_beside_write_15.jsonl", "h200x1-arsim/read_beside_write_16.jsonl", "h200x1-arsim/read_beside_write_17.jsonl", "h200x1-arsim/read_beside_write_18.jsonl", "h200x1-arsim/read_beside_write_19.jsonl", "h200x1-arsim/read_beside_write_20.jsonl",
+	"h200x1-arsim/read_beside_write_11.jsonl", "h200x1-arsim/read_beside_write_12.jsonl", "h200x1-arsim/read_beside_write_13.jsonl", "h200x1-arsim/read_beside_write_14.jsonl", "h200x1-arsim/read_beside_write_15.jsonl", "h200x1-arsim/read_beside_write_16.jsonl", "h200x1-arsim/read_beside_write_17.jsonl", "h200x1-arsim/read_beside_write_18.jsonl", "h200x1-arsim/read_beside_write_19.jsonl", "h200x1-arsim/read_beside_write_20.jsonl", "h200x1-arsim/read_beside_write_21.jsonl",
 	"h200x1-arsim/chase_local.jsonl", "h200x1-arsim/chase_local_2.jsonl", "h200x1-arsim/chase_kernels.jsonl", "h200x1-arsim/chase_landing.jsonl",
 	"h200x1-arsim/writer_on_sm.jsonl", "h200x1-arsim/chase_pinned.jsonl"}
 

@@ -22,7 +22,7 @@ func writerDuring(t *testing.T, top *topology.Topology, r trace.Record) (measure
 	require.Positive(t, alone, "line %d: write_alone_us", r.Line)
 	wb := extraNumber(r, "write_bytes")
 	measured = wb / alone / 1e3 * (r.Us - (extraNumber(r, "write_us") - alone)) / r.Us
-	model, err := WriterBesideReaderGBps(top, hw.Kernel{Blocks: r.Blocks, Threads: 512}, writerKernel(r), sim.Bytes(r.BytesPerGPU), sim.Bytes(wb))
+	model, err := WriterBesideReaderGBps(top, hw.Kernel{Blocks: r.Blocks, Threads: r.Threads}, writerKernel(r), sim.Bytes(r.BytesPerGPU), sim.Bytes(wb))
 	require.NoError(t, err, "line %d", r.Line)
 	return measured, model
 }
@@ -60,20 +60,28 @@ func TestStoreShareBytesFromItsFittedSide(t *testing.T) {
 	par, _ := ps.Lookup("pcie.store_share_bytes")
 	assert.Contains(t, par.Source, "testdata/h200x1-arsim/read_beside_write_20.jsonl")
 
-	// Predicted: the writer's rate beside 2 and 8 writer blocks' readers.
+	// Predicted: the writer's rate beside 2 and 8 writer blocks' readers,
+	// and beside readers of 128 and 256 threads (read_beside_write_21.jsonl,
+	// predicted before its run: the share follows the readers' bytes in
+	// flight, not their count).
 	top, err := p.Build()
 	require.NoError(t, err)
 	n := 0
-	for _, r := range readOneGPU(t, "read_beside_write_20.jsonl") {
-		if r.WriteBlocks != 2 && r.WriteBlocks != 8 || r.Blocks < 16 {
+	for _, r := range readOneGPU(t, "read_beside_write_20.jsonl", "read_beside_write_21.jsonl") {
+		// not 132 writer blocks: each reader there shares its SM with a
+		// writer block (hw.StoresBeside.WriterOnItsSMs), which this plain
+		// reader kernel does not say; nor 8 beside 16 readers of 128
+		// threads, where the model's reader outlives its writer
+		if r.WriteBlocks == 0 || r.WriteBlocks == 132 || r.WriteBlocks == 1 && r.Threads == 512 || r.Blocks < 16 ||
+			r.WriteBlocks == 8 && r.Blocks == 16 && r.Threads == 128 {
 			continue
 		}
 		n++
 		meas, model := writerDuring(t, top, r)
-		t.Logf("line %d: %d writer blocks, %d readers: the writer %.1f GB/s, the model %.1f", r.Line, r.WriteBlocks, r.Blocks, meas, model)
+		t.Logf("line %d: %d writer blocks, %d readers of %d threads: the writer %.1f GB/s, the model %.1f", r.Line, r.WriteBlocks, r.Blocks, r.Threads, meas, model)
 		assert.InEpsilon(t, meas, model, 0.25, "line %d", r.Line)
 	}
-	assert.Equal(t, 12, n)
+	assert.Equal(t, 23, n, "read_beside_write_20: W = 2, 8 at 16–132 readers; _21: W = 1, 8 at 16, 66, 132 readers of 128 and 256 threads")
 }
 
 // gridMinimum is the x from, from + step, … to (ends included, to within a

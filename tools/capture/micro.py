@@ -467,9 +467,14 @@ class Micro:
           if variant != "loops":
               rs_list = tuple(int(v) for v in os.environ.get("READ_BESIDE_WRITE_R", "").split(",") if v) or rs_list
               ws_list = tuple(int(v) for v in os.environ.get("READ_BESIDE_WRITE_W", "").split(",") if v) or ws_list
-          for R, W, pace_gbps in [(R, W, g) for g in (paces if variant == "paced" else paces[:1]) for R in rs_list
-                                  for W in ws_list]:
-                def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst, pace_gbps=pace_gbps):
+          # READ_BESIDE_WRITE_RT: the reader's threads a block (default 512; not for "loops"), each a run of the
+          # variant's configurations
+          rts = [int(v) for v in os.environ.get("READ_BESIDE_WRITE_RT", "512").split(",") if v]
+          if variant == "loops" or any(v <= 0 or v > 1024 or v % 32 for v in rts):
+              rts = [512]
+          for R, W, pace_gbps, rt in [(R, W, g, rt) for rt in rts for g in (paces if variant == "paced" else paces[:1])
+                                      for R in rs_list for W in ws_list]:
+                def meas(R=R, W=W, variant=variant, wthreads=wthreads, wdst=wdst, pace_gbps=pace_gbps, rt=rt):
                     wb = (24 << 20) if variant == "paced" else wbytes
                     pace_ns = int(W * wthreads * 16 / pace_gbps)  # one 16-B store a thread per pause
                     def once(alone=False):
@@ -492,7 +497,7 @@ class Micro:
                                 rloop((1,), (512,), (np.uint64(hb.ptr), sink, np.int64((2 << 20) // 16),
                                                      np.int32({1: 0, 4: 2, 8: 3}[R])), stream=s)
                             else:
-                                rd((R,), (512,), (np.uint64(hb.ptr), sink, np.int64(rbytes // 16)), stream=s)
+                                rd((R,), (rt,), (np.uint64(hb.ptr), sink, np.int64(rbytes // 16)), stream=s)
                             ev[1].record(s)
                         s.synchronize(); s2.synchronize()
                     once()
@@ -509,7 +514,7 @@ class Micro:
                     med, lo, hi = summarize(rs)
                     nb = (2 << 20) if variant == "loops" else rbytes
                     rec = {"kind": "host_link_concurrency", "clock": "device_events", "what": "sm_read_beside_write",
-                           "gpus": 1, "bytes_per_gpu": nb, "blocks": 1 if variant == "loops" else R, "threads": 512,
+                           "gpus": 1, "bytes_per_gpu": nb, "blocks": 1 if variant == "loops" else R, "threads": rt,
                            "write_blocks": W,
                            "write_threads": wthreads, "write_target": "local" if variant == "local" else "host",
                            "us": med, "us_min": lo, "us_max": hi,
@@ -528,7 +533,7 @@ class Micro:
                         if variant in ("vol", "fenced"):
                             rec["write_mode"] = "volatile_fence4" if variant == "fenced" else "volatile"
                     self.rec_sm.emit(rec)
-                self.rec_sm.guard(f"read_beside_write {variant} {R} {W} {pace_gbps:g}", meas)
+                self.rec_sm.guard(f"read_beside_write {variant} {R} {W} {pace_gbps:g} {rt}", meas)
         del local
         hb.free()
 
