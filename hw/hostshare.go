@@ -95,7 +95,7 @@ func (m *Machine) shareHost(r int) {
 	}
 	m.pruneHostWrites()
 	m.pruneHostReads()
-	var wOwn, window float64
+	var wOwn, window, rOwn float64
 	var first *hostWrite
 	reads := 0
 	for _, w := range m.hostWrites {
@@ -109,6 +109,7 @@ func (m *Machine) shareHost(r int) {
 	for _, h := range m.hostReads {
 		if h.r == r && h.f.Active() && sharesHost(h) {
 			window += m.loadWindow(h.r, h.src, h.k)
+			rOwn += float64(m.readOwn(h))
 			reads++
 		}
 	}
@@ -135,12 +136,6 @@ func (m *Machine) shareHost(r int) {
 	out := window
 	if n := float64(m.Phys.HostLoadsOutstanding); n > 0 {
 		out = n * -math.Expm1(-window/n)
-	}
-	var rOwn float64
-	for _, h := range m.hostReads {
-		if h.r == r && h.f.Active() && sharesHost(h) {
-			rOwn += float64(m.readOwn(h))
-		}
 	}
 	// the stores: their own rate as their route allows it, at most the
 	// larger of their share of S and what the loads' own rate leaves of it
