@@ -337,10 +337,7 @@ func (m *Machine) kernelHostLoadWait(r int, k Kernel) sim.Duration {
 // PCIe, the wait behind stores queued towards the host (hostqueue.go), a
 // reduce loop's overhead and its chain of waits (pullChain).
 func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration, error) {
-	rtt := 2*p.latency + m.memLatency(src)
-	if k.Volatile && (src.Host || src.Rank != r) && !p.nvlink() {
-		rtt += m.Phys.VectorLoadExtraPCIe
-	}
+	rtt := 2*p.latency + m.memLatency(src) + m.vectorLoadExtra(r, src, k, p)
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// behind the stores queued towards the host (hostqueue.go)
 		wait := m.kernelHostLoadWait(r, k)
@@ -364,6 +361,27 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 		return 0, err
 	}
 	return rtt + waits, nil
+}
+
+// vectorLoadExtra is what splitting a warp's 512 bytes into read
+// completions adds to the round trip of kernel k's loads of src over path
+// p to rank r (gpu.vector_load_extra_pcie, over PCIe only), where each
+// thread waits for its one 16-byte load before it issues the next: a
+// volatile load's, or a plain loop's that keeps one a thread in flight
+// (LoadsInFlight 1). Measured so on one H200: a block of 32, 128 or 512
+// threads loading host memory so turns an iteration over in 1.33 µs
+// against a lone 8-byte load's 1.12 (read_depth_6.jsonl), on every
+// instance captured (5.7–6.2 GB/s a block of 512 threads alone, read_*.jsonl).
+// Loops with more loads in flight overlap the split with their other
+// loads; a reduce loop's overheads were measured with it included.
+func (m *Machine) vectorLoadExtra(r int, src Mem, k Kernel, p *path) sim.Duration {
+	if !src.Host && src.Rank == r || p.nvlink() {
+		return 0
+	}
+	if k.Volatile || (k.Loop == LoopNone && !k.ReduceLoop && k.LoadsInFlight == 1) {
+		return m.Phys.VectorLoadExtraPCIe
+	}
+	return 0
 }
 
 // loadWindow is the bytes of loads of src that kernel k on rank r keeps

@@ -201,7 +201,9 @@ func TestRateCapGroupMustAgree(t *testing.T) {
 }
 
 // A read whose rate its loads in flight set takes whole iterations of its
-// loop, each a round trip: one window's bytes take one round trip, not
+// loop, each a round trip (a warp's 16-B loads of host memory, one a
+// thread: the lone load's and gpu.vector_load_extra_pcie): one window's
+// bytes take one round trip, not
 // the engine's first-window wait plus the window at the cap (two), and
 // n windows take n (testdata/h200x1-arsim/store_width.jsonl's pull_iters:
 // a pull of 1 iteration took 1.81 µs against 1.68 a steady iteration).
@@ -215,7 +217,7 @@ func TestReadTakesWholeIterations(t *testing.T) {
 	require.NoError(t, err)
 	rtt, err := m.RoundTrip(0, HostMem(0))
 	require.NoError(t, err)
-	it := rtt.Seconds() * 1e6
+	it := (rtt + m.Phys.VectorLoadExtraPCIe).Seconds() * 1e6
 	for _, n := range []float64{2, 8} {
 		assert.InDelta(t, n*it, readUs(n), 1e-3*n*it, "%g windows", n)
 	}
@@ -233,7 +235,7 @@ func TestReadTakesWholeIterations(t *testing.T) {
 	k := Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 64, RateCap: capr}
 	require.NoError(t, m2.Read(0, HostMem(0), 4096, k, "read", func() {}))
 	require.NoError(t, m2.Eng.Run())
-	assert.InDelta(t, it+4096/1e9*1e6, sim.Duration(m2.Eng.Now()).Seconds()*1e6, 1e-3*it)
+	assert.InDelta(t, rtt.Seconds()*1e6+4096/1e9*1e6, sim.Duration(m2.Eng.Now()).Seconds()*1e6, 1e-3*it, "64 loads a thread in flight: the lone load's round trip")
 }
 
 // A pull whose compiled loop waits for its loads twice an iteration

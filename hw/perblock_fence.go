@@ -33,11 +33,16 @@ func (m *Machine) fenceNeighbourWait(rec PerBlock) (sim.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	k := Kernel{Blocks: rec.Neighbours, Threads: max(rec.NeighbourThreads, 1), LoadsInFlight: float64(max(rec.NeighbourLoads, 1))}
 	rtt, err := m.RoundTrip(0, at)
 	if err != nil {
 		return 0, err
 	}
-	rate, err := m.pullRate(at, Kernel{Blocks: rec.Neighbours, Threads: max(rec.NeighbourThreads, 1), LoadsInFlight: float64(max(rec.NeighbourLoads, 1))})
+	// the pullers' own round trip: what their window turns over in
+	if p, err := m.path(at, GPUMem(0)); err == nil {
+		rtt += m.vectorLoadExtra(0, at, k, p)
+	}
+	rate, err := m.pullRate(at, k)
 	if err != nil {
 		return 0, err
 	}
