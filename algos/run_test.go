@@ -83,7 +83,7 @@ func TestPullLoadWaitsOption(t *testing.T) {
 		assert.Greater(t, w[2], w[1], algo)
 		assert.Greater(t, w[3], w[2]+4, "%s: four more waits an iteration cost more than 4 µs", algo)
 		big := at(algo, 1<<20, map[string]string{"blocks": "36"})
-		assert.Equal(t, big, at(algo, 1<<20, map[string]string{"blocks": "36", "load_waits": "2"}), "%s: the links set the pace at 1 MiB", algo)
+		assert.InEpsilon(t, big, at(algo, 1<<20, map[string]string{"blocks": "36", "load_waits": "2"}), 1e-4, "%s: the links set the pace at 1 MiB (within 0.01 %%: the blocks' queue for host memory follows their round trip)", algo)
 	}
 	_, err := Plan("one_stage", req(t, "rtxpro6000x8-2numa", 4, 43008, map[string]string{"load_waits": "6"}))
 	assert.ErrorContains(t, err, "load_waits=6: the pull loads one pack from each of the 4 ranks' buffers an iteration, so it waits at most 4 times")

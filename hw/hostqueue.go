@@ -96,6 +96,9 @@ type hostRead struct {
 	// own: the read's cap before it shares the GPU's host traffic with
 	// streaming stores (hostshare.go)
 	own sim.Rate
+	// queued: the rate, bytes a second, its blocks keep while they queue
+	// with the other reads' for the way to the host (queueHostReads)
+	queued float64
 	// done: the read's Done where it shares (hostshare.go), made once:
 	// the stores beside it take their share back, then userDone runs;
 	// pending while it is still to run, dropped once pruned (the record

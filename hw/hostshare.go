@@ -85,19 +85,12 @@ func (m *Machine) shareHost(r int) {
 		return
 	}
 	if m.hostShared == nil {
-		if len(m.hostWrites) == 0 {
-			return // no streaming write has started: nothing to share
-		}
 		m.hostShared = make([]bool, m.Top.NumGPUs())
-	}
-	if len(m.hostWrites) == 0 && !m.hostShared[r] {
-		return
 	}
 	m.pruneHostWrites()
 	m.pruneHostReads()
 	var wOwn, window, rOwn float64
 	var first *hostWrite
-	reads := 0
 	for _, w := range m.hostWrites {
 		if w.r == r {
 			wOwn += float64(m.writeOwn(w))
@@ -106,26 +99,29 @@ func (m *Machine) shareHost(r int) {
 			}
 		}
 	}
-	for _, h := range m.hostReads {
-		if h.r == r && h.f.Active() && sharesHost(h) {
-			window += m.loadWindow(h.r, h.src, h.k)
-			rOwn += float64(m.readOwn(h))
-			reads++
-		}
+	reads := m.queueHostReads(r)
+	for _, h := range reads {
+		window += m.loadWindow(h.r, h.src, h.k)
+		rOwn += h.queued
 	}
-	if first == nil || reads == 0 {
+	if first == nil || len(reads) == 0 {
 		if m.hostShared[r] {
-			// nothing to share now: every flow back at its own cap
-			m.hostShared[r] = false
+			// nothing to share now: every write back at its own cap
 			for _, w := range m.hostWrites {
 				if w.r == r {
 					_, _ = m.Net.SetCap(w.f, w.id, w.own)
 				}
 			}
-			for _, h := range m.hostReads {
-				if h.r == r {
-					_, _ = m.Net.SetCap(h.f, h.id, h.own)
+		}
+		// the reads at what their blocks' queue leaves them
+		m.hostShared[r] = len(reads) > 0
+		for _, h := range m.hostReads {
+			if h.r == r {
+				c := h.own
+				if h.f.Active() && sharesHost(h) && h.queued > 0 {
+					c = sim.Rate(h.queued)
 				}
+				_, _ = m.Net.SetCap(h.f, h.id, c)
 			}
 		}
 		return
@@ -149,12 +145,81 @@ func (m *Machine) shareHost(r int) {
 	}
 	// the loads: what the stores leave of S, in proportion to their own
 	left := max(0, s-w)
+	for _, h := range reads {
+		own := h.queued
+		_, _ = m.Net.SetCap(h.f, h.id, sim.Rate(max(own*min(1, left/rOwn), own*1e-6)))
+	}
+}
+
+// queueHostReads lists rank r's plain-loop reads of host memory under way
+// (sharesHost) and sets each one's queued rate: what it moves when the
+// blocks of all of them queue together for the way to the host. Each
+// resident block is a customer of a closed queue (mean value analysis):
+// it keeps its share of its read's bytes in flight (the window w), waits
+// the read's round trip alone less its own service (the think time Z),
+// and is served at the rate its read's route allows alone (C, the
+// service D = w / C). One read: exact MVA over its n blocks,
+//
+//	R(k) = D·(1 + Q(k−1)),  X(k) = k / (Z + R(k)),  Q(k) = X(k)·R(k),
+//
+// the read's rate n·w·X(n)/n; several: Schweitzer's approximation of it,
+// 64 rounds from an even queue. A lone block keeps its own rate; many
+// blocks reach C, as the fluid network gives; between, the blocks' loads
+// wait for each other's. Measured on one H200 (testdata/h200x1-arsim
+// read_count.jsonl, read_gpcs.jsonl: 1–16 reader blocks of 512 threads, one
+// 16-B load a thread, alone): 5.7, 11.4, 22.0, 40.1, 49.1, 50.8 GB/s at 1,
+// 2, 4, 8, 12, 16 blocks, where the queue gives 6.2, 12.2, 23.4, 41.2,
+// 49.4, 51.0 and the fluid network alone 6.2, 12.4, 24.7, 49.4, 51.1, 51.1.
+func (m *Machine) queueHostReads(r int) []*hostRead {
+	reads := m.hostReadsOn[:0]
 	for _, h := range m.hostReads {
 		if h.r == r && h.f.Active() && sharesHost(h) {
-			own := float64(m.readOwn(h))
-			_, _ = m.Net.SetCap(h.f, h.id, sim.Rate(max(own*min(1, left/rOwn), own*1e-6)))
+			reads = append(reads, h)
 		}
 	}
+	m.hostReadsOn = reads
+	if len(reads) == 0 {
+		return reads
+	}
+	// a class per read: n blocks, each a window of w bytes served in d
+	// and thought over in z; x its blocks' windows a second
+	cs := m.mvaScratch[:0]
+	var key mvaKey
+	for i, h := range reads {
+		own := float64(m.readOwn(h))
+		c := float64(m.routeRate(h.f.Spec.Route))
+		th := max(h.k.Threads, 1)
+		n := math.Max(1, math.Round(float64(m.ResidentThreads(h.k.Blocks, th)/th)*h.k.share()))
+		window := m.loadWindow(h.r, h.src, h.k)
+		cl := mvaClass{x: own, w: 1}
+		if own > 0 && window > 0 && c > 0 && !math.IsInf(c, 1) {
+			t := window / own // a block's window turns over alone in t
+			w := window / n
+			d := min(w/c, t)
+			cl = mvaClass{n: n, w: w, d: d, z: t - d}
+		}
+		cs = append(cs, cl)
+		if i < len(key) {
+			key[i] = [3]float64{cl.n, cl.d, cl.z}
+		}
+	}
+	m.mvaScratch = cs
+	if len(cs) > len(key) {
+		mva(cs)
+	} else if x, ok := m.mvaRecall(key, len(cs)); ok {
+		for i := range cs {
+			if cs[i].n > 0 {
+				cs[i].x = x[i]
+			}
+		}
+	} else {
+		mva(cs)
+		m.mvaKeep(key, cs)
+	}
+	for i, h := range reads {
+		h.queued = cs[i].x * cs[i].w
+	}
+	return reads
 }
 
 // writeOwn is a write's own cap, or where it has none the rate its route
@@ -200,4 +265,86 @@ func (m *Machine) pruneHostWrites() {
 	}
 	clear(m.hostWrites[len(live):])
 	m.hostWrites = live
+}
+
+// mvaClass is one read's blocks in the queue for the way to the host
+// (queueHostReads): n of them, each a window of w bytes, served in d and
+// thought over in z (their round trip alone less d); x, the windows a
+// second they turn over (n = 0: not queued, x kept); q, their queue.
+type mvaClass struct{ n, w, d, z, x, q float64 }
+
+// mvaKey is up to eight classes' n, d, z: a queue's answer is kept for
+// the next time the same reads queue together (mvaRecall).
+type mvaKey [8][3]float64
+
+// mvaMemo is one queue's answer: its classes, their count and their x.
+type mvaMemo struct {
+	k mvaKey
+	n int
+	x [8]float64
+}
+
+// mvaMemos is how many answers a machine keeps, the oldest replaced first.
+const mvaMemos = 32
+
+// mvaRecall returns the answer kept for the n classes of k, if any.
+func (m *Machine) mvaRecall(k mvaKey, n int) ([8]float64, bool) {
+	for i := range m.mvaMemo {
+		e := &m.mvaMemo[i]
+		if e.n == n && e.k == k {
+			return e.x, true
+		}
+	}
+	return [8]float64{}, false
+}
+
+// mvaKeep keeps the answer cs for the classes of k.
+func (m *Machine) mvaKeep(k mvaKey, cs []mvaClass) {
+	e := mvaMemo{k: k, n: len(cs)}
+	for i := range cs {
+		e.x[i] = cs[i].x
+	}
+	if len(m.mvaMemo) < mvaMemos {
+		m.mvaMemo = append(m.mvaMemo, e)
+		return
+	}
+	m.mvaMemo[m.mvaNext] = e
+	m.mvaNext = (m.mvaNext + 1) % mvaMemos
+}
+
+// mva sets each class's x: exact mean value analysis for one class,
+// Schweitzer's approximation of it, 64 rounds from an even queue, for
+// several.
+func mva(cs []mvaClass) {
+	if len(cs) == 1 {
+		c := &cs[0]
+		if c.n == 0 {
+			return
+		}
+		q := 0.0
+		for k := 1.0; k <= c.n; k++ {
+			rt := c.d * (1 + q)
+			c.x = k / (c.z + rt)
+			q = c.x * rt
+		}
+		return
+	}
+	for i := range cs {
+		cs[i].q = cs[i].n / 2
+	}
+	for range 64 {
+		total := 0.0
+		for i := range cs {
+			total += cs[i].q
+		}
+		for i := range cs {
+			c := &cs[i]
+			if c.n == 0 {
+				continue
+			}
+			rt := c.d * (1 + total - c.q/c.n)
+			c.x = c.n / (c.z + rt)
+			c.q = c.x * rt
+		}
+	}
 }

@@ -75,3 +75,63 @@ func TestStoresKeepTheirCapBesideSlowOrProtocolReaders(t *testing.T) {
 	assert.Equal(t, m.hostReads[0].own, r, "a protocol loop's loads keep their own cap")
 	assert.False(t, m.hostShared[0])
 }
+
+// Blocks loading host memory alone queue for it together: a read of n
+// blocks moves what exact mean value analysis gives n customers, each a
+// block's window served at the route's rate and thinking for the rest of
+// its round trip alone; one block keeps its own rate, and many fill the
+// route. Two reads at once: each at most its own rate, together at most
+// the route's.
+func TestBlocksQueueForHostMemory(t *testing.T) {
+	m := h200x1Machine(t)
+	host := HostMem(m.LocalSocket(0))
+	rate := func(k Kernel) (got, own, c float64) {
+		m := h200x1Machine(t)
+		require.NoError(t, m.Read(0, host, 1<<30, k, "r", nil))
+		require.NoError(t, m.Eng.RunUntil(sim.Time(sim.Micros(50))))
+		require.Len(t, m.hostReads, 1)
+		h := m.hostReads[0]
+		return float64(h.f.Rate()), float64(h.own), float64(m.routeRate(h.f.Spec.Route))
+	}
+	var prev float64
+	for _, n := range []int{1, 2, 4, 8, 12, 16, 132} {
+		k := Kernel{Blocks: n, Threads: 512, LoadsInFlight: 1}
+		got, own, c := rate(k)
+		w := m.loadWindow(0, host, k) / float64(n)
+		d := w / c
+		z := float64(n)*w/own - d
+		var x, q float64
+		for i := 1; i <= n; i++ {
+			x = float64(i) / (z + d*(1+q))
+			q = x * d * (1 + q)
+		}
+		assert.InEpsilon(t, min(x*w, c), got, 1e-9, "%d blocks", n)
+		assert.LessOrEqual(t, got, own*(1+1e-9), "%d blocks: at most the window over the round trip", n)
+		assert.Greater(t, got, prev, "%d blocks: more blocks move more", n)
+		if n == 1 {
+			assert.InEpsilon(t, own, got, 1e-9, "one block keeps its own rate")
+		}
+		if n == 8 {
+			assert.Less(t, got, 0.9*min(own, c), "8 blocks: their loads wait for each other's")
+		}
+		prev = got
+	}
+	_, _, c132 := rate(Kernel{Blocks: 132, Threads: 512, LoadsInFlight: 1})
+	assert.InEpsilon(t, c132, prev, 0.01, "132 blocks fill the route")
+
+	// two reads queue together
+	m2 := h200x1Machine(t)
+	a, b := Kernel{Blocks: 4, Threads: 512, LoadsInFlight: 1}, Kernel{Blocks: 6, Threads: 256, LoadsInFlight: 1}
+	require.NoError(t, m2.Read(0, host, 1<<30, a, "a", nil))
+	require.NoError(t, m2.Read(0, host, 1<<30, b, "b", nil))
+	require.NoError(t, m2.Eng.RunUntil(sim.Time(sim.Micros(50))))
+	require.Len(t, m2.hostReads, 2)
+	var sum float64
+	for _, h := range m2.hostReads {
+		assert.LessOrEqual(t, float64(h.f.Spec.Cap), float64(h.own)*(1+1e-9), "%s: at most its own rate", h.label)
+		sum += float64(h.f.Rate())
+	}
+	aAlone, _, c := rate(a)
+	assert.Less(t, float64(m2.hostReads[0].f.Rate()), aAlone, "beside another read a read's blocks wait longer")
+	assert.LessOrEqual(t, sum, c*(1+1e-9))
+}

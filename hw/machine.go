@@ -205,6 +205,12 @@ type Machine struct {
 	// lazily.
 	hostReads    []*hostRead
 	hostReadFree []*hostRead
+	// hostReadsOn: scratch for one rank's reads that queue together
+	// (queueHostReads)
+	hostReadsOn []*hostRead
+	mvaScratch  []mvaClass
+	mvaMemo     []mvaMemo
+	mvaNext     int
 	// hostWrites: streaming writes to host memory under way, whose caps
 	// follow the reads beside them (hostshare.go); hostShared[r]: rank r's
 	// flows took shared caps, not their own

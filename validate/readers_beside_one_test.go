@@ -182,3 +182,26 @@ func TestModelReadersBesideOneStoringBlock(t *testing.T) {
 	}
 	assert.Equal(t, 26, n, "read_count 4, 8, 12; read_gpcs 4–8 in every set; read_beside_write_20 4")
 }
+
+// Readers alone, one 16-B load a thread in flight (read_count.jsonl,
+// read_gpcs.jsonl, nothing fitted on them): their blocks queue for host
+// memory together (hw.Machine.queueHostReads), so 4–8 readers move less
+// than their blocks' sum alone. Within 10 % at every count of
+// read_count's round-robin readers and within 21 % for every set of
+// read_gpcs; without the queue 8 readers were +24 % and read_gpcs's sets
+// of 7 +33…+52 %.
+func TestModelReadersAloneQueueForHostMemory(t *testing.T) {
+	top, err := topology.Load("h200x1")
+	require.NoError(t, err)
+	n := 0
+	for file, tol := range map[string]float64{"read_count.jsonl": 0.10, "read_gpcs.jsonl": 0.21} {
+		for _, r := range readOneGPU(t, file) {
+			if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks != 0 || r.Threads != 512 {
+				continue
+			}
+			n++
+			assert.InEpsilon(t, r.GbpsTotal, hostLinkSim(t, top, r), tol, "%s line %d: %d readers alone", file, r.Line, r.Blocks)
+		}
+	}
+	assert.Equal(t, 52, n, "read_count 1–131, read_gpcs 1–16 in every set")
+}
