@@ -162,14 +162,14 @@ func (m *Machine) shareHost(r int) {
 //
 //	R(k) = D·(1 + Q(k−1)),  X(k) = k / (Z + R(k)),  Q(k) = X(k)·R(k),
 //
-// the read's rate n·w·X(n)/n; several: Schweitzer's approximation of it,
+// the read's rate w·X(n); several: Schweitzer's approximation of it,
 // 64 rounds from an even queue. A lone block keeps its own rate; many
 // blocks reach C, as the fluid network gives; between, the blocks' loads
 // wait for each other's. Measured on one H200 (testdata/h200x1-arsim
 // read_count.jsonl, read_gpcs.jsonl: 1–16 reader blocks of 512 threads, one
 // 16-B load a thread, alone): 5.7, 11.4, 22.0, 40.1, 49.1, 50.8 GB/s at 1,
-// 2, 4, 8, 12, 16 blocks, where the queue gives 6.2, 12.2, 23.4, 41.2,
-// 49.4, 51.0 and the fluid network alone 6.2, 12.4, 24.7, 49.4, 51.1, 51.1.
+// 2, 4, 8, 12, 16 blocks, where the queue gives 6.2, 12.2, 23.4, 40.9,
+// 48.2, 49.7 and the fluid network alone 6.2, 12.4, 24.7, 49.4, 49.8, 49.8.
 func (m *Machine) queueHostReads(r int) []*hostRead {
 	reads := m.hostReadsOn[:0]
 	for _, h := range m.hostReads {
