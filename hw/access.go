@@ -371,7 +371,7 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 // (LoadsInFlight 1). Measured so on one H200: a block of 32, 128 or 512
 // threads loading host memory so turns an iteration over in 1.33 µs
 // against a lone 8-byte load's 1.12 (read_depth_6.jsonl), on every
-// instance captured (5.7–6.2 GB/s a block of 512 threads alone, read_*.jsonl).
+// instance captured (5.0–6.3 GB/s a block of 512 threads alone, 23 files).
 // Loops with more loads in flight overlap the split with their other
 // loads; a reduce loop's overheads were measured with it included.
 func (m *Machine) vectorLoadExtra(r int, src Mem, k Kernel, p *path) sim.Duration {
