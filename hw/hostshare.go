@@ -66,10 +66,11 @@ func (m *Machine) trackHostWrite(r int) func(*sim.Flow) {
 	return w.started
 }
 
-// sharesHost reports whether read h takes part: a plain loop's (LoopNone),
-// as every capture that shows the share loads; a protocol loop's (NCCL's
-// LL, LL128, Simple) keeps its own cap beside the stores.
-func sharesHost(h *hostRead) bool { return h.k.Loop == LoopNone }
+// sharesHost reports whether read h takes part: a plain loop's (LoopNone,
+// or LoopRanks over the ranks' buffers), as every capture that shows the
+// share loads; a protocol loop's (NCCL's LL, LL128, Simple) keeps its own
+// cap beside the stores and queues for nothing.
+func sharesHost(h *hostRead) bool { return h.k.Loop == LoopNone || h.k.Loop == LoopRanks }
 
 // hostShareOn reports whether the share applies on this machine: it needs
 // pcie.sm_host_bandwidth and pcie.store_share_bytes.
