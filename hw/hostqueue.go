@@ -99,6 +99,8 @@ type hostRead struct {
 	// queued: the rate, bytes a second, its blocks keep while they queue
 	// with the other reads' for the way to the host (queueHostReads)
 	queued float64
+	// window: its bytes in flight (loadWindow) when queued was set
+	window float64
 	// done: the read's Done where it shares (hostshare.go), made once:
 	// the stores beside it take their share back, then userDone runs;
 	// pending while it is still to run, dropped once pruned (the record

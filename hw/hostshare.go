@@ -102,7 +102,7 @@ func (m *Machine) shareHost(r int) {
 	}
 	reads := m.queueHostReads(r)
 	for _, h := range reads {
-		window += m.loadWindow(h.r, h.src, h.k)
+		window += h.window
 		rOwn += h.queued
 	}
 	if first == nil || len(reads) == 0 {
@@ -192,6 +192,7 @@ func (m *Machine) queueHostReads(r int) []*hostRead {
 		th := max(h.k.Threads, 1)
 		n := math.Max(1, math.Round(float64(m.ResidentThreads(h.k.Blocks, th)/th)*h.k.share()))
 		window := m.loadWindow(h.r, h.src, h.k)
+		h.window = window
 		cl := mvaClass{x: own, w: 1}
 		if own > 0 && window > 0 && c > 0 && !math.IsInf(c, 1) {
 			t := window / own // a block's window turns over alone in t
