@@ -194,7 +194,11 @@ func TestModelReadersAloneQueueForHostMemory(t *testing.T) {
 	top, err := topology.Load("h200x1")
 	require.NoError(t, err)
 	n := 0
-	for file, tol := range map[string]float64{"read_count.jsonl": 0.10, "read_gpcs.jsonl": 0.21} {
+	for _, c := range []struct {
+		file string
+		tol  float64
+	}{{"read_count.jsonl", 0.10}, {"read_gpcs.jsonl", 0.21}} {
+		file, tol := c.file, c.tol
 		for _, r := range readOneGPU(t, file) {
 			if r.Kind != trace.KindHostLinkConcurrency || r.WriteBlocks != 0 || r.Threads != 512 {
 				continue
