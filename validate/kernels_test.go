@@ -281,3 +281,30 @@ func TestFenceLoopCodeByKernel(t *testing.T) {
 		assert.Positive(t, without, f)
 	}
 }
+
+// ll128_pairs.jsonl (one H200): P blocks store LL128 lines to pinned host
+// memory while P others receive them. From 8 pairs the receivers are
+// bound by what the GPU's SM loads and stores of host memory move together
+// (pcie.sm_host_bandwidth, fitted on host_link.jsonl, not here): the twin,
+// charging the producers' stores their share, holds them within 12 %;
+// without the producers it was 31–39 % fast. At 1–4 pairs it is still
+// 18–25 % fast (one block's loop over live host lines; not modelled).
+func TestLiveLL128ProducersShareTheWayToHostMemory(t *testing.T) {
+	const file = "../testdata/h200x1-arsim/ll128_pairs.jsonl"
+	recs, _, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+	require.NoError(t, err)
+	v, err := Run(recs, Options{File: file})
+	require.NoError(t, err)
+	n := 0
+	for _, rr := range v.Records {
+		r := recs[rr.Line-1]
+		if r.Loop != "ll128w" || r.Recv != "host" || r.Producer != "live" || r.Blocks < 8 {
+			continue
+		}
+		n++
+		assert.InDelta(t, 0, rr.ErrorPct, 12, "line %d: %d pairs", rr.Line, r.Blocks)
+		pb := PerBlockOf(r)
+		assert.True(t, pb.Live && pb.Fresh, "line %d", rr.Line)
+	}
+	assert.Equal(t, 4, n, "8, 16, 33 and 66 pairs")
+}

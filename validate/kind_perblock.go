@@ -27,7 +27,7 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Unroll: r.Unroll, Sources: r.Sources, Bound: r.LoopBound, World: r.World, Slice: int64(r.SliceBytes),
 		Fence: r.Fence, Stores: r.StoresPerThread, LoopCode: fenceLoopCode(r), Blocks: r.Blocks, Threads: r.Threads, Iters: r.Iters,
 		Layout: r.Layout, Groups: r.Groups, Fresh: (r.Loop == "ll" || r.Loop == "ll128w") && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
-		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", ItersPerStep: r.ItersPerStep,
+		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", Live: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "live", ItersPerStep: r.ItersPerStep,
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
 		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: neighbourThreads(r), NeighbourLoads: neighbourLoads(r), PollSleep: r.PollSleepNs,
 		Dests: r.Dests, Bytes: hostShotBytes(r), Phases: r.Phases, BlocksPerRank: r.BlocksPerRank,
