@@ -391,6 +391,15 @@ func (m *Machine) vectorLoadExtra(r int, src Mem, k Kernel, p *path) sim.Duratio
 // gpu.host_loads_beside_stores a block while loads of host memory wait
 // behind the GPU's streaming stores (hostqueue.go).
 func (m *Machine) loadWindow(r int, src Mem, k Kernel) float64 {
+	inflight := m.loadWindowFree(k)
+	if src.Host && m.StoringBlocks(r) >= 1 {
+		inflight = min(inflight, m.loadWindowBeside(k))
+	}
+	return inflight
+}
+
+// loadWindowFree is loadWindow where no stores stream beside the loads.
+func (m *Machine) loadWindowFree(k Kernel) float64 {
 	loads := m.Phys.LoadsInFlight
 	switch {
 	case k.Volatile:
@@ -406,13 +415,17 @@ func (m *Machine) loadWindow(r int, src Mem, k Kernel) float64 {
 		// uses them (NCCL's reduceCopy): Unroll 16-byte loads in flight.
 		loads = float64(k.Unroll)
 	}
-	inflight := float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
-	if src.Host && m.StoringBlocks(r) >= 1 {
-		if c := m.Phys.HostLoadsBesideStores; c > 0 {
-			inflight = min(inflight, float64(min(k.Blocks, m.Phys.SMs))*float64(c)*k.share())
-		}
+	return float64(m.ResidentThreads(k.Blocks, k.Threads)) * 16 * loads * k.share()
+}
+
+// loadWindowBeside is the most that kernel k's blocks keep in flight of
+// loads of host memory while blocks of their GPU stream stores there
+// (gpu.host_loads_beside_stores; +Inf where that is 0: no limit).
+func (m *Machine) loadWindowBeside(k Kernel) float64 {
+	if c := m.Phys.HostLoadsBesideStores; c > 0 {
+		return float64(min(k.Blocks, m.Phys.SMs)) * float64(c) * k.share()
 	}
-	return inflight
+	return math.Inf(1)
 }
 
 // loopWindow is what kernel k's loop moves per iteration, payload bytes

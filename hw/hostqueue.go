@@ -101,6 +101,12 @@ type hostRead struct {
 	queued float64
 	// window: its bytes in flight (loadWindow) when queued was set
 	window float64
+	// what queueHostReads needs of the read that does not change while it
+	// runs, kept as it starts: the rate its route allows it alone
+	// (routeRate), its resident blocks (their share of k's), its window
+	// with no stores streaming beside it and the most it keeps while they
+	// do (loadWindowFree, loadWindowBeside)
+	route, blocks, winFree, winBeside float64
 	// done: the read's Done where it shares (hostshare.go), made once:
 	// the stores beside it take their share back, then userDone runs;
 	// pending while it is still to run, dropped once pruned (the record
@@ -137,6 +143,10 @@ func (m *Machine) trackHostRead(r int, src Mem, k Kernel, label string, userDone
 		}
 		h.started = func(f *sim.Flow) {
 			h.f, h.id = f, f.ID
+			h.route = float64(m.routeRate(f.Spec.Route))
+			th := max(h.k.Threads, 1)
+			h.blocks = math.Max(1, math.Round(float64(m.ResidentThreads(h.k.Blocks, th)/th)*h.k.share()))
+			h.winFree, h.winBeside = m.loadWindowFree(h.k), m.loadWindowBeside(h.k)
 			if len(m.hostReads) >= 32 && len(m.hostReads)%32 == 0 {
 				m.pruneHostReads()
 			}

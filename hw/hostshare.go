@@ -187,11 +187,14 @@ func (m *Machine) queueHostReads(r int) []*hostRead {
 	cs := m.mvaScratch[:0]
 	var key mvaKey
 	for i, h := range reads {
-		own := float64(m.readOwn(h))
-		c := float64(m.routeRate(h.f.Spec.Route))
-		th := max(h.k.Threads, 1)
-		n := math.Max(1, math.Round(float64(m.ResidentThreads(h.k.Blocks, th)/th)*h.k.share()))
-		window := m.loadWindow(h.r, h.src, h.k)
+		own, c, n := float64(h.own), h.route, h.blocks
+		if own <= 0 {
+			own = c // no cap of its own: the rate its route allows it alone
+		}
+		window := h.winFree // loadWindow, from the parts kept
+		if h.src.Host && m.StoringBlocks(h.r) >= 1 {
+			window = min(window, h.winBeside)
+		}
 		h.window = window
 		cl := mvaClass{x: own, w: 1}
 		if own > 0 && window > 0 && c > 0 && !math.IsInf(c, 1) {
@@ -231,15 +234,6 @@ func (m *Machine) writeOwn(w *hostWrite) sim.Rate {
 		return w.own
 	}
 	return m.routeRate(w.f.Spec.Route)
-}
-
-// readOwn is a read's own cap, or where it has none the rate its route
-// allows it.
-func (m *Machine) readOwn(h *hostRead) sim.Rate {
-	if h.own > 0 {
-		return h.own
-	}
-	return m.routeRate(h.f.Spec.Route)
 }
 
 // routeRate is the payload rate route's resources allow a flow alone.

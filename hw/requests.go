@@ -73,6 +73,19 @@ type sectorPolls struct {
 	// sector, the blocks' sectors adjacent); 0: each block's on a line of
 	// its own.
 	blockStride int
+	// collisions: barrierCollisions(collSlots, collApart, 0), kept for the
+	// next wait while slots and apart stay the same (collKept)
+	collisions, collSlots, collApart int
+	collKept                         bool
+}
+
+// collisionsOf is barrierCollisions(sp.slots, apart, 0), worked out again
+// only when the sector's slots or apart changed since the last wait.
+func (m *Machine) collisionsOf(sp *sectorPolls, apart int) int {
+	if !sp.collKept || sp.collSlots != sp.slots || sp.collApart != apart {
+		sp.collisions, sp.collSlots, sp.collApart, sp.collKept = m.barrierCollisions(sp.slots, apart, 0), sp.slots, apart, true
+	}
+	return sp.collisions
 }
 
 // sectorsPerLine is how many 32-byte sectors a 128-byte line of host
@@ -346,7 +359,7 @@ func (m *Machine) WaitFlag(r int, at Mem, f *sim.FlagVar, value int64, who fmt.S
 	if apart == 0 {
 		apart = 128
 	}
-	extra += m.slotPolls(at, sp.slots, m.barrierCollisions(sp.slots, apart, 0))
+	extra += m.slotPolls(at, sp.slots, m.collisionsOf(sp, apart))
 	inLine := 1
 	if !p.Atomic {
 		inLine = sp.lineSectors(p.Blocks)
