@@ -2487,6 +2487,60 @@ extern "C" __global__ void pb_store_stream_lines(unsigned* flags, int lb, int of
   }
   res[2 * b] = clock64() - c0; res[2 * b + 1] = k;
 }
+
+// ---- what a waiting LL128 receive's reloads of its lines cost the data (perblock ll128_spin): blocks 0 .. P-1 spin
+// as NCCL's LL128 receive does while its lines are not yet written (prims_ll128.h: every lane of a warp loads its
+// four 16-B words of the warp's lines again until the flag lanes see the flag), on lines in pinned host memory whose
+// flag never comes; blocks P .. P+R-1 read their share of rbuf (pinned host memory), one 16-B load a thread in
+// flight (the next address waits on the loaded value), and time themselves. The pollers stop when every reader has
+// finished (stop counts them), or after max_rounds rounds where there are no readers. res[2b]: block b's cycles;
+// res[2b + 1]: a poller's rounds (its warp 0's), a reader's bytes.
+extern "C" __global__ void __launch_bounds__(1024) pb_ll128_spin(const uint4* lines, const uint4* rbuf,
+                                                                 long long words_per_reader, int pollers, int readers,
+                                                                 long long max_rounds, unsigned flag, unsigned* stop,
+                                                                 int* err, long long* res) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, b = blockIdx.x;
+  const bool flagLane = (lane & 7) == 7;
+  unsigned acc = 0;
+  __syncthreads();
+  long long c0 = clock64();
+  if (b < pollers) {
+    const uint4* chunk = lines + ((size_t)b * nw + warp) * 128;
+    long long rounds = 0;
+    for (;;) {
+      uint4 v[4];
+      #pragma unroll
+      for (int u = 0; u < 4; u++) v[u] = ld_vol4(chunk + u * 32 + lane);
+      const int need = flagLane && (v[0].w != flag || v[1].w != flag || v[2].w != flag || v[3].w != flag);
+      acc += v[0].x;
+      rounds++;
+      if (!__any_sync(0xffffffffu, need)) break;  // never: the lines hold flag - 1
+      if ((rounds & 15) == 0 && (readers > 0 ? ld_vol(stop) >= (unsigned)readers : rounds >= max_rounds)) break;
+      if (rounds > SPIN_LIMIT) { atomicExch(err, 1); break; }
+    }
+    __syncthreads();
+    long long c1 = clock64();
+    if (threadIdx.x == 0) { res[2 * b] = c1 - c0; res[2 * b + 1] = rounds; }
+    if (acc == 0xffffffffu) res[2 * b] = -1;  // keeps the loads
+    return;
+  }
+  const uint4* mine = rbuf + (size_t)(b - pollers) * words_per_reader;
+  long long i = threadIdx.x;
+  while (i < words_per_reader) {
+    const uint4 v = ld_vol4(mine + i);
+    acc += v.x;
+    i += blockDim.x + (v.y == 0xfeedbeefu);  // the next load waits on this one: one in flight a thread
+  }
+  __syncthreads();
+  long long c1 = clock64();
+  if (threadIdx.x == 0) {
+    res[2 * b] = c1 - c0;
+    res[2 * b + 1] = words_per_reader * 16;
+    __threadfence();
+    atomicAdd(stop, 1u);
+  }
+  if (acc == 0xffffffffu) res[2 * b] = -1;
+}
 '''
 
 

@@ -835,6 +835,66 @@ class PerBlock:
             for p in pairs:
                 self.rec.guard(f"ll128_live_pairs {where} {p}", run, where, p)
 
+    def ll128_spin(self):
+        """What a waiting LL128 receive's reloads of its host lines cost the data (kernel pb_ll128_spin): P = 0, 1, 2,
+        4, 8, 16 blocks of 640 threads spin on lines of pinned host memory whose flag never comes, reloading every
+        lane's four 16-B words each round as NCCL's LL128 receive does while it waits, beside R = 0, 4 and 16 reader
+        blocks of 640 threads (one launch, one block size) each reading 4 MiB of pinned host memory with one 16-B load a thread in flight. Each
+        record gives the readers' GB/s and the pollers' rounds a microsecond (their reload traffic: 40,960 B a block
+        a round). Written down before the run (arsim as of this part's commit): a spinning block's rounds take one
+        LL128 iteration over host lines, and the readers lose what the pollers' reloads take of the way to the host,
+        so 16 readers (about 50 GB/s alone) beside 8 spinning blocks would move about 20 GB/s; the reading that
+        the reloads cost little leaves them near 50."""
+        cp = self.cp
+        k = self.fn("pb_ll128_spin")
+        t, flag = 640, 0x5eed  # one block size for both roles (one launch), NCCL's LL128 threads
+        words_per_reader = 4 * MB // 16
+        max_poll, max_read = 16, 16
+        lines = self.ptr("host", "ll128spin", max_poll * t * 64)
+        self.fill("host", "ll128spin", max_poll * t * 64, [1, 2, 3, flag - 1])
+        rbuf = self.ptr("host", "ll128spinread", max_read * words_per_reader * 16)
+        self.fill("host", "ll128spinread", max_read * words_per_reader * 16, [0])
+        with cp.cuda.Device(0):
+            stop = cp.zeros(1, dtype=cp.uint32)
+        max_rounds = 20000
+
+        def run(p, r):
+            if p + r == 0:
+                return
+            meds = {"poll": [], "read": []}
+            with cp.cuda.Device(0):
+                self.err[...] = 0
+                for trial in range(TRIALS + 1):
+                    stop.fill(0)
+                    k((p + r,), (t,),
+                      (lines, rbuf, np.int64(words_per_reader), np.int32(p), np.int32(r), np.int64(max_rounds),
+                       np.uint32(flag), stop, self.err, self.res), stream=self.s)
+                    self.s.synchronize()
+                    out = self.res[:2 * (p + r)].get()
+                    if trial == 0:
+                        continue  # warm-up
+                    if p:
+                        meds["poll"].append(statistics.median(
+                            int(out[2 * b + 1]) / (int(out[2 * b]) / self.ghz / 1000) for b in range(p)))
+                    if r:
+                        meds["read"].append(statistics.median(
+                            int(out[2 * b + 1]) / (int(out[2 * b]) / self.ghz) for b in range(p, p + r)) * r)
+                err = bool(int(self.err.get()[0]))
+            rec = {"kind": "host_link_concurrency", "what": "sm_read_beside_ll128_spin", "clock": "sm_clock64",
+                   "gpus": 1, "blocks": r, "threads": t, "spin_blocks": p, "spin_threads": t,
+                   "bytes_per_block": words_per_reader * 16, "clock_ghz": self.ghz, "trials": TRIALS,
+                   "spin_timeout": err}
+            if r:
+                rec["gbps_total"] = statistics.median(meds["read"])
+            if p:
+                rec["spin_rounds_per_us"] = statistics.median(meds["poll"])
+                rec["spin_gbps_per_block"] = rec["spin_rounds_per_us"] * t * 64 / 1000
+            self.rec.emit(rec)
+
+        for r in (0, 4, 16):
+            for p in (0, 1, 2, 4, 8, 16):
+                self.rec.guard(f"ll128_spin P{p} R{r}", run, p, r)
+
     def ll128(self):
         k = self.fn("pb_ll128")
         flag = 1
@@ -2506,7 +2566,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
