@@ -89,7 +89,7 @@ var fieldDefs = []fieldDef{
 	{name: "one_way_us", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUs }},
 	{name: "one_way_us_min", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.OneWayUsMin }},
 	{name: "note", typ: jString, str: func(r *Record) *string { return &r.Note }},
-	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_bidir", "sm_read", "sm_read_beside_write", "sm_write"}, str: func(r *Record) *string { return &r.What }},
+	{name: "what", typ: jString, enum: []string{"ce_bidir", "ce_d2h", "ce_h2d", "sm_bidir", "sm_ll128_spin", "sm_read", "sm_read_beside_ll128_spin", "sm_read_beside_write", "sm_write"}, str: func(r *Record) *string { return &r.What }},
 	{name: "gpus", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.GPUs }},
 	{name: "bytes_per_gpu", typ: jInt, max: maxBytes, why: bytesWhy, i64: func(r *Record) *int64 { return &r.BytesPerGPU }},
 	{name: "gbps_per_gpu", value: true, typ: jNumber, num: func(r *Record) *float64 { return &r.GbpsPerGPU }},

@@ -24,6 +24,9 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 		per = 256 << 20
 		t.Note = "bytes_per_gpu absent: 256 MiB assumed (FORMAT.md)"
 	}
+	if r.What == "sm_ll128_spin" || r.What == "sm_read_beside_ll128_spin" {
+		return ll128SpinTwin(t, r)
+	}
 	if r.What == "sm_read_beside_write" {
 		// the loads' rate beside the stores: the capture's writer stores
 		// write_bytes (384 MiB when not given), which a slow reader

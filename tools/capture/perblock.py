@@ -841,10 +841,10 @@ class PerBlock:
         lane's four 16-B words each round as NCCL's LL128 receive does while it waits, beside R = 0, 4 and 16 reader
         blocks of 640 threads (one launch, one block size) each reading 4 MiB of pinned host memory with one 16-B load a thread in flight. Each
         record gives the readers' GB/s and the pollers' rounds a microsecond (their reload traffic: 40,960 B a block
-        a round). Written down before the run (arsim as of this part's commit): a spinning block's rounds take one
-        LL128 iteration over host lines, and the readers lose what the pollers' reloads take of the way to the host,
-        so 16 readers (about 50 GB/s alone) beside 8 spinning blocks would move about 20 GB/s; the reading that
-        the reloads cost little leaves them near 50."""
+        a round). Written down before the run, arsim's twins (validate TestLL128SpinTwinsPredict): a spinning block's
+        rounds take one LL128 iteration over host lines, 24.3 GB/s of reloads at one block, 48.7 at two, 51.1 from
+        four; 16 readers move 51.1 GB/s alone, 26.7 beside one spinning block and 24.7 beside 2-16; 4 readers 28.4
+        alone, 26.7 and 24.7 beside. The other reading: the reloads cost the readers little (within 10 %)."""
         cp = self.cp
         k = self.fn("pb_ll128_spin")
         t, flag = 640, 0x5eed  # one block size for both roles (one launch), NCCL's LL128 threads
@@ -880,15 +880,18 @@ class PerBlock:
                         meds["read"].append(statistics.median(
                             int(out[2 * b + 1]) / (int(out[2 * b]) / self.ghz) for b in range(p, p + r)) * r)
                 err = bool(int(self.err.get()[0]))
-            rec = {"kind": "host_link_concurrency", "what": "sm_read_beside_ll128_spin", "clock": "sm_clock64",
-                   "gpus": 1, "blocks": r, "threads": t, "spin_blocks": p, "spin_threads": t,
-                   "bytes_per_block": words_per_reader * 16, "clock_ghz": self.ghz, "trials": TRIALS,
-                   "spin_timeout": err}
-            if r:
-                rec["gbps_total"] = statistics.median(meds["read"])
+            rec = {"kind": "host_link_concurrency", "what": "sm_read_beside_ll128_spin" if r else "sm_ll128_spin",
+                   "clock": "sm_clock64", "gpus": 1, "spin_blocks": p, "spin_threads": t, "clock_ghz": self.ghz,
+                   "trials": TRIALS, "spin_timeout": err}
             if p:
                 rec["spin_rounds_per_us"] = statistics.median(meds["poll"])
                 rec["spin_gbps_per_block"] = rec["spin_rounds_per_us"] * t * 64 / 1000
+            if r:  # the readers' rate
+                rec.update({"blocks": r, "threads": t, "bytes_per_block": words_per_reader * 16,
+                            "gbps_total": statistics.median(meds["read"])})
+            else:  # the spinning blocks' reloads, bytes a second
+                rec["gbps_total"] = rec["spin_gbps_per_block"] * p
+            rec["gbps_per_gpu"] = rec["gbps_total"]
             self.rec.emit(rec)
 
         for r in (0, 4, 16):
