@@ -221,7 +221,7 @@ var hostQueueFits = []Fit{
 		Covers:       func(r trace.Record) bool { return r.What == "sm_read_beside_write" && writerOnItsSM(r) },
 		AlsoPredicts: slices.DeleteFunc(slices.Clone(readBesideWrite), func(f string) bool { return f == "h200x1-arsim/read_beside_write_10.jsonl" }),
 		On: func(r trace.Record) bool {
-			return r.What == "sm_read_beside_write" && r.WriteBlocks == 132 && r.WritePauseNs == 0 && r.WriteTarget == "host"
+			return r.What == "sm_read_beside_write" && r.WriteBlocks == 132 && r.WritePauseNs == 0 && r.WriteTarget != "local"
 		}, How: "the grid minimum (0.1 GB/s) of the readers' squared relative errors"},
 	// gpu.host_loads_outstanding: a pointer chase beside 132 blocks of
 	// 512 threads loading host memory and no writer

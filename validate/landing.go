@@ -106,9 +106,10 @@ func writerOnItsSM(r trace.Record) bool {
 // SMs again in the same order (an estimate: the order was captured for
 // kernels that fit), so the readers past them, or the chase, share a
 // writer's SM; a chase that recorded its SM among the writers' does too
-// (chase_sm in write_sms).
+// (chase_sm in write_sms). Writers to local memory (write_target local;
+// absent: host, the format's default) queue nothing towards the host.
 func writerSharedBlocks(r trace.Record) (n int, all bool) {
-	if r.Placement == "by_sm" || r.WriteTarget != "host" || r.WritePauseNs > 0 || r.ReaderSM != "" || r.WriteBlocks <= 0 ||
+	if r.Placement == "by_sm" || r.WriteTarget == "local" || r.WritePauseNs > 0 || r.ReaderSM != "" || r.WriteBlocks <= 0 ||
 		!strings.HasPrefix(r.System, "h200") {
 		return 0, false
 	}

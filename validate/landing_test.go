@@ -216,6 +216,7 @@ func TestWriterSharedBlocks(t *testing.T) {
 		{func() trace.Record { r := chase(8, 0); r.WriteSMs = "0,2"; r.ChaseSM = 2; return r }(), 1, true, "the chase on a probed writer's SM"},
 		{func() trace.Record { r := readers(132, 4); r.WritePauseNs = 100; return r }(), 0, false, "paced writers"},
 		{func() trace.Record { r := readers(132, 4); r.WriteTarget = "local"; return r }(), 0, false, "writers to local memory"},
+		{func() trace.Record { r := readers(132, 4); r.WriteTarget = ""; return r }(), 4, true, "write_target absent: host, the format's default"},
 		{func() trace.Record { r := readers(132, 4); r.Placement = "by_sm"; return r }(), 0, false, "one launch"},
 		{func() trace.Record { r := readers(132, 4); r.System = "rtx"; return r }(), 0, false, "not an H200"},
 	} {
