@@ -290,14 +290,11 @@ func TestFenceLoopCodeByKernel(t *testing.T) {
 // without the producers it was 31–39 % fast. At 1–4 pairs it is still
 // 18–25 % fast (one block's loop over live host lines; not modelled).
 func TestLiveLL128ProducersShareTheWayToHostMemory(t *testing.T) {
-	const file = "../testdata/h200x1-arsim/ll128_pairs.jsonl"
-	recs, _, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
-	require.NoError(t, err)
-	v, err := Run(recs, Options{File: file})
-	require.NoError(t, err)
+	v, recs := runFile(t, "../testdata/h200x1-arsim/ll128_pairs.jsonl")
+	byLine := recordsByLine(recs)
 	n := 0
 	for _, rr := range v.Records {
-		r := recs[rr.Line-1]
+		r := byLine[rr.Line]
 		if r.Loop != "ll128w" || r.Recv != "host" || r.Producer != "live" || r.Blocks < 8 {
 			continue
 		}

@@ -67,7 +67,8 @@ func LL128SpinGBps(top *topology.Topology, spin hw.Kernel) (float64, error) {
 	host := hw.HostMem(m.LocalSocket(0))
 	spin.LoopAt = host
 	const rounds = 1000
-	data := sim.Bytes(int64(spin.Blocks) * int64(spin.Threads) * ll128DataPerThread * rounds)
+	lines := float64(spin.Blocks) * float64(spin.Threads) * spinLinesPerRound * rounds
+	data := sim.Bytes(lines * 120 / 128) // the lines' data: 120 of every 128 bytes
 	var end sim.Time
 	if err := m.Read(0, host, data, spin, "ll128 spin", func() { end = m.Eng.Now() }); err != nil {
 		return 0, err
@@ -75,13 +76,8 @@ func LL128SpinGBps(top *topology.Topology, spin hw.Kernel) (float64, error) {
 	if err := m.Eng.Run(); err != nil {
 		return 0, err
 	}
-	lines := float64(spin.Blocks) * float64(spin.Threads) * spinLinesPerRound * rounds
 	return lines / sim.Duration(end).Seconds() / 1e9, nil
 }
-
-// ll128DataPerThread is an LL128 thread's data bytes of a round's 64 (the
-// lines' 120 of every 128 bytes).
-const ll128DataPerThread = spinLinesPerRound * 120 / 128
 
 // ReadBesideSpinGBps is reader's rate, in GB/s, loading readBytes of host
 // memory while spin's blocks (LL128SpinGBps's) reload their lines beside it

@@ -48,8 +48,9 @@ func TestLL128SpinTwinsPredict(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, v.Records, len(recs))
 	alone, beside := map[int]float64{}, map[[2]int]float64{}
-	for i, rr := range v.Records {
-		r := recs[i]
+	byLine := recordsByLine(recs)
+	for _, rr := range v.Records {
+		r := byLine[rr.Line]
 		require.Positive(t, rr.Predicted, "line %d", rr.Line)
 		p := int(extraNumber(r, "spin_blocks"))
 		if r.What == "sm_ll128_spin" {
