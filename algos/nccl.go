@@ -33,6 +33,7 @@ func (nccl) Options() []OptionSpec {
 		{Name: "max_channels", Int: channelsRange, Doc: "NCCL_MAX_NCHANNELS: at most this many channels at run time (1..64); NCCL picks its algorithm and protocol as if uncapped"},
 		{Name: "transport", Values: []string{"p2p", "shm"}, Doc: "shm = NCCL_P2P_DISABLE: every pair over SHM, whatever p2p_level says; p2p: as p2p_level decides"},
 		{Name: "shm", Values: []string{"on", "off"}, Default: "on", Doc: "off = NCCL_SHM_DISABLE: a pair without P2P cannot run (NCCL would use its network transport, not modelled)"},
+		{Name: "p2p_read", Values: []string{"on", "off"}, Doc: "NCCL_P2P_READ_ENABLE=1|0: every P2P pair's Simple FIFO in the sender's GPU memory, loaded by the receiver (on), or written by the sender into the receiver's (off); default NCCL's: read where NVLink joins two sm80 GPUs"},
 		{Name: "nthreads", Int: IntRange{Min: 64, Max: 512, Step: 32, Why: "NCCL's largest Simple block (NCCL_SIMPLE_MAX_NTHREADS)"},
 			Doc: "NCCL_NTHREADS: block size before NCCL's size-based halving, Simple and LL (64..512, a multiple of 32; default NCCL's)"},
 		graphMixingOption,
@@ -176,7 +177,12 @@ var p2pLevels = map[string]int{"loc": 0, "nvl": 1, "pix": 4, "pxb": 5, "phb": 8,
 // neighbour pairs use P2P (the others SHM), the ring's bottleneck bandwidth
 // for the search, and what the notes say of it.
 type ncclPaths struct {
-	useP2P     [][]bool
+	useP2P [][]bool
+	// read: a P2P pair's Simple FIFO is read by the receiver (NCCL's P2P
+	// read); readWhat says why
+	read       [][]bool
+	readWhat   string
+	nRead      int // ring links read
 	allNV      bool
 	bottleneck float64 // GB/s, NCCL's unit
 	classes    []string
@@ -214,14 +220,18 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	}
 	ch := m.Choose(req.Bytes)
 	channels := req.IntOpt("channels", ch.Channels)
-	useP2P := p.useP2P
+	useP2P, read := p.useP2P, p.read
+	simple := ncclProto(ch.Proto) == protoSimple
 	spec := ncclSpec{
 		algo: "nccl", proto: ncclProto(ch.Proto), threads: ch.Threads, channels: channels,
 		transport: func(a, b int) transport {
-			if useP2P[a][b] {
-				return p2p
+			switch {
+			case !useP2P[a][b]:
+				return shm
+			case read[a][b] && simple:
+				return p2pRead // LL and LL128 keep their buffers at the receiver
 			}
-			return shm
+			return p2p
 		},
 		chain:  true,
 		unroll: simpleUnroll(top),
@@ -232,6 +242,9 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		over = "shm"
 	case p.nSHM > 0:
 		over = fmt.Sprintf("p2p+shm (%d of %d ring links shm)", p.nSHM, n)
+	}
+	if p.nRead > 0 {
+		over += fmt.Sprintf(" (P2P read on %d of %d ring links, %s: Simple's FIFO at the sender%s)", p.nRead, n, p.readWhat, map[bool]string{true: "", false: "; not used by " + ch.Proto.String()}[simple])
 	}
 	d := &ncclDecision{spec: spec, choice: ch, fallback: g.Fallback && given.ring == nil}
 	d.notes = append(d.notes,
@@ -307,9 +320,18 @@ func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw floa
 	if req.Opts["transport"] == "shm" { // NCCL_P2P_DISABLE overrides NCCL_P2P_LEVEL
 		level, p.levelWhat = p2pLevels["loc"], "transport=shm (P2P disabled)"
 	}
-	p.useP2P = make([][]bool, n)
+	p.useP2P, p.read = make([][]bool, n), make([][]bool, n)
 	for i := range p.useP2P {
-		p.useP2P[i] = make([]bool, n)
+		p.useP2P[i], p.read[i] = make([]bool, n), make([]bool, n)
+	}
+	// NCCL's P2P read (paths.cc ncclTopoCheckP2p: "Enable P2P Read for
+	// Ampere/NVLink only", a pair joined by NVLink of two sm80 GPUs;
+	// p2p.cc p2pGetInfo: NCCL_P2P_READ_ENABLE, when set, decides for every
+	// P2P pair)
+	readOpt, readSet := req.Opts["p2p_read"]
+	p.readWhat = "NCCL's default (NVLink between sm80 GPUs)"
+	if readSet {
+		p.readWhat = "p2p_read=" + readOpt
 	}
 	decide := func(a, b int) error {
 		c, err := top.PathClass(gpus[a], gpus[b])
@@ -321,6 +343,10 @@ func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw floa
 			return fmt.Errorf("algos: nccl: %w", err)
 		}
 		p.useP2P[a][b] = hwOK && ncclLevel(c) <= level
+		p.read[a][b] = p.useP2P[a][b] && c.Kind == topology.PathNV && sm == 80
+		if readSet {
+			p.read[a][b] = p.useP2P[a][b] && readOpt == "on"
+		}
 		if !p.useP2P[a][b] && req.Opt("shm", "on") == "off" {
 			return fmt.Errorf("algos: nccl: GPU%d→GPU%d (%s) is not P2P at %s and SHM is off (NCCL_SHM_DISABLE): NCCL would use its network transport, which arsim does not model", a, b, c.NCCL(), p.levelWhat)
 		}
@@ -346,6 +372,9 @@ func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw floa
 		p.bottleneck = min(p.bottleneck, bw)
 		if p.useP2P[a][b] {
 			p.nP2P++
+			if p.read[a][b] {
+				p.nRead++
+			}
 		} else {
 			p.nSHM++
 		}

@@ -18,16 +18,16 @@ import (
 // NCCLEnvVars are the NCCL variables TranslateNCCLEnv reads, sorted.
 var NCCLEnvVars = []string{
 	"NCCL_ALGO", "NCCL_GRAPH_FILE", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS", "NCCL_NTHREADS",
-	"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_PROTO", "NCCL_SHM_DISABLE",
+	"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_READ_ENABLE", "NCCL_PROTO", "NCCL_SHM_DISABLE",
 }
 
 // ncclShortKeys are the short options whose values NCCL spells in upper
 // case (SYS, LL, Ring): their values are lowered.
-var ncclShortKeys = map[string]bool{"p2p_level": true, "proto": true, "algo": true, "transport": true, "shm": true}
+var ncclShortKeys = map[string]bool{"p2p_level": true, "proto": true, "algo": true, "transport": true, "shm": true, "p2p_read": true}
 
 // TranslateNCCLEnv returns opts with every NCCL_* variable replaced by the
 // short option it sets, and the values of the short NCCL options
-// (p2p_level, proto, algo, transport, shm) in lower case. opts itself is
+// (p2p_level, proto, algo, transport, shm, p2p_read) in lower case. opts itself is
 // not changed. A variable arsim does not read, a value NCCL would not
 // accept, or a setting given twice (NCCL_PROTO and proto) is an error
 // naming it.
@@ -35,6 +35,7 @@ var ncclShortKeys = map[string]bool{"p2p_level": true, "proto": true, "algo": tr
 //	NCCL_P2P_LEVEL=LOC|NVL|NVB|PIX|PXB|PHB|SYS|0…5   p2p_level (NVB as nvl; 0…5: LOC PIX PXB PHB SYS SYS)
 //	NCCL_P2P_DISABLE=1                              transport=shm (it overrides NCCL_P2P_LEVEL)
 //	NCCL_SHM_DISABLE=1                              shm=off
+//	NCCL_P2P_READ_ENABLE=0|1                        p2p_read=off|on
 //	NCCL_PROTO=LL|LL128|Simple, lists, ^exclusions  proto (one protocol, or a set such as ll+simple)
 //	NCCL_ALGO=Ring|Tree, lists, ^exclusions         algo (ring or tree; both: NCCL's choice)
 //	NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS          min_channels, max_channels
@@ -145,7 +146,7 @@ func (t *envTranslation) shortForms(opts map[string]string) error {
 }
 
 // transport reads NCCL_P2P_DISABLE, NCCL_P2P_LEVEL (ignored when P2P is
-// disabled) and NCCL_SHM_DISABLE.
+// disabled), NCCL_P2P_READ_ENABLE and NCCL_SHM_DISABLE.
 func (t *envTranslation) transport(env map[string]string) error {
 	disabled := false
 	if v, ok := env["NCCL_P2P_DISABLE"]; ok {
@@ -166,6 +167,15 @@ func (t *envTranslation) transport(env map[string]string) error {
 			return err
 		}
 		if err := t.set("p2p_level", l, "NCCL_P2P_LEVEL"); err != nil {
+			return err
+		}
+	}
+	if v, ok := env["NCCL_P2P_READ_ENABLE"]; ok {
+		b, err := ncclBool("NCCL_P2P_READ_ENABLE", v)
+		if err != nil {
+			return err
+		}
+		if err := t.set("p2p_read", map[bool]string{true: "on", false: "off"}[b], "NCCL_P2P_READ_ENABLE"); err != nil {
 			return err
 		}
 	}

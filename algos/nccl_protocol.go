@@ -165,9 +165,22 @@ const (
 	// shm: the sender stores into a staging buffer in its socket's host
 	// memory; the receiver loads it back over PCIe.
 	shm
+	// p2pRead: NCCL's P2P read (NCCL_P2P_READ, src/transport/p2p.cc):
+	// Simple's FIFO lives in the sender's GPU memory ("the SIMPLE buffer
+	// is tagged on the end of the ncclSendMem structure"), the sender
+	// stores into it locally and the receiver's loop loads it from the
+	// peer (prims_simple.h: the receive connection's Simple buffer is the
+	// sender's); the flags stay where P2P write keeps them. LL and LL128
+	// keep their buffers at the receiver: a connection of theirs is p2p.
+	p2pRead
 )
 
-func (t transport) String() string { return [...]string{"p2p", "shm"}[t] }
+func (t transport) String() string { return [...]string{"p2p", "shm", "p2p_read"}[t] }
+
+// loads reports whether the receiver's loop loads the connection's FIFO
+// from memory other than its own (SHM's host memory, P2P read's sender):
+// that loop then bounds the step, and what it loaded is a local copy.
+func (c *conn) loads() bool { return c.tr != p2p }
 
 // ncclSpec is what the ring and tree planners need to know.
 type ncclSpec struct {
@@ -192,8 +205,13 @@ func commonSpec(req Request, algo string) (ncclSpec, error) {
 		return ncclSpec{}, fmt.Errorf("algos: %s: %w", algo, err)
 	}
 	t := p2p
-	if req.Opt("transport", "p2p") == "shm" {
+	switch req.Opt("transport", "p2p") {
+	case "shm":
 		t = shm
+	case "p2p_read":
+		if p == protoSimple {
+			t = p2pRead // LL and LL128 write into the receiver's buffer in either mode
+		}
 	}
 	return ncclSpec{
 		algo: algo, proto: p,
@@ -206,14 +224,14 @@ func commonSpec(req Request, algo string) (ncclSpec, error) {
 
 var ncclCommonOptions = []OptionSpec{
 	{Name: "proto", Values: []string{"ll", "ll128", "simple"}, Default: "simple", Doc: "NCCL protocol: LL (8-B data + 8-B flag lines), LL128 (120 of 128 B), Simple (bulk + fence + flag)"},
-	{Name: "transport", Values: []string{"p2p", "shm"}, Default: "p2p", Doc: "p2p: write into the peer's GPU buffer; shm: stage through the sender's host memory (NCCL_P2P_DISABLE)"},
+	{Name: "transport", Values: []string{"p2p", "shm", "p2p_read"}, Default: "p2p", Doc: "p2p: write into the peer's GPU buffer; shm: stage through the sender's host memory (NCCL_P2P_DISABLE); p2p_read: Simple's FIFO in the sender's GPU memory, loaded by the receiver (NCCL_P2P_READ_ENABLE=1; LL and LL128 as p2p)"},
 	{Name: "channels", Int: channelsRange, Default: "2", Doc: "channels (CTAs), each over its share of the data"},
 	{Name: "threads", Int: threadsRange, Doc: "threads per channel (default NCCL's max for the protocol: LL 512, LL128 640, Simple 512)"},
 }
 
 // checkP2P refuses a P2P connection the platform does not allow.
 func checkP2P(req Request, spec ncclSpec, a, b int) error {
-	if spec.transport(a, b) != p2p {
+	if spec.transport(a, b) == shm {
 		return nil
 	}
 	ok, c, err := req.Top.P2PAllowed(req.Top.GPUs()[a], req.Top.GPUs()[b])
@@ -303,13 +321,18 @@ func newNCCLPlanner(req Request, spec ncclSpec, algo string) *ncclPlanner {
 func (pl *ncclPlanner) newConn(name string, from, to int, slotLen int64) *conn {
 	id := fmt.Sprintf("%s.%d>%d", name, from, to)
 	c := &conn{id: id, from: from, to: to, tr: pl.spec.transport(from, to), slots: pl.spec.proto.slots(), slotLen: slotLen, lastHead: -1, lastTail: -1}
-	if c.tr == p2p {
+	switch c.tr {
+	case p2p, p2pRead:
 		// The FIFO and its tail in the receiver's memory; the head in the
-		// sender's, written by the receiver.
+		// sender's, written by the receiver. P2P read keeps Simple's FIFO
+		// in the sender's memory instead, the flags where they are.
 		c.buf = hw.GPUMem(to)
-		c.tail = Flag{At: c.buf, Name: id + ".tail"}
+		if c.tr == p2pRead {
+			c.buf = hw.GPUMem(from)
+		}
+		c.tail = Flag{At: hw.GPUMem(to), Name: id + ".tail"}
 		c.head = Flag{At: hw.GPUMem(from), Name: id + ".head"}
-	} else {
+	default:
 		// SHM: the FIFO and its tail in the host memory of the receiver's
 		// socket, the head in the sender's (NCCL_SHM_LOCALITY's default 2,
 		// receiver side: src/transport/shm.cc), so a FIFO across sockets
@@ -468,13 +491,22 @@ func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLa
 
 // recv waits for the connection's next step of n bytes and returns where
 // the data can be used locally and the op after which it can: the FIFO
-// slot itself for P2P, or, for SHM, a local copy loaded from host memory.
+// slot itself for P2P, or, for SHM and P2P read, a local copy that the
+// receive loop loaded from host memory or from the sender's GPU memory.
 //
 // onward, if set, is the connection the block sends the received data on
 // in the same primitive (recvReduceSend, recvCopySend, …): over SHM too,
 // Simple's receive loop then stores what it loads from host memory to
 // host memory (hw.Kernel.StoresHost).
-func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels, onward *conn) (Range, int) {
+//
+// sources is what the primitive's loop loads per element (2 where it
+// reduces the received data with the rank's own, 1 where it copies): a
+// P2P-read receive loop loads both in one loop (prims_simple.h with
+// DirectRead: the peer's FIFO and the user buffer), so its loop counts
+// them, waiting its round trip to the peer. An SHM receive loop counts
+// its host source only, as validated on two H200s (SHM is NCCL's loop
+// too, but its round trip to host memory, not the SM's issue, bounds it).
+func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels, onward *conn, sources int) (Range, int) {
 	c.recvd++
 	k := c.recvd
 	r := c.to
@@ -484,10 +516,14 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels, 
 		return slot, w
 	}
 	tmp := On(r, c.id+".tmp", slot.Off, n)
-	// The receive loop polls and loads the lines in host memory. LL and
+	// The receive loop polls and loads the lines in host memory (SHM), or
+	// loads Simple's FIFO from the sender's GPU memory (P2P read). LL and
 	// LL128 lines carry their flags: the poll that saw the tail was the
 	// load of the data, so the load pays no second round trip.
 	kern := pl.loopKern(c.buf, 1, share)
+	if c.tr == p2pRead {
+		kern.Sources = max(sources, 1)
+	}
 	kern.Polled = pl.spec.proto.inline()
 	kern.LoopGroup = c.id + ".recv"
 	if c.recvGroup != "" {

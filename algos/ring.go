@@ -134,8 +134,8 @@ func ringOps(spec ncclSpec, chLen []int64, n, r int) int {
 	if spec.proto == protoSimple {
 		simple = 2
 	}
-	shmIn := 0
-	if spec.transport((r-1+n)%n, r) == shm {
+	shmIn := 0 // the receive's load: SHM, or P2P read
+	if spec.transport((r-1+n)%n, r) != p2p {
 		shmIn = 1
 	}
 	ops := 0
@@ -204,6 +204,17 @@ func llPieces(p ncclProto, step int64, k, most int) (pieces, slots int) {
 	return pieces, max(slots, int(int64(slots)*p.sliceBytes()/ceilDiv(step, int64(pieces))))
 }
 
+// ringSources is what the primitive receiving step s of a ring of n
+// ranks loads per element: the received data and the rank's input up to
+// step n−2 (recvReduceSend, and recvReduceCopySend at n−2), the received
+// data alone after (recvCopySend, the last step's recv).
+func ringSources(s, n int) int {
+	if s <= n-2 {
+		return 2
+	}
+	return 1
+}
+
 // ringLoop adds one loop: 2(n−1) steps of K slices on every rank.
 func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int64) {
 	b := pl.b
@@ -243,15 +254,10 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 					continue
 				}
 				// The send of step s is the primitive that received step
-				// s−1: recvReduceSend and, at s = n−1, recvReduceCopySend
-				// load the received slot and the input (2 sources);
-				// recvCopySend the received slot (1). Over SHM the
-				// receive loop bounded the step already.
-				srcs := 1
-				if s <= n-1 {
-					srcs = 2
-				}
-				if conns[r].tr == shm || conns[(r-1+n)%n].tr == shm {
+				// s−1 (ringSources). Over SHM, or received by P2P read,
+				// the receive loop bounded the step already.
+				srcs := ringSources(s-1, n)
+				if conns[r].tr == shm || conns[(r-1+n)%n].loads() {
 					srcs = 0
 				}
 				send := pl.send
@@ -281,7 +287,7 @@ func (pl *ncclPlanner) ringLoop(conns []*conn, ch, l, K int, sOff, sLen [][]int6
 				lbl := name(s, j)
 				off, ln := sOff[x][j], sLen[x][j]
 				// the block sends every step but the last on
-				data, got := pl.recv(in, ln, 1, lbl, onwardIf(s < steps-1, conns[r]))
+				data, got := pl.recv(in, ln, 1, lbl, onwardIf(s < steps-1, conns[r]), ringSources(s, n))
 				switch {
 				case s < n-2:
 					red := pl.local(r, Reduce, data, b.In(r, off, ln), lbl.plus(sufReduce), got)

@@ -115,9 +115,10 @@ func treeSplit(p ncclProto, threads int) float64 {
 }
 
 // sendSources is the sources a tree send's loop loads: 0 when it forwards
-// what an SHM receive loop loaded (that loop bounded the step), else n.
+// what an SHM or P2P-read receive loop loaded (that loop bounded the
+// step), else n.
 func sendSources(out, in *conn, n int) int {
-	if out.tr == shm || in.tr == shm {
+	if out.tr == shm || in.loads() {
 		return 0
 	}
 	return n
@@ -242,7 +243,7 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 					share = 1
 				}
 				// a non-root sends the subtree's sum up on
-				data, got := pl.recv(up[k], l, share, klbl, onwardIf(r != root, up[r]))
+				data, got := pl.recv(up[k], l, share, klbl, onwardIf(r != root, up[r]), 2)
 				red := pl.local(r, Reduce, b.Out(r, off, l), data, klbl.plus(sufReduce), cp, got)
 				pl.release(up[k], klbl, red)
 				sum[r] = append(sum[r], red)
@@ -267,7 +268,7 @@ func (pl *ncclPlanner) treeSlices(ch, S int, sOff, sLen []int64, kids [][]int, r
 					onward = down[k]
 				}
 			}
-			data, got := pl.recv(down[r], l, downShare, lbl, onward)
+			data, got := pl.recv(down[r], l, downShare, lbl, onward, 1)
 			uses := []int{pl.store(down[r], "", b.Out(r, off, l), data, downShare, lbl.plus(sufStore), got)}
 			for _, k := range kids[r] {
 				uses = append(uses, pl.send(down[k], data, share*downShare, newStepLabels(fmt.Sprintf("%s to %d", lbl.name, k)), sendSources(down[k], down[r], 1), got))
