@@ -221,6 +221,9 @@ func MechanismsOf(s *Schedule, top *topology.Topology) []Mechanism {
 		if s.Runs != "" {
 			name = s.Runs // the algorithm whose measurements it shares
 		}
+		if s.Moves != "" {
+			name += " (" + s.Moves + ")" // measured apart from its usual way
+		}
 		used[Whole(name, route)] = true
 	}
 	return inOrder(used)

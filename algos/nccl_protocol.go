@@ -177,6 +177,9 @@ const (
 
 func (t transport) String() string { return [...]string{"p2p", "shm", "p2p_read"}[t] }
 
+// movesP2PRead is Schedule.Moves of a schedule with a P2P-read connection.
+const movesP2PRead = "P2P read"
+
 // loads reports whether the receiver's loop loads the connection's FIFO
 // from memory other than its own (SHM's host memory, P2P read's sender):
 // that loop then bounds the step, and what it loaded is a local copy.
@@ -329,6 +332,7 @@ func (pl *ncclPlanner) newConn(name string, from, to int, slotLen int64) *conn {
 		c.buf = hw.GPUMem(to)
 		if c.tr == p2pRead {
 			c.buf = hw.GPUMem(from)
+			pl.b.s.Moves = movesP2PRead
 		}
 		c.tail = Flag{At: hw.GPUMem(to), Name: id + ".tail"}
 		c.head = Flag{At: hw.GPUMem(from), Name: id + ".head"}

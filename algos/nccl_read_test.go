@@ -125,3 +125,17 @@ func TestP2PReadOverPCIePaysTheRoundTrip(t *testing.T) {
 	gap := func(ch int) float64 { return us(64<<20, ch, "p2p_read") / us(64<<20, ch, "p2p") }
 	assert.Greater(t, gap(1), gap(4), "more blocks keep more loads in flight")
 }
+
+// NCCL in read mode is measured apart from NCCL in write mode: its whole
+// allreduces are its own mechanism, so that write mode's measurements do
+// not stand for it (a report drops a whole variant nothing measured).
+func TestP2PReadIsMeasuredApart(t *testing.T) {
+	r := req(t, "h200x2", 2, 64<<20, map[string]string{"proto": "simple", "p2p_read": "on"})
+	ms := MechanismsOf(plan(t, "nccl", r), r.Top)
+	assert.Contains(t, ms, Whole("nccl (P2P read)", RouteNVLink))
+	assert.NotContains(t, ms, Whole("nccl", RouteNVLink))
+	r.Opts = map[string]string{"proto": "simple"}
+	assert.Contains(t, MechanismsOf(plan(t, "nccl", r), r.Top), Whole("nccl", RouteNVLink))
+	r.Opts = map[string]string{"proto": "ll", "p2p_read": "on"}
+	assert.Contains(t, MechanismsOf(plan(t, "nccl", r), r.Top), Whole("nccl", RouteNVLink), "LL writes in either mode")
+}

@@ -250,7 +250,12 @@ type Schedule struct {
 	// Runs names the built-in algorithm whose schedule this is, where Algo
 	// names another that chose it (custom_ar running one_stage, two_stage
 	// or, falling back, nccl); "": Algo's own.
-	Runs  string
+	Runs string
+	// Moves says how the schedule moves its data where its algorithm has
+	// several ways that are measured apart ("P2P read": NCCL's receivers
+	// load Simple's steps from the senders); "": the algorithm's usual
+	// way. Its measurements whole are its own (algos.Whole).
+	Moves string
 	Ranks int
 	Bytes int64
 	Elem  int64 // element size in bytes
