@@ -8,8 +8,9 @@ import (
 )
 
 // This file holds what NCCL's ring and tree kernels share: the three
-// protocols (LL, LL128, Simple), the two transports (P2P into the peer's
-// GPU memory, SHM through host memory) and a connection: a FIFO of
+// protocols (LL, LL128, Simple), the transports (P2P into the peer's GPU
+// memory, SHM through host memory, P2P read of Simple's FIFO from the
+// sender's GPU memory) and a connection: a FIFO of
 // NCCL_STEPS buffer slots with a tail counter (data posted, set by the
 // sender) and a head counter (slot consumed, set by the receiver).
 
