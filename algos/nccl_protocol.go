@@ -504,12 +504,11 @@ func (pl *ncclPlanner) sendLoop(c *conn, src Range, share float64, label *stepLa
 // host memory (hw.Kernel.StoresHost).
 //
 // sources is what the primitive's loop loads per element (2 where it
-// reduces the received data with the rank's own, 1 where it copies): a
-// P2P-read receive loop loads both in one loop (prims_simple.h with
-// DirectRead: the peer's FIFO and the user buffer), so its loop counts
-// them, waiting its round trip to the peer. An SHM receive loop counts
-// its host source only, as validated on two H200s (SHM is NCCL's loop
-// too, but its round trip to host memory, not the SM's issue, bounds it).
+// reduces the received data with the rank's own, 1 where it copies): the
+// receive loop loads both in one loop (prims_simple.h: recvReduceSend
+// loads the FIFO and the user buffer; with DirectRead the peer's FIFO),
+// waiting its round trip to the FIFO's memory, so its loop counts them
+// (Simple: their loads' issue; LL128: the reduction's extra).
 func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels, onward *conn, sources int) (Range, int) {
 	c.recvd++
 	k := c.recvd
@@ -525,9 +524,7 @@ func (pl *ncclPlanner) recv(c *conn, n int64, share float64, label *stepLabels, 
 	// LL128 lines carry their flags: the poll that saw the tail was the
 	// load of the data, so the load pays no second round trip.
 	kern := pl.loopKern(c.buf, 1, share)
-	if c.tr == p2pRead {
-		kern.Sources = max(sources, 1)
-	}
+	kern.Sources = max(sources, 1) // the primitive's own input too, where it reduces
 	kern.Polled = pl.spec.proto.inline()
 	kern.LoopGroup = c.id + ".recv"
 	if c.recvGroup != "" {
