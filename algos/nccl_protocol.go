@@ -97,39 +97,27 @@ func (p ncclProto) sliceBytes() int64 {
 	return simpleBuffSize / ncclSteps * allreduceSliceSteps
 }
 
-// treeChunk is the bytes of one step of NCCL's tree: the protocol's step,
-// and for Simple (whose tree steps are a buffer step each, not the ring's
-// two-step slices) NCCL's halving of it while the call has too few chunks
-// per channel for the tree's depth (nRanks − 1 on one node): below
-// depth·8 down to 128 KiB, below depth·4 down to 64 KiB, below depth down
-// to 32 KiB (the "Optimize chunkSize / nSteps" loops of NCCL's enqueue.cc
-// for TreeUpDown).
+// treeChunk is the bytes of one step of NCCL's tree: the protocol's step.
+// Simple's tree steps are a buffer step each (4 MiB / NCCL_STEPS), not the
+// ring's two-step slices, whatever the call's size: NCCL 2.20 dropped the
+// halving of the Simple tree's chunk for calls with few chunks per channel
+// (calcCollChunking in src/enqueue.cc keeps such loops for CollNet, NVLS
+// and the LL128 tree only; 2.19's had one for TreeUpDown with Simple).
 //
-// LL128's tree steps are halved too (the same function, for TreeUpDown
+// LL128's tree steps are halved (the same function, for TreeUpDown
 // with LL128): from a step's line bytes (614,400), while the call has
 // fewer chunks per channel than nsteps·64/ppn down to 128 KiB, then
 // fewer than nsteps·16/ppn down to 32 KiB, where nsteps = 1 + log2(nodes)
 // + 0.1·ppn and ppn is the ranks per node (one node here); a step then
 // carries 15/16 of its line bytes. LL's tree steps are not halved.
 func (p ncclProto) treeChunk(bytes int64, channels, depth int) int64 {
-	if p == protoLL128 {
+	switch p {
+	case protoLL128:
 		return ll128TreeChunk(bytes, channels, depth+1)
+	case protoSimple:
+		return simpleBuffSize / ncclSteps
 	}
-	if p != protoSimple {
-		return p.sliceBytes()
-	}
-	chunk := int64(simpleBuffSize / ncclSteps)
-	per := func() int64 { return bytes / (int64(channels) * chunk) }
-	for per() < int64(depth)*8 && chunk > 131072 {
-		chunk /= 2
-	}
-	for per() < int64(depth)*4 && chunk > 65536 {
-		chunk /= 2
-	}
-	for per() < int64(depth) && chunk > 32768 {
-		chunk /= 2
-	}
-	return chunk
+	return p.sliceBytes()
 }
 
 // ll128TreeChunk is NCCL's LL128 tree step on one node of ranks ranks:
