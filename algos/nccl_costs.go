@@ -27,11 +27,15 @@ func ncclLevel(c topology.PathClass) int {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // simpleUnroll is NCCL Simple's 16-byte loads in flight per thread and
-// source: ncclCollUnroll() in src/device/common_kernel.h / collectives.h,
-// 4 before sm80, 8 from sm80 on (NCCL 2.30).
+// source: ncclCollUnroll() in src/include/device.h, 4 before sm80, 6 on
+// sm12x (GeForce and RTX PRO Blackwell: "cudaArch / 100 == 12", NCCL 2.27
+// to 2.30; 2.26 for sm120 alone), 8 on the others from sm80 on.
 func simpleUnroll(top *topology.Topology) int {
-	if computeCapability(top) < 80 {
+	switch cc := computeCapability(top); {
+	case cc < 80:
 		return 4
+	case cc/10 == 12:
+		return 6
 	}
 	return 8
 }
