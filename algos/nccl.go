@@ -243,6 +243,9 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	case p.nSHM > 0:
 		over = fmt.Sprintf("p2p+shm (%d of %d ring links shm)", p.nSHM, n)
 	}
+	if p.nRead == 0 && req.Opts["p2p_read"] == "on" {
+		over += " (p2p_read=on, but no ring link is P2P: nothing to read)"
+	}
 	if p.nRead > 0 {
 		over += fmt.Sprintf(" (P2P read on %d of %d ring links, %s: Simple's FIFO at the sender%s)", p.nRead, n, p.readWhat, map[bool]string{true: "", false: "; not used by " + ch.Proto.String()}[simple])
 	}

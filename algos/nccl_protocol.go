@@ -220,6 +220,15 @@ var ncclCommonOptions = []OptionSpec{
 	{Name: "threads", Int: threadsRange, Doc: "threads per channel (default NCCL's max for the protocol: LL 512, LL128 640, Simple 512)"},
 }
 
+// noteReadUnused says, where transport=p2p_read was asked of a protocol
+// other than Simple, that its connections write (LL and LL128 keep their
+// buffers at the receiver in NCCL's read mode too).
+func noteReadUnused(b *Builder, req Request, spec ncclSpec) {
+	if req.Opts["transport"] == "p2p_read" && spec.proto != protoSimple {
+		b.Note("%s: transport=p2p_read reads Simple's FIFO only; %s writes into the receiver's buffer, as over p2p", spec.algo, spec.proto)
+	}
+}
+
 // checkP2P refuses a P2P connection the platform does not allow.
 func checkP2P(req Request, spec ncclSpec, a, b int) error {
 	if spec.transport(a, b) == shm {

@@ -54,6 +54,14 @@ func TestNCCLP2PReadRule(t *testing.T) {
 	pcie := req(t, "rtxpro6000x8-switches", 8, 64<<20, nil).Top
 	assert.NotContains(t, note(pcie, 8, 64<<20, simple), "P2P read")
 	assert.Contains(t, note(pcie, 8, 64<<20, map[string]string{"proto": "simple", "p2p_read": "on"}), "(P2P read on 6 of 8 ring links")
+	shmOnly := req(t, "rtxpro6000x8-2numa", 8, 64<<20, nil).Top
+	assert.Contains(t, note(shmOnly, 8, 64<<20, map[string]string{"proto": "simple", "p2p_read": "on"}), "no ring link is P2P: nothing to read")
+
+	// ring and tree say where transport=p2p_read has nothing to read
+	for _, algo := range []string{"ring", "tree"} {
+		s := plan(t, algo, req(t, "h200x8-nvswitch", 8, 1<<20, map[string]string{"proto": "ll", "transport": "p2p_read"}))
+		assert.Contains(t, strings.Join(s.Notes, "\n"), "transport=p2p_read reads Simple's FIFO only; ll writes", algo)
+	}
 }
 
 // In read mode every ring step's data lands in the sender's own memory

@@ -111,6 +111,7 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 			pl.finish(c)
 		}
 	}
+	noteReadUnused(b, req, spec)
 	b.Note("%s: ring over %d of %d channels, proto %s, %d threads, %d loop(s) of %d slice(s) per step (NCCL slice %d B; at most %d slices per step in all loops in arsim)",
 		spec.algo, used, spec.channels, spec.proto, spec.threads, loopsMax, kMax, spec.proto.sliceBytes(), maxSlicesPerRingStep)
 	return b.Schedule(), nil

@@ -207,6 +207,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 	if spec.chain {
 		shape = "chain"
 	}
+	noteReadUnused(b, req, spec)
 	b.Note("%s: %s, channel c on tree c mod 2, %d channels, proto %s, %d threads, up to %d slices (NCCL slice %d B; at most %d in arsim)",
 		spec.algo, shape, spec.channels, spec.proto, spec.threads, maxS, spec.proto.treeChunk(req.Bytes, spec.channels, n-1), maxTreeSlices)
 	return b.Schedule(), nil
