@@ -98,17 +98,28 @@ def worker(rank, world, job):
             ts.append(s.elapsed_time(e) * 1000.0 / iters)
         return summarize(ts) + (iters,)
 
-    def log_lines():
+    def log_count(pred):
         if rank != 0:
             return None
         n = 0
         for p in glob.glob(job["env"].get("NCCL_DEBUG_FILE", "/nonexistent").replace("%h", "*").replace("%p", str(os.getpid()))):
             try:
                 with open(p, errors="replace") as f:
-                    n += sum(1 for ln in f if "set by environment to" in ln and ("NCCL_ALGO" in ln or "NCCL_PROTO" in ln))
+                    n += sum(1 for ln in f if pred(ln))
             except OSError:
                 pass
         return n
+
+    def log_lines():
+        return log_count(lambda ln: "set by environment to" in ln and ("NCCL_ALGO" in ln or "NCCL_PROTO" in ln))
+
+    def p2p_read_logged():
+        """Whether rank 0's NCCL log shows a connection in P2P read mode ("via P2P/.../read"), where the run set
+        NCCL_P2P_READ_ENABLE; None otherwise."""
+        if "NCCL_P2P_READ_ENABLE" not in job.get("extra_env", {}):
+            return None
+        n = log_count(lambda ln: "via P2P" in ln and "/read" in ln)
+        return None if n is None else n > 0
 
     def capture_allreduces(x, group, count):
         """Warm NCCL up on a side stream (3 calls), then capture count back-to-back allreduces of x in one CUDA graph."""
@@ -151,6 +162,9 @@ def worker(rank, world, job):
                 r["nccl_env"] = dict(job["extra_env"])
                 if "NCCL_MAX_NCHANNELS" in job["extra_env"]:
                     r["max_channels"] = int(job["extra_env"]["NCCL_MAX_NCHANNELS"])
+                read = p2p_read_logged()
+                if read is not None:
+                    r["p2p_read_logged"] = read
             rec.emit(r)
 
     def sequence(group, launch):
