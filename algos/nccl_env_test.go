@@ -26,6 +26,9 @@ func TestTranslateNCCLEnv(t *testing.T) {
 		{map[string]string{"NCCL_P2P_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"}, map[string]string{"transport": "shm"}},
 		{map[string]string{"NCCL_P2P_DISABLE": "0"}, map[string]string{}},
 		{map[string]string{"NCCL_SHM_DISABLE": "1"}, map[string]string{"shm": "off"}},
+		{map[string]string{"NCCL_P2P_READ_ENABLE": "1"}, map[string]string{"p2p_read": "on"}},
+		{map[string]string{"NCCL_P2P_READ_ENABLE": "0"}, map[string]string{"p2p_read": "off"}},
+		{map[string]string{"p2p_read": "ON"}, map[string]string{"p2p_read": "on"}},
 		{map[string]string{"NCCL_PROTO": "^LL128"}, map[string]string{"proto": "ll+simple"}},
 		{map[string]string{"NCCL_PROTO": "Simple,LL"}, map[string]string{"proto": "ll+simple"}},
 		{map[string]string{"NCCL_PROTO": "^ll,simple"}, map[string]string{"proto": "ll128"}},
@@ -60,6 +63,7 @@ func TestTranslateNCCLEnvRefusesWhatNCCLWouldNot(t *testing.T) {
 		"NCCL_P2P_DISABLE=yes":        "want 0 or 1",
 		"NCCL_NTHREADS=-1":            "positive integer",
 		"NCCL_GRAPH_MIXING_SUPPORT=2": "want 0 or 1",
+		"NCCL_P2P_READ_ENABLE=yes":    "want 0 or 1",
 		"NCCL_IB_HCA=mlx5":            "NCCL setting NCCL_IB_HCA=mlx5 is not modelled",
 		"proto=fast":                  "want ll, ll128, simple",
 	} {
