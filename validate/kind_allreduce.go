@@ -291,6 +291,14 @@ func ncclChoice(r trace.Record) (choice, error) {
 		}
 		c.opts[k] = o[k]
 	}
+	if o["p2p_read"] == "on" && string(r.Extra["p2p_read_logged"]) == "false" {
+		// tools/capture: the run set NCCL_P2P_READ_ENABLE=1, yet rank 0's
+		// NCCL log shows no connection reading
+		return c, notModelled("the run set NCCL_P2P_READ_ENABLE=1 but its NCCL log shows no connection in P2P read mode (p2p_read_logged false): what ran is not what the record names")
+	}
+	if o["p2p_read"] != "" {
+		c.group += " p2p_read=" + o["p2p_read"]
+	}
 	if v, ok := r.NCCLEnv["NCCL_NTHREADS"]; ok {
 		c.group += " nthreads=" + v
 	}

@@ -1,7 +1,9 @@
 package validate
 
 import (
+	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +61,22 @@ func TestP2PReadPredictionOnTwoH200s(t *testing.T) {
 			t.Fatalf("line %d: unexpected algorithm %q", r.Line, r.Algo)
 		}
 	}
+}
+
+// A record of a run that set NCCL_P2P_READ_ENABLE=1 but whose NCCL log
+// shows no connection reading (tools/capture's p2p_read_logged false) is
+// skipped with the reason: what ran is not what it names. One whose log
+// shows reading is simulated in read mode, its group saying so.
+func TestP2PReadRecordsSayWhetherNCCLRead(t *testing.T) {
+	const rec = `{"system": "h200x2-vm", "kind": "allreduce", "clock": "device_events", "launch": "cudagraph", "world": 2, "dtype": "bf16", "bytes": 8388608, "impl": "nccl", "algo": "ring", "proto": "simple", "transport": "p2p", "us": 120.0, "iters": 10, "ops_per_graph": 20, "nccl_env": {"NCCL_MAX_NCHANNELS": "4", "NCCL_P2P_READ_ENABLE": "1"}, "max_channels": 4, "p2p_read_logged": %s}`
+	recs, bad, err := trace.ReadJSONL(strings.NewReader(fmt.Sprintf(rec, "false")+"\n"+fmt.Sprintf(rec, "true")+"\n"), "read.jsonl", trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	v, err := Run(recs, Options{File: "read.jsonl"})
+	require.NoError(t, err)
+	require.Len(t, v.Skipped, 1)
+	assert.Equal(t, 1, v.Skipped[0].Line)
+	assert.Contains(t, v.Skipped[0].Reason, "no connection in P2P read mode")
+	require.Len(t, v.Records, 1)
+	assert.Contains(t, v.Records[0].Group, "p2p_read=on")
 }
