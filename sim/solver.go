@@ -47,6 +47,9 @@ func canonical(a, b *Flow) int {
 		return 1
 	}
 	ra, rb := a.Spec.Route, b.Spec.Route
+	if len(ra) > 0 && len(ra) == len(rb) && &ra[0] == &rb[0] {
+		ra, rb = nil, nil // one route (a prepared one, shared): equal hop by hop
+	}
 	for i := 0; i < len(ra) && i < len(rb); i++ {
 		if ra[i].Res != rb[i].Res {
 			if ra[i].Res < rb[i].Res {
