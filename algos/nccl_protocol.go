@@ -215,7 +215,7 @@ func commonSpec(req Request, algo string) (ncclSpec, error) {
 
 var ncclCommonOptions = []OptionSpec{
 	{Name: "proto", Values: []string{"ll", "ll128", "simple"}, Default: "simple", Doc: "NCCL protocol: LL (8-B data + 8-B flag lines), LL128 (120 of 128 B), Simple (bulk + fence + flag)"},
-	{Name: "transport", Values: []string{"p2p", "shm", "p2p_read"}, Default: "p2p", Doc: "p2p: write into the peer's GPU buffer; shm: stage through the sender's host memory (NCCL_P2P_DISABLE); p2p_read: Simple's FIFO in the sender's GPU memory, loaded by the receiver (NCCL_P2P_READ_ENABLE=1; LL and LL128 as p2p)"},
+	{Name: "transport", Values: []string{"p2p", "shm", "p2p_read"}, Default: "p2p", Doc: "p2p: write into the peer's GPU buffer; shm: stage through host memory on the receiver's socket (NCCL_P2P_DISABLE); p2p_read: Simple's FIFO in the sender's GPU memory, loaded by the receiver (NCCL_P2P_READ_ENABLE=1; LL and LL128 as p2p)"},
 	{Name: "channels", Int: channelsRange, Default: "2", Doc: "channels (CTAs), each over its share of the data"},
 	{Name: "threads", Int: threadsRange, Doc: "threads per channel (default NCCL's max for the protocol: LL 512, LL128 640, Simple 512)"},
 }
