@@ -150,8 +150,9 @@ type transport uint8
 const (
 	// p2p: the sender stores straight into the receiver's GPU buffer.
 	p2p transport = iota
-	// shm: the sender stores into a staging buffer in its socket's host
-	// memory; the receiver loads it back over PCIe.
+	// shm: the sender stores into a staging buffer in host memory (on the
+	// receiver's socket, NCCL_SHM_LOCALITY's default); the receiver loads it
+	// back over PCIe.
 	shm
 	// p2pRead: NCCL's P2P read (NCCL_P2P_READ, src/transport/p2p.cc):
 	// Simple's FIFO lives in the sender's GPU memory ("the SIMPLE buffer
