@@ -147,3 +147,39 @@ func TestP2PReadIsMeasuredApart(t *testing.T) {
 	r.Opts = map[string]string{"proto": "ll", "p2p_read": "on"}
 	assert.Contains(t, MechanismsOf(plan(t, "nccl", r), r.Top), Whole("nccl", RouteNVLink), "LL writes in either mode")
 }
+
+// A receive loop that loads its FIFO from memory not its own (SHM's host
+// memory, P2P read's sender) loads the rank's own input in the same loop
+// where the primitive reduces (recvReduceSend, recvReduceCopySend: two
+// sources), and the received data alone where it copies (recvCopySend,
+// recv: one), as NCCL's primitives do.
+func TestReceiveLoopsCountTheRanksInput(t *testing.T) {
+	for _, opts := range []map[string]string{
+		{"proto": "simple", "transport": "shm"},
+		{"proto": "simple", "transport": "p2p_read"},
+		{"proto": "ll128", "transport": "shm"},
+	} {
+		s := plan(t, "ring", req(t, "h200x8-nvswitch", 4, 1<<20, opts))
+		bySources := map[string]map[int]int{} // step phase → sources → count
+		for _, op := range s.Programs[0] {
+			if op.Kind != Read || op.Src.Buf.At == hw.GPUMem(0) || !strings.HasSuffix(op.Label, " load") {
+				continue
+			}
+			phase := op.Label[:2] // "rs" (reduce-scatter) or "ag" (all-gather)
+			if bySources[phase] == nil {
+				bySources[phase] = map[int]int{}
+			}
+			bySources[phase][op.Kernel.Sources]++
+		}
+		require.NotEmpty(t, bySources["rs"], "%v", opts)
+		require.NotEmpty(t, bySources["ag"], "%v", opts)
+		for n := range bySources["rs"] {
+			assert.Equal(t, 2, n, "%v: a reduce-scatter receive reduces", opts)
+		}
+		// the all-gather's receives copy (the last reduce-scatter step's
+		// receive, recvReduceCopySend, is labelled rs)
+		for n := range bySources["ag"] {
+			assert.Equal(t, 1, n, "%v: an all-gather receive copies", opts)
+		}
+	}
+}
