@@ -189,3 +189,11 @@ func TestNCCLSHMLineReceivesReadFreshLines(t *testing.T) {
 		assert.Zero(t, fresh, "%v", opts)
 	}
 }
+
+// NCCL Simple's loads in flight per thread (ncclCollUnroll): 4 before
+// sm80, 6 on sm12x, 8 on the others.
+func TestSimpleUnroll(t *testing.T) {
+	for preset, want := range map[string]int{"v100x4-plx": 4, "a800x8-2islands": 8, "h200x2": 8, "rtxpro6000x8-2numa": 6} {
+		assert.Equal(t, want, simpleUnroll(req(t, preset, 2, 1, nil).Top), preset)
+	}
+}

@@ -94,3 +94,18 @@ func TestTreeDepth(t *testing.T) {
 	t.Logf("1 KiB tree/ll: dbtree %.1f µs, chain %.1f µs", bt, chain)
 	assert.Less(t, bt, chain)
 }
+
+// NCCL's tree/Simple moves chunks of one buffer step (4 MiB / NCCL_STEPS)
+// at every size and channel count (NCCL 2.20 on: calcCollChunking halves
+// the chunk for CollNet, NVLS and the LL128 tree only); LL128's tree
+// steps are halved for calls with few chunks per channel, LL's are the
+// protocol's step.
+func TestTreeChunks(t *testing.T) {
+	for _, bytes := range []int64{64 << 10, 1 << 20, 8 << 20, 256 << 20} {
+		for _, ch := range []int{1, 4, 24} {
+			assert.Equal(t, int64(512<<10), protoSimple.treeChunk(bytes, ch, 1), "%d B, %d channels", bytes, ch)
+			assert.Equal(t, protoLL.sliceBytes(), protoLL.treeChunk(bytes, ch, 1))
+		}
+	}
+	assert.Less(t, protoLL128.treeChunk(1<<20, 24, 1), protoLL128.treeChunk(1<<30, 24, 1), "LL128: halved for few chunks per channel")
+}
