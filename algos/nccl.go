@@ -247,7 +247,11 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		over += " (p2p_read=on, but no ring link is P2P: nothing to read)"
 	}
 	if p.nRead > 0 {
-		over += fmt.Sprintf(" (P2P read on %d of %d ring links, %s: Simple's FIFO at the sender%s)", p.nRead, n, p.readWhat, map[bool]string{true: "", false: "; not used by " + ch.Proto.String()}[simple])
+		unused := ""
+		if !simple {
+			unused = "; not used by " + ch.Proto.String()
+		}
+		over += fmt.Sprintf(" (P2P read on %d of %d ring links, %s: Simple's FIFO at the sender%s)", p.nRead, n, p.readWhat, unused)
 	}
 	d := &ncclDecision{spec: spec, choice: ch, fallback: g.Fallback && given.ring == nil}
 	d.notes = append(d.notes,
