@@ -24,6 +24,10 @@ type NCCLTestsRun struct {
 	// Version is the nccl-tests version from the first header line; "" for
 	// builds that do not print it.
 	Version string
+	// NCCLLibrary is the NCCL library the run used, from the same line's
+	// "nccl-library=22907" (NCCL_VERSION_CODE, major×10000 + minor×100 +
+	// patch) written as "2.29.7"; "" where the line does not say.
+	NCCLLibrary string
 	// NThread and NGpus are the "-t" and "-g" options: threads per process
 	// and GPUs per thread. The total number of ranks is len(Ranks).
 	NThread, NGpus int
@@ -269,8 +273,14 @@ func (p *ncclTestsParser) line(line string, lineNo int) error {
 func (p *ncclTestsParser) header(h string) error {
 	switch {
 	case strings.HasPrefix(h, "nccl-tests version "):
-		if f := strings.Fields(h); len(f) >= 3 {
+		f := strings.Fields(h)
+		if len(f) >= 3 {
 			p.run.Version = f[2]
+		}
+		for _, kv := range f[min(len(f), 3):] {
+			if code, ok := strings.CutPrefix(kv, "nccl-library="); ok {
+				p.run.NCCLLibrary = ncclVersionFromCode(code)
+			}
 		}
 	case strings.HasPrefix(h, "Collective test starting:"):
 		if c := collectiveFromProgram(strings.TrimSpace(strings.TrimPrefix(h, "Collective test starting:"))); c != "" {
@@ -477,4 +487,14 @@ func parseInt64(col, s string) (int64, error) {
 		return 0, fieldErrf(col, "want an integer, got %q", s)
 	}
 	return n, nil
+}
+
+// ncclVersionFromCode writes NCCL_VERSION_CODE (22907: major×10000 +
+// minor×100 + patch, NCCL ≥ 2.9) as "2.29.7"; "" for anything else.
+func ncclVersionFromCode(code string) string {
+	n, err := strconv.Atoi(code)
+	if err != nil || n < 20900 || n > 99999 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d.%d", n/10000, n/100%100, n%100)
 }

@@ -15,6 +15,7 @@ func TestReadNCCLTests8GPU(t *testing.T) {
 	assert.Empty(t, bad)
 	assert.Equal(t, "all_reduce", run.Collective)
 	assert.Equal(t, "2.17.1", run.Version)
+	assert.Equal(t, "2.27.3", run.NCCLLibrary, "nccl-library=22703")
 	assert.Equal(t, 1, run.NThread)
 	assert.Equal(t, 1, run.NGpus)
 	assert.Equal(t, int64(1024), run.MinBytes)
@@ -46,6 +47,7 @@ func TestReadNCCLTestsG2NotChecked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "all_gather", run.Collective, "from the echoed command line")
 	assert.Equal(t, "", run.Version)
+	assert.Equal(t, "", run.NCCLLibrary)
 	assert.Equal(t, 2, run.NGpus)
 	require.Len(t, run.Ranks, 2)
 	assert.Equal(t, "0x81", run.Ranks[1].BusID)
@@ -132,5 +134,12 @@ func TestCollectiveFromProgram(t *testing.T) {
 		"results.txt":                         "",
 	} {
 		assert.Equal(t, want, collectiveFromProgram(in), in)
+	}
+}
+
+func TestNCCLVersionFromCode(t *testing.T) {
+	for code, want := range map[string]string{"22907": "2.29.7", "22703": "2.27.3", "21805": "2.18.5", "30001": "3.0.1",
+		"2907": "", "x": "", "": "", "-22907": "", "100000": ""} {
+		assert.Equal(t, want, ncclVersionFromCode(code), code)
 	}
 }

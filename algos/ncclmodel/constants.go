@@ -3,6 +3,10 @@ package ncclmodel
 // Constants of NCCL 2.30.7. Sources are cited per block; the numbers are
 // facts carried over from NCCL, the layout is arsim's.
 
+// Version is the NCCL release whose tuning constants and rules the model
+// follows.
+const Version = "2.30.7"
+
 // baseLat is baseLatencies[algo][proto] in µs, ncclTunerConstantsDefaults,
 // src/graph/tuning.cc (Tree, Ring rows).
 var baseLat = [NumAlgos][NumProtos]float64{

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/arsim/arsim/algos/ncclmodel"
 	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 	"github.com/arsim/arsim/validate"
@@ -39,6 +40,9 @@ type traceFile struct {
 	skipped []validate.Skipped
 	// gpus are the GPU names the file gives (nccl-tests rank lines).
 	gpus []string
+	// nccl is the NCCL library the file says its run used (nccl-tests'
+	// "nccl-library="), "" where it does not say.
+	nccl string
 }
 
 const tracesUsage = "measured trace: JSON Lines v1, nccl-tests output (all_reduce_perf) or a PyTorch profiler trace, told apart by content (repeat for several files)"
@@ -83,7 +87,7 @@ func readTrace(path string, skipBad bool, env map[string]string) (traceFile, err
 		if err != nil {
 			return tf, fmt.Errorf("%s: %w", path, err)
 		}
-		tf.recs, tf.bad = recs, bad
+		tf.recs, tf.bad, tf.nccl = recs, bad, run.NCCLLibrary
 		for _, r := range run.Ranks {
 			tf.gpus = append(tf.gpus, r.Name)
 		}
@@ -205,6 +209,7 @@ func resolveMeasuredMachine(files []traceFile, topo, gpu, paramsFile string, err
 		return nil, err
 	}
 	printAssumptions(errOut, m)
+	printNCCLVersions(errOut, files)
 	mm := &measuredMachine{preset: m.preset.Name, params: map[string]*topology.Params{m.preset.Name: m.params}}
 	if m.imported {
 		mm.machine, mm.preset = m.preset, ""
@@ -291,4 +296,21 @@ func loadMeasured(traces []string, skipBad bool, optsFlag, topo, gpu, params str
 		return nil, nil, err
 	}
 	return files, mm, nil
+}
+
+// printNCCLVersions says which NCCL each nccl-tests file ran, where it
+// says, against the release whose tuning, chunking and unroll arsim's
+// nccl follows: a run of another release may have chosen otherwise.
+func printNCCLVersions(errOut io.Writer, files []traceFile) {
+	for _, f := range files {
+		if f.nccl == "" {
+			continue
+		}
+		same := "the release"
+		if f.nccl != ncclmodel.Version {
+			same = "not the release"
+		}
+		fmt.Fprintf(errOut, "arsim: %s ran NCCL %s (its nccl-tests header), %s whose choices and costs arsim's nccl follows (%s)\n",
+			f.path, f.nccl, same, ncclmodel.Version)
+	}
 }

@@ -175,3 +175,18 @@ func TestValidateSaysWhoseHalves(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, errOut, "halves of the capture's own chip")
 }
+
+// An nccl-tests file that names its NCCL library is compared against the
+// release arsim's nccl follows, and says so; one that does not, says
+// nothing.
+func TestValidateSaysWhichNCCL(t *testing.T) {
+	_, errOut, err := runValidateCLI("validate", "--traces", "../../testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt",
+		"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS", "--format", "json")
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "rtx5090x8_2socket_p2p_sys.txt ran NCCL 2.29.7 (its nccl-tests header), not the release whose choices and costs arsim's nccl follows (2.30.7)")
+
+	_, errOut, err = runValidateCLI("validate", "--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt",
+		"--topology", "../../testdata/topologies/pcie4_1socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS", "--format", "json")
+	require.NoError(t, err)
+	assert.NotContains(t, errOut, "ran NCCL")
+}
