@@ -72,7 +72,7 @@ func TestComputeCapability(t *testing.T) {
 		assert.Equal(t, float64(g.SM), p.Value, name)
 		assert.Contains(t, p.Source, "GPU table, "+g.Name, name)
 	}
-	want := map[string]float64{"a800x8-2islands": 80, "h200x1": 90, "h200x2": 90, "h200x8-nvswitch": 90,
+	want := map[string]float64{"a800x8-2islands": 80, "h100x1": 90, "h200x1": 90, "h200x2": 90, "h200x8-nvswitch": 90,
 		"rtxpro6000x4-1numa": 120, "rtxpro6000x8-2numa": 120, "rtxpro6000x8-switches": 120, "v100x4-plx": 70}
 	assert.ElementsMatch(t, Presets(), slices.Collect(maps.Keys(want)), "every preset checked")
 	for preset, sm := range want {

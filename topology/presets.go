@@ -237,6 +237,13 @@ func init() {
 		layout:      layout{sockets: 1, gpusPerSocket: 1, gpuGen: 5, gpuWidth: 16},
 	})
 	register(&Preset{
+		Name:        "h100x1",
+		Description: "1 × H100 SXM (80 GB HBM3) in a VM without NVLink peers, Gen5 x16 host link, one socket (the machine of testdata/h100x1-arsim): h200x1 with the H100's memory bandwidth, every per-block cost the H200's",
+		SystemIDs:   []string{"h100x1-vm"},
+		params:      withChanges(withChanges(h200Params, "h200x1.txt"), "h100x1.txt"),
+		layout:      layout{sockets: 1, gpusPerSocket: 1, gpuGen: 5, gpuWidth: 16},
+	})
+	register(&Preset{
 		Name:        "h200x8-nvswitch",
 		Description: "8 × H200 SXM on NVSwitch (18 NVLinks each), Gen5 x16 host links, GPUs 0–3 on socket 0 and 4–7 on socket 1",
 		params:      h200Params,

@@ -22,6 +22,7 @@ func TestPresetsBuildAndClassify(t *testing.T) {
 		{"rtxpro6000x4-1numa", 4, map[[2]int]string{{0, 3}: "NODE"}},
 		{"a800x8-2islands", 8, map[[2]int]string{{0, 3}: "PIX", {3, 4}: "SYS"}},
 		{"v100x4-plx", 4, map[[2]int]string{{0, 3}: "PIX"}},
+		{"h100x1", 1, nil},
 		{"h200x1", 1, nil},
 		{"h200x2", 2, map[[2]int]string{{0, 1}: "NV18"}},
 		{"h200x8-nvswitch", 8, map[[2]int]string{{0, 7}: "NV18"}},
@@ -123,7 +124,7 @@ func TestBuilderErrorsNameTheElement(t *testing.T) {
 	assert.ErrorContains(t, err, "gpu0 has no path to gpu1")
 
 	_, err = Lookup("rtx9000")
-	assert.ErrorContains(t, err, `unknown preset "rtx9000" (valid: a800x8-2islands, h200x1, h200x2`)
+	assert.ErrorContains(t, err, `unknown preset "rtx9000" (valid: a800x8-2islands, h100x1, h200x1, h200x2`)
 }
 
 func TestParamsOverridesAndRanges(t *testing.T) {
