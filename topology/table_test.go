@@ -172,3 +172,30 @@ func TestUnexplainedResidualsStayOnTheH200Machines(t *testing.T) {
 		}
 	}
 }
+
+// h100x1 is a chip held out: its table is h200x1's changed only where the
+// H100's spec sheet differs and where an H200 residual stays on the H200s,
+// never by a value read from an H100 capture, so validate's H100 figures
+// are predictions (validate.HeldOutChips).
+func TestH100ChangesOnlyWhatItsSpecSheetSays(t *testing.T) {
+	ovs := mustOverrides("h100x1.txt")
+	changed := map[string]bool{}
+	for _, o := range ovs {
+		changed[o.Name] = true
+		assert.True(t, strings.HasPrefix(o.Source, "spec: ") || strings.HasPrefix(o.Source, "estimate: 0 off the H200 machine it was fitted on"),
+			"%s: %q is neither the spec sheet nor an H200 residual left behind", o.Name, o.Source)
+		assert.NotContains(t, o.Source, "h100x1-arsim", o.Name)
+	}
+	require.True(t, changed["gpu.mem_bandwidth"])
+	h100, err := Lookup("h100x1")
+	require.NoError(t, err)
+	h200, err := Lookup("h200x1")
+	require.NoError(t, err)
+	a := h100.DefaultParams()
+	for _, p := range h200.DefaultParams().All() {
+		if !changed[p.Name] {
+			assert.Equal(t, p.Value, a.Get(p.Name), "%s: h100x1 holds another value than h200x1 without saying why", p.Name)
+		}
+	}
+	assert.Equal(t, 3350.0, a.Get("gpu.mem_bandwidth"))
+}

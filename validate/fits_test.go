@@ -551,3 +551,43 @@ func TestMemoryKindDimension(t *testing.T) {
 		assert.Contains(t, dimensionsOf(c.r), c.want, "%+v", c.r)
 	}
 }
+
+// A chip held out (HeldOutChips): no fit reads its captures, and the whole
+// per-block suite run on it lies on the predicted side along "chip", the
+// same record on an H200 capture on a fitted side. The H100 figures bound
+// the misses as they are (testdata/h100x1-arsim/README.md says where).
+func TestHeldOutChipIsPredicted(t *testing.T) {
+	for sys := range HeldOutChips {
+		_, ok := topology.ForSystem(sys)
+		assert.True(t, ok, "%s: no preset models it", sys)
+	}
+	for _, f := range Fits {
+		for _, file := range append(slices.Clone(f.Files), f.AlsoPredicts...) {
+			assert.False(t, strings.HasPrefix(file, "h100x1-arsim/"), "%v reads %s", f.Params, file)
+		}
+	}
+	fitted := 0
+	for _, r := range readPerBlock(t) {
+		f, _ := fitOf("h200x1-arsim/perblock.jsonl", r)
+		if f == nil {
+			continue
+		}
+		fitted++
+		r.System = "h100x1-vm" // the same record on the H100
+		f, covered := fitOf("h100x1-arsim/perblock.jsonl", r)
+		assert.Nil(t, f, "%+v", r)
+		assert.True(t, covered, "%+v", r)
+		assert.Contains(t, dimensionsOf(r), "chip: H100 SXM, every parameter an H200's")
+	}
+	require.Positive(t, fitted, "the H200 suite has fitted sides")
+
+	v, _ := runFile(t, "../testdata/h100x1-arsim/perblock.jsonl")
+	h := v.HeldOut
+	require.NotNil(t, h)
+	t.Logf("H100 per-block suite: predicted %d records, median %.1f%%, p95 %.1f%%, %d beyond 20%%",
+		h.Predicted.Count, h.Predicted.MedianAbsPct, h.Predicted.P95AbsPct, h.PredictedBeyond)
+	assert.Zero(t, h.Fitted.Count, "nothing is fitted on the H100")
+	require.Greater(t, h.Predicted.Count, 900)
+	assert.LessOrEqual(t, h.Predicted.MedianAbsPct, 8.0, "predicted side, median |error|")
+	assert.LessOrEqual(t, h.Predicted.P95AbsPct, 35.0, "predicted side, p95 |error|")
+}

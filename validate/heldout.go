@@ -17,6 +17,15 @@ import (
 // fitted side: the family it belongs to and, where one applies, the
 // blocks and the memory kind.
 func dimensionsOf(r trace.Record) []string {
+	d := familyDimensions(r)
+	if chip, ok := HeldOutChips[r.System]; ok {
+		d = append(d, "chip: "+chip+", every parameter an H200's")
+	}
+	return d
+}
+
+// familyDimensions are dimensionsOf's but the chip.
+func familyDimensions(r trace.Record) []string {
 	var d []string
 	switch r.Kind {
 	case trace.KindPoll:

@@ -43,10 +43,10 @@ var publishedTables = []measuredSet{
 }
 
 // evidenceSources are what evidence.json is computed from: every capture
-// of the project (one H200, two H200s, the held-out two-H200 set) and the
+// of the project (one H200, one H100, two H200s, the held-out two-H200 set) and the
 // published tables.
 var evidenceSources = append([]measuredSet{
-	{"the project's captures", []string{"testdata/h200x1-arsim/*.jsonl", "testdata/h200x2-arsim/*.jsonl", "testdata/h200x2/*.jsonl"}, "", ""},
+	{"the project's captures", []string{"testdata/h200x1-arsim/*.jsonl", "testdata/h100x1-arsim/*.jsonl", "testdata/h200x2-arsim/*.jsonl", "testdata/h200x2/*.jsonl"}, "", ""},
 }, publishedTables...)
 
 var updateEvidence = flag.Bool("update-evidence", false, "rewrite evidence.json from the captures and tables it is computed from")

@@ -21,6 +21,8 @@ REQ = {
     "loop": ["loop", "blocks", "threads", "ns_per_iter"],
     "barrier": ["world", "barrier", "stride_words", "blocks", "threads", "barriers_per_launch", "us", "us_min", "us_max"],
 }
+# perblock's ll128_spin: the spinning blocks' reloads, and readers beside them (bytes_per_block, not bytes_per_gpu)
+SPIN_WHATS = {"sm_ll128_spin", "sm_read_beside_ll128_spin"}
 ENUMS = {
     "impl": {"nccl", "torch_symm_mem", "host_staged_one_shot", "arsim_flag_one_shot", "arsim_flag_two_shot"},
     "algo": {"ring", "tree", "auto", "one_shot", "two_shot"},
@@ -36,7 +38,8 @@ ENUMS = {
     "request": {"load_volatile", "load_acquire", "load_relaxed", "atomic_add", "atomic_cas"},
     "nccl_op": {"allreduce_group", "self_sendrecv", "allreduce_one_rank", "allreduce_one_rank_inplace", "torch_allreduce_one_rank", "memcpy_d2d", "empty_kernel"},
     "loop": {"ll", "ll128", "ll128w", "ll_steps", "ll128_steps", "group_barrier", "copy", "simple_step", "fence", "fence_burst", "fence_after_pull", "pull", "host_shot", "host_readback"},
-    "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir", "sm_read_beside_write"},
+    "what": {"ce_h2d", "ce_d2h", "ce_bidir", "sm_read", "sm_write", "sm_bidir", "sm_read_beside_write", "sm_ll128_spin",
+             "sm_read_beside_ll128_spin"},
     "issuer": {"native"},
     "placement": {"by_sm"},
     "write_span": {"own_mib", "wide", "own"},
@@ -56,8 +59,9 @@ def check(rec):
         return errs
     if rec.get("clock") not in CLOCKS:
         errs.append(f"clock {rec.get('clock')}")
+    spin = rec["kind"] == "host_link_concurrency" and rec.get("what") in SPIN_WHATS
     for k in REQ[rec["kind"]]:
-        if k not in rec:
+        if k not in rec and not (spin and k == "bytes_per_gpu"):
             errs.append(f"missing {k}")
     for k, allowed in ENUMS.items():
         if k in rec and rec[k] not in allowed:
