@@ -44,7 +44,32 @@ func (nccl) Options() []OptionSpec {
 		{Name: "graph_tree_channels", Int: graphChannelsRange, Doc: "NCCL_GRAPH_FILE's tree graph: its channels, with graph_tree_speed (default: the ring's graph)"},
 		{Name: "graph_tree_speed", Int: graphSpeedRange, Doc: "the tree graph's speedintra, MB/s per channel"},
 		{Name: "graph_gpus", Int: IntRange{Min: 2, Max: 1 << 16, Why: "65,536 GPUs"}, Doc: "the GPUs each channel of NCCL_GRAPH_FILE lists: it must be the run's ranks"},
+		{Name: "nccl_version", Values: ncclVersionValues, Doc: "the NCCL release whose choices and constants apply (default " + ncclmodel.Version + "): its tuning tables, LL128 and P2P defaults, search speeds, MAXCHANNELS, Tree threads, Simple unroll (docs/NCCL_RELEASES.md)"},
 	}
+}
+
+// ncclVersionValues are the releases nccl_version takes, 2.18 to 2.30: the
+// rules change between minor releases only.
+var ncclVersionValues = func() []string {
+	var v []string
+	for m := ncclmodel.OldestMinor; m <= ncclmodel.NewestMinor; m++ {
+		v = append(v, fmt.Sprintf("2.%d", m))
+	}
+	return v
+}()
+
+// ncclRelease is the release req's nccl_version names; the zero value
+// (ncclmodel.Version) when it names none.
+func ncclRelease(req Request) (ncclmodel.Release, error) {
+	v, ok := req.Opts["nccl_version"]
+	if !ok {
+		return ncclmodel.Release{}, nil
+	}
+	r, err := ncclmodel.ParseRelease(v)
+	if err != nil {
+		return r, fmt.Errorf("algos: nccl: option nccl_version: %w", err)
+	}
+	return r, nil
 }
 
 // The ranges and values of the graph options (NCCL_GRAPH_FILE).
@@ -120,42 +145,48 @@ func computeCapability(top *topology.Topology) int {
 	return int(top.Params.Get(topology.ComputeCapability))
 }
 
+// releaseNote names the NCCL release whose rules the choice follows when
+// nccl_version gave one.
+func releaseNote(req Request, rel ncclmodel.Release) string {
+	if _, ok := req.Opts["nccl_version"]; !ok {
+		return ""
+	}
+	return fmt.Sprintf(", NCCL %s's rules (nccl_version)", rel)
+}
+
 // hostCPU guesses the host CPU from the preset name, since topologies carry
 // no vendor: the RTX PRO 6000 presets are AMD EPYC hosts (NCCL's AMD_BW 16
 // GB/s across sockets), H200 hosts Sapphire/Emerald Rapids (SRP_QPI_BW 22),
 // anything else an Intel Skylake-class host (SKL_QPI_BW 10). Values from
-// NCCL's topo.h.
-func hostCPU(top *topology.Topology) (vendor ncclmodel.CPUVendor, sysBw float64, what string) {
+// NCCL's topo.h, as release r has them (ncclmodel.Release.AMDSocketBw,
+// IntelSocketBw).
+func hostCPU(top *topology.Topology, r ncclmodel.Release) (vendor ncclmodel.CPUVendor, sysBw float64, what string) {
+	amd := func() (ncclmodel.CPUVendor, float64, string) {
+		bw := r.AMDSocketBw()
+		if bw >= 5000 {
+			return ncclmodel.CPUAMD, bw, "AMD EPYC host (SYS not limited: no AMD_BW before NCCL 2.19)"
+		}
+		return ncclmodel.CPUAMD, bw, fmt.Sprintf("AMD EPYC host (SYS %g GB/s)", bw)
+	}
+	spr := func() (ncclmodel.CPUVendor, float64, string) {
+		bw := r.IntelSocketBw(true)
+		return ncclmodel.CPUIntel, bw, fmt.Sprintf("Intel Sapphire Rapids host (SYS %g GB/s)", bw)
+	}
 	switch top.HostCPU { // an imported machine says
 	case "amd":
-		return ncclmodel.CPUAMD, 16, "AMD EPYC host (SYS 16 GB/s)"
+		return amd()
 	case "intel-spr":
-		return ncclmodel.CPUIntel, 22, "Intel Sapphire Rapids host (SYS 22 GB/s)"
+		return spr()
 	case "intel":
-		return ncclmodel.CPUIntel, 10, "Intel Skylake-class host (SYS 10 GB/s)"
+		return ncclmodel.CPUIntel, r.IntelSocketBw(false), "Intel Skylake-class host (SYS 10 GB/s)"
 	}
 	switch {
 	case strings.HasPrefix(top.Name, "rtxpro"):
-		return ncclmodel.CPUAMD, 16, "AMD EPYC host (SYS 16 GB/s)"
+		return amd()
 	case strings.HasPrefix(top.Name, "h200"):
-		return ncclmodel.CPUIntel, 22, "Intel Sapphire Rapids host (SYS 22 GB/s)"
+		return spr()
 	}
-	return ncclmodel.CPUIntel, 10, "Intel Skylake-class host (SYS 10 GB/s)"
-}
-
-// nvlinkBw is ncclTopoNVLinkBw(cc), GB/s per link (topo.h).
-func nvlinkBw(sm int) float64 {
-	switch {
-	case sm >= 100:
-		return 40.1
-	case sm >= 90:
-		return 20.6
-	case sm == 86:
-		return 12
-	case sm >= 70:
-		return 20
-	}
-	return 18
+	return ncclmodel.CPUIntel, r.IntelSocketBw(false), "Intel Skylake-class host (SYS 10 GB/s)"
 }
 
 // pciBw is NCCL's PCIe link figure: width × speed / 80 GB/s with speed 60
@@ -196,12 +227,16 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	top := req.Top
 	n := req.Ranks
 	sm := computeCapability(top)
-	vendor, sysBw, cpuWhat := hostCPU(top)
-	p, err := ncclDecidePaths(req, sm, vendor, sysBw)
+	rel, err := ncclRelease(req)
 	if err != nil {
 		return nil, err
 	}
-	g := ncclmodel.SearchRing(p.bottleneck, sm, p.allNV)
+	vendor, sysBw, cpuWhat := hostCPU(top, rel)
+	p, err := ncclDecidePaths(req, sm, vendor, sysBw, rel)
+	if err != nil {
+		return nil, err
+	}
+	g := rel.SearchRing(p.bottleneck, sm, p.allNV)
 	given, err := givenGraphs(req)
 	if err != nil {
 		return nil, err
@@ -210,7 +245,7 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	if given.ring != nil {
 		g, intraNV = *given.ring, given.ring.NVLink
 	}
-	cfg, algoForced, protoForced := ncclTuneConfig(req, sm, vendor, g, intraNV)
+	cfg, algoForced, protoForced := ncclTuneConfig(req, sm, vendor, g, intraNV, rel)
 	if given.tree != nil {
 		cfg.TreeChannels, cfg.TreeBwIntra = given.tree.Channels, given.tree.BwIntra
 	}
@@ -233,8 +268,9 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 			}
 			return p2p
 		},
-		chain:  true,
-		unroll: simpleUnroll(top),
+		chain:   true,
+		unroll:  simpleUnroll(top, rel),
+		release: rel,
 	}
 	over := "p2p"
 	switch {
@@ -264,7 +300,7 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	} else {
 		d.notes = append(d.notes, fmt.Sprintf("NCCL: ring search on bottleneck %.1f GB/s (%s): %d graph channels × %.1f GB/s%s; runtime channels %d", p.bottleneck, cpuWhat, g.Channels, g.BwIntra, map[bool]string{true: " (fallback: no speed fits; NCCL_GRAPH_FILE or graph_* give NCCL a graph instead)", false: ""}[g.Fallback], m.Channels()))
 	}
-	d.notes = append(d.notes, fmt.Sprintf("NCCL: tuned for sm%d (%s)", sm, topology.ComputeCapability))
+	d.notes = append(d.notes, fmt.Sprintf("NCCL: tuned for sm%d (%s)%s", sm, topology.ComputeCapability, releaseNote(req, rel)))
 	if ch.Algo == ncclmodel.Tree {
 		d.notes = append(d.notes, "NCCL: inside one node NCCL's tree is a chain of the ranks; planned as tree shape=chain")
 	}
@@ -312,14 +348,20 @@ func givenGraphs(req Request) (ncclGivenGraphs, error) {
 // ncclDecidePaths applies NCCL's P2P level (paths.cc) to every ring and
 // tree neighbour pair and finds the ring's bottleneck bandwidth as NCCL's
 // search sees it (search.cc).
-func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw float64) (*ncclPaths, error) {
+func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw float64, rel ncclmodel.Release) (*ncclPaths, error) {
 	top := req.Top
 	n := req.Ranks
 	gpus := top.GPUs()
-	level := p2pLevels["pxb"] // paths.cc: "By default don't use P2P across CPU Host Bridges"
+	// paths.cc: "By default don't use P2P across CPU Host Bridges", but
+	// on AMD hosts with at most two GPUs (every AMD host before 2.23)
+	def := rel.DefaultP2PLevel(vendor, top.NumGPUs())
+	level := p2pLevels[def]
 	p := &ncclPaths{allNV: true, bottleneck: math.Inf(1), levelWhat: "NCCL default PXB"}
-	if vendor == ncclmodel.CPUAMD && top.NumGPUs() <= 2 {
-		level, p.levelWhat = p2pLevels["sys"], "NCCL default SYS (AMD, ≤ 2 GPUs)"
+	switch {
+	case def == "sys" && top.NumGPUs() <= 2:
+		p.levelWhat = "NCCL default SYS (AMD, ≤ 2 GPUs)"
+	case def == "sys":
+		p.levelWhat = fmt.Sprintf("NCCL %s's default SYS (AMD)", rel)
 	}
 	if v, ok := req.Opts["p2p_level"]; ok {
 		level, p.levelWhat = p2pLevels[v], "p2p_level="+v
@@ -369,7 +411,7 @@ func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw floa
 		if err := decide(a, b); err != nil {
 			return nil, err
 		}
-		bw, err := ncclPairBw(top, gpus[a], gpus[b], c, p.useP2P[a][b], sm, vendor, sysBw)
+		bw, err := ncclPairBw(top, gpus[a], gpus[b], c, p.useP2P[a][b], rel.NVLinkBw(sm), vendor, sysBw)
 		if err != nil {
 			return nil, err
 		}
@@ -400,13 +442,13 @@ func ncclDecidePaths(req Request, sm int, vendor ncclmodel.CPUVendor, sysBw floa
 }
 
 // ncclPairBw is the bandwidth NCCL's search gives one ring neighbour pair
-// (GB/s): the NVLinks' when P2P runs over them, else the narrowest PCIe or
+// (GB/s): the NVLinks' (nvlinkBw a link, ncclTopoNVLinkBw) when P2P runs over them, else the narrowest PCIe or
 // socket link of the path (without P2P NCCL routes the pair through the
 // CPU, paths.cc, even where NVLink joins the GPUs), less Intel's P2P
 // overhead on PHB paths.
-func ncclPairBw(top *topology.Topology, ga, gb topology.NodeID, c topology.PathClass, useP2P bool, sm int, vendor ncclmodel.CPUVendor, sysBw float64) (float64, error) {
+func ncclPairBw(top *topology.Topology, ga, gb topology.NodeID, c topology.PathClass, useP2P bool, nvlinkBw float64, vendor ncclmodel.CPUVendor, sysBw float64) (float64, error) {
 	if c.Kind == topology.PathNV && useP2P {
-		return float64(c.NVLinks) * nvlinkBw(sm), nil
+		return float64(c.NVLinks) * nvlinkBw, nil
 	}
 	mode := topology.RouteAny
 	if !useP2P {
@@ -445,13 +487,14 @@ func ncclPairBw(top *topology.Topology, ga, gb topology.NodeID, c topology.PathC
 // ncclTuneConfig is the tuning model's input for req: the search's graph,
 // the CPU, LL128's default, and the forced algorithm, protocols and
 // channel limits of the options (with the notes' "(forced)" markers).
-func ncclTuneConfig(req Request, sm int, vendor ncclmodel.CPUVendor, g ncclmodel.Graph, intraNV bool) (cfg ncclmodel.Config, algoForced, protoForced string) {
+func ncclTuneConfig(req Request, sm int, vendor ncclmodel.CPUVendor, g ncclmodel.Graph, intraNV bool, rel ncclmodel.Release) (cfg ncclmodel.Config, algoForced, protoForced string) {
 	cfg = ncclmodel.Config{
 		NRanks: req.Ranks, SM: sm, IntraNVLink: intraNV,
 		RingChannels: g.Channels, TreeChannels: g.Channels,
 		RingBwIntra: g.BwIntra, TreeBwIntra: g.BwIntra,
 		CPU:          vendor,
-		LL128Enabled: ncclmodel.LL128DefaultEnabled(intraNV, sm),
+		LL128Enabled: rel.LL128DefaultEnabled(intraNV, sm),
+		Release:      rel,
 		NThreads:     req.IntOpt("nthreads", 0),
 		MinChannels:  req.IntOpt("min_channels", 0),
 		MaxChannels:  req.IntOpt("max_channels", 0),

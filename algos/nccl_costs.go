@@ -1,6 +1,7 @@
 package algos
 
 import (
+	"github.com/arsim/arsim/algos/ncclmodel"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
@@ -29,15 +30,10 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // simpleUnroll is NCCL Simple's 16-byte loads in flight per thread and
 // source: ncclCollUnroll() in src/include/device.h, 4 before sm80, 6 on
 // sm12x (GeForce and RTX PRO Blackwell: "cudaArch / 100 == 12", NCCL 2.27
-// to 2.30; 2.26 for sm120 alone), 8 on the others from sm80 on.
-func simpleUnroll(top *topology.Topology) int {
-	switch cc := computeCapability(top); {
-	case cc < 80:
-		return 4
-	case cc/10 == 12:
-		return 6
-	}
-	return 8
+// to 2.30; 2.26 for sm120 alone), 8 on the others from sm80 on
+// (ncclmodel.Release.SimpleUnroll: the release's rule).
+func simpleUnroll(top *topology.Topology, r ncclmodel.Release) int {
+	return r.SimpleUnroll(computeCapability(top))
 }
 
 // NCCLKernelOwn is what NCCL's kernel takes per call on one GPU beyond the

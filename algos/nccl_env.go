@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"github.com/arsim/arsim/algos/ncclmodel"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,7 +59,7 @@ func TranslateNCCLEnv(opts map[string]string) (map[string]string, error) {
 	}
 	env := map[string]string{}
 	for _, k := range sortedKeys(opts) {
-		if up := strings.ToUpper(k); strings.HasPrefix(up, "NCCL_") {
+		if up := strings.ToUpper(k); strings.HasPrefix(up, "NCCL_") && k != "nccl_version" {
 			if !slices.Contains(NCCLEnvVars, up) {
 				return nil, fmt.Errorf("algos: NCCL setting %s=%s is not modelled (arsim reads %s)", k, opts[k], strings.Join(NCCLEnvVars, ", "))
 			}
@@ -124,8 +125,8 @@ func (t *envTranslation) set(key, val, by string) error {
 // NCCL's own keys' values and reading proto lists.
 func (t *envTranslation) shortForms(opts map[string]string) error {
 	for _, k := range sortedKeys(opts) {
-		if strings.HasPrefix(strings.ToUpper(k), "NCCL_") {
-			continue
+		if strings.HasPrefix(strings.ToUpper(k), "NCCL_") && k != "nccl_version" {
+			continue // an NCCL variable (nccl_version is arsim's: NCCL has none)
 		}
 		v := opts[k]
 		if ncclShortKeys[k] {
@@ -137,6 +138,13 @@ func (t *envTranslation) shortForms(opts map[string]string) error {
 				return err
 			}
 			v = p
+		}
+		if k == "nccl_version" { // 2.21.5 or 2.21: the rules change by minor release
+			r, err := ncclmodel.ParseRelease(v)
+			if err != nil {
+				return fmt.Errorf("algos: nccl_version: %w", err)
+			}
+			v = fmt.Sprintf("2.%d", r.Minor)
 		}
 		if err := t.set(k, v, k); err != nil {
 			return err

@@ -3,6 +3,7 @@ package algos
 import (
 	"fmt"
 
+	"github.com/arsim/arsim/algos/ncclmodel"
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
 )
@@ -102,7 +103,9 @@ func (p ncclProto) sliceBytes() int64 {
 // ring's two-step slices, whatever the call's size: NCCL 2.20 dropped the
 // halving of the Simple tree's chunk for calls with few chunks per channel
 // (calcCollChunking in src/enqueue.cc keeps such loops for CollNet, NVLS
-// and the LL128 tree only; 2.19's had one for TreeUpDown with Simple).
+// and the LL128 tree only); in 2.18–2.19 (r) it halves for TreeUpDown
+// with Simple too: down to 128 KiB while the call has fewer chunks per
+// channel than 8·depth, to 64 KiB below 4·depth, to 32 KiB below depth.
 //
 // LL128's tree steps are halved (the same function, for TreeUpDown
 // with LL128): from a step's line bytes (614,400), while the call has
@@ -110,12 +113,27 @@ func (p ncclProto) sliceBytes() int64 {
 // fewer than nsteps·16/ppn down to 32 KiB, where nsteps = 1 + log2(nodes)
 // + 0.1·ppn and ppn is the ranks per node (one node here); a step then
 // carries 15/16 of its line bytes. LL's tree steps are not halved.
-func (p ncclProto) treeChunk(bytes int64, channels, depth int) int64 {
+func (p ncclProto) treeChunk(bytes int64, channels, depth int, r ncclmodel.Release) int64 {
 	switch p {
 	case protoLL128:
 		return ll128TreeChunk(bytes, channels, depth+1)
 	case protoSimple:
-		return simpleBuffSize / ncclSteps
+		chunk := int64(simpleBuffSize / ncclSteps)
+		if r.TreeSimpleHalves() {
+			// NCCL 2.18–2.19 halve it for mid sizes (enqueue.cc,
+			// pattern TreeUpDown; ncclmodel.Release.TreeSimpleHalves)
+			per := func() int64 { return bytes / (int64(channels) * chunk) }
+			for per() < int64(depth)*8 && chunk > 131072 {
+				chunk /= 2
+			}
+			for per() < int64(depth)*4 && chunk > 65536 {
+				chunk /= 2
+			}
+			for per() < int64(depth) && chunk > 32768 {
+				chunk /= 2
+			}
+		}
+		return chunk
 	}
 	return p.sliceBytes()
 }
@@ -188,6 +206,9 @@ type ncclSpec struct {
 	// unroll: Simple's 16-byte loads in flight per thread and source
 	// (ncclCollUnroll).
 	unroll int
+	// release: the NCCL release whose enqueue rules cut the steps (the
+	// zero value: ncclmodel.Version's).
+	release ncclmodel.Release
 }
 
 // commonSpec reads the options ring and tree share.
@@ -210,7 +231,7 @@ func commonSpec(req Request, algo string) (ncclSpec, error) {
 		threads:   req.IntOpt("threads", p.defaultThreads()),
 		channels:  req.IntOpt("channels", 2),
 		transport: func(int, int) transport { return t },
-		unroll:    simpleUnroll(req.Top),
+		unroll:    simpleUnroll(req.Top, ncclmodel.Release{}),
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/arsim/arsim/algos/ncclmodel"
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/topology"
 )
@@ -194,6 +195,56 @@ func TestNCCLSHMLineReceivesReadFreshLines(t *testing.T) {
 // sm80, 6 on sm12x, 8 on the others.
 func TestSimpleUnroll(t *testing.T) {
 	for preset, want := range map[string]int{"v100x4-plx": 4, "a800x8-2islands": 8, "h200x2": 8, "rtxpro6000x8-2numa": 6} {
-		assert.Equal(t, want, simpleUnroll(req(t, preset, 2, 1, nil).Top), preset)
+		assert.Equal(t, want, simpleUnroll(req(t, preset, 2, 1, nil).Top, ncclmodel.Release{}), preset)
+	}
+	r25, err := ncclmodel.ParseRelease("2.25")
+	require.NoError(t, err)
+	assert.Equal(t, 8, simpleUnroll(req(t, "rtxpro6000x8-2numa", 2, 1, nil).Top, r25), "sm120 unrolls 8 before NCCL 2.26")
+}
+
+// nccl_version: what NCCL decides follows the release named. On eight
+// RTX PRO 6000s over two AMD sockets, NCCL up to 2.22 keeps P2P across the
+// host bridges and the sockets (AMD's default P2P level SYS), from 2.23 it
+// goes through host memory (PXB); its Simple unroll is 8 before 2.26.
+func TestNCCLVersionOption(t *testing.T) {
+	est := func(opts map[string]string) NCCLEstimateInfo {
+		t.Helper()
+		e, err := NCCLEstimate(req(t, "rtxpro6000x8-2numa", 8, 43008, opts))
+		require.NoError(t, err)
+		return e
+	}
+	now, old := est(nil), est(map[string]string{"nccl_version": "2.22"})
+	assert.Contains(t, now.Note, "over shm")
+	assert.Contains(t, old.Note, "over p2p")
+	assert.Equal(t, now, est(map[string]string{"nccl_version": "2.30"}), "the default is 2.30")
+	s, err := Plan(nccl{}.Name(), req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"nccl_version": "2.22"}))
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(s.Notes, "\n"), "NCCL 2.22's default SYS (AMD)")
+	assert.Contains(t, strings.Join(s.Notes, "\n"), "NCCL 2.22's rules (nccl_version)")
+	_, err = Plan(nccl{}.Name(), req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"nccl_version": "2.17"}))
+	assert.ErrorContains(t, err, "nccl_version")
+}
+
+// The H200 captures ran NCCL 2.28.9 and the 8 × RTX 5090 table 2.29.7:
+// their releases decide as 2.30 does on those machines at every size, so
+// records that do not name their release lose nothing by 2.30's rules.
+func TestCapturedReleasesDecideAsTheDefault(t *testing.T) {
+	for _, c := range []struct{ preset, version string }{{"h200x2", "2.28"}, {"rtxpro6000x8-2numa", "2.29"}} {
+		top, err := topology.Load(c.preset)
+		require.NoError(t, err)
+		for b := int64(8); b <= 256<<20; b *= 4 {
+			for _, opts := range []map[string]string{nil, {"transport": "shm"}} {
+				r := Request{Top: top, Ranks: top.NumGPUs(), Bytes: b, DType: BF16, Launch: hw.Graph, Opts: opts}
+				now, err := NCCLEstimate(r)
+				require.NoError(t, err)
+				r.Opts = map[string]string{"nccl_version": c.version}
+				for k, v := range opts {
+					r.Opts[k] = v
+				}
+				then, err := NCCLEstimate(r)
+				require.NoError(t, err)
+				assert.Equal(t, now, then, "%s, %d B, %v", c.preset, b, opts)
+			}
+		}
 	}
 }

@@ -166,7 +166,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 			}
 			kids[p] = append(kids[p], r)
 		}
-		chunk := spec.proto.treeChunk(req.Bytes, spec.channels, n-1)
+		chunk := spec.proto.treeChunk(req.Bytes, spec.channels, n-1, spec.release)
 		if spec.proto == protoLL128 {
 			pl.stepBytes = chunk
 		}
@@ -209,7 +209,7 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 	}
 	noteReadUnused(b, req, spec)
 	b.Note("%s: %s, channel c on tree c mod 2, %d channels, proto %s, %d threads, up to %d slices (NCCL slice %d B; at most %d in arsim)",
-		spec.algo, shape, spec.channels, spec.proto, spec.threads, maxS, spec.proto.treeChunk(req.Bytes, spec.channels, n-1), maxTreeSlices)
+		spec.algo, shape, spec.channels, spec.proto, spec.threads, maxS, spec.proto.treeChunk(req.Bytes, spec.channels, n-1, spec.release), maxTreeSlices)
 	return b.Schedule(), nil
 }
 

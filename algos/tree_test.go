@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/algos/ncclmodel"
 )
 
 // Every world size, protocol, transport and shape must give every rank the
@@ -103,9 +105,17 @@ func TestTreeDepth(t *testing.T) {
 func TestTreeChunks(t *testing.T) {
 	for _, bytes := range []int64{64 << 10, 1 << 20, 8 << 20, 256 << 20} {
 		for _, ch := range []int{1, 4, 24} {
-			assert.Equal(t, int64(512<<10), protoSimple.treeChunk(bytes, ch, 1), "%d B, %d channels", bytes, ch)
-			assert.Equal(t, protoLL.sliceBytes(), protoLL.treeChunk(bytes, ch, 1))
+			assert.Equal(t, int64(512<<10), protoSimple.treeChunk(bytes, ch, 1, ncclmodel.Release{}), "%d B, %d channels", bytes, ch)
+			assert.Equal(t, protoLL.sliceBytes(), protoLL.treeChunk(bytes, ch, 1, ncclmodel.Release{}))
 		}
 	}
-	assert.Less(t, protoLL128.treeChunk(1<<20, 24, 1), protoLL128.treeChunk(1<<30, 24, 1), "LL128: halved for few chunks per channel")
+	assert.Less(t, protoLL128.treeChunk(1<<20, 24, 1, ncclmodel.Release{}), protoLL128.treeChunk(1<<30, 24, 1, ncclmodel.Release{}), "LL128: halved for few chunks per channel")
+	// NCCL 2.19 halves Simple's tree chunk for mid sizes: on 8 ranks
+	// (depth 7) 8 MiB over 4 channels has 4 chunks of 512 KiB a channel,
+	// fewer than 56, so 128 KiB; then 16 chunks, fewer than 28: 64 KiB;
+	// then 32, not fewer than 7: stays.
+	r19 := ncclmodel.Release{Minor: 19, Patch: 4}
+	assert.Equal(t, int64(64<<10), protoSimple.treeChunk(8<<20, 4, 7, r19))
+	assert.Equal(t, int64(512<<10), protoSimple.treeChunk(1<<30, 4, 7, r19), "enough chunks: a buffer step")
+	assert.Equal(t, int64(32<<10), protoSimple.treeChunk(64<<10, 1, 7, r19), "never below 32 KiB")
 }

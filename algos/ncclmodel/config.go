@@ -82,6 +82,9 @@ type Config struct {
 	// × bw), so NCCL picks its algorithm and protocol as if uncapped and
 	// runs the pick on the capped channels. 0: unset.
 	MinChannels, MaxChannels int
+	// Release is the NCCL release whose constants and rules apply
+	// ([Release]). Default (zero): [Version].
+	Release Release
 }
 
 // LL128DefaultEnabled is NCCL's default (NCCL_PROTO unset) LL128 rule for a
@@ -93,7 +96,7 @@ type Config struct {
 // CUDA 11.8 / sm90 / 2-rank ring exception is ignored. So LL128 is off on
 // every PCIe-only machine and on for NVLink from Volta on.
 func LL128DefaultEnabled(intraNVLink bool, sm int) bool {
-	return intraNVLink && sm >= 70
+	return defaultRelease.LL128DefaultEnabled(intraNVLink, sm)
 }
 
 // normalized returns c with defaults filled in.
@@ -101,6 +104,7 @@ func (c Config) normalized() Config {
 	if c.NNodes == 0 {
 		c.NNodes = 1
 	}
+	c.Release = c.Release.orDefault()
 	if c.RingBwInter == 0 {
 		c.RingBwInter = c.RingBwIntra
 	}
@@ -132,19 +136,23 @@ func (c Config) Validate() error {
 	if c.SM < 60 {
 		return fmt.Errorf("ncclmodel: SM must be ≥ 60 (e.g. 90 for sm_90), got %d", c.SM)
 	}
-	if c.MinChannels < 0 || c.MinChannels > maxChannels || c.MaxChannels < 0 || c.MaxChannels > maxChannels {
-		return fmt.Errorf("ncclmodel: MinChannels and MaxChannels (NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS) must be 0 (unset) or 1..%d, got %d and %d",
-			maxChannels, c.MinChannels, c.MaxChannels)
+	if !c.Release.valid() {
+		return fmt.Errorf("ncclmodel: Release 2.%d.%d: the model knows NCCL 2.%d to 2.%d", c.Release.Minor, c.Release.Patch, OldestMinor, NewestMinor)
+	}
+	most := c.Release.MaxChannels()
+	if c.MinChannels < 0 || c.MinChannels > most || c.MaxChannels < 0 || c.MaxChannels > most {
+		return fmt.Errorf("ncclmodel: MinChannels and MaxChannels (NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS) must be 0 (unset) or 1..%d (MAXCHANNELS of NCCL %s), got %d and %d",
+			most, c.Release, c.MinChannels, c.MaxChannels)
 	}
 	if c.NThreads != 0 && (c.NThreads < 2*warpSize || c.NThreads > simpleMaxNThreads || c.NThreads%warpSize != 0) {
 		return fmt.Errorf("ncclmodel: NThreads (NCCL_NTHREADS) must be 0 (unset) or a multiple of %d in %d..%d, got %d",
 			warpSize, 2*warpSize, simpleMaxNThreads, c.NThreads)
 	}
-	if c.RingChannels < 1 || c.RingChannels > maxChannels/2 {
-		return fmt.Errorf("ncclmodel: RingChannels must be in 1..%d, got %d", maxChannels/2, c.RingChannels)
+	if c.RingChannels < 1 || c.RingChannels > most/2 {
+		return fmt.Errorf("ncclmodel: RingChannels must be in 1..%d (half of NCCL %s's MAXCHANNELS), got %d", most/2, c.Release, c.RingChannels)
 	}
-	if c.TreeChannels < 1 || c.TreeChannels > maxChannels/2 {
-		return fmt.Errorf("ncclmodel: TreeChannels must be in 1..%d, got %d", maxChannels/2, c.TreeChannels)
+	if c.TreeChannels < 1 || c.TreeChannels > most/2 {
+		return fmt.Errorf("ncclmodel: TreeChannels must be in 1..%d (half of NCCL %s's MAXCHANNELS), got %d", most/2, c.Release, c.TreeChannels)
 	}
 	for _, b := range []struct {
 		name string

@@ -1,10 +1,11 @@
 package ncclmodel
 
 // Constants of NCCL 2.30.7. Sources are cited per block; the numbers are
-// facts carried over from NCCL, the layout is arsim's.
+// facts carried over from NCCL, the layout is arsim's. Where an earlier
+// release (2.18–2.29) differs, [Release]'s methods say how.
 
 // Version is the NCCL release whose tuning constants and rules the model
-// follows.
+// follows by default (Config.Release zero).
 const Version = "2.30.7"
 
 // baseLat is baseLatencies[algo][proto] in µs, ncclTunerConstantsDefaults,

@@ -25,6 +25,11 @@
 // NVL/PIX, ..."), or uses [GraphFor], arsim's simplified approximation of
 // that search for uniform single-node systems.
 //
+// Releases 2.18 to 2.29 differ in some constants and rules (the Tree/Simple
+// latency, Ring/LL's share, the Blackwell caps, LL128's default, MAXCHANNELS,
+// the search's speeds, Tree's threads): [Config.Release] selects one, and
+// [Release]'s methods cite the tags each difference comes from.
+//
 // All numeric constants are NCCL's and cite their source file; the code is
 // written from those facts, not copied.
 package ncclmodel

@@ -10,18 +10,6 @@ var (
 	sm100SpeedArrayIntra = []float64{90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0}
 )
 
-// speedsFor returns the intra-node speed array ncclTopoCompute picks for the
-// minimum compute capability sm.
-func speedsFor(sm int) []float64 {
-	switch {
-	case sm >= 100:
-		return sm100SpeedArrayIntra
-	case sm >= 90:
-		return sm90SpeedArrayIntra
-	}
-	return speedArrayIntra
-}
-
 // Graph is a ring graph as arsim's approximation of NCCL's search returns
 // it.
 type Graph struct {
@@ -69,8 +57,13 @@ type Graph struct {
 // bwIntra (on 2 GPUs, twice the ring's, since each tree channel uses one
 // direction only; see the h200x2 log test).
 func SearchRing(pathBwGBs float64, sm int, nvlink bool) Graph {
-	const maxRingChannels = maxChannels / 2 // init.cc: ringGraph->maxChannels
-	speeds := speedsFor(sm)
+	return defaultRelease.SearchRing(pathBwGBs, sm, nvlink)
+}
+
+// SearchRing is [SearchRing] with r's speed arrays and MAXCHANNELS.
+func (r Release) SearchRing(pathBwGBs float64, sm int, nvlink bool) Graph {
+	maxRingChannels := r.MaxChannels() / 2 // init.cc: ringGraph->maxChannels
+	speeds := r.speeds(sm)
 	fallback := Graph{Channels: 1, BwIntra: 0.1, Fallback: true}
 	if math.IsNaN(pathBwGBs) || pathBwGBs <= 0 {
 		return fallback

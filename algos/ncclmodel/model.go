@@ -11,7 +11,7 @@ import (
 // ncclTopoTuneModel fills comm->latencies and comm->bandwidths, plus the
 // thread and channel limits topoGetAlgoInfo reads. Build it with [Tune].
 type Model struct {
-	cfg        Config
+	cfg        Config                       // normalized: Release is never the zero value
 	graphCh    int                          // graphs[a]->nChannels = min(ring, tree)
 	channels   int                          // comm->nChannels at runtime
 	lat        [NumAlgos][NumProtos]float64 // µs
@@ -21,7 +21,8 @@ type Model struct {
 }
 
 // Tune computes NCCL's AllReduce latency and algorithm-bandwidth table for
-// c, following ncclTopoTuneModel (src/graph/tuning.cc, NCCL 2.30.7):
+// c, following ncclTopoTuneModel (src/graph/tuning.cc, NCCL 2.30.7; the
+// constants of c.Release where they differ, [Release]):
 //
 //	busBw = nChannels · bw           (bw = bwIntra, or bwInter when nNodes > 2)
 //	Ring LL:    min(llMaxBw, busBw·0.5)
@@ -47,7 +48,8 @@ func Tune(c Config) (*Model, error) {
 	m.tuneChannels()
 	m.tuneThreads()
 
-	cc := CompCapOf(c.SM)
+	r := c.Release
+	cc := r.CompCap(c.SM)
 	index2 := 2
 	if c.NNodes <= 2 {
 		index2 = c.NNodes - 1
@@ -59,12 +61,7 @@ func Tune(c Config) (*Model, error) {
 			index1 = 1
 		}
 	}
-	caps := bwCaps{
-		llMax:          llMaxBws[index1][index2],
-		perChTree:      perChMaxTreeBws[cc][index2],
-		perChRingLL128: perChMaxRingLL128Bws[cc][index2],
-		perChTreeLL128: perChMaxTreeLL128Bws[cc][index2],
-	}
+	caps := r.caps(index1, cc, index2)
 	for _, a := range algoList {
 		for _, p := range protoList {
 			m.bw[a][p] = 0
@@ -89,11 +86,12 @@ func (m *Model) tuneChannels() {
 	m.graphCh = min(c.RingChannels, c.TreeChannels)
 	// connect.cc: "Duplication should be complete now",
 	// nChannels = min(MAXCHANNELS, nChannels*2).
-	m.channels = min(maxChannels, 2*m.graphCh)
+	most := c.Release.MaxChannels()
+	m.channels = min(most, 2*m.graphCh)
 	// connect.cc: "Use 4 compute channels per search channel to reach peak
 	// BW on <8 PPN" (sm ≥ 90, several nodes, ring bwIntra > 45).
 	if c.SM >= 90 && c.NNodes > 1 && c.RingBwIntra > 45.0 && m.channels < 16 {
-		m.channels = min(maxChannels, 2*m.channels)
+		m.channels = min(most, 2*m.channels)
 	}
 	// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (init.cc, connect.cc).
 	if c.MinChannels > 0 {
@@ -150,7 +148,7 @@ func (m *Model) algoBw(a Algo, p Proto, caps bwCaps) float64 {
 	}
 	busBw := nCh * bw
 	if a == Ring && p == LL {
-		busBw = math.Min(caps.llMax, busBw*.5)
+		busBw = math.Min(caps.llMax, busBw*c.Release.ringLLShare())
 	}
 	if a == Ring && p == LL128 {
 		busBw = math.Min(busBw*0.92, nCh*caps.perChRingLL128)
@@ -187,12 +185,13 @@ func (m *Model) latency(a Algo, p Proto) float64 {
 	if c.IntraNVLink {
 		intraHw = NVLink
 	}
-	lat := baseLat[a][p]
-	intraLat := hwLat[intraHw][a][p]
+	r := c.Release
+	lat := r.baseLat(a, p)
+	intraLat := r.hwLat(intraHw, a, p)
 	// "With ppn=1 latencies are fully exposed, use the Tree network latency"
-	interLat := hwLat[Net][a][p]
+	interLat := r.hwLat(Net, a, p)
 	if n == nNodes { // ppn == 1
-		interLat = hwLat[Net][Tree][p]
+		interLat = r.hwLat(Net, Tree, p)
 	}
 	interLat += c.LatencyInter
 	if p == Simple {
@@ -356,7 +355,8 @@ type Choice struct {
 //     nc ≥ 2: nc−−;
 //  3. while bytes < nc·nt·threshold and nt%128 == 0: nt /= 2;
 //  4. Simple adds one sync warp on Ring (+32) and four on Tree (+128); at
-//     least three warps; Tree always runs NCCL_MAX_NTHREADS = 640.
+//     least three warps; Tree always runs NCCL_MAX_NTHREADS = 640 (from
+//     2.22, [Release.TreeRunsAllThreads]).
 //
 // The model validates that at least one pair is enabled, so a choice always
 // exists.
@@ -403,7 +403,7 @@ func (m *Model) Choose(bytes int64) Choice {
 	if nt/warpSize < 3 {
 		nt = 3 * warpSize
 	}
-	if ch.Algo == Tree {
+	if ch.Algo == Tree && m.cfg.Release.TreeRunsAllThreads() {
 		nt = maxNThreads // "Tree now uses all threads always."
 	}
 	ch.Channels, ch.Threads = int(nc), int(nt)

@@ -124,19 +124,10 @@ const (
 )
 
 // CompCapOf maps a compute capability written as an integer (90 for sm_90,
-// 120 for sm_120) to NCCL's index, exactly as ncclTopoTuneModel does:
-// ≥100 Blackwell, ≥90 Hopper, ≥80 Ampere, else Volta.
-func CompCapOf(sm int) CompCap {
-	switch {
-	case sm >= 100:
-		return Blackwell
-	case sm >= 90:
-		return Hopper
-	case sm >= 80:
-		return Ampere
-	}
-	return Volta
-}
+// 120 for sm_120) to NCCL's index, as ncclTopoTuneModel of [Version] does:
+// ≥100 Blackwell, ≥90 Hopper, ≥80 Ampere, else Volta ([Release.CompCap]
+// for other releases).
+func CompCapOf(sm int) CompCap { return defaultRelease.CompCap(sm) }
 
 // String returns "volta", "ampere", "hopper" or "blackwell".
 func (c CompCap) String() string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -41,8 +42,11 @@ type traceFile struct {
 	// gpus are the GPU names the file gives (nccl-tests rank lines).
 	gpus []string
 	// nccl is the NCCL library the file says its run used (nccl-tests'
-	// "nccl-library="), "" where it does not say.
-	nccl string
+	// "nccl-library="), "" where it does not say; rules is the release
+	// whose rules its records are simulated with (the option nccl_version
+	// they carry), "" for ncclmodel.Version's; rulesWhy says where that
+	// came from.
+	nccl, rules, rulesWhy string
 }
 
 const tracesUsage = "measured trace: JSON Lines v1, nccl-tests output (all_reduce_perf) or a PyTorch profiler trace, told apart by content (repeat for several files)"
@@ -83,11 +87,23 @@ func readTrace(path string, skipBad bool, env map[string]string) (traceFile, err
 		if err != nil {
 			return tf, err
 		}
-		recs, err := validate.NCCLTestsRecords(run, ncclEnv(env))
+		e := ncclEnv(env)
+		tf.nccl = run.NCCLLibrary
+		tf.rules, tf.rulesWhy = e["nccl_version"], "--opts"
+		if r, err := ncclmodel.ParseRelease(run.NCCLLibrary); err == nil && tf.rules == "" {
+			// the run's own release, unless --opts names one
+			e = maps.Clone(e)
+			if e == nil {
+				e = map[string]string{}
+			}
+			e["nccl_version"] = fmt.Sprintf("2.%d", r.Minor)
+			tf.rules, tf.rulesWhy = e["nccl_version"], "its nccl-tests header"
+		}
+		recs, err := validate.NCCLTestsRecords(run, e)
 		if err != nil {
 			return tf, fmt.Errorf("%s: %w", path, err)
 		}
-		tf.recs, tf.bad, tf.nccl = recs, bad, run.NCCLLibrary
+		tf.recs, tf.bad = recs, bad
 		for _, r := range run.Ranks {
 			tf.gpus = append(tf.gpus, r.Name)
 		}
@@ -139,6 +155,8 @@ func ncclEnv(o map[string]string) map[string]string {
 			if v == "off" {
 				env["NCCL_SHM_DISABLE"] = "1"
 			}
+		case "nccl_version": // no NCCL variable: records carry the option
+			env[k] = v
 		}
 	}
 	return env
@@ -299,18 +317,21 @@ func loadMeasured(traces []string, skipBad bool, optsFlag, topo, gpu, params str
 }
 
 // printNCCLVersions says which NCCL each nccl-tests file ran, where it
-// says, against the release whose tuning, chunking and unroll arsim's
-// nccl follows: a run of another release may have chosen otherwise.
+// says, and whose rules (tuning, defaults, chunking, unroll) arsim's nccl
+// simulates its rows with: the run's own release where arsim knows it
+// (nccl_version), else ncclmodel.Version's.
 func printNCCLVersions(errOut io.Writer, files []traceFile) {
 	for _, f := range files {
-		if f.nccl == "" {
-			continue
+		ran := ""
+		if f.nccl != "" {
+			ran = fmt.Sprintf(" ran NCCL %s (its nccl-tests header);", f.nccl)
 		}
-		same := "the release"
-		if f.nccl != ncclmodel.Version {
-			same = "not the release"
+		switch {
+		case f.rules != "":
+			fmt.Fprintf(errOut, "arsim: %s%s simulated with NCCL %s's rules (nccl_version from %s)\n", f.path, ran, f.rules, f.rulesWhy)
+		case f.nccl != "":
+			fmt.Fprintf(errOut, "arsim: %s%s arsim's nccl knows NCCL 2.%d to 2.%d: simulated with %s's rules (--opts nccl_version=2.N to choose)\n",
+				f.path, ran, ncclmodel.OldestMinor, ncclmodel.NewestMinor, ncclmodel.Version)
 		}
-		fmt.Fprintf(errOut, "arsim: %s ran NCCL %s (its nccl-tests header), %s whose choices and costs arsim's nccl follows (%s)\n",
-			f.path, f.nccl, same, ncclmodel.Version)
 	}
 }

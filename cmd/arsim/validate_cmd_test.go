@@ -180,13 +180,31 @@ func TestValidateSaysWhoseHalves(t *testing.T) {
 // release arsim's nccl follows, and says so; one that does not, says
 // nothing.
 func TestValidateSaysWhichNCCL(t *testing.T) {
-	_, errOut, err := runValidateCLI("validate", "--traces", "../../testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt",
-		"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS", "--format", "json")
+	args := []string{"validate", "--traces", "../../testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt",
+		"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS", "--format", "json"}
+	out, errOut, err := runValidateCLI(args...)
 	require.NoError(t, err)
-	assert.Contains(t, errOut, "rtx5090x8_2socket_p2p_sys.txt ran NCCL 2.29.7 (its nccl-tests header), not the release whose choices and costs arsim's nccl follows (2.30.7)")
+	assert.Contains(t, errOut, "rtx5090x8_2socket_p2p_sys.txt ran NCCL 2.29.7 (its nccl-tests header); simulated with NCCL 2.29's rules (nccl_version from its nccl-tests header)")
+	var v struct {
+		Records []struct {
+			Notes []string `json:"notes"`
+		} `json:"records"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	require.NotEmpty(t, v.Records)
+
+	// --opts names another release: it applies, and says so
+	args[6] = "NCCL_P2P_LEVEL=SYS,nccl_version=2.21.5"
+	_, errOut, err = runValidateCLI(args...)
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "ran NCCL 2.29.7 (its nccl-tests header); simulated with NCCL 2.21's rules (nccl_version from --opts)")
+	args[6] = "NCCL_P2P_LEVEL=SYS,nccl_version=2.17"
+	_, _, err = runValidateCLI(args...)
+	assert.ErrorContains(t, err, "knows releases 2.18 to 2.30")
 
 	_, errOut, err = runValidateCLI("validate", "--traces", "../../testdata/nccltests/rtx4090x4_p2p.txt",
 		"--topology", "../../testdata/topologies/pcie4_1socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS", "--format", "json")
 	require.NoError(t, err)
 	assert.NotContains(t, errOut, "ran NCCL")
+	assert.NotContains(t, errOut, "rules")
 }
