@@ -31,7 +31,7 @@ import (
 // loads' cap come from other files.
 //
 // Only streaming stores (Kernel.Streams, the ones loads queue behind) and
-// plain loops' reads that follow the storing blocks (trackHostRead) take
+// the reads of plain loops and of NCCL's LL128 loop (sharesHost) take
 // part; a rank without both keeps the caps its flows started with.
 
 // hostWrite is a streaming write to host memory under way: its flow
@@ -68,9 +68,17 @@ func (m *Machine) trackHostWrite(r int) func(*sim.Flow) {
 
 // sharesHost reports whether read h takes part: a plain loop's (LoopNone,
 // or LoopRanks over the ranks' buffers), as every capture that shows the
-// share loads; a protocol loop's (NCCL's LL, LL128, Simple) keeps its own
-// cap beside the stores and queues for nothing.
-func sharesHost(h *hostRead) bool { return h.k.Loop == LoopNone || h.k.Loop == LoopRanks }
+// share loads, and NCCL's LL128 loop's, whose four loads a thread queue
+// with the others' (one H100, testdata/h100x1-arsim perblock_rest*.jsonl
+// ll128_spin: four reader blocks beside 1–16 blocks reloading LL128 lines
+// of host memory move 25.3 down to 4.4 GB/s, where sharing the link
+// evenly between the two kernels gave 26.7 and 24.7). NCCL's LL and Simple
+// loops keep their own cap beside the stores and queue for nothing: no
+// capture shows theirs, and with them queued too the two-H200 captures'
+// NCCL over SHM moves by a record or two either way.
+func sharesHost(h *hostRead) bool {
+	return h.k.Loop == LoopNone || h.k.Loop == LoopRanks || h.k.Loop == LoopLL128
+}
 
 // hostShareOn reports whether the share applies on this machine: it needs
 // pcie.sm_host_bandwidth and pcie.store_share_bytes.

@@ -135,3 +135,44 @@ func TestBlocksQueueForHostMemory(t *testing.T) {
 	assert.Less(t, float64(m2.hostReads[0].f.Rate()), aAlone, "beside another read a read's blocks wait longer")
 	assert.LessOrEqual(t, sum, c*(1+1e-9))
 }
+
+// NCCL's LL128 loops load host memory in the same queue as plain loops:
+// readers beside blocks that keep reloading LL128 lines of host memory (a
+// receive waiting for its flags) get less the more such blocks there are,
+// each kernel in proportion to what its blocks keep in flight, not half the
+// way each (measured on one H100, testdata/h100x1-arsim/perblock_rest*.jsonl
+// ll128_spin: 4 reader blocks move 28.4 GB/s alone, 25.3, 17.3, 11.2, 8.0,
+// 4.4 beside 1, 2, 4, 8, 16 spinning blocks).
+func TestLL128LoadsQueueWithOtherLoads(t *testing.T) {
+	readerRate := func(spinners int) (reader, total float64) {
+		m := h200x1Machine(t)
+		host := HostMem(m.LocalSocket(0))
+		if spinners > 0 {
+			spin := Kernel{Blocks: spinners, Threads: 640, Loop: LoopLL128, Sources: 1, Wire: 128.0 / 120, LoopAt: host}
+			require.NoError(t, m.Read(0, host, 1<<40, spin, "spin", nil))
+		}
+		require.NoError(t, m.Read(0, host, 1<<30, Kernel{Blocks: 4, Threads: 640, LoadsInFlight: 1}, "r", nil))
+		require.NoError(t, m.Eng.RunUntil(sim.Time(sim.Micros(50))))
+		for _, h := range m.hostReads {
+			total += float64(h.f.Rate())
+			if h.label == "r" {
+				reader = float64(h.f.Rate())
+			}
+		}
+		return reader, total
+	}
+	alone, _ := readerRate(0)
+	prev := alone
+	for _, p := range []int{1, 2, 4, 8, 16} {
+		r, total := readerRate(p)
+		assert.Less(t, r, prev, "%d spinning blocks leave the readers less than %d", p, p/2)
+		assert.Greater(t, r, 0.0)
+		if p >= 4 {
+			assert.Less(t, r, 0.45*total, "%d spinning blocks: the readers' share follows the queue, not half the way", p)
+		}
+		if p == 16 {
+			assert.Less(t, r, total/4, "16 spinning blocks: the readers keep less than a quarter")
+		}
+		prev = r
+	}
+}
