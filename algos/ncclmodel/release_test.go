@@ -186,3 +186,24 @@ func TestDefaultReleaseIsVersion(t *testing.T) {
 	m0, m1 := tune(t, pcie8()), tune(t, func() Config { c := pcie8(); c.Release = defaultRelease; return c }())
 	assert.Equal(t, m0.Choose(43008), m1.Choose(43008))
 }
+
+// ParseRelease takes any string without panicking; what it accepts is a
+// release the model knows, and its String reads back as itself.
+func FuzzParseRelease(f *testing.F) {
+	for _, s := range []string{"2.21.5", "2.21", "v2.28.9-1", "22907", "2.17", "3.0", "", "2..", "v", "2.30.-1", "29999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRelease(s)
+		if err != nil {
+			assert.Equal(t, Release{}, r)
+			return
+		}
+		assert.True(t, r.valid(), "%q → %+v", s, r)
+		assert.GreaterOrEqual(t, r.Minor, OldestMinor)
+		assert.LessOrEqual(t, r.Minor, NewestMinor)
+		back, err := ParseRelease(r.String())
+		require.NoError(t, err, "%q → %q", s, r.String())
+		assert.Equal(t, r, back)
+	})
+}
