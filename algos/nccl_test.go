@@ -217,6 +217,13 @@ func TestNCCLVersionOption(t *testing.T) {
 	assert.Contains(t, now.Note, "over shm")
 	assert.Contains(t, old.Note, "over p2p")
 	assert.Equal(t, now, est(map[string]string{"nccl_version": "2.30"}), "the default is 2.30")
+	// through host memory, 2.23–2.24 search sm90's speeds and find 15 GB/s
+	// under AMD's 16; from 2.25 sm120 searches sm100's, down to 18: none fits
+	e24, e25 := est(map[string]string{"nccl_version": "2.24"}), est(map[string]string{"nccl_version": "2.25"})
+	assert.Contains(t, e24.Note, "over shm")
+	assert.False(t, e24.Fallback)
+	assert.True(t, e25.Fallback)
+	assert.True(t, now.Fallback)
 	s, err := Plan(nccl{}.Name(), req(t, "rtxpro6000x8-2numa", 8, 43008, map[string]string{"nccl_version": "2.22"}))
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(s.Notes, "\n"), "NCCL 2.22's default SYS (AMD)")
