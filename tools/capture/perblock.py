@@ -847,18 +847,22 @@ class PerBlock:
         alone, 26.7 and 24.7 beside. The other reading: the reloads cost the readers little (within 10 %)."""
         cp = self.cp
         k = self.fn("pb_ll128_spin")
-        t, flag = 640, 0x5eed  # one block size for both roles (one launch), NCCL's LL128 threads
+        # one block size for both roles (one launch): NCCL's LL128 threads (640), or LL128_SPIN_THREADS=320,1024,…
+        sizes = [int(x) for x in os.environ.get("LL128_SPIN_THREADS", "640").split(",") if x]
+        if any(x % 32 or not 32 <= x <= 1024 for x in sizes):
+            raise ValueError(f"LL128_SPIN_THREADS={sizes}: whole warps, 32 to 1024 threads")
+        flag = 0x5eed
         words_per_reader = 4 * MB // 16
         max_poll, max_read = 16, 16
-        lines = self.ptr("host", "ll128spin", max_poll * t * 64)
-        self.fill("host", "ll128spin", max_poll * t * 64, [1, 2, 3, flag - 1])
+        lines = self.ptr("host", "ll128spin", max_poll * max(sizes) * 64)
+        self.fill("host", "ll128spin", max_poll * max(sizes) * 64, [1, 2, 3, flag - 1])
         rbuf = self.ptr("host", "ll128spinread", max_read * words_per_reader * 16)
         self.fill("host", "ll128spinread", max_read * words_per_reader * 16, [0])
         with cp.cuda.Device(0):
             stop = cp.zeros(1, dtype=cp.uint32)
         max_rounds = 20000
 
-        def run(p, r):
+        def run(p, r, t):
             if p + r == 0:
                 return
             meds = {"poll": [], "read": []}
@@ -894,9 +898,10 @@ class PerBlock:
             rec["gbps_per_gpu"] = rec["gbps_total"]
             self.rec.emit(rec)
 
-        for r in (0, 4, 16):
-            for p in (0, 1, 2, 4, 8, 16):
-                self.rec.guard(f"ll128_spin P{p} R{r}", run, p, r)
+        for t in sizes:
+            for r in (0, 4, 16):
+                for p in (0, 1, 2, 4, 8, 16):
+                    self.rec.guard(f"ll128_spin P{p} R{r} T{t}", run, p, r, t)
 
     def ll128(self):
         k = self.fn("pb_ll128")
