@@ -223,18 +223,26 @@ func (r Release) speeds(sm int) []float64 {
 	case sm >= 100 && r.from(29):
 		return sm100SpeedArrayIntra
 	case sm >= 100 && r.from(27):
-		return []float64{90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0}
+		return sm100SpeedArrayIntra227
 	case sm >= 100 && r.from(25):
-		return []float64{90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0}
+		return sm100SpeedArrayIntra225
 	case sm >= 90 && r.from(21):
 		return sm90SpeedArrayIntra
 	case sm >= 90 && r.from(19):
-		return []float64{60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0}
+		return sm90SpeedArrayIntra219
 	case sm >= 90:
-		return []float64{60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0}
+		return sm90SpeedArrayIntra218
 	}
 	return speedArrayIntra
 }
+
+// The speed arrays of earlier releases (Release.speeds cites them).
+var (
+	sm90SpeedArrayIntra218  = []float64{60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0}
+	sm90SpeedArrayIntra219  = []float64{60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0}
+	sm100SpeedArrayIntra225 = []float64{90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0}
+	sm100SpeedArrayIntra227 = []float64{90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0}
+)
 
 // NVLinkBw is ncclTopoNVLinkBw, GB/s per link (src/graph/topo.h): sm90
 // 20.0 up to 2.19 and 20.6 from 2.20 (v2.18.3-1:src/graph/topo.h:14-18;
