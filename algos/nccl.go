@@ -128,7 +128,7 @@ func NCCLEstimate(req Request) (NCCLEstimateInfo, error) {
 	}
 	c := d.choice
 	return NCCLEstimateInfo{Us: c.Us, Note: d.notes[0], Fallback: d.fallback,
-		Choice: fmt.Sprintf("%v/%v, %d channels", c.Algo, c.Proto, c.Channels)}, nil
+		Choice: fmt.Sprintf("%v/%v, %d channels", c.Algo, c.Proto, d.spec.channels)}, nil
 }
 
 type ncclDecision struct {
@@ -255,6 +255,19 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 	}
 	ch := m.Choose(req.Bytes)
 	channels := req.IntOpt("channels", ch.Channels)
+	// From 2.22 NCCL's planner spreads the call over whole cells of its
+	// channels rather than evenly (ncclmodel.Release.ChannelParts); a
+	// channel count forced by the channels option splits evenly.
+	var parts []int64
+	first := 0
+	if _, forced := req.Opts["channels"]; !forced {
+		if elem := int64(req.DType.Size()); elem > 0 && req.Bytes%elem == 0 {
+			first, parts = rel.ChannelParts(ch.Proto, req.Bytes/elem, elem, ch.Channels, m.Channels())
+			if parts != nil {
+				channels = len(parts)
+			}
+		}
+	}
 	useP2P, read := p.useP2P, p.read
 	simple := ncclProto(ch.Proto) == protoSimple
 	spec := ncclSpec{
@@ -271,6 +284,8 @@ func ncclDecide(req Request) (*ncclDecision, error) {
 		chain:   true,
 		unroll:  simpleUnroll(top, rel),
 		release: rel,
+		parts:   parts,
+		first:   first,
 	}
 	over := "p2p"
 	switch {

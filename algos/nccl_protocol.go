@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/arsim/arsim/algos/ncclmodel"
 	"github.com/arsim/arsim/hw"
@@ -209,6 +210,27 @@ type ncclSpec struct {
 	// release: the NCCL release whose enqueue rules cut the steps (the
 	// zero value: ncclmodel.Version's).
 	release ncclmodel.Release
+	// parts, where set, is each channel's bytes as NCCL's planner spreads
+	// the call over them (ncclmodel.Release.ChannelParts), the first being
+	// channel first; nil: an even split over channels.
+	parts []int64
+	first int
+}
+
+// split returns each channel's offset and bytes of a call of bytes
+// (elements of elem bytes): spec.parts, or an even split.
+func (spec ncclSpec) split(bytes, elem int64) (off, size []int64) {
+	if spec.parts == nil {
+		return Split(bytes, elem, spec.channels)
+	}
+	off = make([]int64, len(spec.parts))
+	size = slices.Clone(spec.parts)
+	var o int64
+	for i, b := range spec.parts {
+		off[i] = o
+		o += b
+	}
+	return off, size
 }
 
 // commonSpec reads the options ring and tree share.

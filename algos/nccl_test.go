@@ -233,8 +233,12 @@ func TestNCCLVersionOption(t *testing.T) {
 }
 
 // The H200 captures ran NCCL 2.28.9 and the 8 × RTX 5090 table 2.29.7:
-// their releases decide as 2.30 does on those machines at every size, so
-// records that do not name their release lose nothing by 2.30's rules.
+// their releases pick the algorithm and protocol 2.30 does on those
+// machines at every size, with the same estimate. The channels a call runs
+// on differ (2.29 made the planner's cells 32 KiB of traffic: 512 KiB of
+// LL on two H200s runs on 22 channels under 2.30, 24 under 2.28), so
+// validate simulates a capture with the release it ran (its
+// system/versions.json, trace.Record.NCCLRelease).
 func TestCapturedReleasesDecideAsTheDefault(t *testing.T) {
 	for _, c := range []struct{ preset, version string }{{"h200x2", "2.28"}, {"rtxpro6000x8-2numa", "2.29"}} {
 		top, err := topology.Load(c.preset)
@@ -250,7 +254,8 @@ func TestCapturedReleasesDecideAsTheDefault(t *testing.T) {
 				}
 				then, err := NCCLEstimate(r)
 				require.NoError(t, err)
-				assert.Equal(t, now, then, "%s, %d B, %v", c.preset, b, opts)
+				assert.Equal(t, now.Us, then.Us, "%s, %d B, %v", c.preset, b, opts)
+				assert.Equal(t, strings.Split(now.Choice, ",")[0], strings.Split(then.Choice, ",")[0], "%s, %d B, %v", c.preset, b, opts)
 			}
 		}
 	}

@@ -44,7 +44,7 @@ func planRing(req Request, spec ncclSpec) (*Schedule, error) {
 	pl := newNCCLPlanner(req, spec, "ring")
 	b := pl.b
 	elem := req.DType.Size()
-	chOff, chLen := Split(req.Bytes, elem, spec.channels)
+	chOff, chLen := spec.split(req.Bytes, elem)
 	reserveRing(pl, chLen, n)
 	used := 0
 	loopsMax, kMax := 0, 0

@@ -150,13 +150,13 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 	pl.inOrder = true
 	b := pl.b
 	elem := req.DType.Size()
-	chOff, chLen := Split(req.Bytes, elem, spec.channels)
+	chOff, chLen := spec.split(req.Bytes, elem)
 	maxS := 0
 	for ch := 0; ch < spec.channels; ch++ {
 		if chLen[ch] == 0 {
 			continue
 		}
-		parent := trees[ch%2]
+		parent := trees[(ch+spec.first)%2]
 		kids := make([][]int, n)
 		root := -1
 		for r, p := range parent {

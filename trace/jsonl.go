@@ -370,10 +370,13 @@ func ReadJSONLFile(path string, opts ReadOptions) ([]Record, []BadLine, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if halves != nil {
-		for i := range recs {
-			recs[i].SMHalves = halves
-		}
+	rel, err := ncclReleaseBeside(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range recs {
+		recs[i].SMHalves = halves
+		recs[i].NCCLRelease = rel
 	}
 	return recs, bad, nil
 }

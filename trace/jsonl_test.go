@@ -40,7 +40,8 @@ func TestReadJSONLH200x2Fields(t *testing.T) {
 
 	m := line(1)
 	assert.Equal(t, Record{Line: 1, System: "h200x2-vm", Kind: KindMemcpy, Clock: ClockDeviceEvents, Launch: "eager",
-		Engine: "copy_engine", Dir: "h2d", Bytes: 4, Us: 6.514, UsMin: 6.364, UsMax: 6.584}, m)
+		Engine: "copy_engine", Dir: "h2d", Bytes: 4, Us: 6.514, UsMin: 6.364, UsMax: 6.584,
+		NCCLRelease: "2.28.9"}, m, "the release from system/versions.txt beside it")
 
 	ar := line(302)
 	assert.Equal(t, KindAllreduce, ar.Kind)

@@ -78,6 +78,11 @@ type Record struct {
 	// system/<trace>.halves.json beside the trace, ReadSMHalves); nil
 	// where it does not, and a GPU class's own map applies.
 	SMHalves []int8
+	// NCCLRelease is not a field of the record either: the NCCL release
+	// its capture ran ("2.28.9"), from system/versions.json or
+	// system/versions.txt beside the trace (ReadJSONLFile,
+	// ParseNCCLVersions); "" where the capture does not say.
+	NCCLRelease string
 	// System is the id of the measured machine, e.g. "h200x2-vm".
 	System string
 	// Kind is what was measured.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/arsim/arsim/algos"
+	"github.com/arsim/arsim/algos/ncclmodel"
 	"github.com/arsim/arsim/hw"
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
@@ -290,6 +291,13 @@ func ncclChoice(r trace.Record) (choice, error) {
 			return c, notModelled("the record's %s=%s and its NCCL settings (%s=%s) disagree", k, prev, k, o[k])
 		}
 		c.opts[k] = o[k]
+	}
+	if _, ok := c.opts["nccl_version"]; !ok && r.NCCLRelease != "" {
+		// the release its capture ran (system/versions.json beside it),
+		// where arsim's nccl knows it: its channel split and rules
+		if rel, err := ncclmodel.ParseRelease(r.NCCLRelease); err == nil {
+			c.opts["nccl_version"] = fmt.Sprintf("2.%d", rel.Minor)
+		}
 	}
 	if o["p2p_read"] == "on" && string(r.Extra["p2p_read_logged"]) == "false" {
 		// tools/capture: the run set NCCL_P2P_READ_ENABLE=1, yet rank 0's

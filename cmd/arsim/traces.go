@@ -126,6 +126,17 @@ func readTrace(path string, skipBad bool, env map[string]string) (traceFile, err
 			return tf, fmt.Errorf("%s: no line is a record: not JSON Lines v1, nccl-tests output or a PyTorch profiler trace", path)
 		}
 		tf.recs, tf.bad = recs, bad
+		for _, r := range recs {
+			if r.Impl == trace.ImplNCCL && r.NCCLRelease != "" {
+				// validate simulates NCCL's calls with the release the
+				// capture ran (trace.Record.NCCLRelease)
+				if rel, err := ncclmodel.ParseRelease(r.NCCLRelease); err == nil {
+					tf.nccl = r.NCCLRelease
+					tf.rules, tf.rulesWhy = fmt.Sprintf("2.%d", rel.Minor), "the capture's system/versions"
+				}
+				break
+			}
+		}
 	}
 	return tf, nil
 }
@@ -204,6 +215,9 @@ func resolveMeasuredMachine(files []traceFile, topo, gpu, paramsFile string, err
 			return nil, badInputf("--gpu needs --topology (the machine whose GPUs it sets)")
 		}
 		ps, err := presetParams(files, paramsFile)
+		if err == nil {
+			printNCCLVersions(errOut, files)
+		}
 		return &measuredMachine{params: ps}, err
 	}
 	spec := machineSpec{topo: topo, gpu: gpu, params: paramsFile}
@@ -325,6 +339,9 @@ func printNCCLVersions(errOut io.Writer, files []traceFile) {
 		ran := ""
 		if f.nccl != "" {
 			ran = fmt.Sprintf(" ran NCCL %s (its nccl-tests header);", f.nccl)
+			if f.format != trace.FormatNCCLTests {
+				ran = fmt.Sprintf(" ran NCCL %s;", f.nccl)
+			}
 		}
 		switch {
 		case f.rules != "":
