@@ -134,7 +134,7 @@ const treeLinePiece = 4096
 func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 	n := req.Ranks
 	trees := [2][]int{treeParents(n, 0, spec.chain), treeParents(n, 1, spec.chain)}
-	for _, par := range trees[:min(2, spec.channels)] {
+	for _, par := range trees[:min(2, spec.first+spec.channels)] { // the trees its channels use
 		for r, p := range par {
 			if p >= 0 {
 				if err := checkP2P(req, spec, r, p); err != nil {
