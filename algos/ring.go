@@ -185,17 +185,18 @@ func ringLoops(p ncclProto, d int64, n int) (loops, slices int) {
 // (prims_ll.h), so a step flows around the ring line by line: arsim moves
 // it in pieces (llPieces), up to maxSlicesPerRingStep over the loops.
 func ringPieces(p ncclProto, d int64, n, L, K int) (pieces, slots int) {
-	return llPieces(p, ceilDiv(d, int64(L)*int64(n)), K, maxSlicesPerRingStep/L)
+	return llPieces(p, ceilDiv(d, int64(L)*int64(n)), K, maxSlicesPerRingStep/L, false)
 }
 
 // llPieces returns how many pieces an LL step of step bytes moves in,
 // each with its flag, down to treeLinePiece bytes and at most most (k:
 // the pieces it moves in otherwise), and how many such pieces the FIFO
 // holds: as many as its steps hold bytes (NCCL_STEPS slices of
-// sliceBytes). Other protocols keep k and their slots.
-func llPieces(p ncclProto, step int64, k, most int) (pieces, slots int) {
+// sliceBytes). With ll128, an LL128 step moves in pieces the same way
+// (the tree's: see planTree). Other protocols keep k and their slots.
+func llPieces(p ncclProto, step int64, k, most int, ll128 bool) (pieces, slots int) {
 	slots = p.slots()
-	if p != protoLL {
+	if p != protoLL && (p != protoLL128 || !ll128) {
 		return k, slots
 	}
 	pieces = int(min(int64(most), max(int64(k), ceilDiv(step, treeLinePiece))))

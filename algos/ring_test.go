@@ -208,16 +208,19 @@ func TestLLPiecesSplitAStepIntoLines(t *testing.T) {
 		p                   ncclProto
 		step                int64
 		k, most             int
+		ll128               bool
 		wantPieces, wantFIF int
 	}{
-		{protoLL, 32 << 10, 1, 8, 8, 64},   // a full step: 8 pieces of 4 KiB, 8 × 32 KiB of FIFO
-		{protoLL, 10 << 10, 1, 8, 3, 76},   // 3 pieces of 3414 B
-		{protoLL, 32 << 10, 1, 2, 2, 16},   // capped by the loops
-		{protoLL, 2 << 10, 1, 8, 1, 8},     // one piece: the step as it was
-		{protoSimple, 1 << 20, 2, 8, 2, 4}, // Simple keeps its slices and slots
-		{protoLL128, 1 << 20, 1, 8, 1, 8},
+		{protoLL, 32 << 10, 1, 8, false, 8, 64},      // a full step: 8 pieces of 4 KiB, 8 × 32 KiB of FIFO
+		{protoLL, 10 << 10, 1, 8, false, 3, 76},      // 3 pieces of 3414 B
+		{protoLL, 32 << 10, 1, 2, false, 2, 16},      // capped by the loops
+		{protoLL, 2 << 10, 1, 8, false, 1, 8},        // one piece: the step as it was
+		{protoSimple, 1 << 20, 2, 8, true, 2, 4},     // Simple keeps its slices and slots
+		{protoLL128, 1 << 20, 1, 8, false, 1, 8},     // the ring's LL128 steps move whole
+		{protoLL128, 1 << 20, 1, 16, true, 16, 70},   // the tree's stream: 16 pieces of 64 KiB
+		{protoLL128, 10 << 10, 1, 16, true, 3, 1349}, // 3 pieces of 3414 B
 	} {
-		p, s := llPieces(c.p, c.step, c.k, c.most)
+		p, s := llPieces(c.p, c.step, c.k, c.most, c.ll128)
 		assert.Equal(t, c.wantPieces, p, "%v %d B", c.p, c.step)
 		assert.Equal(t, c.wantFIF, s, "%v %d B", c.p, c.step)
 	}

@@ -174,11 +174,16 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 		// LL lines carry their flags: a receiver uses each line as it
 		// lands, so a step flows down the tree line by line
 		// (prims_ll.h): in pieces (llPieces), at most maxTreeSlices per
-		// channel. LL128's lines stream too, but its steps move whole:
-		// in pieces, tree/LL128 over NVLink runs 24–39 % fast at 2–8 MiB
-		// on two H200s, where its loop rate over NVLink is already too
-		// fast (docs/VALIDATION.md), and the winners go 74 → 70 of 79.
-		S, slots := llPieces(spec.proto, chLen[ch], S, maxTreeSlices)
+		// channel. LL128's lines carry theirs too: each warp spins on
+		// the flags of its own 128-byte lines, reduces them and stores
+		// them onward with the flag in the same iteration (GenericOp in
+		// src/device/prims_ll128.h), so its steps flow in pieces as
+		// well. Moved whole, a step crossed each hop before the next
+		// began: tree/LL128's records on two H200s at 8–256 KiB went
+		// from −5…+29 % to −8…+18 % over NVLink and from −4…+19 % to
+		// −9…+7 % over SHM (docs/VALIDATION.md). The ring's LL128 steps
+		// move whole: in pieces its SHM records go to −29…+3 %.
+		S, slots := llPieces(spec.proto, chLen[ch], S, maxTreeSlices, true)
 		maxS = max(maxS, S)
 		sOff, sLen := Split(chLen[ch], elem, S)
 		slotLen := int64(0)
