@@ -185,16 +185,16 @@ func ringLoops(p ncclProto, d int64, n int) (loops, slices int) {
 // (prims_ll.h), so a step flows around the ring line by line: arsim moves
 // it in pieces (llPieces), up to maxSlicesPerRingStep over the loops.
 func ringPieces(p ncclProto, d int64, n, L, K int) (pieces, slots int) {
-	return llPieces(p, ceilDiv(d, int64(L)*int64(n)), K, maxSlicesPerRingStep/L, false)
+	return llPieces(p, ceilDiv(d, int64(L)*int64(n)), K, maxSlicesPerRingStep/L, p.sliceBytes(), false)
 }
 
 // llPieces returns how many pieces an LL step of step bytes moves in,
 // each with its flag, down to treeLinePiece bytes and at most most (k:
 // the pieces it moves in otherwise), and how many such pieces the FIFO
-// holds: as many as its steps hold bytes (NCCL_STEPS slices of
-// sliceBytes). With ll128, an LL128 step moves in pieces the same way
-// (the tree's: see planTree). Other protocols keep k and their slots.
-func llPieces(p ncclProto, step int64, k, most int, ll128 bool) (pieces, slots int) {
+// holds: as many as its NCCL_STEPS slots of slot bytes each hold. With
+// ll128, an LL128 step moves in pieces the same way (the tree's: see
+// planTree). Other protocols keep k and their slots.
+func llPieces(p ncclProto, step int64, k, most int, slot int64, ll128 bool) (pieces, slots int) {
 	slots = p.slots()
 	if p != protoLL && (p != protoLL128 || !ll128) {
 		return k, slots
@@ -203,7 +203,7 @@ func llPieces(p ncclProto, step int64, k, most int, ll128 bool) (pieces, slots i
 	if pieces <= k {
 		return k, slots
 	}
-	return pieces, max(slots, int(int64(slots)*p.sliceBytes()/ceilDiv(step, int64(pieces))))
+	return pieces, max(slots, int(int64(slots)*slot/ceilDiv(step, int64(pieces))))
 }
 
 // ringSources is what the primitive receiving step s of a ring of n

@@ -208,19 +208,21 @@ func TestLLPiecesSplitAStepIntoLines(t *testing.T) {
 		p                   ncclProto
 		step                int64
 		k, most             int
+		slot                int64
 		ll128               bool
 		wantPieces, wantFIF int
 	}{
-		{protoLL, 32 << 10, 1, 8, false, 8, 64},      // a full step: 8 pieces of 4 KiB, 8 × 32 KiB of FIFO
-		{protoLL, 10 << 10, 1, 8, false, 3, 76},      // 3 pieces of 3414 B
-		{protoLL, 32 << 10, 1, 2, false, 2, 16},      // capped by the loops
-		{protoLL, 2 << 10, 1, 8, false, 1, 8},        // one piece: the step as it was
-		{protoSimple, 1 << 20, 2, 8, true, 2, 4},     // Simple keeps its slices and slots
-		{protoLL128, 1 << 20, 1, 8, false, 1, 8},     // the ring's LL128 steps move whole
-		{protoLL128, 1 << 20, 1, 16, true, 16, 70},   // the tree's stream: 16 pieces of 64 KiB
-		{protoLL128, 10 << 10, 1, 16, true, 3, 1349}, // 3 pieces of 3414 B
+		{protoLL, 32 << 10, 1, 8, 32 << 10, false, 8, 64},  // a full step: 8 pieces of 4 KiB, 8 × 32 KiB of FIFO
+		{protoLL, 10 << 10, 1, 8, 32 << 10, false, 3, 76},  // 3 pieces of 3414 B
+		{protoLL, 32 << 10, 1, 2, 32 << 10, false, 2, 16},  // capped by the loops
+		{protoLL, 2 << 10, 1, 8, 32 << 10, false, 1, 8},    // one piece: the step as it was
+		{protoSimple, 1 << 20, 2, 8, 1 << 20, true, 2, 4},  // Simple keeps its slices and slots
+		{protoLL128, 1 << 20, 1, 8, 576000, false, 1, 8},   // the ring's LL128 steps move whole
+		{protoLL128, 1 << 20, 1, 16, 576000, true, 16, 70}, // the tree's stream: 16 pieces of 64 KiB, 8 × 576,000 B of FIFO
+		{protoLL128, 1 << 20, 1, 16, 30720, true, 16, 8},   // a halved chunk of 30,720 B: 8 chunks, fewer bytes than 8 pieces
+		{protoLL128, 10 << 10, 1, 16, 30720, true, 3, 71},  // 3 pieces of 3414 B, 8 × 30,720 B of FIFO
 	} {
-		p, s := llPieces(c.p, c.step, c.k, c.most, c.ll128)
+		p, s := llPieces(c.p, c.step, c.k, c.most, c.slot, c.ll128)
 		assert.Equal(t, c.wantPieces, p, "%v %d B", c.p, c.step)
 		assert.Equal(t, c.wantFIF, s, "%v %d B", c.p, c.step)
 	}

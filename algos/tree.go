@@ -183,7 +183,9 @@ func planTree(req Request, spec ncclSpec) (*Schedule, error) {
 		// from −5…+29 % to −8…+18 % over NVLink and from −4…+19 % to
 		// −9…+7 % over SHM (docs/VALIDATION.md). The ring's LL128 steps
 		// move whole: in pieces its SHM records go to −29…+3 %.
-		S, slots := llPieces(spec.proto, chLen[ch], S, maxTreeSlices, true)
+		// The FIFO holds NCCL_STEPS steps of the tree's chunk (LL128's
+		// halved ones included), whatever its pieces.
+		S, slots := llPieces(spec.proto, chLen[ch], S, maxTreeSlices, chunk, true)
 		maxS = max(maxS, S)
 		sOff, sLen := Split(chLen[ch], elem, S)
 		slotLen := int64(0)
