@@ -472,6 +472,9 @@ func launchBytes(rec PerBlock, full int64) sim.Bytes {
 // the block's unrolled loop (8 loads in flight per thread; its source in
 // the L2 when the record says so) and the fence.
 func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
+	if rec.Blocks > 1 && rec.Dst == "host" && rec.Slice > 0 {
+		return m.simpleStepBlocksTwin(rec)
+	}
 	d := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
 	if rec.Slice > 0 {
 		// The slice's copy: at least one iteration, else the loop's rate.
@@ -498,4 +501,42 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 		d += f
 	}
 	return nsOf(d), nil
+}
+
+// simpleStepBlocksTwin: simpleStepTwin's steps from rec.Blocks blocks at
+// once, each a channel of its own (tools/capture's pb_simple_step_blocks:
+// its own destination region and flag line), storing to host memory: the
+// blocks' slices share the GPU's link as flows on the network, each block
+// going on to its next step once its slice's stores and fence are done.
+// Returns the time per step of the slowest block.
+func (m *Machine) simpleStepBlocksTwin(rec PerBlock) (float64, error) {
+	const steps = 40
+	over := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
+	k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2, Hunks: rec.Hunks}
+	write := m.Write
+	if rec.Fence != "none" {
+		write = m.WriteFenced
+	}
+	var err error
+	for b := 0; b < rec.Blocks; b++ {
+		var step func(s int)
+		step = func(s int) {
+			if s == steps || err != nil {
+				return
+			}
+			m.Eng.After(over, func() {
+				if e := write(0, HostMem(0), sim.Bytes(rec.Slice), k, fmt.Sprintf("block %d step %d", b, s), func() { step(s + 1) }); e != nil && err == nil {
+					err = e
+				}
+			})
+		}
+		step(0)
+	}
+	if e := m.Eng.Run(); e != nil {
+		return 0, e
+	}
+	if err != nil {
+		return 0, err
+	}
+	return nsOf(sim.Duration(m.Eng.Now())) / steps, nil
 }

@@ -523,3 +523,22 @@ func TestLLIterPerWarpFollowsTheOps(t *testing.T) {
 	assert.Equal(t, 31*(m.Phys.LLIterPerWarp*2/3), at(1024, 2)-at(32, 2))
 	assert.Greater(t, at(1024, 4), at(1024, 3))
 }
+
+// Simple steps from several blocks at once, each storing its slices to
+// host memory, share the GPU's link: past the link's rate a step takes
+// the blocks' slices at that rate (SM stores to host alone: 51–52 GB/s
+// measured, pcie.sm_host_bandwidth's note), and below it about what one
+// block's step takes.
+func TestSimpleStepsOfManyBlocksShareTheHostLink(t *testing.T) {
+	top, _ := h200x1(t)
+	step := func(blocks int, slice int64) float64 {
+		v, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "simple_step", Dst: "host", Slice: slice, Fence: "acq_rel",
+			Blocks: blocks, Threads: 512, SrcInL2: true, Hunks: true})
+		require.NoError(t, err)
+		return v
+	}
+	gbps := float64(4*65536) / (step(8, 65536) - step(4, 65536)) // bytes per ns
+	assert.InDelta(t, 51.5, gbps, 4, "four more blocks' 64-KiB slices a step")
+	assert.InDelta(t, step(1, 2048), step(2, 2048), 0.1*step(1, 2048), "two blocks' 2-KiB slices leave the link idle")
+	assert.Greater(t, step(2, 65536), step(1, 65536), "two blocks' 64-KiB slices share the link")
+}

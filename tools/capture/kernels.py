@@ -2058,9 +2058,15 @@ __device__ __forceinline__ void step_copy_hunks(const uint4* a, uint4* d, int sl
     acc += v.x;
   }
 }
-template <bool HUNKS>
+template <bool HUNKS, bool PER_BLOCK = false>
 __device__ __forceinline__ void simple_step_loop(const unsigned* ctr, const uint4* src, uint4* dst, unsigned* flag,
                                                  int steps, int slice16, int fence, int* err, long long* res) {
+  if (PER_BLOCK) {
+    // each block its own destination region and flag line (a channel of its own); the source slice of step s is
+    // shared (it stays in the L2)
+    dst += (size_t)blockIdx.x * steps * slice16;
+    flag += blockIdx.x * 32;
+  }
   unsigned acc = 0;
   long long spins = 0;
   __syncthreads();
@@ -2089,6 +2095,12 @@ extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned
 extern "C" __global__ void __launch_bounds__(1024) pb_simple_step_hunks(const unsigned* ctr, const uint4* src,
     uint4* dst, unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
   simple_step_loop<true>(ctr, src, dst, flag, steps, slice16, fence, err, res);
+}
+// pb_simple_step_hunks with blocks > 1, each block a channel: its own destination region and flag line, all storing
+// at once (to host memory: over the GPU's one link).
+extern "C" __global__ void __launch_bounds__(1024) pb_simple_step_blocks(const unsigned* ctr, const uint4* src,
+    uint4* dst, unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
+  simple_step_loop<true, true>(ctr, src, dst, flag, steps, slice16, fence, err, res);
 }
 
 // ---- fences after stores: thread t stores nst 16-B vectors to dst (coalesced), then fence (1 acq_rel.sys,

@@ -1923,6 +1923,36 @@ class PerBlock:
                                        "fence": f, "blocks": 1, "threads": t, "steps": steps}, vals, "ns_per_iter")
                         self.rec.guard(f"simple_step {dst} {slice_bytes} {f} {t}", meas)
 
+    def simple_blocks(self):
+        """NCCL Simple's steps (pb_simple_step_blocks: NCCL's reduceCopy shape, 512 threads) from 1, 2, 4 and 8 blocks
+        at once, each block a channel with its own destination region and flag line, storing to pinned host memory
+        (the blocks share the GPU's one link) or to local memory, slices of 2-64 KiB, the source slice of each step in
+        the L2: does a step's copy cost one iteration plus its bytes at the link's share (its first stores wait for
+        its first loads), or its bytes alone once they outlast the iteration?"""
+        k = self.fn("pb_simple_step_blocks")
+        nb = 128 * MB
+        steps = 200
+        self.fill("local", "ssctr", 4096, [0x7fffffff])
+        ctr = self.dev("ssctr", 4096)
+        src = self.dev("sssrc", steps * 65536)
+        for dst, fences in (("host", (1,)), ("local", (1,))):  # NCCL's postPeer: fence.acq_rel.sys after a step's data
+            d = self.ptr(dst, "ssbdst", nb)
+            fl = self.ptr(dst, "ssbflag", 4096)
+            for slice_bytes in (2048, 8192, 16384, 32768, 65536):
+                for f_i in fences:
+                    for b in (1, 2, 4, 8):
+                        t = 512
+                        def meas(dst=dst, d=d, fl=fl, slice_bytes=slice_bytes, f_i=f_i, b=b, t=t):
+                            def launch():
+                                k((b,), (t,), (ctr, src, d, fl, np.int32(steps), np.int32(slice_bytes // 16),
+                                               np.int32(f_i), self.err, self.res), stream=self.s)
+                            vals = self.trials(launch, b, lambda c: c / self.ghz / steps)
+                            self.emit({"kind": "loop", "loop": "simple_step", "dst": dst, "slice_bytes": slice_bytes,
+                                       "fence": FENCES[f_i], "blocks": b, "threads": t, "steps": steps,
+                                       "src_residency": "l2", "code": "nccl_hunks"},
+                                      vals, "ns_per_iter")
+                        self.rec.guard(f"simple_blocks {dst} {slice_bytes} {FENCES[f_i]} {b}", meas)
+
     def simple_fresh(self):
         """pb_simple_step's slice copies (fence none) with the source in the L2 (src_residency l2: the same 200
         slices every launch, as simple_steps runs them) or streamed from HBM (fresh: each launch reads 200 slices of a
@@ -2574,7 +2604,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
