@@ -1329,6 +1329,29 @@ class PerBlock:
         for b in blocks if blocks is not None else ([1, 8] if self.quick else BLOCKS):
             self.rec.guard(f"ll128w 3 {block_pair[0]} {block_pair[1]} {b}x640", run, 3, *block_pair, b, 640, 16)
 
+    def ll128_residency(self):
+        """pb_ll128w's recv_reduce_send over local lines, 640 threads, at 1-32 blocks and iterations chosen so the
+        launch's footprint (lines, user buffer and destination, 192 B a thread and iteration) is 8-126 MB, below and
+        above the 50 MB L2: does an iteration slow with the footprint (its loads from device memory) or with the
+        blocks (32 blocks, 63 MB: 1.6 us against 1.03 at 16 blocks, 31 MB, in perblock*.jsonl)?"""
+        k = self.fn("pb_ll128w")
+        flag = 1
+        nb = 96 * MB
+        self.fill("local", "l128", nb, [7, 8, 9, 10] * 7 + [7, 8, 9, flag])
+        src = self.dev("llsrc", nb)
+        rp = self.ptr("local", "l128", nb)
+        dp = self.ptr("local", "lldst", nb)
+        for b, iters in ((1, 64), (1, 512), (1, 1024), (8, 8), (8, 64), (8, 128), (16, 4), (16, 32), (16, 64),
+                         (24, 16), (24, 32), (32, 4), (32, 8), (32, 16), (32, 32)):
+            def meas(b=b, iters=iters):
+                def launch():
+                    k((b,), (640,), (rp, src, dp, np.int32(iters), np.int32(3), np.uint32(flag), self.err, self.res),
+                      stream=self.s)
+                vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                self.emit({"kind": "loop", "loop": "ll128w", "ll_op": "recv_reduce_send", "recv": "local", "dst": "local",
+                           "blocks": b, "threads": 640, "iters": iters, "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
+            self.rec.guard(f"ll128_residency {b}x640 {iters}", meas)
+
     def ll128_host_blocks(self):
         """NCCL's SHM FIFO on one GPU: LL128 loops (recv_reduce_send, 640 threads) over lines in pinned host memory
         with their destination there too, at 1–132 blocks; the same over local memory for this instance's reference;
@@ -2604,7 +2627,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks", "ll128_residency"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
