@@ -1352,6 +1352,42 @@ class PerBlock:
                            "blocks": b, "threads": 640, "iters": iters, "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
             self.rec.guard(f"ll128_residency {b}x640 {iters}", meas)
 
+    def ll128_src_blocks(self):
+        """pb_ll128w's recv_reduce_send over local lines at 1-32 blocks of 640 threads, 8 iterations, the lines and the
+        destination in the L2 (the same 21 MB at most every launch) and the reduction's user buffer either in the L2
+        too (src local) or streamed from HBM (src local_streamed: each launch a region of a 512 MiB buffer none of the
+        launches before read), as NCCL's FIFO lines stay in the L2 while a large call's user buffer streams: does the
+        user buffer's load hide behind the poll at every block count (src_residency.jsonl: within 4 % at one)?"""
+        flag = 1
+        nb = 96 * MB
+        big = 512 * MB
+        iters = 8
+        self.fill("local", "l128", nb, [7, 8, 9, 10] * 7 + [7, 8, 9, flag])
+        stream = self.dev("srcstream", big)
+        base = np.uint64(stream.data.ptr)
+        k, rp, dp = self.fn("pb_ll128w"), self.ptr("local", "l128", nb), self.ptr("local", "lldst", nb)
+        launches = [0]
+        for b in (1, 8, 16, 24, 32):
+            for streamed in (False, True):
+                per_launch = b * iters * 640 * 64
+                regions = big // per_launch
+
+                def meas(b=b, streamed=streamed, per_launch=per_launch, regions=regions):
+                    def src_ptr():
+                        if not streamed:
+                            return base
+                        launches[0] += 1
+                        return np.uint64(int(base) + (launches[0] % regions) * per_launch)
+
+                    def launch():
+                        k((b,), (640,), (rp, src_ptr(), dp, np.int32(iters), np.int32(3), np.uint32(flag), self.err,
+                                         self.res), stream=self.s)
+                    vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                    self.emit({"kind": "loop", "loop": "ll128w", "ll_op": "recv_reduce_send", "recv": "local", "dst": "local",
+                               "src": "local_streamed" if streamed else "local", "blocks": b, "threads": 640,
+                               "iters": iters, "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
+                self.rec.guard(f"ll128_src_blocks {b}x640 streamed{streamed}", meas)
+
     def ll128_host_blocks(self):
         """NCCL's SHM FIFO on one GPU: LL128 loops (recv_reduce_send, 640 threads) over lines in pinned host memory
         with their destination there too, at 1–132 blocks; the same over local memory for this instance's reference;
@@ -2627,7 +2663,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks", "ll128_residency"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks", "ll128_residency", "ll128_src_blocks"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
