@@ -513,33 +513,33 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 // (a record without a fence is not modelled: Modelled). Returns the time
 // per step of the last block to end.
 func (m *Machine) simpleStepBlocksTwin(rec PerBlock) (float64, error) {
-	const steps = 40
+	const steps = 40 // the capture's 200 repeat one step: 40 hold its steady state and its first
 	over := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
 	k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2, Hunks: rec.Hunks}
 	write := m.Write
 	if rec.Fence != "none" {
 		write = m.WriteFenced
 	}
-	var err error
-	for b := 0; b < rec.Blocks; b++ {
-		var step func(s int)
-		step = func(s int) {
-			if s == steps || err != nil {
-				return
-			}
-			m.Eng.After(over, func() {
-				if e := write(0, HostMem(0), sim.Bytes(rec.Slice), k, fmt.Sprintf("block %d step %d", b, s), func() { step(s + 1) }); e != nil && err == nil {
-					err = e
+	var err error // the first write refused, once the engine has run
+	v, runErr := m.perIter(steps, func(func()) error {
+		for b := 0; b < rec.Blocks; b++ {
+			var step func(s int)
+			step = func(s int) {
+				if s == steps || err != nil {
+					return
 				}
-			})
+				m.Eng.After(over, func() {
+					if e := write(0, HostMem(0), sim.Bytes(rec.Slice), k, fmt.Sprintf("block %d step %d", b, s), func() { step(s + 1) }); e != nil && err == nil {
+						err = e
+					}
+				})
+			}
+			step(0)
 		}
-		step(0)
+		return nil
+	})
+	if runErr != nil {
+		return 0, runErr
 	}
-	if e := m.Eng.Run(); e != nil {
-		return 0, e
-	}
-	if err != nil {
-		return 0, err
-	}
-	return nsOf(sim.Duration(m.Eng.Now())) / steps, nil
+	return v, err
 }
