@@ -2041,6 +2041,10 @@ __device__ __forceinline__ void step_copy_plain(const uint4* a, uint4* d, int sl
     }
   }
 }
+// ROT: before the pass over the packs left after the whole hunks, warp w takes place (w - whole) mod nw, so the warps
+// that took fewest whole hunks take the first left-over hunks (NCCL's reduceCopyPacks: "Rotate warps so the warp
+// which got the least work here will be warp 0").
+template <bool ROT = false>
 __device__ __forceinline__ void step_copy_hunks(const uint4* a, uint4* d, int slice16, unsigned& acc) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
   const int whole = slice16 / 256;
@@ -2052,13 +2056,14 @@ __device__ __forceinline__ void step_copy_hunks(const uint4* a, uint4* d, int sl
     #pragma unroll
     for (int u = 0; u < 8; u++) { d[at + u * 32] = v[u]; acc += v[u].x; }
   }
-  for (int j = whole * 256 + warp * 32 + lane; j < slice16; j += nw * 32) {
+  const int place = ROT ? ((warp - whole) % nw + nw) % nw : warp;
+  for (int j = whole * 256 + place * 32 + lane; j < slice16; j += nw * 32) {
     const uint4 v = ld_vol4_nccl(a + j);
     d[j] = v;
     acc += v.x;
   }
 }
-template <bool HUNKS, bool PER_BLOCK = false>
+template <bool HUNKS, bool PER_BLOCK = false, bool ROT = false>
 __device__ __forceinline__ void simple_step_loop(const unsigned* ctr, const uint4* src, uint4* dst, unsigned* flag,
                                                  int steps, int slice16, int fence, int* err, long long* res) {
   if (PER_BLOCK) {
@@ -2077,7 +2082,7 @@ __device__ __forceinline__ void simple_step_loop(const unsigned* ctr, const uint
     }
     __syncthreads();
     const size_t base = (size_t)s * slice16;
-    if (HUNKS) step_copy_hunks(src + base, dst + base, slice16, acc); else step_copy_plain(src + base, dst + base, slice16, acc);
+    if (HUNKS) step_copy_hunks<ROT>(src + base, dst + base, slice16, acc); else step_copy_plain(src + base, dst + base, slice16, acc);
     __syncthreads();
     if (threadIdx.x == 0) {
       if (fence == 1) fence_acq_rel_sys(); else if (fence == 2) fence_sc_sys();
@@ -2095,6 +2100,11 @@ extern "C" __global__ void __launch_bounds__(1024) pb_simple_step(const unsigned
 extern "C" __global__ void __launch_bounds__(1024) pb_simple_step_hunks(const unsigned* ctr, const uint4* src,
     uint4* dst, unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
   simple_step_loop<true>(ctr, src, dst, flag, steps, slice16, fence, err, res);
+}
+// pb_simple_step_hunks with NCCL's rotation of the warps before the left-over packs (step_copy_hunks<true>).
+extern "C" __global__ void __launch_bounds__(1024) pb_simple_step_rot(const unsigned* ctr, const uint4* src,
+    uint4* dst, unsigned* flag, int steps, int slice16, int fence, int* err, long long* res) {
+  simple_step_loop<true, false, true>(ctr, src, dst, flag, steps, slice16, fence, err, res);
 }
 // pb_simple_step_hunks with blocks > 1, each block a channel: its own destination region and flag line, all storing
 // at once (to host memory: over the GPU's one link).

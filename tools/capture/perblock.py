@@ -2012,6 +2012,55 @@ class PerBlock:
                                       vals, "ns_per_iter")
                         self.rec.guard(f"simple_blocks {dst} {slice_bytes} {FENCES[f_i]} {b}", meas)
 
+    def simple_tail(self):
+        """NCCL Simple's steps in NCCL's reduceCopy shape with slices that leave packs over after the warps' whole
+        hunks of 8 x 32 packs (4 KiB): the left-over packs go in a second pass of one pack a lane, the warps taking
+        them in turn, from warp 0 (pb_simple_step_hunks, code nccl_hunks) or, as NCCL renumbers its warps first, from
+        the warp that took fewest whole hunks (pb_simple_step_rot, code nccl_hunks_rot). One block, 64-256 threads,
+        slices of 2-20 KiB, fence.acq_rel.sys after each step's data, the source in the L2, to local and to pinned
+        host memory: does a slice whose left-over packs fall on a warp that already took a whole hunk cost a second
+        pass (the round trip of one more load), where one whose left-over packs idle warps take does not?"""
+        self.simple_hunk_steps("simple_tail",
+                               ((64, (2048, 3072, 4096)), (128, (4096, 5120, 6144, 8192, 12288, 14336, 18432)),
+                                (160, (4096, 7168, 8192)), (256, (8192, 10240, 16384, 20480))),
+                               (("pb_simple_step_hunks", "nccl_hunks"), ("pb_simple_step_rot", "nccl_hunks_rot")))
+
+    def simple_whole(self):
+        """simple_tail's steps (pb_simple_step_hunks) with slices of whole hunks that do not divide evenly over the
+        warps (5-7 hunks on 4 warps, 9-15 on 8, 17-31 on 16) and slices that do: does the warp with one whole hunk
+        more than the others cost a whole pass more (the round trip of its Unroll loads), or only its share of the
+        loop's rate?"""
+        self.simple_hunk_steps("simple_whole",
+                               ((128, (16384, 20480, 24576, 28672, 32768)), (256, (32768, 36864, 49152, 61440, 65536)),
+                                (512, (65536, 69632, 98304, 126976, 131072))),
+                               (("pb_simple_step_hunks", "nccl_hunks"),))
+
+    def simple_hunk_steps(self, part, cases, kernels):
+        """One block's Simple steps in NCCL's reduceCopy shape, fence.acq_rel.sys after each step's data, the source
+        in the L2, to local and to pinned host memory: cases are (threads, slice bytes), kernels (kernel, code)."""
+        nb = 64 * MB
+        steps = 200
+        self.fill("local", "ssctr", 4096, [0x7fffffff])
+        ctr = self.dev("ssctr", 4096)
+        most = max(b for _, sl in cases for b in sl)
+        src = self.dev(f"sstsrc{most}", steps * most)
+        for kname, code in kernels:
+            k = self.fn(kname)
+            for dst in ("local", "host"):
+                d = self.ptr(dst, "sstdst", nb)
+                fl = self.ptr(dst, "sstflag", 4096)
+                for t, slices in cases:
+                    for slice_bytes in slices:
+                        def meas(k=k, code=code, dst=dst, d=d, fl=fl, slice_bytes=slice_bytes, t=t):
+                            def launch():
+                                k((1,), (t,), (ctr, src, d, fl, np.int32(steps), np.int32(slice_bytes // 16),
+                                               np.int32(1), self.err, self.res), stream=self.s)
+                            vals = self.trials(launch, 1, lambda c: c / self.ghz / steps)
+                            self.emit({"kind": "loop", "loop": "simple_step", "dst": dst, "slice_bytes": slice_bytes,
+                                       "fence": FENCES[1], "blocks": 1, "threads": t, "steps": steps,
+                                       "src_residency": "l2", "code": code}, vals, "ns_per_iter")
+                        self.rec.guard(f"{part} {code} {dst} {slice_bytes} {t}", meas)
+
     def simple_fresh(self):
         """pb_simple_step's slice copies (fence none) with the source in the L2 (src_residency l2: the same 200
         slices every launch, as simple_steps runs them) or streamed from HBM (fresh: each launch reads 200 slices of a
@@ -2663,7 +2712,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks", "ll128_residency", "ll128_src_blocks"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
