@@ -454,8 +454,15 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 			k.StepBytes = pl.stepBytes
 		}
 	case protoSimple:
-		// NCCL's reduceCopy: warp hunks, no loop start (hw.Kernel.Hunks).
-		k.Loop, k.LoopAt, k.Unroll, k.Sources, k.Hunks = hw.LoopSimple, at, pl.spec.unroll, sources, true
+		// NCCL's reduceCopy: warp hunks, no loop start (hw.Kernel.Hunks),
+		// its warps renumbered before the packs left over
+		// (hw.Kernel.HunkRotate); from 96 threads a primitive that sends
+		// keeps one warp out of the copy for the sync (prims_simple.h:
+		// nworkers, NCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE).
+		k.Loop, k.LoopAt, k.Unroll, k.Sources, k.Hunks, k.HunkRotate = hw.LoopSimple, at, pl.spec.unroll, sources, true, true
+		if sh := k.Share; (sh <= 0 || sh > 1) && k.Threads >= 96 || sh > 0 && sh <= 1 && float64(k.Threads)*sh >= 96 {
+			k.SyncWarps = 1
+		}
 	}
 	return k
 }

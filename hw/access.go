@@ -152,7 +152,11 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 			spec.Cap = f
 		}
 	}
-	return m.launchInOrder(r, &k, delay+m.loopStart(k, bytes), spec, pr, false)
+	tail, _, _, err := m.hunkTail(r, k, bytes) // NCCL's reduceCopy's left-over packs
+	if err != nil {
+		return err
+	}
+	return m.launchInOrder(r, &k, delay+tail+m.loopStart(k, bytes), spec, pr, false)
 }
 
 // windowCap is the cap of a read of bytes whose rate cap is set by its

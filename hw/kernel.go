@@ -154,6 +154,18 @@ type Kernel struct {
 	// H200: testdata/h200x1-arsim/loop_start.jsonl, NCCL-shaped Simple
 	// steps of 1–128 KiB at 128–1,024 threads within −14…+8 %.
 	Hunks bool
+	// HunkRotate (Hunks): the loop is NCCL's own reduceCopy, which
+	// before its pass over the packs left after the whole hunks renumbers
+	// its warps so the one with least work so far takes the first of
+	// them (reduceCopyPacks' rotation); without it (the capture's
+	// pb_simple_step_hunks) warp w takes left-over hunk w first
+	// (hunkPath).
+	HunkRotate bool
+	// SyncWarps (Hunks): warps of the block outside the copy (NCCL
+	// Simple's extra warp for the sync, prims_simple.h: nworkers is
+	// nthreads less one warp from 96 threads on when the primitive
+	// sends); they take no hunks (hunkPath).
+	SyncWarps int
 	// LoadWaits (LoopSimple, and a ReduceLoop pull) is how many times a
 	// thread of the compiled loop waits a round trip for its loads each
 	// iteration: the loads it issues before the first instruction that
@@ -317,6 +329,12 @@ func (k Kernel) share() float64 {
 		return 1
 	}
 	return k.Share
+}
+
+// workerWarps is the warps of the block that take hunks of a Hunks loop:
+// its threads (times Share) less Kernel.SyncWarps, at least one.
+func (k Kernel) workerWarps() int {
+	return max(1, int(float64(k.Threads)*k.share())/32-k.SyncWarps)
 }
 
 func (k Kernel) wire() float64 {

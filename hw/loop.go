@@ -201,16 +201,108 @@ func (m *Machine) firstIteration(r int, k Kernel, bytes sim.Bytes) (sim.Duration
 	if err != nil {
 		return 0, err
 	}
+	tail, iter1, noWhole, err := m.hunkTail(r, k, bytes)
+	if err != nil {
+		return 0, err
+	}
+	if noWhole {
+		it = iter1 // NCCL's reduceCopy: no whole hunk, only passes of one load a thread
+	}
 	start := m.loopStart(k, bytes)
 	rate, err := m.LoopRate(r, k)
 	if err != nil || rate <= 0 {
-		return it + start, err
+		return it + tail + start, err
 	}
 	stream, err := sim.FromSeconds(float64(bytes) / float64(rate))
 	if err != nil {
 		return 0, fmt.Errorf("hw: copy of %d B at %v: %w", bytes, rate, err)
 	}
-	return max(0, it-stream) + start, nil
+	return max(0, it-stream) + tail + start, nil
+}
+
+// hunkBytes is one warp's hunk in NCCL's reduceCopy at unroll u: u packs
+// of 16 bytes for each of its 32 lanes (common_kernel.h, reduceCopyPacks:
+// BytePerHunk).
+func hunkBytes(u int) int64 { return int64(max(u, 1)) * 32 * 16 }
+
+// hunkRounds is how many passes the busiest warp of NCCL's reduceCopy
+// makes over bytes with warps warps at unroll u (common_kernel.h): whole
+// hunks first (u loads a lane in flight), warp w taking hunks w, w +
+// warps, …; then the packs left over in hunks of one pack a lane
+// (Unroll 1), in turn again, from warp 0 or, where rotate (NCCL's own
+// code), from the warp that took fewest whole hunks. Each pass waits its
+// loads' round trip before the next issues its own, so a warp's passes
+// add up; whole is the busiest warp's whole-hunk passes, tail its passes
+// over the rest.
+func hunkRounds(bytes int64, warps, u int, rotate bool) (whole, tail int64) {
+	warps = max(warps, 1)
+	w64 := int64(warps)
+	hb := hunkBytes(u)
+	full := bytes / hb
+	left := (bytes - full*hb + 511) / 512 // Unroll-1 hunks, the last maybe partial
+	for w := int64(0); w < w64; w++ {
+		f := full / w64
+		if w < full%w64 {
+			f++
+		}
+		id := w // the warp's place in the tail pass
+		if rotate {
+			id = ((w-full)%w64 + w64) % w64
+		}
+		t := left / w64
+		if id < left%w64 {
+			t++
+		}
+		if f+t > whole+tail || (f+t == whole+tail && f > whole) {
+			whole, tail = f, t
+		}
+	}
+	return whole, tail
+}
+
+// hunkTail is what NCCL's reduceCopy (Kernel.Hunks) over bytes, split
+// over the kernel's blocks, waits for the packs its whole hunks leave
+// over: its busiest warp's passes over them (hunkRounds), each an
+// iteration of one load a thread over the loop's memory (iter1), less
+// what the model's loop already charges beyond that warp's whole-hunk
+// passes (the bytes fill whole/warps × hunk passes, fractionally, of
+// Unroll loads a thread: iterU, copyIterTimeFor). A copy of whole hunks
+// waits none; so does one whose left-over packs the warps that took
+// fewer whole hunks take in the same pass (NCCL renumbers its warps for
+// that: Kernel.HunkRotate); one with no whole hunk (noWhole) makes only
+// passes of one load a thread, the first of them its first iteration.
+// A warp's extra whole-hunk pass, where the hunks do not divide evenly
+// over the warps, is not charged beyond the fraction the loop's rate
+// gives it. firstIteration adds it to a copy's first iteration; a read
+// by such a loop (a receive's loads) and a pass its loop group paces
+// (the last receive's copy) wait it before their bytes. Zero for other
+// loops. Measured on one H200: testdata/h200x1-arsim/simple_tail.jsonl.
+func (m *Machine) hunkTail(r int, k Kernel, bytes sim.Bytes) (tail, iter1 sim.Duration, noWhole bool, err error) {
+	if k.Loop != LoopSimple || !k.Hunks || bytes <= 0 {
+		return 0, 0, false, nil
+	}
+	blocks := int64(max(k.Blocks, 1))
+	per := (int64(bytes) + blocks - 1) / blocks
+	warps := k.workerWarps()
+	whole, left := hunkRounds(per, warps, k.Unroll, k.HunkRotate)
+	if left == 0 {
+		return 0, 0, false, nil
+	}
+	one := k
+	one.Unroll = 1
+	if iter1, err = m.copyIterTimeFor(r, one, 0); err != nil {
+		return 0, 0, false, err
+	}
+	if whole == 0 {
+		return sim.Duration(left-1) * iter1, iter1, true, nil
+	}
+	iterU, err := m.copyIterTimeFor(r, k, 0)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	fill := max(1, float64(per)/float64(int64(warps)*hunkBytes(k.Unroll)))
+	t := float64(left)*float64(iter1) - max(0, fill-float64(whole))*float64(iterU)
+	return sim.Duration(max(0, t)), iter1, false, nil
 }
 
 // loopStart is what a LoopSimple loop moving bytes waits beyond its
@@ -562,5 +654,9 @@ func (m *Machine) LocalPass(r, inputs int, bytes sim.Bytes, k Kernel, label stri
 	if route, capr, err = m.loopBound(r, route, capr, k); err != nil {
 		return err
 	}
-	return m.launchInOrder(r, &k, 0, sim.FlowSpec{Label: label, Kind: sim.Read, Route: route, Bytes: bytes, Cap: capr, Done: done}, nil, true)
+	tail, _, _, err := m.hunkTail(r, k, bytes)
+	if err != nil {
+		return err
+	}
+	return m.launchInOrder(r, &k, tail, sim.FlowSpec{Label: label, Kind: sim.Read, Route: route, Bytes: bytes, Cap: capr, Done: done}, nil, tail == 0)
 }

@@ -53,6 +53,10 @@ type PerBlock struct {
 	// Hunks (loop copy, simple_step): the loop is in NCCL's reduceCopy
 	// shape (trace code nccl_hunks; Kernel.Hunks).
 	Hunks bool
+	// HunkRotate (simple_step with Hunks): the copy renumbers its warps
+	// before the left-over packs as NCCL does (trace code nccl_hunks_rot;
+	// Kernel.HunkRotate).
+	HunkRotate bool
 	// LoadWaits (loop copy, pull): the round trips a thread of the
 	// compiled loop waits for its loads each iteration (Kernel.LoadWaits;
 	// a pull's batches of host loads); 0: one.
@@ -480,7 +484,7 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 	d := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
 	if rec.Slice > 0 {
 		// The slice's copy: at least one iteration, else the loop's rate.
-		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2, Hunks: rec.Hunks}
+		k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, HunkRotate: rec.HunkRotate}
 		rate, err := m.LoopRate(0, k)
 		if err != nil {
 			return 0, err
@@ -515,7 +519,7 @@ func (m *Machine) simpleStepTwin(rec PerBlock) (float64, error) {
 func (m *Machine) simpleStepBlocksTwin(rec PerBlock) (float64, error) {
 	const steps = 40 // the capture's 200 repeat one step: 40 hold its steady state and its first
 	over := sim.Nanos(m.Top.Params.Get("nccl.simple_step_overhead"))
-	k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2, Hunks: rec.Hunks}
+	k := Kernel{Blocks: 1, Threads: rec.Threads, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, HunkRotate: rec.HunkRotate}
 	write := m.Write
 	if rec.Fence != "none" {
 		write = m.WriteFenced

@@ -116,7 +116,7 @@ var fieldDefs = []fieldDef{
 	{name: "iters_per_step", typ: jInt, max: 1 << 20, why: "loop iterations per NCCL step", zeroOK: true, i32: func(r *Record) *int { return &r.ItersPerStep }},
 	{name: "stores_per_thread", typ: jInt, max: 1 << 16, why: "stores before one fence", zeroOK: true, i32: func(r *Record) *int { return &r.StoresPerThread }},
 	{name: "iters", typ: jInt, max: 1 << 20, why: "iterations per block: each is simulated", i32: func(r *Record) *int { return &r.Iters }},
-	{name: "code", typ: jString, enum: []string{"cg", "fixed_op", "no_poll", "runtime_op", "nccl_hunks", "lb512"}, str: func(r *Record) *string { return &r.Code }},
+	{name: "code", typ: jString, enum: []string{"cg", "fixed_op", "no_poll", "runtime_op", "nccl_hunks", "nccl_hunks_rot", "lb512"}, str: func(r *Record) *string { return &r.Code }},
 	{name: "load_src", typ: jString, enum: []string{"host", "local"}, str: func(r *Record) *string { return &r.LoadSrc }},
 	{name: "loads_per_thread", typ: jInt, max: 1 << 16, why: "loads before one fence", zeroOK: true, i32: func(r *Record) *int { return &r.LoadsPerThread }},
 	{name: "layout", typ: jString, enum: []string{"line_per_slot", "line_per_slot_t", "packed", "packed_128", "packed_1k", "packed_256", "packed_2k", "packed_4k", "packed_512", "packed_64", "rank_offsets", "rank_stride", "vllm", "vllm_chunk1k", "vllm_chunk256", "vllm_chunk2k", "vllm_chunk384", "vllm_chunk4k", "vllm_chunk512", "vllm_chunk768", "vllm_line", "vllm_off64"}, str: func(r *Record) *string { return &r.Layout }},

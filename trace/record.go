@@ -323,7 +323,9 @@ type Record struct {
 	// operation each iteration (the default for its records), or
 	// "fixed_op", the same loop compiled for one operation; (loop copy)
 	// "nccl_hunks", the capture's copy in NCCL Simple's shape (warp hunks,
-	// volatile loads: pb_nccl_copy).
+	// volatile loads: pb_nccl_copy); (loop simple_step) "nccl_hunks" or
+	// "nccl_hunks_rot", the step's copy in that shape, the second with
+	// NCCL's renumbering of the warps before the left-over packs.
 	Request, Loop, LLOp, Recv, Dst, Src, LoopBound, Fence, Layout, Producer, Code    string
 	SpacingBytes, Pairs, Unroll, Sources, SliceBytes, StoresPerThread, Iters, Groups int
 	// ItersPerStep (loop ll_steps): the loop runs in steps of this many
