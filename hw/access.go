@@ -152,9 +152,14 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 			spec.Cap = f
 		}
 	}
-	tail, _, _, err := m.hunkTail(r, k, bytes) // NCCL's reduceCopy's left-over packs
+	tail, _, _, err := m.hunkTail(r, k, bytes) // NCCL's reduceCopy's uneven passes
 	if err != nil {
 		return err
+	}
+	if k.LoopGroup != "" {
+		// the group paces the bytes after the read's round trip, which
+		// the busiest warp's first pass holds too
+		tail = max(0, tail-delay-spec.Latency)
 	}
 	return m.launchInOrder(r, &k, delay+tail+m.loopStart(k, bytes), spec, pr, false)
 }

@@ -36,11 +36,12 @@ func TestHunkRoundsFollowReduceCopy(t *testing.T) {
 	}
 }
 
-// A copy waits a pass of one load a thread for each left-over pass its
-// busiest warp makes beyond the whole-hunk passes its bytes fill: none
-// for whole hunks every warp shares alike or for left-over packs idle
-// warps take, one iteration of one load a thread where they fall on a
-// warp that took a whole hunk, and only such passes without a whole hunk.
+// A copy waits its busiest warp's passes beyond the whole-hunk passes its
+// bytes fill spread evenly: none for whole hunks every warp shares alike
+// or for left-over packs idle warps take; a whole pass less the fraction
+// the rate gives where one warp takes a whole hunk more; an iteration of
+// one load a thread where left-over packs fall on a warp that took a
+// whole hunk; and only such iterations without a whole hunk.
 func TestHunkTailCountsTheBusiestWarpsPasses(t *testing.T) {
 	_, m := h200x1(t)
 	k := Kernel{Blocks: 1, Threads: 128, Loop: LoopSimple, LoopAt: GPUMem(0), Unroll: 8, Sources: 1, SrcInL2: true, Hunks: true}
@@ -67,6 +68,8 @@ func TestHunkTailCountsTheBusiestWarpsPasses(t *testing.T) {
 	assert.Zero(t, d, "renumbered, the idle warps take both left-over hunks")
 	d, _ = tail(rot, 18432)
 	assert.InDelta(t, float64(iter1-pass(k, 8)/8), float64(d), 1, "a whole and a left-over pass where the bytes fill 1.125 passes (ps)")
+	d, _ = tail(k, 20480)
+	assert.InDelta(t, float64(pass(k, 8))*3/4, float64(d), 1, "five whole hunks on four warps: warp 0's second pass, of which the rate gives a quarter (ps)")
 	d, none = tail(k, 2048)
 	assert.Zero(t, d, "four 512-B hunks on four warps: one pass")
 	assert.True(t, none)

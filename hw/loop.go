@@ -261,22 +261,22 @@ func hunkRounds(bytes int64, warps, u int, rotate bool) (whole, tail int64) {
 }
 
 // hunkTail is what NCCL's reduceCopy (Kernel.Hunks) over bytes, split
-// over the kernel's blocks, waits for the packs its whole hunks leave
-// over: its busiest warp's passes over them (hunkRounds), each an
-// iteration of one load a thread over the loop's memory (iter1), less
-// what the model's loop already charges beyond that warp's whole-hunk
-// passes (the bytes fill whole/warps × hunk passes, fractionally, of
-// Unroll loads a thread: iterU, copyIterTimeFor). A copy of whole hunks
-// waits none; so does one whose left-over packs the warps that took
-// fewer whole hunks take in the same pass (NCCL renumbers its warps for
-// that: Kernel.HunkRotate); one with no whole hunk (noWhole) makes only
-// passes of one load a thread, the first of them its first iteration.
-// A warp's extra whole-hunk pass, where the hunks do not divide evenly
-// over the warps, is not charged beyond the fraction the loop's rate
-// gives it. firstIteration adds it to a copy's first iteration; a read
-// by such a loop (a receive's loads) and a pass its loop group paces
-// (the last receive's copy) wait it before their bytes. Zero for other
-// loops. Measured on one H200: testdata/h200x1-arsim/simple_tail.jsonl.
+// over the kernel's blocks, waits beyond what the model's loop charges
+// it: its busiest warp's passes (hunkRounds), whole hunks of Unroll loads
+// a thread (iterU, copyIterTimeFor) and then the packs left over, each
+// pass of one load a thread (iter1), against the whole-hunk passes its
+// bytes fill spread evenly over the warps (at least one), which the
+// loop's rate charges. A copy of whole hunks the warps share alike waits
+// none; a warp with a whole hunk more than the others waits its pass; a
+// left-over pass is waited for where it falls on a warp that took a
+// whole hunk (NCCL renumbers its warps so that those with fewest take
+// the left-over packs first: Kernel.HunkRotate); a copy with no whole
+// hunk (noWhole) makes only passes of one load a thread, the first of
+// them its first iteration. firstIteration adds it to a copy's first
+// iteration; a read by such a loop (a receive's loads) and a pass its
+// loop group paces (the last receive's copy) wait it before their bytes.
+// Zero for other loops. Measured on one H200:
+// testdata/h200x1-arsim/simple_tail.jsonl, simple_whole.jsonl.
 func (m *Machine) hunkTail(r int, k Kernel, bytes sim.Bytes) (tail, iter1 sim.Duration, noWhole bool, err error) {
 	if k.Loop != LoopSimple || !k.Hunks || bytes <= 0 {
 		return 0, 0, false, nil
@@ -285,7 +285,8 @@ func (m *Machine) hunkTail(r int, k Kernel, bytes sim.Bytes) (tail, iter1 sim.Du
 	per := (int64(bytes) + blocks - 1) / blocks
 	warps := k.workerWarps()
 	whole, left := hunkRounds(per, warps, k.Unroll, k.HunkRotate)
-	if left == 0 {
+	fill := max(1, float64(per)/float64(int64(warps)*hunkBytes(k.Unroll)))
+	if left == 0 && float64(whole) <= fill {
 		return 0, 0, false, nil
 	}
 	one := k
@@ -300,8 +301,7 @@ func (m *Machine) hunkTail(r int, k Kernel, bytes sim.Bytes) (tail, iter1 sim.Du
 	if err != nil {
 		return 0, 0, false, err
 	}
-	fill := max(1, float64(per)/float64(int64(warps)*hunkBytes(k.Unroll)))
-	t := float64(left)*float64(iter1) - max(0, fill-float64(whole))*float64(iterU)
+	t := (float64(whole)-fill)*float64(iterU) + float64(left)*float64(iter1)
 	return sim.Duration(max(0, t)), iter1, false, nil
 }
 

@@ -346,7 +346,7 @@ var Fits = slices.Concat([]Fit{
 		On:           func(r trace.Record) bool { return r.Loop == "ll" && r.Threads == 512 },
 		How:          "ns per iteration with the user buffer streamed from HBM minus in the L2, 512 threads"},
 	{Params: []string{"nccl.simple_step_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		AlsoPredicts: append([]string{"h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/simple_blocks.jsonl", "h200x1-arsim/simple_tail.jsonl"}, perBlockRepeats...),
+		AlsoPredicts: append([]string{"h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/simple_blocks.jsonl", "h200x1-arsim/simple_tail.jsonl", "h200x1-arsim/simple_whole.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "simple_step" && r.Dst == "local" && r.SliceBytes == 0 && r.Fence == "none" && r.Threads == 512
 		}, How: "ns per step"},
