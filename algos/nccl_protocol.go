@@ -460,7 +460,11 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 		// keeps one warp out of the copy for the sync (prims_simple.h:
 		// nworkers, NCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE).
 		k.Loop, k.LoopAt, k.Unroll, k.Sources, k.Hunks, k.HunkRotate = hw.LoopSimple, at, pl.spec.unroll, sources, true, true
-		if sh := k.Share; (sh <= 0 || sh > 1) && k.Threads >= 96 || sh > 0 && sh <= 1 && float64(k.Threads)*sh >= 96 {
+		threads := float64(k.Threads)
+		if k.Share > 0 && k.Share < 1 {
+			threads *= k.Share // the tree's half of the block
+		}
+		if threads >= 96 {
 			k.SyncWarps = 1
 		}
 	}
