@@ -159,12 +159,12 @@ type Kernel struct {
 	// its warps so the one with least work so far takes the first of
 	// them (reduceCopyPacks' rotation); without it (the capture's
 	// pb_simple_step_hunks) warp w takes left-over hunk w first
-	// (hunkPath).
+	// (hunkRounds).
 	HunkRotate bool
 	// SyncWarps (Hunks): warps of the block outside the copy (NCCL
 	// Simple's extra warp for the sync, prims_simple.h: nworkers is
 	// nthreads less one warp from 96 threads on when the primitive
-	// sends); they take no hunks (hunkPath).
+	// sends); they take no hunks (hunkRounds, workerWarps).
 	SyncWarps int
 	// LoadWaits (LoopSimple, and a ReduceLoop pull) is how many times a
 	// thread of the compiled loop waits a round trip for its loads each
