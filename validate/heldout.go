@@ -178,6 +178,11 @@ const BeyondPct = 20.0
 type DimensionRow struct {
 	Dimension string `json:"dimension"`
 	ErrorStats
+	// Beyond counts the row's records beyond BeyondPct; MedianPct is the
+	// median of their signed errors (below 0: the model is fast), which
+	// tells a bias of the model along the dimension from a scatter.
+	Beyond    int     `json:"beyond_20pct"`
+	MedianPct float64 `json:"median_error_pct"`
 	// Repeats, of the row's records whose configuration was measured more
 	// than once in the files given: how far they lie from their
 	// configuration's median (about the best a model that cannot tell the
@@ -191,7 +196,7 @@ type DimensionRow struct {
 // is covered by a fit.
 func heldOut(recs []Compared) *HeldOut {
 	var fitted, predicted, spread []float64
-	type dimErrs struct{ abs, rep, repModel []float64 }
+	type dimErrs struct{ abs, signed, rep, repModel []float64 }
 	dims := map[string]*dimErrs{}
 	devs, _ := repeatDeviations(recs)
 	for i, r := range recs {
@@ -210,6 +215,7 @@ func heldOut(recs []Compared) *HeldOut {
 					dims[d] = de
 				}
 				de.abs = append(de.abs, a)
+				de.signed = append(de.signed, r.ErrorPct)
 				if devs[i] >= 0 {
 					de.rep = append(de.rep, devs[i])
 					de.repModel = append(de.repModel, a)
@@ -230,7 +236,7 @@ func heldOut(recs []Compared) *HeldOut {
 		}
 	}) {
 		de := dims[d]
-		row := DimensionRow{Dimension: d, ErrorStats: statsOf(de.abs)}
+		row := DimensionRow{Dimension: d, ErrorStats: statsOf(de.abs), Beyond: beyond(de.abs, BeyondPct), MedianPct: median(de.signed)}
 		if len(de.rep) > 0 {
 			rep, model := statsOf(de.rep), statsOf(de.repModel)
 			row.Repeats, row.Model = &rep, &model

@@ -290,7 +290,13 @@ func TestHeldOutRepeatsByDimension(t *testing.T) {
 	// a: median 110, 9.09 % each side; the model misses them by 30 and 10 %.
 	assert.InDelta(t, 100.0/11, x.Repeats.P95AbsPct, 1e-9)
 	assert.InDelta(t, 30, x.Model.P95AbsPct, 1e-9)
+	// x: errors 30, −10, 5: one beyond 20 %, signed median 5 (a bias
+	// reads as a signed median away from 0; a scatter does not).
+	assert.Equal(t, 1, x.Beyond)
+	assert.InDelta(t, 5, x.MedianPct, 1e-9)
 	assert.Equal(t, "y", y.Dimension)
+	assert.Zero(t, y.Beyond)
+	assert.InDelta(t, 5, y.MedianPct, 1e-9)
 	assert.Nil(t, y.Repeats)
 	assert.Nil(t, y.Model)
 	// The predicted side: 30 % and 5 % beyond nothing, 30 % beyond 20 %;

@@ -264,13 +264,15 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut, sched *scheduleSideJSON)
 	}
 	repeats := false
 	for _, d := range h.Dims {
-		fmt.Fprintf(b, "    %-44s %4d: median %5.1f%%, p95 %5.1f%%", d.Dimension, d.Count, d.MedianAbsPct, d.P95AbsPct)
+		fmt.Fprintf(b, "    %-44s %4d: median %5.1f%% (signed %+6.1f%%), p95 %5.1f%%, %4d beyond", d.Dimension, d.Count, d.MedianAbsPct, d.MedianPct, d.P95AbsPct, d.Beyond)
 		if d.Repeats != nil {
 			repeats = true
 			fmt.Fprintf(b, "   repeats %4d: p95 %5.1f%% apart, model p95 %5.1f%%", d.Repeats.Count, d.Repeats.P95AbsPct, d.Model.P95AbsPct)
 		}
 		b.WriteString("\n")
 	}
+	fmt.Fprintf(b, "  signed: the median of the row's errors (below 0: the model is fast), a bias along the dimension rather than\n"+
+		"  a scatter; beyond: the row's records beyond %.0f%%\n", validate.BeyondPct)
 	if repeats {
 		fmt.Fprintf(b, "  repeats: the row's records whose configuration was measured more than once here, how far they lie from\n"+
 			"  its median (about the best a model that cannot tell the runs apart does), and the model's error on them\n")
