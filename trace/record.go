@@ -290,6 +290,12 @@ type Record struct {
 	// (C++ against the CUDA runtime and NCCL directly); "" is the
 	// capture's Python layer (CuPy, ctypes, PyTorch).
 	Issuer string
+	// State is where in its process a graph-gap record (an empty_kernel
+	// in CUDA graphs, an nccl_kernel empty_kernel) was measured, as the
+	// capture names it: "flag kernels: end", "nccl p2p: end", "three long
+	// kernels run", …; "": not said. A process's gap per kernel node steps
+	// up once it has made a few graphs (validate's settled state).
+	State string
 	// PrefillUs is the device-side spin, in µs, queued before the timed
 	// launches of an empty_kernel record; 0: none.
 	PrefillUs float64

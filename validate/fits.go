@@ -360,6 +360,16 @@ var Fits = slices.Concat([]Fit{
 		On: func(r trace.Record) bool {
 			return r.NCCLOp == "self_sendrecv" && r.Bytes == 8 && r.OpsPerGraph == 20
 		}, How: "µs per call with NCCL's default less with NCCL_GRAPH_MIXING_SUPPORT=0"},
+	// gpu.launch_graph_settled: the graph gap per empty kernel node of
+	// graph_gap_state.jsonl's 15 processes at their last measurement, when
+	// every one had stepped; the records of other captures measured at the
+	// end of a phase that replayed graphs are its predicted side (those of
+	// the two-H200 captures no fit cites are predictions already: listing
+	// them would take that from their other records).
+	{Params: []string{"gpu.launch_graph_settled"}, Files: []string{"h200x1-arsim/graph_gap_state.jsonl"},
+		Kinds: []trace.Kind{trace.KindNCCLKernel, trace.KindEmptyKernel}, Covers: settledGraphGap,
+		AlsoPredicts: []string{"h200x1-arsim/flag_mid.jsonl"},
+		On:           func(r trace.Record) bool { return r.State == "three long kernels run" }, How: "median µs per node"},
 	// gpu.kernel_prologue: one record of the project's flag kernels on two
 	// H200s, the one-shot over NVLink at 1 KiB, 1 block × 512 threads, in
 	// CUDA graphs (measurements.jsonl line 39), less every other modelled
@@ -369,6 +379,14 @@ var Fits = slices.Concat([]Fit{
 	{Params: []string{"gpu.kernel_prologue"}, Files: []string{"h200x2-arsim/measurements.jsonl"}, Kinds: []trace.Kind{trace.KindAllreduce},
 		Covers: flagKernel, On: kernelPrologueSide, How: "the record less every other modelled part (the value that makes it come out within 0.5 %)"},
 }, callExtraFits())
+
+// settledGraphGap: a graph-gap record (an empty kernel node of a replayed
+// CUDA graph) measured in a process past the step of its gap
+// (settledProcess).
+func settledGraphGap(r trace.Record) bool {
+	graph := r.Launch == trace.LaunchCUDAGraph && (r.Kind == trace.KindEmptyKernel || r.NCCLOp == "empty_kernel")
+	return graph && settledProcess(r)
+}
 
 // flagKernel: the project's own flag kernels (tools/capture flagar.py).
 func flagKernel(r trace.Record) bool {

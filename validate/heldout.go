@@ -72,7 +72,15 @@ func familyDimensions(r trace.Record) []string {
 	case trace.KindAllreduceSequence:
 		return append(d, fmt.Sprintf("%s %s/%s sequences, %s", r.Impl, r.Algo, r.Proto, r.Launch))
 	case trace.KindNCCLKernel:
+		if settledGraphGap(r) {
+			d = append(d, "graph gap in a settled process")
+		}
 		return append(d, "nccl_kernel "+r.NCCLOp)
+	case trace.KindEmptyKernel:
+		if settledGraphGap(r) {
+			d = append(d, "graph gap in a settled process")
+		}
+		return d
 	case trace.KindHostLinkConcurrency:
 		if r.What == "sm_read_beside_write" {
 			return append(d, "host link: SM loads beside SM stores of "+writerDesc(r, false))

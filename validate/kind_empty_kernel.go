@@ -1,6 +1,9 @@
 package validate
 
 import (
+	"strings"
+
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 )
 
@@ -12,17 +15,42 @@ func init() { Register(trace.KindEmptyKernel, emptyKernelTwin) }
 
 // graphGapNote says what a graph's gap per kernel is modelled by, and what
 // the model leaves out: a process's gap steps up once it has made about
-// five graphs (testdata/h200x1-arsim/graph_gap_state.jsonl), and
-// gpu.launch_graph is the fresh process's.
+// five graphs (testdata/h200x1-arsim/graph_gap_state.jsonl);
+// gpu.launch_graph is the fresh process's, gpu.launch_graph_settled the
+// gap after the step, taken where the record's state says the process is
+// past it (settledProcess).
 const graphGapNote = "per kernel of a replayed CUDA graph (gpu.launch_graph, a fresh process's; " +
-	"after about five graphs a process's gap steps up, 0.51–0.55 → 0.67–0.81 µs on the H200s, not modelled)"
+	"after about five graphs a process's gap steps up, 0.51–0.55 → 0.67–0.81 µs on the H200s: taken only where the record's state says the process is past it)"
+
+// settledGapNote is graphGapNote for a record measured in a settled
+// process.
+const settledGapNote = "per kernel of a replayed CUDA graph in a process past the step of its graph gap " +
+	"(gpu.launch_graph_settled; the record's state: the end of a capture phase that replayed graphs, or the last of graph_gap_state's sequence)"
+
+// settledProcess reports whether a graph-gap record says it was measured
+// in a process whose gap has stepped up: at the end of a capture phase
+// that replayed graphs (tools/capture's states "…: end") or after the whole
+// sequence of graph_gap_state.jsonl ("three long kernels run"; every one
+// of its processes had stepped by its sixth measurement). Other states,
+// and none, are taken as a fresh process's: where in a process the step
+// comes (the fourth to sixth graph made) no state tells.
+func settledProcess(r trace.Record) bool {
+	return strings.HasSuffix(r.State, ": end") || r.State == "three long kernels run"
+}
+
+// graphGap returns the twin's note and value for a graph-gap record.
+func graphGap(r trace.Record) (string, func(*topology.Topology) (float64, bool, error)) {
+	if settledProcess(r) {
+		return settledGapNote, device(SettledGraphKernelGapUs)
+	}
+	return graphGapNote, device(GraphKernelGapUs)
+}
 
 func emptyKernelTwin(r trace.Record) (*Twin, error) {
 	t := &Twin{Group: "empty_kernel"}
 	if r.Launch == trace.LaunchCUDAGraph {
 		t.Group += " cudagraph"
-		t.Note = graphGapNote
-		t.Sim = device(GraphKernelGapUs)
+		t.Note, t.Sim = graphGap(r)
 		return t, nil
 	}
 	if r.Mode == "back_to_back" || r.Mode == "queued" {

@@ -51,8 +51,7 @@ func ncclKernelTwin(r trace.Record) (*Twin, error) {
 	mixing := opts["graph_mixing"] != "off"
 	switch r.NCCLOp {
 	case "empty_kernel":
-		t.Note = graphGapNote
-		t.Sim = device(GraphKernelGapUs)
+		t.Note, t.Sim = graphGap(r)
 	case "self_sendrecv":
 		if r.Bytes > 4<<10 {
 			return nil, notModelled("self_sendrecv of %d B: NCCL's copy with the blocks it picks is not modelled (only ≤ 4 KiB)", r.Bytes)

@@ -458,6 +458,13 @@ func GraphKernelGapUs(top *topology.Topology) (float64, error) {
 	return m.Phys.LaunchGraph.Micros(), nil
 }
 
+// SettledGraphKernelGapUs returns the time per kernel of a replayed CUDA
+// graph of empty kernels in a process whose gap has stepped up, in µs
+// (gpu.launch_graph_settled).
+func SettledGraphKernelGapUs(top *topology.Topology) (float64, error) {
+	return top.Params.Get("gpu.launch_graph_settled"), nil
+}
+
 // FenceNs returns the cost, in ns, of a system-scope fence on rank 0 after
 // stores to target memory ("local", "peer", "host").
 func FenceNs(top *topology.Topology, target string) (float64, error) {
