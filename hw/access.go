@@ -130,7 +130,7 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 // when the last completion is back. The rate is capped at bytes in flight /
 // round trip (Little's law).
 func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, done func()) error {
-	spec, delay, pace, pr, err := m.readFlow(r, src, &k, label)
+	spec, delay, pace, pr, memo, err := m.readFlow(r, src, &k, label)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (m *Machine) Read(r int, src Mem, bytes sim.Bytes, k Kernel, label string, 
 			spec.Cap = f
 		}
 	}
-	tail, _, _, err := m.hunkTail(r, k, bytes) // NCCL's reduceCopy's uneven passes
+	tail, err := m.readTail(memo, r, &k, bytes) // NCCL's reduceCopy's uneven passes
 	if err != nil {
 		return err
 	}

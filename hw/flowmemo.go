@@ -21,6 +21,13 @@ type flowMemo struct {
 	pr     *sim.PreparedRoute // spec.Route prepared (nil if the network refused it)
 	delay  sim.Duration       // a read's wait before its flow starts
 	pace   readPace           // a read's window iterations (windowCap)
+	// A read's last hunkTail: tail for tailBytes bytes, when tailOK.
+	// hunkTail depends on the rank, the kernel, the bytes and the
+	// machine's fixed state only, and a rank's reads mostly repeat their
+	// size.
+	tailOK    bool
+	tailBytes sim.Bytes
+	tail      sim.Duration
 }
 
 // memoWays is how many transfers of each kind a rank keeps (the newest
@@ -65,8 +72,8 @@ func memoGet(ms []*flowMemos, r int, at Mem, k *Kernel, fenced bool) *flowMemo {
 }
 
 // memoPut keeps e among rank r's transfers in *ms (r a GPU rank), its
-// route prepared, and returns the prepared route.
-func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) *sim.PreparedRoute {
+// route prepared, and returns the entry kept.
+func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) *flowMemo {
 	if pr, err := m.Net.Prepare(e.spec.Route); err == nil {
 		e.pr = pr
 	}
@@ -82,12 +89,12 @@ func (m *Machine) memoPut(ms *[]*flowMemos, r int, e flowMemo) *sim.PreparedRout
 	if len(w.e) < memoWays {
 		w.last = len(w.e)
 		w.e = append(w.e, e)
-		return e.pr
+		return &w.e[w.last]
 	}
 	w.last = w.next
 	w.e[w.next] = e
 	w.next = (w.next + 1) % memoWays
-	return e.pr
+	return &w.e[w.last]
 }
 
 // writeFlow returns writeSpec(r, dst, *k, label, fenced), kept per rank,
@@ -99,7 +106,7 @@ func (m *Machine) writeFlow(r int, dst Mem, k *Kernel, label string, fenced bool
 	spec, err := m.writeSpec(r, dst, *k, label, fenced)
 	var pr *sim.PreparedRoute
 	if err == nil && r >= 0 && r < m.Top.NumGPUs() {
-		pr = m.memoPut(&m.wmemo, r, flowMemo{fenced: fenced, at: dst, k: *k, spec: spec})
+		pr = m.memoPut(&m.wmemo, r, flowMemo{fenced: fenced, at: dst, k: *k, spec: spec}).pr
 	}
 	return spec, pr, err
 }
@@ -124,23 +131,36 @@ func (m *Machine) WriteAgain(r int, bytes sim.Bytes, label string, done func()) 
 	return m.launchWrite(r, e.spec, e.pr, &e.k, bytes, label, done)
 }
 
-// readFlow returns readSpec(r, src, *k, label), kept per rank, and its
-// route prepared (nil when not kept).
-func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, readPace, *sim.PreparedRoute, error) {
+// readFlow returns readSpec(r, src, *k, label), kept per rank, its route
+// prepared and the entry that keeps it (both nil when not kept).
+func (m *Machine) readFlow(r int, src Mem, k *Kernel, label string) (sim.FlowSpec, sim.Duration, readPace, *sim.PreparedRoute, *flowMemo, error) {
 	if src.Host && m.StoringBlocks(r) >= 1 {
 		// beside streaming stores to host memory (hostqueue.go): not kept
 		spec, delay, pace, err := m.readSpec(r, src, *k, label)
-		return spec, delay, pace, nil, err
+		return spec, delay, pace, nil, nil, err
 	}
 	if e := memoGet(m.rmemo, r, src, k, false); e != nil {
-		return e.spec, e.delay, e.pace, e.pr, nil
+		return e.spec, e.delay, e.pace, e.pr, e, nil
 	}
 	spec, delay, pace, err := m.readSpec(r, src, *k, label)
-	var pr *sim.PreparedRoute
 	if err == nil && r >= 0 && r < m.Top.NumGPUs() {
-		pr = m.memoPut(&m.rmemo, r, flowMemo{at: src, k: *k, spec: spec, delay: delay, pace: pace})
+		e := m.memoPut(&m.rmemo, r, flowMemo{at: src, k: *k, spec: spec, delay: delay, pace: pace})
+		return spec, delay, pace, e.pr, e, nil
 	}
-	return spec, delay, pace, pr, err
+	return spec, delay, pace, nil, nil, err
+}
+
+// readTail is hunkTail(r, *k, bytes) for a read whose flow e keeps (nil:
+// not kept), kept with e for its next read of as many bytes.
+func (m *Machine) readTail(e *flowMemo, r int, k *Kernel, bytes sim.Bytes) (sim.Duration, error) {
+	if e != nil && e.tailOK && e.tailBytes == bytes {
+		return e.tail, nil
+	}
+	tail, _, _, err := m.hunkTail(r, *k, bytes)
+	if err == nil && e != nil {
+		e.tailOK, e.tailBytes, e.tail = true, bytes, tail
+	}
+	return tail, err
 }
 
 // kernelBytes is a Kernel's memory.
