@@ -10,9 +10,10 @@ import "github.com/arsim/arsim/sim"
 
 // orderQueue is one in-order group's state.
 type orderQueue struct {
-	busy bool
-	wait []pendingStart // ready transfers, oldest first
-	sent func()         // starts the next one; made once per group
+	group string // its Kernel.LoopGroup
+	busy  bool
+	wait  []pendingStart // ready transfers, oldest first
+	sent  func()         // starts the next one; made once per group
 }
 
 // launchInOrder starts spec d from now (now: directly, without an event,
@@ -26,16 +27,7 @@ func (m *Machine) launchInOrder(r int, k *Kernel, d sim.Duration, spec sim.FlowS
 	if spec.Bytes < 0 {
 		return m.startAfter(d, spec, pr) // refused there, with its message
 	}
-	key := loopGroupKey{rank: r, group: k.LoopGroup}
-	q := m.order[key]
-	if q == nil {
-		if m.order == nil {
-			m.order = map[loopGroupKey]*orderQueue{}
-		}
-		q = &orderQueue{}
-		q.sent = func() { m.nextInOrder(q) }
-		m.order[key] = q
-	}
+	q := m.orderOf(r, k.LoopGroup)
 	if q.busy {
 		q.wait = append(q.wait, pendingStart{spec, pr})
 		return nil
@@ -43,6 +35,38 @@ func (m *Machine) launchInOrder(r int, k *Kernel, d sim.Duration, spec sim.FlowS
 	q.busy = true
 	spec.Sent = q.sent
 	return m.launchNow(d, spec, pr, direct)
+}
+
+// orderOf returns the queue of rank r's in-order group name, made at the
+// group's first transfer. A GPU rank's queues are also listed by rank: a
+// rank has a few groups, and comparing their names costs less than
+// hashing the key.
+func (m *Machine) orderOf(r int, name string) *orderQueue {
+	gpu := r >= 0 && r < m.Top.NumGPUs()
+	if gpu && r < len(m.orderByRank) {
+		for _, q := range m.orderByRank[r] {
+			if q.group == name {
+				return q
+			}
+		}
+	}
+	key := loopGroupKey{rank: r, group: name}
+	q := m.order[key]
+	if q == nil {
+		if m.order == nil {
+			m.order = map[loopGroupKey]*orderQueue{}
+		}
+		q = &orderQueue{group: name}
+		q.sent = func() { m.nextInOrder(q) }
+		m.order[key] = q
+	}
+	if gpu {
+		if m.orderByRank == nil {
+			m.orderByRank = make([][]*orderQueue, m.Top.NumGPUs())
+		}
+		m.orderByRank[r] = append(m.orderByRank[r], q)
+	}
+	return q
 }
 
 // launchNow starts spec d from now, or now without an event when direct,

@@ -194,6 +194,8 @@ type Machine struct {
 	smHost []sim.ResourceID
 	// order: the queue of each in-order loop group (Kernel.InOrder).
 	order map[loopGroupKey]*orderQueue
+	// orderByRank: the queues of order by GPU rank (orderOf).
+	orderByRank [][]*orderQueue
 	// hostStoring[r]: the blocks of GPU r streaming SM stores to host
 	// memory now (hostqueue.go), nil until one does.
 	hostStoring []float64
