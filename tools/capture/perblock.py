@@ -2224,6 +2224,15 @@ class PerBlock:
                           [(S, dst, 640) for S in (1, 2) for dst in ("host", "local")],
                           [(U, dst, b) for U in (2, 4) for dst in ("host", "local") for b in (2, 4, 8, 16, 32)])
 
+    def host_copies_3(self):
+        """NCCL's loop shape (pb_nccl_copy_8_S) from pinned host memory at the thread counts NCCL's Simple runs with and
+        host_copies did not (96, 160, 288, 384 and 544 threads: 1, 3, 7, 9 and 15 warps and the sync warp), S 1 and 2,
+        to host and to local memory; and at 128 and 512 threads again, on this instance. One block, 32 iterations,
+        fresh data every launch. host_copies found an iteration flat in the threads from 128 to 640 (1.70-1.82 us to
+        local memory): does it hold at these counts?"""
+        self._host_copies("host_copies_3", [], [(S, dst, t) for S in (1, 2) for dst in ("host", "local")
+                                               for t in (96, 160, 288, 384, 544, 128, 512)], [])
+
     def _host_copies(self, tag, plain, nccl, blocks):
         """Runs host_copies' loops: plain (U, S, src, dst, threads) copies of one block, NCCL's shape (S, dst,
         threads) from host memory, and (U, dst, blocks) one-source copies from host memory of 512-thread blocks."""
@@ -2712,7 +2721,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
