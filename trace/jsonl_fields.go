@@ -101,6 +101,7 @@ var fieldDefs = []fieldDef{
 	{name: "mode", typ: jString, enum: []string{"back_to_back", "fence_release_acquire", "fence_volatile", "graph_replay", "queued", "release_acquire", "single", "volatile", "volatile_fence"}, str: func(r *Record) *string { return &r.Mode }},
 	{name: "issuer", typ: jString, enum: []string{"native"}, str: func(r *Record) *string { return &r.Issuer }},
 	{name: "state", typ: jString, str: func(r *Record) *string { return &r.State }},
+	{name: "src_pages", typ: jString, enum: []string{"touched"}, str: func(r *Record) *string { return &r.SrcPages }},
 	{name: "request", typ: jString, enum: []string{"atomic_add", "atomic_cas", "load_acquire", "load_relaxed", "load_volatile"}, str: func(r *Record) *string { return &r.Request }},
 	{name: "spacing_bytes", typ: jInt, max: 1 << 20, why: "words 1 MiB apart", zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
 	{name: "pairs", typ: jInt, max: 1 << 16, why: "pairs of blocks ping-ponging: each is simulated", i32: func(r *Record) *int { return &r.Pairs }},

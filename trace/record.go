@@ -296,6 +296,11 @@ type Record struct {
 	// kernels run", …; "": not said. A process's gap per kernel node steps
 	// up once it has made a few graphs (validate's settled state).
 	State string
+	// SrcPages says whether a copy loop's pages of pinned host memory had
+	// been touched by the GPU before it ran ("touched": a launch had
+	// copied the whole buffer first); "": not said (the capture's copies
+	// take fresh data every launch, pages it may not have touched).
+	SrcPages string
 	// PrefillUs is the device-side spin, in µs, queued before the timed
 	// launches of an empty_kernel record; 0: none.
 	PrefillUs float64

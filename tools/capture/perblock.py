@@ -1426,7 +1426,7 @@ class PerBlock:
         self.fill("local", "cpb", nb, [0x02020202])
         off = [0]
 
-        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024, resident=None, nccl=False):
+        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024, resident=None, nccl=False, pages=None):
             name = f"pb_copy_fenced_{U}_{S}" if fenced else f"pb_copy_{U}_{S}"
             if bound != 1024:
                 name = f"pb_copy_lb{bound}_{U}_{S}"
@@ -1455,6 +1455,8 @@ class PerBlock:
                 rec["fence"] = "sc"
             if resident is not None:
                 rec["src_residency"] = "l2" if resident else "fresh"
+            if pages:
+                rec["src_pages"] = pages
             if nccl:
                 rec["code"] = "nccl_hunks"
             elif bound != 1024:
@@ -2233,6 +2235,25 @@ class PerBlock:
         self._host_copies("host_copies_3", [], [(S, dst, t) for S in (1, 2) for dst in ("host", "local")
                                                for t in (96, 160, 288, 384, 544, 128, 512)], [])
 
+    def host_copies_4(self):
+        """host_copies_3 after one launch of 128 blocks has copied the whole 256 MiB host source buffer to the whole
+        host destination buffer, so that the measured loops' pages of pinned host memory have been touched by the GPU
+        before (host_copies_3 ran on pages no launch had touched; host_copies' NCCL loops ran after its plain loops had
+        gone round the buffer). Records: src_pages touched."""
+        run = self.copy_runner()
+        cp, nb = self.cp, self.big
+        k = self.fn("pb_nccl_copy_8_1")
+        a, b, d = self.ptr("host", "cpa", nb), self.dev("cpb", nb), self.ptr("host", "cpd", nb)
+        blocks, t, iters = 128, 512, nb // (128 * 8 * 512 * 16)
+        with cp.cuda.Device(0):
+            k((blocks,), (t,), (a, b, d, np.int64(0), np.int32(iters), np.int32(1), np.int32(0), self.res), stream=self.s)
+            self.s.synchronize()
+        for S in (1, 2):
+            for dst in ("host", "local"):
+                for t in (96, 160, 288, 384, 544, 128, 512):
+                    self.rec.guard(f"host_copies_4 nccl S{S} host->{dst} 1x{t}", run, 8, S, "host", dst, 1, t, 32,
+                                   nccl=True, pages="touched")
+
     def _host_copies(self, tag, plain, nccl, blocks):
         """Runs host_copies' loops: plain (U, S, src, dst, threads) copies of one block, NCCL's shape (S, dst,
         threads) from host memory, and (U, dst, blocks) one-source copies from host memory of 512-thread blocks."""
@@ -2721,7 +2742,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
