@@ -160,7 +160,7 @@ var Fits = slices.Concat([]Fit{
 		Covers: func(r trace.Record) bool {
 			return (r.Loop == "copy" && (r.SrcResidency != "" || r.Src == "host")) || (r.Loop == "host_shot" && r.Phases&1 != 0)
 		},
-		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_shot_overlap.jsonl", "h200x1-arsim/host_shot_sizes.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl"}, perBlockRepeats...),
+		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_shot_overlap.jsonl", "h200x1-arsim/host_shot_sizes.jsonl", "h200x1-arsim/host_queue_2.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/loop_start.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl", "h200x1-arsim/host_copies_3.jsonl", "h200x1-arsim/host_copies_4.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.SrcResidency != "" && r.Blocks == 1 && r.Threads == 128 && r.Iters == 64
 		}, How: "ns per iteration with the source fresh every launch minus the same with it in the L2"},
@@ -176,7 +176,7 @@ var Fits = slices.Concat([]Fit{
 		AlsoPredicts: append([]string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_shot.jsonl", "h200x1-arsim/host_shot_overlap.jsonl", "h200x1-arsim/host_shot_sizes.jsonl", "h200x1-arsim/host_queue_2.jsonl",
 			"h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/nccl_copy.jsonl", "h200x1-arsim/simple_fresh.jsonl", "h200x1-arsim/push_wide.jsonl", "h200x1-arsim/wide_2.jsonl",
 			"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl", "h200x1-arsim/store_rate.jsonl", "h200x1-arsim/store_loop.jsonl", "h200x1-arsim/store_lines.jsonl",
-			"h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl"}, perBlockRepeats...),
+			"h200x1-arsim/store_stream_2.jsonl", "h200x1-arsim/store_width.jsonl", "h200x1-arsim/store_depth.jsonl", "h200x1-arsim/fence_land.jsonl", "h200x1-arsim/loop_start_2.jsonl", "h200x1-arsim/nccl_dests.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl", "h200x1-arsim/host_copies_3.jsonl", "h200x1-arsim/host_copies_4.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Src == "local" && r.SrcResidency == "l2" && r.Blocks == 1 && r.Unroll == 1 && r.Sources == 1
 		}, How: "iterations × (ns per iteration − the same copy's at 64 iterations), least squares over warps × loads a thread issues"},

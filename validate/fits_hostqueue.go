@@ -185,7 +185,7 @@ var hostQueueFits = []Fit{
 			return r.What == "sm_read_beside_write" || (r.Kind == trace.KindPointerChase && r.WriteBlocks > 0) ||
 				(r.Loop == "copy" && r.Src == "host" && r.Dst == "host")
 		},
-		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite, []string{"h200x1-arsim/read_span.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl"}),
+		AlsoPredicts: slices.Concat(readDepthOthers, readBesideWrite, []string{"h200x1-arsim/read_span.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl", "h200x1-arsim/host_copies_3.jsonl", "h200x1-arsim/host_copies_4.jsonl"}),
 		On: func(r trace.Record) bool {
 			return r.Kind == trace.KindHostLinkConcurrency && r.Placement == "by_sm" && r.WriteBlocks <= 1 && r.LoadsInFlight == 1
 		}, How: "the one-load block's 8,192 B in flight over its rate beside one storing SM, less the same over its rate alone, over the span's share at its storing SM's MiB"},
