@@ -173,9 +173,20 @@ type HeldOut struct {
 	// model that gives one value per configuration (no model of one
 	// machine tells the runs apart). SpreadBeyond counts its records
 	// beyond BeyondPct.
-	Spread       ErrorStats     `json:"spread_floor"`
-	SpreadBeyond int            `json:"spread_floor_beyond_20pct"`
-	Dims         []DimensionRow `json:"by_dimension"`
+	Spread       ErrorStats `json:"spread_floor"`
+	SpreadBeyond int        `json:"spread_floor_beyond_20pct"`
+	// Typical is the model's error on the predicted side with the runs'
+	// spread left out: each record's configuration's median predicted
+	// value against its median measured one (a configuration measured
+	// once is its own median), counted once per record as Predicted is.
+	// It asks whether the model gives the typical run of a configuration
+	// (on several instances of one machine type, the typical chip), where
+	// Predicted asks it of every run. TypicalBeyond counts its records
+	// beyond BeyondPct, Configurations the configurations.
+	Typical        ErrorStats     `json:"against_configuration_medians"`
+	TypicalBeyond  int            `json:"against_configuration_medians_beyond_20pct"`
+	Configurations int            `json:"predicted_configurations"`
+	Dims           []DimensionRow `json:"by_dimension"`
 }
 
 // BeyondPct is the |error| beyond which HeldOut counts records: the
@@ -234,8 +245,10 @@ func heldOut(recs []Compared) *HeldOut {
 	if len(fitted)+len(predicted) == 0 {
 		return nil
 	}
+	typical, configs := configurationErrors(recs)
 	h := &HeldOut{Fitted: statsOf(fitted), Predicted: statsOf(predicted), PredictedBeyond: beyond(predicted, BeyondPct),
-		Spread: statsOf(spread), SpreadBeyond: beyond(spread, BeyondPct)}
+		Spread: statsOf(spread), SpreadBeyond: beyond(spread, BeyondPct), Typical: statsOf(typical), TypicalBeyond: beyond(typical, BeyondPct),
+		Configurations: configs}
 	for _, d := range slices.Sorted(func(yield func(string) bool) {
 		for k := range dims {
 			if !yield(k) {
@@ -252,6 +265,43 @@ func heldOut(recs []Compared) *HeldOut {
 		h.Dims = append(h.Dims, row)
 	}
 	return h
+}
+
+// configurationErrors is the |error| of the model against each predicted
+// record's configuration's median (HeldOut.Typical), one per record in the
+// order the configurations first appear, and the number of
+// configurations.
+func configurationErrors(recs []Compared) ([]float64, int) {
+	byConfig := map[string][]int{}
+	var order []string
+	for i, r := range recs {
+		if r.HostPaced || r.FittedFor != "" || r.Dimensions == nil {
+			continue
+		}
+		key := r.config
+		if key == "" {
+			key = fmt.Sprintf("\x00record %d", i) // nothing to group by: its own configuration
+		}
+		if _, ok := byConfig[key]; !ok {
+			order = append(order, key)
+		}
+		byConfig[key] = append(byConfig[key], i)
+	}
+	var errs []float64
+	for _, key := range order {
+		var meas, pred []float64
+		for _, i := range byConfig[key] {
+			meas = append(meas, recs[i].Measured)
+			pred = append(pred, recs[i].Predicted)
+		}
+		if m := median(meas); m > 0 {
+			e := math.Abs(median(pred)/m-1) * 100
+			for range meas {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs, len(order)
 }
 
 // beyond counts the values of abs above limit.

@@ -324,6 +324,35 @@ func TestHeldOutSpreadBeyond(t *testing.T) {
 	assert.InDelta(t, 50, h.Spread.P95AbsPct, 1e-9)
 }
 
+// With the runs' spread left out, each predicted record is judged by its
+// configuration's median simulated value against its median measured one:
+// a run far from its repeats no longer counts as the model's miss, a
+// configuration the model misses on every run still does, and fitted and
+// host-paced records are on neither side.
+func TestHeldOutTypicalRun(t *testing.T) {
+	recs := []Compared{
+		// a: runs at 100, 100 and 150, the model at 105 on each: the 150
+		// run is 30 % off, the median run 5 %
+		{config: "a", Measured: 100, Predicted: 105, ErrorPct: 5, Dimensions: []string{"x"}},
+		{config: "a", Measured: 100, Predicted: 105, ErrorPct: 5, Dimensions: []string{"x"}},
+		{config: "a", Measured: 150, Predicted: 105, ErrorPct: -30, Dimensions: []string{"x"}},
+		// b: measured once, the model 40 % long
+		{config: "b", Measured: 10, Predicted: 14, ErrorPct: 40, Dimensions: []string{"x"}},
+		// no configuration: its own
+		{Measured: 10, Predicted: 11, ErrorPct: 10, Dimensions: []string{"x"}},
+		{config: "b", Measured: 1, Predicted: 9, ErrorPct: 800, FittedFor: "p"},
+		{config: "b", Measured: 1, Predicted: 9, ErrorPct: 800, HostPaced: true, Dimensions: []string{"x"}},
+	}
+	h := heldOut(recs)
+	require.NotNil(t, h)
+	assert.Equal(t, 2, h.PredictedBeyond, "the 150 run and b")
+	assert.Equal(t, 3, h.Configurations)
+	assert.Equal(t, 5, h.Typical.Count, "one value per predicted record")
+	assert.Equal(t, 1, h.TypicalBeyond, "b alone")
+	assert.InDelta(t, 5, h.Typical.MedianAbsPct, 1e-9)
+	assert.InDelta(t, 40, h.Typical.P95AbsPct, 1e-9)
+}
+
 // Allreduce records are summed up by size range; other records and empty
 // ranges are left out.
 func TestBySize(t *testing.T) {

@@ -262,6 +262,11 @@ func writeHeldOut(b *bytes.Buffer, h *validate.HeldOut, sched *scheduleSideJSON)
 			"                   predicted at its measured median, every other record exactly: what one value per configuration can reach)\n",
 			h.Spread.MedianAbsPct, h.Spread.P95AbsPct, h.SpreadBeyond, validate.BeyondPct)
 	}
+	if h.Typical.Count > 0 {
+		fmt.Fprintf(b, "  with the runs' spread left out: median %.1f%%, p95 %.1f%%, %d beyond %.0f%% (each record's configuration, %d in all,\n"+
+			"                   its median simulated value against its median measured one: the model on the typical run)\n",
+			h.Typical.MedianAbsPct, h.Typical.P95AbsPct, h.TypicalBeyond, validate.BeyondPct, h.Configurations)
+	}
 	repeats := false
 	for _, d := range h.Dims {
 		fmt.Fprintf(b, "    %-44s %4d: median %5.1f%% (signed %+6.1f%%), p95 %5.1f%%, %4d beyond", d.Dimension, d.Count, d.MedianAbsPct, d.MedianPct, d.P95AbsPct, d.Beyond)
