@@ -47,8 +47,10 @@ import (
 //   - LoopSimple, NCCL's Simple protocol (prims_simple.h, reduceCopy): each
 //     thread keeps Kernel.Unroll 16-byte loads per source in flight, so a
 //     block's loads turn over Threads × 16 B × Unroll per iteration: a
-//     round trip to the sources' memory, gpu.copy_iter_overhead and the
-//     issue of the further loads (gpu.vector_issue, gpu.vector_issue_per_warp);
+//     round trip to the sources' memory, gpu.copy_iter_overhead, the
+//     issue of the further loads (gpu.vector_issue) and, for each warp, of
+//     the further stores (gpu.vector_issue_per_warp), and from host memory
+//     each further wait of the compiled loop (gpu.load_wait_host);
 //     the SM spends 1/gpu.sm_load_bandwidth on each byte of every source
 //     and 1/gpu.sm_local_store_bandwidth on each byte of every destination
 //     (and of the output, Kernel.OutStores), 1/gpu.sm_store_bandwidth on
@@ -102,9 +104,12 @@ const ll128LineBytesPerThread = 64
 func (k LoopKind) String() string { return [...]string{"none", "ll", "simple", "ranks", "ll128"}[k] }
 
 // copyIterTime is one iteration of a LoopSimple loop of rank r: the round
-// trip of its loads, gpu.copy_iter_overhead, and the issue of every
-// further 16-byte load per thread (Unroll × Sources of them),
-// gpu.vector_issue plus gpu.vector_issue_per_warp per warp each.
+// trip of its loads, gpu.copy_iter_overhead, gpu.vector_issue for every
+// further 16-byte load per thread (Unroll × Sources of them), and
+// gpu.vector_issue_per_warp per warp for every further 16-byte store (Unroll
+// of them: measured on one H200, a two-source copy's iteration grows from
+// 128 to 512 threads as a one-source copy's of as many stores, not of as
+// many loads; perblock*.jsonl, copy_registers.jsonl).
 func (m *Machine) copyIterTime(r int, k Kernel) (sim.Duration, error) {
 	return m.copyIterTimeFor(r, k, 0)
 }
@@ -132,7 +137,8 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		// than even the plain loop's issue gives: the per-warp cost stays.
 		warps = 0
 	}
-	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*(m.Phys.VectorIssue+warps*m.Phys.VectorIssuePerWarp)
+	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*m.Phys.VectorIssue + sim.Duration(unroll-1)*warps*m.Phys.VectorIssuePerWarp
+
 	if k.LoadWaits > 1 && k.LoopAt == GPUMem(r) && !k.SrcInL2 {
 		// Sources fresh in the rank's own device memory: each further
 		// wait is another whole trip to it, the round trip and
@@ -144,6 +150,13 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		// 144-ns round trip), and from host memory about a third of its
 		// round trip; neither is modelled, so the waits count only here.
 		it += sim.Duration(k.LoadWaits-1) * (rtt + m.Phys.CopyDRAMExtra)
+	} else if k.LoadWaits > 1 && k.LoopAt.Host {
+		// From pinned host memory each further wait costs a fraction of
+		// the round trip: the later batches' loads were issued before the
+		// first wait ended (gpu.load_wait_host, measured on one H200:
+		// perblock.jsonl, two-source copies of 4 and 8 packs a source,
+		// three waits an iteration).
+		it += sim.Duration(k.LoadWaits-1) * m.Phys.LoadWaitHost
 	}
 	if k.FromDRAM {
 		it += m.Phys.DRAMSrcExtra

@@ -152,6 +152,13 @@ var Fits = slices.Concat([]Fit{
 		On: func(r trace.Record) bool {
 			return r.Loop == "copy" && r.Unroll == 1 && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 && r.Threads == 128
 		}, How: "ns per iteration minus pointer_chase local"},
+	// gpu.load_wait_host: one block's two-source copies from host memory
+	// that wait three times an iteration (pb_copy_4_2, pb_copy_8_2); the
+	// same copies in the other runs and on the H100, and every other copy
+	// from host memory whose SASS waits more than once, are predicted.
+	{Params: []string{"gpu.load_wait_host"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		AlsoPredicts: append([]string{"h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/host_copies_2.jsonl", "h200x1-arsim/host_copies_3.jsonl", "h200x1-arsim/host_copies_4.jsonl"}, perBlockRepeats...),
+		On:           loadWaitHostSide, How: "mean over the four of (ns per iteration − the model's without it) / (waits − 1)"},
 	// gpu.copy_dram_extra: one block of 128 threads copying to host memory
 	// with its source fresh every launch and the same every launch (in
 	// the L2); the other block, thread and iteration counts of both, the
@@ -485,6 +492,14 @@ func sectorCollisionSide(r trace.Record) bool {
 
 // vectorIssueSide: local one-source copies of 1 block with more than one
 // load in flight that the SM's load rate does not bound.
+// loadWaitHostSide: perblock.jsonl's one-block copies of two sources from
+// host memory to local memory at 4 and 8 packs a source (three waits an
+// iteration), 128 and 512 threads.
+func loadWaitHostSide(r trace.Record) bool {
+	return r.Loop == "copy" && r.Sources == 2 && r.Src == "host" && r.Dst == "local" && r.Blocks == 1 &&
+		(r.Unroll == 4 || r.Unroll == 8) && r.KernelName == "" && r.LaunchBound == 0
+}
+
 func vectorIssueSide(r trace.Record) bool {
 	return r.Loop == "copy" && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 &&
 		r.Unroll > 1 && !(r.Unroll == 8 && r.Threads == 512)

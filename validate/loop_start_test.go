@@ -49,3 +49,36 @@ func TestLoopStartFromItsFittedSide(t *testing.T) {
 	assert.InDelta(t, a, ps.Get("gpu.loop_start"), 0.05)
 	assert.InDelta(t, b, ps.Get("gpu.loop_start_per_load"), 0.0005)
 }
+
+// gpu.load_wait_host from its fitted side: each of perblock.jsonl's four
+// two-source copies from host memory that wait three times an iteration,
+// simulated with the parameter at 0, leaves (measured − simulated) / 2 a
+// further wait; the parameter is their mean.
+func TestLoadWaitHostFromItsFittedSide(t *testing.T) {
+	const file = "../testdata/h200x1-arsim/perblock.jsonl"
+	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	want := ps.Get("gpu.load_wait_host")
+	require.NoError(t, ps.Set("gpu.load_wait_host", 0, "zero for the fit"))
+	v, err := Run(recs, Options{File: file, Params: map[string]*topology.Params{"h200x1": ps}})
+	require.NoError(t, err)
+	var per []float64
+	for _, r := range v.Records {
+		if r.FittedFor != "gpu.load_wait_host" {
+			continue
+		}
+		waits := 3.0 // pb_copy_4_2 and pb_copy_8_2 (captureLoadWaits)
+		per = append(per, (r.Measured-r.Predicted)/(waits-1))
+	}
+	require.Len(t, per, 4)
+	var sum float64
+	for _, x := range per {
+		sum += x
+	}
+	t.Logf("further waits over host memory: %.1f ns each (%v)", sum/4, per)
+	assert.InDelta(t, want, sum/4, 0.1)
+}
