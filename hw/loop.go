@@ -138,7 +138,6 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		warps = 0
 	}
 	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*m.Phys.VectorIssue + sim.Duration(unroll-1)*warps*m.Phys.VectorIssuePerWarp
-
 	if k.LoadWaits > 1 && k.LoopAt == GPUMem(r) && !k.SrcInL2 {
 		// Sources fresh in the rank's own device memory: each further
 		// wait is another whole trip to it, the round trip and
@@ -147,8 +146,8 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		// at 128 and 512 threads whose SASS waits 2–7 times an iteration,
 		// 330–350 ns a wait). From the L2 the same loops wait no longer
 		// than their issue takes (a wait costs 0–50 ns there, not the
-		// 144-ns round trip), and from host memory about a third of its
-		// round trip; neither is modelled, so the waits count only here.
+		// 144-ns round trip), which is not modelled; from host memory
+		// each further wait costs about a third of its round trip (below).
 		it += sim.Duration(k.LoadWaits-1) * (rtt + m.Phys.CopyDRAMExtra)
 	} else if k.LoadWaits > 1 && k.LoopAt.Host {
 		// From pinned host memory each further wait costs a fraction of

@@ -490,8 +490,6 @@ func sectorCollisionSide(r trace.Record) bool {
 	return hostBarrier(r) && r.Layout == "rank_stride" && r.FlagOffset%1024+r.StrideBytes < 1024
 }
 
-// vectorIssueSide: local one-source copies of 1 block with more than one
-// load in flight that the SM's load rate does not bound.
 // loadWaitHostSide: perblock.jsonl's one-block copies of two sources from
 // host memory to local memory at 4 and 8 packs a source (three waits an
 // iteration), 128 and 512 threads.
@@ -500,6 +498,8 @@ func loadWaitHostSide(r trace.Record) bool {
 		(r.Unroll == 4 || r.Unroll == 8) && r.KernelName == "" && r.LaunchBound == 0
 }
 
+// vectorIssueSide: local one-source copies of 1 block with more than one
+// load in flight that the SM's load rate does not bound.
 func vectorIssueSide(r trace.Record) bool {
 	return r.Loop == "copy" && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 &&
 		r.Unroll > 1 && !(r.Unroll == 8 && r.Threads == 512)
