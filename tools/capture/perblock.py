@@ -1487,6 +1487,20 @@ class PerBlock:
                     self.rec.guard(f"copy_registers U{U} S{S} lb{bound} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t,
                                    max(8, 256 // U), False, bound)
 
+    def copy_threads(self):
+        """The plain copy (pb_copy_U_S, built for 1,024-thread blocks) at thread counts no earlier part ran it at: one
+        block of 256, 384, 768 and 1,024 threads, one and two sources, 2, 4 and 8 loads a source in flight, local to
+        local and host to local, max(8, 256 // U) iterations, fresh data every launch. Predicted before the run
+        (testdata README): a two-source copy's iteration grows with the warps as a one-source copy of as many stores
+        does, and from host memory each further wait of the compiled loop costs about a third of a round trip."""
+        run = self.copy_runner()
+        for src, dst in (("local", "local"), ("host", "local")):
+            for t in (256, 384, 768, 1024):
+                for U in (2, 4, 8):
+                    for S in (1, 2):
+                        self.rec.guard(f"copy_threads U{U} S{S} {src}->{dst} 1x{t}", run, U, S, src, dst, 1, t,
+                                       max(8, 256 // U))
+
     def heldout_2(self):
         """Block counts no earlier part ran, for gpu.mem_loaded_latency and pcie.posted_write_buffer: one-load copies
         local to local at 12-120 blocks x 512 threads (64 iterations); copies to host memory with 8 loads in flight at
@@ -2741,7 +2755,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
