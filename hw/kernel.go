@@ -181,6 +181,13 @@ type Kernel struct {
 	// an eight-buffer pull whose SASS waits twice takes two host round
 	// trips an iteration).
 	LoadWaits int
+	// SpillLoads and SpillStores (LoopSimple) are the bytes a thread of the
+	// compiled loop loads from and stores to its local memory (register
+	// spills: LDL, STL) each iteration, read from its SASS (validate's
+	// captureSpills). The SM issues them as it does the copy's own loads
+	// and stores, at gpu.sm_load_bandwidth and gpu.sm_local_store_bandwidth
+	// (smIssueSeconds); 0: the loop keeps everything in registers.
+	SpillLoads, SpillStores float64
 	// Reload: an LL128 receive loads its lines again once their flags
 	// match (NCCL's prims_ll128.h: the data lanes' first loads may
 	// predate the flag lane's), so its iteration waits a second round

@@ -538,6 +538,8 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.StoresOut {
 			local, remote = float64(max(k.OutStores, 0)), k.wire()
 		}
+		sources += k.SpillLoads / (16 * unroll) // register spills, issued as the copy's own (Kernel.SpillLoads)
+		local += k.SpillStores / (16 * unroll)
 		perBlock := threads * 16 * unroll / it.Seconds()
 		if s := m.smIssueSeconds(sources, local, remote); s > 0 {
 			perBlock = min(perBlock, k.share()/s)

@@ -61,6 +61,10 @@ type PerBlock struct {
 	// compiled loop waits for its loads each iteration (Kernel.LoadWaits;
 	// a pull's batches of host loads); 0: one.
 	LoadWaits int
+	// SpillLoads, SpillStores (loop copy): the bytes a thread of the
+	// compiled loop moves to and from local memory each iteration
+	// (Kernel.SpillLoads; register spills read from its SASS).
+	SpillLoads, SpillStores float64
 	// Evicted (loop ll, ll128w): the lines were written, then pushed out
 	// of the caches by other writes.
 	Evicted bool
@@ -460,7 +464,7 @@ func copyKernel(rec PerBlock) (Kernel, sim.Bytes) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
 		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits, // a push stores each loaded byte to every destination
-		StoresHost: rec.Src == "host" && rec.Dst == "host"}
+		StoresHost: rec.Src == "host" && rec.Dst == "host", SpillLoads: rec.SpillLoads, SpillStores: rec.SpillStores}
 	return k, launchBytes(rec, int64(rec.Blocks)*int64(rec.Threads)*16*int64(max(rec.Unroll, 1))*int64(rec.Iters))
 }
 

@@ -54,6 +54,10 @@ type Loop struct {
 	// Waits is how many round trips one pass of the body waits for its
 	// loads.
 	Waits float64
+	// SpillLoadBytes and SpillStoreBytes are what one thread of a pass
+	// loads from and stores to its local memory: register spills (LDL,
+	// STL, by their width).
+	SpillLoadBytes, SpillStoreBytes int
 }
 
 // The patterns, compiled on first use: every arsim command links this
@@ -168,6 +172,10 @@ func (k Kernel) MainLoop() (Loop, error) {
 			l.Loads++
 		case strings.HasPrefix(in.Op, "STG") && strings.Contains(in.Op, ".128"):
 			l.Stores16++
+		case strings.HasPrefix(in.Op, "LDL"):
+			l.SpillLoadBytes += 4 * regWidth(in.Op)
+		case strings.HasPrefix(in.Op, "STL"):
+			l.SpillStoreBytes += 4 * regWidth(in.Op)
 		}
 	}
 	return l, nil

@@ -58,6 +58,22 @@ var captureLoadWaits = map[string]int{
 	"pb_pull_f32_2": 1, "pb_pull_f32_4": 1, "pb_pull_f32_8": 1,
 }
 
+// captureSpills is, for each of tools/capture's copy and reduction
+// kernels whose compiled loop spills registers, the bytes one thread loads
+// from and stores to its local memory each iteration (LDL, STL; an
+// iteration is U × D of the loop's 16-byte global stores), read from the
+// same SASS as captureLoadWaits (TestCaptureSpillsAreTheSASS derives every
+// entry; a kernel not listed spills nothing in its loop).
+var captureSpills = map[string][2]float64{
+	"pb_copy_8_2":                {64, 64},
+	"pb_nccl_reduce_5_1":         {28, 24},
+	"pb_nccl_reduce_6_1":         {16, 12},
+	"pb_nccl_reduce_8_1":         {16, 12},
+	"pb_nccl_reduce_8_2":         {20, 20},
+	"pb_nccl_reduce_lb1024_u8_4": {148, 144},
+	"pb_nccl_reduce_lb1024_u8_8": {1268, 1240},
+}
+
 // copyKernel is the tools/capture kernel a loop copy record ran: its
 // kernel field, else the one its fields name (the capture's copy_runner:
 // pb_copy_U_S, pb_copy_lbB_U_S, pb_copy_fenced_U_S; NCCL's shape with

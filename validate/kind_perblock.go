@@ -110,6 +110,10 @@ func perBlockTwin(r trace.Record) (*Twin, error) {
 		return nil, err
 	}
 	pb.LoadWaits = waits
+	if r.Kind == trace.KindLoop && r.Loop == "copy" {
+		sp := captureSpills[copyKernel(r)]
+		pb.SpillLoads, pb.SpillStores = sp[0], sp[1]
+	}
 	t := &Twin{Group: perBlockGroup(r)}
 	t.Sim = device(func(top *topology.Topology) (float64, error) { return hw.PerBlockValue(top, pb) })
 	if r.NsPerIterSlowestBlock > 0 {

@@ -40,7 +40,7 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return badInput(err)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "kernel\tloop instructions\tglobal loads\t16-B stores\tround trips waited\t")
+	fmt.Fprintln(tw, "kernel\tloop instructions\tglobal loads\t16-B stores\tround trips waited\tspilled B loaded / stored\t")
 	shown, noLoop := 0, 0
 	for _, k := range kernels {
 		if want != nil && !want.MatchString(k.Name) {
@@ -52,7 +52,7 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 			continue
 		}
 		shown++
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t\n", k.Name, l.Instrs, l.Loads, l.Stores16, l.Waits)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d / %d\t\n", k.Name, l.Instrs, l.Loads, l.Stores16, l.Waits, l.SpillLoadBytes, l.SpillStoreBytes)
 	}
 	if shown == 0 {
 		return fmt.Errorf("sass: %s: no kernel with a loop%s (%d kernels read, %d without a loop)", *file, matching(*pattern), len(kernels), noLoop)
@@ -63,7 +63,8 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fmt.Fprintf(out, "\nPer pass of each kernel's main loop (its longest backward branch), its instructions issued in order, a\n"+
 		"global load's data a round trip after its issue. A loop of U 16-B packs a source a thread and D destinations\n"+
 		"stores U × D packs an iteration: round trips an iteration = waited × U × D / 16-B stores. A pull over ranks\n"+
-		"stores one pack an iteration (U = D = 1): pass its round trips on as --opts load_waits=N (rounded).")
+		"stores one pack an iteration (U = D = 1): pass its round trips on as --opts load_waits=N (rounded). Spilled bytes\n"+
+		"are what a thread loads from and stores to local memory a pass (LDL, STL); the SM issues them as the copy's own.")
 	if noLoop > 0 {
 		fmt.Fprintf(out, " %d kernels have no loop.", noLoop)
 	}
