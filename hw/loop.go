@@ -107,10 +107,9 @@ func (k LoopKind) String() string { return [...]string{"none", "ll", "simple", "
 // trip of its loads, gpu.copy_iter_overhead, gpu.vector_issue for every
 // further 16-byte load per thread (Unroll × Sources of them), and
 // gpu.vector_issue_per_warp per warp for every further 16-byte store (Unroll
-// of them to each destination: measured on one H200, a two-source copy's
-// iteration grows from 128 to 512 threads as a one-source copy's of as
-// many stores, not of as many loads, and a push's with its destinations;
-// perblock*.jsonl, copy_registers.jsonl, push_wide.jsonl).
+// of them: measured on one H200, a two-source copy's iteration grows from
+// 128 to 512 threads as a one-source copy's of as many stores, not of as
+// many loads; perblock*.jsonl, copy_registers.jsonl).
 func (m *Machine) copyIterTime(r int, k Kernel) (sim.Duration, error) {
 	return m.copyIterTimeFor(r, k, 0)
 }
@@ -138,8 +137,7 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		// than even the plain loop's issue gives: the per-warp cost stays.
 		warps = 0
 	}
-	stores := unroll * max(1, int(math.Round(k.wire()))) // a push stores each pack to every destination
-	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*m.Phys.VectorIssue + sim.Duration(stores-1)*warps*m.Phys.VectorIssuePerWarp
+	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*m.Phys.VectorIssue + sim.Duration(unroll-1)*warps*m.Phys.VectorIssuePerWarp
 	if k.LoadWaits > 1 && k.LoopAt == GPUMem(r) && !k.SrcInL2 {
 		// Sources fresh in the rank's own device memory: each further
 		// wait is another whole trip to it, the round trip and
