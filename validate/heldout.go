@@ -272,25 +272,19 @@ func heldOut(recs []Compared) *HeldOut {
 // order the configurations first appear, and the number of
 // configurations.
 func configurationErrors(recs []Compared) ([]float64, int) {
-	byConfig := map[string][]int{}
-	var order []string
-	for i, r := range recs {
+	groups := configGroups(recs, func(i int, r Compared) (string, bool) {
 		if r.HostPaced || r.FittedFor != "" || r.Dimensions == nil {
-			continue
+			return "", false
 		}
-		key := r.config
-		if key == "" {
-			key = fmt.Sprintf("\x00record %d", i) // nothing to group by: its own configuration
+		if r.config == "" {
+			return fmt.Sprintf("\x00record %d", i), true // nothing to group by: its own configuration
 		}
-		if _, ok := byConfig[key]; !ok {
-			order = append(order, key)
-		}
-		byConfig[key] = append(byConfig[key], i)
-	}
+		return r.config, true
+	})
 	var errs []float64
-	for _, key := range order {
+	for _, idx := range groups {
 		var meas, pred []float64
-		for _, i := range byConfig[key] {
+		for _, i := range idx {
 			meas = append(meas, recs[i].Measured)
 			pred = append(pred, recs[i].Predicted)
 		}
@@ -301,7 +295,7 @@ func configurationErrors(recs []Compared) ([]float64, int) {
 			}
 		}
 	}
-	return errs, len(order)
+	return errs, len(groups)
 }
 
 // beyond counts the values of abs above limit.

@@ -51,9 +51,10 @@ func TestLoopStartFromItsFittedSide(t *testing.T) {
 }
 
 // gpu.load_wait_host from its fitted side: each of perblock.jsonl's four
-// two-source copies from host memory that wait three times an iteration,
-// simulated with the parameter at 0, leaves (measured − simulated) / 2 a
-// further wait; the parameter is their mean.
+// two-source copies from host memory that wait more than once an iteration
+// (three times, by their SASS), simulated with the parameter at 0, leaves
+// (measured − simulated) / (waits − 1) a further wait; the parameter is
+// their mean.
 func TestLoadWaitHostFromItsFittedSide(t *testing.T) {
 	const file = "../testdata/h200x1-arsim/perblock.jsonl"
 	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
@@ -66,13 +67,16 @@ func TestLoadWaitHostFromItsFittedSide(t *testing.T) {
 	require.NoError(t, ps.Set("gpu.load_wait_host", 0, "zero for the fit"))
 	v, err := Run(recs, Options{File: file, Params: map[string]*topology.Params{"h200x1": ps}})
 	require.NoError(t, err)
+	byLine := recordsByLine(recs)
 	var per []float64
 	for _, r := range v.Records {
 		if r.FittedFor != "gpu.load_wait_host" {
 			continue
 		}
-		waits := 3.0 // pb_copy_4_2 and pb_copy_8_2 (captureLoadWaits)
-		per = append(per, (r.Measured-r.Predicted)/(waits-1))
+		waits, err := loadWaits(byLine[r.Line])
+		require.NoError(t, err)
+		require.Greater(t, waits, 1, "line %d", r.Line)
+		per = append(per, (r.Measured-r.Predicted)/float64(waits-1))
 	}
 	require.Len(t, per, 4)
 	var sum float64

@@ -154,23 +154,12 @@ func maxOf(xs []float64) float64 {
 // its configuration's measurements; -1 for the others. configs is how many
 // configurations were measured more than once.
 func repeatDeviations(recs []Compared) (dev []float64, configs int) {
-	byConfig := map[string][]int{}
-	var order []string
-	for i, r := range recs {
-		if r.config == "" {
-			continue
-		}
-		if _, ok := byConfig[r.config]; !ok {
-			order = append(order, r.config)
-		}
-		byConfig[r.config] = append(byConfig[r.config], i)
-	}
+	groups := configGroups(recs, func(i int, r Compared) (string, bool) { return r.config, r.config != "" })
 	dev = make([]float64, len(recs))
 	for i := range dev {
 		dev[i] = -1
 	}
-	for _, c := range order {
-		idx := byConfig[c]
+	for _, idx := range groups {
 		if len(idx) < 2 {
 			continue
 		}
@@ -188,6 +177,28 @@ func repeatDeviations(recs []Compared) (dev []float64, configs int) {
 		}
 	}
 	return dev, configs
+}
+
+// configGroups returns the indices of recs grouped by key (records whose
+// key says false left out), the groups in the order their first record
+// appears.
+func configGroups(recs []Compared, key func(i int, r Compared) (string, bool)) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for i, r := range recs {
+		k, ok := key(i, r)
+		if !ok {
+			continue
+		}
+		g, seen := at[k]
+		if !seen {
+			g = len(groups)
+			at[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // repeatsOf sums up the records whose configuration was measured more
