@@ -48,6 +48,7 @@ func TestBadInputExitsTwoAndSaysWhat(t *testing.T) {
 		{[]string{"explain"}, "explain: name an algorithm"},
 		{[]string{"verify", "--bogus-flag"}, "flag provided but not defined"},
 		{[]string{"sweep", "--algos", "ring,tree,ring"}, `names ring twice`},
+		{[]string{"verify", "--algos", ",,"}, `names no algorithm`},
 		{[]string{"sweep", "--parallel", "-3"}, "--parallel -3: want how many to simulate at once"},
 		{[]string{"design", "--parallel", "-1"}, "--parallel -1: want"},
 		{[]string{"validate", "--parallel", "-1", "--traces", "x"}, "--parallel -1: want"},

@@ -171,6 +171,9 @@ func parseAlgos(s string) ([]string, error) {
 		return algos.Names(), nil
 	}
 	names := splitList(s)
+	if len(names) == 0 {
+		return nil, badInputf("--algos %q names no algorithm: give names separated by commas (arsim algos lists them), or leave it out for all", s)
+	}
 	seen := make(map[string]bool, len(names))
 	for _, n := range names {
 		if _, err := algos.Lookup(n); err != nil {
