@@ -102,6 +102,7 @@ var fieldDefs = []fieldDef{
 	{name: "issuer", typ: jString, enum: []string{"native"}, str: func(r *Record) *string { return &r.Issuer }},
 	{name: "state", typ: jString, str: func(r *Record) *string { return &r.State }},
 	{name: "src_pages", typ: jString, enum: []string{"touched"}, str: func(r *Record) *string { return &r.SrcPages }},
+	{name: "src_loads", typ: jString, enum: []string{"volatile"}, str: func(r *Record) *string { return &r.SrcLoads }},
 	{name: "request", typ: jString, enum: []string{"atomic_add", "atomic_cas", "load_acquire", "load_relaxed", "load_volatile"}, str: func(r *Record) *string { return &r.Request }},
 	{name: "spacing_bytes", typ: jInt, max: 1 << 20, why: "words 1 MiB apart", zeroOK: true, i32: func(r *Record) *int { return &r.SpacingBytes }},
 	{name: "pairs", typ: jInt, max: 1 << 16, why: "pairs of blocks ping-ponging: each is simulated", i32: func(r *Record) *int { return &r.Pairs }},

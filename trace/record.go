@@ -301,6 +301,11 @@ type Record struct {
 	// copied the whole buffer first); "": not said (the capture's copies
 	// take fresh data every launch, pages it may not have touched).
 	SrcPages string
+	// SrcLoads is how a copy loop read its sources when not as its source
+	// memory has it: "volatile" (ld.volatile.global, not cached in the
+	// L1) where local sources are otherwise read plain. The model does not
+	// tell the two apart for local memory.
+	SrcLoads string
 	// PrefillUs is the device-side spin, in µs, queued before the timed
 	// launches of an empty_kernel record; 0: none.
 	PrefillUs float64

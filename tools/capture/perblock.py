@@ -1426,7 +1426,8 @@ class PerBlock:
         self.fill("local", "cpb", nb, [0x02020202])
         off = [0]
 
-        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024, resident=None, nccl=False, pages=None):
+        def run(U, S, src, dst, b, t, iters, fenced=False, bound=1024, resident=None, nccl=False, pages=None,
+                vol=False):
             name = f"pb_copy_fenced_{U}_{S}" if fenced else f"pb_copy_{U}_{S}"
             if bound != 1024:
                 name = f"pb_copy_lb{bound}_{U}_{S}"
@@ -1442,8 +1443,8 @@ class PerBlock:
             def launch():
                 if off[0] + span > n16:
                     off[0] = 0
-                k((b,), (t,), (a, bb, d, np.int64(off[0]), np.int32(iters), np.int32(src == "host"), np.int32(0),
-                               self.res), stream=self.s)
+                k((b,), (t,), (a, bb, d, np.int64(off[0]), np.int32(iters), np.int32(vol or src == "host"),
+                               np.int32(vol), self.res), stream=self.s)
                 if not resident:
                     off[0] += span  # fresh data every launch: no L2 reuse between launches
             if resident:
@@ -1457,6 +1458,8 @@ class PerBlock:
                 rec["src_residency"] = "l2" if resident else "fresh"
             if pages:
                 rec["src_pages"] = pages
+            if vol:
+                rec["src_loads"] = "volatile"  # every source read with ld.volatile.global (not cached in the L1)
             if nccl:
                 rec["code"] = "nccl_hunks"
             elif bound != 1024:
@@ -1513,6 +1516,24 @@ class PerBlock:
         for src in ("local", "host"):
             for t in (640, 896):
                 self.rec.guard(f"spill_threads copy U8 S2 {src}->local 1x{t}", run, 8, 2, src, "local", 1, t, 32)
+
+    def spill_reloads(self):
+        """Whether a spilling copy's reloads wait on the L1 or beyond it: one block of 128-512 threads copying local
+        to local with its sources read plain (cached in the L1) and with ld.volatile.global (not cached there), the
+        spilling two-source copy pb_copy_8_2 beside the same loop built for 512-thread blocks, which does not spill
+        (pb_copy_lb512_8_2), and two loops that do not spill (pb_copy_4_2, pb_copy_8_1); and pb_copy_8_2 and
+        pb_copy_lb512_8_2 local to host at 128 threads both ways. Readings written down before the run (testdata
+        README)."""
+        run = self.copy_runner()
+        for t in (128, 256, 384, 512):
+            for U, S, bound in ((8, 2, 1024), (8, 2, 512), (4, 2, 1024), (8, 1, 1024)):
+                for vol in (False, True):
+                    self.rec.guard(f"spill_reloads U{U} S{S} lb{bound} vol={vol} 1x{t}", run, U, S, "local", "local",
+                                   1, t, max(8, 256 // U), False, bound, vol=vol)
+        for U, S, bound in ((8, 2, 1024), (8, 2, 512)):
+            for vol in (False, True):
+                self.rec.guard(f"spill_reloads U{U} S{S} lb{bound} vol={vol} local->host 1x128", run, U, S, "local",
+                               "host", 1, 128, 32, False, bound, vol=vol)
 
     def push_threads(self):
         """push_wide's one-shot push to D = 3 and 7 buffers in pinned host memory at one block of 192, 256, 320, 384,
@@ -2774,7 +2795,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "copy_threads", "spill_threads", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
