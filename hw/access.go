@@ -92,6 +92,7 @@ func (m *Machine) writeSpec(r int, dst Mem, k Kernel, label string, fenced bool)
 	}
 	if k.Loop != LoopRanks { // a pull loop bounds its loads, not the kernel's stores
 		k.StoresOut = dst.Host || dst.Rank != r
+		k.StoresToHost = dst.Host
 		route, capr, err = m.loopBound(r, route, capr, k)
 		if err != nil {
 			return sim.FlowSpec{}, err

@@ -114,6 +114,12 @@ type Kernel struct {
 	// SM spends 1/gpu.sm_store_bandwidth on each of their bytes, not
 	// 1/gpu.sm_local_store_bandwidth (smIssueSeconds).
 	StoresOut bool
+	// StoresToHost: the loop's stores go to host memory (Write sets it
+	// for a destination in host memory): where its loads are not of host
+	// memory, each further 16-B store a thread issues costs each warp
+	// gpu.host_store_issue_per_warp more than a store to GPU memory
+	// (copyIterTimeFor).
+	StoresToHost bool
 	// Polled: the loads are the ones a poll loop has just made (NCCL LL
 	// lines carry their own flags): the wait before them paid the round
 	// trip, and the data streams at the read's rate from the start.

@@ -128,6 +128,18 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	}
 	vectors := unroll*max(k.Sources, 1) - 1
 	warps := sim.Duration((int(float64(k.Threads)*k.share()) + 31) / 32)
+	hostWarps := sim.Duration(0)
+	if k.StoresToHost && !k.LoopAt.Host {
+		// stores to host memory issue more slowly than to GPU memory, in
+		// NCCL's hunk shape too (measured on one H200: perblock.jsonl,
+		// copy_registers.jsonl, nccl_copy.jsonl, 3–5 ns a warp for each
+		// further store at 128–512 threads). From host memory the loads'
+		// round trip hides it: at 512 threads a copy from host to host
+		// memory takes about as much more than host to GPU memory with 8
+		// stores a thread as with one, 0.26 and 0.23 µs
+		// (host_copies.jsonl, host_copies_2.jsonl).
+		hostWarps = warps
+	}
 	if k.Hunks && k.LoopAt == GPUMem(r) {
 		// NCCL's reduceCopy over local memory: a warp's loads are one
 		// contiguous hunk, and each further load costs gpu.vector_issue
@@ -137,7 +149,8 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		// than even the plain loop's issue gives: the per-warp cost stays.
 		warps = 0
 	}
-	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*m.Phys.VectorIssue + sim.Duration(unroll-1)*warps*m.Phys.VectorIssuePerWarp
+	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*m.Phys.VectorIssue +
+		sim.Duration(unroll-1)*(warps*m.Phys.VectorIssuePerWarp+hostWarps*m.Phys.HostStoreIssuePerWarp)
 	if k.LoadWaits > 1 && k.LoopAt == GPUMem(r) && !k.SrcInL2 {
 		// Sources fresh in the rank's own device memory: each further
 		// wait is another whole trip to it, the round trip and

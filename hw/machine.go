@@ -98,6 +98,7 @@ type Physics struct {
 	SMLoadRate                              sim.Rate
 	SMLocalStoreRate                        sim.Rate // gpu.sm_local_store_bandwidth
 	VectorIssue, VectorIssuePerWarp         sim.Duration
+	HostStoreIssuePerWarp                   sim.Duration // gpu.host_store_issue_per_warp
 	PollLoopOverhead                        sim.Duration
 	PollRelaxedSaving                       sim.Duration // gpu.poll_relaxed_saving
 	AtomicSlowPageExtra                     sim.Duration // gpu.atomic_slow_page_extra
@@ -156,7 +157,7 @@ func resolve(ps *topology.Params) Physics {
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")), LoadWaitHost: ns(g("gpu.load_wait_host")),
 		LoopStart: ns(g("gpu.loop_start")), LoopStartPerLoad: ns(g("gpu.loop_start_per_load")), LoopStartLoads: g("gpu.loop_start_loads"),
 		SMLoadRate: sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps, SMLocalStoreRate: sim.Rate(g("gpu.sm_local_store_bandwidth")) * sim.GBps,
-		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")),
+		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")), HostStoreIssuePerWarp: ns(g("gpu.host_store_issue_per_warp")),
 		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), PollRelaxedSaving: ns(g("gpu.poll_relaxed_saving")), AtomicSlowPageExtra: ns(g("gpu.atomic_slow_page_extra")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
 		FreshLineSaving: ns(g("hostmem.fresh_line_saving")), LLStepOverhead: ns(g("nccl.ll_step_overhead")),
 		LL128StepOverhead: ns(g("nccl.ll128_step_overhead")), LL128IterExtra: ns(g("nccl.ll128_iter_extra")), LLIterExtra: ns(g("nccl.ll_iter_extra")), LLRuntimeOp: ns(g("capture.ll_runtime_op")), FenceLoopCode: ns(g("capture.fence_loop_code")), FencePollWaitGrowth: g("gpu.fence_poll_wait_growth"), LL128ReduceExtra: ns(g("gpu.ll128_reduce_extra")), DRAMSrcExtra: ns(g("gpu.dram_src_extra")),

@@ -44,7 +44,7 @@ func (m *Machine) storeLoopEnd(land sim.Duration, data sim.Bytes, k Kernel, fenc
 	}
 	early := sim.Duration(float64(land) * min(1, float64(held)/(float64(data)*max(k.wire(), 1)))) // the buffer holds wire bytes (LL's flags too)
 	out := k
-	out.StoresOut = true // its stores leave the GPU (as Write marks them)
+	out.StoresOut, out.StoresToHost = true, true // its stores leave the GPU, to host memory (as Write marks them)
 	rate, err := m.LoopRate(0, out)
 	if err != nil || rate <= 0 {
 		return land - early, err

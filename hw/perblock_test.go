@@ -363,6 +363,34 @@ func TestHunksIssueTheirLoadsWithoutThePerWarpCost(t *testing.T) {
 	}
 }
 
+// A copy from GPU memory storing to host memory issues each further store
+// gpu.host_store_issue_per_warp a warp more than one storing to GPU
+// memory, in NCCL's reduceCopy shape too; from host memory it does not.
+func TestStoresToHostIssueMoreAWarp(t *testing.T) {
+	_, m := h200x1(t)
+	for _, c := range []struct {
+		at    Mem
+		hunks bool
+		want  sim.Duration
+	}{
+		{GPUMem(0), false, 7 * 4 * m.Phys.HostStoreIssuePerWarp},
+		{GPUMem(0), true, 7 * 4 * m.Phys.HostStoreIssuePerWarp},
+		{HostMem(0), false, 0},
+	} {
+		local := Kernel{Blocks: 1, Threads: 128, Loop: LoopSimple, LoopAt: c.at, Unroll: 8, Sources: 1, Hunks: c.hunks}
+		host := local
+		host.StoresToHost = true
+		l, err := m.copyIterTime(0, local)
+		require.NoError(t, err)
+		h, err := m.copyIterTime(0, host)
+		require.NoError(t, err)
+		require.Positive(t, m.Phys.HostStoreIssuePerWarp)
+		// 7 further stores, 4 warps, less what the memory's load gives
+		// back (hw.Machine.loaded: the slower loop loads it less)
+		assert.InDelta(t, float64(c.want), float64(h-l), 0.02*float64(c.want)+1, "loads at %v, hunks %v", c.at, c.hunks)
+	}
+}
+
 // A local LL loop is no faster than its block's SM issues what it loads
 // (the polled line, 16 B a thread, and a reduction's 8 B of user buffer)
 // and stores (the sent line, 16 B, and the kept result, 8 B): each byte

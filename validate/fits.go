@@ -220,6 +220,17 @@ var Fits = slices.Concat([]Fit{
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On:           vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
+	// gpu.host_store_issue_per_warp: one block's copies from GPU memory to
+	// host memory against the same copies to GPU memory, the loops that
+	// keep their registers (perblock.jsonl); the repeats of the per-block
+	// suite, the other copies to host memory (NCCL's shape, other builds
+	// and thread counts, the spilling copy, many blocks), the H100 and
+	// NCCL over SHM on two H200s are predicted.
+	{Params: []string{"gpu.host_store_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "copy" && r.Dst == "host" && r.Src != "host" },
+		AlsoPredicts: append([]string{"h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/nccl_copy.jsonl",
+			"h200x1-arsim/copy_unroll.jsonl", "h200x1-arsim/store_burst.jsonl", "h200x1-arsim/fence_land.jsonl"}, perBlockRepeats...),
+		On: hostStoreIssueSide, How: "least-squares slope through 0 of ns per iteration to host memory less to GPU memory, the same loop, over (stores a thread an iteration − 1) × warps"},
 	// nccl.graph_mixing_per_call: NCCL's calls over NVLink in one CUDA graph
 	// of 20 and of 122 (sequences_len.jsonl); its 61-call graphs, the
 	// calls through host memory, the other captures' sequences and the
@@ -500,6 +511,16 @@ func loadWaitHostSide(r trace.Record) bool {
 
 // vectorIssueSide: local one-source copies of 1 block with more than one
 // load in flight that the SM's load rate does not bound.
+// hostStoreIssueSide is the fitted side of gpu.host_store_issue_per_warp:
+// one block's plain copies from GPU memory, 2–8 loads a source in flight,
+// to host memory and to GPU memory, 32 iterations or more, but the
+// two-source copy of 8 (pb_copy_8_2, which spills registers).
+func hostStoreIssueSide(r trace.Record) bool {
+	return r.Loop == "copy" && r.Src == "local" && (r.Dst == "host" || r.Dst == "local") && r.Blocks == 1 && r.Unroll > 1 &&
+		r.Iters >= 32 && r.Code == "" && r.Fence == "" && r.LaunchBound == 0 && r.KernelName == "" && r.SrcResidency != "l2" &&
+		!(r.Unroll == 8 && r.Sources == 2)
+}
+
 func vectorIssueSide(r trace.Record) bool {
 	return r.Loop == "copy" && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 &&
 		r.Unroll > 1 && !(r.Unroll == 8 && r.Threads == 512)

@@ -101,16 +101,37 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	vecA, vecB := lsq(side("gpu.vector_issue"), func(r trace.Record) (float64, float64) {
 		return float64(r.Threads / 32), (value(r) - oneLoad) / float64(r.Unroll-1)
 	})
+	hostStores := func() float64 { // pairs of one loop, to host memory and to GPU memory
+		local := map[[4]int]float64{}
+		for _, r := range side("gpu.host_store_issue_per_warp") {
+			if r.Dst == "local" {
+				local[[4]int{r.Unroll, r.Sources, r.Threads, r.Iters}] = value(r)
+			}
+		}
+		var xy, xx float64
+		for _, r := range side("gpu.host_store_issue_per_warp") {
+			l, ok := local[[4]int{r.Unroll, r.Sources, r.Threads, r.Iters}]
+			if r.Dst != "host" || !ok {
+				continue
+			}
+			x := float64((r.Unroll - 1) * ((r.Threads + 31) / 32))
+			xy += x * (value(r) - l)
+			xx += x * x
+		}
+		require.Positive(t, xx)
+		return xy / xx
+	}
 	want := map[string]float64{
-		"hostmem.poll_service":    throughOrigin(side("hostmem.poll_service")) - load,
-		"hostmem.atomic_service":  throughOrigin(side("hostmem.atomic_service")) - load,
-		"hostmem.line_contention": lineXY / lineXX,
-		"gpu.poll_loop_overhead":  value(side("gpu.poll_loop_overhead")[0]) - chaseLocal,
-		"gpu.poll_relaxed_saving": value(side("gpu.poll_loop_overhead")[0]) - value(side("gpu.poll_relaxed_saving")[0]),
-		"gpu.ll_iter_overhead":    llA - chaseLocal - ps.Get("capture.ll_runtime_op"),
-		"gpu.ll_iter_per_warp":    llB,
-		"gpu.copy_iter_overhead":  oneLoad - chaseLocal,
-		"gpu.mem_efficiency":      132 * 512 * 16 * 8 * 2 / side("gpu.mem_efficiency")[0].NsPerIterSlowestBlock / ps.Get("gpu.mem_bandwidth"),
+		"gpu.host_store_issue_per_warp": hostStores(),
+		"hostmem.poll_service":          throughOrigin(side("hostmem.poll_service")) - load,
+		"hostmem.atomic_service":        throughOrigin(side("hostmem.atomic_service")) - load,
+		"hostmem.line_contention":       lineXY / lineXX,
+		"gpu.poll_loop_overhead":        value(side("gpu.poll_loop_overhead")[0]) - chaseLocal,
+		"gpu.poll_relaxed_saving":       value(side("gpu.poll_loop_overhead")[0]) - value(side("gpu.poll_relaxed_saving")[0]),
+		"gpu.ll_iter_overhead":          llA - chaseLocal - ps.Get("capture.ll_runtime_op"),
+		"gpu.ll_iter_per_warp":          llB,
+		"gpu.copy_iter_overhead":        oneLoad - chaseLocal,
+		"gpu.mem_efficiency":            132 * 512 * 16 * 8 * 2 / side("gpu.mem_efficiency")[0].NsPerIterSlowestBlock / ps.Get("gpu.mem_bandwidth"),
 		"gpu.mem_loaded_latency": func() float64 { // solved from t = base + k × loads / (t × rate)
 			t, base := value(side("gpu.mem_loaded_latency")[0]), ps.Get("gpu.mem_latency")+ps.Get("gpu.copy_iter_overhead")
 			rate := ps.Get("gpu.mem_bandwidth") * ps.Get("gpu.mem_efficiency") // GB/s: bytes per ns
