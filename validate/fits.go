@@ -224,8 +224,8 @@ var Fits = slices.Concat([]Fit{
 	// host memory against the same copies to GPU memory, the loops that
 	// keep their registers (perblock.jsonl); the repeats of the per-block
 	// suite, the other copies to host memory (NCCL's shape, other builds
-	// and thread counts, the spilling copy, many blocks), the H100 and
-	// NCCL over SHM on two H200s are predicted.
+	// and thread counts, the spilling copy, many blocks) and the H100's
+	// are predicted (TestHostStoreIssueOnItsPredictedSide).
 	{Params: []string{"gpu.host_store_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: func(r trace.Record) bool { return r.Loop == "copy" && r.Dst == "host" && r.Src != "host" },
 		AlsoPredicts: append([]string{"h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_copies.jsonl", "h200x1-arsim/nccl_copy.jsonl",
@@ -509,8 +509,6 @@ func loadWaitHostSide(r trace.Record) bool {
 		(r.Unroll == 4 || r.Unroll == 8) && r.KernelName == "" && r.LaunchBound == 0
 }
 
-// vectorIssueSide: local one-source copies of 1 block with more than one
-// load in flight that the SM's load rate does not bound.
 // hostStoreIssueSide is the fitted side of gpu.host_store_issue_per_warp:
 // one block's plain copies from GPU memory, 2–8 loads a source in flight,
 // to host memory and to GPU memory, 32 iterations or more, but the
@@ -521,6 +519,8 @@ func hostStoreIssueSide(r trace.Record) bool {
 		!(r.Unroll == 8 && r.Sources == 2)
 }
 
+// vectorIssueSide: local one-source copies of 1 block with more than one
+// load in flight that the SM's load rate does not bound.
 func vectorIssueSide(r trace.Record) bool {
 	return r.Loop == "copy" && r.Sources == 1 && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 &&
 		r.Unroll > 1 && !(r.Unroll == 8 && r.Threads == 512)
