@@ -263,6 +263,9 @@ func (m *Machine) readSpec(r int, src Mem, k Kernel, label string) (sim.FlowSpec
 	}
 	if src.Host {
 		route = m.withSMHost(r, route)
+		if k.OwnStoresHost > 0 {
+			route = m.withOwnStores(route, p, k.OwnStoresHost)
+		}
 	}
 	bound := capr
 	route, capr, err = m.loopBound(r, route, capr, k)

@@ -89,6 +89,12 @@ type Kernel struct {
 	// about the 168 ns up to 8 KiB an iteration, growing with the bytes
 	// beyond, which this one wait does not follow).
 	StoresHost bool
+	// OwnStoresHost: the bytes a read's own loop stores to host memory per
+	// byte it loads from host memory, which the read's flow carries on the
+	// PCIe hops towards the host beside its requests (a copy from host
+	// memory to host memory: its destinations). Where a loop's stores are
+	// a transfer of their own (algos' SHM sends), 0.
+	OwnStoresHost float64
 	// Loop is the per-thread loop the transfer runs in (see LoopRate):
 	// its rate bounds the transfer, and, for a loop with a wire factor,
 	// the SM's store rate counts wire bytes.

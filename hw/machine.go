@@ -574,6 +574,23 @@ func (m *Machine) withRequests(h []sim.Hop, p *path, granule float64) []sim.Hop 
 	return h
 }
 
+// withOwnStores adds to a read of host memory the stores its own loop
+// makes to host memory, per byte it reads: SM stores' wire bytes
+// (storeWeight) on the path's PCIe hops towards the host, which the read's
+// requests cross too (Kernel.OwnStoresHost).
+func (m *Machine) withOwnStores(h []sim.Hop, p *path, per float64) []sim.Hop {
+	w := m.storeWeight() * per
+	n := len(p.types)
+	out := make([]sim.Hop, len(h), len(h)+n)
+	copy(out, h)
+	for i, id := range p.back {
+		if p.types[n-1-i] == topology.PCIe {
+			out = append(out, sim.Hop{Res: id, Weight: w})
+		}
+	}
+	return out
+}
+
 func (m *Machine) memLatency(x Mem) sim.Duration {
 	if x.Host {
 		// A host whose IOMMU translates the GPUs' accesses (no

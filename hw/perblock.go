@@ -465,6 +465,11 @@ func copyKernel(rec PerBlock) (Kernel, sim.Bytes) {
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
 		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits, // a push stores each loaded byte to every destination
 		StoresHost: rec.Src == "host" && rec.Dst == "host", SpillLoads: rec.SpillLoads, SpillStores: rec.SpillStores}
+	if k.StoresHost {
+		// the capture's further sources are in GPU memory: each byte
+		// loaded from host memory is stored once per destination
+		k.OwnStoresHost = float64(max(rec.Dests, 1))
+	}
 	return k, launchBytes(rec, int64(rec.Blocks)*int64(rec.Threads)*16*int64(max(rec.Unroll, 1))*int64(rec.Iters))
 }
 

@@ -570,3 +570,27 @@ func TestSimpleStepsOfManyBlocksShareTheHostLink(t *testing.T) {
 	assert.InDelta(t, step(1, 2048), step(2, 2048), 0.1*step(1, 2048), "two blocks' 2-KiB slices leave the link idle")
 	assert.Greater(t, step(2, 65536), step(1, 65536), "two blocks' 64-KiB slices share the link")
 }
+
+// A copy from host memory to host memory that the link bounds moves its
+// bytes at the link's rate over what each byte puts on the direction
+// towards the host, its stores (SM write TLPs) and its own loads' read
+// requests (Kernel.OwnStoresHost), against what each puts on the other
+// direction (read completions) for the same loads storing to GPU memory.
+func TestHostToHostCopyStoresCrossTheUpstream(t *testing.T) {
+	top, m := h200x1(t)
+	rec := PerBlock{Kind: "loop", Loop: "copy", Src: "host", Dst: "local", Blocks: 32, Threads: 512, Unroll: 8, Sources: 1, Iters: 8}
+	toLocal, err := PerBlockValue(top, rec)
+	require.NoError(t, err)
+	rec.Dst = "host"
+	toHost, err := PerBlockValue(top, rec)
+	require.NoError(t, err)
+	ph := m.Phys
+	up := (ph.SMWritePayload+ph.TLPOverhead)/ph.SMWritePayload + ph.ReadRequest/ph.ReadCpl
+	down := (ph.ReadCpl + ph.TLPOverhead) / ph.ReadCpl
+	assert.InDelta(t, up/down, toHost/toLocal, 0.02*up/down)
+	// a second source in GPU memory adds no bytes to the link
+	rec.Sources = 2
+	two, err := PerBlockValue(top, rec)
+	require.NoError(t, err)
+	assert.InDelta(t, toHost, two, 0.02*toHost)
+}

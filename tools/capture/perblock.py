@@ -1535,6 +1535,18 @@ class PerBlock:
                 self.rec.guard(f"spill_reloads U{U} S{S} lb{bound} vol={vol} local->host 1x128", run, U, S, "local",
                                "host", 1, 128, 32, False, bound, vol=vol)
 
+    def host_copy_mix(self):
+        """Copies from pinned host memory to pinned host memory by 4-32 blocks of 512 threads beside the same loops to
+        GPU memory and the stores alone: pb_copy_4_1 and pb_copy_4_2 (its second source in GPU memory), host to
+        host, host to local and local to host, 16 iterations, fresh data every launch. Configurations no earlier
+        part ran; the model routes a host-to-host copy's stores over the link's direction towards the host beside
+        its read requests (prediction written down before the run, testdata README)."""
+        run = self.copy_runner()
+        for S in (1, 2):
+            for src, dst in (("host", "host"), ("host", "local"), ("local", "host")):
+                for b in (4, 8, 16, 32):
+                    self.rec.guard(f"host_copy_mix U4 S{S} {src}->{dst} {b}x512", run, 4, S, src, dst, b, 512, 16)
+
     def push_threads(self):
         """push_wide's one-shot push to D = 3 and 7 buffers in pinned host memory at one block of 192, 256, 320, 384,
         768 and 1,024 threads (it ran 128 and 512), plain: a thread's stores, one pack to each destination, set the
@@ -2795,7 +2807,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
