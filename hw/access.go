@@ -379,19 +379,24 @@ func (m *Machine) readRoundTrip(r int, src Mem, k Kernel, p *path) (sim.Duration
 // vectorLoadExtra is what splitting a warp's 512 bytes into read
 // completions adds to the round trip of kernel k's loads of src over path
 // p to rank r (gpu.vector_load_extra_pcie, over PCIe only), where each
-// thread waits for its one 16-byte load before it issues the next: a
-// volatile load's, or a plain loop's that keeps one a thread in flight
-// (LoadsInFlight 1). Measured so on one H200: a block of 32, 128 or 512
-// threads loading host memory so turns an iteration over in 1.33 µs
-// against a lone 8-byte load's 1.12 (read_depth_6.jsonl), on every
-// instance captured (5.0–6.3 GB/s a block of 512 threads alone, 23 files).
-// Loops with more loads in flight overlap the split with their other
-// loads; a reduce loop's overheads were measured with it included.
+// thread waits for its 16-byte loads before it issues the next ones: a
+// volatile load's, or a plain loop's that sets the loads a thread keeps in
+// flight (LoadsInFlight: each wait of the loop waits for the last of its
+// loads' completions). Measured so on one H200: a block of 32, 128 or 512
+// threads loading host memory one load a thread at a time turns an
+// iteration over in 1.33 µs against a lone 8-byte load's 1.12
+// (read_depth_6.jsonl), on every instance captured (5.0–6.3 GB/s a block
+// of 512 threads alone, 23 files). With four and 3.2 loads a thread in
+// flight (place_rw's compiled batches) one block of 512 threads moves
+// 21.4–22.4 and 17.7–18.3 GB/s (read_depth_*.jsonl, chase_forms.jsonl):
+// the round trip with the split, not without it (29.3 and 23.4). A reduce
+// loop's overheads were measured with it included; NCCL's and the copy
+// loops' (LoopSimple, LoopLL, LoopLL128) hold their own round trips.
 func (m *Machine) vectorLoadExtra(r int, src Mem, k Kernel, p *path) sim.Duration {
 	if !src.Host && src.Rank == r || p.nvlink() {
 		return 0
 	}
-	if k.Volatile || (k.Loop == LoopNone && !k.ReduceLoop && k.LoadsInFlight == 1) {
+	if k.Volatile || (k.Loop == LoopNone && !k.ReduceLoop && k.LoadsInFlight >= 1) {
 		return m.Phys.VectorLoadExtraPCIe
 	}
 	return 0

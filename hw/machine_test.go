@@ -221,6 +221,10 @@ func TestReadTakesWholeIterations(t *testing.T) {
 	for _, n := range []float64{2, 8} {
 		assert.InDelta(t, n*it, readUs(n), 1e-3*n*it, "%g windows", n)
 	}
+	// With four loads a thread in flight each window still waits for the
+	// last of its completions: the same round trip, four times the bytes.
+	four := hostReadUs(t, top, sim.Bytes(8*64*16*4), Kernel{Blocks: 1, Threads: 64, LoadsInFlight: 4})
+	assert.InDelta(t, 8*it, four, 1e-3*8*it, "8 windows of four loads")
 	// One window or less: its round trip, then its bytes cross the link
 	// (1 KiB: 19 ns), no second round trip.
 	assert.InDelta(t, it, readUs(1), 0.02*it, "one window")

@@ -165,6 +165,37 @@ func (k Kernel) MainLoop() (Loop, error) {
 	if len(body) == 0 {
 		return Loop{}, fmt.Errorf("sass: %s has no loop (no backward branch)", k.Name)
 	}
+	return analyse(body), nil
+}
+
+// LoopAt analyses the loop whose backward branch goes to addr (the body
+// from addr to the last branch there); an error when no branch does.
+func (k Kernel) LoopAt(addr int) (Loop, error) {
+	pat := patterns()
+	start, end := -1, -1
+	for i, in := range k.Code {
+		if in.Addr == addr && start < 0 {
+			start = i
+		}
+		if start < 0 || !strings.HasPrefix(in.Op, "BRA") {
+			continue
+		}
+		m := pat.braTo.FindStringSubmatch(strings.TrimSpace(in.Op + " " + strings.Join(in.Args, " ")))
+		if m == nil {
+			continue
+		}
+		if to, err := strconv.ParseInt(m[1], 0, 64); err == nil && int(to) == addr {
+			end = i
+		}
+	}
+	if start < 0 || end < 0 {
+		return Loop{}, fmt.Errorf("sass: %s has no loop back to %#x", k.Name, addr)
+	}
+	return analyse(k.Code[start : end+1]), nil
+}
+
+// analyse counts a loop body's accesses and its waits.
+func analyse(body []Instr) Loop {
 	l := Loop{Instrs: len(body), Waits: waits(body)}
 	for _, in := range body {
 		switch {
@@ -178,7 +209,7 @@ func (k Kernel) MainLoop() (Loop, error) {
 			l.SpillStoreBytes += 4 * regWidth(in.Op)
 		}
 	}
-	return l, nil
+	return l
 }
 
 // mainLoop is the body of the longest backward branch in code.

@@ -61,6 +61,18 @@ func TestParseAndWaits(t *testing.T) {
 	_, err = ks[2].MainLoop()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "straight has no loop")
+
+	// LoopAt: the loop back to an address, as MainLoop finds it where it
+	// is the only one
+	l, err = ks[0].LoopAt(0x10)
+	require.NoError(t, err)
+	assert.Equal(t, 9, l.Instrs)
+	assert.InDelta(t, 2, l.Waits, 0.01)
+	_, err = ks[0].LoopAt(0x20)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reduce2 has no loop back to 0x20")
+	_, err = ks[2].LoopAt(0)
+	require.Error(t, err)
 }
 
 func TestParseRefusesWhatIsNotADump(t *testing.T) {

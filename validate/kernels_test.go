@@ -335,3 +335,68 @@ func TestLiveLL128ProducersShareTheWayToHostMemory(t *testing.T) {
 	}
 	assert.Equal(t, 4, n, "8, 16, 33 and 66 pairs")
 }
+
+// place_rw's readers keep the loads in flight that placeRWInFlight says:
+// in its machine code the branch on mode == 2 leads to the four-load
+// batch's loop and mode 3 falls through to the eight-load one; each loop's
+// loads over the round trips a pass of it waits are the loads a thread
+// keeps in flight.
+func TestPlaceRWInFlightIsTheSASS(t *testing.T) {
+	ks, err := sass.ParseFile("../testdata/h200x1-arsim/system/sass_micro_place_rw_sm_90.txt.gz")
+	require.NoError(t, err)
+	require.Len(t, ks, 1)
+	code := ks[0].Code
+	target := func(in sass.Instr) int {
+		if in.Op != "BRA" || len(in.Args) == 0 {
+			return -1
+		}
+		var to int
+		if _, err := fmt.Sscanf(in.Args[len(in.Args)-1], "0x%x", &to); err != nil {
+			return -1
+		}
+		return to
+	}
+	// the first loop of at least 8 16-byte loads in [from, below)
+	loopFrom := func(from, below int) (sass.Loop, bool) {
+		best := -1
+		for _, in := range code {
+			if to := target(in); to >= from && to < below && to < in.Addr && (best < 0 || to < best) {
+				l, err := ks[0].LoopAt(to)
+				require.NoError(t, err)
+				if l.Loads >= 8 {
+					best = to
+				}
+			}
+		}
+		if best < 0 {
+			return sass.Loop{}, false
+		}
+		l, err := ks[0].LoopAt(best)
+		require.NoError(t, err)
+		return l, true
+	}
+	// the dispatch: ISETP.NE.AND P, PT, <mode>, 0x2, then the branch taken
+	// where the mode is 2, with a loop of the batch on each side of it
+	var four, eight sass.Loop
+	found := false
+	for i := 0; i+1 < len(code) && !found; i++ {
+		in := code[i]
+		if in.Op != "ISETP.NE.AND" || len(in.Args) != 5 || in.Args[3] != "0x2" {
+			continue
+		}
+		for j := i + 1; j+1 < min(i+8, len(code)); j++ {
+			if to := target(code[j]); to > code[j].Addr {
+				var ok2, ok3 bool
+				four, ok2 = loopFrom(to, math.MaxInt)
+				eight, ok3 = loopFrom(code[j+1].Addr, to)
+				found = ok2 && ok3
+				break
+			}
+		}
+	}
+	require.True(t, found, "the branch on mode == 2 between the two batches' loops")
+	t.Logf("mode 2: %d loads a pass, %.2f waits; mode 3: %d loads, %.2f waits", four.Loads, four.Waits, eight.Loads, eight.Waits)
+	assert.InDelta(t, float64(four.Loads)/four.Waits, placeRWInFlight(4), 0.05)
+	assert.InDelta(t, float64(eight.Loads)/eight.Waits, placeRWInFlight(8), 0.05)
+	assert.Equal(t, 1.0, placeRWInFlight(1))
+}

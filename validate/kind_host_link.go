@@ -46,8 +46,8 @@ func hostLinkTwin(r trace.Record) (*Twin, error) {
 			}
 			// place_rw's plain loop keeps one load a thread in flight
 			// (system/sass_micro_read_sm_90.txt.gz); its modes 2 and 3
-			// keep loads_in_flight
-			reader.LoadsInFlight = float64(max(r.LoadsInFlight, 1))
+			// as their machine code issues them (placeRWInFlight)
+			reader.LoadsInFlight = placeRWInFlight(r.LoadsInFlight)
 			// read_cores: each reading block beside a storing block on its SM
 			beside.StoresOnItsSMs = r.ReaderSM == "with_storer"
 			// where the storing SMs lie: the reader's half or the other
@@ -235,6 +235,22 @@ func extraNumber(r trace.Record, name string) float64 {
 		return v
 	}
 	return 0
+}
+
+// placeRWInFlight is the 16-B loads a reading thread of tools/capture's
+// place_rw keeps in flight for a record's loads_in_flight, as its machine
+// code issues them (testdata/h200x1-arsim/system/sass_micro_place_rw_sm_90.txt.gz,
+// the build the capture's read_depth*.jsonl and chase_forms.jsonl ran;
+// TestPlaceRWInFlightIsTheSASS reads it off): the four-load batch (mode 2)
+// compiles to a loop of 16 loads that waits four times, four in flight;
+// the eight-load batch (mode 3) to one of 16 loads that waits five times,
+// the compiler interleaving each pair's adds with the next pair's loads:
+// 3.2 in flight, not eight.
+func placeRWInFlight(n int) float64 {
+	if n == 8 {
+		return 16.0 / 5
+	}
+	return float64(max(n, 1))
 }
 
 // readLoopInFlight is the 16-B loads a thread of tools/capture's read_loop
