@@ -140,13 +140,17 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		// (host_copies.jsonl, host_copies_2.jsonl).
 		hostWarps = warps
 	}
-	if k.Hunks && k.LoopAt == GPUMem(r) {
+	if k.Hunks && (k.LoopAt == GPUMem(r) || k.LoopAt.Host) {
 		// NCCL's reduceCopy over local memory: a warp's loads are one
 		// contiguous hunk, and each further load costs gpu.vector_issue
 		// alone (measured on one H200: testdata/h200x1-arsim/nccl_copy.jsonl,
-		// loop_start.jsonl). Over a peer's or host memory it is not
-		// measured, and NCCL's Simple on two H200s (NVLink) runs slower
-		// than even the plain loop's issue gives: the per-warp cost stays.
+		// loop_start.jsonl). Over host memory the same (one H200's touched
+		// pages, host_copies_4.jsonl: 1.53 → 1.69 µs from 96 to 544
+		// threads to GPU memory, where the per-warp cost gave 1.65 → 2.15;
+		// the H100's perblock_more*.jsonl, perblock_rest*.jsonl). Over a
+		// peer's memory it is not measured, and NCCL's Simple on two H200s
+		// (NVLink) runs slower than even the plain loop's issue gives: the
+		// per-warp cost stays.
 		warps = 0
 	}
 	it := rtt + m.copyIterOverhead(k) + sim.Duration(vectors)*m.Phys.VectorIssue +

@@ -340,12 +340,15 @@ func TestCopyLoopPaysItsStartOnce(t *testing.T) {
 	}
 }
 
-// In NCCL's reduceCopy shape over local memory a further load costs
-// gpu.vector_issue alone; over host memory (not measured in that shape)
-// the plain loop's per-warp cost stays.
+// In NCCL's reduceCopy shape over local and host memory a further load
+// costs gpu.vector_issue alone; over a peer's memory (not measured in that
+// shape) the plain loop's per-warp cost stays.
 func TestHunksIssueTheirLoadsWithoutThePerWarpCost(t *testing.T) {
-	_, m := h200x1(t)
-	for _, at := range []Mem{GPUMem(0), HostMem(0)} {
+	top, err := topology.Load("h200x2")
+	require.NoError(t, err)
+	m, err := New(top)
+	require.NoError(t, err)
+	for _, at := range []Mem{GPUMem(0), HostMem(0), GPUMem(1)} {
 		plain := Kernel{Blocks: 1, Threads: 256, Loop: LoopSimple, LoopAt: at, Unroll: 8, Sources: 1}
 		hunks := plain
 		hunks.Hunks = true
@@ -353,8 +356,12 @@ func TestHunksIssueTheirLoadsWithoutThePerWarpCost(t *testing.T) {
 		require.NoError(t, err)
 		h, err := m.copyIterTime(0, hunks)
 		require.NoError(t, err)
+		if at == GPUMem(1) {
+			assert.Equal(t, p, h, "over the peer's memory")
+			continue
+		}
 		if at.Host {
-			assert.Equal(t, p, h, "over host memory")
+			assert.Equal(t, 7*8*m.Phys.VectorIssuePerWarp, p-h, "over host memory")
 			continue
 		}
 		// 7 further loads, 8 warps, less what the memory's load adds
