@@ -1,12 +1,9 @@
 package validate
 
 import (
-	"math"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/trace"
 )
@@ -31,20 +28,9 @@ func TestNCCLHunksFromHostIssueNoMorePerWarp(t *testing.T) {
 		{"h200x1-arsim", 7, []string{"host_copies_4.jsonl"}},
 		{"h100x1-arsim", 9, []string{"perblock_more.jsonl", "perblock_more_2.jsonl", "perblock_rest.jsonl", "perblock_rest_2.jsonl"}},
 	} {
-		var recs []trace.Record
-		for _, r := range readCaptures(t, c.dir, c.files...) {
-			if r.Kind == trace.KindLoop && r.Loop == "copy" && r.Code == "nccl_hunks" && r.Src == "host" && r.Blocks == 1 {
-				recs = append(recs, r)
-			}
-		}
-		require.GreaterOrEqual(t, len(recs), 30, c.dir)
-		res, err := Run(recs, Options{})
-		require.NoError(t, err)
-		var e []float64
-		for _, r := range res.Records {
-			e = append(e, math.Abs(r.ErrorPct))
-		}
-		slices.Sort(e)
+		e := capturedErrors(t, c.dir, c.files, 30, func(r trace.Record) bool {
+			return r.Kind == trace.KindLoop && r.Loop == "copy" && r.Code == "nccl_hunks" && r.Src == "host" && r.Blocks == 1
+		})
 		t.Logf("%s: %d loops in NCCL's shape from host memory, median |error| %.1f %%, largest %.1f %%", c.dir, len(e), e[len(e)/2], e[len(e)-1])
 		assert.LessOrEqual(t, e[len(e)/2], c.most, c.dir)
 		assert.Less(t, e[len(e)-1], 20.0, c.dir)
