@@ -1535,6 +1535,21 @@ class PerBlock:
                 self.rec.guard(f"spill_reloads U{U} S{S} lb{bound} vol={vol} local->host 1x128", run, U, S, "local",
                                "host", 1, 128, 32, False, bound, vol=vol)
 
+    def volatile_loads(self):
+        """One block copying local to local with its sources read plain (cached in the L1) and with
+        ld.volatile.global (src_loads: volatile), at thread counts and loop shapes spill_reloads did not run: the plain
+        copy pb_copy_U_S at U 1, 2, 4, 8 and S 1, 2 (not the spilling pb_copy_8_2) and pb_copy_lb512_4_2, at 128, 256,
+        640 and 1,024 threads (the 512-thread build at 128 and 256), max(8, 256 // U) iterations, fresh data every
+        launch. spill_reloads found volatile sources 7-19 % faster on loops that do not spill, about 40-90 ns a wait of
+        the compiled loop: does a cost per wait hold across loads in flight, waits and threads?"""
+        run = self.copy_runner()
+        shapes = [(U, S, 1024) for U in (1, 2, 4, 8) for S in (1, 2) if (U, S) != (8, 2)] + [(4, 2, 512)]
+        for U, S, bound in shapes:
+            for t in ((128, 256) if bound == 512 else (128, 256, 640, 1024)):
+                for vol in (False, True):
+                    self.rec.guard(f"volatile_loads U{U} S{S} lb{bound} vol={vol} 1x{t}", run, U, S, "local", "local",
+                                   1, t, max(8, 256 // U), False, bound, vol=vol)
+
     def host_copy_mix(self):
         """Copies from pinned host memory to pinned host memory by 4-32 blocks of 512 threads beside the same loops to
         GPU memory and the stores alone: pb_copy_4_1 and pb_copy_4_2 (its second source in GPU memory), host to
@@ -2807,7 +2822,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
