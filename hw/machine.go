@@ -2,6 +2,7 @@ package hw
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
@@ -564,7 +565,21 @@ func (m *Machine) hops(res []sim.ResourceID, types []topology.LinkType, a access
 // withRequests adds the read requests' share of the reverse PCIe hops to a
 // read's route: one request TLP per granule bytes of data.
 func (m *Machine) withRequests(h []sim.Hop, p *path, granule float64) []sim.Hop {
-	w := m.Phys.ReadRequest / granule / m.Phys.LinkEfficiency
+	return appendBackPCIe(h, p, m.Phys.ReadRequest/granule/m.Phys.LinkEfficiency)
+}
+
+// withOwnStores adds to a read of host memory the stores its own loop
+// makes to host memory, per byte it reads: SM stores' wire bytes
+// (storeWeight) on the path's PCIe hops towards the host, which the read's
+// requests cross too (Kernel.OwnStoresHost). h is not changed (routes are
+// cached on their path).
+func (m *Machine) withOwnStores(h []sim.Hop, p *path, per float64) []sim.Hop {
+	return appendBackPCIe(slices.Clip(h), p, m.storeWeight()*per)
+}
+
+// appendBackPCIe appends to h each PCIe hop of p's reverse direction at
+// weight w.
+func appendBackPCIe(h []sim.Hop, p *path, w float64) []sim.Hop {
 	n := len(p.types)
 	for i, id := range p.back {
 		if p.types[n-1-i] == topology.PCIe {
@@ -572,23 +587,6 @@ func (m *Machine) withRequests(h []sim.Hop, p *path, granule float64) []sim.Hop 
 		}
 	}
 	return h
-}
-
-// withOwnStores adds to a read of host memory the stores its own loop
-// makes to host memory, per byte it reads: SM stores' wire bytes
-// (storeWeight) on the path's PCIe hops towards the host, which the read's
-// requests cross too (Kernel.OwnStoresHost).
-func (m *Machine) withOwnStores(h []sim.Hop, p *path, per float64) []sim.Hop {
-	w := m.storeWeight() * per
-	n := len(p.types)
-	out := make([]sim.Hop, len(h), len(h)+n)
-	copy(out, h)
-	for i, id := range p.back {
-		if p.types[n-1-i] == topology.PCIe {
-			out = append(out, sim.Hop{Res: id, Weight: w})
-		}
-	}
-	return out
 }
 
 func (m *Machine) memLatency(x Mem) sim.Duration {
