@@ -156,7 +156,8 @@ type Kernel struct {
 	// the same buffer call after call, an input the kernel before just
 	// wrote): each iteration waits gpu.copy_dram_extra less than over
 	// fresh data in device memory, which gpu.copy_iter_overhead was
-	// measured on (hw.copyIterOverhead).
+	// measured on (hw.copyIterOverhead), and each further load and wait
+	// costs gpu.vector_issue_l2 and gpu.load_wait_l2 (copyIterTimeFor).
 	SrcInL2 bool
 	// Hunks (LoopSimple): the loop is NCCL's reduceCopy, whose warps take
 	// contiguous hunks of packs and skip a pass they have no data for

@@ -94,6 +94,8 @@ type Physics struct {
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
 	CopyDRAMExtra                           sim.Duration // gpu.copy_dram_extra
 	LoadWaitHost                            sim.Duration // gpu.load_wait_host
+	LoadWaitL2                              sim.Duration // gpu.load_wait_l2
+	VectorIssueL2                           sim.Duration // gpu.vector_issue_l2
 	LoopStart, LoopStartPerLoad             sim.Duration // gpu.loop_start, gpu.loop_start_per_load
 	LoopStartLoads                          float64      // gpu.loop_start_loads
 	SMLoadRate                              sim.Rate
@@ -155,7 +157,7 @@ func resolve(ps *topology.Params) Physics {
 		HostForeignStoreCollision: ns(g("hostmem.foreign_store_collision")), HostForeignCollisionCap: ns(g("hostmem.foreign_collision_cap")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
-		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")), LoadWaitHost: ns(g("gpu.load_wait_host")),
+		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")), LoadWaitHost: ns(g("gpu.load_wait_host")), LoadWaitL2: ns(g("gpu.load_wait_l2")), VectorIssueL2: ns(g("gpu.vector_issue_l2")),
 		LoopStart: ns(g("gpu.loop_start")), LoopStartPerLoad: ns(g("gpu.loop_start_per_load")), LoopStartLoads: g("gpu.loop_start_loads"),
 		SMLoadRate: sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps, SMLocalStoreRate: sim.Rate(g("gpu.sm_local_store_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")), HostStoreIssuePerWarp: ns(g("gpu.host_store_issue_per_warp")),

@@ -220,6 +220,15 @@ var Fits = slices.Concat([]Fit{
 	{Params: []string{"gpu.vector_issue", "gpu.vector_issue_per_warp"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		AlsoPredicts: perBlockRepeats,
 		On:           vectorIssueSide, How: "least-squares line over warps of (ns per iteration − the one-load iteration) / (loads − 1)"},
+	// gpu.vector_issue_l2 and gpu.load_wait_l2: NCCL's reduceCopy built
+	// for 256 and 1,024 threads (load_waits_lb.jsonl), one block of 128
+	// threads, 2–8 sources in the L2, 16–32 loads and 2–7 waits an
+	// iteration, the builds that keep their registers; the other builds
+	// (load_waits.jsonl and the other captures' copies from the L2), the
+	// other thread counts and the H100's are predicted.
+	{Params: []string{"gpu.vector_issue_l2", "gpu.load_wait_l2"}, Files: []string{"h200x1-arsim/load_waits_lb.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers: func(r trace.Record) bool { return r.Loop == "copy" && r.SrcResidency == "l2" },
+		On:     l2WaitSide, How: "least squares through 0 of ns per iteration − the model's with both at 0 over (loads a thread − 1, waits − 1)"},
 	// gpu.host_store_issue_per_warp: one block's copies from GPU memory to
 	// host memory against the same copies to GPU memory, the loops that
 	// keep their registers (perblock.jsonl); the repeats of the per-block
@@ -504,6 +513,13 @@ func sectorCollisionSide(r trace.Record) bool {
 // loadWaitHostSide: perblock.jsonl's one-block copies of two sources from
 // host memory to local memory at 4 and 8 packs a source (three waits an
 // iteration), 128 and 512 threads.
+// l2WaitSide is the fitted side of gpu.vector_issue_l2 and
+// gpu.load_wait_l2: one block of 128 threads of a loop copy whose sources
+// sit in the L2 and whose compiled loop keeps its registers.
+func l2WaitSide(r trace.Record) bool {
+	return r.Loop == "copy" && r.SrcResidency == "l2" && r.Blocks == 1 && r.Threads == 128 && captureSpills[copyKernel(r)] == [2]float64{}
+}
+
 func loadWaitHostSide(r trace.Record) bool {
 	return r.Loop == "copy" && r.Sources == 2 && r.Src == "host" && r.Dst == "local" && r.Blocks == 1 &&
 		(r.Unroll == 4 || r.Unroll == 8) && r.KernelName == "" && r.LaunchBound == 0
