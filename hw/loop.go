@@ -188,6 +188,18 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	if k.FromDRAM {
 		it += m.Phys.DRAMSrcExtra
 	}
+	if k.SpillLoads > 0 && !k.SrcVolatile && !k.Hunks && k.LoopAt == GPUMem(r) {
+		// A loop that spills registers and reads its sources with plain
+		// loads, which the L1 caches, waits once more an iteration for its
+		// reloads (gpu.spill_reload_wait, measured on one H200:
+		// perblock.jsonl, pb_copy_8_2 at 128 threads). On one H100
+		// (spill_reloads.jsonl, 128 threads) the spilling build is 29 %
+		// slower than the same loop built to keep its registers when both
+		// read plain, 8–12 % when both read volatile (ld.volatile.global);
+		// from host memory, which the capture reads volatile, the records
+		// show no such wait.
+		it += m.Phys.SpillReloadWait
+	}
 	if k.StoresHost && k.LoopAt.Host {
 		// the loads wait behind the block's own stores to the host
 		// (Kernel.StoresHost), as beside one storing block (HostLoadWait)

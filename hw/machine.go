@@ -104,6 +104,7 @@ type Physics struct {
 	HostStoreIssuePerWarp                   sim.Duration // gpu.host_store_issue_per_warp
 	PollLoopOverhead                        sim.Duration
 	PollRelaxedSaving                       sim.Duration // gpu.poll_relaxed_saving
+	SpillReloadWait                         sim.Duration // gpu.spill_reload_wait
 	AtomicSlowPageExtra                     sim.Duration // gpu.atomic_slow_page_extra
 	IOMMUHostLatency                        sim.Duration
 	FreshLineSaving                         sim.Duration // hostmem.fresh_line_saving
@@ -161,7 +162,7 @@ func resolve(ps *topology.Params) Physics {
 		LoopStart: ns(g("gpu.loop_start")), LoopStartPerLoad: ns(g("gpu.loop_start_per_load")), LoopStartLoads: g("gpu.loop_start_loads"),
 		SMLoadRate: sim.Rate(g("gpu.sm_load_bandwidth")) * sim.GBps, SMLocalStoreRate: sim.Rate(g("gpu.sm_local_store_bandwidth")) * sim.GBps,
 		VectorIssue: ns(g("gpu.vector_issue")), VectorIssuePerWarp: ns(g("gpu.vector_issue_per_warp")), HostStoreIssuePerWarp: ns(g("gpu.host_store_issue_per_warp")),
-		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), PollRelaxedSaving: ns(g("gpu.poll_relaxed_saving")), AtomicSlowPageExtra: ns(g("gpu.atomic_slow_page_extra")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
+		PollLoopOverhead: ns(g("gpu.poll_loop_overhead")), PollRelaxedSaving: ns(g("gpu.poll_relaxed_saving")), SpillReloadWait: ns(g("gpu.spill_reload_wait")), AtomicSlowPageExtra: ns(g("gpu.atomic_slow_page_extra")), IOMMUHostLatency: ns(g("platform.iommu_host_latency")),
 		FreshLineSaving: ns(g("hostmem.fresh_line_saving")), LLStepOverhead: ns(g("nccl.ll_step_overhead")),
 		LL128StepOverhead: ns(g("nccl.ll128_step_overhead")), LL128IterExtra: ns(g("nccl.ll128_iter_extra")), LLIterExtra: ns(g("nccl.ll_iter_extra")), LLRuntimeOp: ns(g("capture.ll_runtime_op")), FenceLoopCode: ns(g("capture.fence_loop_code")), FencePollWaitGrowth: g("gpu.fence_poll_wait_growth"), LL128ReduceExtra: ns(g("gpu.ll128_reduce_extra")), DRAMSrcExtra: ns(g("gpu.dram_src_extra")),
 		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),

@@ -303,8 +303,9 @@ type Record struct {
 	SrcPages string
 	// SrcLoads is how a copy loop read its sources when not as its source
 	// memory has it: "volatile" (ld.volatile.global, not cached in the
-	// L1) where local sources are otherwise read plain. The model does not
-	// tell the two apart for local memory.
+	// L1) where local sources are otherwise read plain. The model tells
+	// them apart only where the loop spills registers: plain sources add
+	// gpu.spill_reload_wait (hw.Kernel.SrcVolatile).
 	SrcLoads string
 	// PrefillUs is the device-side spin, in µs, queued before the timed
 	// launches of an empty_kernel record; 0: none.

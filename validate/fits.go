@@ -229,6 +229,15 @@ var Fits = slices.Concat([]Fit{
 	{Params: []string{"gpu.vector_issue_l2", "gpu.load_wait_l2"}, Files: []string{"h200x1-arsim/load_waits_lb.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: func(r trace.Record) bool { return r.Loop == "copy" && r.SrcResidency == "l2" },
 		On:     l2WaitSide, How: "least squares through 0 of ns per iteration − the model's with both at 0 over (loads a thread − 1, waits − 1)"},
+	// gpu.spill_reload_wait: the capture's copy that spills registers
+	// (pb_copy_8_2), plain sources in GPU memory, to GPU memory, one block of
+	// 128 threads (perblock.jsonl); its 512-thread block, its copies to
+	// host memory, the repeats of the per-block suite, the other captures
+	// and the H100's are predicted.
+	{Params: []string{"gpu.spill_reload_wait"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
+		Covers:       func(r trace.Record) bool { return r.Loop == "copy" && captureSpills[copyKernel(r)] != [2]float64{} },
+		AlsoPredicts: append([]string{"h200x1-arsim/copy_registers.jsonl", "h200x1-arsim/host_copies.jsonl"}, perBlockRepeats...),
+		On:           spillReloadSide, How: "the value at which the model's iteration equals the measured one (bisection)"},
 	// gpu.host_store_issue_per_warp: one block's copies from GPU memory to
 	// host memory against the same copies to GPU memory, the loops that
 	// keep their registers (perblock.jsonl); the repeats of the per-block
@@ -518,6 +527,14 @@ func sectorCollisionSide(r trace.Record) bool {
 // sit in the L2 and whose compiled loop keeps its registers.
 func l2WaitSide(r trace.Record) bool {
 	return r.Loop == "copy" && r.SrcResidency == "l2" && r.Blocks == 1 && r.Threads == 128 && captureSpills[copyKernel(r)] == [2]float64{}
+}
+
+// spillReloadSide is the fitted side of gpu.spill_reload_wait: the plain
+// copy that spills registers (pb_copy_8_2) from GPU memory to GPU memory,
+// fresh data, one block of 128 threads.
+func spillReloadSide(r trace.Record) bool {
+	return r.Loop == "copy" && copyKernel(r) == "pb_copy_8_2" && r.Src == "local" && r.Dst == "local" && r.Blocks == 1 &&
+		r.Threads == 128 && r.SrcLoads == "" && r.SrcResidency != "l2"
 }
 
 func loadWaitHostSide(r trace.Record) bool {

@@ -100,6 +100,9 @@ func familyDimensions(r trace.Record) []string {
 				break
 			}
 			d = append(d, "loop copy "+r.Src+"→"+r.Dst)
+			if r.SrcLoads == "volatile" {
+				d = append(d, "copy: sources read volatile (ld.volatile.global)")
+			}
 		case "group_barrier":
 			d = append(d, fmt.Sprintf("loop group_barrier %s, %s memory", r.Layout, r.Target))
 			if r.Mode != "" && r.Mode != "volatile" {

@@ -161,3 +161,42 @@ func TestL2WaitsFromTheirFittedSide(t *testing.T) {
 	assert.InDelta(t, want[0], x[0], 0.02)
 	assert.InDelta(t, want[1], x[1], 0.1)
 }
+
+// gpu.spill_reload_wait from its fitted side: the value at which the
+// model's iteration of the spilling copy (pb_copy_8_2, plain sources, one
+// block of 128 threads, GPU memory to GPU memory) equals the measured one.
+func TestSpillReloadWaitFromItsFittedSide(t *testing.T) {
+	const file = "../testdata/h200x1-arsim/perblock.jsonl"
+	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	var side []trace.Record
+	for _, r := range recs {
+		if f, _ := fitOf("testdata/h200x1-arsim/perblock.jsonl", r); f != nil && f.Params[0] == "gpu.spill_reload_wait" && spillReloadSide(r) {
+			side = append(side, r)
+		}
+	}
+	require.Len(t, side, 1)
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	errAt := func(x float64) float64 {
+		ps := p.DefaultParams()
+		require.NoError(t, ps.Set("gpu.spill_reload_wait", x, "bisection"))
+		v, err := Run(side, Options{File: file, Params: map[string]*topology.Params{"h200x1": ps}})
+		require.NoError(t, err)
+		require.Len(t, v.Records, 1)
+		return v.Records[0].Predicted - v.Records[0].Measured
+	}
+	lo, hi := 0.0, 2000.0
+	require.Negative(t, errAt(lo))
+	require.Positive(t, errAt(hi))
+	for hi-lo > 0.001 {
+		if mid := (lo + hi) / 2; errAt(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	t.Logf("a spilling copy's reload wait: %.2f ns", lo)
+	assert.InDelta(t, lo, p.DefaultParams().Get("gpu.spill_reload_wait"), 0.01)
+}
