@@ -81,6 +81,8 @@ type Physics struct {
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
+	HostChangingFlagWait                    sim.Duration // hostmem.changing_flag_wait
+	HostChangingFlagCap                     sim.Duration // hostmem.changing_flag_cap
 	HostSlotService                         sim.Duration // hostmem.slot_service
 	SpinStoreService                        sim.Duration // gpu.spin_store_service
 	HostStoreService                        sim.Duration // gpu.host_store_service
@@ -151,7 +153,7 @@ func resolve(ps *topology.Params) Physics {
 		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitSpanKnee: sim.Bytes(g("pcie.posted_wait_span_knee")), PostedWaitSpanDoublings: g("pcie.posted_wait_span_doublings"), PostedWaitSpanKneeChase: sim.Bytes(g("pcie.posted_wait_span_knee_chase")), PostedWaitSpanPartChase: sim.Bytes(g("pcie.posted_wait_span_part_chase")), PostedWaitOwnSM: ns(g("pcie.posted_wait_own_sm")), PostedWaitWriterOnSM: g("pcie.posted_wait_writer_on_sm"), PostedWaitOwnHalf: ns(g("pcie.posted_wait_own_half")), PostedWaitOwnHalfPerDoubling: ns(g("pcie.posted_wait_own_half_per_doubling")), PostedWaitOtherHalf: ns(g("pcie.posted_wait_other_half")), PostedWaitOtherHalfBesideOwn: g("pcie.posted_wait_other_half_beside_own"), PostedWaitUnevenStride: g("pcie.posted_wait_uneven_stride"), PostedWaitUnevenStrideOther: g("pcie.posted_wait_uneven_stride_other"), PostedWaitUnevenStrideWarp: g("pcie.posted_wait_uneven_stride_warp"), PostedWaitUnevenStrideWarpOther: g("pcie.posted_wait_uneven_stride_warp_other"), UnevenStrideLargeTPCs: int(g("pcie.uneven_stride_large_tpcs")), UnevenStrideLargeDepth: g("pcie.uneven_stride_large_depth"), PostedWaitLoneLoadHalves: g("pcie.posted_wait_lone_load_halves"), PostedWaitLoneLoadHalvesSpan0: g("pcie.posted_wait_lone_load_halves_span0"), PostedWaitLoneLoadHalvesPerDoubling: g("pcie.posted_wait_lone_load_halves_per_doubling"), PostedWaitLoneLoadHalvesOther: g("pcie.posted_wait_lone_load_halves_other"), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")), HostLoadsWriterOnSMRate: sim.Rate(g("gpu.host_loads_writer_on_sm_rate")) * sim.GBps,
 		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")),
 		MemLoadedLatency:     ns(g("gpu.mem_loaded_latency")),
-		HostLineContention:   ns(g("hostmem.line_contention")), HostSlotService: ns(g("hostmem.slot_service")),
+		HostLineContention:   ns(g("hostmem.line_contention")), HostChangingFlagWait: ns(g("hostmem.changing_flag_wait")), HostChangingFlagCap: ns(g("hostmem.changing_flag_cap")), HostSlotService: ns(g("hostmem.slot_service")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
 		HostPollLoad:        ns(g("gpu.host_poll_load")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionMask: int(g("hostmem.collision_mask")),

@@ -354,12 +354,28 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		return 0, err
 	}
 	pollers, waiting := sharers(2*rec.Pairs, rec.Spacing, 32), lineWaiting(2*rec.Pairs, rec.Spacing, false)
+	var changing sim.Duration
+	if at.Host && rec.Spacing > 0 && rec.Spacing < 32 {
+		// Flags in host memory that share a sector, each changing while
+		// it is polled: the one way waits hostmem.changing_flag_wait for
+		// each poller beyond the first on every sector of the flag's line,
+		// up to hostmem.changing_flag_cap (changingFlagPollers), in place
+		// of the queue of pure polls (hostmem.poll_service a poller of
+		// the sector, hostmem.line_contention a poll waiting at the line's
+		// other sectors), which holds for words that do not change.
+		// Measured on one H200 (pingpong_sector.jsonl, pingpong_line.jsonl):
+		// pairs 4 B apart take 1.35 µs more one way for each further
+		// poller of their sector, and stop growing at 25–35 µs once the
+		// line is full.
+		changing = min(m.Phys.HostChangingFlagCap, sim.Duration(changingFlagPollers(2*rec.Pairs, rec.Spacing)*float64(m.Phys.HostChangingFlagWait)))
+		pollers, waiting = 1, 0
+	}
 	p, w := neighbourLoads(rec)
 	period, err := m.PollPeriod(0, at, pollers+p, waiting+w, false)
 	if err != nil {
 		return 0, err
 	}
-	d := land + period + m.pollLoad(at, 2*rec.Pairs+pollingNeighbours(rec))
+	d := land + period + m.pollLoad(at, 2*rec.Pairs+pollingNeighbours(rec)) + changing
 	if rec.Spacing >= 32 && at.Host {
 		// the partner's flag, in a sector of its own nearby, is the
 		// exchange's other sector: hostmem.sector_collision where the
@@ -387,6 +403,29 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		d += f + w
 	}
 	return nsOf(d), nil
+}
+
+// changingFlagPollers is, over n flags spacing bytes apart from the start
+// of a 128-B line, each polled by a block of its own, the mean over the
+// flags of the pollers beyond the first on each 32-B sector of the flag's
+// line.
+func changingFlagPollers(n, spacing int) float64 {
+	const sector, line = 32, 128
+	if n < 1 || spacing <= 0 {
+		return 0
+	}
+	onSector := map[int]int{}
+	for i := range n {
+		onSector[i*spacing/sector]++
+	}
+	var sum int
+	for i := range n {
+		l := i * spacing / line
+		for s := l * line / sector; s < (l+1)*line/sector; s++ {
+			sum += max(0, onSector[s]-1)
+		}
+	}
+	return float64(sum) / float64(n)
 }
 
 // pollingNeighbours is how many of a ping-pong's or a fence's neighbour

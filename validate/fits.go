@@ -229,6 +229,21 @@ var Fits = slices.Concat([]Fit{
 	{Params: []string{"gpu.vector_issue_l2", "gpu.load_wait_l2"}, Files: []string{"h200x1-arsim/load_waits_lb.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers: func(r trace.Record) bool { return r.Loop == "copy" && r.SrcResidency == "l2" },
 		On:     l2WaitSide, How: "least squares through 0 of ns per iteration − the model's with both at 0 over (loads a thread − 1, waits − 1)"},
+	// hostmem.changing_flag_wait: ping-pong pairs through flags 4 B apart
+	// in host memory, volatile, 1–4 pairs (one sector); the pairs that
+	// fill further sectors, the other spacings (8–16 B), release/acquire
+	// flags, the per-block suite's repeats and the H100's are predicted.
+	{Params: []string{"hostmem.changing_flag_wait"}, Files: []string{"h200x1-arsim/pingpong_sector.jsonl"}, Kinds: []trace.Kind{trace.KindBlockPingpong},
+		Covers: changingFlags,
+		On:     func(r trace.Record) bool { return r.Mode == "volatile" && r.SpacingBytes == 4 && r.Pairs <= 4 },
+		How:    "least squares through 0 of ns one way less the model's without it over the line's further pollers"},
+	// hostmem.changing_flag_cap: the same pairs filling one and two lines
+	// (16–32 pairs, volatile); fewer pairs and release/acquire flags are
+	// predicted.
+	{Params: []string{"hostmem.changing_flag_cap"}, Files: []string{"h200x1-arsim/pingpong_line.jsonl"}, Kinds: []trace.Kind{trace.KindBlockPingpong},
+		Covers: changingFlags,
+		On:     func(r trace.Record) bool { return r.Mode == "volatile" && r.SpacingBytes == 4 && r.Pairs >= 16 },
+		How:    "median of ns one way less the model's without it"},
 	// gpu.spill_reload_wait: the capture's copy that spills registers
 	// (pb_copy_8_2), plain sources in GPU memory, to GPU memory, one block of
 	// 128 threads (perblock.jsonl); its 512-thread block, its copies to
@@ -527,6 +542,12 @@ func sectorCollisionSide(r trace.Record) bool {
 // sit in the L2 and whose compiled loop keeps its registers.
 func l2WaitSide(r trace.Record) bool {
 	return r.Loop == "copy" && r.SrcResidency == "l2" && r.Blocks == 1 && r.Threads == 128 && captureSpills[copyKernel(r)] == [2]float64{}
+}
+
+// changingFlags covers the ping-pongs through flags in host memory that
+// share a sector (hw: hostmem.changing_flag_wait).
+func changingFlags(r trace.Record) bool {
+	return r.Target == "host" && r.SpacingBytes > 0 && r.SpacingBytes < 32
 }
 
 // spillReloadSide is the fitted side of gpu.spill_reload_wait: the plain

@@ -18,8 +18,11 @@ import (
 // pingpong_line.jsonl (reading S, written down before the run): ping-pong
 // pairs through host flags 4 B apart take 22–36 µs one way from 8 pairs
 // on, whatever the pairs (one line full at 16, two from 20), where the
-// model's sector queue gives 10–15 µs: −40 % or worse on every record,
-// until a line's changing flags are modelled.
+// model's sector queue of pure polls gave 10–15 µs (−40 % or worse on every
+// record). With a line's changing flags modelled (hostmem.changing_flag_wait,
+// its cap fitted on this file's volatile pairs at 16–32 pairs) the
+// release/acquire pairs and the volatile ones at 8–14 pairs, predicted, lie
+// within −38…+29 %.
 func TestPingPongLineQueueStopsGrowing(t *testing.T) {
 	v, recs := runFile(t, "../testdata/h200x1-arsim/pingpong_line.jsonl")
 	n := 0
@@ -32,14 +35,20 @@ func TestPingPongLineQueueStopsGrowing(t *testing.T) {
 		assert.LessOrEqual(t, r.OneWayNs, 37e3, "%s, %d pairs", r.Mode, r.Pairs)
 	}
 	assert.Equal(t, 16, n)
-	m := 0
+	m, predicted := 0, 0
 	for _, c := range v.Records {
-		if c.Kind == string(trace.KindBlockPingpong) {
-			m++
-			assert.Less(t, c.ErrorPct, -40.0, "line %d", c.Line)
+		if c.Kind != string(trace.KindBlockPingpong) {
+			continue
+		}
+		m++
+		if c.FittedFor == "" {
+			predicted++
+			assert.Greater(t, c.ErrorPct, -40.0, "line %d", c.Line)
+			assert.Less(t, c.ErrorPct, 30.0, "line %d", c.Line)
 		}
 	}
 	assert.Equal(t, 16, m)
+	assert.Equal(t, 12, predicted)
 }
 
 // system/line_latency.json.gz: a local line's round trip from one SM
