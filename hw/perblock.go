@@ -336,9 +336,11 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 // pingpongTwin: one way is a flag store landing, then the poll loop's
 // period; in GPU memory gpu.spin_store_service for each other pair whose
 // flags share the line (its stores land where the loads spin); in host
-// memory hostmem.sector_collision when the partner's
-// flag lies in another sector that collides with it
-// (hostmem.collision_mask); a release
+// memory hostmem.sector_collision when the partner's flag lies in another
+// sector that collides with it (hostmem.collision_mask),
+// hostmem.line_contention for each other flag of its line in a sector of
+// its own, and, where flags share a sector, hostmem.changing_flag_wait
+// for the line's further pollers (changingFlagPollers); a release
 // store fences first (st.release.sys waits as a system fence does), and in
 // host memory waits for the other pairs' polls (FenceBesidePolls). The
 // pairs' flags sit spacing bytes apart, two per pair, so
@@ -381,6 +383,14 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		// exchange's other sector: hostmem.sector_collision where the
 		// two collide (hostmem.collision_mask), as for a 2-rank barrier
 		d += sim.Duration(m.barrierCollisions(1, rec.Spacing, 0)) * m.Phys.HostSectorCollision
+		if rec.Spacing < 128 {
+			// and each other flag of its line takes a store each way:
+			// hostmem.line_contention for each, as a barrier's sector
+			// waits for the stores landing at its line's other sectors
+			// (slotsPeriod)
+			onLine := min(2*rec.Pairs, 128/rec.Spacing)
+			d += sim.Duration(onLine-1) * m.Phys.HostLineContention
+		}
 	}
 	if !at.Host && rec.Spacing > 0 {
 		// in GPU memory the other pairs whose flags share the line store
