@@ -388,8 +388,7 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 			// hostmem.line_contention for each, as a barrier's sector
 			// waits for the stores landing at its line's other sectors
 			// (slotsPeriod)
-			onLine := min(2*rec.Pairs, 128/rec.Spacing)
-			d += sim.Duration(onLine-1) * m.Phys.HostLineContention
+			d += sim.Duration(otherFlagsOnLine(2*rec.Pairs, rec.Spacing) * float64(m.Phys.HostLineContention))
 		}
 	}
 	if !at.Host && rec.Spacing > 0 {
@@ -434,6 +433,24 @@ func changingFlagPollers(n, spacing int) float64 {
 		for s := l * line / sector; s < (l+1)*line/sector; s++ {
 			sum += max(0, onSector[s]-1)
 		}
+	}
+	return float64(sum) / float64(n)
+}
+
+// otherFlagsOnLine is, over n flags spacing bytes apart from the start of
+// a 128-B line, the mean over the flags of the others on the flag's line.
+func otherFlagsOnLine(n, spacing int) float64 {
+	const line = 128
+	if n < 1 || spacing <= 0 {
+		return 0
+	}
+	onLine := map[int]int{}
+	for i := range n {
+		onLine[i*spacing/line]++
+	}
+	var sum int
+	for i := range n {
+		sum += onLine[i*spacing/line] - 1
 	}
 	return float64(sum) / float64(n)
 }

@@ -601,3 +601,21 @@ func TestHostToHostCopyStoresCrossTheUpstream(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, toHost, two, 0.02*toHost)
 }
+
+// The counts behind the ping-pong's line terms, worked by hand: flags 4 B
+// apart fill a 32-B sector with 8 and a 128-B line with 32; flags 12 B
+// apart put 3, 3, 2 and 3 on the first line's sectors (0–24, 36–60, 72–84,
+// 96–120).
+func TestPingPongLineCounts(t *testing.T) {
+	assert.InDelta(t, 1.0, changingFlagPollers(2, 4), 1e-9)   // one pair in a sector
+	assert.InDelta(t, 7.0, changingFlagPollers(8, 4), 1e-9)   // a full sector
+	assert.InDelta(t, 28.0, changingFlagPollers(32, 4), 1e-9) // a full line
+	assert.InDelta(t, 12.0, changingFlagPollers(16, 8), 1e-9) // a line of four sectors of four
+	assert.InDelta(t, 0.0, changingFlagPollers(8, 32), 1e-9)  // a sector each
+	// 12 B apart, 11 flags on the first line (0–120): 2+2+1+2 = 7 further pollers each
+	assert.InDelta(t, 7.0, changingFlagPollers(11, 12), 1e-9)
+	assert.InDelta(t, 1.0, otherFlagsOnLine(2, 32), 1e-9)
+	assert.InDelta(t, (4*3+2*1)/6.0, otherFlagsOnLine(6, 32), 1e-9)
+	assert.InDelta(t, (3*2+3*2)/6.0, otherFlagsOnLine(6, 48), 1e-9) // 0, 48, 96 | 144, 192, 240
+	assert.InDelta(t, 0.0, otherFlagsOnLine(4, 128), 1e-9)
+}

@@ -248,6 +248,14 @@ class PerBlock:
         self.pingpong(pairs_l=[1, 2, 3, 4, 6, 8, 12, 16], targets=("host",), modes=("volatile", "release_acquire"),
                       spacings=(8, 16, 32))
 
+    def pingpong_heldout(self):
+        """Ping-pong pairs through host flags 12, 24, 48 and 64 B apart (sectors of 2-3 flags, irregular; a sector each,
+        two or three to a line), 1-16 pairs, volatile and release/acquire: spacings no fit saw, for the model's line
+        terms (a further poller of a sector's changing flags on the line, hostmem.changing_flag_wait; another flag of
+        the line, hostmem.line_contention). The model's values were written down before the run (testdata README)."""
+        self.pingpong(pairs_l=[1, 2, 3, 4, 6, 8, 12, 16], targets=("host",), modes=("volatile", "release_acquire"),
+                      spacings=(12, 24, 48, 64))
+
     def page_touch(self):
         """Whether a kernel pays for the address translation of the pages it touches: launches of one block whose
         threads each load one word of their own page (1-256 pages, 4 KiB, 64 KiB or 2 MiB apart) of pinned host
@@ -2822,7 +2830,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
