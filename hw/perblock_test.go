@@ -239,7 +239,9 @@ func TestGroupBarrierTwinCountsTheOwnSlot(t *testing.T) {
 // phases' twins, the pull after the staging reading lines written just
 // before (PerBlock.Fresh); a phase alone (no barrier holds the blocks
 // together) repeats as a stream, each iteration the longer of one block's
-// part and the part's bytes at the rate the blocks share. Staging and pull
+// part and the part's bytes at the rate the blocks share, a fenced part's
+// block waiting besides for half an iteration of the other blocks' stores
+// at that rate. Staging and pull
 // both bound by what the blocks share: the blocks drift apart and overlap
 // them, so the two take less than one after the other and at least either
 // alone, with or without the barriers, which come on top.
@@ -281,7 +283,12 @@ func TestHostShotTwinIsTheSumOfItsPhases(t *testing.T) {
 				one, long := c.part, c.part
 				one.Blocks, one.Bytes = 1, 0
 				long.Iters, long.Bytes = c.part.Iters*8, c.part.Bytes*8
-				alone[c.phases] = it * max(val(one), val(long))
+				own := it * val(one)
+				if c.part.Fence != "" {
+					// the fence waits for half an iteration of the other blocks' stores
+					own += val(long) * float64(c.part.Blocks-1) / float64(2*c.part.Blocks)
+				}
+				alone[c.phases] = max(own, it*val(long))
 				if c.phases != 4 {
 					shared = shared && val(long) > val(one)
 				}
