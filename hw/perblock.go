@@ -414,6 +414,16 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 	return nsOf(d), nil
 }
 
+// flagsPer counts n flags spacing bytes apart from the start of a 128-B
+// line by the unit (32-B sector or line) each lies in.
+func flagsPer(n, spacing, unit int) []int {
+	counts := make([]int, ((n-1)*spacing)/unit+1)
+	for i := range n {
+		counts[i*spacing/unit]++
+	}
+	return counts
+}
+
 // changingFlagPollers is, over n flags spacing bytes apart from the start
 // of a 128-B line, each polled by a block of its own, the mean over the
 // flags of the pollers beyond the first on each 32-B sector of the flag's
@@ -423,14 +433,11 @@ func changingFlagPollers(n, spacing int) float64 {
 	if n < 1 || spacing <= 0 {
 		return 0
 	}
-	onSector := map[int]int{}
-	for i := range n {
-		onSector[i*spacing/sector]++
-	}
+	onSector := flagsPer(n, spacing, sector)
 	var sum int
 	for i := range n {
 		l := i * spacing / line
-		for s := l * line / sector; s < (l+1)*line/sector; s++ {
+		for s := l * line / sector; s < min((l+1)*line/sector, len(onSector)); s++ {
 			sum += max(0, onSector[s]-1)
 		}
 	}
@@ -444,10 +451,7 @@ func otherFlagsOnLine(n, spacing int) float64 {
 	if n < 1 || spacing <= 0 {
 		return 0
 	}
-	onLine := map[int]int{}
-	for i := range n {
-		onLine[i*spacing/line]++
-	}
+	onLine := flagsPer(n, spacing, line)
 	var sum int
 	for i := range n {
 		sum += onLine[i*spacing/line] - 1

@@ -20,18 +20,6 @@ import (
 func TestChangingFlagWaitFromItsFittedSide(t *testing.T) {
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
-	side := func(file, param string) []trace.Record {
-		recs, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/"+file, trace.ReadOptions{})
-		require.NoError(t, err)
-		require.Empty(t, bad)
-		var out []trace.Record
-		for _, r := range recs {
-			if f, _ := fitOf("testdata/h200x1-arsim/"+file, r); f != nil && f.Params[0] == param {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
 	model := func(recs []trace.Record, wait float64) []float64 {
 		ps := p.DefaultParams()
 		require.NoError(t, ps.Set("hostmem.changing_flag_wait", wait, "fit"))
@@ -45,7 +33,7 @@ func TestChangingFlagWaitFromItsFittedSide(t *testing.T) {
 		}
 		return out
 	}
-	sector := side("pingpong_sector.jsonl", "hostmem.changing_flag_wait")
+	sector := fittedOn(t, "pingpong_sector.jsonl", "hostmem.changing_flag_wait")
 	require.Len(t, sector, 4)
 	without, per := model(sector, 0), model(sector, 1000)
 	var sxy, sxx float64
@@ -58,7 +46,7 @@ func TestChangingFlagWaitFromItsFittedSide(t *testing.T) {
 	t.Logf("a further poller of changing flags: %.1f ns", sxy/sxx)
 	assert.InDelta(t, sxy/sxx, want.Get("hostmem.changing_flag_wait"), 0.05)
 
-	line := side("pingpong_line.jsonl", "hostmem.changing_flag_cap")
+	line := fittedOn(t, "pingpong_line.jsonl", "hostmem.changing_flag_cap")
 	require.Len(t, line, 4)
 	without = model(line, 0)
 	excess := make([]float64, len(line))

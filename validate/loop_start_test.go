@@ -167,15 +167,7 @@ func TestL2WaitsFromTheirFittedSide(t *testing.T) {
 // block of 128 threads, GPU memory to GPU memory) equals the measured one.
 func TestSpillReloadWaitFromItsFittedSide(t *testing.T) {
 	const file = "../testdata/h200x1-arsim/perblock.jsonl"
-	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
-	require.NoError(t, err)
-	require.Empty(t, bad)
-	var side []trace.Record
-	for _, r := range recs {
-		if f, _ := fitOf("testdata/h200x1-arsim/perblock.jsonl", r); f != nil && f.Params[0] == "gpu.spill_reload_wait" && spillReloadSide(r) {
-			side = append(side, r)
-		}
-	}
+	side := fittedOn(t, "perblock.jsonl", "gpu.spill_reload_wait")
 	require.Len(t, side, 1)
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
