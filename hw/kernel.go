@@ -159,12 +159,6 @@ type Kernel struct {
 	// measured on (hw.copyIterOverhead), and each further load and wait
 	// costs gpu.vector_issue_l2 and gpu.load_wait_l2 (copyIterTimeFor).
 	SrcInL2 bool
-	// SrcVolatile (LoopSimple, not Hunks): the loop reads its sources in
-	// the rank's own GPU memory with ld.volatile.global, which the L1 does
-	// not cache, where a plain copy's loads are cached there: a loop that
-	// spills registers then waits no gpu.spill_reload_wait
-	// (copyIterTimeFor). NCCL's reduceCopy (Hunks) reads volatile.
-	SrcVolatile bool
 	// Hunks (LoopSimple): the loop is NCCL's reduceCopy, whose warps take
 	// contiguous hunks of packs and skip a pass they have no data for
 	// (src/device/common_kernel.h): it waits no loop start (loopStart),

@@ -188,16 +188,18 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 	if k.FromDRAM {
 		it += m.Phys.DRAMSrcExtra
 	}
-	if k.SpillLoads > 0 && !k.SrcVolatile && !k.Hunks && k.LoopAt == GPUMem(r) {
-		// A loop that spills registers and reads its sources with plain
-		// loads, which the L1 caches, waits once more an iteration for its
-		// reloads (gpu.spill_reload_wait, measured on one H200:
-		// perblock.jsonl, pb_copy_8_2 at 128 threads). On one H100
-		// (spill_reloads.jsonl, 128 threads) the spilling build is 29 %
-		// slower than the same loop built to keep its registers when both
-		// read plain, 8–12 % when both read volatile (ld.volatile.global);
-		// from host memory, which the capture reads volatile, the records
-		// show no such wait.
+	if k.SpillLoads > 0 && !k.Hunks && k.LoopAt == GPUMem(r) {
+		// A loop that spills registers and reads its sources in its own
+		// GPU's memory waits once more an iteration for its reloads
+		// (gpu.spill_reload_wait, measured on one H200: perblock.jsonl,
+		// pb_copy_8_2 at 128 threads), whether it reads them plain or
+		// volatile: on one H100 (volatile_loads*.jsonl, spill_reloads.jsonl)
+		// its volatile side saves one wait of its loads (its SASS issues
+		// them in another order, Kernel.LoadWaits) and pays this one. The
+		// spilling builds of NCCL's reduceCopy (Hunks) are not charged:
+		// with it one H200's load_waits.jsonl reductions would go from
+		// −4…+24 % to +26…+43 %. From host memory the records show no
+		// such wait.
 		it += m.Phys.SpillReloadWait
 	}
 	if k.StoresHost && k.LoopAt.Host {

@@ -50,9 +50,6 @@ type PerBlock struct {
 	// SrcInL2 (loop copy, simple_step): the source is the same region
 	// every launch, in the L2 after the warm-up (trace src_residency l2).
 	SrcInL2 bool
-	// SrcVolatile (loop copy): the sources are read with ld.volatile.global
-	// (trace src_loads volatile; Kernel.SrcVolatile).
-	SrcVolatile bool
 	// Hunks (loop copy, simple_step): the loop is in NCCL's reduceCopy
 	// shape (trace code nccl_hunks; Kernel.Hunks).
 	Hunks bool
@@ -536,7 +533,7 @@ func (m *Machine) copyTwin(rec PerBlock) (float64, error) {
 func copyKernel(rec PerBlock) (Kernel, sim.Bytes) {
 	k := Kernel{Blocks: rec.Blocks, Threads: rec.Threads, Loop: LoopSimple, LoopAt: mem(rec.Src),
 		Unroll: rec.Unroll, Sources: rec.Sources, LoadsInFlight: float64(max(rec.Unroll, 1) * max(rec.Sources, 1)),
-		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, SrcVolatile: rec.SrcVolatile, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits, // a push stores each loaded byte to every destination
+		Wire: float64(max(rec.Dests, 1)), SrcInL2: rec.SrcInL2, Hunks: rec.Hunks, LoadWaits: rec.LoadWaits, // a push stores each loaded byte to every destination
 		StoresHost: rec.Src == "host" && rec.Dst == "host", SpillLoads: rec.SpillLoads, SpillStores: rec.SpillStores}
 	if k.StoresHost {
 		// the capture's further sources are in GPU memory: each byte

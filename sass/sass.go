@@ -13,7 +13,9 @@
 // time of one pass, in round trips, is how many times the pass waits.
 // Spill loads (LDL) and shared-memory loads are not round trips to the
 // sources. Predicates are ignored (a predicated instruction counts as
-// executed).
+// executed), except where a path is asked for (Kernel.MainLoopOn): a loop
+// that picks each source's load by a flag (volatile or plain) runs only
+// the instructions of the flag's side.
 package sass
 
 import (
@@ -29,11 +31,13 @@ import (
 	"sync"
 )
 
-// Instr is one instruction: its address, opcode and operands.
+// Instr is one instruction: its address, opcode and operands, and the
+// predicate that guards it ("P0", "!P1"; empty when none).
 type Instr struct {
-	Addr int
-	Op   string
-	Args []string
+	Addr  int
+	Op    string
+	Args  []string
+	Guard string
 }
 
 // Kernel is one function of the dump.
@@ -110,9 +114,10 @@ func Parse(r io.Reader) ([]Kernel, error) {
 		if err != nil || addr > math.MaxInt32 {
 			return nil, fmt.Errorf("sass: line %d: address %q", n, m[1])
 		}
-		body := pat.predPfx.ReplaceAllString(m[2], "")
+		guard := strings.TrimSpace(strings.TrimPrefix(pat.predPfx.FindString(m[2]), "@"))
+		body := strings.TrimSpace(strings.TrimPrefix(m[2], pat.predPfx.FindString(m[2])))
 		op, rest, _ := strings.Cut(body, " ")
-		in := Instr{Addr: int(addr), Op: op}
+		in := Instr{Addr: int(addr), Op: op, Guard: guard}
 		if rest = strings.TrimSpace(rest); rest != "" {
 			for _, a := range strings.Split(rest, ",") {
 				in.Args = append(in.Args, strings.TrimSpace(a))

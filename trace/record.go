@@ -304,8 +304,9 @@ type Record struct {
 	// SrcLoads is how a copy loop read its sources when not as its source
 	// memory has it: "volatile" (ld.volatile.global, not cached in the
 	// L1) where local sources are otherwise read plain. The model tells
-	// them apart only where the loop spills registers: plain sources add
-	// gpu.spill_reload_wait (hw.Kernel.SrcVolatile).
+	// them apart by the compiled loop: a capture kernel that picks its
+	// loads by a flag waits as its SASS's volatile side does
+	// (validate's captureLoadWaitsVolatile).
 	SrcLoads string
 	// PrefillUs is the device-side spin, in µs, queued before the timed
 	// launches of an empty_kernel record; 0: none.

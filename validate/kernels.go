@@ -58,6 +58,18 @@ var captureLoadWaits = map[string]int{
 	"pb_pull_f32_2": 1, "pb_pull_f32_4": 1, "pb_pull_f32_8": 1,
 }
 
+// captureLoadWaitsVolatile is, for the copies whose loop waits fewer
+// times on the side that reads both sources with ld.volatile.global (trace
+// src_loads volatile), that side's count; captureLoadWaits holds the plain
+// side's. tools/capture's pb_copy_U_S picks each source's load by an
+// argument (vol_a, vol_b), and the compiler keeps both loads in the loop
+// under a predicate each; on the volatile side it issues all of a source's
+// loads before the plain side's order would wait (sass.Kernel.MainLoopOn;
+// TestCaptureLoadWaitsAreTheSASS derives both tables). A copy from host
+// memory reads its first source volatile and its second plain, which waits
+// as the plain side does.
+var captureLoadWaitsVolatile = map[string]int{"pb_copy_4_2": 2, "pb_copy_8_2": 2}
+
 // captureSpills is, for each of tools/capture's copy and reduction
 // kernels whose compiled loop spills registers, the bytes one thread loads
 // from and stores to its local memory each iteration (LDL, STL; an
@@ -127,6 +139,11 @@ func loadWaits(r trace.Record) (int, error) {
 			return 0, badRecord("a copy in NCCL's shape over two sources without its kernel field (pb_nccl_copy_8_2 and pb_nccl_reduce_2_1 wait 2 and 3 round trips an iteration)")
 		}
 		return 0, nil
+	}
+	if r.SrcLoads == "volatile" {
+		if w, ok := captureLoadWaitsVolatile[k]; ok {
+			return w, nil
+		}
 	}
 	return captureLoadWaits[k], nil
 }

@@ -70,22 +70,43 @@ func kernelShape(t *testing.T, name string) (u, d int) {
 }
 
 // TestCaptureLoadWaitsAreTheSASS derives every entry of captureLoadWaits
-// from the kernels' SASS: the steady time of the main loop's pass in
-// round trips over the iterations a pass holds (its 16-B stores over U ×
-// D), so the table cannot drift from the code it describes.
+// (the plain side of a loop that picks its loads by a flag) and of
+// captureLoadWaitsVolatile (the volatile side, where it differs) from the
+// kernels' SASS: the steady time of the main loop's pass in round trips
+// over the iterations a pass holds (its 16-B stores over U × D), so the
+// tables cannot drift from the code they describe.
 func TestCaptureLoadWaitsAreTheSASS(t *testing.T) {
 	funcs := readSASS(t)
 	require.Len(t, funcs, len(captureLoadWaits), "the SASS file holds the table's kernels")
-	for name, want := range captureLoadWaits {
-		k, ok := funcs[name]
-		require.True(t, ok, "%s is in the SASS file", name)
-		loop, err := k.MainLoop()
-		require.NoError(t, err, name)
+	perIter := func(name string, loop sass.Loop) float64 {
 		u, d := kernelShape(t, name)
 		iters := float64(loop.Stores16) / float64(u*d)
 		require.Greater(t, iters, 0.0, name)
-		waits := loop.Waits / iters
-		assert.InDelta(t, float64(want), waits, 0.3, "%s: %.2f round trips an iteration (%v iterations a pass)", name, waits, iters)
+		return loop.Waits / iters
+	}
+	for name, want := range captureLoadWaits {
+		k, ok := funcs[name]
+		require.True(t, ok, "%s is in the SASS file", name)
+		loop, err := k.MainLoopOn(sass.PlainSources)
+		require.NoError(t, err, name)
+		waits := perIter(name, loop)
+		assert.InDelta(t, float64(want), waits, 0.3, "%s, plain side: %.2f round trips an iteration", name, waits)
+		if w, ok := captureLoadWaitsVolatile[name]; ok {
+			want = w
+		}
+		loop, err = k.MainLoopOn(sass.VolatileSources)
+		require.NoError(t, err, name)
+		waits = perIter(name, loop)
+		assert.InDelta(t, float64(want), waits, 0.3, "%s, volatile side: %.2f round trips an iteration", name, waits)
+	}
+	for name := range captureLoadWaitsVolatile {
+		assert.Contains(t, captureLoadWaits, name)
+		// A copy from host memory reads its first source volatile (vol_a,
+		// the flag the SASS loads from c[0x0][0x234] into P0) and its
+		// second plain (vol_b, P1): it waits as the plain side does.
+		loop, err := funcs[name].MainLoopGuarded(map[string]bool{"P0": true, "P1": false})
+		require.NoError(t, err, name)
+		assert.InDelta(t, float64(captureLoadWaits[name]), perIter(name, loop), 0.3, "%s from host memory", name)
 	}
 }
 
@@ -126,6 +147,10 @@ func TestCopyKernelFromFields(t *testing.T) {
 		waits int
 	}{
 		{copyRec(func(*trace.Record) {}), "pb_copy_4_2", 3},
+		{copyRec(func(r *trace.Record) { r.SrcLoads = "volatile" }), "pb_copy_4_2", 2},
+		{copyRec(func(r *trace.Record) { r.Src = "host" }), "pb_copy_4_2", 3},
+		{copyRec(func(r *trace.Record) { r.Unroll, r.SrcLoads = 8, "volatile" }), "pb_copy_8_2", 2},
+		{copyRec(func(r *trace.Record) { r.LaunchBound, r.SrcLoads = 512, "volatile" }), "pb_copy_lb512_4_2", 2},
 		{copyRec(func(r *trace.Record) { r.LaunchBound = 512 }), "pb_copy_lb512_4_2", 2},
 		{copyRec(func(r *trace.Record) { r.Unroll, r.Sources, r.Fence = 8, 1, "sc" }), "pb_copy_fenced_8_1", 1},
 		{copyRec(func(r *trace.Record) { r.Code, r.Unroll = "nccl_hunks", 2 }), "pb_nccl_reduce_u2_2", 1},

@@ -41,7 +41,7 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "kernel\tloop instructions\tglobal loads\t16-B stores\tround trips waited\tspilled B loaded / stored\t")
-	shown, noLoop := 0, 0
+	shown, noLoop, sides := 0, 0, 0
 	for _, k := range kernels {
 		if want != nil && !want.MatchString(k.Name) {
 			continue
@@ -52,7 +52,17 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 			continue
 		}
 		shown++
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d / %d\t\n", k.Name, l.Instrs, l.Loads, l.Stores16, l.Waits, l.SpillLoadBytes, l.SpillStoreBytes)
+		plain, _ := k.MainLoopOn(sass.PlainSources)
+		if plain.Instrs == l.Instrs {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d / %d\t\n", k.Name, l.Instrs, l.Loads, l.Stores16, l.Waits, l.SpillLoadBytes, l.SpillStoreBytes)
+			continue
+		}
+		// loads picked by a flag: each side on its own row
+		sides++
+		for _, src := range []sass.Sources{sass.PlainSources, sass.VolatileSources} {
+			s, _ := k.MainLoopOn(src)
+			fmt.Fprintf(tw, "%s (%s loads)\t%d\t%d\t%d\t%.2f\t%d / %d\t\n", k.Name, src, s.Instrs, s.Loads, s.Stores16, s.Waits, s.SpillLoadBytes, s.SpillStoreBytes)
+		}
 	}
 	if shown == 0 {
 		return fmt.Errorf("sass: %s: no kernel with a loop%s (%d kernels read, %d without a loop)", *file, matching(*pattern), len(kernels), noLoop)
@@ -65,6 +75,10 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"stores U × D packs an iteration: round trips an iteration = waited × U × D / 16-B stores. A pull over ranks\n"+
 		"stores one pack an iteration (U = D = 1): pass its round trips on as --opts load_waits=N (rounded). Spilled bytes\n"+
 		"are what a thread loads from and stores to local memory a pass (LDL, STL); the SM issues them as the copy's own.")
+	if sides > 0 {
+		fmt.Fprintf(out, "\n%d kernels pick each source's load by a flag (a plain load or ld.volatile.global, each under a\n"+
+			"predicate): each side is its own row, with only the instructions that side runs.", sides)
+	}
 	if noLoop > 0 {
 		fmt.Fprintf(out, " %d kernels have no loop.", noLoop)
 	}
