@@ -93,6 +93,7 @@ func TestParseRefusesWhatIsNotADump(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(twoWaits)
 	f.Add("\t\tFunction : a\n        /*0000*/ @!P0 BRA 0x0 ;\n")
+	f.Add(sides)
 	f.Add("\t\tFunction : a\n        /*0010*/ LDG.E.128 R2147483647, desc[UR4][R99999999999999.64] ;\n        /*0000*/ BRA 0x10 ;\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		ks, err := Parse(strings.NewReader(in))
@@ -104,6 +105,12 @@ func FuzzParse(f *testing.F) {
 			if l, err := k.MainLoop(); err == nil {
 				require.GreaterOrEqual(t, l.Waits, 0.0)
 				require.LessOrEqual(t, l.Loads, l.Instrs)
+				for _, src := range []Sources{PlainSources, VolatileSources} {
+					s, err := k.MainLoopOn(src)
+					require.NoError(t, err, "a loop MainLoop finds has every side")
+					require.LessOrEqual(t, s.Instrs, l.Instrs, "a side runs no more than the whole loop")
+					require.GreaterOrEqual(t, s.Waits, 0.0)
+				}
 			}
 		}
 	})
