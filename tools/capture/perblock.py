@@ -80,14 +80,23 @@ class PerBlock:
 
     # ---------- buffers ---------------------------------------------------------------------------------------
     def host(self, role, nbytes):
-        if role not in self.h:
+        """The pinned host buffer of a role, at least nbytes: a part that asks for more than an earlier part of the
+        same run allocated gets a new, larger one (its contents are not kept; parts fill what they read)."""
+        h = self.h.get(role)
+        if h is None or h.nbytes < nbytes:
+            if h is not None:
+                self.cp.cuda.Device(0).synchronize()
+                h.free()
             self.h[role] = HostBuf(nbytes)
         return self.h[role]
 
     def dev(self, role, nbytes):
+        """The device buffer of a role, at least nbytes (larger than an earlier part's: a new one, zeroed)."""
         cp = self.cp
-        if role not in self.d:
+        a = self.d.get(role)
+        if a is None or a.size * 4 < nbytes:
             with cp.cuda.Device(0):
+                cp.cuda.Device(0).synchronize()
                 self.d[role] = cp.zeros(nbytes // 4, dtype=cp.uint32)
         return self.d[role]
 
