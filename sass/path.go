@@ -42,23 +42,19 @@ func (s Sources) String() string {
 // MainLoop takes every predicate). A loop whose loads are not guarded is
 // analysed as MainLoop does.
 func (k Kernel) MainLoopOn(src Sources) (Loop, error) {
-	body := mainLoop(k.Code)
-	if len(body) == 0 {
-		return Loop{}, fmt.Errorf("sass: %s has no loop (no backward branch)", k.Name)
-	}
 	if src == AnySources {
-		return analyse(body), nil
+		return k.MainLoopGuarded(nil)
 	}
-	return analyse(onSide(body, src)), nil
+	return k.MainLoopGuarded(sideGuards(mainLoop(k.Code), src))
 }
 
 // strongLoad reports whether a global load is strong (ld.volatile.global,
 // ld.relaxed.sys, ld.acquire: .STRONG in the SASS).
 func strongLoad(op string) bool { return strings.Contains(op, ".STRONG.") }
 
-// onSide is body without the instructions that the side src does not run
-// (MainLoopOn).
-func onSide(body []Instr, src Sources) []Instr {
+// sideGuards is the value of each predicate of body that guards its loads
+// on the side src (MainLoopOn).
+func sideGuards(body []Instr, src Sources) map[string]bool {
 	val := map[string]bool{}
 	both := map[string]bool{}
 	for _, in := range body {
@@ -76,7 +72,7 @@ func onSide(body []Instr, src Sources) []Instr {
 	for p := range both {
 		delete(val, p)
 	}
-	return guarded(body, val)
+	return val
 }
 
 // MainLoopGuarded analyses the kernel's main loop with the predicates of

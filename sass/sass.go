@@ -114,8 +114,9 @@ func Parse(r io.Reader) ([]Kernel, error) {
 		if err != nil || addr > math.MaxInt32 {
 			return nil, fmt.Errorf("sass: line %d: address %q", n, m[1])
 		}
-		guard := strings.TrimSpace(strings.TrimPrefix(pat.predPfx.FindString(m[2]), "@"))
-		body := strings.TrimSpace(strings.TrimPrefix(m[2], pat.predPfx.FindString(m[2])))
+		pfx := pat.predPfx.FindString(m[2])
+		guard := strings.TrimSpace(strings.TrimPrefix(pfx, "@"))
+		body := strings.TrimSpace(strings.TrimPrefix(m[2], pfx))
 		op, rest, _ := strings.Cut(body, " ")
 		in := Instr{Addr: int(addr), Op: op, Guard: guard}
 		if rest = strings.TrimSpace(rest); rest != "" {
@@ -165,13 +166,7 @@ func ParseFile(name string) ([]Kernel, error) {
 
 // MainLoop analyses the kernel's main loop (the body of its longest
 // backward branch); an error when it has none.
-func (k Kernel) MainLoop() (Loop, error) {
-	body := mainLoop(k.Code)
-	if len(body) == 0 {
-		return Loop{}, fmt.Errorf("sass: %s has no loop (no backward branch)", k.Name)
-	}
-	return analyse(body), nil
-}
+func (k Kernel) MainLoop() (Loop, error) { return k.MainLoopOn(AnySources) }
 
 // LoopAt analyses the loop whose backward branch goes to addr (the body
 // from addr to the last branch there); an error when no branch does.

@@ -52,7 +52,7 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 			continue
 		}
 		shown++
-		plain, _ := k.MainLoopOn(sass.PlainSources)
+		plain, _ := k.MainLoopOn(sass.PlainSources) // the loop MainLoop found: no error
 		if plain.Instrs == l.Instrs {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d / %d\t\n", k.Name, l.Instrs, l.Loads, l.Stores16, l.Waits, l.SpillLoadBytes, l.SpillStoreBytes)
 			continue
@@ -60,7 +60,7 @@ func cmdSass(ctx context.Context, args []string, out, errOut io.Writer) error {
 		// loads picked by a flag: each side on its own row
 		sides++
 		for _, src := range []sass.Sources{sass.PlainSources, sass.VolatileSources} {
-			s, _ := k.MainLoopOn(src)
+			s, _ := k.MainLoopOn(src) // as above
 			fmt.Fprintf(tw, "%s (%s loads)\t%d\t%d\t%d\t%.2f\t%d / %d\t\n", k.Name, src, s.Instrs, s.Loads, s.Stores16, s.Waits, s.SpillLoadBytes, s.SpillStoreBytes)
 		}
 	}
