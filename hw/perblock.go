@@ -108,6 +108,10 @@ type PerBlock struct {
 	Bytes         int64
 	Phases        int
 	BlocksPerRank int
+	// PullApart (loop host_shot): the pull reads a region nothing stages
+	// to (trace.Record.PullSrc "apart"), so its lines were not written
+	// just before.
+	PullApart bool
 	// SelfSlot (loop group_barrier): each block stores to and polls its
 	// own rank's slot as well, as vLLM's barrier and tools/capture's flag
 	// kernels do (threads t < world, the rank's own t included): World

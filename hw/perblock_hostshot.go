@@ -51,7 +51,7 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 		Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters, Bytes: 2 * rec.Bytes}
 	barrier := PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "vllm", World: 2, SelfSlot: true,
 		Groups: rec.BlocksPerRank, Blocks: 2 * rec.BlocksPerRank, Threads: rec.Threads}
-	pull := PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Fresh: rec.Phases&1 != 0,
+	pull := PerBlock{Kind: "loop", Loop: "pull", Bound: "runtime", World: 2, Fresh: rec.Phases&1 != 0 && !rec.PullApart,
 		Blocks: 2 * blocks, Threads: rec.Threads, Iters: iters, Bytes: 2 * rec.Bytes}
 	// A part's chain is one block's iterations of it alone; its stream,
 	// repeats launches' worth of its bytes at the rate all its blocks share

@@ -131,6 +131,7 @@ var fieldDefs = []fieldDef{
 	{name: "touch", typ: jString, enum: []string{"fresh", "repeat"}, str: func(r *Record) *string { return &r.Touch }},
 	{name: "stride_bytes", typ: jInt, max: 1 << 30, why: "a stride of a gibibyte", zeroOK: true, i32: func(r *Record) *int { return &r.StrideBytes }},
 	{name: "phases", typ: jInt, max: 7, why: "a host_shot's phase bits: 1 staging, 2 barriers, 4 pull", i32: func(r *Record) *int { return &r.Phases }},
+	{name: "pull_src", typ: jString, enum: []string{"apart", "staged"}, str: func(r *Record) *string { return &r.PullSrc }},
 	{name: "blocks_per_rank", typ: jInt, max: 1024, why: "CUDA's limit of co-resident blocks on one GPU", i32: func(r *Record) *int { return &r.BlocksPerRank }},
 	{name: "dests", typ: jInt, max: 1024, why: "destination buffers: each store is simulated", zeroOK: true, i32: func(r *Record) *int { return &r.Dests }},
 	{name: "poll_sleep_ns", typ: jInt, max: 1 << 20, why: "a pause of a millisecond after each poll", zeroOK: true, i32: func(r *Record) *int { return &r.PollSleepNs }},

@@ -196,6 +196,11 @@ type Record struct {
 	// through host memory each iteration runs (1 staging and its fence, 2
 	// the two barriers, 4 the pull; tools/capture's pb_host_shot).
 	Phases int
+	// PullSrc, on a host_shot loop: "apart" when the pull reads a region
+	// nothing stages to (tools/capture's pb_host_shot_apart: the same
+	// traffic, the loads never on lines being staged); empty: the staged
+	// copy, as the one-shot reads it.
+	PullSrc string
 	// NeighbourNsPerStore, on a block_pingpong with storing neighbours
 	// (tools/capture's store_loop): the median neighbour's ns per store,
 	// timed by itself; 0: not measured.

@@ -2300,9 +2300,12 @@ __device__ __forceinline__ float hs_hi(unsigned w) { return __uint_as_float(w & 
 __device__ __forceinline__ unsigned hs_f2bf(float f) {
   unsigned u = __float_as_uint(f); u += 0x7fffu + ((u >> 16) & 1u); return u >> 16;
 }
-extern "C" __global__ void __launch_bounds__(1024) pb_host_shot(const uint4* in, uint4* out, uint4* stage, unsigned* sig,
-                                                               int B, int world, long long npacks, int phases, int nb,
-                                                               unsigned e0, int* err, long long* res) {
+// APART (pb_host_shot_apart): the pull reads the peer's copy from a second region, stage + (world + r) * npacks,
+// which nothing stages to, so the pull's loads never meet lines the staging is writing; the traffic is the same.
+template <bool APART>
+__device__ __forceinline__ void host_shot_body(const uint4* in, uint4* out, uint4* stage, unsigned* sig, int B,
+                                               int world, long long npacks, int phases, int nb, unsigned e0, int* err,
+                                               long long* res) {
   const int rank = blockIdx.x / B, b = blockIdx.x % B;
   const uint4* my_in = in + (size_t)rank * npacks;
   uint4* my_out = out + (size_t)rank * npacks;
@@ -2323,7 +2326,7 @@ extern "C" __global__ void __launch_bounds__(1024) pb_host_shot(const uint4* in,
         #pragma unroll
         for (int j = 0; j < 8; j++) acc[j] = 0.f;
         for (int r = 0; r < world; r++) {
-          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)r * npacks + k);
+          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)(APART ? world + r : r) * npacks + k);
           unsigned w[4] = {v.x, v.y, v.z, v.w};
           #pragma unroll
           for (int j = 0; j < 4; j++) { acc[2 * j] += hs_lo(w[j]); acc[2 * j + 1] += hs_hi(w[j]); }
@@ -2340,6 +2343,12 @@ extern "C" __global__ void __launch_bounds__(1024) pb_host_shot(const uint4* in,
   long long c1 = clock64();
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = spins; }
 }
+#define HOST_SHOT_K(NAME, APART) \
+extern "C" __global__ void __launch_bounds__(1024) NAME(const uint4* in, uint4* out, uint4* stage, unsigned* sig, \
+    int B, int world, long long npacks, int phases, int nb, unsigned e0, int* err, long long* res) { \
+  host_shot_body<APART>(in, out, stage, sig, B, world, npacks, phases, nb, e0, err, res); \
+}
+HOST_SHOT_K(pb_host_shot, false) HOST_SHOT_K(pb_host_shot_apart, true)
 // ---- pb_host_shot with each block's phase ends timed: pb_host_shot's loop, each phase ended by __syncthreads and
 // thread 0 reading %globaltimer (ns, one clock for every SM), so a block's phases and the blocks' order can be read:
 // ts[blockIdx.x * (4 * nb + 1)] the block's start, then per iteration i the ends of staging (with its fence), the
@@ -2372,7 +2381,7 @@ extern "C" __global__ void __launch_bounds__(1024) pb_host_shot_ts(const uint4* 
         #pragma unroll
         for (int j = 0; j < 8; j++) acc[j] = 0.f;
         for (int r = 0; r < world; r++) {
-          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)r * npacks + k);
+          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)(APART ? world + r : r) * npacks + k);
           unsigned w[4] = {v.x, v.y, v.z, v.w};
           #pragma unroll
           for (int j = 0; j < 4; j++) { acc[2 * j] += hs_lo(w[j]); acc[2 * j + 1] += hs_hi(w[j]); }

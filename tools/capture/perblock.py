@@ -2712,24 +2712,27 @@ class PerBlock:
         """A two-rank one-shot through pinned host memory (FLAG_SRC's one_shot_host at world 2, kernel pb_host_shot)
         with both ranks on this GPU, B = 1-66 blocks each, 128 or 512 threads, 14 KiB, 42 KiB and 1 MiB, by phase:
         the two barriers alone (phases 2), staging and its fence alone (1), the pull alone (4), staging and the
-        barriers (3), all of it (7): which of them grows with the blocks. plan: (phases, bytes) pairs instead."""
+        barriers (3), all of it (7): which of them grows with the blocks. plan: (phases, bytes) pairs instead, or
+        (phases, bytes, "apart") for kernel pb_host_shot_apart, whose pull reads a region nothing stages to."""
         big = 2 * max(sizes)
         self.fill("local", "hsin", big, [0x3f803f80])
-        self.fill("host", "hsst", big, [0x3f803f80])
+        self.fill("host", "hsst", 2 * big, [0x3f803f80])  # the second half: pb_host_shot_apart's pull
         self.fill("host", "hssig", 2 * 3 * 512 * 8 * 4, [0])
-        k = self.fn("pb_host_shot")
+        kern = {"staged": self.fn("pb_host_shot"), "apart": self.fn("pb_host_shot_apart")}
         inp, out = self.dev("hsin", big), self.dev("hsout", big)
-        stage, sig = self.ptr("host", "hsst", big), self.ptr("host", "hssig", 2 * 3 * 512 * 8 * 4)
+        stage, sig = self.ptr("host", "hsst", 2 * big), self.ptr("host", "hssig", 2 * 3 * 512 * 8 * 4)
         e0 = [0]
         plan = plan or [(2, 14336)] + [(ph, n) for ph in (1, 4, 3, 7) for n in sizes]
-        for phases, nbytes in plan:
+        for phases, nbytes, *src in plan:
+            src = src[0] if src else "staged"
+            k = kern[src]
             nb = 10 if nbytes > 64 * 1024 else 100
             for t in threads:
                 for b in blocks:
                     if 2 * b > self.sms:
                         continue
 
-                    def meas(phases=phases, nbytes=nbytes, nb=nb, t=t, b=b):
+                    def meas(phases=phases, nbytes=nbytes, nb=nb, t=t, b=b, k=k, src=src):
                         def launch():
                             k((2 * b,), (t,), (inp, out, stage, sig, np.int32(b), np.int32(2), np.int64(nbytes // 16),
                                                np.int32(phases), np.int32(nb), np.uint32(e0[0]), self.err, self.res),
@@ -2740,8 +2743,10 @@ class PerBlock:
                                "blocks": 2 * b, "blocks_per_rank": b, "threads": t, "iters": nb}
                         if phases == 2:
                             rec.pop("bytes")
+                        if src != "staged":
+                            rec["pull_src"] = src
                         self.emit(rec, vals, "ns_per_iter")
-                    self.rec.guard(f"host_shot phases {phases} {nbytes} B {b}x{t}", meas)
+                    self.rec.guard(f"host_shot phases {phases} {nbytes} B {b}x{t} {src}", meas)
 
     def host_shot_overlap(self):
         """host_shot's parts without the barriers between them: staging and the pull alone together (phases 5), the
@@ -2757,6 +2762,17 @@ class PerBlock:
         sizes = (14336, 43008, 86016, 131072, 262144, 524288)
         self.host_shot(blocks=(8, 16, 36, 66), threads=(512,), sizes=(max(sizes),),
                        plan=[(ph, n) for n in sizes for ph in (1, 4, 5)])
+
+    def host_shot_apart(self):
+        """host_shot_free's staging and pull left free (phases 5) with the pull reading a region nothing stages to
+        (kernel pb_host_shot_apart), beside the pull so alone (4) and the parts as host_shot_free runs them (1, 4, 5),
+        14 KiB to 512 KiB, 8-66 blocks a rank, 512 threads: whether the delay the two parts left free add to each other
+        at 14-42 KiB comes from the pull's loads meeting lines the other rank is staging, or from the parts' traffic
+        (fences waiting for loads in flight, loads behind stores). Readings and the model's values written down
+        before the run (README)."""
+        sizes = (14336, 43008, 86016, 131072, 524288)
+        self.host_shot(blocks=(8, 16, 36, 66), threads=(512,), sizes=(max(sizes),),
+                       plan=[p for n in sizes for p in ((1, n), (4, n), (5, n), (4, n, "apart"), (5, n, "apart"))])
 
     def host_shot_sizes(self):
         """host_shot at the sizes between the barrier-bound and the link-bound one-shot: staging alone (phases 1), the
@@ -2848,7 +2864,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
