@@ -2381,7 +2381,7 @@ extern "C" __global__ void __launch_bounds__(1024) pb_host_shot_ts(const uint4* 
         #pragma unroll
         for (int j = 0; j < 8; j++) acc[j] = 0.f;
         for (int r = 0; r < world; r++) {
-          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)(APART ? world + r : r) * npacks + k);
+          uint4 v = r == rank ? my_in[k] : ld_vol4(stage + (size_t)r * npacks + k);
           unsigned w[4] = {v.x, v.y, v.z, v.w};
           #pragma unroll
           for (int j = 0; j < 4; j++) { acc[2 * j] += hs_lo(w[j]); acc[2 * j + 1] += hs_hi(w[j]); }
