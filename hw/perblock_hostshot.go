@@ -13,7 +13,7 @@ import (
 // after another, each simulated by the twin of the loop records that
 // measure it alone (a part alone repeats as a stream, below), unless
 // staging and pull are both bound by what the blocks share, when the
-// blocks drift apart and overlap them (hostShotDrift):
+// blocks drift apart and overlap their streams (hostShotDrift):
 //
 //   - staging (phases bit 1): both ranks' blocks copy their input from
 //     local to host memory with one 16-B load per thread in flight, then
@@ -155,12 +155,25 @@ func streamedParts(data []PerBlock, chains, streams []float64, iters int) float6
 // up to an iteration and more, each block pair (a barrier meets only block
 // b of each rank) on its own (measured on one H200: host_shot_phases.json,
 // every block's phase ends on one clock). A block's staging then runs while
-// other blocks pull, so an iteration takes the longer of one block's own
-// parts one after the other (chain) and the staging and pull streams run at
-// once on one machine (repeats launches of each, per launch), which the
-// engine shares between them. The barriers a block waits come on top: the
-// streams do not hide them (host_shot_overlap.jsonl: phases 7 at 36–66
-// blocks a rank takes phases 5 and the barriers alone).
+// other blocks pull, so the staging and pull streams run at once on one
+// machine (repeats launches of each, per launch), which the engine shares
+// between them; and one block's own parts one after the other (chain: its
+// stores, its fence, its loads' round trips) come on top of them once an
+// iteration, not hidden behind the other blocks' streams. A staging
+// fence waits for the GPU's loads in flight (FenceBesidePolls) and a pull's
+// loads go up the link behind the stores ahead of them, so the parts of
+// one iteration do not hide each other's latency; at least one block's
+// chain every iteration. Measured on one H100 (host_shot_free*.jsonl,
+// host_shot_apart.jsonl, the form chosen after them; nothing fitted): left
+// free from 84 KiB to 512 KiB the parts take 7.7–41.7 µs, on four
+// instances a fixed 2.0–3.0 µs (one chain is 2.5) plus their bytes at
+// 56–69 GB/s (the engine shares 65.4), and at 42 KiB 5.5–6.1 µs; timed block by block on one H200
+// (host_shot_phases.json), a block's staging there takes 3.0–3.4 µs and its
+// pull 2.2–2.5 with the blocks two to three iterations apart. A pull that
+// reads lines nothing stages takes as long (host_shot_apart.jsonl): the
+// delay is the traffic's, not the lines'. The barriers a block waits come
+// on top: the streams do not hide them (host_shot_overlap.jsonl: phases 7
+// at 36–66 blocks a rank takes phases 5 and the barriers alone).
 func (m *Machine) hostShotDrift(stage, pull PerBlock, iters, repeats int, chain float64) (float64, error) {
 	both, err := New(m.Top)
 	if err != nil {
@@ -181,7 +194,7 @@ func (m *Machine) hostShotDrift(stage, pull PerBlock, iters, repeats int, chain 
 	if err := both.Eng.Run(); err != nil {
 		return 0, err
 	}
-	return max(chain*float64(iters), nsOf(sim.Duration(both.Eng.Now()))/float64(repeats)), nil
+	return max(chain*float64(iters), chain+nsOf(sim.Duration(both.Eng.Now()))/float64(repeats)), nil
 }
 
 // repeated is a copy or pull part run repeats launches' worth as one
