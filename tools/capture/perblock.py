@@ -2774,6 +2774,15 @@ class PerBlock:
         self.host_shot(blocks=(8, 16, 36, 66), threads=(512,), sizes=(max(sizes),),
                        plan=[p for n in sizes for p in ((1, n), (4, n), (5, n), (4, n, "apart"), (5, n, "apart"))])
 
+    def host_shot_free_threads(self):
+        """host_shot_free's phases 1, 4 and 5 at 256 and 1,024 threads and at sizes it did not run (28, 64, 192 and
+        384 KiB, and 42 KiB), 8-66 blocks a rank: the held-out side of the twin's one block's chain on top of the
+        drifted streams, which was chosen on 512-thread blocks at 14-512 KiB. Readings and the model's values written
+        down before the run (README)."""
+        sizes = (28672, 43008, 65536, 196608, 393216)
+        self.host_shot(blocks=(8, 16, 36, 66), threads=(256, 1024), sizes=(max(sizes),),
+                       plan=[(ph, n) for n in sizes for ph in (1, 4, 5)])
+
     def host_shot_sizes(self):
         """host_shot at the sizes between the barrier-bound and the link-bound one-shot: staging alone (phases 1), the
         pull alone (4), each with the two barriers (3, 6), 128 KiB to 4 MiB, 2-66 blocks a rank, 512 threads, and the
@@ -2864,7 +2873,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
