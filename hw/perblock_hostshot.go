@@ -172,8 +172,8 @@ func streamedParts(data []PerBlock, chains, streams []float64, iters int) float6
 // pull 2.2–2.5 with the blocks two to three iterations apart. A pull that
 // reads lines nothing stages takes as long (host_shot_apart.jsonl): the
 // delay is the traffic's, not the lines'. Predicted at 256 and 1,024
-// threads and sizes not seen (host_shot_free_threads.jsonl): 38 of 40
-// within 20 %. The barriers a block waits come
+// threads and sizes not seen (host_shot_free_threads*.jsonl, two
+// instances): 38 and 39 of 40 within 20 %. The barriers a block waits come
 // on top: the streams do not hide them (host_shot_overlap.jsonl: phases 7
 // at 36–66 blocks a rank takes phases 5 and the barriers alone).
 func (m *Machine) hostShotDrift(stage, pull PerBlock, iters, repeats int, chain float64) (float64, error) {
