@@ -101,6 +101,15 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 		// is bound by its blocks' own chains) the parts repeat as streams
 		// (streamedParts).
 		t = streamedParts(data, chains, streams, iters)
+		if len(data) == 2 {
+			// Both, left free: a block's staging fence waits for the
+			// other blocks' pull loads in flight, once an iteration.
+			w, err := m.FenceBesidePolls(0, HostMem(0), (2*blocks-1)*rec.Threads)
+			if err != nil {
+				return 0, err
+			}
+			t += nsOf(w)
+		}
 	default:
 		// With the barriers, the parts follow each other, all blocks in
 		// each: each part on a machine of its own (its time is its

@@ -2783,6 +2783,15 @@ class PerBlock:
         self.host_shot(blocks=(8, 16, 36, 66), threads=(256, 1024), sizes=(max(sizes),),
                        plan=[(ph, n) for n in sizes for ph in (1, 4, 5)])
 
+    def host_shot_small(self):
+        """host_shot's phases 1, 4 and 5 at 7, 14 and 21 KiB, 128, 256 and 1,024 threads, 1, 2, 4 and 8 blocks a rank:
+        staging and pull left free where neither part is bound by the link, the held-out side of the twin's fence
+        waiting for the other blocks' pull loads there (chosen on host_shot_free*.jsonl's 14 KiB at 512 threads).
+        Readings and the model's values written down before the run (README)."""
+        sizes = (7168, 14336, 21504)
+        self.host_shot(blocks=(1, 2, 4, 8), threads=(128, 256, 1024), sizes=(max(sizes),),
+                       plan=[(ph, n) for n in sizes for ph in (1, 4, 5)])
+
     def host_shot_sizes(self):
         """host_shot at the sizes between the barrier-bound and the link-bound one-shot: staging alone (phases 1), the
         pull alone (4), each with the two barriers (3, 6), 128 KiB to 4 MiB, 2-66 blocks a rank, 512 threads, and the
@@ -2873,7 +2882,7 @@ def run(out_dir, quick):
     for name in (only or parts):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
-                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_load", "store_rate", "store_loop", "store_lines",
+                        "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
                         "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
