@@ -102,13 +102,11 @@ func (m *Machine) hostShotTwin(rec PerBlock) (float64, error) {
 		// (streamedParts).
 		t = streamedParts(data, chains, streams, iters)
 		if len(data) == 2 {
-			// Both, left free: a block's staging fence waits for the
-			// other blocks' pull loads in flight, once an iteration.
-			w, err := m.FenceBesidePolls(0, HostMem(0), (2*blocks-1)*rec.Threads)
+			w, err := m.leftFreeFence(blocks, rec.Threads)
 			if err != nil {
 				return 0, err
 			}
-			t += nsOf(w)
+			t += w
 		}
 	default:
 		// With the barriers, the parts follow each other, all blocks in
@@ -155,6 +153,21 @@ func streamedParts(data []PerBlock, chains, streams []float64, iters int) float6
 		t += max(own, streams[i]*float64(iters))
 	}
 	return t
+}
+
+// leftFreeFence is what a one-shot's staging fence waits, once an
+// iteration, when staging and pull are left free (no barrier between
+// them) and bound by their blocks' own chains: the blocks are not in
+// step, so the fence waits for the other blocks' pull loads of host
+// memory in flight (FenceBesidePolls, a load a thread of the other
+// 2 × blocks − 1 blocks). Chosen on host_shot_free*.jsonl's 14 KiB at 512
+// threads (one H100: −45…−38 % without it, −24…−12 % with it); predicted
+// before the run at 7–21 KiB, 128–1,024 threads, 1–8 blocks a rank
+// (host_shot_small.jsonl): 36 of 36 configurations within 20 %, 7
+// without it.
+func (m *Machine) leftFreeFence(blocks, threads int) (float64, error) {
+	w, err := m.FenceBesidePolls(0, HostMem(0), (2*blocks-1)*threads)
+	return nsOf(w), err
 }
 
 // hostShotDrift is an iteration of a one-shot that both stages and pulls,

@@ -222,8 +222,12 @@ func TestHostShotBarrierShareFallsWithDrift(t *testing.T) {
 // (pull_src apart) is delayed as much: the traffic's delay, not the
 // lines'. The twin's drift with one block's chain on top (hw's
 // hostShotDrift, chosen after these files; nothing fitted) holds left
-// free within 20 % from 42 KiB to 512 KiB; at 14 KiB, where the twin
-// adds the parts' chains without the delay, it stays more than 30 % fast.
+// free within 20 % from 42 KiB to 512 KiB; at 14 KiB, where the parts
+// are bound by their blocks' own chains and the twin adds to them the
+// staging fence's wait for the other blocks' loads, within 25 %. Both
+// were predicted before the runs of host_shot_free_threads*.jsonl and
+// host_shot_small.jsonl (other threads and sizes), held in
+// TestHostShotLeftFreeHeldOut.
 func TestHostShotLeftFreeDelaysByItsTraffic(t *testing.T) {
 	type key struct {
 		bytes         int64
@@ -260,7 +264,7 @@ func TestHostShotLeftFreeDelaysByItsTraffic(t *testing.T) {
 				continue
 			}
 			if k.bytes < 42<<10 {
-				assert.Less(t, errPct[k], -30.0, "%s %+v: 14 KiB", f, k)
+				assert.InDelta(t, 0, errPct[k], 25, "%s %+v: 14 KiB", f, k)
 				continue
 			}
 			assert.InDelta(t, 0, errPct[k], 20, "%s %+v", f, k)
@@ -269,4 +273,32 @@ func TestHostShotLeftFreeDelaysByItsTraffic(t *testing.T) {
 	}
 	assert.Equal(t, 3*2*4+2*2*4, small, "configurations left free up to 42 KiB, staged and apart")
 	assert.Equal(t, 3*5*4+4*4, checked, "staged configurations left free from 42 KiB to 512 KiB")
+}
+
+// The held-out side of the one-shot left free (the readings and the
+// model's values written down before each run, tools/capture/README.md):
+// at 256 and 1,024 threads, 28–384 KiB, on two instances
+// (host_shot_free_threads*.jsonl: 38 and 39 of 40 within 20 %), and at
+// 7–21 KiB, 128–1,024 threads, 1–8 blocks a rank (host_shot_small.jsonl:
+// 36 of 36).
+func TestHostShotLeftFreeHeldOut(t *testing.T) {
+	for _, c := range []struct {
+		file            string
+		records, within int
+	}{{"host_shot_free_threads", 40, 38}, {"host_shot_free_threads_2", 40, 39}, {"host_shot_small", 36, 36}} {
+		v, recs := runFile(t, "../testdata/h100x1-arsim/"+c.file+".jsonl")
+		byLine := recordsByLine(recs)
+		n, within := 0, 0
+		for _, r := range v.Records {
+			if byLine[r.Line].Phases != 5 {
+				continue
+			}
+			n++
+			if math.Abs(r.ErrorPct) <= 20 {
+				within++
+			}
+		}
+		assert.Equal(t, c.records, n, c.file)
+		assert.GreaterOrEqual(t, within, c.within, c.file)
+	}
 }
