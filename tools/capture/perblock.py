@@ -1246,6 +1246,39 @@ class PerBlock:
                 self.rec.guard(f"barrier_groups_apart W{W} G{G} d {d} pass {ps}", meas)
             log("perblock", f"barrier_groups_apart: pass {ps} done, {self.rec.n} records so far")
 
+    def barrier_line_groups(self):
+        """Two-rank host-memory barriers, G groups at once (pb_group_barrier_rmc, layout rank_stride: group g's rank r
+        sector at r * stride_bytes + g * group_stride_bytes), the lines holding: both ranks of two groups (32 and 64 B,
+        as layout packed; 64 and 32 B), both ranks of one group (32 and 128 B; 64 and 128 B, as packed_64), one rank of
+        four groups (128 and 32 B; 16 KiB and 32 B, as vllm), G = 1, 2, 4 and 16 where no two sectors meet; two passes
+        in a shuffled order (a fixed seed). Which lines make layout packed's barriers of many groups two to three times
+        slower than vllm's. Readings and the model's values written down before the run (README)."""
+        import random
+        k = self.fn("pb_group_barrier_rmc")
+        nb = 200
+        base = self.ptr("host", "gbl", 4 * MB)
+        self.fill("host", "gbl", 4 * MB, [0])
+        log("perblock", f"barrier_line_groups: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        e0 = [0]
+        configs = [(32, 64, G) for G in (1, 2, 4, 16)] + [(64, 32, 2)] + [(32, 128, G) for G in (1, 2, 4, 16)] + \
+                  [(128, 32, G) for G in (2, 4)] + [(16384, 32, G) for G in (1, 2, 4, 16)] + [(64, 128, G) for G in (2, 4, 16)]
+        rng = random.Random(20261206)
+        for ps in range(2):
+            order = configs[:]
+            rng.shuffle(order)
+            for s, d, G in order:
+                def meas(s=s, d=d, G=G):
+                    def launch():
+                        k((2 * G,), (32,), (base, np.int32(2), np.int32(s // 4), np.int32(d // 4), np.int32(G), np.int32(0),
+                                           np.int32(nb), np.uint32(e0[0]), self.err, self.res), stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, 2 * G, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_stride",
+                               "stride_bytes": s, "group_stride_bytes": d, "world": 2, "groups": G,
+                               "blocks": 2 * G, "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_line_groups s {s} d {d} G{G} pass {ps}", meas)
+            log("perblock", f"barrier_line_groups: pass {ps} done, {self.rec.n} records so far")
+
     def barrier_class(self):
         """One-group host-memory barriers of W = 2, 3, 4, 6, 8 ranks (pb_group_barrier_tab) in which the first m ranks'
         sectors lie on lines of one page that collide by address bits (lines 0, 1, 4, 5: m = 2, 3, 4) and every other
@@ -2883,7 +2916,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
