@@ -279,13 +279,13 @@ func TestHostShotLeftFreeDelaysByItsTraffic(t *testing.T) {
 // model's values written down before each run, tools/capture/README.md):
 // at 256 and 1,024 threads, 28–384 KiB, on two instances
 // (host_shot_free_threads*.jsonl: 38 and 39 of 40 within 20 %), and at
-// 7–21 KiB, 128–1,024 threads, 1–8 blocks a rank (host_shot_small.jsonl:
-// 36 of 36).
+// 7–21 KiB, 128–1,024 threads, 1–8 blocks a rank, on two instances
+// (host_shot_small*.jsonl: 36 of 36 each).
 func TestHostShotLeftFreeHeldOut(t *testing.T) {
 	for _, c := range []struct {
 		file            string
 		records, within int
-	}{{"host_shot_free_threads", 40, 38}, {"host_shot_free_threads_2", 40, 39}, {"host_shot_small", 36, 36}} {
+	}{{"host_shot_free_threads", 40, 38}, {"host_shot_free_threads_2", 40, 39}, {"host_shot_small", 36, 36}, {"host_shot_small_2", 36, 36}} {
 		v, recs := runFile(t, "../testdata/h100x1-arsim/"+c.file+".jsonl")
 		byLine := recordsByLine(recs)
 		n, within := 0, 0
