@@ -1220,31 +1220,37 @@ class PerBlock:
         (group_stride_bytes d = 128, 256, 384, 512, 640, 768 or 1024 B: a line per group), G = 1, 2, 3, 4, 6, 8, 16
         and 32; two passes in a shuffled order (a fixed seed). How much the other groups' lines that collide with a
         polled one (by address bits) cost, and whether it grows with their number."""
+        configs = [(W, G, 16384, d) for W in (2, 4) for d in (128, 256, 384, 512, 640, 768, 1024)
+                   for G in (1, 2, 3, 4, 6, 8, 16, 32) if G * W <= self.sms and not (G == 1 and d != 128)]
+        self._rank_stride_barriers("barrier_groups_apart", "gbg", configs, 20261204)
+
+    def _rank_stride_barriers(self, name, role, configs, seed):
+        """Host-memory barriers of layout rank_stride (pb_group_barrier_rmc), configs (W, G, stride_bytes,
+        group_stride_bytes): group g's rank r sector at r * stride_bytes + g * group_stride_bytes of a 4-MiB buffer
+        (role), 32 threads, 200 barriers a launch, two passes over the configs in a shuffled order (seed)."""
         import random
         k = self.fn("pb_group_barrier_rmc")
         nb = 200
-        base = self.ptr("host", "gbg", 4 * MB)
-        self.fill("host", "gbg", 4 * MB, [0])
-        log("perblock", f"barrier_groups_apart: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        base = self.ptr("host", role, 4 * MB)
+        self.fill("host", role, 4 * MB, [0])
+        log("perblock", f"{name}: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
         e0 = [0]
-        configs = [(W, G, d) for W in (2, 4) for d in (128, 256, 384, 512, 640, 768, 1024)
-                   for G in (1, 2, 3, 4, 6, 8, 16, 32) if G * W <= self.sms and not (G == 1 and d != 128)]
-        rng = random.Random(20261204)
+        rng = random.Random(seed)
         for ps in range(2):
             order = configs[:]
             rng.shuffle(order)
-            for W, G, d in order:
-                def meas(W=W, G=G, d=d):
+            for W, G, st, d in order:
+                def meas(W=W, G=G, st=st, d=d):
                     def launch():
-                        k((G * W,), (32,), (base, np.int32(W), np.int32(4096), np.int32(8), np.int32(1), np.int32(d // 4),
+                        k((G * W,), (32,), (base, np.int32(W), np.int32(st // 4), np.int32(d // 4), np.int32(G), np.int32(0),
                                            np.int32(nb), np.uint32(e0[0]), self.err, self.res), stream=self.s)
                         e0[0] += nb
                     vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
                     self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_stride",
-                               "stride_bytes": 16384, "group_stride_bytes": d, "world": W, "groups": G,
+                               "stride_bytes": st, "group_stride_bytes": d, "world": W, "groups": G,
                                "blocks": G * W, "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
-                self.rec.guard(f"barrier_groups_apart W{W} G{G} d {d} pass {ps}", meas)
-            log("perblock", f"barrier_groups_apart: pass {ps} done, {self.rec.n} records so far")
+                self.rec.guard(f"{name} W{W} G{G} s {st} d {d} pass {ps}", meas)
+            log("perblock", f"{name}: pass {ps} done, {self.rec.n} records so far")
 
     def barrier_line_groups(self):
         """Two-rank host-memory barriers, G groups at once (pb_group_barrier_rmc, layout rank_stride: group g's rank r
@@ -1253,31 +1259,10 @@ class PerBlock:
         four groups (128 and 32 B; 16 KiB and 32 B, as vllm), G = 1, 2, 4 and 16 where no two sectors meet; two passes
         in a shuffled order (a fixed seed). Which lines make layout packed's barriers of many groups two to three times
         slower than vllm's. Readings and the model's values written down before the run (README)."""
-        import random
-        k = self.fn("pb_group_barrier_rmc")
-        nb = 200
-        base = self.ptr("host", "gbl", 4 * MB)
-        self.fill("host", "gbl", 4 * MB, [0])
-        log("perblock", f"barrier_line_groups: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
-        e0 = [0]
-        configs = [(32, 64, G) for G in (1, 2, 4, 16)] + [(64, 32, 2)] + [(32, 128, G) for G in (1, 2, 4, 16)] + \
-                  [(128, 32, G) for G in (2, 4)] + [(16384, 32, G) for G in (1, 2, 4, 16)] + [(64, 128, G) for G in (2, 4, 16)]
-        rng = random.Random(20261206)
-        for ps in range(2):
-            order = configs[:]
-            rng.shuffle(order)
-            for s, d, G in order:
-                def meas(s=s, d=d, G=G):
-                    def launch():
-                        k((2 * G,), (32,), (base, np.int32(2), np.int32(s // 4), np.int32(d // 4), np.int32(G), np.int32(0),
-                                           np.int32(nb), np.uint32(e0[0]), self.err, self.res), stream=self.s)
-                        e0[0] += nb
-                    vals = self.trials(launch, 2 * G, lambda c: c / self.ghz / nb)
-                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_stride",
-                               "stride_bytes": s, "group_stride_bytes": d, "world": 2, "groups": G,
-                               "blocks": 2 * G, "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
-                self.rec.guard(f"barrier_line_groups s {s} d {d} G{G} pass {ps}", meas)
-            log("perblock", f"barrier_line_groups: pass {ps} done, {self.rec.n} records so far")
+        configs = [(2, G, st, d) for st, d, G in
+                   [(32, 64, G) for G in (1, 2, 4, 16)] + [(64, 32, 2)] + [(32, 128, G) for G in (1, 2, 4, 16)] +
+                   [(128, 32, G) for G in (2, 4)] + [(16384, 32, G) for G in (1, 2, 4, 16)] + [(64, 128, G) for G in (2, 4, 16)]]
+        self._rank_stride_barriers("barrier_line_groups", "gbl", configs, 20261206)
 
     def barrier_class(self):
         """One-group host-memory barriers of W = 2, 3, 4, 6, 8 ranks (pb_group_barrier_tab) in which the first m ranks'
