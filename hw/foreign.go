@@ -90,3 +90,43 @@ func (m *Machine) blockForeignCollision(at Mem, blocks, blockStride, slots int) 
 	m.foreignMemo[k] = d
 	return d
 }
+
+// crowdedLines is what other barriers' sectors on crowded lines add to the
+// poll of the median sector of secs (a block polls each): where the
+// sector's own barrier has another sector on its line or a line colliding
+// with it (sectorsCollide), each other barrier with a sector on a line of
+// that set that holds sectors of two barriers or more adds
+// hostmem.crowded_line_collision, up to hostmem.crowded_line_cap.
+// Measured on one H100 (barrier_line_groups*.jsonl, two ranks): lines
+// each holding one rank's sectors of two or four barriers take 4.2 and
+// 6.7 µs a barrier when the other rank's line collides with them, 1.8–2.2
+// when it lies 16 KiB away; both ranks of two barriers on one line as
+// much as on two colliding lines; both ranks of one barrier a line, the
+// lines colliding, 2.4–2.9 (the form chosen after that file; the values
+// fitted on the H200's layout packed).
+func (m *Machine) crowdedLines(secs []flagSector) sim.Duration {
+	if len(secs) == 0 {
+		return 0
+	}
+	near := func(a, b int) bool { return a/128 == b/128 || m.sectorsCollide(a, b) }
+	crowded := make([]bool, len(secs)) // a sector's line holds sectors of two barriers or more
+	for i, s := range secs {
+		crowded[i] = slices.ContainsFunc(secs, func(t flagSector) bool { return t.at/128 == s.at/128 && t.group != s.group })
+	}
+	per := make([]int, len(secs))
+	for i, s := range secs {
+		if !slices.ContainsFunc(secs, func(t flagSector) bool { return t.group == s.group && t.at != s.at && near(s.at, t.at) }) {
+			continue // its barrier's sectors do not meet near it
+		}
+		var others []int
+		for j, t := range secs {
+			if t.group != s.group && crowded[j] && near(s.at, t.at) && !slices.Contains(others, t.group) {
+				others = append(others, t.group)
+			}
+		}
+		per[i] = len(others)
+	}
+	slices.Sort(per)
+	n := float64(per[(len(per)-1)/2]+per[len(per)/2]) / 2
+	return min(sim.Duration(n*float64(m.Phys.HostCrowdedLineCollision)), m.Phys.HostCrowdedLineCap)
+}

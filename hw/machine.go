@@ -91,6 +91,8 @@ type Physics struct {
 	HostCollisionMask                       int          // hostmem.collision_mask, address bits
 	HostForeignStoreCollision               sim.Duration // hostmem.foreign_store_collision
 	HostForeignCollisionCap                 sim.Duration // hostmem.foreign_collision_cap
+	HostCrowdedLineCollision                sim.Duration // hostmem.crowded_line_collision
+	HostCrowdedLineCap                      sim.Duration // hostmem.crowded_line_cap
 	LLIterOverhead, LLIterPerWarp           sim.Duration
 	LL128IterOverhead, LL128IterPerWarp     sim.Duration
 	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
@@ -158,6 +160,7 @@ func resolve(ps *topology.Params) Physics {
 		HostPollLoad:        ns(g("gpu.host_poll_load")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionMask: int(g("hostmem.collision_mask")),
 		HostForeignStoreCollision: ns(g("hostmem.foreign_store_collision")), HostForeignCollisionCap: ns(g("hostmem.foreign_collision_cap")),
+		HostCrowdedLineCollision: ns(g("hostmem.crowded_line_collision")), HostCrowdedLineCap: ns(g("hostmem.crowded_line_cap")),
 		LLIterOverhead: ns(g("gpu.ll_iter_overhead")), LLIterPerWarp: ns(g("gpu.ll_iter_per_warp")),
 		LL128IterOverhead: ns(g("gpu.ll128_iter_overhead")), LL128IterPerWarp: ns(g("gpu.ll128_iter_per_warp")),
 		VectorLoadExtraPCIe: ns(g("gpu.vector_load_extra_pcie")), CopyIterOverhead: ns(g("gpu.copy_iter_overhead")), CopyDRAMExtra: ns(g("gpu.copy_dram_extra")), LoadWaitHost: ns(g("gpu.load_wait_host")), LoadWaitL2: ns(g("gpu.load_wait_l2")), VectorIssueL2: ns(g("gpu.vector_issue_l2")),

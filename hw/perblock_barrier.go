@@ -199,7 +199,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		fences = sim.Duration(n) * (f + w)
 	}
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
-		m.slotPolls(at, slots, collide) + m.foreignCollision(m.foreignStores(secs)) +
+		m.slotPolls(at, slots, collide) + m.foreignCollision(m.foreignStores(secs)) + m.crowdedLines(secs) +
 		m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
 }
 

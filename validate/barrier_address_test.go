@@ -276,3 +276,52 @@ func TestFirstBurstHeldFromItsFittedSide(t *testing.T) {
 	t.Logf("%s: %.0f B", name, (lo+hi)/2)
 	assert.InDelta(t, p.DefaultParams().Get(name), (lo+hi)/2, 2000)
 }
+
+// hostmem.crowded_line_collision and hostmem.crowded_line_cap, recomputed
+// from their fitted side (barrier_lines.jsonl, barrier_lines_2.jsonl:
+// two-rank barriers of layout packed at 2–32 groups): each record's time
+// beyond the model's with both at 0; the records where the model counts
+// one other barrier on a crowded line (2 groups) give the first, as their
+// median; the others (4–32 groups, where it counts three or more) the cap.
+func TestCrowdedLineParametersFromTheirFittedSide(t *testing.T) {
+	const per, capName = "hostmem.crowded_line_collision", "hostmem.crowded_line_cap"
+	p, err := topology.Lookup("h200x1")
+	require.NoError(t, err)
+	var one, more []float64
+	for _, file := range []string{"barrier_lines.jsonl", "barrier_lines_2.jsonl"} {
+		path := "../testdata/h200x1-arsim/" + file
+		recs, bad, err := trace.ReadJSONLFile(path, trace.ReadOptions{})
+		require.NoError(t, err)
+		require.Empty(t, bad)
+		run := func(a, c float64) *Validation {
+			ps := p.DefaultParams()
+			require.NoError(t, ps.Set(per, a, "the fit"))
+			require.NoError(t, ps.Set(capName, c, "the fit"))
+			v, err := Run(recs, Options{File: path, Params: map[string]*topology.Params{"h200x1": ps}})
+			require.NoError(t, err)
+			return v
+		}
+		v0, v1 := run(0, 0), run(1000, 100000)
+		for i, r := range v0.Records {
+			if !slices.Contains(strings.Split(r.FittedFor, ", "), per) {
+				continue
+			}
+			others := math.Round((v1.Records[i].Predicted - r.Predicted) / 1000)
+			require.Positive(t, others, "line %d", r.Line)
+			if others == 1 {
+				one = append(one, r.Measured-r.Predicted)
+			} else {
+				more = append(more, r.Measured-r.Predicted)
+			}
+		}
+	}
+	require.Len(t, one, 2, "2 groups, one record a file")
+	require.Len(t, more, 8, "4, 8, 16 and 32 groups")
+	median := func(v []float64) float64 {
+		slices.Sort(v)
+		return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+	}
+	t.Logf("%s %.1f ns, %s %.1f ns", per, median(one), capName, median(more))
+	assert.InDelta(t, p.DefaultParams().Get(per), median(one), 0.5)
+	assert.InDelta(t, p.DefaultParams().Get(capName), median(more), 0.5)
+}

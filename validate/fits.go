@@ -98,6 +98,18 @@ var Fits = slices.Concat([]Fit{
 		Covers: hostBarrier, AlsoPredicts: hostBarrierCaptures("h200x1-arsim/barrier_chunks_2.jsonl"),
 		On:  func(r trace.Record) bool { return hostBarrier(r) && r.World == 8 },
 		How: "the median of ns per barrier beyond the same with this at 0, over the records with stores on colliding lines"},
+	// hostmem.crowded_line_collision and hostmem.crowded_line_cap:
+	// two-rank barriers of layout packed, 2 and 4–32 groups
+	// (barrier_lines.jsonl, barrier_lines_2.jsonl); every other host
+	// barrier, the H100's barrier_line_groups*.jsonl among them, is their
+	// predicted side.
+	{Params: []string{"hostmem.crowded_line_collision", "hostmem.crowded_line_cap"}, Files: []string{"h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl"},
+		Kinds: []trace.Kind{trace.KindLoop}, Covers: hostBarrier,
+		AlsoPredicts: slices.DeleteFunc(hostBarrierCaptures(""), func(f string) bool { return strings.HasPrefix(f, "h200x1-arsim/barrier_lines") }),
+		On: func(r trace.Record) bool {
+			return hostBarrier(r) && r.Layout == "packed" && r.World == 2 && r.Groups >= 2
+		},
+		How: "the median of ns per barrier beyond the same with these at 0: at 2 groups (one other barrier on the crowded line) the first, at 4–32 the cap"},
 	// pcie.first_burst_held: one-iteration launches of stores to host
 	// memory that the link holds back (store_burst.jsonl, 4.3–8.7 MB);
 	// its smaller launches, fence_land.jsonl's and every other
