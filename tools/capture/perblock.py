@@ -1264,6 +1264,17 @@ class PerBlock:
                    [(128, 32, G) for G in (2, 4)] + [(16384, 32, G) for G in (1, 2, 4, 16)] + [(64, 128, G) for G in (2, 4, 16)]]
         self._rank_stride_barriers("barrier_line_groups", "gbl", configs, 20261206)
 
+    def barrier_line_apart(self):
+        """Host-memory barriers of layout rank_stride (pb_group_barrier_rmc), two ranks whose lines lie 256, 384, 512,
+        640 or 768 B or 16 KiB apart, each holding its rank's sectors of 2 or 4 groups 32 B apart; three ranks'
+        sectors 32 B apart (as packed) at 2, 8 and 32 groups; four ranks' at 2 and 8: the held-out side of the
+        crowded lines (fitted on two-rank packed barriers): slow where the ranks' lines collide by
+        hostmem.collision_mask (512 and 640 B), fast where not. Readings and the model's values written down before
+        the run (README)."""
+        configs = [(2, G, st, 32) for st in (256, 384, 512, 640, 768) for G in (2, 4)] + [(2, G, 16384, 32) for G in (2, 4)] + \
+                  [(3, G, 32, 96) for G in (2, 8, 32)] + [(4, G, 32, 128) for G in (2, 8)]
+        self._rank_stride_barriers("barrier_line_apart", "gba", configs, 20261207)
+
     def barrier_class(self):
         """One-group host-memory barriers of W = 2, 3, 4, 6, 8 ranks (pb_group_barrier_tab) in which the first m ranks'
         sectors lie on lines of one page that collide by address bits (lines 0, 1, 4, 5: m = 2, 3, 4) and every other
@@ -2901,7 +2912,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
