@@ -91,21 +91,24 @@ func (l rankLayout) at(g int) int {
 	return l.offset + g*l.groupStride
 }
 
-// medianLineSectors is how many groups' sectors share the line of the
-// median group's sector among groups groups (the capture reports the
-// median block).
-func (l rankLayout) medianLineSectors(groups int) int {
-	per := make([]int, groups)
-	for g := range per {
-		line := l.at(g) / 128
-		for h := 0; h < groups; h++ {
-			if l.at(h)/128 == line {
-				per[g]++
+// medianLineSectors is how many sectors, of any group and any of world
+// ranks, share the line of the median block's sector (the capture reports
+// the median block): the groups' sectors of one rank where the ranks'
+// arrays lie a line apart or more, as layout packed counts them where
+// they do not (rank_stride at 32 or 64 B).
+func (l rankLayout) medianLineSectors(groups, world int) int {
+	n := groups * world
+	line := func(i int) int { return (i%world*l.rankStride + l.at(i/world)) / 128 }
+	per := make([]int, n)
+	for i := range per {
+		for j := range n {
+			if line(j) == line(i) {
+				per[i]++
 			}
 		}
 	}
 	slices.Sort(per)
-	return min(per[(groups-1)/2], sectorsPerLine)
+	return min(per[(n-1)/2], sectorsPerLine)
 }
 
 // groupBarrierTwin: a barrier of World blocks through flags in one memory,
@@ -167,7 +170,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 			collide = m.barrierCollisions(slots, rm.rankStride, rm.offset)
 			layout(func(g, r int) int { return r*rm.rankStride + rm.at(g) })
 		}
-		inLine = rm.medianLineSectors(groups)
+		inLine = rm.medianLineSectors(groups, rec.World)
 	} else if rec.Layout == "rank_offsets" {
 		offs, err := rankOffsets(rec)
 		if err != nil {
