@@ -631,3 +631,22 @@ func TestPingPongLineCounts(t *testing.T) {
 	assert.InDelta(t, (3*2+3*2)/6.0, otherFlagsOnLine(6, 48), 1e-9) // 0, 48, 96 | 144, 192, 240
 	assert.InDelta(t, 0.0, otherFlagsOnLine(4, 128), 1e-9)
 }
+
+// One layout, two names: layout packed and rank_stride with the same
+// offsets (the ranks' sectors 32 B apart, the groups' W × 32 B) put the
+// same flags at the same addresses, so their barriers take the same time
+// (rank_stride once counted only one rank's sectors on a line).
+func TestPackedIsRankStrideOfItsOffsets(t *testing.T) {
+	top, _ := h200x1(t)
+	for _, w := range []int{2, 3, 4, 8} {
+		for _, g := range []int{1, 2, 4, 16} {
+			rec := PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "packed", World: w, Groups: g, Blocks: w * g, Threads: 32}
+			p, err := PerBlockValue(top, rec)
+			require.NoError(t, err)
+			rec.Layout, rec.StrideBytes, rec.GroupStrideBytes = "rank_stride", 32, 32*w
+			r, err := PerBlockValue(top, rec)
+			require.NoError(t, err)
+			assert.InDelta(t, p, r, 1e-9, "%d ranks, %d groups", w, g)
+		}
+	}
+}
