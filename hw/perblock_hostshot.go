@@ -189,9 +189,10 @@ func (m *Machine) leftFreeFence(blocks, threads int) (float64, error) {
 // host_shot_apart.jsonl, the form chosen after them; nothing fitted): left
 // free from 84 KiB to 512 KiB the parts take 7.7–41.7 µs, on four
 // instances a fixed 2.0–3.0 µs (one chain is 2.5) plus their bytes at
-// 56–69 GB/s (the engine shares 65.4), and at 42 KiB 5.5–6.1 µs; timed block by block on one H200
-// (host_shot_phases.json), a block's staging there takes 3.0–3.4 µs and its
-// pull 2.2–2.5 with the blocks two to three iterations apart. A pull that
+// 56–69 GB/s (the engine shares 65.4), and at 42 KiB 5.5–6.1 µs; timed
+// block by block on one H200 (host_shot_phases.json), a block's staging
+// there takes 3.0–3.4 µs and its pull 2.2–2.5 with the blocks two to three
+// iterations apart. A pull that
 // reads lines nothing stages takes as long (host_shot_apart.jsonl): the
 // delay is the traffic's, not the lines'. Predicted at 256 and 1,024
 // threads and sizes not seen (host_shot_free_threads*.jsonl, two
