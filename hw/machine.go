@@ -78,6 +78,7 @@ type Physics struct {
 	HostLoadsBesideStores                   sim.Bytes    // gpu.host_loads_beside_stores
 	HostLoadsWriterOnSMRate                 sim.Rate     // gpu.host_loads_writer_on_sm_rate; 0: none
 	HostLoadsOutstanding                    sim.Bytes    // gpu.host_loads_outstanding; 0: no limit
+	HostRequestsOutstanding                 float64      // gpu.host_requests_outstanding; 0: no limit
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
 	HostLineContention                      sim.Duration // hostmem.line_contention
@@ -153,9 +154,9 @@ func resolve(ps *topology.Params) Physics {
 		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
 		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), StoreShareBytes: sim.Bytes(g("pcie.store_share_bytes")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
 		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitSpanKnee: sim.Bytes(g("pcie.posted_wait_span_knee")), PostedWaitSpanDoublings: g("pcie.posted_wait_span_doublings"), PostedWaitSpanKneeChase: sim.Bytes(g("pcie.posted_wait_span_knee_chase")), PostedWaitSpanPartChase: sim.Bytes(g("pcie.posted_wait_span_part_chase")), PostedWaitOwnSM: ns(g("pcie.posted_wait_own_sm")), PostedWaitWriterOnSM: g("pcie.posted_wait_writer_on_sm"), PostedWaitOwnHalf: ns(g("pcie.posted_wait_own_half")), PostedWaitOwnHalfPerDoubling: ns(g("pcie.posted_wait_own_half_per_doubling")), PostedWaitOtherHalf: ns(g("pcie.posted_wait_other_half")), PostedWaitOtherHalfBesideOwn: g("pcie.posted_wait_other_half_beside_own"), PostedWaitUnevenStride: g("pcie.posted_wait_uneven_stride"), PostedWaitUnevenStrideOther: g("pcie.posted_wait_uneven_stride_other"), PostedWaitUnevenStrideWarp: g("pcie.posted_wait_uneven_stride_warp"), PostedWaitUnevenStrideWarpOther: g("pcie.posted_wait_uneven_stride_warp_other"), UnevenStrideLargeTPCs: int(g("pcie.uneven_stride_large_tpcs")), UnevenStrideLargeDepth: g("pcie.uneven_stride_large_depth"), PostedWaitLoneLoadHalves: g("pcie.posted_wait_lone_load_halves"), PostedWaitLoneLoadHalvesSpan0: g("pcie.posted_wait_lone_load_halves_span0"), PostedWaitLoneLoadHalvesPerDoubling: g("pcie.posted_wait_lone_load_halves_per_doubling"), PostedWaitLoneLoadHalvesOther: g("pcie.posted_wait_lone_load_halves_other"), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")), HostLoadsWriterOnSMRate: sim.Rate(g("gpu.host_loads_writer_on_sm_rate")) * sim.GBps,
-		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")),
-		MemLoadedLatency:     ns(g("gpu.mem_loaded_latency")),
-		HostLineContention:   ns(g("hostmem.line_contention")), HostChangingFlagWait: ns(g("hostmem.changing_flag_wait")), HostChangingFlagCap: ns(g("hostmem.changing_flag_cap")), HostSlotService: ns(g("hostmem.slot_service")),
+		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")), HostRequestsOutstanding: g("gpu.host_requests_outstanding"),
+		MemLoadedLatency:   ns(g("gpu.mem_loaded_latency")),
+		HostLineContention: ns(g("hostmem.line_contention")), HostChangingFlagWait: ns(g("hostmem.changing_flag_wait")), HostChangingFlagCap: ns(g("hostmem.changing_flag_cap")), HostSlotService: ns(g("hostmem.slot_service")),
 		SpinStoreService: ns(g("gpu.spin_store_service")), HostStoreService: ns(g("gpu.host_store_service")),
 		HostPollLoad:        ns(g("gpu.host_poll_load")),
 		HostSectorCollision: ns(g("hostmem.sector_collision")), HostCollisionMask: int(g("hostmem.collision_mask")),

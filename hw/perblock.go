@@ -92,6 +92,9 @@ type PerBlock struct {
 	// what it loads to GPU memory), its threads, each keeping
 	// NeighbourLoads loads of host memory in flight.
 	NeighbourThreads, NeighbourLoads int
+	// NeighbourSpacing (loop fence): bytes from one polling thread's
+	// word to the next (0: 32, a sector each).
+	NeighbourSpacing int
 	// PollSleep: a group barrier's pause after each poll that does not
 	// see its flag, in ns (trace.Record.PollSleepNs).
 	PollSleep int

@@ -26,7 +26,13 @@ import (
 func (m *Machine) fenceNeighbourWait(rec PerBlock) (sim.Duration, error) {
 	at := mem(rec.NeighbourPlace)
 	if !rec.pulls() {
-		return m.FenceBesidePolls(0, at, pollingNeighbours(rec)*max(rec.NeighbourThreads, 1))
+		pollers := pollingNeighbours(rec) * max(rec.NeighbourThreads, 1)
+		w, err := m.FenceBesidePolls(0, at, pollers)
+		if err != nil || !at.Host {
+			return w, err
+		}
+		d, err := m.PollDrain(0, at, pollers, rec.NeighbourSpacing)
+		return max(w, d), err
 	}
 	loads := rec.Neighbours * max(rec.NeighbourThreads, 1) * max(rec.NeighbourLoads, 1)
 	w, err := m.FenceBesidePolls(0, at, loads)

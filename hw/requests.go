@@ -2,9 +2,11 @@ package hw
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/arsim/arsim/sim"
+	"github.com/arsim/arsim/topology"
 )
 
 // Polls are requests. A thread spinning on a flag issues one load after
@@ -393,4 +395,60 @@ func (m *Machine) flagPollOf(f *sim.FlagVar, at Mem) *flagPoll {
 	}
 	fp.at, fp.sector = at, sec
 	return fp
+}
+
+// PollDrain is how long the polls of host memory that pollers threads of
+// GPU r keep in flight (one each, a word of its own, spacing bytes apart,
+// 0: 32) take to be served, and so the period of their poll loops where it
+// exceeds a round trip, and what a system fence waits for them. A warp's
+// polls of words on one 128-B line go up as one read request for the
+// sectors they touch (four at 32 B apart, one at 128 B and more); the link
+// returns each request's completion, its sectors and pcie.tlp_overhead, at
+// its rate (pcie.link_efficiency), and the GPU keeps at most
+// gpu.host_requests_outstanding requests outstanding, each for a round
+// trip. The requests in flight are served at the lower of the two rates.
+// Measured on one H100 (fence_queue.jsonl; the pollers timed their own
+// polls): a sector each, the pollers' period 1.47–1.59 µs up to 2,048
+// pollers and then 0.62–0.68 ns a poller (4,096–67,072), the link's rate
+// for 128-B completions (0.63 ns: four pollers a request, nothing
+// fitted); a line each, 1.5–1.6 ns a poller from 2,048, where the link
+// would take 0.23: the requests outstanding. A fence beside them waited
+// what the pollers' period was, 0.86–1.4 times it. Polls of GPU memory do
+// not queue (Polls are requests, above).
+func (m *Machine) PollDrain(r int, at Mem, pollers, spacing int) (sim.Duration, error) {
+	if pollers < 1 || !at.Host {
+		return 0, nil
+	}
+	p, err := m.path(GPUMem(r), at)
+	if err != nil {
+		return 0, err
+	}
+	const line, sector = 128, 32
+	spacing = max(spacing, sector)
+	if spacing == sector && pollers < 4 {
+		spacing = line // fewer than a line's worth: a request each
+	}
+	perLine := max(line/spacing, 1)
+	requests := float64(pollers) / float64(perLine)
+	wire := (float64(perLine*sector) + m.Phys.TLPOverhead) / m.Phys.LinkEfficiency
+	var rate float64 // requests a second
+	n := len(p.types)
+	for i, id := range p.back {
+		if p.types[n-1-i] == topology.PCIe {
+			c := float64(m.Net.Resource(id).Capacity) / wire
+			if rate == 0 || c < rate {
+				rate = c
+			}
+		}
+	}
+	if t := m.Phys.HostRequestsOutstanding; t > 0 && p.rtt > 0 {
+		c := t / (float64(p.rtt) / float64(sim.Second))
+		if rate == 0 || c < rate {
+			rate = c
+		}
+	}
+	if rate == 0 {
+		return 0, nil
+	}
+	return sim.Duration(math.Round(requests / rate * float64(sim.Second))), nil
 }

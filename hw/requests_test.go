@@ -258,3 +258,39 @@ func TestFenceBesideLoadsOfPeerMemory(t *testing.T) {
 		}
 	}
 }
+
+// Polls of host memory in flight drain at the lower of the link's rate for
+// each request's completion (a warp's pollers on one line share a request)
+// and the requests outstanding over a round trip; GPU memory's do not
+// queue.
+func TestPollDrainTakesTheLowerRate(t *testing.T) {
+	m := h200x1Machine(t)
+	local, err := m.PollDrain(0, GPUMem(0), 4096, 32)
+	require.NoError(t, err)
+	assert.Zero(t, local)
+	rtt, err := m.RoundTrip(0, HostMem(0))
+	require.NoError(t, err)
+	ph := m.Phys
+	link := 63.015e9                              // Gen5 x16, bytes a second on the wire
+	perRequest := func(payload float64) float64 { // seconds a request on the link
+		return (payload + ph.TLPOverhead) / ph.LinkEfficiency / link
+	}
+	capped := (float64(rtt) / float64(sim.Second)) / ph.HostRequestsOutstanding
+	for _, c := range []struct {
+		pollers, spacing int
+		want             float64 // seconds
+	}{
+		{4096, 32, 1024 * max(perRequest(128), capped)}, // four pollers a line: the link binds
+		{4096, 0, 1024 * max(perRequest(128), capped)},  // 0: 32 B
+		{4096, 64, 2048 * max(perRequest(64), capped)},
+		{4096, 128, 4096 * max(perRequest(32), capped)}, // a line each: the requests outstanding bind
+		{4096, 4096, 4096 * max(perRequest(32), capped)},
+		{2, 32, 2 * max(perRequest(32), capped)}, // fewer than a line's worth: a request each
+	} {
+		got, err := m.PollDrain(0, HostMem(0), c.pollers, c.spacing)
+		require.NoError(t, err)
+		assert.InDelta(t, c.want*1e12, float64(got), 0.01*c.want*1e12+1, "%d pollers %d B apart", c.pollers, c.spacing)
+	}
+	assert.Greater(t, perRequest(128), capped, "a sector each (128 B a request) is the link's")
+	assert.Less(t, perRequest(32), capped, "a line each is the requests'")
+}

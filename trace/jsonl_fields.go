@@ -144,6 +144,8 @@ var fieldDefs = []fieldDef{
 	{name: "neighbour_place", typ: jString, enum: []string{"1k_on", "64k_on", "64k_on_lines_apart", "host", "lines_apart", "local", "other_half", "other_line", "same_half", "same_sector"}, str: func(r *Record) *string { return &r.NeighbourPlace }},
 	{name: "neighbour_lines", typ: jInt, max: 1 << 16, why: "lines a storing neighbour cycles over", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourLines }},
 	{name: "neighbour_threads", typ: jInt, max: 1024, why: "a block's threads", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourThreads }},
+	{name: "neighbour_spacing_bytes", typ: jInt, max: 1 << 16, why: "64 KiB between pollers' words", zeroOK: true, i32: func(r *Record) *int { return &r.NeighbourSpacingBytes }},
+	{name: "neighbour_poll_ns", typ: jNumber, zeroOK: true, num: func(r *Record) *float64 { return &r.NeighbourPollNs }},
 	{name: "group_stride_bytes", typ: jInt, max: 1 << 20, why: "a mebibyte between groups' sectors", zeroOK: true, i32: func(r *Record) *int { return &r.GroupStrideBytes }},
 	{name: "rank_offsets", typ: jString, str: func(r *Record) *string { return &r.RankOffsets }},
 	{name: "flag_offset", typ: jInt, max: 1 << 20, why: "a mebibyte into the flags' buffer", zeroOK: true, i32: func(r *Record) *int { return &r.FlagOffset }},

@@ -212,6 +212,12 @@ type Record struct {
 	// poll, each a word of its own in a sector of its own (0: one); of a
 	// pulling neighbour block, its threads.
 	NeighbourThreads int
+	// NeighbourSpacingBytes, on a fence loop beside polling neighbours
+	// (tools/capture's fence_queue): bytes from one polling thread's word
+	// to the next (0: 32, a sector each); NeighbourPollNs, the median
+	// polling block's time over its polls (ns, measured).
+	NeighbourSpacingBytes int
+	NeighbourPollNs       float64
 	// NeighbourLoads, on a fence loop beside pulling neighbours
 	// (neighbour_op "pull", tools/capture's fence_pulls): the loads each
 	// of their threads keeps in flight; NeighbourGBps what they pulled

@@ -1805,6 +1805,36 @@ extern "C" __global__ void pb_fence_polls_t(unsigned* polls, int stride, int pt,
   if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
 }
 
+// ---- pb_fence_polls_t with the pollers spaced and counted: every block but the last has pt threads polling a word of
+// their own, spacing words apart (8: a 32-B sector each, 32: a 128-B line each), blocks stride words apart; thread 0
+// of each polling block writes its time and its polls (its own loop count) to res. The last block as pb_fence_polls_t.
+extern "C" __global__ void pb_fence_polls_q(unsigned* polls, int stride, int pt, int spacing, uint4* fdst, int iters,
+                                            unsigned* done, unsigned stop, int* err, long long* res) {
+  const int last = gridDim.x - 1;
+  if ((int)blockIdx.x < last) {
+    if ((int)threadIdx.x >= pt) return;
+    const unsigned* w = polls + (size_t)blockIdx.x * stride + (size_t)spacing * threadIdx.x;
+    unsigned acc = 0;
+    long long spins = 0, c0 = clock64();
+    unsigned k = 1;
+    for (; ; k++) {
+      acc += ld_vol(w + (acc & 1u));
+      if ((k & 7) == 7 && ld_vol(done) == stop) break;
+      if (++spins > SPIN_LIMIT) { atomicExch(err, 1); break; }
+    }
+    if (threadIdx.x == 0) { res[2 * blockIdx.x] = clock64() - c0; res[2 * blockIdx.x + 1] = (long long)k + (acc & 1u); }
+    return;
+  }
+  if (threadIdx.x >= 32) return;
+  long long c0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    st_vol4(fdst + threadIdx.x, make_uint4(i, 0u, threadIdx.x, 1u));
+    fence_sc_sys();
+  }
+  long long c1 = clock64();
+  if (threadIdx.x == 0) { res[2 * blockIdx.x] = c1 - c0; res[2 * blockIdx.x + 1] = 0; __threadfence(); st_vol(done, stop); }
+}
+
 // ---- a fence beside blocks pulling pinned host memory: every block but the last loads 16-B words of src (a ring of
 // mask + 1 words, each block from its own place in it) with L plain loads a thread in flight, summed, until done; the
 // last block waits until every other block has started (started), then its warp stores a 16-B word per thread to

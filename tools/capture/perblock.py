@@ -1726,6 +1726,60 @@ class PerBlock:
                 self.rec.emit(rec)
             self.rec.guard(f"fence_threads {nb} {pt}", meas)
 
+    def fence_queue(self):
+        """fence_threads' fence beside 1-131 blocks of 32-512 threads each polling a word of its own in pinned host
+        memory, a 32-B sector (spacing 32) or a 128-B line (spacing 128) apart (pb_fence_polls_q), with the pollers'
+        own period counted: do the polls' requests queue in the GPU beyond some number in flight, and does the fence
+        wait for that queue? Cases from FENCE_QUEUE_CASES (blocks:threads, comma-separated), spacings from
+        FENCE_QUEUE_SPACING (bytes). Records as fence_threads' plus neighbour_spacing_bytes and neighbour_poll_ns
+        (the median polling block's time over its thread 0's polls)."""
+        k = self.fn("pb_fence_polls_q")
+        iters = 200
+        done = self.dev("fqdone", 4096)
+        stop = [1 << 25]
+        polls = self.ptr("host", "fqpolls", 16 * MB)
+        self.fill("host", "fqpolls", 16 * MB, [0])
+        f = self.ptr("host", "fqf", 1 * MB)
+        default = "0:1,1:32,1:512,4:512,8:128,8:256,8:512,16:256,16:512,32:128,32:256,32:512,64:256,64:512,131:512"
+        cases = [tuple(int(x) for x in c.split(":")) for c in os.environ.get("FENCE_QUEUE_CASES", default).split(",") if c]
+        spacings = [int(x) for x in os.environ.get("FENCE_QUEUE_SPACING", "32,128").split(",") if x]
+        for sp in spacings:
+            for nb, pt in cases:
+                if nb == 0 and sp != spacings[0]:
+                    continue
+                stride = max(4096, pt * sp // 4)
+
+                def meas(nb=nb, pt=pt, sp=sp, stride=stride):
+                    cp = self.cp
+                    vals, periods = [], []
+                    with cp.cuda.Device(0):
+                        self.err[...] = 0
+                        for t in range(TRIALS + 1):
+                            stop[0] += 1
+                            k((nb + 1,), (max(pt, 32),), (polls, np.int32(stride), np.int32(pt), np.int32(sp // 4), f,
+                                                         np.int32(iters), done, np.uint32(stop[0]), self.err, self.res),
+                              stream=self.s)
+                            self.s.synchronize()
+                            if t == 0:
+                                continue
+                            r = self.res[:2 * (nb + 1)].get()
+                            cyc, cnt = r[0::2], r[1::2]
+                            vals.append(int(cyc[nb]) / self.ghz / iters)
+                            if nb:
+                                periods.append(statistics.median(int(cyc[b]) / self.ghz / max(int(cnt[b]), 1)
+                                                                 for b in range(nb)))
+                        err = bool(int(self.err.get()[0]))
+                    rec = {"kind": "loop", "loop": "fence", "dst": "host", "stores_per_thread": 1, "fence": "sc",
+                           "blocks": 1, "threads": 32, "iters": iters, "clock": "sm_clock64",
+                           "ns_per_iter": statistics.median(vals), "ns_per_iter_min": min(vals),
+                           "ns_per_iter_max": max(vals), "clock_ghz": self.ghz, "trials": TRIALS, "spin_timeout": err}
+                    if nb:
+                        rec.update({"neighbours": nb, "neighbour_op": "poll", "neighbour_place": "host",
+                                    "neighbour_threads": pt, "neighbour_spacing_bytes": sp,
+                                    "neighbour_poll_ns": statistics.median(periods)})
+                    self.rec.emit(rec)
+                self.rec.guard(f"fence_queue {nb} {pt} {sp}", meas)
+
     def fence_polls(self, kernel="pb_fence_polls", fence="sc", pplaces=("host", "local")):
         """A fence after one 16-B store per thread (one warp, fence.sc.sys, 200 iterations) to local or pinned host
         memory, beside 0-128 blocks each polling a word of its own (a chain of volatile loads, one in flight) in pinned
@@ -2912,7 +2966,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
