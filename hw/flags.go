@@ -172,8 +172,9 @@ func (m *Machine) StoreBurst(r int, at Mem, stores, threads int) sim.Duration {
 // GPU's other thread blocks, not in step with the fencing one (a polling
 // thread keeps one, a block's poll of a sector one: fence_threads.jsonl,
 // 1–1,024 loads from 1–32 blocks within −0.15…0.00 µs; at 4,096 and more
-// they queue for the host link and the fence waits 2–13 µs, which this
-// leaves out). In host memory:
+// they queue in the GPU and the fence waits 2–13 µs: PollDrain, which the
+// fence twin takes where it is longer; callers that do not know how their
+// pollers' words lie leave it out). In host memory:
 // the GPU's loads of host memory still on their way must be answered first
 // (measured on one H200, fence_polls.jsonl: a fence after a store to host
 // or local memory took 0.54–0.66 µs more beside one block polling host
