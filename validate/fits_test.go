@@ -3,7 +3,6 @@ package validate
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -51,107 +50,25 @@ func TestPerBlockHeldOutByDimension(t *testing.T) {
 // here from exactly the records Fits selects, and cites that capture: no
 // value can drift to a predicted side or be typed in by hand.
 func TestFitsComeFromTheirFittedSide(t *testing.T) {
-	recs := readPerBlock(t)
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	ps := p.DefaultParams()
-	chaseLocal, chaseHost, readOnlyHost, fenceLocal, fenceHost := micro2Of(t, recs)
-
-	side := func(param string) []trace.Record {
-		for _, f := range Fits {
-			for _, q := range f.Params {
-				if q == param {
-					var out []trace.Record
-					for _, r := range recs {
-						if f.On(r) && containsKind(f.Kinds, r.Kind) {
-							out = append(out, r)
-						}
-					}
-					require.NotEmpty(t, out, param)
-					return out
-				}
-			}
-		}
-		t.Fatalf("no fit names %s", param)
-		return nil
-	}
-	value := func(r trace.Record) float64 { v, _, _ := r.Primary(); return v }
-	throughOrigin := func(rs []trace.Record) float64 {
-		var xy, xx float64
-		for _, r := range rs {
-			xy += float64(r.Blocks) * value(r)
-			xx += float64(r.Blocks * r.Blocks)
-		}
-		return xy / xx
-	}
-	// Loads 4 B apart: 8 per sector, the line's other sectors holding 7
-	// waiting loads each; every polling block adds gpu.host_poll_load
-	// (fitted on host_load.jsonl), so the services are the slopes less it.
-	load := ps.Get("gpu.host_poll_load")
-	var lineXY, lineXX float64
-	for _, r := range side("hostmem.line_contention") {
-		waiting := float64((min(4, r.Blocks*4/32) - 1) * 7)
-		lineXY += waiting * (value(r) - 8*ps.Get("hostmem.poll_service") - float64(r.Blocks)*load)
-		lineXX += waiting * waiting
-	}
-	llA, llB := lsq(side("gpu.ll_iter_overhead"), func(r trace.Record) (float64, float64) {
-		return float64((r.Threads + 31) / 32), value(r)
-	})
-	oneLoad := value(side("gpu.copy_iter_overhead")[0])
-	vecA, vecB := lsq(side("gpu.vector_issue"), func(r trace.Record) (float64, float64) {
-		return float64(r.Threads / 32), (value(r) - oneLoad) / float64(r.Unroll-1)
-	})
-	hostStores := func() float64 { // pairs of one loop, to host memory and to GPU memory
-		local := map[[4]int]float64{}
-		for _, r := range side("gpu.host_store_issue_per_warp") {
-			if r.Dst == "local" {
-				local[[4]int{r.Unroll, r.Sources, r.Threads, r.Iters}] = value(r)
-			}
-		}
-		var xy, xx float64
-		for _, r := range side("gpu.host_store_issue_per_warp") {
-			l, ok := local[[4]int{r.Unroll, r.Sources, r.Threads, r.Iters}]
-			if r.Dst != "host" || !ok {
-				continue
-			}
-			x := float64((r.Unroll - 1) * ((r.Threads + 31) / 32))
-			xy += x * (value(r) - l)
-			xx += x * x
-		}
-		require.Positive(t, xx)
-		return xy / xx
-	}
-	want := map[string]float64{
-		"gpu.host_store_issue_per_warp": hostStores(),
-		"hostmem.poll_service":          throughOrigin(side("hostmem.poll_service")) - load,
-		"hostmem.atomic_service":        throughOrigin(side("hostmem.atomic_service")) - load,
-		"hostmem.line_contention":       lineXY / lineXX,
-		"gpu.poll_loop_overhead":        value(side("gpu.poll_loop_overhead")[0]) - chaseLocal,
-		"gpu.poll_relaxed_saving":       value(side("gpu.poll_loop_overhead")[0]) - value(side("gpu.poll_relaxed_saving")[0]),
-		"gpu.ll_iter_overhead":          llA - chaseLocal - ps.Get("capture.ll_runtime_op"),
-		"gpu.ll_iter_per_warp":          llB,
-		"gpu.copy_iter_overhead":        oneLoad - chaseLocal,
-		"gpu.mem_efficiency":            132 * 512 * 16 * 8 * 2 / side("gpu.mem_efficiency")[0].NsPerIterSlowestBlock / ps.Get("gpu.mem_bandwidth"),
-		"gpu.mem_loaded_latency": func() float64 { // solved from t = base + k × loads / (t × rate)
-			t, base := value(side("gpu.mem_loaded_latency")[0]), ps.Get("gpu.mem_latency")+ps.Get("gpu.copy_iter_overhead")
-			rate := ps.Get("gpu.mem_bandwidth") * ps.Get("gpu.mem_efficiency") // GB/s: bytes per ns
-			return (t - base) * t * rate / (32 * 512 * 16)
-		}(),
-		"gpu.vector_issue":           vecA,
-		"gpu.vector_issue_per_warp":  vecB,
-		"nccl.simple_step_overhead":  value(side("nccl.simple_step_overhead")[0]),
-		"gpu.vector_load_extra_pcie": readOnlyHost - chaseHost,
-		"gpu.fence_posted_extra":     fenceHost - fenceLocal,
-	}
-	for name, w := range want {
-		got := ps.Get(name)
-		t.Logf("%s: fitted side %.4f", name, w)
-		assert.InEpsilon(t, w, got, 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", name, w, got)
-		par, _ := ps.Lookup(name)
-		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock.jsonl", name)
+	// RefitPerBlock holds the rules; run on the capture the table came
+	// from, it must give the table back.
+	recs := readPerBlock(t)
+	out, err := RefitPerBlock(recs, recs, p, p.DefaultParams(), perBlockFile)
+	require.NoError(t, err)
+	require.Len(t, out, 19)
+	for _, r := range out {
+		t.Logf("%s: fitted side %.4f", r.Name, r.New)
+		assert.False(t, r.Clamped || r.Kept, r.Name)
+		assert.InEpsilon(t, r.New, ps.Get(r.Name), 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", r.Name, r.New, ps.Get(r.Name))
+		par, _ := ps.Lookup(r.Name)
+		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock.jsonl", r.Name)
 	}
 	// The LL128 loop, from the second run's records (perblock_2.jsonl),
 	// relative to that run's own local round trip.
+	value := func(r trace.Record) float64 { v, _, _ := r.Primary(); return v }
 	recs2, bad, err := trace.ReadJSONLFile("../testdata/h200x1-arsim/perblock_2.jsonl", trace.ReadOptions{})
 	require.NoError(t, err)
 	require.Empty(t, bad)
@@ -187,41 +104,6 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock_2.jsonl", name)
 	}
-}
-
-// micro2Of returns the micro2 and pointer_chase values of the capture that
-// the per-block parameters are taken relative to.
-func micro2Of(t *testing.T, recs []trace.Record) (chaseLocal, chaseHost, readOnlyHost, fenceLocal, fenceHost float64) {
-	t.Helper()
-	for _, r := range recs {
-		switch {
-		case r.Kind == trace.KindPointerChase && r.Target == "local":
-			chaseLocal = r.NsPerStep
-		case r.Kind == trace.KindPointerChase && r.Target == "host":
-			chaseHost = r.NsPerStep
-		case r.Kind == trace.KindSMAccess && r.Op == "read_only_loop" && r.Target == "host" && r.Blocks == 1 && r.Threads == 32:
-			raw, ok := r.Extra["ns_per_iter_kernel"]
-			require.True(t, ok, "read_only_loop without ns_per_iter_kernel")
-			kern, err := strconv.ParseFloat(string(raw), 64)
-			require.NoError(t, err)
-			readOnlyHost = kern
-		case r.Kind == trace.KindFence && r.Variant == "store+fence_sys" && r.Threads == 1 && r.Target == "local":
-			fenceLocal = r.NsPerIter
-		case r.Kind == trace.KindFence && r.Variant == "store+fence_sys" && r.Threads == 1 && r.Target == "host":
-			fenceHost = r.NsPerIter
-		}
-	}
-	require.NotZero(t, chaseLocal*chaseHost*readOnlyHost*fenceLocal*fenceHost)
-	return
-}
-
-func containsKind(ks []trace.Kind, k trace.Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // lsq fits y = a + b·x by least squares over the records.

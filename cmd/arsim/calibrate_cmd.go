@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/arsim/arsim/topology"
 	"github.com/arsim/arsim/trace"
 	"github.com/arsim/arsim/validate"
 )
@@ -35,8 +36,21 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	maxEvals := fs.Int("max-evals", 600, "cap on parameter settings simulated (bounds the run time)")
 	parallel := fs.Int("parallel", 0, "records simulated at once (default: all cores); output does not depend on it")
 	sizes := fs.String("sizes", "", "fit and hold out only the allreduces of these sizes: LO..HI (every size from LO to HI) or a list; other records are left out")
+	perBlock := fs.Bool("per-block", false, "instead of --fit: recompute the GPU's own per-block costs (gpu.*, nccl.*) from a capture of tools/capture's perblock part on your GPU, by the rules the H200's were fitted with (docs/PER_BLOCK.md)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *perBlock {
+		if *fit != "" || *sizes != "" {
+			return badInputf("calibrate: --per-block recomputes its own parameters: leave out --fit and --sizes")
+		}
+		if *paramsOut == "" {
+			return badInputf("calibrate: --params-out FILE is required")
+		}
+		if err := checkWritable(*paramsOut); err != nil {
+			return err
+		}
+		return calibratePerBlock(traces, *skipBad, *topo, *params, *paramsOut, out, errOut)
 	}
 	if err := checkCalibrateFlags(fs.Args(), *fit, *paramsOut, *holdout, *sweeps, *maxEvals); err != nil {
 		return err
@@ -93,6 +107,86 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	fmt.Fprintf(out, "\n%d parameter settings simulated in %d sweep(s), %.1f s%s\nwrote %s (load it with --params %s)\n",
 		cal.Evaluations, cal.Sweeps, elapsed.Seconds(), map[bool]string{true: " (stopped at --max-evals)", false: ""}[cal.EvalCapHit], *paramsOut, *paramsOut)
 	return nil
+}
+
+// calibratePerBlock is calibrate --per-block: the GPU's own per-block
+// costs recomputed from a capture of the perblock part
+// (validate.RefitPerBlock), the host's (hostmem.*, pcie.*) left as the
+// machine has them, written as a parameter file.
+func calibratePerBlock(traces []string, skipBad bool, topo, paramsFile, paramsOut string, out, errOut io.Writer) error {
+	if len(traces) != 1 {
+		return badInputf("calibrate: --per-block reads one capture (--traces once), got %d", len(traces))
+	}
+	files, mm, err := loadMeasured(traces, skipBad, "", topo, "", paramsFile, errOut)
+	if err != nil {
+		return err
+	}
+	f := files[0]
+	p := mm.machine
+	if p == nil && mm.preset != "" {
+		if p, err = topology.Lookup(mm.preset); err != nil {
+			return err
+		}
+	}
+	if p == nil {
+		for _, r := range f.recs {
+			if q, ok := topology.ForSystem(r.System); ok {
+				p = q
+				break
+			}
+		}
+	}
+	if p == nil {
+		return badInputf("calibrate: --per-block: no record of %s names a known system: give --topology (the machine the capture ran on)", f.path)
+	}
+	ps := p.DefaultParams()
+	if q, ok := mm.params[p.Name]; ok && q != nil {
+		ps = q.Clone()
+	}
+	ref, err := validate.RefitReference()
+	if err != nil {
+		return err
+	}
+	got, err := validate.RefitPerBlock(f.recs, ref, p, ps, f.path)
+	if err != nil {
+		return badInput(err)
+	}
+	res := &topology.Params{}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Per-block costs of %s recomputed from %s (the GPU's own; the host's stay the machine's)\n\n", p.Name, f.path)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "parameter\tunit\tmachine's\trecomputed\tnote")
+	for _, r := range got {
+		note := ""
+		switch {
+		case r.Kept:
+			note = "kept: the capture has no record of its rule"
+		case !validate.RefitChip(r.Name):
+			note = "the host's: kept"
+		case r.Clamped:
+			note = fmt.Sprintf("clamped (the rule gave %.4g)", r.Raw)
+		}
+		v := r.New
+		if !r.Kept && validate.RefitChip(r.Name) {
+			par, _ := ps.Lookup(r.Name)
+			res.Add(par)
+		} else {
+			v = r.Old
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.4g\t%.4g\t%s\n", r.Name, r.Unit, r.Old, v, note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(paramsOut, func(w io.Writer) error {
+		fmt.Fprintf(w, "# preset: %s\n# arsim calibrate --per-block on %s\n", p.Name, f.path)
+		return res.WriteFile(w)
+	}); err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	fmt.Fprintf(&b, "\nwrote %s (load it with --params %s)\n", paramsOut, paramsOut)
+	_, err = out.Write(b.Bytes())
+	return err
 }
 
 // sizeFilter returns which records --sizes keeps (nil: every one): the

@@ -65,3 +65,37 @@ func TestCalibrateSizes(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "runs backwards")
 }
+
+// --per-block recomputes a GPU's own per-block costs from its capture of
+// the perblock part, writes them and validate loads them back; the
+// host's stay the machine's.
+func TestCalibratePerBlockCLI(t *testing.T) {
+	dir := t.TempDir()
+	outFile := filepath.Join(dir, "h100.params")
+	capture := "../../testdata/h100x1-arsim/perblock_3.jsonl"
+	out, _, err := runValidateCLI("calibrate", "--per-block", "--traces", capture, "--params-out", outFile)
+	require.NoError(t, err)
+	for _, want := range []string{"Per-block costs of h100x1 recomputed from " + capture, "gpu.fence_sys_local", "hostmem.line_contention", "the host's: kept", "wrote " + outFile} {
+		assert.Contains(t, out, want)
+	}
+	b, err := os.ReadFile(outFile)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "# preset: h100x1\n"), string(b))
+	assert.Contains(t, string(b), "gpu.fence_sys_local = 689.09")
+	assert.NotContains(t, string(b), "hostmem.")
+	assert.NotContains(t, string(b), "pcie.")
+
+	out, _, err = runValidateCLI("validate", "--traces", "../../testdata/h100x1-arsim/fence_queue.jsonl", "--params", outFile)
+	require.NoError(t, err)
+	assert.Contains(t, out, "records simulated")
+
+	for _, bad := range [][]string{
+		{"--per-block", "--traces", "../../testdata/h100x1-arsim/fence_queue.jsonl", "--params-out", outFile},
+		{"--per-block", "--fit", "gpu.*", "--traces", capture, "--params-out", outFile},
+		{"--per-block", "--traces", capture},
+		{"--per-block", "--traces", capture, "--traces", capture, "--params-out", outFile},
+	} {
+		_, _, err := runValidateCLI(append([]string{"calibrate"}, bad...)...)
+		assert.Error(t, err, "%v", bad)
+	}
+}

@@ -1,0 +1,153 @@
+package validate
+
+import (
+	"flag"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/topology"
+	"github.com/arsim/arsim/trace"
+)
+
+func refitOn(t *testing.T, preset, file string) ([]Refitted, *topology.Params) {
+	t.Helper()
+	recs, bad, err := trace.ReadJSONLFile("../testdata/"+file, trace.ReadOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	p, err := topology.Lookup(preset)
+	require.NoError(t, err)
+	ps := p.DefaultParams()
+	out, err := RefitPerBlock(recs, readPerBlock(t), p, ps, "testdata/"+file)
+	require.NoError(t, err)
+	return out, ps
+}
+
+// Refitted on the capture its values came from, the H200's table comes
+// back: the rules are the fits'.
+func TestRefitGivesTheH200sTableBack(t *testing.T) {
+	out, _ := refitOn(t, "h200x1", "h200x1-arsim/perblock.jsonl")
+	require.Len(t, out, 19)
+	for _, r := range out {
+		t.Logf("%-32s %10.4g → %10.4g %s", r.Name, r.Old, r.New, r.Unit)
+		assert.False(t, r.Clamped, r.Name)
+		assert.InDelta(t, r.Old, r.New, 0.01*max(1, math.Abs(r.Old)), r.Name)
+	}
+}
+
+// h100Captures are the H100's runs of the perblock part's fitted kernels,
+// each on its own instance.
+var h100Captures = []string{"h100x1-arsim/perblock.jsonl", "h100x1-arsim/perblock_2.jsonl", "h100x1-arsim/perblock_3.jsonl",
+	"h100x1-arsim/perblock_4.jsonl", "h100x1-arsim/perblock_b.jsonl"}
+
+// The H100 refitted by the H200's rules. The GPU's own costs (gpu.*,
+// nccl.*) are recomputed from the H100's captures of the perblock part,
+// each alone and as the median over the five; the host's (hostmem.*,
+// pcie.*) stay the table's, as the H100 sits in the same kind of host and
+// later fits (the barriers') were made on top of them. Every other H100
+// file is predicted with each and with the H200's table as it is.
+func TestRefitH100(t *testing.T) {
+	p, err := topology.Lookup("h100x1")
+	require.NoError(t, err)
+	files, err := filepath.Glob("../testdata/h100x1-arsim/*.jsonl")
+	require.NoError(t, err)
+	var others [][]trace.Record
+	var names []string
+	for _, file := range files {
+		if slices.Contains(h100Captures, "h100x1-arsim/"+filepath.Base(file)) {
+			continue
+		}
+		recs, _, err := trace.ReadJSONLFile(file, trace.ReadOptions{SkipBad: true})
+		require.NoError(t, err)
+		others, names = append(others, recs), append(names, file)
+	}
+	predict := func(ps *topology.Params) (ErrorStats, int) {
+		var abs []float64
+		for i, recs := range others {
+			v, err := Run(recs, Options{File: names[i], Params: map[string]*topology.Params{"h100x1": ps}})
+			require.NoError(t, err, names[i])
+			for _, c := range v.Records {
+				if len(c.Dimensions) > 0 {
+					abs = append(abs, math.Abs(c.ErrorPct))
+				}
+			}
+		}
+		return statsOf(abs), beyond(abs, 20)
+	}
+	table, tableBeyond := predict(p.DefaultParams())
+	t.Logf("the other %d H100 records, the H200's table: median %.2f%%, p95 %.2f%%, %d beyond 20%%", table.Count, table.MedianAbsPct, table.P95AbsPct, tableBeyond)
+	require.Greater(t, table.Count, 15000)
+
+	byName := map[string][]float64{}
+	for _, f := range h100Captures {
+		out, _ := refitOn(t, "h100x1", f)
+		alone := p.DefaultParams()
+		for _, r := range out {
+			if !r.Kept && (strings.HasPrefix(r.Name, "gpu.") || strings.HasPrefix(r.Name, "nccl.")) {
+				byName[r.Name] = append(byName[r.Name], r.New)
+				require.NoError(t, alone.Set(r.Name, r.New, "refitted on "+f))
+			}
+		}
+		s, b := predict(alone)
+		t.Logf("refitted on %s alone: median %.2f%%, p95 %.2f%%, %d beyond", f, s.MedianAbsPct, s.P95AbsPct, b)
+		assert.Less(t, b, tableBeyond, f)
+	}
+	refit := p.DefaultParams()
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		v := median(byName[name])
+		t.Logf("%-28s H200 %9.4g  H100 median %9.4g  (%d captures)", name, refit.Get(name), v, len(byName[name]))
+		require.NoError(t, refit.Set(name, v, "median of the H100's perblock captures"))
+	}
+	assert.Greater(t, refit.Get("gpu.fence_sys_local")/p.DefaultParams().Get("gpu.fence_sys_local"), 1.2, "the H100's own fence is slower than the H200's")
+	s, b := predict(refit)
+	t.Logf("refitted on the median of the five: median %.2f%%, p95 %.2f%%, %d beyond", s.MedianAbsPct, s.P95AbsPct, b)
+	assert.Less(t, b, tableBeyond)
+	assert.LessOrEqual(t, s.P95AbsPct, table.P95AbsPct)
+	assert.LessOrEqual(t, s.MedianAbsPct, table.MedianAbsPct)
+}
+
+var updateRefit = flag.Bool("update-refit", false, "rewrite validate/refit_reference.jsonl from testdata/h200x1-arsim/perblock.jsonl")
+
+// The embedded reference is the capture's records that the rules read,
+// line for line.
+func TestRefitReferenceIsCurrent(t *testing.T) {
+	raw, err := os.ReadFile(perBlockFile)
+	require.NoError(t, err)
+	var want strings.Builder
+	for i, line := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+		recs, bad, err := trace.ReadJSONL(strings.NewReader(line), perBlockFile, trace.ReadOptions{})
+		require.NoError(t, err, "line %d", i+1)
+		require.Empty(t, bad, "line %d", i+1)
+		if len(refitSides(recs)) == 1 {
+			want.WriteString(line + "\n")
+		}
+	}
+	if *updateRefit {
+		require.NoError(t, os.WriteFile("refit_reference.jsonl", []byte(want.String()), 0o644))
+	}
+	got, err := os.ReadFile("refit_reference.jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, want.String(), string(got), "run go test ./validate -run RefitReference -update-refit")
+	ref, err := RefitReference()
+	require.NoError(t, err)
+	all := readPerBlock(t)
+	a, err := RefitPerBlock(all, all, mustPreset(t, "h200x1"), mustPreset(t, "h200x1").DefaultParams(), "a")
+	require.NoError(t, err)
+	b, err := RefitPerBlock(ref, ref, mustPreset(t, "h200x1"), mustPreset(t, "h200x1").DefaultParams(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "the reference alone gives what the whole capture gives")
+}
+
+func mustPreset(t *testing.T, name string) *topology.Preset {
+	t.Helper()
+	p, err := topology.Lookup(name)
+	require.NoError(t, err)
+	return p
+}
