@@ -23,9 +23,11 @@ var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/re
 	"h200x1-arsim/read_gpcs.jsonl", "h200x1-arsim/read_count.jsonl", "h200x1-arsim/read_count_2.jsonl", "h200x1-arsim/read_gpcs_2.jsonl", "h200x1-arsim/read_count_3.jsonl"}
 
 // perBlockRepeats are whole runs of the per-block suite on further H200
-// instances (testdata/h200x1-arsim/README.md): nothing is fitted on them,
-// so every record a per-block fit covers is on its predicted side.
-var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl", "h200x1-arsim/perblock_4.jsonl"}
+// instances, and a run of the parts first captured on the H100
+// (h100_parts.jsonl; testdata/h200x1-arsim/README.md): nothing is fitted
+// on them, so every record a per-block fit covers is on its predicted
+// side.
+var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl", "h200x1-arsim/perblock_4.jsonl", "h200x1-arsim/h100_parts.jsonl"}
 
 // micro2Repeats are the further captures that hold the micro2 part (the
 // per-block runs on H200 instances, and two H200s): their micro2 records

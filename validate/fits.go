@@ -360,7 +360,7 @@ var Fits = slices.Concat([]Fit{
 	// every other fence loop (host memory, 1–132 blocks, acq_rel, the
 	// per-block files' pb_fence on four more instances) is predicted.
 	{Params: []string{"capture.fence_loop_code"}, Files: []string{"h200x1-arsim/write_buffer.jsonl", "h200x1-arsim/fence_beside.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		AlsoPredicts: []string{"h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/fence_threads.jsonl"},
+		AlsoPredicts: []string{"h200x1-arsim/fence_polls.jsonl", "h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/fence_threads.jsonl", "h200x1-arsim/h100_parts.jsonl"},
 		Covers:       func(r trace.Record) bool { return r.Loop == "fence" },
 		On: func(r trace.Record) bool {
 			return r.Loop == "fence" && r.Dst == "local" && r.Fence == "sc" && r.Blocks == 1 && r.Threads == 32 && r.Neighbours == 0
@@ -370,7 +370,7 @@ var Fits = slices.Concat([]Fit{
 	// the release/acquire ping-pongs of several pairs and the fenced
 	// barriers of several groups in host memory are predicted.
 	{Params: []string{"gpu.fence_poll_wait_growth"}, Files: []string{"h200x1-arsim/fence_polls.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
-		Covers: func(r trace.Record) bool { return r.Loop == "fence" }, AlsoPredicts: []string{"h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/fence_threads.jsonl", "h200x1-arsim/fence_pulls.jsonl", "h200x1-arsim/fence_pulls_2.jsonl", "h200x1-arsim/fence_stream.jsonl", "h200x1-arsim/fence_stream_2.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/fence_beside_2.jsonl", "h200x1-arsim/fence_spill.jsonl"},
+		Covers: func(r trace.Record) bool { return r.Loop == "fence" }, AlsoPredicts: []string{"h200x1-arsim/fence_kinds.jsonl", "h200x1-arsim/fence_threads.jsonl", "h200x1-arsim/fence_pulls.jsonl", "h200x1-arsim/fence_pulls_2.jsonl", "h200x1-arsim/fence_stream.jsonl", "h200x1-arsim/fence_stream_2.jsonl", "h200x1-arsim/fence_reads.jsonl", "h200x1-arsim/fence_beside_2.jsonl", "h200x1-arsim/fence_spill.jsonl", "h200x1-arsim/h100_parts.jsonl"},
 		On: func(r trace.Record) bool {
 			return r.Loop == "fence" && r.NeighbourOp == "poll" && r.NeighbourPlace == "host"
 		}, How: "least squares through 0 over log2(pollers) of (ns − the same fence alone) / the host round trip − 1/2"},
