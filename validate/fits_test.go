@@ -58,11 +58,14 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	recs := readPerBlock(t)
 	out, err := RefitPerBlock(recs, recs, p, p.DefaultParams(), perBlockFile)
 	require.NoError(t, err)
-	require.Len(t, out, 19)
+	require.Len(t, out, 21)
 	for _, r := range out {
 		t.Logf("%s: fitted side %.4f", r.Name, r.New)
 		assert.False(t, r.Clamped || r.Kept, r.Name)
 		assert.InEpsilon(t, r.New, ps.Get(r.Name), 0.01, "%s: its fitted side gives %.4g, the preset has %.4g", r.Name, r.New, ps.Get(r.Name))
+		if strings.HasPrefix(r.Name, "gpu.launch_graph") {
+			continue // measured elsewhere; the rule carries them by a ratio, 1 here
+		}
 		par, _ := ps.Lookup(r.Name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock.jsonl", r.Name)
 	}

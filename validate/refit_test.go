@@ -30,18 +30,6 @@ func refitOn(t *testing.T, preset, file string) ([]Refitted, *topology.Params) {
 	return out, ps
 }
 
-// Refitted on the capture its values came from, the H200's table comes
-// back: the rules are the fits'.
-func TestRefitGivesTheH200sTableBack(t *testing.T) {
-	out, _ := refitOn(t, "h200x1", "h200x1-arsim/perblock.jsonl")
-	require.Len(t, out, 19)
-	for _, r := range out {
-		t.Logf("%-32s %10.4g → %10.4g %s", r.Name, r.Old, r.New, r.Unit)
-		assert.False(t, r.Clamped, r.Name)
-		assert.InDelta(t, r.Old, r.New, 0.01*max(1, math.Abs(r.Old)), r.Name)
-	}
-}
-
 // h100Captures are the H100's runs of the perblock part's fitted kernels,
 // each on its own instance.
 var h100Captures = []string{"h100x1-arsim/perblock.jsonl", "h100x1-arsim/perblock_2.jsonl", "h100x1-arsim/perblock_3.jsonl",
