@@ -146,15 +146,36 @@ func mustPreset(t *testing.T, name string) *topology.Preset {
 // has is left out, the fitted and the micro ones (docs/VALIDATION.md, "A
 // chip nobody fitted").
 func TestRefitH100SameCapture(t *testing.T) {
-	p := mustPreset(t, "h100x1")
+	sa, sb, nt, nr := refitSameCapture(t, "h100x1", h100Captures)
+	// As they are: the median and the misses improve, the p95 does not
+	// (the local atomics of perblock_b's slow page go from −31 to −36 %).
+	assert.Less(t, sb.MedianAbsPct, sa.MedianAbsPct)
+	assert.Less(t, nr, nt)
+	assert.LessOrEqual(t, sb.P95AbsPct, 33.0)
+}
+
+// The same on the H200's other instances, their whole runs of the suite:
+// the median improves, the p95 and the misses do not (as they are).
+func TestRefitH200SameCapture(t *testing.T) {
+	sa, sb, nt, nr := refitSameCapture(t, "h200x1", []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl", "h200x1-arsim/perblock_4.jsonl"})
+	assert.Less(t, sb.MedianAbsPct, sa.MedianAbsPct)
+	assert.LessOrEqual(t, sb.P95AbsPct, 23.0)
+	assert.LessOrEqual(t, nr, nt+30)
+}
+
+// refitSameCapture refits the GPU's costs on each capture and predicts
+// its records whose configuration the rules do not read, with the table
+// and with the refit; it returns both sides' statistics and misses.
+func refitSameCapture(t *testing.T, preset string, captures []string) (table, refitted ErrorStats, tableBeyond, refitBeyond int) {
+	p := mustPreset(t, preset)
 	ref, err := RefitReference()
 	require.NoError(t, err)
 	inRef := map[string]bool{}
 	for _, r := range ref {
 		inRef[configurationAside(r)] = true
 	}
-	var table, refit []float64
-	for _, f := range h100Captures {
+	var ta, rb []float64
+	for _, f := range captures {
 		recs, bad, err := trace.ReadJSONLFile("../testdata/"+f, trace.ReadOptions{})
 		require.NoError(t, err)
 		require.Empty(t, bad)
@@ -168,7 +189,7 @@ func TestRefitH100SameCapture(t *testing.T) {
 		}
 		var a, b []float64
 		for i, params := range []*topology.Params{p.DefaultParams(), ps} {
-			v, err := Run(recs, Options{File: "../testdata/" + f, Params: map[string]*topology.Params{"h100x1": params}})
+			v, err := Run(recs, Options{File: "../testdata/" + f, Params: map[string]*topology.Params{preset: params}})
 			require.NoError(t, err)
 			for _, c := range v.Records {
 				if len(c.Dimensions) == 0 || inRef[configurationAside(recs[c.Line-1])] {
@@ -182,17 +203,13 @@ func TestRefitH100SameCapture(t *testing.T) {
 			}
 		}
 		sa, sb := statsOf(a), statsOf(b)
-		t.Logf("%s, its other %d records: the H200's table median %.2f%%, p95 %.2f%%, %d beyond; refitted on itself %.2f%%, %.2f%%, %d beyond",
+		t.Logf("%s, its other %d records: the table median %.2f%%, p95 %.2f%%, %d beyond; refitted on itself %.2f%%, %.2f%%, %d beyond",
 			f, sa.Count, sa.MedianAbsPct, sa.P95AbsPct, beyond(a, 20), sb.MedianAbsPct, sb.P95AbsPct, beyond(b, 20))
-		table, refit = append(table, a...), append(refit, b...)
+		ta, rb = append(ta, a...), append(rb, b...)
 	}
-	sa, sb := statsOf(table), statsOf(refit)
+	table, refitted = statsOf(ta), statsOf(rb)
 	t.Logf("all %d captures, %d records: the table %.2f%%, %.2f%%, %d beyond; refitted %.2f%%, %.2f%%, %d beyond",
-		len(h100Captures), sa.Count, sa.MedianAbsPct, sa.P95AbsPct, beyond(table, 20), sb.MedianAbsPct, sb.P95AbsPct, beyond(refit, 20))
-	require.Greater(t, sa.Count, 4000)
-	// As they are: the median and the misses improve, the p95 does not
-	// (the local atomics of perblock_b's slow page go from −31 to −36 %).
-	assert.Less(t, sb.MedianAbsPct, sa.MedianAbsPct)
-	assert.Less(t, beyond(refit, 20), beyond(table, 20))
-	assert.LessOrEqual(t, sb.P95AbsPct, 33.0)
+		len(captures), table.Count, table.MedianAbsPct, table.P95AbsPct, beyond(ta, 20), refitted.MedianAbsPct, refitted.P95AbsPct, beyond(rb, 20))
+	require.Greater(t, table.Count, 1000)
+	return table, refitted, beyond(ta, 20), beyond(rb, 20)
 }
