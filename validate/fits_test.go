@@ -87,7 +87,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	}
 	require.Len(t, fit2, 3)
 	require.NotZero(t, chase2)
-	a, b := lsq(fit2, func(r trace.Record) (float64, float64) { return float64((r.Threads + 31) / 32), value(r) })
+	a, b := lineFit(fit2, func(r trace.Record) (float64, float64) { return float64((r.Threads + 31) / 32), value(r) })
 	// What the reduction adds: the same loop with and without it, 640
 	// threads.
 	var copy640, reduce640 float64
@@ -107,32 +107,6 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 		par, _ := ps.Lookup(name)
 		assert.Contains(t, par.Source, "testdata/h200x1-arsim/perblock_2.jsonl", name)
 	}
-}
-
-// lsq fits y = a + b·x by least squares over the records.
-func lsq(rs []trace.Record, xy func(trace.Record) (float64, float64)) (a, b float64) {
-	var xs, ys []float64
-	for _, r := range rs {
-		x, y := xy(r)
-		xs, ys = append(xs, x), append(ys, y)
-	}
-	return line(xs, ys)
-}
-
-// line fits y = a + b·x by least squares.
-func line(xs, ys []float64) (a, b float64) {
-	var mx, my float64
-	for i := range xs {
-		mx, my = mx+xs[i], my+ys[i]
-	}
-	mx, my = mx/float64(len(xs)), my/float64(len(xs))
-	var sxy, sxx float64
-	for i := range xs {
-		sxy += (xs[i] - mx) * (ys[i] - my)
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-	}
-	b = sxy / sxx
-	return my - b*mx, b
 }
 
 // hostmem.slot_service, then hostmem.sector_collision, each recomputed

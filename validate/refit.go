@@ -365,13 +365,20 @@ func hostStoreSlope(s []trace.Record, val func(trace.Record) float64) float64 {
 
 // lineFit fits y = a + b·x by least squares over the records.
 func lineFit(rs []trace.Record, xy func(trace.Record) (float64, float64)) (a, b float64) {
-	var mx, my float64
 	xs, ys := make([]float64, len(rs)), make([]float64, len(rs))
 	for i, x := range rs {
 		xs[i], ys[i] = xy(x)
+	}
+	return line(xs, ys)
+}
+
+// line fits y = a + b·x by least squares.
+func line(xs, ys []float64) (a, b float64) {
+	var mx, my float64
+	for i := range xs {
 		mx, my = mx+xs[i], my+ys[i]
 	}
-	n := float64(len(rs))
+	n := float64(len(xs))
 	mx, my = mx/n, my/n
 	var sxy, sxx float64
 	for i := range xs {

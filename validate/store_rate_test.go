@@ -73,7 +73,7 @@ func TestHostPollLoadFromItsCapture(t *testing.T) {
 	require.Empty(t, bad)
 	polls := slices.DeleteFunc(recs, func(r trace.Record) bool { return r.Kind != trace.KindBlockPingpong || r.NeighbourOp != "poll" })
 	require.Len(t, polls, 6)
-	_, slope := lsq(polls, func(r trace.Record) (float64, float64) { return float64(r.Neighbours), r.OneWayNs })
+	_, slope := lineFit(polls, func(r trace.Record) (float64, float64) { return float64(r.Neighbours), r.OneWayNs })
 	p, err := topology.Lookup("h200x1")
 	require.NoError(t, err)
 	assert.InDelta(t, p.DefaultParams().Get("gpu.host_poll_load"), slope, 0.001)
