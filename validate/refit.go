@@ -34,8 +34,10 @@ type Refitted struct {
 	// Kept: the capture holds no record of the rule's fitted side; New is
 	// the machine's value.
 	Kept bool
-	Raw  float64
-	How  string
+	// Captures is how many captures gave the value (RefitPerBlockMedian).
+	Captures int
+	Raw      float64
+	How      string
 }
 
 // RefitPerBlock recomputes the per-block parameters from recs, a capture
@@ -63,6 +65,71 @@ func RefitPerBlock(recs, ref []trace.Record, p *topology.Preset, ps *topology.Pa
 	r.set("gpu.vector_load_extra_pcie", r.readOnlyHost-r.chaseHost, "block 0's ns per iteration of read_only_loop from host memory (1 × 32 threads) minus pointer_chase host")
 	r.graphGap()
 	return r.out, r.err
+}
+
+// A Capture is one capture's records and the name its sources cite.
+type Capture struct {
+	Recs []trace.Record
+	File string
+}
+
+// RefitPerBlockMedian runs RefitPerBlock on each capture from the same
+// starting values (ps's) and gives each parameter the median of the
+// values of the captures that hold its rule's records, which it sets in
+// ps: runs on several instances of one machine type differ (the fence
+// alone 627–729 ns over six H100s), and their median is what a table for
+// the type should hold.
+func RefitPerBlockMedian(caps []Capture, ref []trace.Record, p *topology.Preset, ps *topology.Params) ([]Refitted, error) {
+	if len(caps) == 0 {
+		return nil, fmt.Errorf("refit: no capture")
+	}
+	var order []string
+	byName := map[string][]Refitted{}
+	for _, c := range caps {
+		got, err := RefitPerBlock(c.Recs, ref, p, ps.Clone(), c.File)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range got {
+			if _, ok := byName[r.Name]; !ok {
+				order = append(order, r.Name)
+			}
+			byName[r.Name] = append(byName[r.Name], r)
+		}
+	}
+	out := make([]Refitted, 0, len(order))
+	for _, name := range order {
+		rs := byName[name]
+		var news, raws []float64
+		for _, r := range rs {
+			if !r.Kept {
+				news, raws = append(news, r.New), append(raws, r.Raw)
+			}
+		}
+		m := rs[0]
+		m.Captures = len(news)
+		if len(news) == 0 {
+			out = append(out, m)
+			continue
+		}
+		m.Kept, m.New, m.Raw = false, median(news), median(raws)
+		m.Clamped = m.Raw != m.New
+		if len(caps) > 1 {
+			m.How = fmt.Sprintf("the median over %d captures of %s", len(news), m.How)
+		}
+		src := "refitted on " + caps[0].File + ": " + m.How
+		if len(caps) > 1 {
+			src = fmt.Sprintf("refitted: %s (%d captures)", m.How, len(news))
+		}
+		if m.Clamped {
+			src += fmt.Sprintf(" (gave %.4g, outside its range)", m.Raw)
+		}
+		if err := ps.Set(name, m.New, src); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 type refitter struct {

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"flag"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -74,25 +73,33 @@ func TestRefitH100(t *testing.T) {
 	t.Logf("the other %d H100 records, the H200's table: median %.2f%%, p95 %.2f%%, %d beyond 20%%", table.Count, table.MedianAbsPct, table.P95AbsPct, tableBeyond)
 	require.Greater(t, table.Count, 15000)
 
-	byName := map[string][]float64{}
+	ref, err := RefitReference()
+	require.NoError(t, err)
+	var caps []Capture
 	for _, f := range h100Captures {
 		out, _ := refitOn(t, "h100x1", f)
 		alone := p.DefaultParams()
 		for _, r := range out {
-			if !r.Kept && (strings.HasPrefix(r.Name, "gpu.") || strings.HasPrefix(r.Name, "nccl.")) {
-				byName[r.Name] = append(byName[r.Name], r.New)
+			if !r.Kept && RefitChip(r.Name) {
 				require.NoError(t, alone.Set(r.Name, r.New, "refitted on "+f))
 			}
 		}
 		s, b := predict(alone)
 		t.Logf("refitted on %s alone: median %.2f%%, p95 %.2f%%, %d beyond", f, s.MedianAbsPct, s.P95AbsPct, b)
 		assert.Less(t, b, tableBeyond, f)
+		recs, _, err := trace.ReadJSONLFile("../testdata/"+f, trace.ReadOptions{})
+		require.NoError(t, err)
+		caps = append(caps, Capture{Recs: recs, File: f})
 	}
+	med := p.DefaultParams()
+	out, err := RefitPerBlockMedian(caps, ref, p, med)
+	require.NoError(t, err)
 	refit := p.DefaultParams()
-	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		v := median(byName[name])
-		t.Logf("%-28s H200 %9.4g  H100 median %9.4g  (%d captures)", name, refit.Get(name), v, len(byName[name]))
-		require.NoError(t, refit.Set(name, v, "median of the H100's perblock captures"))
+	for _, r := range out {
+		if !r.Kept && RefitChip(r.Name) {
+			t.Logf("%-28s H200 %9.4g  H100 median %9.4g  (%d captures)", r.Name, r.Old, r.New, r.Captures)
+			require.NoError(t, refit.Set(r.Name, r.New, "median of the H100's perblock captures"))
+		}
 	}
 	assert.Greater(t, refit.Get("gpu.fence_sys_local")/p.DefaultParams().Get("gpu.fence_sys_local"), 1.2, "the H100's own fence is slower than the H200's")
 	s, b := predict(refit)

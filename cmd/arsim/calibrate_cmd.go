@@ -114,30 +114,13 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 // (validate.RefitPerBlock), the host's (hostmem.*, pcie.*) left as the
 // machine has them, written as a parameter file.
 func calibratePerBlock(traces []string, skipBad bool, topo, paramsFile, paramsOut string, out, errOut io.Writer) error {
-	if len(traces) != 1 {
-		return badInputf("calibrate: --per-block reads one capture (--traces once), got %d", len(traces))
-	}
 	files, mm, err := loadMeasured(traces, skipBad, "", topo, "", paramsFile, errOut)
 	if err != nil {
 		return err
 	}
-	f := files[0]
-	p := mm.machine
-	if p == nil && mm.preset != "" {
-		if p, err = topology.Lookup(mm.preset); err != nil {
-			return err
-		}
-	}
-	if p == nil {
-		for _, r := range f.recs {
-			if q, ok := topology.ForSystem(r.System); ok {
-				p = q
-				break
-			}
-		}
-	}
-	if p == nil {
-		return badInputf("calibrate: --per-block: no record of %s names a known system: give --topology (the machine the capture ran on)", f.path)
+	p, err := perBlockMachine(files, mm)
+	if err != nil {
+		return err
 	}
 	ps := p.DefaultParams()
 	if q, ok := mm.params[p.Name]; ok && q != nil {
@@ -147,24 +130,36 @@ func calibratePerBlock(traces []string, skipBad bool, topo, paramsFile, paramsOu
 	if err != nil {
 		return err
 	}
-	got, err := validate.RefitPerBlock(f.recs, ref, p, ps, f.path)
+	var caps []validate.Capture
+	var names []string
+	for _, f := range files {
+		caps = append(caps, validate.Capture{Recs: f.recs, File: f.path})
+		names = append(names, f.path)
+	}
+	got, err := validate.RefitPerBlockMedian(caps, ref, p, ps)
 	if err != nil {
 		return badInput(err)
 	}
 	res := &topology.Params{}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Per-block costs of %s recomputed from %s (the GPU's own; the host's stay the machine's)\n\n", p.Name, f.path)
+	from := names[0]
+	if len(names) > 1 {
+		from = fmt.Sprintf("%d captures, the median of each (%s)", len(names), strings.Join(names, ", "))
+	}
+	fmt.Fprintf(&b, "Per-block costs of %s recomputed from %s (the GPU's own; the host's stay the machine's)\n\n", p.Name, from)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "parameter\tunit\tmachine's\trecomputed\tnote")
 	for _, r := range got {
 		note := ""
 		switch {
 		case r.Kept:
-			note = "kept: the capture has no record of its rule"
+			note = "kept: no capture has a record of its rule"
 		case !validate.RefitChip(r.Name):
 			note = "the host's: kept"
 		case r.Clamped:
 			note = fmt.Sprintf("clamped (the rule gave %.4g)", r.Raw)
+		case r.Captures < len(files):
+			note = fmt.Sprintf("from %d of the %d captures", r.Captures, len(files))
 		}
 		v := r.New
 		if !r.Kept && validate.RefitChip(r.Name) {
@@ -179,7 +174,7 @@ func calibratePerBlock(traces []string, skipBad bool, topo, paramsFile, paramsOu
 		return err
 	}
 	if err := writeFileAtomic(paramsOut, func(w io.Writer) error {
-		fmt.Fprintf(w, "# preset: %s\n# arsim calibrate --per-block on %s\n", p.Name, f.path)
+		fmt.Fprintf(w, "# preset: %s\n# arsim calibrate --per-block on %s\n", p.Name, strings.Join(names, ", "))
 		return res.WriteFile(w)
 	}); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
@@ -187,6 +182,35 @@ func calibratePerBlock(traces []string, skipBad bool, topo, paramsFile, paramsOu
 	fmt.Fprintf(&b, "\nwrote %s (load it with --params %s)\n", paramsOut, paramsOut)
 	_, err = out.Write(b.Bytes())
 	return err
+}
+
+// perBlockMachine is the machine the captures ran on: --topology's, else
+// the one their records' system names; every capture must name the same.
+func perBlockMachine(files []traceFile, mm *measuredMachine) (*topology.Preset, error) {
+	if mm.machine != nil {
+		return mm.machine, nil
+	}
+	if mm.preset != "" {
+		return topology.Lookup(mm.preset)
+	}
+	var p *topology.Preset
+	for _, f := range files {
+		var q *topology.Preset
+		for _, r := range f.recs {
+			if x, ok := topology.ForSystem(r.System); ok {
+				q = x
+				break
+			}
+		}
+		switch {
+		case q == nil:
+			return nil, badInputf("calibrate: --per-block: no record of %s names a known system: give --topology (the machine the capture ran on)", f.path)
+		case p != nil && q != p:
+			return nil, badInputf("calibrate: --per-block: %s ran on %s, %s on %s: give captures of one machine, or --topology", files[0].path, p.Name, f.path, q.Name)
+		}
+		p = q
+	}
+	return p, nil
 }
 
 // sizeFilter returns which records --sizes keeps (nil: every one): the

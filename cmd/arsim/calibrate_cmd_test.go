@@ -93,9 +93,18 @@ func TestCalibratePerBlockCLI(t *testing.T) {
 		{"--per-block", "--traces", "../../testdata/h100x1-arsim/fence_queue.jsonl", "--params-out", outFile},
 		{"--per-block", "--fit", "gpu.*", "--traces", capture, "--params-out", outFile},
 		{"--per-block", "--traces", capture},
-		{"--per-block", "--traces", capture, "--traces", capture, "--params-out", outFile},
+		{"--per-block", "--traces", capture, "--traces", "../../testdata/h200x1-arsim/perblock_3.jsonl", "--params-out", outFile},
 	} {
 		_, _, err := runValidateCLI(append([]string{"calibrate"}, bad...)...)
 		assert.Error(t, err, "%v", bad)
 	}
+
+	// Several captures of one machine: the median of each.
+	out, _, err = runValidateCLI("calibrate", "--per-block", "--traces", capture, "--traces", "../../testdata/h100x1-arsim/perblock_4.jsonl",
+		"--traces", "../../testdata/h100x1-arsim/perblock_b.jsonl", "--params-out", outFile)
+	require.NoError(t, err)
+	assert.Contains(t, out, "recomputed from 3 captures, the median of each")
+	b, err = os.ReadFile(outFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "gpu.fence_sys_local = 689.09", "the median of 689.1, 688.1 and 729.2")
 }
