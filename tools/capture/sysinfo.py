@@ -17,6 +17,8 @@ CMDS = {
     "uname.txt": "uname -a; cat /etc/os-release 2>/dev/null | head -4",
     "nvcc.txt": "nvcc --version 2>&1",
     "env_nccl.txt": "env | grep -i 'nccl\\|cuda\\|symm\\|nvshmem' | sort",
+    # the GPUs' PCIe 10-bit tag bits: how many reads a GPU may keep outstanding (gpu.host_requests_outstanding)
+    "pcie_tags.txt": "python3 " + os.path.join(os.path.dirname(os.path.abspath(__file__)), "pcie_tags.py") + " 2>&1",
 }
 
 VERSIONS_PY = r'''
