@@ -95,6 +95,10 @@ type PerBlock struct {
 	// NeighbourSpacing (loop fence): bytes from one polling thread's
 	// word to the next (0: 32, a sector each).
 	NeighbourSpacing int
+	// EightBitTags: the GPU that ran it had 10-bit PCIe tags not enabled
+	// as a requester (its capture's registers), so its requests
+	// outstanding are gpu.host_requests_outstanding_8bit's.
+	EightBitTags bool
 	// PollSleep: a group barrier's pause after each poll that does not
 	// see its flag, in ns (trace.Record.PollSleepNs).
 	PollSleep int

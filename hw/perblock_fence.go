@@ -31,7 +31,7 @@ func (m *Machine) fenceNeighbourWait(rec PerBlock) (sim.Duration, error) {
 		if err != nil || !at.Host {
 			return w, err
 		}
-		d, err := m.PollDrain(0, at, pollers, rec.NeighbourSpacing)
+		d, err := m.PollDrain(0, at, pollers, rec.NeighbourSpacing, rec.EightBitTags)
 		return max(w, d), err
 	}
 	loads := rec.Neighbours * max(rec.NeighbourThreads, 1) * max(rec.NeighbourLoads, 1)

@@ -265,7 +265,7 @@ func TestFenceBesideLoadsOfPeerMemory(t *testing.T) {
 // queue.
 func TestPollDrainTakesTheLowerRate(t *testing.T) {
 	m := h200x1Machine(t)
-	local, err := m.PollDrain(0, GPUMem(0), 4096, 32)
+	local, err := m.PollDrain(0, GPUMem(0), 4096, 32, false)
 	require.NoError(t, err)
 	assert.Zero(t, local)
 	rtt, err := m.RoundTrip(0, HostMem(0))
@@ -287,10 +287,27 @@ func TestPollDrainTakesTheLowerRate(t *testing.T) {
 		{4096, 4096, 4096 * max(perRequest(32), capped)},
 		{2, 32, 2 * max(perRequest(32), capped)}, // fewer than a line's worth: a request each
 	} {
-		got, err := m.PollDrain(0, HostMem(0), c.pollers, c.spacing)
+		got, err := m.PollDrain(0, HostMem(0), c.pollers, c.spacing, false)
 		require.NoError(t, err)
 		assert.InDelta(t, c.want*1e12, float64(got), 0.01*c.want*1e12+1, "%d pollers %d B apart", c.pollers, c.spacing)
 	}
 	assert.Greater(t, perRequest(128), capped, "a sector each (128 B a request) is the link's")
 	assert.Less(t, perRequest(32), capped, "a line each is the requests'")
+
+	// With 8-bit tags the GPU keeps a third as many requests outstanding:
+	// a sector each the requests bind too.
+	capped8 := (float64(rtt) / float64(sim.Second)) / ph.HostRequestsOutstanding8bit
+	require.Equal(t, 256.0, ph.HostRequestsOutstanding8bit)
+	for _, c := range []struct {
+		pollers, spacing int
+		want             float64
+	}{
+		{4096, 32, 1024 * max(perRequest(128), capped8)},
+		{4096, 128, 4096 * max(perRequest(32), capped8)},
+	} {
+		got, err := m.PollDrain(0, HostMem(0), c.pollers, c.spacing, true)
+		require.NoError(t, err)
+		assert.InDelta(t, c.want*1e12, float64(got), 0.01*c.want*1e12+1, "8-bit tags: %d pollers %d B apart", c.pollers, c.spacing)
+	}
+	assert.Less(t, perRequest(128), capped8, "with 8-bit tags a sector each is the requests' too")
 }

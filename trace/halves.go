@@ -2,11 +2,8 @@ package trace
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -39,13 +36,9 @@ func HalvesPath(trace string) string {
 // halvesBeside reads the halves file beside the trace at path, nil when
 // there is none.
 func halvesBeside(path string) ([]int8, error) {
-	p := HalvesPath(path)
-	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+	f, p, err := openFirst(HalvesPath(path))
+	if f == nil || err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	return ReadSMHalves(f, p)

@@ -374,9 +374,14 @@ func ReadJSONLFile(path string, opts ReadOptions) ([]Record, []BadLine, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	tags, err := tagsBeside(path)
+	if err != nil {
+		return nil, nil, err
+	}
 	for i := range recs {
 		recs[i].SMHalves = halves
 		recs[i].NCCLRelease = rel
+		recs[i].PCIeTags = tags
 	}
 	return recs, bad, nil
 }

@@ -83,6 +83,11 @@ type Record struct {
 	// system/versions.txt beside the trace (ReadJSONLFile,
 	// ParseNCCLVersions); "" where the capture does not say.
 	NCCLRelease string
+	// PCIeTags is not a field of the record either: whether the GPU that
+	// ran it had 10-bit PCIe tags enabled as a requester, from
+	// system/<trace>.pcie_tags.txt beside the trace (ReadJSONLFile,
+	// ReadTags); TagsUnknown where the capture does not say.
+	PCIeTags Tags
 	// System is the id of the measured machine, e.g. "h200x2-vm".
 	System string
 	// Kind is what was measured.

@@ -2,11 +2,8 @@ package trace
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -39,12 +36,9 @@ func ncclReleaseBeside(path string) (string, error) {
 
 // readVersionsFile reads one versions file, "" when it does not exist.
 func readVersionsFile(p string) (string, error) {
-	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("trace: %w", err)
+	f, _, err := openFirst(p)
+	if f == nil || err != nil {
+		return "", err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxVersionsBytes+1))

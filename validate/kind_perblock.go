@@ -29,7 +29,7 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Layout: r.Layout, Groups: r.Groups, Fresh: (r.Loop == "ll" || r.Loop == "ll128w") && (r.Producer == "before" || r.Producer == "live" || r.Producer == "stale"),
 		Evicted: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "evicted", Live: (r.Loop == "ll" || r.Loop == "ll128w") && r.Producer == "live", ItersPerStep: r.ItersPerStep,
 		RuntimeOp:  r.Loop == "ll" && r.Producer == "" && r.Code != "fixed_op", // pb_ll; pb_ll_live names its producer
-		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: neighbourThreads(r), NeighbourLoads: neighbourLoads(r), NeighbourSpacing: r.NeighbourSpacingBytes, PollSleep: r.PollSleepNs,
+		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: neighbourThreads(r), NeighbourLoads: neighbourLoads(r), NeighbourSpacing: r.NeighbourSpacingBytes, EightBitTags: r.PCIeTags == trace.TagsEightBit, PollSleep: r.PollSleepNs,
 		Dests: r.Dests, Bytes: hostShotBytes(r), Phases: r.Phases, BlocksPerRank: r.BlocksPerRank, PullApart: r.PullSrc == "apart",
 		SrcInL2: srcInL2(r), Hunks: r.Code == "nccl_hunks" || r.Code == "nccl_hunks_rot", HunkRotate: r.Code == "nccl_hunks_rot", SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1,
 		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes, RankOffsets: r.RankOffsets}
