@@ -378,10 +378,15 @@ func ReadJSONLFile(path string, opts ReadOptions) ([]Record, []BadLine, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	phases, err := runPhasesBeside(path)
+	if err != nil {
+		return nil, nil, err
+	}
 	for i := range recs {
 		recs[i].SMHalves = halves
 		recs[i].NCCLRelease = rel
 		recs[i].PCIeTags = tags
+		recs[i].RunPhases = phases
 	}
 	return recs, bad, nil
 }

@@ -29,6 +29,7 @@ func TestWriteJSONLReadsBack(t *testing.T) {
 			back[i].SMHalves = recs[i].SMHalves // the file beside the trace's, not the record's
 			back[i].NCCLRelease = recs[i].NCCLRelease
 			back[i].PCIeTags = recs[i].PCIeTags
+			back[i].RunPhases = recs[i].RunPhases
 			assert.Equal(t, recs[i], back[i], "%s line %d", f, recs[i].Line)
 		}
 		t.Logf("%s: %d records, %d bad lines", f, len(recs), len(bad))

@@ -88,6 +88,13 @@ type Record struct {
 	// system/<trace>.pcie_tags.txt beside the trace (ReadJSONLFile,
 	// ReadTags); TagsUnknown where the capture does not say.
 	PCIeTags Tags
+	// RunPhases is not a field of the record either: the phases of the
+	// tools/capture run that made its trace, in the order they started in
+	// one process, from the run log beside the trace (ReadJSONLFile,
+	// ReadRunPhases: system/run_<trace>.log); nil where there is none.
+	// A record does not say which phase wrote it; a kind only one phase
+	// writes (micro2's graph gaps without a state) is placed by it.
+	RunPhases []string
 	// System is the id of the measured machine, e.g. "h200x2-vm".
 	System string
 	// Kind is what was measured.

@@ -17,25 +17,61 @@ func init() { Register(trace.KindEmptyKernel, emptyKernelTwin) }
 // the model leaves out: a process's gap steps up once it has made about
 // five graphs (testdata/h200x1-arsim/graph_gap_state.jsonl);
 // gpu.launch_graph is the fresh process's, gpu.launch_graph_settled the
-// gap after the step, taken where the record's state says the process is
-// past it (settledProcess).
+// gap after the step, taken where the record's state or its capture's
+// run log says the process is past it (settledProcess).
 const graphGapNote = "per kernel of a replayed CUDA graph (gpu.launch_graph, a fresh process's; " +
-	"after about five graphs a process's gap steps up, 0.51–0.55 → 0.67–0.81 µs on the H200s: taken only where the record's state says the process is past it)"
+	"after about five graphs a process's gap steps up, 0.51–0.55 → 0.67–0.81 µs on the H200s: taken where the record's state, or its capture's run log, says the process is past it)"
 
 // settledGapNote is graphGapNote for a record measured in a settled
 // process.
 const settledGapNote = "per kernel of a replayed CUDA graph in a process past the step of its graph gap " +
-	"(gpu.launch_graph_settled; the record's state: the end of a capture phase that replayed graphs, or the last of graph_gap_state's sequence)"
+	"(gpu.launch_graph_settled; the record's state: the end of a capture phase that replayed graphs, or after long kernels; " +
+	"or its capture's run log: micro2 after the perblock or sm phase in one process)"
 
-// settledProcess reports whether a graph-gap record says it was measured
-// in a process whose gap has stepped up: at the end of a capture phase
-// that replayed graphs (tools/capture's states "…: end") or after the whole
-// sequence of graph_gap_state.jsonl ("three long kernels run"; every one
-// of its processes had stepped by its sixth measurement). Other states,
-// and none, are taken as a fresh process's: where in a process the step
-// comes (the fourth to sixth graph made) no state tells.
+// settledProcess reports whether a graph-gap record was measured in a
+// process whose gap has stepped up: its state says so, at the end of a
+// capture phase that replayed graphs (tools/capture's states "…: end") or
+// after the whole sequence of graph_gap_state.jsonl ("three long kernels
+// run"; every one of its processes had stepped by its sixth
+// measurement); or it is micro2's (the graph gaps that phase writes
+// without a state) and its capture's run log says the process ran
+// micro2 after a phase that launches long kernels of its own
+// (micro2AfterKernels). Other states, and none, are taken as a fresh
+// process's: where in a process the step comes (the fourth to sixth
+// graph made) no state tells.
 func settledProcess(r trace.Record) bool {
-	return strings.HasSuffix(r.State, ": end") || r.State == "three long kernels run"
+	return strings.HasSuffix(r.State, ": end") || r.State == "three long kernels run" || afterCalibration(r.State) ||
+		micro2AfterKernels(r)
+}
+
+// afterCalibration reports whether a state of micro2's launch_state part
+// comes after the per-block module's three clock calibration kernels of
+// 20 M cycles (tools/capture micro2.py, LAUNCH_STATE_PERBLOCK: set up,
+// then those kernels, then the calibration, a part, freed): the same
+// three long kernels as graph_gap_state's "three long kernels run".
+func afterCalibration(state string) bool {
+	return strings.HasPrefix(state, "per-block calibration kernels, ") || state == "per-block clock calibrated" ||
+		strings.HasPrefix(state, "per-block part ") || state == "per-block freed"
+}
+
+// micro2AfterKernels reports whether a graph-gap record is micro2's
+// (tools/capture micro2.py: launch_graph's empty kernels of a replayed
+// graph with no state, the only such records a phase writes, and
+// launch_state's, which say what the process holds in device_held_bytes;
+// their states name what that part did, not what ran before it) and every
+// micro2 phase of its run started, in the same process, after the
+// perblock or sm phase. Both launch long kernels before any graph of
+// micro2's: perblock calibrates the SM clock with three kernels of 20 M
+// cycles, after which a process's graph gap has stepped
+// (launch_state.jsonl, state "per-block clock calibrated": 0.70–0.72 µs
+// against 0.53 fresh), the state gpu.launch_graph_settled was fitted in;
+// sm launches 2,000 empty kernels back to back and sweeps of
+// milliseconds. The run log (trace.Record.RunPhases) says the order; a
+// trace without one is taken as fresh.
+func micro2AfterKernels(r trace.Record) bool {
+	_, launchState := r.Extra["device_held_bytes"]
+	return r.Kind == trace.KindEmptyKernel && r.Mode == "graph_replay" && (r.State == "" || launchState) &&
+		trace.PhasesAfter(r.RunPhases, "micro2", "perblock", "sm")
 }
 
 // graphGap returns the twin's note and value for a graph-gap record.
