@@ -166,12 +166,42 @@ class PerBlock:
         self.rec.emit(rec)
 
     # ---------- polls and atomics -----------------------------------------------------------------------------------
+    def atomic_page_probe(self, buf):
+        """Which kind of page the local poll buffer's first word lies on: one block's atomic_add (pb_poll, one word,
+        2,000 iterations) on the words at buf + k * 4 KiB, k < 8, each on a page of its own. A word's atomics take
+        one of two times by its page (163-182 or 257-299 ns on H200s and H100s, atomic_pages.json): the first page is
+        "slow" if its time lies above the middle of the eight's fastest and slowest, "fast" if below; "" where the
+        eight do not differ by a quarter. Returns the class and the eight times (ns)."""
+        k = self.fn("pb_poll")
+        base = int(buf.data.ptr)
+        at_i = POLL_OPS.index("atomic_add")
+        probe = []
+        for pg in range(8):
+            self.fill("local", "poll", 1 * MB, [0])
+            vals = self.trials(lambda pg=pg: k((1,), (32,), (np.uint64(base + pg * 4096), np.int32(0), np.int32(at_i),
+                                                             np.int32(2000), self.res), stream=self.s),
+                               1, lambda c: c / self.ghz / 2000)
+            probe.append(statistics.median(vals))
+        lo, hi = min(probe), max(probe)
+        cls = ""
+        if hi > 1.25 * lo:
+            cls = "slow" if probe[0] > (lo + hi) / 2 else "fast"
+        log("polls: one block's atomics on the poll buffer's first eight pages (ns)", [round(v) for v in probe],
+            "first page:", cls or "not told apart")
+        return cls, probe
+
     def polls(self, targets=("host", "local"), spacings=(0, 4, 8, 16, 32, 128, 4096), blocks=None, ops=None):
+        """Polls and atomics of one word or of a word a block `spacing` bytes apart, 1-132 blocks of 32 threads, in
+        host and local memory. Local atomics whose words all lie on the buffer's first 4-KiB page carry atomic_page,
+        the class atomic_page_probe gives that page (the probe writes no record; its times go to the log)."""
         cp = self.cp
         k = self.fn("pb_poll")
         blocks = blocks or ([1, 8, 66] if self.quick else BLOCKS)
         for target in targets:
             buf = self.ptr(target, "poll", 1 * MB)
+            page_cls = ""
+            if target == "local" and (ops is None or any(o.startswith("atomic") for o in ops)):
+                page_cls = self.rec.guard("polls atomic_page_probe", lambda: self.atomic_page_probe(buf)[0]) or ""
             for spacing in spacings:
                 for op_i, op in enumerate(POLL_OPS):
                     if ops is not None and op not in ops:
@@ -193,8 +223,12 @@ class PerBlock:
                             est = cyc / self.ghz / 16
                             iters = int(min(max(4e6 / max(est, 1.0), 32), 4000))
                             vals = self.trials(lambda: launch(iters), b, lambda c: c / self.ghz / iters)
-                            self.emit({"kind": "poll", "target": target, "request": op, "spacing_bytes": spacing,
-                                       "blocks": b, "threads": 32, "iters": iters}, vals, "ns_per_op")
+                            rec = {"kind": "poll", "target": target, "request": op, "spacing_bytes": spacing,
+                                   "blocks": b, "threads": 32, "iters": iters}
+                            one_page = int(buf.data.ptr) % 4096 + spacing * (b - 1) < 4096 if target == "local" else False
+                            if page_cls and op.startswith("atomic") and one_page:
+                                rec["atomic_page"] = page_cls
+                            self.emit(rec, vals, "ns_per_op")
                         self.rec.guard(f"poll {target} {op} {spacing} {b}", meas)
 
     def poll_pages(self):
