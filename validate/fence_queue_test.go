@@ -21,7 +21,9 @@ import (
 // logged, not held. The fourth's GPU has 10-bit tags not enabled
 // (gpu.host_requests_outstanding_8bit): its period, 2.2 times the others'
 // a line each, is the drain with 256 requests outstanding +4…+35 % (the
-// model slower: as if about 300 were outstanding), held at 36 %.
+// model slower: as if about 300 were outstanding), held at 36 %. The
+// suite's part on a twenty-ninth instance (perblock_5.jsonl, 10-bit tags)
+// is held at 11 % as the first: −11…+1 %.
 func TestPollersPeriodIsTheQueuesDrain(t *testing.T) {
 	p, err := topology.Lookup("h100x1")
 	require.NoError(t, err)
@@ -29,7 +31,7 @@ func TestPollersPeriodIsTheQueuesDrain(t *testing.T) {
 	require.NoError(t, err)
 	m, err := hw.New(top)
 	require.NoError(t, err)
-	for _, file := range []string{"fence_queue.jsonl", "fence_queue_2.jsonl", "fence_queue_3.jsonl", "fence_queue_4.jsonl"} {
+	for _, file := range []string{"fence_queue.jsonl", "fence_queue_2.jsonl", "fence_queue_3.jsonl", "fence_queue_4.jsonl", "perblock_5.jsonl"} {
 		recs, bad, err := trace.ReadJSONLFile("../testdata/h100x1-arsim/"+file, trace.ReadOptions{})
 		require.NoError(t, err)
 		require.Empty(t, bad)
@@ -45,7 +47,7 @@ func TestPollersPeriodIsTheQueuesDrain(t *testing.T) {
 			t.Logf("%s: %d × %d pollers %d B apart: period %.0f ns, drain %.0f (%+.0f %%)", file, r.Neighbours, r.NeighbourThreads,
 				r.NeighbourSpacingBytes, r.NeighbourPollNs, float64(d)/1e3, rel*100)
 			switch file {
-			case "fence_queue.jsonl":
+			case "fence_queue.jsonl", "perblock_5.jsonl":
 				assert.Less(t, math.Abs(rel), 0.11, "%s line %d", file, r.Line)
 			case "fence_queue_4.jsonl": // 8-bit tags: 256 requests outstanding
 				require.Equal(t, trace.TagsEightBit, r.PCIeTags)

@@ -1,0 +1,81 @@
+package validate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arsim/arsim/trace"
+)
+
+// The suite on a fifth H200 instance (perblock_5.jsonl), its readings
+// written down before the run (tools/capture/README.md): the GPU's own
+// costs recomputed from it land where the four earlier instances put them
+// (F2, G2, C2); nothing is fitted on it, and its predicted side holds the
+// median of the fourth instance's and not its p95 (S2: 5.5 % held,
+// 27.6 % against 21 % failed), 50 of its 74 misses its local atomics,
+// whose word lay on a slow page the records do not say.
+func TestPerBlockFifthInstance(t *testing.T) {
+	const f = "h200x1-arsim/perblock_5.jsonl"
+	out, _ := refitOn(t, "h200x1", f)
+	got := map[string]Refitted{}
+	for _, r := range out {
+		got[r.Name] = r
+	}
+	assert.InDelta(t, 547.5, got["gpu.fence_sys_local"].New, 42.5, "F2: 505–590 ns")
+	ratio := got["gpu.launch_graph"].New / got["gpu.launch_graph"].Old
+	assert.InDelta(t, 1.0, ratio, 0.07, "G2: the graph replays' ratio 0.93–1.07")
+	assert.InDelta(t, 72.5, got["gpu.ll_iter_overhead"].New, 22.5, "C2: 50–95 ns")
+
+	v, recs := runFile(t, "../testdata/"+f)
+	require.NotNil(t, v.HeldOut)
+	assert.Zero(t, v.HeldOut.Fitted.Count, "nothing is fitted on a repeat")
+	p := v.HeldOut.Predicted
+	t.Logf("predicted side %d: median %.2f%%, p95 %.2f%%, %d beyond", p.Count, p.MedianAbsPct, p.P95AbsPct, v.HeldOut.PredictedBeyond)
+	require.Greater(t, p.Count, 900)
+	assert.LessOrEqual(t, p.MedianAbsPct, 5.5)
+	assert.LessOrEqual(t, p.P95AbsPct, 28.0)
+	byLine := recordsByLine(recs)
+	slowAtomics := 0
+	for _, c := range v.Records {
+		r := byLine[c.Line]
+		if r.Kind == trace.KindPoll && r.Target == "local" && r.Request != "load_volatile" && r.AtomicPage == "" && c.ErrorPct < -20 {
+			slowAtomics++
+		}
+	}
+	assert.GreaterOrEqual(t, slowAtomics, 45)
+}
+
+// The polls part probes its local buffer's first eight pages with one
+// block's atomics and writes atomic_page on the local atomics whose words
+// all lie on the first (tools/capture perblock.py atomic_page_probe). Its
+// first run, on a twenty-ninth H100 instance (perblock_5.jsonl), found
+// that page slow; reading (A), written down before it: with the page the
+// model is within ±8 % on median from 1 to 66 blocks (came out −1.3…+10.3
+// %, median +0.1 %), about +22 % at 132 blocks on one word (+23 %). The
+// records whose words span pages say none and keep the fast page.
+func TestPollsProbeTheirPage(t *testing.T) {
+	v, recs := runFile(t, "../testdata/h100x1-arsim/perblock_5.jsonl")
+	byLine := recordsByLine(recs)
+	var upTo66 []float64
+	n132 := 0
+	for _, c := range v.Records {
+		r := byLine[c.Line]
+		if r.Kind != trace.KindPoll || r.Target != "local" || r.AtomicPage == "" {
+			continue
+		}
+		require.Equal(t, "slow", r.AtomicPage)
+		if r.Blocks <= 66 {
+			upTo66 = append(upTo66, c.ErrorPct)
+			assert.Less(t, math.Abs(c.ErrorPct), 11.0, "line %d", c.Line)
+			continue
+		}
+		n132++
+		assert.InDelta(t, 22.0, c.ErrorPct, 3.0, "line %d: 132 blocks on one word", c.Line)
+	}
+	require.Len(t, upTo66, 42)
+	assert.Equal(t, 2, n132)
+	assert.Less(t, math.Abs(median(upTo66)), 8.0)
+}
