@@ -69,3 +69,24 @@ func TestMicro2GraphGapsTakeTheRunLog(t *testing.T) {
 	assert.GreaterOrEqual(t, nSettled, 80, "one-GPU captures whose log puts micro2 after the per-block suite")
 	assert.GreaterOrEqual(t, nFresh, 3)
 }
+
+// Captures written since say it in the record: micro2's graph gaps carry
+// the phases their process ran before (state "micro2 after phases: …"),
+// settled after perblock or sm, fresh after none of them; the refit's
+// graph rule still pairs them with the reference's.
+func TestMicro2StateSaysThePhasesBefore(t *testing.T) {
+	for state, want := range map[string]bool{
+		"micro2 after phases: system,perblock": true,
+		"micro2 after phases: system,sm":       true,
+		"micro2 after phases: system":          false,
+		"micro2 after phases: none":            false,
+		"micro2 after phases: system,memcpy":   false,
+	} {
+		r := trace.Record{Kind: trace.KindEmptyKernel, Launch: trace.LaunchCUDAGraph, Mode: "graph_replay", State: state, Us: 0.7}
+		assert.Equal(t, want, settledProcess(r), state)
+		assert.Equal(t, want, settledGraphGap(r), state)
+		plain := r
+		plain.State = ""
+		assert.Equal(t, configurationAside(plain), configurationAside(r), state)
+	}
+}

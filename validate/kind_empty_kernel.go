@@ -38,11 +38,24 @@ const settledGapNote = "per kernel of a replayed CUDA graph in a process past th
 // micro2 after a phase that launches long kernels of its own
 // (micro2AfterKernels). Other states, and none, are taken as a fresh
 // process's: where in a process the step comes (the fourth to sixth
-// graph made) no state tells.
+// graph made) no state tells. Later captures write micro2's state
+// themselves ("micro2 after phases: system,perblock"): the same rule.
 func settledProcess(r trace.Record) bool {
+	if before, ok := strings.CutPrefix(r.State, micro2StatePrefix); ok {
+		return trace.PhasesAfter(append(strings.Split(before, ","), "micro2"), "micro2", kernelPhases...)
+	}
 	return strings.HasSuffix(r.State, ": end") || r.State == "three long kernels run" || afterCalibration(r.State) ||
 		micro2AfterKernels(r)
 }
+
+// micro2StatePrefix begins the state tools/capture's micro2 writes on its
+// graph gaps when capture.py all runs it: the phases its process ran
+// before it, comma separated ("none" for none).
+const micro2StatePrefix = "micro2 after phases: "
+
+// kernelPhases are the capture phases that launch long kernels of their
+// own, after which a process's graph gap has stepped (micro2AfterKernels).
+var kernelPhases = []string{"perblock", "sm"}
 
 // afterCalibration reports whether a state of micro2's launch_state part
 // comes after the per-block module's three clock calibration kernels of
@@ -71,7 +84,7 @@ func afterCalibration(state string) bool {
 func micro2AfterKernels(r trace.Record) bool {
 	_, launchState := r.Extra["device_held_bytes"]
 	return r.Kind == trace.KindEmptyKernel && r.Mode == "graph_replay" && (r.State == "" || launchState) &&
-		trace.PhasesAfter(r.RunPhases, "micro2", "perblock", "sm")
+		trace.PhasesAfter(r.RunPhases, "micro2", kernelPhases...)
 }
 
 // graphGap returns the twin's note and value for a graph-gap record.

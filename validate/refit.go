@@ -225,6 +225,9 @@ func configurationAside(r trace.Record) string {
 		}
 	}
 	if graphReplay(r) {
+		if strings.HasPrefix(r.State, micro2StatePrefix) {
+			r.State = "" // micro2's own state, which the reference's records do not carry
+		}
 		return r.Configuration() + " graph_nodes=" + string(r.Extra["graph_nodes"])
 	}
 	return r.Configuration()

@@ -119,9 +119,13 @@ def cmd_all(a):
     run_rec = Recorder(a.out, "run")
     phases = [p for p in a.phases.split(",") if p]
     m = None
+    done = []
     for ph in phases:
         t = time.time()
         log("=== phase", ph, f"(elapsed {t - t0:.0f}s)")
+        # what this process ran before the phase: micro2 writes it into its graph gaps' state (a process's graph gap
+        # steps up once it has run long kernels or made a few graphs)
+        os.environ["CAPTURE_PHASES_BEFORE"] = ",".join(done)
         try:
             if ph == "system":
                 cmd_system(a)
@@ -160,6 +164,7 @@ def cmd_all(a):
         except Exception as e:  # noqa: BLE001
             run_rec.error(f"phase {ph}", e)
         log("=== phase", ph, f"done in {time.time() - t:.0f}s")
+        done.append(ph)
     cmd_merge(a)
 
 

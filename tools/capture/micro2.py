@@ -82,11 +82,15 @@ class Micro2:
                                 e1.record(s); e1.synchronize()
                                 ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0 / (R * K))
                         med, lo, hi = summarize(ts)
-                        self.rec.emit({"kind": "empty_kernel", "clock": "device_events", "launch": "cudagraph",
-                                       "mode": "graph_replay", "graph_nodes": K, "replays": R, "trials": trials,
-                                       "blocks": blocks, "threads": threads, "prefill_us": prefill_us,
-                                       "host_issue_us_per_replay": statistics.median(hs) / R,
-                                       "us": med, "us_min": lo, "us_max": hi})
+                        rec = {"kind": "empty_kernel", "clock": "device_events", "launch": "cudagraph",
+                               "mode": "graph_replay", "graph_nodes": K, "replays": R, "trials": trials,
+                               "blocks": blocks, "threads": threads, "prefill_us": prefill_us,
+                               "host_issue_us_per_replay": statistics.median(hs) / R,
+                               "us": med, "us_min": lo, "us_max": hi}
+                        before = os.environ.get("CAPTURE_PHASES_BEFORE")
+                        if before is not None:  # run by capture.py all: the phases this process ran before
+                            rec["state"] = "micro2 after phases: " + (before or "none")
+                        self.rec.emit(rec)
                     self.rec.guard(f"launch_graph K={K} {blocks}x{threads} prefill={prefill_us}", meas)
             # the same back to back, eager
             for prefill_us in (0, 20000):
