@@ -27,13 +27,13 @@ var readDepthOthers = []string{"h200x1-arsim/read_depth.jsonl", "h200x1-arsim/re
 // (h100_parts.jsonl; testdata/h200x1-arsim/README.md): nothing is fitted
 // on them, so every record a per-block fit covers is on its predicted
 // side.
-var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl", "h200x1-arsim/perblock_4.jsonl", "h200x1-arsim/perblock_5.jsonl", "h200x1-arsim/h100_parts.jsonl"}
+var perBlockRepeats = []string{"h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl", "h200x1-arsim/perblock_4.jsonl", "h200x1-arsim/perblock_5.jsonl", "h200x1-arsim/perblock_6.jsonl", "h200x1-arsim/h100_parts.jsonl"}
 
 // micro2Repeats are the further captures that hold the micro2 part (the
 // per-block runs on H200 instances, and two H200s): their micro2 records
 // are predicted.
 var micro2Repeats = []string{"h200x1-arsim/perblock_2.jsonl", "h200x1-arsim/perblock_3.jsonl", "h200x1-arsim/perblock_3b.jsonl",
-	"h200x1-arsim/perblock_4.jsonl", "h200x1-arsim/perblock_5.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
+	"h200x1-arsim/perblock_4.jsonl", "h200x1-arsim/perblock_5.jsonl", "h200x1-arsim/perblock_6.jsonl", "h200x1-arsim/barrier_lines.jsonl", "h200x1-arsim/barrier_lines_2.jsonl",
 	"h200x1-arsim/barrier_spacing.jsonl", "h200x1-arsim/barrier_spacing_2.jsonl", "h200x1-arsim/barrier_spacing_3.jsonl",
 	"h200x1-arsim/line_probe.jsonl", "h200x1-arsim/line_probe_2.jsonl", "h200x1-arsim/line_probe_3.jsonl",
 	"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll_steps.jsonl", "h200x1-arsim/native_issue.jsonl", "h200x1-arsim/barrier_layout.jsonl",
