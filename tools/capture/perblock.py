@@ -166,22 +166,26 @@ class PerBlock:
         self.rec.emit(rec)
 
     # ---------- polls and atomics -----------------------------------------------------------------------------------
-    def atomic_page_probe(self, buf):
-        """Which kind of page the local poll buffer's first word lies on: one block's atomic_add (pb_poll, one word,
-        2,000 iterations) on the words at buf + k * 4 KiB, k < 8, each on a page of its own. A word's atomics take
-        one of two times by its page (163-182 or 257-299 ns on H200s and H100s, atomic_pages.json): the first page is
-        "slow" if its time lies above the middle of the eight's fastest and slowest, "fast" if below; "" where the
-        eight do not differ by a quarter. Returns the class and the eight times (ns)."""
+    def page_atomics(self, role, nbytes, base):
+        """One block's atomic_add (pb_poll, one word, 2,000 iterations) on the word at base + k * 4 KiB, k < 8, each on
+        a page of its own, the local buffer of role (nbytes) zeroed before each: ns per atomic, one value a page."""
         k = self.fn("pb_poll")
-        base = int(buf.data.ptr)
         at_i = POLL_OPS.index("atomic_add")
         probe = []
         for pg in range(8):
-            self.fill("local", "poll", 1 * MB, [0])
+            self.fill("local", role, nbytes, [0])
             vals = self.trials(lambda pg=pg: k((1,), (32,), (np.uint64(base + pg * 4096), np.int32(0), np.int32(at_i),
                                                              np.int32(2000), self.res), stream=self.s),
                                1, lambda c: c / self.ghz / 2000)
             probe.append(statistics.median(vals))
+        return probe
+
+    def atomic_page_probe(self, buf):
+        """Which kind of page the local poll buffer's first word lies on (page_atomics on its first eight pages). A
+        word's atomics take one of two times by its page (163-182 or 257-299 ns on H200s and H100s,
+        atomic_pages.json): the first page is "slow" if its time lies above the middle of the eight's fastest and
+        slowest, "fast" if below; "" where the eight do not differ by a quarter. Returns the class and the times."""
+        probe = self.page_atomics("poll", 1 * MB, int(buf.data.ptr))
         lo, hi = min(probe), max(probe)
         cls = ""
         if hi > 1.25 * lo:
@@ -241,16 +245,11 @@ class PerBlock:
         k = self.fn("pb_poll")
         arr = self.dev("pollpg", 4 * MB)
         base = int(arr.data.ptr)
-        at_i = POLL_OPS.index("atomic_add")
 
         def run(off, sw, op_i, b, iters):
             k((b,), (32,), (np.uint64(base + off), np.int32(sw), np.int32(op_i), np.int32(iters), self.res), stream=self.s)
 
-        probe = []
-        for pg in range(8):
-            self.fill("local", "pollpg", 4 * MB, [0])
-            vals = self.trials(lambda pg=pg: run(pg * 4096, 0, at_i, 1, 2000), 1, lambda c: c / self.ghz / 2000)
-            probe.append(statistics.median(vals))
+        probe = self.page_atomics("pollpg", 4 * MB, base)
         fast, slow = probe.index(min(probe)), probe.index(max(probe))
         log("poll_pages: one block's atomics by page (ns)", [round(v) for v in probe], "fast", fast, "slow", slow)
         for name, pg in (("fast", fast), ("slow", slow)):
