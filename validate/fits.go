@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,7 +31,10 @@ type Fit struct {
 	Covers func(r trace.Record) bool
 	// AlsoPredicts are further captures of the same machine whose records
 	// of these kinds are all on the predicted side (a repeat run, new
-	// configurations).
+	// configurations). An entry may be a pattern (path.Match,
+	// "h200x1-arsim/*"): it places the records the fit covers in the
+	// files it matches without citing those files (cited), so that a file
+	// no fit names keeps every other record a prediction.
 	AlsoPredicts []string
 	// On selects the fitted side.
 	On func(r trace.Record) bool
@@ -425,13 +429,15 @@ var Fits = slices.Concat([]Fit{
 		}, How: "µs per call with NCCL's default less with NCCL_GRAPH_MIXING_SUPPORT=0"},
 	// gpu.launch_graph_settled: the graph gap per empty kernel node of
 	// graph_gap_state.jsonl's 15 processes at their last measurement, when
-	// every one had stepped; the records of other captures measured at the
-	// end of a phase that replayed graphs are its predicted side (those of
-	// the two-H200 captures no fit cites are predictions already: listing
-	// them would take that from their other records).
+	// every one had stepped. Every other graph gap of the one-H200
+	// captures is a prediction, by this or, in a process that has not
+	// stepped, by gpu.launch_graph (two H200s' micro2): the other records
+	// of graph_gap_state.jsonl and the micro2 part of every capture (those
+	// of the two-H200 captures no fit cites are predictions already:
+	// naming them would take that from their other records).
 	{Params: []string{"gpu.launch_graph_settled"}, Files: []string{"h200x1-arsim/graph_gap_state.jsonl"},
-		Kinds: []trace.Kind{trace.KindNCCLKernel, trace.KindEmptyKernel}, Covers: settledGraphGap,
-		AlsoPredicts: []string{"h200x1-arsim/flag_mid.jsonl"},
+		Kinds: []trace.Kind{trace.KindNCCLKernel, trace.KindEmptyKernel}, Covers: graphGapRecord,
+		AlsoPredicts: []string{"h200x1-arsim/*"},
 		On:           func(r trace.Record) bool { return r.State == "three long kernels run" }, How: "median µs per node"},
 	// gpu.kernel_prologue: one record of the project's flag kernels on two
 	// H200s, the one-shot over NVLink at 1 KiB, 1 block × 512 threads, in
@@ -447,8 +453,13 @@ var Fits = slices.Concat([]Fit{
 // CUDA graph) measured in a process past the step of its gap
 // (settledProcess).
 func settledGraphGap(r trace.Record) bool {
-	graph := r.Launch == trace.LaunchCUDAGraph && (r.Kind == trace.KindEmptyKernel || r.NCCLOp == "empty_kernel")
-	return graph && settledProcess(r)
+	return graphGapRecord(r) && settledProcess(r)
+}
+
+// graphGapRecord: a graph-gap record, an empty kernel node of a replayed CUDA
+// graph.
+func graphGapRecord(r trace.Record) bool {
+	return r.Launch == trace.LaunchCUDAGraph && (r.Kind == trace.KindEmptyKernel || r.NCCLOp == "empty_kernel")
 }
 
 // flagKernel: the project's own flag kernels (tools/capture flagar.py).
@@ -611,7 +622,7 @@ func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
 		if chip {
 			return nil, true // no parameter is fitted on the chip: every record its kinds cover is predicted
 		}
-		in := func(w string) bool { return sameCapture(file, w) }
+		in := func(w string) bool { return sameCapture(file, w) || matchesCapture(file, w) }
 		if slices.ContainsFunc(f.AlsoPredicts, in) {
 			covered = true
 			continue
@@ -625,6 +636,16 @@ func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
 		}
 	}
 	return nil, covered
+}
+
+// matchesCapture reports whether want is a pattern (path.Match) that
+// file's last two path elements match.
+func matchesCapture(file, pattern string) bool {
+	if file == "" || !strings.ContainsAny(pattern, "*?[") {
+		return false
+	}
+	ok, _ := path.Match(pattern, filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file))))
+	return ok
 }
 
 // sameCapture reports whether file is the capture named by want (its last

@@ -24,6 +24,19 @@ func dimensionsOf(r trace.Record) []string {
 	return d
 }
 
+// graphGapDimension adds a graph-gap record's dimension to d: the gap in
+// a process past its step (gpu.launch_graph_settled) or before it
+// (gpu.launch_graph).
+func graphGapDimension(d []string, r trace.Record) []string {
+	switch {
+	case settledGraphGap(r):
+		return append(d, "graph gap in a settled process")
+	case graphGapRecord(r):
+		return append(d, "graph gap in a process before its step")
+	}
+	return d
+}
+
 // familyDimensions are dimensionsOf's but the chip.
 func familyDimensions(r trace.Record) []string {
 	var d []string
@@ -72,15 +85,9 @@ func familyDimensions(r trace.Record) []string {
 	case trace.KindAllreduceSequence:
 		return append(d, fmt.Sprintf("%s %s/%s sequences, %s", r.Impl, r.Algo, r.Proto, r.Launch))
 	case trace.KindNCCLKernel:
-		if settledGraphGap(r) {
-			d = append(d, "graph gap in a settled process")
-		}
-		return append(d, "nccl_kernel "+r.NCCLOp)
+		return append(graphGapDimension(d, r), "nccl_kernel "+r.NCCLOp)
 	case trace.KindEmptyKernel:
-		if settledGraphGap(r) {
-			d = append(d, "graph gap in a settled process")
-		}
-		return d
+		return graphGapDimension(d, r)
 	case trace.KindHostLinkConcurrency:
 		if r.What == "sm_read_beside_write" {
 			return append(d, "host link: SM loads beside SM stores of "+writerDesc(r, false))
