@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -228,7 +227,7 @@ func cited(file string, params map[string]*topology.Params) bool {
 	if file == "" {
 		return true
 	}
-	key := filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file)))
+	key := captureKey(file)
 	for _, f := range Fits {
 		if slices.Contains(f.Files, key) || slices.Contains(f.AlsoPredicts, key) {
 			return true

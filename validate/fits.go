@@ -638,23 +638,26 @@ func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
 	return nil, covered
 }
 
-// matchesCapture reports whether want is a pattern (path.Match) that
-// file's last two path elements match.
+// matchesCapture reports whether pattern (path.Match) matches file's
+// capture name (captureKey).
 func matchesCapture(file, pattern string) bool {
 	if file == "" || !strings.ContainsAny(pattern, "*?[") {
 		return false
 	}
-	ok, _ := path.Match(pattern, filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file))))
+	ok, _ := path.Match(pattern, captureKey(file))
 	return ok
 }
 
-// sameCapture reports whether file is the capture named by want (its last
-// two path elements).
+// sameCapture reports whether file is the capture named by want
+// (captureKey).
 func sameCapture(file, want string) bool {
-	if file == "" {
-		return false
-	}
-	return filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file))) == want
+	return file != "" && captureKey(file) == want
+}
+
+// captureKey names a capture file as the fits do: its last two path
+// elements ("h200x1-arsim/perblock.jsonl").
+func captureKey(file string) string {
+	return filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file)))
 }
 
 // smIssueSide is the fitted side of gpu.sm_load_bandwidth and

@@ -471,3 +471,23 @@ func TestHeldOutChipIsPredicted(t *testing.T) {
 	assert.LessOrEqual(t, h.Predicted.MedianAbsPct, 8.0, "predicted side, median |error|")
 	assert.LessOrEqual(t, h.Predicted.P95AbsPct, 35.0, "predicted side, p95 |error|")
 }
+
+// A pattern among a fit's AlsoPredicts places the records the fit covers
+// in every file it matches, without citing those files: a graph gap in a
+// one-H200 file no fit names is gpu.launch_graph_settled's prediction,
+// and the file's other records stay predictions of a file nobody cited.
+func TestAlsoPredictsPatternCitesNothing(t *testing.T) {
+	const file = "../testdata/h200x1-arsim/no_fit_names_this.jsonl"
+	assert.False(t, cited(file, nil), "a pattern cites no file")
+	gap := trace.Record{System: "h200x1-vm", Kind: trace.KindEmptyKernel, Launch: trace.LaunchCUDAGraph, Mode: "graph_replay"}
+	f, covered := fitOf(file, gap)
+	assert.Nil(t, f)
+	assert.True(t, covered, "a graph gap of a one-H200 file is on the predicted side")
+	assert.Contains(t, dimensionsOf(gap), "graph gap in a process before its step")
+	gap.State = "three long kernels run"
+	assert.Contains(t, dimensionsOf(gap), "graph gap in a settled process")
+	_, covered = fitOf("../testdata/h200x2-arsim/no_fit_names_this.jsonl", gap)
+	assert.False(t, covered, "the pattern is the one-H200 captures'")
+	assert.True(t, matchesCapture(file, "h200x1-arsim/*"))
+	assert.False(t, matchesCapture(file, "h200x1-arsim/no_fit_names_this.jsonl"), "a name is no pattern")
+}
