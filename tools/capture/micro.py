@@ -1048,6 +1048,34 @@ class Micro:
         log("atomic_pages: cycles p10", round(c[len(c) // 10]), "median", round(c[len(c) // 2]), "p90", round(c[9 * len(c) // 10]))
         self.write_system_json("atomic_pages.json", dump)
 
+    def atomic_lines(self):
+        """Local atomics by line (line_atomic_lat): every 128-B line of the first 16 4 KiB pages of a 64 MiB allocation
+        of local memory (512 lines), and every 32-B sector of the first two lines of the first four pages, 64
+        dependent atomicAdd(0)s each from SM 33; the allocation's address modulo 2 MiB recorded. Writes
+        system/atomic_lines.json; no records. Whether address bits 7-11 take part in the parity that makes a word's
+        atomics slow (atomic_pages.json: bits 12, 13, 15, 17 and 19 within a 2 MiB page, first lines only)."""
+        cp = self.cp
+        reps = 64
+        offs = [(pg * 4096 + ln * 128) // 8 for pg in range(16) for ln in range(32)]
+        offs += [(pg * 4096 + ln * 128 + sec * 32) // 8 for pg in range(4) for ln in range(2) for sec in range(4)]
+        with cp.cuda.Device(0):
+            buf = cp.zeros((64 << 20) // 8, dtype=cp.int64)
+            d_offs = cp.asarray(offs, dtype=cp.int64)
+            res = cp.zeros(2 * len(offs), dtype=cp.int64)
+            claim = cp.zeros(1, dtype=cp.int32)
+        at = self.fn(0, "line_atomic_lat")
+        with cp.cuda.Device(0):
+            for _ in range(2):
+                claim.fill(0)
+                at((2 * self.sms,), (32,), (buf, d_offs, np.int32(len(offs)), np.int32(reps), np.int32(33), claim, res))
+                cp.cuda.Device(0).synchronize()
+            cyc = [float(c) / reps for c in res.get().reshape(len(offs), 2)[:, 0]]
+        dump = {"clock_khz": self.clock_khz, "sm": 33, "base_mod_2mib": int(buf.data.ptr) % (2 << 20),
+                "byte_offsets": [o * 8 for o in offs], "cycles_per_atomic": cyc}
+        c = sorted(cyc)
+        log("atomic_lines: cycles p10", round(c[len(c) // 10]), "median", round(c[len(c) // 2]), "p90", round(c[9 * len(c) // 10]))
+        self.write_system_json("atomic_lines.json", dump)
+
     def pp_pages(self):
         """Whether plain flags pay for the page that makes atomics slow (atomic_pages.json: 163 or 257 ns by page):
         in one 2-MiB-aligned allocation of local memory, each of its first eight 4 KiB pages' first line timed with
