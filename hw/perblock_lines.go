@@ -166,18 +166,30 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 
 // localTraffic is what an all-local line loop moves through the GPU's
 // memory per byte of data: its lines read (wire bytes, when it receives),
-// the user buffer a reduction or a send loads, and its lines stored.
+// and stored by a live producer's blocks while it reads them (Live: as
+// many blocks as the loop's, each storing the lines it reads), the user
+// buffer a reduction or a send loads, its lines stored, and what a receive
+// keeps (llOp.keep: tools/capture's receives store what they receive to
+// a local buffer, LL its data, LL128 its whole lines).
 func localTraffic(rec PerBlock, k Kernel) float64 {
 	wire := max(k.Wire, 1)
 	t := 0.0
 	if rec.Recv == "local" {
 		t += wire
+		if rec.Live {
+			t += wire
+		}
 	}
 	if rec.Recv == "none" || strings.Contains(rec.LLOp, "reduce") {
 		t++
 	}
-	if rec.Dst == "local" {
+	switch {
+	case rec.Dst == "local":
 		t += wire
+	case rec.Recv != "none" && llOpOf(rec).keep && k.Loop == LoopLL128:
+		t += wire
+	case rec.Recv != "none" && llOpOf(rec).keep:
+		t++
 	}
 	return t
 }

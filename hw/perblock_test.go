@@ -650,3 +650,25 @@ func TestPackedIsRankStrideOfItsOffsets(t *testing.T) {
 		}
 	}
 }
+
+// localTraffic counts what an all-local line loop moves through the GPU's
+// memory per data byte: the lines read, a live producer's stores of them,
+// the user buffer, the lines stored, and what a receive keeps.
+func TestLocalTrafficCountsEveryByteMoved(t *testing.T) {
+	ll128 := Kernel{Loop: LoopLL128, Wire: 128.0 / 120}
+	w := 128.0 / 120
+	for _, c := range []struct {
+		rec  PerBlock
+		k    Kernel
+		want float64
+		why  string
+	}{
+		{PerBlock{Recv: "local", Dst: "none", LLOp: "recv"}, ll128, 2 * w, "lines read, then kept whole"},
+		{PerBlock{Recv: "local", Dst: "none", LLOp: "recv", Live: true}, ll128, 3 * w, "and stored by the live producers"},
+		{PerBlock{Recv: "local", Dst: "local", LLOp: "recv_reduce_send"}, ll128, 2*w + 1, "lines read and stored on, the user buffer loaded"},
+		{PerBlock{Recv: "none", Dst: "local", LLOp: "send"}, ll128, w + 1, "a send loads the user buffer and stores lines"},
+		{PerBlock{Recv: "local", Dst: "none", LLOp: "recv"}, Kernel{Loop: LoopLL, Wire: 2}, 2 + 1, "LL keeps its data, not its lines"},
+	} {
+		assert.InDelta(t, c.want, localTraffic(c.rec, c.k), 1e-12, c.why)
+	}
+}
