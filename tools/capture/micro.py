@@ -1023,41 +1023,10 @@ class Micro:
         dump["pingpong"] = cases
         self.write_system_json("line_place.json", dump)
 
-    def atomic_pages(self):
-        """Local atomics by page (line_atomic_lat): the first line of each 4 KiB page of a 64 MiB allocation of local
-        memory (16,384 pages), 64 dependent atomicAdd(0)s each from SM 33; the allocation's address modulo 2 MiB
-        recorded. Writes system/atomic_pages.json; no records. Which address bits make a line's atomics slow
-        (line_place.json: 158 against 255 ns, pages alternating by two)."""
+    def line_atomics(self, offs, reps=64):
+        """64 dependent atomicAdd(0)s from SM 33 (line_atomic_lat) on the word at each of offs (in 8-B words) of a
+        64 MiB allocation of local memory: the allocation's address modulo 2 MiB and the cycles per atomic at each."""
         cp = self.cp
-        n, pages, reps = 64 << 20, 16384, 64
-        with cp.cuda.Device(0):
-            buf = cp.zeros(n // 8, dtype=cp.int64)
-            offs = cp.asarray([pg * 512 for pg in range(pages)], dtype=cp.int64)
-            res = cp.zeros(2 * pages, dtype=cp.int64)
-            claim = cp.zeros(1, dtype=cp.int32)
-        at = self.fn(0, "line_atomic_lat")
-        with cp.cuda.Device(0):
-            for _ in range(2):
-                claim.fill(0)
-                at((2 * self.sms,), (32,), (buf, offs, np.int32(pages), np.int32(reps), np.int32(33), claim, res))
-                cp.cuda.Device(0).synchronize()
-            cyc = [float(c) / reps for c in res.get().reshape(pages, 2)[:, 0]]
-        dump = {"clock_khz": self.clock_khz, "sm": 33, "base_mod_2mib": int(buf.data.ptr) % (2 << 20),
-                "page_bytes": 4096, "cycles_per_atomic": cyc}
-        c = sorted(cyc)
-        log("atomic_pages: cycles p10", round(c[len(c) // 10]), "median", round(c[len(c) // 2]), "p90", round(c[9 * len(c) // 10]))
-        self.write_system_json("atomic_pages.json", dump)
-
-    def atomic_lines(self):
-        """Local atomics by line (line_atomic_lat): every 128-B line of the first 16 4 KiB pages of a 64 MiB allocation
-        of local memory (512 lines), and every 32-B sector of the first two lines of the first four pages, 64
-        dependent atomicAdd(0)s each from SM 33; the allocation's address modulo 2 MiB recorded. Writes
-        system/atomic_lines.json; no records. Whether address bits 7-11 take part in the parity that makes a word's
-        atomics slow (atomic_pages.json: bits 12, 13, 15, 17 and 19 within a 2 MiB page, first lines only)."""
-        cp = self.cp
-        reps = 64
-        offs = [(pg * 4096 + ln * 128) // 8 for pg in range(16) for ln in range(32)]
-        offs += [(pg * 4096 + ln * 128 + sec * 32) // 8 for pg in range(4) for ln in range(2) for sec in range(4)]
         with cp.cuda.Device(0):
             buf = cp.zeros((64 << 20) // 8, dtype=cp.int64)
             d_offs = cp.asarray(offs, dtype=cp.int64)
@@ -1070,11 +1039,31 @@ class Micro:
                 at((2 * self.sms,), (32,), (buf, d_offs, np.int32(len(offs)), np.int32(reps), np.int32(33), claim, res))
                 cp.cuda.Device(0).synchronize()
             cyc = [float(c) / reps for c in res.get().reshape(len(offs), 2)[:, 0]]
-        dump = {"clock_khz": self.clock_khz, "sm": 33, "base_mod_2mib": int(buf.data.ptr) % (2 << 20),
-                "byte_offsets": [o * 8 for o in offs], "cycles_per_atomic": cyc}
+        return int(buf.data.ptr) % (2 << 20), cyc
+
+    def write_line_atomics(self, name, extra, base_mod, cyc):
+        """Logs the spread of line_atomics' cycles and writes them to system/<name>.json with extra."""
         c = sorted(cyc)
-        log("atomic_lines: cycles p10", round(c[len(c) // 10]), "median", round(c[len(c) // 2]), "p90", round(c[9 * len(c) // 10]))
-        self.write_system_json("atomic_lines.json", dump)
+        log(f"{name}: cycles p10", round(c[len(c) // 10]), "median", round(c[len(c) // 2]), "p90", round(c[9 * len(c) // 10]))
+        self.write_system_json(f"{name}.json", {"clock_khz": self.clock_khz, "sm": 33, "base_mod_2mib": base_mod, **extra,
+                                                "cycles_per_atomic": cyc})
+
+    def atomic_pages(self):
+        """Local atomics by page (line_atomics): the first line of each 4 KiB page of a 64 MiB allocation of local
+        memory (16,384 pages). Writes system/atomic_pages.json; no records. Which address bits make a line's atomics
+        slow (line_place.json: 158 against 255 ns, pages alternating by two)."""
+        base_mod, cyc = self.line_atomics([pg * 512 for pg in range(16384)])
+        self.write_line_atomics("atomic_pages", {"page_bytes": 4096}, base_mod, cyc)
+
+    def atomic_lines(self):
+        """Local atomics by line (line_atomics): every 128-B line of the first 16 4 KiB pages of a 64 MiB allocation
+        of local memory (512 lines), and every 32-B sector of the first two lines of the first four pages. Writes
+        system/atomic_lines.json; no records. Whether address bits 7-11 take part in the parity that makes a word's
+        atomics slow (atomic_pages.json: bits 12, 13, 15, 17 and 19 within a 2 MiB page, first lines only)."""
+        offs = [(pg * 4096 + ln * 128) // 8 for pg in range(16) for ln in range(32)]
+        offs += [(pg * 4096 + ln * 128 + sec * 32) // 8 for pg in range(4) for ln in range(2) for sec in range(4)]
+        base_mod, cyc = self.line_atomics(offs)
+        self.write_line_atomics("atomic_lines", {"byte_offsets": [o * 8 for o in offs]}, base_mod, cyc)
 
     def pp_pages(self):
         """Whether plain flags pay for the page that makes atomics slow (atomic_pages.json: 163 or 257 ns by page):
