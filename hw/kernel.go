@@ -152,6 +152,13 @@ type Kernel struct {
 	// one GPU, testdata/h200x1-arsim/src_residency.jsonl) and a Simple
 	// loop's sources.
 	FromDRAM bool
+	// MemLoads (LoopLL, LoopLL128 over the rank's own memory, FromDRAM):
+	// the bytes the loop loads from the GPU's memory per payload byte, its
+	// lines and the user buffer a reduction or a send loads (hw.localLoads),
+	// the load that lengthens its round trips (hw.Machine.loaded), counted
+	// as a copy's loads are (gpu.mem_loaded_latency was fitted on them).
+	// 0: the lines it reads alone.
+	MemLoads float64
 	// SrcInL2 (LoopSimple): the loop's sources sit in the L2 (a copy of
 	// the same buffer call after call, an input the kernel before just
 	// wrote): each iteration waits gpu.copy_dram_extra less than over
@@ -432,4 +439,14 @@ func (k Kernel) beside() StoresBeside {
 		return StoresBeside{}
 	}
 	return *k.Beside
+}
+
+// memLoads is the bytes a line loop's iteration loads from the GPU's
+// memory: lines (the lines it reads) without Kernel.MemLoads, else its
+// payload data times MemLoads.
+func (k Kernel) memLoads(lines, data float64) float64 {
+	if k.MemLoads <= 0 {
+		return lines
+	}
+	return data * k.MemLoads
 }

@@ -207,7 +207,7 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 		// (Kernel.StoresHost), as beside one storing block (HostLoadWait)
 		it += m.Phys.PostedWaitOne
 	}
-	if k.LoopAt == GPUMem(r) {
+	if k.LoopAt == GPUMem(r) && !k.SrcInL2 {
 		blocks := min(max(k.Blocks, 1), m.Phys.SMs*m.Phys.MaxBlocksPerSM)
 		it = m.loaded(it, float64(blocks)*float64(k.Threads)*k.share()*16*float64(unroll*max(k.Sources, 1)))
 	}
@@ -221,7 +221,15 @@ func (m *Machine) copyIterTimeFor(r int, k Kernel, bytes sim.Bytes) (sim.Duratio
 // perIter / (iteration × gpu.mem_bandwidth × gpu.mem_efficiency), solved
 // for the iteration. Measured on one H200: a one-load copy's iteration
 // grows from 397 ns at 1 block to 430, 478, 552 and 678 at 8, 32, 66 and
-// 132 blocks.
+// 132 blocks. The load is the device memory's: loops whose loads the L2
+// serves (a copy's sources in the L2, Kernel.SrcInL2; a line loop whose
+// launch touches less than gpu.l2_size, not Kernel.FromDRAM) wait none of
+// it. Measured on H200s and H100s (perblock*.jsonl, nothing refitted): LL
+// recv_reduce_send over local lines, 512 threads, 353–362 ns an
+// iteration from 1 to 32 blocks, whose launch stays in the L2, then 667
+// and 825 at 66 and 132, past it; NCCL's LL128 reduction at 640 threads
+// 1,030–1,040 ns to 16 blocks, then 1,480–1,500 at 32, the first count
+// past the L2 (the H100: 1,750–1,815).
 func (m *Machine) loaded(base sim.Duration, perIter float64) sim.Duration {
 	if m.Phys.MemLoadedLatency <= 0 || perIter <= 0 || m.Phys.GPUMemBandwidth <= 0 {
 		return base
@@ -432,8 +440,8 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.RuntimeOp {
 			it += m.Phys.LLRuntimeOp
 		}
-		if k.LoopAt == GPUMem(r) {
-			it = m.loaded(it, float64(blocks)*threads*16) // its lines
+		if k.LoopAt == GPUMem(r) && k.FromDRAM {
+			it = m.loaded(it, k.memLoads(float64(blocks)*threads*16, float64(blocks)*threads*8)) // its lines
 		}
 		if k.NCCLLoop {
 			it += m.Phys.LLIterExtra
@@ -459,8 +467,8 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 		if k.FromDRAM {
 			chain += m.Phys.DRAMSrcExtra
 		}
-		if k.LoopAt == GPUMem(r) {
-			chain = m.loaded(chain, float64(blocks)*float64(warps*32*ll128LineBytesPerThread))
+		if k.LoopAt == GPUMem(r) && k.FromDRAM {
+			chain = m.loaded(chain, k.memLoads(float64(blocks)*float64(warps*32*ll128LineBytesPerThread), float64(blocks)*threads*ll128DataPerThread))
 		}
 		lines := float64(warps * 32 * ll128LineBytesPerThread)
 		local, remote := lines, 0.0 // the lines loaded, and stored on (or their data)

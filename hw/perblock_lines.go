@@ -149,6 +149,7 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 			n++
 		}
 		if n == 0 {
+			k.MemLoads = localLoads(rec, k)
 			// All local: the loop's time, its lines, user buffer and
 			// stores through the GPU's memory, or each block's loads and
 			// stores as its SM issues them, whichever is longest.
@@ -228,4 +229,18 @@ func llWarpOps(rec PerBlock) int {
 		}
 	}
 	return n
+}
+
+// localLoads is what an all-local line loop loads from the GPU's memory
+// per byte of data: its lines (wire bytes) and the user buffer a
+// reduction or a send loads.
+func localLoads(rec PerBlock, k Kernel) float64 {
+	t := 0.0
+	if rec.Recv == "local" {
+		t += max(k.Wire, 1)
+	}
+	if rec.Recv == "none" || strings.Contains(rec.LLOp, "reduce") {
+		t++
+	}
+	return t
 }
