@@ -157,7 +157,10 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 			if err != nil {
 				return err
 			}
-			busy := m.MemTime(sim.Bytes(float64(data) * localTraffic(rec, k)))
+			busy := sim.Duration(0)
+			if k.FromDRAM {
+				busy = m.MemTime(sim.Bytes(float64(data) * localTraffic(rec, k)))
+			}
 			m.twinMemBusy += busy
 			m.Eng.After(max(d, busy, m.blockIssue(rec, name)), done)
 		}

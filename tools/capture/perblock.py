@@ -1431,6 +1431,31 @@ class PerBlock:
                            "blocks": b, "threads": 640, "iters": iters, "bytes_per_thread_iter": 64}, vals, "ns_per_iter")
             self.rec.guard(f"ll128_residency {b}x640 {iters}", meas)
 
+    def ll_residency(self):
+        """pb_ll's recv_reduce_send over local lines with its destination local, 512 threads, at 1-132 blocks and
+        iterations chosen so the launch's footprint (lines, user buffer and destination: 40 B a thread and iteration)
+        lies well inside the 50 MB L2 (11-22 MB) or well past it (84-173 MB): does an LL loop slow with its footprint
+        (its loads from device memory, under their own load) and not with its blocks, as ll128_residency.jsonl's LL128
+        loops on an H100 did?"""
+        k = self.fn("pb_ll")
+        flag = 1
+        nb = 192 * MB
+        self.fill("local", "llres_recv", nb, [7, flag, 9, flag])
+        src = self.dev("llres_src", nb)
+        out = self.dev("llres_out", nb)
+        rp = self.ptr("local", "llres_recv", nb)
+        dp = self.ptr("local", "llres_dst", nb)
+        for b, iters in ((1, 512), (1, 8192), (8, 64), (8, 1024), (16, 32), (16, 256), (32, 16), (32, 128),
+                         (66, 8), (66, 64), (132, 4), (132, 64)):
+            def meas(b=b, iters=iters):
+                def launch():
+                    k((b,), (512,), (rp, src, dp, out, np.int32(iters), np.int32(LL_OPS["recv_reduce_send"]),
+                                     np.uint32(flag), self.err, self.res), stream=self.s)
+                vals = self.trials(launch, b, lambda c: c / self.ghz / iters)
+                self.emit({"kind": "loop", "loop": "ll", "ll_op": "recv_reduce_send", "recv": "local", "dst": "local",
+                           "blocks": b, "threads": 512, "iters": iters, "bytes_per_thread_iter": 8}, vals, "ns_per_iter")
+            self.rec.guard(f"ll_residency {b}x512 {iters}", meas)
+
     def ll128_src_blocks(self):
         """pb_ll128w's recv_reduce_send over local lines at 1-32 blocks of 640 threads, 8 iterations, the lines and the
         destination in the L2 (the same 21 MB at most every launch) and the reduction's user buffer either in the L2
@@ -2999,7 +3024,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
