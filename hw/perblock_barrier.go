@@ -180,6 +180,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 			collide = m.offsetCollisions(offs)
 			layout(func(_, r int) int { return offs[r] })
 		}
+		inLine = offsetLineSectors(offs)
 	}
 	rtt, err := m.RoundTrip(0, at)
 	if err != nil {
@@ -204,6 +205,24 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
 		m.slotPolls(at, slots, collide) + m.foreignCollision(m.foreignStores(secs)) + m.crowdedLines(secs) +
 		m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
+}
+
+// offsetLineSectors is how many of a rank_offsets barrier's sectors (the
+// ranks' at byte offsets offs) share the median rank's 128-byte line, its
+// own included, at most a line's four: as rankLayout.medianLineSectors
+// counts them for the layouts it describes, so that one set of offsets
+// costs the same under every layout name.
+func offsetLineSectors(offs []int) int {
+	per := make([]int, len(offs))
+	for i, a := range offs {
+		for _, b := range offs {
+			if a/128 == b/128 {
+				per[i]++
+			}
+		}
+	}
+	slices.Sort(per)
+	return min(per[(len(per)-1)/2], sectorsPerLine)
 }
 
 // barrierFencePollers is how many blocks a fence of a W-rank barrier

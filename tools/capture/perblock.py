@@ -1345,6 +1345,43 @@ class PerBlock:
                 self.rec.guard(f"barrier_class W{W} m{m} pass {ps}", meas)
             log("perblock", f"barrier_class: pass {ps} done, {self.rec.n} records so far")
 
+    def barrier_mix(self):
+        """One-group host-memory barriers (pb_group_barrier_tab) whose ranks' sectors fill two lines of one page: k
+        ranks' sectors 32 B apart on line 0, the other W - k ranks' 32 B apart on line 1 (which collides with line 0
+        by address bits: hostmem.collision_mask) or on line 2 (which does not). W = 2, 4, 5, 6, 8; two passes in a
+        shuffled order (a fixed seed). What a colliding line adds to a sector whose own line is crowded: the model
+        adds hostmem.sector_collision per colliding sector to the line's own queue (hostmem.line_contention)."""
+        import random
+        cp = self.cp
+        k = self.fn("pb_group_barrier_tab")
+        nb = 200
+        base = self.ptr("host", "gbmix", 4 * MB)
+        self.fill("host", "gbmix", 4 * MB, [0])
+        log("perblock", f"barrier_mix: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        e0 = [0]
+        configs = [(W, kk, other) for W, kk in ((2, 1), (4, 2), (4, 3), (4, 4), (5, 4), (6, 3), (6, 4), (8, 4))
+                   for other in (128, 256) if not (kk == W and other == 256)]
+        rng = random.Random(20261206)
+        for ps in range(2):
+            order = configs[:]
+            rng.shuffle(order)
+            for W, kk, other in order:
+                offs = [32 * r if r < kk else other + 32 * (r - kk) for r in range(W)]
+                with cp.cuda.Device(0):
+                    dev = cp.asarray(np.array([o // 4 for o in offs], dtype=np.int32))
+
+                def meas(W=W, offs=offs, dev=dev):
+                    def launch():
+                        k((W,), (32,), (base, np.int32(W), dev, np.int32(nb), np.uint32(e0[0]), self.err, self.res),
+                          stream=self.s)
+                        e0[0] += nb
+                    vals = self.trials(launch, W, lambda c: c / self.ghz / nb)
+                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_offsets",
+                               "rank_offsets": ",".join(str(o) for o in offs), "world": W, "groups": 1, "blocks": W,
+                               "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
+                self.rec.guard(f"barrier_mix W{W} k{kk} line at {other} pass {ps}", meas)
+            log("perblock", f"barrier_mix: pass {ps} done, {self.rec.n} records so far")
+
     def barrier_layout(self):
         """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
         of its own, 16 KiB after the previous rank's, a group's W slots in one 32-B sector of it. Layout vllm: the
@@ -3024,7 +3061,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_mix", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
