@@ -1314,36 +1314,10 @@ class PerBlock:
         rank's sector on a page of its own (m = 1: none collide); three passes in a shuffled order (a fixed seed).
         What one collision costs as the ranks, and so the stores landing on each line, grow, and whether the barrier
         goes at its most-colliding rank's pace or its median rank's."""
-        import random
-        cp = self.cp
-        k = self.fn("pb_group_barrier_tab")
-        nb = 200
-        base = self.ptr("host", "gbt2", 4 * MB)
-        self.fill("host", "gbt2", 4 * MB, [0])
-        log("perblock", f"barrier_class: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
-        e0 = [0]
         klass = (0, 128, 512, 640)  # lines 0, 1, 4, 5 of the first page: they collide pairwise
-        configs = [(W, m) for W in (2, 3, 4, 6, 8) for m in (1, 2, 3, 4) if m <= W]
-        rng = random.Random(20261205)
-        for ps in range(3):
-            order = configs[:]
-            rng.shuffle(order)
-            for W, m in order:
-                offs = [klass[r] if r < m else (r + 1) * 4096 for r in range(W)]
-                with cp.cuda.Device(0):
-                    dev = cp.asarray(np.array([o // 4 for o in offs], dtype=np.int32))
-
-                def meas(W=W, offs=offs, dev=dev):
-                    def launch():
-                        k((W,), (32,), (base, np.int32(W), dev, np.int32(nb), np.uint32(e0[0]), self.err, self.res),
-                          stream=self.s)
-                        e0[0] += nb
-                    vals = self.trials(launch, W, lambda c: c / self.ghz / nb)
-                    self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_offsets",
-                               "rank_offsets": ",".join(str(o) for o in offs), "world": W, "groups": 1, "blocks": W,
-                               "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
-                self.rec.guard(f"barrier_class W{W} m{m} pass {ps}", meas)
-            log("perblock", f"barrier_class: pass {ps} done, {self.rec.n} records so far")
+        configs = [(f"W{W} m{m}", [klass[r] if r < m else (r + 1) * 4096 for r in range(W)])
+                   for W in (2, 3, 4, 6, 8) for m in (1, 2, 3, 4) if m <= W]
+        self.offset_barriers("barrier_class", "gbt2", configs, passes=3, seed=20261205)
 
     def barrier_mix(self):
         """One-group host-memory barriers (pb_group_barrier_tab) whose ranks' sectors fill two lines of one page: k
@@ -1351,22 +1325,28 @@ class PerBlock:
         by address bits: hostmem.collision_mask) or on line 2 (which does not). W = 2, 4, 5, 6, 8; two passes in a
         shuffled order (a fixed seed). What a colliding line adds to a sector whose own line is crowded: the model
         adds hostmem.sector_collision per colliding sector to the line's own queue (hostmem.line_contention)."""
+        configs = [(f"W{W} k{kk} line at {other}", [32 * r if r < kk else other + 32 * (r - kk) for r in range(W)])
+                   for W, kk in ((2, 1), (4, 2), (4, 3), (4, 4), (5, 4), (6, 3), (6, 4), (8, 4))
+                   for other in (128, 256) if not (kk == W and other == 256)]
+        self.offset_barriers("barrier_mix", "gbmix", configs, passes=2, seed=20261206)
+
+    def offset_barriers(self, part, role, configs, passes, seed):
+        """One-group host-memory barriers (pb_group_barrier_tab), each rank's sector at its byte offset into a page-
+        aligned 4 MiB buffer of role: configs are (label, offsets), run passes times in an order shuffled by seed."""
         import random
         cp = self.cp
         k = self.fn("pb_group_barrier_tab")
         nb = 200
-        base = self.ptr("host", "gbmix", 4 * MB)
-        self.fill("host", "gbmix", 4 * MB, [0])
-        log("perblock", f"barrier_mix: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
+        base = self.ptr("host", role, 4 * MB)
+        self.fill("host", role, 4 * MB, [0])
+        log("perblock", f"{part}: host buffer at {int(base):#x} ({int(base) % (2 << 20):#x} into 2 MiB)")
         e0 = [0]
-        configs = [(W, kk, other) for W, kk in ((2, 1), (4, 2), (4, 3), (4, 4), (5, 4), (6, 3), (6, 4), (8, 4))
-                   for other in (128, 256) if not (kk == W and other == 256)]
-        rng = random.Random(20261206)
-        for ps in range(2):
+        rng = random.Random(seed)
+        for ps in range(passes):
             order = configs[:]
             rng.shuffle(order)
-            for W, kk, other in order:
-                offs = [32 * r if r < kk else other + 32 * (r - kk) for r in range(W)]
+            for label, offs in order:
+                W = len(offs)
                 with cp.cuda.Device(0):
                     dev = cp.asarray(np.array([o // 4 for o in offs], dtype=np.int32))
 
@@ -1379,8 +1359,8 @@ class PerBlock:
                     self.emit({"kind": "loop", "loop": "group_barrier", "target": "host", "layout": "rank_offsets",
                                "rank_offsets": ",".join(str(o) for o in offs), "world": W, "groups": 1, "blocks": W,
                                "threads": 32, "barriers_per_launch": nb}, vals, "ns_per_iter")
-                self.rec.guard(f"barrier_mix W{W} k{kk} line at {other} pass {ps}", meas)
-            log("perblock", f"barrier_mix: pass {ps} done, {self.rec.n} records so far")
+                self.rec.guard(f"{part} {label} pass {ps}", meas)
+            log("perblock", f"{part}: pass {ps} done, {self.rec.n} records so far")
 
     def barrier_layout(self):
         """Host-memory W-rank barriers laid out rank-major (kernel pb_group_barrier_rm): each rank's slots in an array
