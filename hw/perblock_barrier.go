@@ -97,18 +97,11 @@ func (l rankLayout) at(g int) int {
 // arrays lie a line apart or more, as layout packed counts them where
 // they do not (rank_stride at 32 or 64 B).
 func (l rankLayout) medianLineSectors(groups, world int) int {
-	n := groups * world
-	line := func(i int) int { return (i%world*l.rankStride + l.at(i/world)) / 128 }
-	per := make([]int, n)
-	for i := range per {
-		for j := range n {
-			if line(j) == line(i) {
-				per[i]++
-			}
-		}
+	offs := make([]int, groups*world)
+	for i := range offs {
+		offs[i] = i%world*l.rankStride + l.at(i/world)
 	}
-	slices.Sort(per)
-	return min(per[(n-1)/2], sectorsPerLine)
+	return offsetLineSectors(offs)
 }
 
 // groupBarrierTwin: a barrier of World blocks through flags in one memory,
@@ -207,11 +200,11 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
 }
 
-// offsetLineSectors is how many of a rank_offsets barrier's sectors (the
-// ranks' at byte offsets offs) share the median rank's 128-byte line, its
-// own included, at most a line's four: as rankLayout.medianLineSectors
-// counts them for the layouts it describes, so that one set of offsets
-// costs the same under every layout name.
+// offsetLineSectors is how many of a barrier's sectors (at byte offsets
+// offs) share the median one's 128-byte line, its own included, at most a
+// line's four: rank_offsets' ranks and, through medianLineSectors, the
+// other layouts' blocks, so that one set of offsets costs the same under
+// every layout name.
 func offsetLineSectors(offs []int) int {
 	per := make([]int, len(offs))
 	for i, a := range offs {
