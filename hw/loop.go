@@ -441,7 +441,7 @@ func (m *Machine) loopRate(r int, k Kernel) (sim.Rate, error) {
 			it += m.Phys.LLRuntimeOp
 		}
 		if k.LoopAt == GPUMem(r) && k.FromDRAM {
-			it = m.loaded(it, k.memLoads(float64(blocks)*threads*16, float64(blocks)*threads*8)) // its lines
+			it = m.loaded(it, k.memLoads(float64(blocks)*threads*16, float64(blocks)*threads*8)) // its lines, or all it loads (Kernel.MemLoads)
 		}
 		if k.NCCLLoop {
 			it += m.Phys.LLIterExtra

@@ -1,9 +1,12 @@
 package hw
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A schedule's flag layout in the barrier records' names.
@@ -21,4 +24,22 @@ func TestFlagLayout(t *testing.T) {
 	}
 	assert.False(t, IsFlagLayout("rank_stride"))
 	assert.False(t, IsFlagLayout("vllm_chunk256"))
+}
+
+// One set of sector offsets costs the same whatever the layout's name:
+// rank_offsets counts the median rank's line-mates (hostmem.line_contention)
+// and colliding lines as packed does for the same offsets.
+func TestRankOffsetsCostWhatPackedCosts(t *testing.T) {
+	top, _ := h200x1(t)
+	for _, w := range []int{2, 4, 6, 8} {
+		offs := make([]string, w)
+		for r := range offs {
+			offs[r] = strconv.Itoa(32 * r)
+		}
+		packed, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "packed", World: w, Groups: 1, Blocks: w, Threads: 32})
+		require.NoError(t, err)
+		tab, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "rank_offsets", RankOffsets: strings.Join(offs, ","), World: w, Groups: 1, Blocks: w, Threads: 32})
+		require.NoError(t, err)
+		assert.InDelta(t, packed, tab, 1e-6, "W = %d", w)
+	}
 }

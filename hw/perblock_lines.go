@@ -177,15 +177,9 @@ func (m *Machine) lineLoopTwin(rec PerBlock, k Kernel, perThread int64, name str
 // a local buffer, LL its data, LL128 its whole lines).
 func localTraffic(rec PerBlock, k Kernel) float64 {
 	wire := max(k.Wire, 1)
-	t := 0.0
-	if rec.Recv == "local" {
+	t := localLoads(rec, k)
+	if rec.Recv == "local" && rec.Live {
 		t += wire
-		if rec.Live {
-			t += wire
-		}
-	}
-	if rec.Recv == "none" || strings.Contains(rec.LLOp, "reduce") {
-		t++
 	}
 	switch {
 	case rec.Dst == "local":

@@ -1,8 +1,6 @@
 package hw
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -672,23 +670,5 @@ func TestLocalTrafficCountsEveryByteMoved(t *testing.T) {
 		{PerBlock{Recv: "local", Dst: "none", LLOp: "recv"}, Kernel{Loop: LoopLL, Wire: 2}, 2 + 1, "LL keeps its data, not its lines"},
 	} {
 		assert.InDelta(t, c.want, localTraffic(c.rec, c.k), 1e-12, c.why)
-	}
-}
-
-// One set of sector offsets costs the same whatever the layout's name:
-// rank_offsets counts the median rank's line-mates (hostmem.line_contention)
-// and colliding lines as packed does for the same offsets.
-func TestRankOffsetsCostWhatPackedCosts(t *testing.T) {
-	top, _ := h200x1(t)
-	for _, w := range []int{2, 4, 6, 8} {
-		offs := make([]string, w)
-		for r := range offs {
-			offs[r] = strconv.Itoa(32 * r)
-		}
-		packed, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "packed", World: w, Groups: 1, Blocks: w, Threads: 32})
-		require.NoError(t, err)
-		tab, err := PerBlockValue(top, PerBlock{Kind: "loop", Loop: "group_barrier", Target: "host", Layout: "rank_offsets", RankOffsets: strings.Join(offs, ","), World: w, Groups: 1, Blocks: w, Threads: 32})
-		require.NoError(t, err)
-		assert.InDelta(t, packed, tab, 1e-6, "W = %d", w)
 	}
 }
