@@ -446,6 +446,12 @@ func (pl *ncclPlanner) loopKern(at hw.Mem, sources int, share float64) hw.Kernel
 		// A reduction loads the user buffer, from device memory when the
 		// call's input and output span more than the L2.
 		k.FromDRAM = sources >= 2 && float64(2*pl.req.Bytes) > pl.req.Top.Params.Get("gpu.l2_size")
+		if k.FromDRAM {
+			// what it loads from device memory per byte of data, as the
+			// per-block twins count it (hw.Kernel.MemLoads): its lines and
+			// the user buffer it adds
+			k.MemLoads = max(k.Wire, 1) + 1
+		}
 	case protoLL128:
 		// Host lines are the SHM FIFO's, as for LL (hw.Kernel.Fresh).
 		k.Loop, k.LoopAt, k.Reload, k.NCCLLoop, k.Sources, k.Fresh = hw.LoopLL128, at, true, true, sources, at.Host
