@@ -438,8 +438,10 @@ type Record struct {
 	// nothing; "": one block an SM.
 	ReaderSM string
 	// AtomicPage (poll records of GPU-memory atomics, tools/capture's
-	// poll_pages): "fast" or "slow", the class of the 4 KiB page the polled
-	// words lie on, measured before the run by one block's atomics there
+	// poll_pages; block_pingpong and group_barrier records in GPU memory,
+	// flag_pages and the suite where every flag lies on one page): "fast"
+	// or "slow", the class of the 4 KiB page the words lie on, measured
+	// before the run by one block's atomics there
 	// (testdata/h200x1-arsim/system/atomic_pages.json.gz); "": not
 	// measured.
 	AtomicPage string

@@ -180,17 +180,17 @@ class PerBlock:
             probe.append(statistics.median(vals))
         return probe
 
-    def atomic_page_probe(self, buf):
+    def atomic_page_probe(self, buf, role="poll", nbytes=1 * MB):
         """Which kind of page the local poll buffer's first word lies on (page_atomics on its first eight pages). A
         word's atomics take one of two times by its page (163-182 or 257-299 ns on H200s and H100s,
         atomic_pages.json): the first page is "slow" if its time lies above the middle of the eight's fastest and
         slowest, "fast" if below; "" where the eight do not differ by a quarter. Returns the class and the times."""
-        probe = self.page_atomics("poll", 1 * MB, int(buf.data.ptr))
+        probe = self.page_atomics(role, nbytes, int(buf.data.ptr))
         lo, hi = min(probe), max(probe)
         cls = ""
         if hi > 1.25 * lo:
             cls = "slow" if probe[0] > (lo + hi) / 2 else "fast"
-        log("polls: one block's atomics on the poll buffer's first eight pages (ns)", [round(v) for v in probe],
+        log(f"{role}: one block's atomics on the buffer's first eight pages (ns)", [round(v) for v in probe],
             "first page:", cls or "not told apart")
         return cls, probe
 
@@ -270,6 +270,64 @@ class PerBlock:
                                        "blocks": b, "threads": 32, "iters": iters, "atomic_page": name}, vals, "ns_per_op")
                         self.rec.guard(f"poll_pages {name} {op} {spacing} {b}", meas)
 
+    def flag_pages(self):
+        """Flags handed from block to block on a fast page and on a slow page of local memory (a page's class as
+        poll_pages finds it: one block's atomic_add on each of the first eight 4 KiB pages of a 2-MiB-aligned buffer,
+        the fastest and the slowest kept): one ping-pong pair (pb_pingpong, volatile and release/acquire, flags 4 and
+        128 B apart) and one group's barrier (pb_group_barrier, packed at 2, 4 and 8 ranks, a line a slot at 2 and 4
+        ranks, 32 threads), every flag on the page; records carry atomic_page. Whether a store that another SM's poll
+        must see waits on the page as an atomic does (the suite's local ping-pongs and barriers run in two bands by
+        instance, 270-273 against 346-363 ns one way)."""
+        cp = self.cp
+        arr = self.dev("flagpg", 4 * MB)
+        base = int(arr.data.ptr)
+        probe = self.page_atomics("flagpg", 4 * MB, base)
+        lo, hi = min(probe), max(probe)
+        log("flag_pages: one block's atomics by page (ns)", [round(v) for v in probe])
+        if hi <= 1.25 * lo:
+            log("flag_pages: the eight pages do not differ by a quarter; no records")
+            return
+        kp, kb = self.fn("pb_pingpong"), self.fn("pb_group_barrier")
+        e0 = [0]
+        for name, pg in (("fast", probe.index(lo)), ("slow", probe.index(hi))):
+            at = np.uint64(base + pg * 4096)
+            for mode_i, mode in enumerate(PP_MODES):
+                if mode not in ("volatile", "release_acquire"):
+                    continue
+                for spacing in (4, 128):
+                    def meas_pp(at=at, name=name, mode_i=mode_i, mode=mode, spacing=spacing):
+                        self.fill("local", "flagpg", 4 * MB, [0])
+                        e0[0] = 0
+                        n = 2000
+
+                        def launch():
+                            kp((2,), (32,), (at, np.int32(1), np.int32(spacing // 4), np.int32(n), np.uint32(e0[0]),
+                                             np.int32(mode_i), self.err, self.res), stream=self.s)
+                            e0[0] += n
+                        vals = self.trials(launch, 1, lambda c: c / self.ghz / n / 2)
+                        self.emit({"kind": "block_pingpong", "target": "local", "mode": mode, "spacing_bytes": spacing,
+                                   "pairs": 1, "blocks": 2, "threads": 32, "round_trips": n, "atomic_page": name},
+                                  vals, "one_way_ns")
+                    self.rec.guard(f"flag_pages pingpong {name} {mode} {spacing}", meas_pp)
+            for layout, sr, sp, worlds in (("packed", 8, 1, (2, 4, 8)), ("line_per_slot", 8 * 32, 32, (2, 4))):
+                for W in worlds:
+                    def meas_gb(at=at, name=name, layout=layout, sr=sr, sp=sp, W=W):
+                        self.fill("local", "flagpg", 4 * MB, [0])
+                        e0[0] = 0
+                        nb = 200
+
+                        def launch():
+                            kb((W,), (32,), (at, np.int32(W), np.int32(sr), np.int32(sp), np.int32(nb),
+                                             np.uint32(e0[0]), self.err, self.res), stream=self.s)
+                            e0[0] += nb
+                        vals = self.trials(launch, W, lambda c: c / self.ghz / nb)
+                        self.emit({"kind": "loop", "loop": "group_barrier", "target": "local", "layout": layout,
+                                   "world": W, "groups": 1, "blocks": W, "threads": 32, "barriers_per_launch": nb,
+                                   "atomic_page": name}, vals, "ns_per_iter")
+                    self.rec.guard(f"flag_pages group_barrier {name} {layout} W{W}", meas_gb)
+        with cp.cuda.Device(0):
+            self.s.synchronize()
+
     def pingpong_sector(self):
         """Ping-pong pairs through host flags 4 B apart, 1-8 pairs (2-16 pollers; a 32-B sector holds 8 flags), one
         pair added at a time, volatile and release/acquire: where the superlinear growth of the one-way time starts."""
@@ -337,6 +395,9 @@ class PerBlock:
         pairs_l = pairs_l or ([1, 8, 33] if self.quick else [1, 2, 4, 8, 16, 33, 66])
         for target in targets:
             buf = self.ptr(target, "pp", 1 * MB)
+            page_cls = ""
+            if target == "local":  # the flags' page, where they all lie on the first (flag_pages)
+                page_cls = self.rec.guard("pingpong atomic_page_probe", lambda: self.atomic_page_probe(buf, "pp", 1 * MB)[0]) or ""
             self.fill(target, "pp", 1 * MB, [0])
             e0 = [0]
             for mode_i, mode in enumerate(PP_MODES):
@@ -356,9 +417,12 @@ class PerBlock:
                                   stream=self.s)
                                 e0[0] += n
                             vals = self.trials(launch, pairs, lambda c: c / self.ghz / n / 2)
-                            self.emit({"kind": "block_pingpong", "target": target, "mode": mode,
-                                       "spacing_bytes": spacing, "pairs": pairs, "blocks": 2 * pairs, "threads": 32,
-                                       "round_trips": n}, vals, "one_way_ns")
+                            rec = {"kind": "block_pingpong", "target": target, "mode": mode,
+                                   "spacing_bytes": spacing, "pairs": pairs, "blocks": 2 * pairs, "threads": 32,
+                                   "round_trips": n}
+                            if page_cls and int(buf.data.ptr) % 4096 + 2 * pairs * spacing <= 4096:
+                                rec["atomic_page"] = page_cls
+                            self.emit(rec, vals, "one_way_ns")
                         self.rec.guard(f"pingpong {target} {mode} {spacing} {pairs}", meas)
 
     def host_load(self, counts=(0, 4, 8, 16, 32, 64, 128)):
@@ -989,6 +1053,10 @@ class PerBlock:
         nb = 200
         for target in targets:
             buf = self.ptr(target, buf_name, 4 * MB)
+            page_cls = ""
+            if target == "local":  # the flags' page, where they all lie on the first (flag_pages)
+                page_cls = self.rec.guard("group_barriers atomic_page_probe",
+                                          lambda: self.atomic_page_probe(buf, buf_name, 4 * MB)[0]) or ""
             self.fill(target, buf_name, 4 * MB, [0])
             e0 = [0]
             for layout, sr, sp in layouts:
@@ -1003,9 +1071,11 @@ class PerBlock:
                                                        np.uint32(e0[0]), self.err, self.res), stream=self.s)
                                     e0[0] += nb
                                 vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
-                                self.emit({"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
-                                           "world": W, "groups": G, "blocks": G * W, "threads": T,
-                                           "barriers_per_launch": nb}, vals, "ns_per_iter")
+                                rec = {"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
+                                       "world": W, "groups": G, "blocks": G * W, "threads": T, "barriers_per_launch": nb}
+                                if page_cls and int(buf.data.ptr) % 4096 + 4 * ((G * W - 1) * sr + (W - 1) * sp) < 4096:
+                                    rec["atomic_page"] = page_cls
+                                self.emit(rec, vals, "ns_per_iter")
                             self.rec.guard(f"group_barrier {target} {layout} W{W} G{G} {T} threads", meas)
 
     def barrier_modes_w(self):
@@ -3041,7 +3111,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_mix", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_mix", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "flag_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
