@@ -233,7 +233,7 @@ func bySize(recs []Compared) []SizeSummary {
 	var out []SizeSummary
 	for _, rg := range SizeRanges {
 		ss := SizeSummary{Range: rg.Name}
-		var errs, abs []float64
+		var errs, abs, device []float64
 		for _, r := range recs {
 			if r.bytes <= 0 || r.bytes < rg.Min || r.bytes > rg.Max {
 				continue
@@ -242,7 +242,12 @@ func bySize(recs []Compared) []SizeSummary {
 			abs = append(abs, math.Abs(r.ErrorPct))
 			if r.HostPaced {
 				ss.HostPaced++
+			} else {
+				device = append(device, r.ErrorPct)
 			}
+		}
+		if len(device) > 0 {
+			ss.DeviceMinErrorPct, ss.DeviceMaxErrorPct = slices.Min(device), slices.Max(device)
 		}
 		if len(errs) == 0 {
 			continue

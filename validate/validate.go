@@ -235,6 +235,11 @@ type SizeSummary struct {
 	// MinErrorPct and MaxErrorPct are the extremes of the signed error.
 	MinErrorPct float64 `json:"min_error_pct"`
 	MaxErrorPct float64 `json:"max_error_pct"`
+	// DeviceMinErrorPct and DeviceMaxErrorPct are the extremes over the
+	// device-paced records alone (Count − HostPaced of them), the records
+	// the machine model sets; both 0 where every record is host-paced.
+	DeviceMinErrorPct float64 `json:"device_min_error_pct"`
+	DeviceMaxErrorPct float64 `json:"device_max_error_pct"`
 }
 
 // Run simulates the twin of every record and compares it with the measured

@@ -363,9 +363,12 @@ func TestBySize(t *testing.T) {
 	}
 	got := bySize(recs)
 	require.Len(t, got, 3)
-	assert.Equal(t, SizeSummary{Range: "≤ 2 KiB", Count: 2, HostPaced: 1, MedianErrorPct: -5, MedianAbsErrorPct: 15, MinErrorPct: -20, MaxErrorPct: 10}, got[0])
+	assert.Equal(t, SizeSummary{Range: "≤ 2 KiB", Count: 2, HostPaced: 1, MedianErrorPct: -5, MedianAbsErrorPct: 15, MinErrorPct: -20, MaxErrorPct: 10,
+		DeviceMinErrorPct: 10, DeviceMaxErrorPct: 10}, got[0], "the host-paced -20 % left out of the device-paced extremes")
 	assert.Equal(t, "> 2 KiB, ≤ 1 MiB", got[1].Range)
 	assert.Equal(t, 2, got[1].Count)
+	assert.Equal(t, 5.0, got[1].DeviceMinErrorPct)
+	assert.Equal(t, 15.0, got[1].DeviceMaxErrorPct)
 	assert.Equal(t, "> 16 MiB", got[2].Range)
 	assert.Equal(t, -1.0, got[2].MaxErrorPct)
 }

@@ -262,6 +262,7 @@ func TestPublishedTablesBySize(t *testing.T) {
 		"8 × RTX PRO 6000 behind two switches on one root complex, ring":            {"> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 	}
 	require.Len(t, within, len(publishedTables))
+	deviceRanges, deviceWithin := 0, 0
 	for _, tb := range publishedTables {
 		require.Contains(t, within, tb.name)
 		topo := tb.topo
@@ -299,6 +300,24 @@ func TestPublishedTablesBySize(t *testing.T) {
 			if slices.Contains(within[tb.name], g.Range) {
 				assert.LessOrEqual(t, worst, 25.0, "%s, %s", tb.name, g.Range)
 			}
+			if g.HostPaced == g.Count {
+				continue
+			}
+			// the device-paced records alone, the issue's criterion
+			deviceRanges++
+			dev := max(math.Abs(g.DeviceMinErrorPct), math.Abs(g.DeviceMaxErrorPct))
+			t.Logf("%s, %s: %d device-paced, from %+.1f to %+.1f %%", tb.name, g.Range, g.Count-g.HostPaced, g.DeviceMinErrorPct, g.DeviceMaxErrorPct)
+			if dev <= 25 {
+				deviceWithin++
+			}
+			if slices.Contains(within[tb.name], g.Range) {
+				assert.LessOrEqual(t, dev, worst, "%s, %s: the device-paced records are some of the range's", tb.name, g.Range)
+			}
 		}
 	}
+	// Judged on device-paced records alone (the host-paced ones are the
+	// capturing host's issue cost): 18 ranges have some, 17 within 25 %
+	// (the 4 × RTX 4090 table's 4 KiB–1 MiB misses).
+	assert.Equal(t, 18, deviceRanges)
+	assert.GreaterOrEqual(t, deviceWithin, 17)
 }

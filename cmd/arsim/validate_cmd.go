@@ -208,9 +208,13 @@ func writeValidateTable(out io.Writer, files []traceFile, v *validate.Validation
 	if len(v.BySize) > 0 {
 		fmt.Fprintf(&b, "\nAllreduce records by size\n\n")
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "size\trecords\thost-paced\tmedian error\tmedian |error|\terror from … to\t")
+		fmt.Fprintln(tw, "size\trecords\thost-paced\tmedian error\tmedian |error|\terror from … to\tdevice-paced: from … to\t")
 		for _, g := range v.BySize {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%+.1f%%\t%.1f%%\t%+.1f%% … %+.1f%%\t\n", g.Range, g.Count, g.HostPaced, g.MedianErrorPct, g.MedianAbsErrorPct, g.MinErrorPct, g.MaxErrorPct)
+			device := "–"
+			if g.HostPaced < g.Count {
+				device = fmt.Sprintf("%+.1f%% … %+.1f%%", g.DeviceMinErrorPct, g.DeviceMaxErrorPct)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%+.1f%%\t%.1f%%\t%+.1f%% … %+.1f%%\t%s\t\n", g.Range, g.Count, g.HostPaced, g.MedianErrorPct, g.MedianAbsErrorPct, g.MinErrorPct, g.MaxErrorPct, device)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
