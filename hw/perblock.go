@@ -138,11 +138,13 @@ type PerBlock struct {
 	// sector's byte offset into a page-aligned buffer, comma separated.
 	RankOffsets string
 
-	// AtomicPage (poll, atomics in GPU memory; block_pingpong and loop
-	// group_barrier in GPU memory): "slow" when the words lie on a page
-	// whose atomics wait gpu.atomic_slow_page_extra more
-	// (trace.Record.AtomicPage), and then so does each flag handed from
-	// block to block there (slowPageHandoff); "fast" or "": they do not.
+	// AtomicPage (poll, atomics in GPU memory): "slow" when the polled
+	// words lie on a page whose atomics wait gpu.atomic_slow_page_extra
+	// more (trace.Record.AtomicPage); "fast" or "": they do not. Ping-pong
+	// and barrier records in GPU memory may name their flags' page too;
+	// their twins take none of it: on one H100 a slow page adds 0–50 ns
+	// to a flag's handoff, by kernel and layout, not the atomics' 94
+	// (testdata/h100x1-arsim/flag_pages*.jsonl).
 	AtomicPage string
 }
 
@@ -408,7 +410,6 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		onLine := min(rec.Pairs, max(1, 128/(2*rec.Spacing)))
 		d += sim.Duration(onLine-1) * m.Phys.SpinStoreService
 	}
-	d += m.slowPageHandoff(rec, at)
 	if rec.Mode == "release_acquire" {
 		f, err := m.FenceCost(0, at)
 		if err != nil {
@@ -423,22 +424,6 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		d += f + w
 	}
 	return nsOf(d), nil
-}
-
-// slowPageHandoff is what a flag handed from one block to another waits
-// more where its page is slow (rec.AtomicPage, GPU memory only): the
-// store and the poll that sees it meet where the page's atomics do, so
-// the handoff waits gpu.atomic_slow_page_extra more, once a one way of a
-// ping-pong and once a barrier (its ranks' handoffs run side by side).
-// A reading of one H200's suite runs, whose local ping-pongs and barriers
-// run in two bands by instance (one way 270–273 against 346–363 ns,
-// barriers 80–200 ns apart), written down before flag_pages measured
-// both kinds of page in one process.
-func (m *Machine) slowPageHandoff(rec PerBlock, at Mem) sim.Duration {
-	if at.Host || rec.AtomicPage != "slow" {
-		return 0
-	}
-	return m.Phys.AtomicSlowPageExtra
 }
 
 // flagsPer counts n flags spacing bytes apart from the start of a 128-B

@@ -43,32 +43,3 @@ func TestRankOffsetsCostWhatPackedCosts(t *testing.T) {
 		assert.InDelta(t, packed, tab, 1e-6, "W = %d", w)
 	}
 }
-
-// A flag handed between blocks on a slow page of GPU memory waits what an
-// atomic there waits more (gpu.atomic_slow_page_extra), once a ping-pong's
-// one way and once a barrier; a fast or unnamed page, or host memory,
-// adds nothing.
-func TestSlowPageHandoff(t *testing.T) {
-	top, _ := h200x1(t)
-	extra := top.Params.Get("gpu.atomic_slow_page_extra")
-	require.Positive(t, extra)
-	for _, base := range []PerBlock{
-		{Kind: "block_pingpong", Target: "local", Mode: "volatile", Spacing: 4, Pairs: 1, Blocks: 2, Threads: 32},
-		{Kind: "block_pingpong", Target: "local", Mode: "release_acquire", Spacing: 128, Pairs: 1, Blocks: 2, Threads: 32},
-		{Kind: "loop", Loop: "group_barrier", Target: "local", Layout: "packed", World: 4, Groups: 1, Blocks: 4, Threads: 32},
-		{Kind: "loop", Loop: "group_barrier", Target: "local", Layout: "line_per_slot", World: 2, Groups: 1, Blocks: 2, Threads: 32},
-	} {
-		value := func(page, target string) float64 {
-			rec := base
-			rec.AtomicPage, rec.Target = page, target
-			v, err := PerBlockValue(top, rec)
-			require.NoError(t, err)
-			return v
-		}
-		name := base.Kind + " " + base.Loop + " " + base.Layout + " " + base.Mode
-		unnamed := value("", "local")
-		assert.Equal(t, unnamed, value("fast", "local"), name)
-		assert.InDelta(t, unnamed+extra, value("slow", "local"), 1e-6, name)
-		assert.Equal(t, value("", "host"), value("slow", "host"), name)
-	}
-}
