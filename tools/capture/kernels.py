@@ -884,6 +884,32 @@ done:
   res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
 }
 
+// ---- pb_pingpong's volatile pair between two chosen blocks a and b of a launch of one block an SM, the others
+// returning at once: every block writes its SM id to sms[block]; a's flag and b's 128 B apart. res[0] and res[2]:
+// a's and b's cycles, res[1], res[3] their spins. Kept apart from pb_pingpong so that kernel's code is unchanged.
+extern "C" __global__ void pb_pingpong_sm(unsigned* flags, int a, int b, int n, unsigned e0, int* err, long long* res,
+                                          int* sms) {
+  if (threadIdx.x != 0) return;
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  sms[blockIdx.x] = (int)smid;
+  const int blk = blockIdx.x;
+  if (blk != a && blk != b) return;
+  const int lead = blk == a;
+  unsigned* mine = flags + (lead ? 0 : 32);
+  unsigned* theirs = flags + (lead ? 32 : 0);
+  long long spins = 0;
+  long long c0 = clock64();
+  for (int i = 1; i <= n; i++) {
+    const unsigned e = e0 + (unsigned)i;
+    if (lead) st_vol(theirs, e);
+    while (ld_vol(mine) != e) { if (++spins > SPIN_LIMIT) { atomicExch(err, 1); goto done; } }
+    if (!lead) st_vol(theirs, e);
+  }
+done:
+  res[lead ? 0 : 2] = clock64() - c0; res[lead ? 1 : 3] = spins;
+}
+
 // ---- pb_line_probe's pair with release stores and acquire polls (pb_pingpong mode 1: st.release.sys waits as a
 // system fence does) beside K neighbour blocks, each polling a word of its own with volatile loads (pb_line_probe
 // op 0): whether the pair's fences wait for the neighbours' loads of host memory. Kept apart from pb_line_probe so

@@ -328,6 +328,45 @@ class PerBlock:
         with cp.cuda.Device(0):
             self.s.synchronize()
 
+    def flag_sms(self, leads=(0, 1, 33, 66), partners=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 66, 80, 96, 112, 128, 131)):
+        """One volatile ping-pong (pb_pingpong_sm, flags 128 B apart on one page of local memory) between two chosen
+        blocks of a launch of one block an SM (the other blocks return at once), lead block a in leads and partner b
+        in partners, each record naming both blocks' SMs (sm_a, sm_b) and the page's class (atomic_page): whether a
+        flag's handoff between SMs takes a time of its own by where the two SMs sit (the H200 suite's local
+        ping-pongs and barriers, blocks 0 and 1, run in two bands by instance, 270-273 against 346-363 ns)."""
+        cp = self.cp
+        k = self.fn("pb_pingpong_sm")
+        buf = self.dev("flagsm", 1 * MB)
+        page_cls = self.rec.guard("flag_sms atomic_page_probe", lambda: self.atomic_page_probe(buf, "flagsm", 1 * MB)[0]) or ""
+        sms = cp.zeros(self.sms, dtype=cp.int32)
+        n = 2000
+        e0 = [0]
+        seen = set()
+        for a in leads:
+            for b in partners:
+                if a == b or b >= self.sms or (a, b) in seen:
+                    continue
+                seen.add((a, b))
+
+                def meas(a=a, b=b):
+                    self.fill("local", "flagsm", 1 * MB, [0])
+                    e0[0] = 0
+
+                    def launch():
+                        k((self.sms,), (32,), (buf, np.int32(a), np.int32(b), np.int32(n), np.uint32(e0[0]), self.err,
+                                               self.res, sms), stream=self.s)
+                        e0[0] += n
+                    vals = self.trials(launch, 1, lambda c: c / self.ghz / n / 2)
+                    with cp.cuda.Device(0):
+                        ids = sms.get()
+                    rec = {"kind": "block_pingpong", "target": "local", "mode": "volatile", "spacing_bytes": 128,
+                           "pairs": 1, "blocks": 2, "threads": 32, "round_trips": n, "lead_block": a, "partner_block": b,
+                           "launched_blocks": self.sms, "sm_a": int(ids[a]), "sm_b": int(ids[b])}
+                    if page_cls:
+                        rec["atomic_page"] = page_cls
+                    self.emit(rec, vals, "one_way_ns")
+                self.rec.guard(f"flag_sms {a} {b}", meas)
+
     def pingpong_sector(self):
         """Ping-pong pairs through host flags 4 B apart, 1-8 pairs (2-16 pollers; a 32-B sector holds 8 flags), one
         pair added at a time, volatile and release/acquire: where the superlinear growth of the one-way time starts."""
@@ -3111,7 +3150,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_mix", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "flag_pages", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_mix", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "flag_pages", "flag_sms", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
