@@ -884,6 +884,19 @@ done:
   res[2 * b] = clock64() - c0; res[2 * b + 1] = spins;
 }
 
+// ---- where a launch's blocks land: every block's thread 0 writes its SM id to sms[block] and stays until every block
+// of the launch has arrived (a counter in arrived), so that the launch holds its SMs as a kernel of the same shape
+// would while its blocks run side by side.
+extern "C" __global__ void pb_smid(int* sms, unsigned* arrived) {
+  if (threadIdx.x != 0) return;
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  sms[blockIdx.x] = (int)smid;
+  atomicAdd(arrived, 1u);
+  long long spins = 0;
+  while (atomicAdd(arrived, 0u) < gridDim.x && ++spins < 1000000) {}
+}
+
 // ---- pb_pingpong's volatile pair between two chosen blocks a and b of a launch of one block an SM, the others
 // returning at once: every block writes its SM id to sms[block]; a's flag and b's 128 B apart. res[0] and res[2]:
 // a's and b's cycles, res[1], res[3] their spins. Kept apart from pb_pingpong so that kernel's code is unchanged.

@@ -48,6 +48,9 @@ class PerBlock:
     def __init__(self, out_dir, quick=False):
         import cupy as cp
         self.cp, self.quick = cp, quick
+        # PERBLOCK_BLOCK_SMS=1: the suite's ping-pongs and 32-thread barriers record where their blocks land
+        # (block_sms, from pb_smid launched just before each measurement)
+        self.with_block_sms = os.environ.get("PERBLOCK_BLOCK_SMS", "") == "1"
         self.rec = Recorder(out_dir, "perblock")
         with cp.cuda.Device(0):
             self.mod = cp.RawModule(code=kernels.PERBLOCK_SRC, options=("-std=c++17",))
@@ -328,6 +331,24 @@ class PerBlock:
         with cp.cuda.Device(0):
             self.s.synchronize()
 
+    def block_sms(self, blocks):
+        """The SMs a launch of `blocks` blocks of 32 threads lands on, block by block (pb_smid, launched just before
+        the measured kernel of the same shape; its blocks wait for one another as the measured kernel's do)."""
+        cp = self.cp
+        k = self.fn("pb_smid")
+        sms = cp.full(blocks, -1, dtype=cp.int32)
+        arrived = cp.zeros(1, dtype=cp.uint32)
+        with cp.cuda.Device(0):
+            k((blocks,), (32,), (sms, arrived), stream=self.s)
+            self.s.synchronize()
+            return [int(v) for v in sms.get()]
+
+    def sm_halves(self):
+        """flag_sms from block 0 to every other block of a launch of one block an SM: each SM's handoff time from
+        block 0's SM, by which the SMs split into the chip's two sets (flag_sms.jsonl: 175-271 ns within a set,
+        329-366 across, on one H100)."""
+        self.flag_sms(leads=(0,), partners=tuple(range(1, self.sms)))
+
     def flag_sms(self, leads=(0, 1, 33, 66), partners=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 66, 80, 96, 112, 128, 131)):
         """One volatile ping-pong (pb_pingpong_sm, flags 128 B apart on one page of local memory) between two chosen
         blocks of a launch of one block an SM (the other blocks return at once), lead block a in leads and partner b
@@ -459,6 +480,8 @@ class PerBlock:
                             rec = {"kind": "block_pingpong", "target": target, "mode": mode,
                                    "spacing_bytes": spacing, "pairs": pairs, "blocks": 2 * pairs, "threads": 32,
                                    "round_trips": n}
+                            if self.with_block_sms:
+                                rec["block_sms"] = self.block_sms(2 * pairs)
                             if page_cls and int(buf.data.ptr) % 4096 + 2 * pairs * spacing <= 4096:
                                 rec["atomic_page"] = page_cls
                             self.emit(rec, vals, "one_way_ns")
@@ -1112,6 +1135,8 @@ class PerBlock:
                                 vals = self.trials(launch, G * W, lambda c: c / self.ghz / nb)
                                 rec = {"kind": "loop", "loop": "group_barrier", "target": target, "layout": layout,
                                        "world": W, "groups": G, "blocks": G * W, "threads": T, "barriers_per_launch": nb}
+                                if self.with_block_sms and T == 32:
+                                    rec["block_sms"] = self.block_sms(G * W)
                                 if page_cls and int(buf.data.ptr) % 4096 + 4 * ((G * W - 1) * sr + (W - 1) * sp) < 4096:
                                     rec["atomic_page"] = page_cls
                                 self.emit(rec, vals, "ns_per_iter")
@@ -3150,7 +3175,7 @@ def run(out_dir, quick):
         if name not in parts + ("peer_loops", "heldout", "barrier_lines", "line_probe", "barrier_spacing", "barrier_layout", "ll_code",
                         "barrier_threads", "write_buffer", "fence_blocks", "fence_beside", "barrier_sleep", "heldout_2",
                         "copy_registers", "copy_threads", "spill_threads", "spill_reloads", "volatile_loads", "pingpong_heldout", "host_copy_mix", "push_threads", "pull_wide", "push_wide", "ll_ops", "heldout_3", "page_touch", "pingpong_sector", "host_shot", "host_shot_apart", "host_shot_free_threads", "host_shot_small", "host_load", "store_rate", "store_loop", "store_lines",
-                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_mix", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "flag_pages", "flag_sms", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
+                        "store_width", "pull_iters", "copy_l2", "store_depth", "barrier_modes", "barrier_modes_w", "fence_polls", "fence_reads", "host_readback", "simple_fresh", "copy_unroll_l2", "nccl_copy", "loop_start", "fence_land", "nccl_dests", "store_burst", "reduce_sources", "reduce_blocks", "reduce_depth", "load_waits", "load_waits_lb", "pull_bf16", "pull_short", "pull_threads", "pull_w", "pull_f32", "fence_groups", "fence_pollers", "fence_kinds", "barrier_chunks", "fence_threads", "fence_queue", "barrier_chunks_2", "barrier_pairs", "barrier_groups_apart", "barrier_line_groups", "barrier_line_apart", "barrier_class", "barrier_mix", "barrier_sleep_host", "host_shot_overlap", "host_shot_free", "host_shot_phases", "host_shot_sizes", "pingpong_line", "pingpong_spacing", "host_shot_phases_2", "poll_pages", "flag_pages", "flag_sms", "sm_halves", "ll128_host_blocks", "ll128_live_pairs", "ll128_spin", "fence_pulls", "fence_burst", "fence_loads", "fence_stream", "fence_after_pull", "host_copies", "host_copies_2", "host_copies_3", "host_copies_4", "simple_blocks", "ll128_residency", "ll_residency", "ll128_src_blocks", "simple_tail", "simple_whole"):
             raise ValueError(f"perblock: unknown part {name!r} (parts: {', '.join(parts)})")
         t0 = time.time()
         pb.rec.guard(name, getattr(pb, name))
