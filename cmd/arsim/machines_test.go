@@ -310,9 +310,6 @@ func TestPublishedTablesBySize(t *testing.T) {
 			if dev <= 25 {
 				deviceWithin++
 			}
-			if slices.Contains(within[tb.name], g.Range) {
-				assert.LessOrEqual(t, dev, worst, "%s, %s: the device-paced records are some of the range's", tb.name, g.Range)
-			}
 		}
 	}
 	// Judged on device-paced records alone (the host-paced ones are the
