@@ -146,6 +146,11 @@ type PerBlock struct {
 	// to a flag's handoff, by kernel and layout, not the atomics' 94
 	// (testdata/h100x1-arsim/flag_pages*.jsonl).
 	AtomicPage string
+	// CrossHalf (block_pingpong, loop group_barrier, flags in GPU memory):
+	// the flag passes between SMs in different halves of the chip's SMs
+	// (package validate places the record's recorded SMs), and so waits
+	// gpu.atomic_slow_page_extra more a handoff (crossHalfHandoff).
+	CrossHalf bool
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -410,6 +415,7 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		onLine := min(rec.Pairs, max(1, 128/(2*rec.Spacing)))
 		d += sim.Duration(onLine-1) * m.Phys.SpinStoreService
 	}
+	d += m.crossHalfHandoff(rec, at)
 	if rec.Mode == "release_acquire" {
 		f, err := m.FenceCost(0, at)
 		if err != nil {
@@ -424,6 +430,22 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 		d += f + w
 	}
 	return nsOf(d), nil
+}
+
+// crossHalfHandoff is what a flag handed between SMs in different halves
+// of the chip waits more (rec.CrossHalf, GPU memory only): the trip to
+// the far half that an atomic on a slow page waits,
+// gpu.atomic_slow_page_extra, once a ping-pong's one way and once a
+// barrier. Chosen after one H100's flag_sms.jsonl and another's
+// sm_halves*.jsonl (testdata/h100x1-arsim: a volatile ping-pong one way
+// 175–279 ns within a half, 320–369 across), nothing fitted on them; the
+// halves are those validate places the host loads' chases by. No barrier
+// record spans both halves yet.
+func (m *Machine) crossHalfHandoff(rec PerBlock, at Mem) sim.Duration {
+	if at.Host || !rec.CrossHalf {
+		return 0
+	}
+	return m.Phys.AtomicSlowPageExtra
 }
 
 // flagsPer counts n flags spacing bytes apart from the start of a 128-B

@@ -197,7 +197,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	}
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
 		m.slotPolls(at, slots, collide) + m.foreignCollision(m.foreignStores(secs)) + m.crowdedLines(secs) +
-		m.BarrierWaitExtra(false, rec.Threads, false) + fences), nil
+		m.BarrierWaitExtra(false, rec.Threads, false) + fences + m.crossHalfHandoff(rec, at)), nil
 }
 
 // offsetLineSectors is how many of a barrier's sectors (at byte offsets

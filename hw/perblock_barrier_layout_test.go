@@ -43,3 +43,28 @@ func TestRankOffsetsCostWhatPackedCosts(t *testing.T) {
 		assert.InDelta(t, packed, tab, 1e-6, "W = %d", w)
 	}
 }
+
+// A flag handed between SMs in different halves of the chip waits the far
+// half's trip (gpu.atomic_slow_page_extra) once a ping-pong's one way and
+// once a barrier; within a half, or through host memory, nothing more.
+func TestCrossHalfHandoff(t *testing.T) {
+	top, _ := h200x1(t)
+	extra := top.Params.Get("gpu.atomic_slow_page_extra")
+	require.Positive(t, extra)
+	for _, base := range []PerBlock{
+		{Kind: "block_pingpong", Target: "local", Mode: "volatile", Spacing: 128, Pairs: 1, Blocks: 2, Threads: 32},
+		{Kind: "block_pingpong", Target: "local", Mode: "release_acquire", Spacing: 4, Pairs: 1, Blocks: 2, Threads: 32},
+		{Kind: "loop", Loop: "group_barrier", Target: "local", Layout: "packed", World: 4, Groups: 1, Blocks: 4, Threads: 32},
+	} {
+		value := func(cross bool, target string) float64 {
+			rec := base
+			rec.CrossHalf, rec.Target = cross, target
+			v, err := PerBlockValue(top, rec)
+			require.NoError(t, err)
+			return v
+		}
+		name := base.Kind + " " + base.Loop + " " + base.Mode
+		assert.InDelta(t, value(false, "local")+extra, value(true, "local"), 1e-6, name)
+		assert.Equal(t, value(false, "host"), value(true, "host"), name)
+	}
+}

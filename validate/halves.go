@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,4 +272,44 @@ func chipHalves(r trace.Record) func(int) int {
 		}
 		return int(r.SMHalves[sm])
 	}
+}
+
+// flagCrossesHalves reports whether a record's flags pass between SMs in
+// different halves of the chip (chipHalves): a ping-pong in GPU memory
+// whose two blocks' SMs the capture recorded (tools/capture flag_sms:
+// sm_a, sm_b; or block_sms, where a launch of its shape lands, one pair),
+// or a one-group barrier there whose blocks' SMs (block_sms) span both
+// halves. False where the SMs are not recorded or not placed.
+func flagCrossesHalves(r trace.Record) bool {
+	if r.Target != "local" {
+		return false
+	}
+	halfOf := chipHalves(r)
+	var sms []int
+	if raw, ok := r.Extra["block_sms"]; ok {
+		if json.Unmarshal(raw, &sms) != nil {
+			return false
+		}
+	}
+	switch {
+	case r.Kind == trace.KindBlockPingpong && r.Extra["sm_a"] != nil:
+		sms = []int{int(extraNumber(r, "sm_a")), int(extraNumber(r, "sm_b"))}
+	case r.Kind == trace.KindBlockPingpong && r.Pairs == 1 && len(sms) >= 2:
+		sms = sms[:2]
+	case r.Kind == trace.KindLoop && r.Loop == "group_barrier" && max(r.Groups, 1) == 1 && len(sms) >= r.World:
+		sms = sms[:r.World]
+	default:
+		return false
+	}
+	first := halfOf(sms[0])
+	for _, sm := range sms {
+		h := halfOf(sm)
+		if h < 0 || first < 0 {
+			return false
+		}
+		if h != first {
+			return true
+		}
+	}
+	return false
 }

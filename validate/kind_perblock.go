@@ -32,7 +32,8 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Neighbours: r.Neighbours, NeighbourOp: r.NeighbourOp, NeighbourPlace: r.NeighbourPlace, NeighbourThreads: neighbourThreads(r), NeighbourLoads: neighbourLoads(r), NeighbourSpacing: r.NeighbourSpacingBytes, EightBitTags: r.PCIeTags == trace.TagsEightBit, PollSleep: r.PollSleepNs,
 		Dests: r.Dests, Bytes: hostShotBytes(r), Phases: r.Phases, BlocksPerRank: r.BlocksPerRank, PullApart: r.PullSrc == "apart",
 		SrcInL2: srcInL2(r), Hunks: r.Code == "nccl_hunks" || r.Code == "nccl_hunks_rot", HunkRotate: r.Code == "nccl_hunks_rot", SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1,
-		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes, RankOffsets: r.RankOffsets}
+		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes, RankOffsets: r.RankOffsets,
+		CrossHalf: flagCrossesHalves(r)}
 }
 
 // fenceBesideCopy* describe the copy loop of tools/capture's
