@@ -281,7 +281,7 @@ func chipHalves(r trace.Record) func(int) int {
 // or a one-group barrier there whose blocks' SMs (block_sms) span both
 // halves. False where the SMs are not recorded or not placed.
 func flagCrossesHalves(r trace.Record) bool {
-	if r.Target != "local" {
+	if r.Target != "local" || (r.Kind != trace.KindBlockPingpong && r.Loop != "group_barrier") {
 		return false
 	}
 	halfOf := chipHalves(r)
