@@ -3,6 +3,7 @@ package hw
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/arsim/arsim/sim"
@@ -147,10 +148,15 @@ type PerBlock struct {
 	// (testdata/h100x1-arsim/flag_pages*.jsonl).
 	AtomicPage string
 	// CrossHalf (block_pingpong, loop group_barrier, flags in GPU memory):
-	// the flag passes between SMs in different halves of the chip's SMs
-	// (package validate places the record's recorded SMs), and so waits
-	// gpu.atomic_slow_page_extra more a handoff (crossHalfHandoff).
-	CrossHalf bool
+	// how much of a handoff across the halves of the chip's SMs the
+	// record's value carries (package validate places the record's SMs):
+	// 1 where the flag passes between SMs in different halves, for the
+	// record's median block (a record's value is the median over its
+	// blocks: its one pair or group, or more than half of its pairs or
+	// groups), 0.5 where exactly half of them do, 0 where fewer do or
+	// the SMs are not known. A crossing waits gpu.atomic_slow_page_extra
+	// more a handoff (crossHalfHandoff).
+	CrossHalf float64
 }
 
 // ErrNotModelled marks a per-block record the model does not cover.
@@ -436,16 +442,17 @@ func (m *Machine) pingpongTwin(rec PerBlock) (float64, error) {
 // of the chip waits more (rec.CrossHalf, GPU memory only): the trip to
 // the far half that an atomic on a slow page waits,
 // gpu.atomic_slow_page_extra, once a ping-pong's one way and once a
-// barrier. Chosen after one H100's flag_sms.jsonl and another's
-// sm_halves*.jsonl (testdata/h100x1-arsim: a volatile ping-pong one way
-// 175–279 ns within a half, 320–369 across), nothing fitted on them; the
-// halves are those validate places the host loads' chases by. No barrier
-// record spans both halves yet.
+// barrier, times rec.CrossHalf. Chosen after one H100's flag_sms.jsonl
+// and another's sm_halves*.jsonl (testdata/h100x1-arsim: a volatile
+// ping-pong one way 175–279 ns within a half, 320–369 across), nothing
+// fitted on them; the halves are those validate places the host loads'
+// chases by, or the chip's own (perblock_10.jsonl: barriers spanning both
+// halves 72–191 ns longer than another chip's within one).
 func (m *Machine) crossHalfHandoff(rec PerBlock, at Mem) sim.Duration {
-	if at.Host || !rec.CrossHalf {
+	if at.Host || rec.CrossHalf <= 0 {
 		return 0
 	}
-	return m.Phys.AtomicSlowPageExtra
+	return sim.Duration(math.Round(min(rec.CrossHalf, 1) * float64(m.Phys.AtomicSlowPageExtra)))
 }
 
 // flagsPer counts n flags spacing bytes apart from the start of a 128-B

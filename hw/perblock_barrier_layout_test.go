@@ -46,7 +46,8 @@ func TestRankOffsetsCostWhatPackedCosts(t *testing.T) {
 
 // A flag handed between SMs in different halves of the chip waits the far
 // half's trip (gpu.atomic_slow_page_extra) once a ping-pong's one way and
-// once a barrier; within a half, or through host memory, nothing more.
+// once a barrier, half of it where half the record's blocks cross; within
+// a half, or through host memory, nothing more.
 func TestCrossHalfHandoff(t *testing.T) {
 	top, _ := h200x1(t)
 	extra := top.Params.Get("gpu.atomic_slow_page_extra")
@@ -56,7 +57,7 @@ func TestCrossHalfHandoff(t *testing.T) {
 		{Kind: "block_pingpong", Target: "local", Mode: "release_acquire", Spacing: 4, Pairs: 1, Blocks: 2, Threads: 32},
 		{Kind: "loop", Loop: "group_barrier", Target: "local", Layout: "packed", World: 4, Groups: 1, Blocks: 4, Threads: 32},
 	} {
-		value := func(cross bool, target string) float64 {
+		value := func(cross float64, target string) float64 {
 			rec := base
 			rec.CrossHalf, rec.Target = cross, target
 			v, err := PerBlockValue(top, rec)
@@ -64,7 +65,8 @@ func TestCrossHalfHandoff(t *testing.T) {
 			return v
 		}
 		name := base.Kind + " " + base.Loop + " " + base.Mode
-		assert.InDelta(t, value(false, "local")+extra, value(true, "local"), 1e-6, name)
-		assert.Equal(t, value(false, "host"), value(true, "host"), name)
+		assert.InDelta(t, value(0, "local")+extra, value(1, "local"), 1e-6, name)
+		assert.InDelta(t, value(0, "local")+extra/2, value(0.5, "local"), 1e-3, name+": half the blocks cross")
+		assert.Equal(t, value(0, "host"), value(1, "host"), name)
 	}
 }

@@ -1,23 +1,30 @@
 package validate
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/arsim/arsim/trace"
 )
 
-// A record's flags cross the chip's halves where its recorded SMs lie in
-// both (h200HalfRuns: SMs 124–131 and 0 in one half, 2–7 in the other):
-// flag_sms's two SMs, block_sms's first pair of a one-pair ping-pong, a
-// one-group barrier's blocks; SMs not recorded, or host memory, do not.
-func TestFlagCrossesHalves(t *testing.T) {
-	rec := func(kind trace.Kind, target string, extra map[string]any) trace.Record {
-		r := trace.Record{Kind: kind, Target: target, Pairs: 1, Loop: "group_barrier", World: 3, Groups: 1, Extra: map[string]json.RawMessage{}}
+// A record carries the handoff across the chip's halves (h200HalfRuns:
+// SMs 124–131 and 0 in one half, 2–7 in the other) where its median
+// block's flags cross: flag_sms's two SMs; a ping-pong's pairs (blocks k
+// and k + pairs) or a barrier's groups by block_sms, all when more than
+// half cross, half when exactly half do; a launch of at most four blocks
+// that names no SMs where such a launch lands (SMs 124, 126, 128, 130).
+// SMs not recorded, or host memory, carry none.
+func TestCrossHalfShare(t *testing.T) {
+	rec := func(kind trace.Kind, target string, pairs, world, groups int, extra map[string]any) trace.Record {
+		r := trace.Record{Kind: kind, Target: target, Pairs: pairs, Loop: "group_barrier", World: world, Groups: groups,
+			Blocks: max(2*pairs, world*max(groups, 1)), Extra: map[string]json.RawMessage{}}
 		if kind == trace.KindBlockPingpong {
-			r.Loop = ""
+			r.Loop, r.World, r.Groups = "", 0, 0
 		}
 		for k, v := range extra {
 			b, err := json.Marshal(v)
@@ -29,14 +36,92 @@ func TestFlagCrossesHalves(t *testing.T) {
 	pp, gb := trace.KindBlockPingpong, trace.KindLoop
 	assert.Equal(t, 0, h200Half(128))
 	assert.Equal(t, 1, h200Half(2))
-	assert.True(t, flagCrossesHalves(rec(pp, "local", map[string]any{"sm_a": 128, "sm_b": 2})))
-	assert.False(t, flagCrossesHalves(rec(pp, "local", map[string]any{"sm_a": 128, "sm_b": 0})))
-	assert.False(t, flagCrossesHalves(rec(pp, "host", map[string]any{"sm_a": 128, "sm_b": 2})), "host flags")
-	assert.True(t, flagCrossesHalves(rec(pp, "local", map[string]any{"block_sms": []int{124, 4}})))
-	assert.False(t, flagCrossesHalves(rec(pp, "local", map[string]any{"block_sms": []int{124, 126}})))
-	assert.False(t, flagCrossesHalves(rec(pp, "local", nil)), "no SMs recorded")
-	assert.True(t, flagCrossesHalves(rec(gb, "local", map[string]any{"block_sms": []int{124, 126, 5}})))
-	assert.False(t, flagCrossesHalves(rec(gb, "local", map[string]any{"block_sms": []int{124, 126, 128}})))
-	assert.False(t, flagCrossesHalves(rec(gb, "local", map[string]any{"block_sms": []int{124, 5}})), "fewer SMs than ranks")
-	assert.False(t, flagCrossesHalves(rec(pp, "local", map[string]any{"sm_a": 128, "sm_b": 999})), "an SM the chip lacks")
+	sm := func(a, b int) map[string]any { return map[string]any{"sm_a": a, "sm_b": b} }
+	at := func(sms ...int) map[string]any { return map[string]any{"block_sms": sms} }
+	assert.Equal(t, 1.0, crossHalfShare(rec(pp, "local", 1, 0, 0, sm(128, 2))))
+	assert.Equal(t, 0.0, crossHalfShare(rec(pp, "local", 1, 0, 0, sm(128, 0))))
+	assert.Equal(t, 0.0, crossHalfShare(rec(pp, "host", 1, 0, 0, sm(128, 2))), "host flags")
+	assert.Equal(t, 0.0, crossHalfShare(rec(pp, "local", 1, 0, 0, sm(128, 999))), "an SM the chip lacks")
+	assert.Equal(t, 1.0, crossHalfShare(rec(pp, "local", 1, 0, 0, at(124, 4))))
+	assert.Equal(t, 0.0, crossHalfShare(rec(pp, "local", 1, 0, 0, at(124, 126))))
+	// pairs (124, 2) and (126, 128): one of two crosses
+	assert.Equal(t, 0.5, crossHalfShare(rec(pp, "local", 2, 0, 0, at(124, 126, 2, 128))))
+	// pairs (124, 2), (126, 3), (128, 130): two of three cross
+	assert.Equal(t, 1.0, crossHalfShare(rec(pp, "local", 3, 0, 0, at(124, 126, 128, 2, 3, 130))))
+	assert.Equal(t, 0.0, crossHalfShare(rec(pp, "local", 2, 0, 0, at(124, 126, 2))), "fewer SMs than blocks")
+	assert.Equal(t, 1.0, crossHalfShare(rec(gb, "local", 0, 3, 1, at(124, 126, 5))))
+	assert.Equal(t, 0.0, crossHalfShare(rec(gb, "local", 0, 3, 1, at(124, 126, 128))))
+	assert.Equal(t, 0.0, crossHalfShare(rec(gb, "local", 0, 3, 1, at(124, 5))), "fewer SMs than ranks")
+	// groups (124, 126), (2, 3), (128, 4), (130, 5): two of four span
+	assert.Equal(t, 0.5, crossHalfShare(rec(gb, "local", 0, 2, 4, at(124, 126, 2, 3, 128, 4, 130, 5))))
+	// no SMs recorded: a launch of at most four blocks lands on 124, 126, 128, 130, all in one half of this map
+	assert.Equal(t, 0.0, crossHalfShare(rec(pp, "local", 1, 0, 0, nil)))
+	split := rec(pp, "local", 1, 0, 0, nil)
+	split.SMHalves = make([]int8, h200SMs)
+	split.SMHalves[126] = 1 // a chip whose SM 126 lies in the other half
+	assert.Equal(t, 1.0, crossHalfShare(split), "landed on 124 and 126, across")
+	split.Blocks = 5
+	assert.Equal(t, 0.0, crossHalfShare(split), "where five blocks land is not taken")
+}
+
+// perblock_10.jsonl's and perblock_11.jsonl's halves files are each read
+// off the other process's flag scan (tools/capture/halves.py --flags):
+// every SM's median handoff from block 0's SM, split at the largest gap,
+// block 0's SM with the fast band. The two processes split alike, so each
+// file's halves are also its own scan's, and on this chip SMs 126 and 127
+// lie apart from 124 and 125.
+func TestFlagScanHalvesFiles(t *testing.T) {
+	split := func(recs []trace.Record) []int8 {
+		times := map[int][]float64{}
+		lead := -1
+		for _, r := range recs {
+			if r.Kind != trace.KindBlockPingpong || extraNumber(r, "launched_blocks") != h200SMs || extraNumber(r, "lead_block") != 0 || r.Extra["sm_a"] == nil {
+				continue
+			}
+			lead = int(extraNumber(r, "sm_a"))
+			b := int(extraNumber(r, "sm_b"))
+			times[b] = append(times[b], r.OneWayNs)
+		}
+		require.Len(t, times, h200SMs-1, "every SM but block 0's a partner")
+		type smT struct {
+			sm int
+			ns float64
+		}
+		var med []smT
+		for sm, v := range times {
+			slices.Sort(v)
+			m := v[len(v)/2]
+			if len(v)%2 == 0 {
+				m = (v[len(v)/2-1] + v[len(v)/2]) / 2
+			}
+			med = append(med, smT{sm, m})
+		}
+		slices.SortFunc(med, func(a, b smT) int { return cmp.Compare(a.ns, b.ns) })
+		k := 0
+		for i := range len(med) - 1 {
+			if med[i+1].ns-med[i].ns > med[k+1].ns-med[k].ns {
+				k = i
+			}
+		}
+		assert.Greater(t, med[k+1].ns-med[k].ns, 60.0, "two bands")
+		half := make([]int8, h200SMs)
+		for _, m := range med[k+1:] {
+			half[m.sm] = 1
+		}
+		half[lead] = 0
+		if half[0] == 1 { // SM 0's half is half 0
+			for i := range half {
+				half[i] = 1 - half[i]
+			}
+		}
+		return half
+	}
+	a := readCaptures(t, "h100x1-arsim", "perblock_10.jsonl")
+	b := readCaptures(t, "h100x1-arsim", "perblock_11.jsonl")
+	require.NotNil(t, a[0].SMHalves)
+	assert.Equal(t, split(b), a[0].SMHalves, "perblock_10's halves from perblock_11's scan")
+	assert.Equal(t, split(a), b[0].SMHalves, "perblock_11's halves from perblock_10's scan")
+	assert.Equal(t, a[0].SMHalves, b[0].SMHalves)
+	assert.NotEqual(t, a[0].SMHalves[124], a[0].SMHalves[126])
+	assert.Equal(t, a[0].SMHalves[126], a[0].SMHalves[127])
 }

@@ -274,42 +274,84 @@ func chipHalves(r trace.Record) func(int) int {
 	}
 }
 
-// flagCrossesHalves reports whether a record's flags pass between SMs in
-// different halves of the chip (chipHalves): a ping-pong in GPU memory
-// whose two blocks' SMs the capture recorded (tools/capture flag_sms:
-// sm_a, sm_b; or block_sms, where a launch of its shape lands, one pair),
-// or a one-group barrier there whose blocks' SMs (block_sms) span both
-// halves. False where the SMs are not recorded or not placed.
-func flagCrossesHalves(r trace.Record) bool {
+// crossHalfShare is how much of a handoff across the chip's halves
+// (chipHalves) a record's value carries (hw.PerBlock.CrossHalf), for a
+// ping-pong or a barrier with its flags in GPU memory: 1 where its median
+// block's flag passes between SMs in different halves, 0.5 where exactly
+// half of its pairs or groups cross, 0 where fewer do or the SMs are not
+// known. tools/capture takes the median over a launch's blocks, and pair k
+// of a ping-pong is blocks k and k + pairs, group g of a barrier blocks
+// gW…gW + W − 1. The SMs are the record's own (flag_sms: sm_a, sm_b;
+// block_sms, where a launch of its shape lands), else, for a launch of at
+// most four blocks, where such a launch lands on an idle 132-SM chip
+// (smallLaunchSMs).
+func crossHalfShare(r trace.Record) float64 {
 	if r.Target != "local" || (r.Kind != trace.KindBlockPingpong && r.Loop != "group_barrier") {
-		return false
+		return 0
 	}
-	halfOf := chipHalves(r)
 	var sms []int
 	if raw, ok := r.Extra["block_sms"]; ok {
 		if json.Unmarshal(raw, &sms) != nil {
-			return false
+			return 0
+		}
+	} else if r.Blocks >= 1 && r.Blocks <= len(smallLaunchSMs) && (r.SMHalves == nil || len(r.SMHalves) == h200SMs) {
+		sms = smallLaunchSMs[:r.Blocks]
+	}
+	var sets [][]int // the SMs of each pair or group
+	switch {
+	case r.Kind == trace.KindBlockPingpong && r.Extra["sm_a"] != nil:
+		sets = [][]int{{int(extraNumber(r, "sm_a")), int(extraNumber(r, "sm_b"))}}
+	case r.Kind == trace.KindBlockPingpong && r.Pairs >= 1 && len(sms) >= 2*r.Pairs:
+		for k := range r.Pairs {
+			sets = append(sets, []int{sms[k], sms[k+r.Pairs]})
+		}
+	case r.Kind == trace.KindLoop && r.World >= 2 && len(sms) >= max(r.Groups, 1)*r.World:
+		for g := range max(r.Groups, 1) {
+			sets = append(sets, sms[g*r.World:(g+1)*r.World])
+		}
+	default:
+		return 0
+	}
+	halfOf := chipHalves(r)
+	crossing := 0
+	for _, set := range sets {
+		c, ok := spansHalves(set, halfOf)
+		if !ok {
+			return 0
+		}
+		if c {
+			crossing++
 		}
 	}
 	switch {
-	case r.Kind == trace.KindBlockPingpong && r.Extra["sm_a"] != nil:
-		sms = []int{int(extraNumber(r, "sm_a")), int(extraNumber(r, "sm_b"))}
-	case r.Kind == trace.KindBlockPingpong && r.Pairs == 1 && len(sms) >= 2:
-		sms = sms[:2]
-	case r.Kind == trace.KindLoop && r.Loop == "group_barrier" && max(r.Groups, 1) == 1 && len(sms) >= r.World:
-		sms = sms[:r.World]
-	default:
-		return false
+	case 2*crossing > len(sets):
+		return 1
+	case 2*crossing == len(sets):
+		return 0.5
 	}
-	first := halfOf(sms[0])
-	for _, sm := range sms {
-		h := halfOf(sm)
-		if h < 0 || first < 0 {
-			return false
-		}
-		if h != first {
-			return true
-		}
-	}
-	return false
+	return 0
 }
+
+// spansHalves reports whether SMs lie in both halves (halfOf); false for
+// ok where one is not placed.
+func spansHalves(sms []int, halfOf func(int) int) (spans, ok bool) {
+	first := halfOf(sms[0])
+	if first < 0 {
+		return false, false
+	}
+	for _, sm := range sms[1:] {
+		h := halfOf(sm)
+		if h < 0 {
+			return false, false
+		}
+		spans = spans || h != first
+	}
+	return spans, true
+}
+
+// smallLaunchSMs are the SMs that blocks 0–3 of a launch of at most four
+// blocks land on, on an idle H100 or H200, one block a TPC (tools/capture
+// pb_smid: testdata/h100x1-arsim/sm_halves*.jsonl and perblock_10.jsonl,
+// _11, two chips, 32-thread blocks; testdata/h200x1-arsim/system/
+// landing.json, 512-thread blocks, the same).
+var smallLaunchSMs = []int{124, 126, 128, 130}

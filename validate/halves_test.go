@@ -197,7 +197,9 @@ func TestStoreHalvesFromTheirFittedSide(t *testing.T) {
 // clusters put together (tools/capture sm_groups) form the same eight
 // groups, SMs 124–131 in none, and the map is four of those groups and SMs
 // 124–131. Each capture's own pair scan splits the groups whole (its halves
-// file, tools/capture/halves.py), some chips as another four.
+// file, tools/capture/halves.py), some chips as another four, and places
+// the TPCs of SMs 124–131 one by one: on two chips SMs 128 and 129 lie in
+// the other half.
 func TestH200HalvesAreGPCs(t *testing.T) {
 	type groups struct {
 		SMs    int     `json:"sms"`
@@ -232,13 +234,15 @@ func TestH200HalvesAreGPCs(t *testing.T) {
 		}
 	}
 	for sm := 124; sm < 132; sm++ {
+		// each TPC of the SMs in no cluster is a group of its own (8–11):
+		// they belong to several GPCs
 		require.NotContains(t, gpc, sm, "SM %d in no cluster", sm)
-		gpc[sm] = len(g[0].Groups)
+		gpc[sm] = len(g[0].Groups) + (sm-124)/2
 	}
 	require.Len(t, gpc, h200SMs)
 	halfGPCs := func(half func(int) int) []int {
 		var in []int
-		for i := range len(g[0].Groups) + 1 {
+		for i := range len(g[0].Groups) + 4 {
 			h := -1
 			for sm, gi := range gpc {
 				if gi != i {
@@ -255,8 +259,8 @@ func TestH200HalvesAreGPCs(t *testing.T) {
 		}
 		return in
 	}
-	assert.Equal(t, []int{0, 4, 5, 6, 8}, halfGPCs(h200Half), "the map: the GPCs of SMs 0, 8, 10, 12 and SMs 124–131")
-	for file, want := range map[string][]int{"read_groups.jsonl": {0, 1, 5, 7, 8}, "read_groups_2.jsonl": {0, 4, 5, 6, 8}, "read_groups_3.jsonl": {0, 4, 5, 6, 8}, "read_groups_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_5.jsonl": {0, 4, 5, 6, 8}, "read_pairs_4.jsonl": {0, 4, 5, 6, 8}, "read_groups_6.jsonl": {0, 4, 5, 6, 8}, "read_groups_7.jsonl": {0, 4, 5, 6, 8}, "read_groups_8.jsonl": {0, 1, 5, 7, 8}, "read_groups_9.jsonl": {0, 4, 5, 6, 8}, "read_halves_3.jsonl": {0, 3, 4, 7, 8}, "read_halves_4.jsonl": {0, 1, 4, 7, 8}, "read_pairs_5.jsonl": {0, 1, 5, 7, 8}, "read_pairs_6.jsonl": {0, 1, 5, 7, 8}, "read_halves_5.jsonl": {0, 4, 5, 6, 8}} {
+	assert.Equal(t, []int{0, 4, 5, 6, 8, 9, 10, 11}, halfGPCs(h200Half), "the map: the GPCs of SMs 0, 8, 10, 12 and SMs 124–131")
+	for file, want := range map[string][]int{"read_groups.jsonl": {0, 1, 5, 7, 8, 9, 10, 11}, "read_groups_2.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_groups_3.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_groups_4.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_groups_5.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_pairs_4.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_groups_6.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_groups_7.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_groups_8.jsonl": {0, 1, 5, 7, 8, 9, 10, 11}, "read_groups_9.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}, "read_halves_3.jsonl": {0, 3, 4, 7, 8, 9, 11}, "read_halves_4.jsonl": {0, 1, 4, 7, 8, 9, 11}, "read_pairs_5.jsonl": {0, 1, 5, 7, 8, 9, 10, 11}, "read_pairs_6.jsonl": {0, 1, 5, 7, 8, 9, 10, 11}, "read_halves_5.jsonl": {0, 4, 5, 6, 8, 9, 10, 11}} {
 		recs := readOneGPU(t, file)
 		require.NotNil(t, recs[0].SMHalves, file)
 		assert.Equal(t, want, halfGPCs(func(sm int) int { return int(recs[0].SMHalves[sm]) }), file)

@@ -33,7 +33,7 @@ func PerBlockOf(r trace.Record) hw.PerBlock {
 		Dests: r.Dests, Bytes: hostShotBytes(r), Phases: r.Phases, BlocksPerRank: r.BlocksPerRank, PullApart: r.PullSrc == "apart",
 		SrcInL2: srcInL2(r), Hunks: r.Code == "nccl_hunks" || r.Code == "nccl_hunks_rot", HunkRotate: r.Code == "nccl_hunks_rot", SelfSlot: r.Loop == "group_barrier" && r.SelfSlot == 1,
 		FlagOffset: r.FlagOffset, StrideBytes: r.StrideBytes, GroupStrideBytes: r.GroupStrideBytes, RankOffsets: r.RankOffsets,
-		CrossHalf: flagCrossesHalves(r)}
+		CrossHalf: crossHalfShare(r)}
 }
 
 // fenceBesideCopy* describe the copy loop of tools/capture's

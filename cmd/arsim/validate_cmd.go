@@ -72,7 +72,7 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 			return err
 		}
 		if len(f.recs) > 0 && f.recs[0].SMHalves != nil {
-			fmt.Fprintf(errOut, "arsim: %s: storing SMs placed in the halves of the capture's own chip (%s)\n", f.path, trace.HalvesPath(f.path))
+			fmt.Fprintf(errOut, "arsim: %s: SMs (stores, flags) placed in the halves of the capture's own chip (%s)\n", f.path, trace.HalvesPath(f.path))
 		}
 		vo := validate.Options{Params: mm.params, Parallel: *parallel, File: f.path, Preset: mm.preset, Machine: mm.machine}
 		if bar != nil && total > 0 {

@@ -169,7 +169,7 @@ func TestValidateSaysWhoseHalves(t *testing.T) {
 	f := "../../testdata/h200x1-arsim/read_groups.jsonl"
 	_, errOut, err := runValidateCLI("validate", "--traces", f, "--format", "json")
 	require.NoError(t, err)
-	assert.Contains(t, errOut, "storing SMs placed in the halves of the capture's own chip")
+	assert.Contains(t, errOut, "SMs (stores, flags) placed in the halves of the capture's own chip")
 	assert.Contains(t, errOut, filepath.Join("system", "read_groups.halves.json"))
 	_, errOut, err = runValidateCLI("validate", "--traces", "../../testdata/h200x1-arsim/read_pairs.jsonl", "--format", "json")
 	require.NoError(t, err)

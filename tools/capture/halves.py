@@ -1,10 +1,11 @@
-"""Which half of the SMs each SM lies in, read off a capture's pair scan: python3 halves.py MEASUREMENTS SM_GROUPS [SPAN].
+"""Which half of the SMs each SM lies in, read off a capture's pair scan: python3 halves.py MEASUREMENTS SM_GROUPS [SPAN],
+or off its flag scan: python3 halves.py --flags MEASUREMENTS [SMS] (split_flags; SMS 132 unless given).
 
 MEASUREMENTS holds read_placement's pair scan (READ_PLACEMENT=depth READ_DEPTH_NS=2 READ_DEPTH_STRIDES=1,...,N-1:
 SM 0 and SM s storing, one SM chasing; records pointer_chase, write_set first2 or stride<s>_2); SM_GROUPS is
 sm_groups' system/sm_groups.json (which SMs share a GPC). A load of host memory waits behind the stores of its own
 half of the SMs about twice as long as behind the other half's, so with SM 0 storing, the pairs whose second SM lies in
-SM 0's half fall in the fast band from any reader. Each group (the SMs in no cluster one more group) takes the median
+SM 0's half fall in the fast band from any reader. Each group (each TPC of the SMs in no cluster one more group) takes the median
 chase of its pairs; the groups split at the largest gap between those medians. Prints the halves file validate reads
 beside a trace (system/<trace>.halves.json, docs/TRACE_FORMAT.md): the SMs of SM 0's half. SPAN keeps the pairs of
 that write_span only (a capture that scanned at several spans: the widest span's bands are the clearest). Exits 1 with the reason
@@ -18,8 +19,10 @@ def split(records, groups, sms, span=None):
     groups of SMs that share a GPC; raises ValueError with the reason when the bands are not clear."""
     groups = [list(x) for x in groups]
     rest = sorted(set(range(sms)) - {v for x in groups for v in x})
-    if rest:
-        groups.append(rest)
+    # the SMs in no cluster (an H200's or H100's 124-131) are TPCs of several GPCs: each TPC (SMs 2t, 2t + 1) is a
+    # group of its own (read_halves_3.jsonl: SMs 128 and 129 in the half without 124-127 and 130)
+    for t in sorted({v // 2 for v in rest}):
+        groups.append([v for v in rest if v // 2 == t])
     where = {v: i for i, x in enumerate(groups) for v in x}
     chases = {}
     for r in records:
@@ -62,6 +65,52 @@ def split(records, groups, sms, span=None):
     return out
 
 
+def split_flags(records, sms):
+    """The halves dict from a flag scan (perblock part sm_halves: block_pingpong records of a launch of one block an
+    SM, lead block 0, each other block a partner, sm_a and sm_b recorded): each partner SM's median one-way handoff,
+    split at the largest gap between them. A flag handed across the halves takes about 100 ns more one way than within
+    one (one H100: 175-279 against 320-369 ns), so the lead's half is the fast band. Raises ValueError with the reason
+    when the bands are not clear (the gap under a tenth of the fast band's median), an SM is missing or a record
+    names an SM outside 0..sms-1."""
+    by, leads = {}, set()
+    for r in records:
+        if r.get("kind") != "block_pingpong" or r.get("launched_blocks") != sms or r.get("lead_block") != 0:
+            continue
+        a, b = r.get("sm_a"), r.get("sm_b")
+        if not all(isinstance(v, int) and 0 <= v < sms for v in (a, b)):
+            raise ValueError(f"a flag-scan record names SMs {a}, {b}, not both in 0..{sms - 1}")
+        leads.add(a)
+        by.setdefault(b, []).append(r["one_way_ns"])
+    if not by:
+        raise ValueError(f"no flag scan (block_pingpong from lead block 0 of a launch of {sms} blocks)")
+    if len(leads) != 1:
+        raise ValueError(f"block 0 landed on several SMs {sorted(leads)}: one scan, one lead")
+    lead = leads.pop()
+    missing = sorted(set(range(sms)) - set(by) - {lead})
+    if missing:
+        raise ValueError(f"SMs {missing} were no partner of the scan")
+    med = {sm: statistics.median(v) for sm, v in by.items()}
+    order = sorted(med, key=med.get)
+    gap, k = max((med[order[i + 1]] - med[order[i]], i) for i in range(len(order) - 1))
+    fast = set(order[:k + 1]) | {lead}
+    if gap < 0.1 * statistics.median(med[s] for s in order[:k + 1]):
+        raise ValueError(f"the largest gap between SMs' handoffs is {gap:.0f} ns, under a tenth of the fast band's; "
+                         f"no two bands")
+    half0 = fast if 0 in fast else set(range(sms)) - fast
+    return {"sms": sms, "flag_lead_sm": lead, "flag_gap_ns": round(gap, 1),
+            "flag_bands_ns": [round(med[order[0]], 1), round(med[order[k]], 1), round(med[order[k + 1]], 1),
+                              round(med[order[-1]], 1)],
+            "sm0_half": sorted(half0)}
+
+
+def main_flags(meas, sms):
+    try:
+        out = split_flags([json.loads(line) for line in open(meas)], int(sms))
+    except ValueError as e:
+        sys.exit(f"halves: {meas}: {e}")
+    print(json.dumps(out, indent=1))
+
+
 def main(meas, groups_file, span=None):
     g = json.load(open(groups_file))
     try:
@@ -73,6 +122,9 @@ def main(meas, groups_file, span=None):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--flags":
+        main_flags(sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else 132)
+        sys.exit(0)
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     main(*sys.argv[1:])
