@@ -65,12 +65,13 @@ func TestCrossHalfShare(t *testing.T) {
 }
 
 // perblock_10.jsonl's and perblock_11.jsonl's halves files (and _12's and
-// _13's, another chip) are each read off the other process's flag scan
-// (tools/capture/halves.py --flags): every SM's median handoff from block
-// 0's SM, split at the largest gap, block 0's SM with the fast band. The
+// _13's, _14's and _15's, two other chips) are each read off the other
+// process's flag scan (tools/capture/halves.py --flags): every SM's median
+// handoff from block 0's SM, split at the largest gap that leaves a
+// quarter of the SMs on each side, block 0's SM with the fast band. The
 // two processes split alike, so each file's halves are also its own
-// scan's; on the first chip SMs 126 and 127 lie apart from 124 and 125,
-// the second splits as the map.
+// scan's. The first chip puts SMs 126 and 127 apart from 124 and 125, the
+// third SMs 128 and 129; the second splits as the map.
 func TestFlagScanHalvesFiles(t *testing.T) {
 	split := func(recs []trace.Record) []int8 {
 		times := map[int][]float64{}
@@ -98,8 +99,9 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 			med = append(med, smT{sm, m})
 		}
 		slices.SortFunc(med, func(a, b smT) int { return cmp.Compare(a.ns, b.ns) })
-		k := 0
-		for i := range len(med) - 1 {
+		least := h200SMs / 4 // at least a quarter of the SMs each side
+		k := least - 1
+		for i := least - 1; i < len(med)-least; i++ {
 			if med[i+1].ns-med[i].ns > med[k+1].ns-med[k].ns {
 				k = i
 			}
@@ -117,7 +119,7 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 		}
 		return half
 	}
-	for _, pair := range [][2]string{{"perblock_10.jsonl", "perblock_11.jsonl"}, {"perblock_12.jsonl", "perblock_13.jsonl"}} {
+	for _, pair := range [][2]string{{"perblock_10.jsonl", "perblock_11.jsonl"}, {"perblock_12.jsonl", "perblock_13.jsonl"}, {"perblock_14.jsonl", "perblock_15.jsonl"}} {
 		a := readCaptures(t, "h100x1-arsim", pair[0])
 		b := readCaptures(t, "h100x1-arsim", pair[1])
 		require.NotNil(t, a[0].SMHalves, pair[0])
@@ -125,8 +127,10 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 		assert.Equal(t, split(a), b[0].SMHalves, "%s's halves from %s's scan", pair[1], pair[0])
 		assert.Equal(t, a[0].SMHalves, b[0].SMHalves)
 		assert.Equal(t, a[0].SMHalves[126], a[0].SMHalves[127], "one TPC")
-		// instance 37 puts SMs 126 and 127 apart from 124; instance 38 splits as the map
+		// instance 37 puts SMs 126 and 127 apart from 124, instance 39 SMs 128
+		// and 129; instance 38 splits as the map
 		assert.Equal(t, pair[0] == "perblock_10.jsonl", a[0].SMHalves[124] != a[0].SMHalves[126], pair[0])
+		assert.Equal(t, pair[0] == "perblock_14.jsonl", a[0].SMHalves[124] != a[0].SMHalves[128], pair[0])
 		if pair[0] == "perblock_12.jsonl" {
 			for sm := range h200SMs {
 				assert.Equal(t, h200Half(sm), int(a[0].SMHalves[sm]), "SM %d", sm)

@@ -68,7 +68,7 @@ def split(records, groups, sms, span=None):
 def split_flags(records, sms):
     """The halves dict from a flag scan (perblock part sm_halves: block_pingpong records of a launch of one block an
     SM, lead block 0, each other block a partner, sm_a and sm_b recorded): each partner SM's median one-way handoff,
-    split at the largest gap between them. A flag handed across the halves takes about 100 ns more one way than within
+    split at the largest gap between them that leaves at least a quarter of the SMs on each side. A flag handed across the halves takes about 100 ns more one way than within
     one (one H100: 175-279 against 320-369 ns), so the lead's half is the fast band. Raises ValueError with the reason
     when the bands are not clear (the gap under a tenth of the fast band's median), an SM is missing or a record
     names an SM outside 0..sms-1."""
@@ -91,7 +91,10 @@ def split_flags(records, sms):
         raise ValueError(f"SMs {missing} were no partner of the scan")
     med = {sm: statistics.median(v) for sm, v in by.items()}
     order = sorted(med, key=med.get)
-    gap, k = max((med[order[i + 1]] - med[order[i]], i) for i in range(len(order) - 1))
+    # each half holds about half the SMs: a lone fast SM (the lead's own TPC's other SM, 199 ns where the rest of its
+    # half took 250-283 on one H100) is not a half, so the split leaves at least a quarter of the SMs on each side
+    least = sms // 4
+    gap, k = max((med[order[i + 1]] - med[order[i]], i) for i in range(least - 1, len(order) - least))
     fast = set(order[:k + 1]) | {lead}
     if gap < 0.1 * statistics.median(med[s] for s in order[:k + 1]):
         raise ValueError(f"the largest gap between SMs' handoffs is {gap:.0f} ns, under a tenth of the fast band's; "
