@@ -332,6 +332,19 @@ func crossHalfShare(r trace.Record) float64 {
 	return 0
 }
 
+// NamesFlagSMs reports whether any of recs is a ping-pong or barrier in
+// GPU memory whose blocks' SMs it records (sm_a and sm_b, or block_sms),
+// so that the chip's halves decide its value (crossHalfShare).
+func NamesFlagSMs(recs []trace.Record) bool {
+	for _, r := range recs {
+		if r.Target == "local" && (r.Kind == trace.KindBlockPingpong || r.Loop == "group_barrier") &&
+			(r.Extra["sm_a"] != nil || r.Extra["block_sms"] != nil) {
+			return true
+		}
+	}
+	return false
+}
+
 // spansHalves reports whether SMs lie in both halves (halfOf); false for
 // ok where one is not placed.
 func spansHalves(sms []int, halfOf func(int) int) (spans, ok bool) {

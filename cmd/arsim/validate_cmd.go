@@ -73,6 +73,8 @@ func cmdValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 		}
 		if len(f.recs) > 0 && f.recs[0].SMHalves != nil {
 			fmt.Fprintf(errOut, "arsim: %s: SMs (stores, flags) placed in the halves of the capture's own chip (%s)\n", f.path, trace.HalvesPath(f.path))
+		} else if validate.NamesFlagSMs(f.recs) {
+			fmt.Fprintf(errOut, "arsim: %s: flags' SMs placed in the H200's map of halves, for want of %s (two of four H100s scanned split otherwise; the capture part sm_halves writes the chip's own)\n", f.path, trace.HalvesPath(f.path))
 		}
 		vo := validate.Options{Params: mm.params, Parallel: *parallel, File: f.path, Preset: mm.preset, Machine: mm.machine}
 		if bar != nil && total > 0 {

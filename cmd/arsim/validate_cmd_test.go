@@ -174,6 +174,15 @@ func TestValidateSaysWhoseHalves(t *testing.T) {
 	_, errOut, err = runValidateCLI("validate", "--traces", "../../testdata/h200x1-arsim/read_pairs.jsonl", "--format", "json")
 	require.NoError(t, err)
 	assert.NotContains(t, errOut, "halves of the capture's own chip")
+	assert.NotContains(t, errOut, "map of halves", "no flag records that name their SMs")
+	// flag records naming their SMs, no halves file: validate says whose halves it used
+	_, errOut, err = runValidateCLI("validate", "--traces", "../../testdata/h100x1-arsim/flag_sms.jsonl", "--format", "json")
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "flags' SMs placed in the H200's map of halves, for want of")
+	_, errOut, err = runValidateCLI("validate", "--traces", "../../testdata/h100x1-arsim/perblock_10.jsonl", "--format", "json")
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "placed in the halves of the capture's own chip")
+	assert.NotContains(t, errOut, "map of halves")
 }
 
 // An nccl-tests file that names its NCCL library is compared against the

@@ -346,8 +346,12 @@ class PerBlock:
     def sm_halves(self):
         """flag_sms from block 0 to every other block of a launch of one block an SM: each SM's handoff time from
         block 0's SM, by which the SMs split into the chip's two sets (flag_sms.jsonl: 175-271 ns within a set,
-        329-366 across, on one H100)."""
+        329-366 across, on one H100). Writes the split (halves.py --flags) to system/measurements.halves.json,
+        which validate reads beside the merged measurements.jsonl, unless a halves file is already there (the part
+        micro halves' pair scan writes it too); a scan without two clear bands writes nothing."""
+        start = os.path.getsize(self.rec.path)
         self.flag_sms(leads=(0,), partners=tuple(range(1, self.sms)))
+        self.rec.guard("sm_halves split", write_flag_halves, self.rec.path, start, self.sms)
 
     def flag_sms(self, leads=(0, 1, 33, 66), partners=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 66, 80, 96, 112, 128, 131)):
         """One volatile ping-pong (pb_pingpong_sm, flags 128 B apart on one page of local memory) between two chosen
@@ -3183,3 +3187,22 @@ def run(out_dir, quick):
     pb.rec.guard("calibrate", pb.calibrate, "end")
     pb.free()
     log("perblock done", f"{time.time() - t_all:.1f}s;", pb.rec.n, "records,", pb.rec.nerr, "errors")
+
+
+def write_flag_halves(path, start, sms):
+    """Splits the flag scan recorded in path from byte start on (halves.split_flags) and writes it to
+    system/measurements.halves.json beside path, unless a halves file is there; returns the file's path or None."""
+    import halves as split_halves
+    with open(path) as f:
+        f.seek(start)
+        recs = [json.loads(line) for line in f if line.strip()]
+    out = split_halves.split_flags(recs, sms)
+    dest = os.path.join(os.path.dirname(path), "system", "measurements.halves.json")
+    if os.path.exists(dest):
+        log("sm_halves: a halves file is already there, kept:", dest)
+        return None
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    with open(dest, "w") as f:
+        json.dump(out, f, indent=1)
+    log("sm_halves:", len(out["sm0_half"]), "SMs in SM 0's half; gap", out["flag_gap_ns"], "ns; wrote", dest)
+    return dest
