@@ -3,6 +3,7 @@ package validate
 import (
 	"cmp"
 	"encoding/json"
+	"os"
 	"slices"
 	"testing"
 
@@ -134,6 +135,35 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 		if pair[0] == "perblock_12.jsonl" {
 			for sm := range h200SMs {
 				assert.Equal(t, h200Half(sm), int(a[0].SMHalves[sm]), "SM %d", sm)
+			}
+		}
+	}
+}
+
+// On instance 40 (testdata/h100x1-arsim/perblock_16.jsonl, _17,
+// sm_halves_3.jsonl, _4) each file's halves file is read off another
+// process's flag scan by GPC (halves.py --flags with the chip's
+// sm_groups.json: in the processes that ran the host loads' pair scan
+// first, single SMs of the fast half took up to 309 ns and no gap between
+// SMs was clear), and the host loads' pair scan of perblock_16.jsonl
+// splits the SMs the same way, SM for SM: the flags' halves are the host
+// loads' halves.
+func TestFlagHalvesAreTheHostLoadsHalves(t *testing.T) {
+	f, err := os.Open("../testdata/h100x1-arsim/system/instance_40/pair_scan.halves.json")
+	require.NoError(t, err)
+	defer f.Close()
+	pair, err := trace.ReadSMHalves(f, "pair_scan.halves.json")
+	require.NoError(t, err)
+	for _, file := range []string{"perblock_16.jsonl", "perblock_17.jsonl", "sm_halves_3.jsonl", "sm_halves_4.jsonl"} {
+		recs := readCaptures(t, "h100x1-arsim", file)
+		assert.Equal(t, pair, recs[0].SMHalves, file)
+	}
+	for g, sms := range h200GPCs { // whole GPCs (SMs 124–131 by TPC)
+		for _, sm := range sms {
+			if sm < 124 {
+				assert.Equal(t, pair[sms[0]], pair[sm], "GPC %d, SM %d", g, sm)
+			} else {
+				assert.Equal(t, pair[sm&^1], pair[sm], "TPC of SM %d", sm)
 			}
 		}
 	}

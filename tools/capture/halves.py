@@ -1,5 +1,6 @@
 """Which half of the SMs each SM lies in, read off a capture's pair scan: python3 halves.py MEASUREMENTS SM_GROUPS [SPAN],
-or off its flag scan: python3 halves.py --flags MEASUREMENTS [SMS] (split_flags; SMS 132 unless given).
+or off its flag scan: python3 halves.py --flags MEASUREMENTS [SMS [SM_GROUPS]] (split_flags; SMS 132 unless given;
+with SM_GROUPS the GPCs split whole).
 
 MEASUREMENTS holds read_placement's pair scan (READ_PLACEMENT=depth READ_DEPTH_NS=2 READ_DEPTH_STRIDES=1,...,N-1:
 SM 0 and SM s storing, one SM chasing; records pointer_chase, write_set first2 or stride<s>_2); SM_GROUPS is
@@ -65,13 +66,18 @@ def split(records, groups, sms, span=None):
     return out
 
 
-def split_flags(records, sms):
+def split_flags(records, sms, groups=None):
     """The halves dict from a flag scan (perblock part sm_halves: block_pingpong records of a launch of one block an
-    SM, lead block 0, each other block a partner, sm_a and sm_b recorded): each partner SM's median one-way handoff,
-    split at the largest gap between them that leaves at least a quarter of the SMs on each side. A flag handed across the halves takes about 100 ns more one way than within
-    one (one H100: 175-279 against 320-369 ns), so the lead's half is the fast band. Raises ValueError with the reason
-    when the bands are not clear (the gap under a tenth of the fast band's median), an SM is missing or a record
-    names an SM outside 0..sms-1."""
+    SM, lead block 0, each other block a partner, sm_a and sm_b recorded). A flag handed across the halves takes about
+    100 ns more one way than within one (one H100: 175-279 against 320-369 ns), so the lead's half is the fast band.
+    With groups (sm_groups' GPCs; each TPC of the SMs in no cluster one more group, as split() takes them) each group
+    takes the median of its SMs' medians and the groups split whole at the largest gap between those; without, each
+    SM's median one-way handoff splits at the largest gap between them. Either way the split leaves at least a
+    quarter of the SMs on each side: a lone fast SM (the lead's own TPC's other SM, 199 ns where the rest of its half
+    took 250-283 on one H100) is not a half, and on another H100 a few SMs of the fast half's GPCs took 275-309 ns
+    in one process, closing every gap between SMs, where the GPCs' medians still lay 67 ns apart. Raises ValueError
+    with the reason when the bands are not clear (the gap under a tenth of the fast band's median), an SM is
+    missing, a record names an SM outside 0..sms-1, or the lead's group is not in the fast band."""
     by, leads = {}, set()
     for r in records:
         if r.get("kind") != "block_pingpong" or r.get("launched_blocks") != sms or r.get("lead_block") != 0:
@@ -90,27 +96,44 @@ def split_flags(records, sms):
     if missing:
         raise ValueError(f"SMs {missing} were no partner of the scan")
     med = {sm: statistics.median(v) for sm, v in by.items()}
-    order = sorted(med, key=med.get)
-    # each half holds about half the SMs: a lone fast SM (the lead's own TPC's other SM, 199 ns where the rest of its
-    # half took 250-283 on one H100) is not a half, so the split leaves at least a quarter of the SMs on each side
+    if groups:
+        units = [list(x) for x in groups]
+        rest = sorted(set(range(sms)) - {v for x in units for v in x})
+        for t in sorted({v // 2 for v in rest}):
+            units.append([v for v in rest if v // 2 == t])
+    else:
+        units = [[sm] for sm in range(sms)]
+    value = {i: statistics.median(med[v] for v in u if v in med) for i, u in enumerate(units) if any(v in med for v in u)}
+    order = sorted(value, key=value.get)
+    size = {i: len(units[i]) for i in order}
     least = sms // 4
-    gap, k = max((med[order[i + 1]] - med[order[i]], i) for i in range(least - 1, len(order) - least))
-    fast = set(order[:k + 1]) | {lead}
-    if gap < 0.1 * statistics.median(med[s] for s in order[:k + 1]):
-        raise ValueError(f"the largest gap between SMs' handoffs is {gap:.0f} ns, under a tenth of the fast band's; "
-                         f"no two bands")
+    cands = [(value[order[k + 1]] - value[order[k]], k) for k in range(len(order) - 1)
+             if least <= sum(size[i] for i in order[:k + 1]) <= sms - least]
+    if not cands:
+        raise ValueError("no split leaves a quarter of the SMs on each side")
+    gap, k = max(cands)
+    fast = {v for i in order[:k + 1] for v in units[i]}
+    if lead not in fast and any(lead in units[i] for i in order):  # its group measured through its other SMs
+        raise ValueError(f"block 0's SM {lead} lies in the slow band of its own scan")
+    fast.add(lead)
+    if gap < 0.1 * statistics.median(value[i] for i in order[:k + 1]):
+        raise ValueError(f"the largest gap between {'groups' if groups else 'SMs'}' handoffs is {gap:.0f} ns, under a "
+                         f"tenth of the fast band's; no two bands")
     half0 = fast if 0 in fast else set(range(sms)) - fast
-    return {"sms": sms, "flag_lead_sm": lead, "flag_gap_ns": round(gap, 1),
-            "flag_bands_ns": [round(med[order[0]], 1), round(med[order[k]], 1), round(med[order[k + 1]], 1),
-                              round(med[order[-1]], 1)],
+    return {"sms": sms, "flag_lead_sm": lead, "flag_by": "groups" if groups else "sms", "flag_gap_ns": round(gap, 1),
+            "flag_bands_ns": [round(value[order[0]], 1), round(value[order[k]], 1), round(value[order[k + 1]], 1),
+                              round(value[order[-1]], 1)],
             "sm0_half": sorted(half0)}
 
 
-def main_flags(meas, sms):
+def main_flags(meas, sms, groups_file=None):
+    groups = json.load(open(groups_file))["groups"] if groups_file else None
     try:
-        out = split_flags([json.loads(line) for line in open(meas)], int(sms))
+        out = split_flags([json.loads(line) for line in open(meas)], int(sms), groups)
     except ValueError as e:
         sys.exit(f"halves: {meas}: {e}")
+    if groups_file:
+        out["groups_file"] = groups_file.split("/")[-1]
     print(json.dumps(out, indent=1))
 
 
@@ -125,8 +148,8 @@ def main(meas, groups_file, span=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) in (3, 4) and sys.argv[1] == "--flags":
-        main_flags(sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else 132)
+    if len(sys.argv) in (3, 4, 5) and sys.argv[1] == "--flags":
+        main_flags(sys.argv[2], *(sys.argv[3:] or [132]))
         sys.exit(0)
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)

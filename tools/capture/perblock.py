@@ -348,7 +348,9 @@ class PerBlock:
         block 0's SM, by which the SMs split into the chip's two sets (flag_sms.jsonl: 175-271 ns within a set,
         329-366 across, on one H100). Writes the split (halves.py --flags) to system/measurements.halves.json,
         which validate reads beside the merged measurements.jsonl, unless a halves file is already there (the part
-        micro halves' pair scan writes it too); a scan without two clear bands writes nothing."""
+        micro halves' pair scan writes it too; on one H100 both split the SMs alike); a scan without two clear bands
+        writes nothing. Run the micro part sm_groups first (phase sm, MICRO_PARTS=sm_groups) for a split by GPC,
+        which holds where single SMs blur the bands."""
         start = os.path.getsize(self.rec.path)
         self.flag_sms(leads=(0,), partners=tuple(range(1, self.sms)))
         self.rec.guard("sm_halves split", write_flag_halves, self.rec.path, start, self.sms)
@@ -3190,14 +3192,18 @@ def run(out_dir, quick):
 
 
 def write_flag_halves(path, start, sms):
-    """Splits the flag scan recorded in path from byte start on (halves.split_flags) and writes it to
+    """Splits the flag scan recorded in path from byte start on (halves.split_flags; by GPC where the micro part
+    sm_groups ran first in this capture and wrote system/sm_groups.json, else by SM) and writes it to
     system/measurements.halves.json beside path, unless a halves file is there; returns the file's path or None."""
     import halves as split_halves
     with open(path) as f:
         f.seek(start)
         recs = [json.loads(line) for line in f if line.strip()]
-    out = split_halves.split_flags(recs, sms)
-    dest = os.path.join(os.path.dirname(path), "system", "measurements.halves.json")
+    sysdir = os.path.join(os.path.dirname(path), "system")
+    groups_file = os.path.join(sysdir, "sm_groups.json")
+    groups = json.load(open(groups_file))["groups"] if os.path.exists(groups_file) else None
+    out = split_halves.split_flags(recs, sms, groups)
+    dest = os.path.join(sysdir, "measurements.halves.json")
     if os.path.exists(dest):
         log("sm_halves: a halves file is already there, kept:", dest)
         return None
