@@ -18,7 +18,8 @@ import (
 // block's flags cross: flag_sms's two SMs; a ping-pong's pairs (blocks k
 // and k + pairs) or a barrier's groups by block_sms, all when more than
 // half cross, half when exactly half do; a launch of at most four blocks
-// that names no SMs where such a launch lands (SMs 124, 126, 128, 130).
+// that names no SMs where such a launch lands (SMs 124, 126, 128, 130),
+// of five to eight blocks on the TPCs' second SMs too (124–131).
 // SMs not recorded, or host memory, carry none.
 func TestCrossHalfShare(t *testing.T) {
 	rec := func(kind trace.Kind, target string, pairs, world, groups int, extra map[string]any) trace.Record {
@@ -61,8 +62,14 @@ func TestCrossHalfShare(t *testing.T) {
 	split.SMHalves = make([]int8, h200SMs)
 	split.SMHalves[126] = 1 // a chip whose SM 126 lies in the other half
 	assert.Equal(t, 1.0, crossHalfShare(split), "landed on 124 and 126, across")
-	split.Blocks = 5
-	assert.Equal(t, 0.0, crossHalfShare(split), "where five blocks land is not taken")
+	split.Blocks = 9
+	assert.Equal(t, 0.0, crossHalfShare(split), "where nine blocks land is not taken")
+	eight := rec(gb, "local", 0, 8, 1, nil) // lands on SMs 124–131: spans 126
+	eight.SMHalves = split.SMHalves
+	assert.Equal(t, 1.0, crossHalfShare(eight))
+	two := rec(gb, "local", 0, 2, 4, nil) // groups (124, 125), (126, 127), (128, 129), (130, 131): none spans
+	two.SMHalves = split.SMHalves
+	assert.Equal(t, 0.0, crossHalfShare(two))
 }
 
 // perblock_10.jsonl's and perblock_11.jsonl's halves files (and _12's and

@@ -283,7 +283,7 @@ func chipHalves(r trace.Record) func(int) int {
 // of a ping-pong is blocks k and k + pairs, group g of a barrier blocks
 // gW…gW + W − 1. The SMs are the record's own (flag_sms: sm_a, sm_b;
 // block_sms, where a launch of its shape lands), else, for a launch of at
-// most four blocks, where such a launch lands on an idle 132-SM chip
+// most eight blocks, where such a launch lands on an idle 132-SM chip
 // (smallLaunchSMs).
 func crossHalfShare(r trace.Record) float64 {
 	if r.Target != "local" || (r.Kind != trace.KindBlockPingpong && r.Loop != "group_barrier") {
@@ -294,8 +294,8 @@ func crossHalfShare(r trace.Record) float64 {
 		if json.Unmarshal(raw, &sms) != nil {
 			return 0
 		}
-	} else if r.Blocks >= 1 && r.Blocks <= len(smallLaunchSMs) && (r.SMHalves == nil || len(r.SMHalves) == h200SMs) {
-		sms = smallLaunchSMs[:r.Blocks]
+	} else if r.Blocks >= 1 && r.Blocks < len(smallLaunchSMs) && (r.SMHalves == nil || len(r.SMHalves) == h200SMs) {
+		sms = smallLaunchSMs[r.Blocks]
 	}
 	var sets [][]int // the SMs of each pair or group
 	switch {
@@ -362,9 +362,16 @@ func spansHalves(sms []int, halfOf func(int) int) (spans, ok bool) {
 	return spans, true
 }
 
-// smallLaunchSMs are the SMs that blocks 0–3 of a launch of at most four
-// blocks land on, on an idle H100 or H200, one block a TPC (tools/capture
-// pb_smid: testdata/h100x1-arsim/sm_halves*.jsonl and perblock_10.jsonl,
-// _11, two chips, 32-thread blocks; testdata/h200x1-arsim/system/
-// landing.json, 512-thread blocks, the same).
-var smallLaunchSMs = []int{124, 126, 128, 130}
+// smallLaunchSMs are the SMs, block by block, that a launch of 1–8 blocks
+// lands on on an idle H100 or H200: SMs 124–131, which no thread-block
+// cluster uses, one block a TPC up to four blocks, then the TPCs' second
+// SMs (tools/capture pb_smid: testdata/h100x1-arsim/sm_halves*.jsonl and
+// perblock_10.jsonl to _19, six chips, 32-thread blocks, launches of 2, 3,
+// 4, 6 and 8 blocks; testdata/h200x1-arsim/system/landing.json, one chip,
+// 512-thread blocks, 1–8, the same). From 9 blocks on a launch's later
+// blocks land on other GPCs, in an order that differs launch to launch.
+var smallLaunchSMs = [][]int{
+	1: {124}, 2: {124, 126}, 3: {124, 126, 128}, 4: {124, 126, 128, 130}, 5: {124, 125, 126, 128, 130},
+	6: {124, 125, 126, 127, 128, 130}, 7: {124, 125, 126, 127, 128, 129, 130},
+	8: {124, 125, 126, 127, 128, 129, 130, 131},
+}
