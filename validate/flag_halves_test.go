@@ -3,7 +3,9 @@ package validate
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -173,6 +175,43 @@ func TestFlagHalvesAreTheHostLoadsHalves(t *testing.T) {
 			} else {
 				assert.Equal(t, pair[sm&^1], pair[sm], "TPC of SM %d", sm)
 			}
+		}
+	}
+}
+
+// smallLaunchSMs is where launches of 1–8 blocks land: every launch of at
+// most eight blocks whose SMs a capture recorded (block_sms in
+// testdata/h100x1-arsim, six chips; the H200's landing.json, one chip,
+// the launches made on the idle GPU) landed so.
+func TestSmallLaunchLanding(t *testing.T) {
+	files, err := filepath.Glob("../testdata/h100x1-arsim/*.jsonl")
+	require.NoError(t, err)
+	seen := map[int]int{}
+	for _, f := range files {
+		recs, _, err := trace.ReadJSONLFile(f, trace.ReadOptions{})
+		require.NoError(t, err, f)
+		for _, r := range recs {
+			var sms []int
+			if raw, ok := r.Extra["block_sms"]; ok && json.Unmarshal(raw, &sms) == nil && len(sms) < len(smallLaunchSMs) {
+				assert.Equal(t, smallLaunchSMs[len(sms)], sms, "%s line %d", filepath.Base(f), r.Line)
+				seen[len(sms)]++
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, len(seen), 5, "launches of 2, 3, 4, 6 and 8 blocks recorded: %v", seen)
+	data, err := os.ReadFile("../testdata/h200x1-arsim/system/landing.json")
+	require.NoError(t, err)
+	var landing struct {
+		Runs map[string][]struct {
+			Blocks []int `json:"blocks"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal(data, &landing))
+	for w := 1; w < len(smallLaunchSMs); w++ {
+		runs := landing.Runs[fmt.Sprintf("%d:wide_first", w)]
+		require.NotEmpty(t, runs, "W=%d", w)
+		for _, run := range runs {
+			assert.Equal(t, smallLaunchSMs[w], run.Blocks, "H200, %d blocks", w)
 		}
 	}
 }
