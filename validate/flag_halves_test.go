@@ -75,14 +75,15 @@ func TestCrossHalfShare(t *testing.T) {
 }
 
 // perblock_10.jsonl's and perblock_11.jsonl's halves files (and _12's and
-// _13's, _14's and _15's, _18's and _19's: three other chips) are each
-// read off the other process's flag scan (tools/capture/halves.py
-// --flags): every SM's median handoff from block 0's SM, split at the
-// largest gap that leaves a quarter of the SMs on each side, block 0's SM
-// with the fast band. The two processes split alike, so each file's halves
-// are also its own scan's. The first chip puts SMs 126 and 127 apart from
-// 124 and 125, the third SMs 128 and 129; the second and fourth split as
-// the map (the fourth's files by GPC, which per SM gives the same).
+// _13's, _14's and _15's, _18's and _19's, sm_halves_5's and _6's: four
+// other chips) are each read off the other process's flag scan
+// (tools/capture/halves.py --flags): every SM's median handoff from block
+// 0's SM, split at the largest gap that leaves a quarter of the SMs on
+// each side, block 0's SM with the fast band. The two processes split
+// alike, so each file's halves are also its own scan's. The first chip
+// puts SMs 126 and 127 apart from 124 and 125, the third SMs 128 and 129;
+// the second, fourth and fifth split as the map (the last two's files by
+// GPC, which per SM gives the same).
 func TestFlagScanHalvesFiles(t *testing.T) {
 	split := func(recs []trace.Record) []int8 {
 		times := map[int][]float64{}
@@ -130,7 +131,7 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 		}
 		return half
 	}
-	for _, pair := range [][2]string{{"perblock_10.jsonl", "perblock_11.jsonl"}, {"perblock_12.jsonl", "perblock_13.jsonl"}, {"perblock_14.jsonl", "perblock_15.jsonl"}, {"perblock_18.jsonl", "perblock_19.jsonl"}} {
+	for _, pair := range [][2]string{{"perblock_10.jsonl", "perblock_11.jsonl"}, {"perblock_12.jsonl", "perblock_13.jsonl"}, {"perblock_14.jsonl", "perblock_15.jsonl"}, {"perblock_18.jsonl", "perblock_19.jsonl"}, {"sm_halves_5.jsonl", "sm_halves_6.jsonl"}} {
 		a := readCaptures(t, "h100x1-arsim", pair[0])
 		b := readCaptures(t, "h100x1-arsim", pair[1])
 		require.NotNil(t, a[0].SMHalves, pair[0])
@@ -142,7 +143,7 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 		// and 129; instance 38 splits as the map
 		assert.Equal(t, pair[0] == "perblock_10.jsonl", a[0].SMHalves[124] != a[0].SMHalves[126], pair[0])
 		assert.Equal(t, pair[0] == "perblock_14.jsonl", a[0].SMHalves[124] != a[0].SMHalves[128], pair[0])
-		if pair[0] == "perblock_12.jsonl" || pair[0] == "perblock_18.jsonl" {
+		if pair[0] == "perblock_12.jsonl" || pair[0] == "perblock_18.jsonl" || pair[0] == "sm_halves_5.jsonl" {
 			for sm := range h200SMs {
 				assert.Equal(t, h200Half(sm), int(a[0].SMHalves[sm]), "SM %d", sm)
 			}
