@@ -15,15 +15,21 @@ wrong side of the gap's middle)."""
 import json, statistics, sys
 
 
+def with_tpcs(groups, sms):
+    """The GPC groups (sm_groups) and, each a group of its own, the TPCs (SMs 2t, 2t + 1) of the SMs in no cluster
+    (an H200's or H100's 124-131): they are TPCs of several GPCs (read_halves_3.jsonl: SMs 128 and 129 in the half
+    without 124-127 and 130; h100x1-arsim perblock_10.jsonl: SMs 126 and 127 apart)."""
+    out = [list(x) for x in groups]
+    rest = sorted(set(range(sms)) - {v for x in out for v in x})
+    for t in sorted({v // 2 for v in rest}):
+        out.append([v for v in rest if v // 2 == t])
+    return out
+
+
 def split(records, groups, sms, span=None):
     """The halves dict (sm0_half, per reader the groups' median chases) from pair-scan records (dicts) and the
     groups of SMs that share a GPC; raises ValueError with the reason when the bands are not clear."""
-    groups = [list(x) for x in groups]
-    rest = sorted(set(range(sms)) - {v for x in groups for v in x})
-    # the SMs in no cluster (an H200's or H100's 124-131) are TPCs of several GPCs: each TPC (SMs 2t, 2t + 1) is a
-    # group of its own (read_halves_3.jsonl: SMs 128 and 129 in the half without 124-127 and 130)
-    for t in sorted({v // 2 for v in rest}):
-        groups.append([v for v in rest if v // 2 == t])
+    groups = with_tpcs(groups, sms)
     where = {v: i for i, x in enumerate(groups) for v in x}
     chases = {}
     for r in records:
@@ -97,10 +103,7 @@ def split_flags(records, sms, groups=None):
         raise ValueError(f"SMs {missing} were no partner of the scan")
     med = {sm: statistics.median(v) for sm, v in by.items()}
     if groups:
-        units = [list(x) for x in groups]
-        rest = sorted(set(range(sms)) - {v for x in units for v in x})
-        for t in sorted({v // 2 for v in rest}):
-            units.append([v for v in rest if v // 2 == t])
+        units = with_tpcs(groups, sms)
     else:
         units = [[sm] for sm in range(sms)]
     value = {i: statistics.median(med[v] for v in u if v in med) for i, u in enumerate(units) if any(v in med for v in u)}
