@@ -173,8 +173,9 @@ func resolve(ps *topology.Params) Physics {
 		FreshLineSaving: ns(g("hostmem.fresh_line_saving")), LLStepOverhead: ns(g("nccl.ll_step_overhead")),
 		LL128StepOverhead: ns(g("nccl.ll128_step_overhead")), LL128IterExtra: ns(g("nccl.ll128_iter_extra")), LLIterExtra: ns(g("nccl.ll_iter_extra")), LLRuntimeOp: ns(g("capture.ll_runtime_op")), FenceLoopCode: ns(g("capture.fence_loop_code")), FencePollWaitGrowth: g("gpu.fence_poll_wait_growth"), LL128ReduceExtra: ns(g("gpu.ll128_reduce_extra")), DRAMSrcExtra: ns(g("gpu.dram_src_extra")),
 		CEWindow: g("ce.window"), CESetup: us(g("ce.setup")), CEP2PSetup: us(g("ce.p2p_setup")),
-		CUDAMemcpyIssue:  us(g("host.cuda_memcpy_issue")),
-		TorchIssue:       [3]sim.Duration{us(g("torch.copy_issue_h2d")), us(g("torch.copy_issue_d2h")), us(g("torch.copy_issue_p2p"))},
+		// host issue costs at the simulated host's core clock
+		CUDAMemcpyIssue:  us(ps.HostIssue("host.cuda_memcpy_issue")),
+		TorchIssue:       [3]sim.Duration{us(ps.HostIssue("torch.copy_issue_h2d")), us(ps.HostIssue("torch.copy_issue_d2h")), us(ps.HostIssue("torch.copy_issue_p2p"))},
 		TorchP2POverhead: us(g("torch.p2p_copy_overhead")), TorchP2PLarge: us(g("torch.p2p_copy_overhead_large")),
 		TorchP2PLargeFrom: sim.Bytes(g("torch.p2p_copy_large")),
 		NVLinkSMEff:       g("nvlink.sm_efficiency"), NVLinkCEEff: g("nvlink.ce_efficiency"),

@@ -17,7 +17,7 @@ import (
 // parameters like these.
 type Param struct {
 	Name   string  // dotted name, e.g. "pcie.tlp_overhead"
-	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "doublings", "mask", "sm" (a compute capability)
+	Unit   string  // "B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "doublings", "mask", "sm" (a compute capability), "GHz"
 	Value  float64 // the value in Unit
 	Min    float64 // smallest physically sensible value (inclusive)
 	Max    float64 // largest physically sensible value (inclusive), finite
@@ -65,6 +65,14 @@ func (ps *Params) Get(name string) float64 {
 		panic("topology: no parameter " + strconv.Quote(name))
 	}
 	return p.Value
+}
+
+// HostIssue returns the host issue cost name (µs) on the simulated host:
+// the cost measured on a core at host.issue_core_clock, scaled to a core
+// at host.core_clock (the issue is the CPU's work, so its time goes as
+// the clock's inverse).
+func (ps *Params) HostIssue(name string) float64 {
+	return ps.Get(name) * ps.Get("host.issue_core_clock") / ps.Get("host.core_clock")
 }
 
 // Integer reports whether the parameter takes whole numbers only: sizes in

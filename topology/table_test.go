@@ -18,7 +18,7 @@ import (
 // parameters of base.txt, each with its own source.
 func TestParameterTables(t *testing.T) {
 	base := mustTable("base.txt")
-	units := []string{"B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "doublings", "mask", "sm"}
+	units := []string{"B", "ns", "µs", "GB/s", "ratio", "count", "bool", "loads", "doublings", "mask", "sm", "GHz"}
 	for _, p := range base.All() {
 		assert.NotEmpty(t, p.Doc, "%s has no doc line", p.Name)
 		assert.Contains(t, units, p.Unit, p.Name)

@@ -159,3 +159,18 @@ func TestParamsOverridesAndRanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, back, len(ps.Names()))
 }
+
+// A host issue cost is the CPU's work: on a core at twice the clock it
+// was measured at, it takes half the time; by default the host is the
+// measured one.
+func TestHostIssueFollowsTheCoreClock(t *testing.T) {
+	top, err := Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	ps := top.Params.Clone()
+	base := ps.Get("host.nccl_group_call_issue")
+	assert.Equal(t, ps.Get("host.issue_core_clock"), ps.Get("host.core_clock"))
+	assert.InDelta(t, base, ps.HostIssue("host.nccl_group_call_issue"), 1e-12)
+	require.NoError(t, ps.Apply([]Override{{Name: "host.core_clock", Value: 2 * ps.Get("host.issue_core_clock")}}, "test"))
+	assert.InDelta(t, base/2, ps.HostIssue("host.nccl_group_call_issue"), 1e-12)
+	assert.Error(t, ps.Apply([]Override{{Name: "host.core_clock", Value: 0}}, "test"), "a core at 0 GHz")
+}

@@ -178,6 +178,8 @@ var fieldDefs = []fieldDef{
 	{name: "chase_lanes", typ: jInt, max: 32, why: "a warp's lanes", i32: func(r *Record) *int { return &r.ChaseLanes }},
 	{name: "loads_in_flight", typ: jInt, max: 64, why: "more 16-B loads than a thread has registers for", i32: func(r *Record) *int { return &r.LoadsInFlight }},
 	{name: "group_calls", typ: jInt, max: 1024, why: "NCCL calls between one ncclGroupStart and ncclGroupEnd: more than any process issues", i32: func(r *Record) *int { return &r.GroupCalls }},
+	{name: "host_clock_ghz", typ: jNumber, num: func(r *Record) *float64 { return &r.HostClockGHz }},
+	{name: "busy_threads", typ: jInt, max: 1 << 12, why: "more host threads than any host has cores", zeroOK: true, i32: func(r *Record) *int { return &r.BusyThreads }},
 	{name: "nccl_env", typ: jObject, obj: func(r *Record) *map[string]string { return &r.NCCLEnv }},
 }
 

@@ -391,6 +391,11 @@ type Record struct {
 	// stream of its own, as nccl-tests -g issues an iteration).
 	NCCLOp     string
 	GroupCalls int
+	// HostClockGHz is the issuing host core's clock when an eager native
+	// record was taken (a chain of dependent adds timed just before it),
+	// and BusyThreads the other host threads kept spinning meanwhile.
+	HostClockGHz float64
+	BusyThreads  int
 
 	// WriteBlocks, WriteThreads, WriteTarget: a host_link_concurrency
 	// sm_read_beside_write record's writer, WriteBlocks × WriteThreads

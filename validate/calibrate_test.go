@@ -169,7 +169,7 @@ func TestCalibrateDeterministic(t *testing.T) {
 
 // A parameter whose range dwarfs its default (a host issue cost, 0–1000 µs)
 // has its minimum a few µs wide near the default: the 8 × RTX 5090 table's
-// host-paced rows sit within 3 % at 3.1 µs per launch, and at 0–2 µs the
+// host-paced rows sit within 3 % at 3.1 µs per call, and at 0–2 µs the
 // device time sets them instead. A scan over the range alone (125-µs steps)
 // and a golden section between its points land on 0; the scan's multiples
 // of the starting value find the minimum.
@@ -178,7 +178,7 @@ func TestCalibrateFindsANarrowMinimumNearTheDefault(t *testing.T) {
 	require.NoError(t, err)
 	recs, err := NCCLTestsRecords(run, map[string]string{"NCCL_P2P_LEVEL": "SYS"})
 	require.NoError(t, err)
-	cal, err := Calibrate(recs, CalibrateOptions{Fit: []string{"host.cuda_launch_issue"}, Preset: "rtxpro6000x8-2numa", Sweeps: 1})
+	cal, err := Calibrate(recs, CalibrateOptions{Fit: []string{"host.nccl_group_call_issue"}, Preset: "rtxpro6000x8-2numa", Sweeps: 1})
 	require.NoError(t, err)
 	require.Len(t, cal.Params, 1)
 	assert.Equal(t, "fitted", cal.Params[0].Status)

@@ -294,6 +294,15 @@ var Fits = slices.Concat([]Fit{
 		}, How: "the mean over the two sizes of (µs a call at 122 − µs a call at 20) / 102"},
 	// nccl.call_extra.<algo>.<proto>: one fit per algorithm and protocol
 	// (callExtraFits).
+	// host.nccl_group_call_issue: one-rank allreduces in groups of 1–8
+	// issued from C++ on an H200's host; the same calls on an H100's host
+	// (native_issue_clock.jsonl, plain and beside 14 busy threads) are
+	// predicted, and so is nccl-tests' eager pacing on other hosts (the
+	// published tables, at each host's core clock: host.core_clock).
+	{Params: []string{"host.nccl_group_call_issue"}, Files: []string{"h200x1-arsim/native_issue_2.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
+		Covers: func(r trace.Record) bool { return r.Issuer == "native" && r.NCCLOp == "allreduce_group" },
+		On:     func(r trace.Record) bool { return r.Issuer == "native" && r.NCCLOp == "allreduce_group" },
+		How:    "the median of the grouped calls' host cost a call"},
 	{Params: []string{"nccl.kernel_fixed"}, Files: []string{"h200x1-arsim/nccl_self.jsonl"}, Kinds: []trace.Kind{trace.KindNCCLKernel},
 		AlsoPredicts: []string{"h200x1-arsim/nccl_self_2.jsonl", "h200x1-arsim/nccl_self_3.jsonl"},
 		Covers:       func(r trace.Record) bool { return r.NCCLOp == "self_sendrecv" },

@@ -205,8 +205,9 @@ func (c *choice) simulate(r trace.Record, req func(*topology.Topology) algos.Req
 		switch {
 		case r.API == APINCCLTests:
 			// nccl-tests calls ncclAllReduce itself: one host thread
-			// launches a kernel for each of its GPUs per iteration.
-			issueParam, perCall = "host.cuda_launch_issue", float64(max(r.GPUs, 1))
+			// issues a call for each of its GPUs per iteration, between
+			// ncclGroupStart and ncclGroupEnd.
+			issueParam, perCall = "host.nccl_group_call_issue", float64(max(r.GPUs, 1))
 		case r.Impl == trace.ImplNCCL:
 			issueParam = "torch.nccl_eager_issue"
 		case r.Impl == trace.ImplTorchSymmMem:
@@ -233,7 +234,7 @@ func (c *choice) simulate(r trace.Record, req func(*topology.Topology) algos.Req
 		}
 		ro := algos.RunOptions{Iterations: iters, Launch: launch}
 		if issueParam != "" {
-			ro.IssueInterval = sim.Micros(top.Params.Get(issueParam) * perCall)
+			ro.IssueInterval = sim.Micros(top.Params.HostIssue(issueParam) * perCall)
 		}
 		res, err := algos.Run(m, s, ro)
 		if err != nil {
@@ -315,7 +316,7 @@ func ncclChoice(r trace.Record) (choice, error) {
 	}
 	switch r.API {
 	case APINCCLTests:
-		c.note = "nccl-tests: eager calls paced by host.cuda_launch_issue × " + strconv.Itoa(max(r.GPUs, 1)) + " GPU(s) per host thread; P2P or SHM by NCCL's own rule"
+		c.note = "nccl-tests: eager calls paced by host.nccl_group_call_issue × " + strconv.Itoa(max(r.GPUs, 1)) + " GPU(s) per host thread, at the host's core clock (× host.issue_core_clock / host.core_clock); P2P or SHM by NCCL's own rule"
 	case APIKernel:
 		c.note = "profiler kernel: one allreduce's device time"
 	}

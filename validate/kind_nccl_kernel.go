@@ -25,15 +25,23 @@ func ncclKernelTwin(r trace.Record) (*Twin, error) {
 	t := &Twin{Group: "nccl_kernel " + r.NCCLOp + " " + string(r.Launch)}
 	if r.Launch != trace.LaunchCUDAGraph {
 		if r.Issuer == "native" && r.NCCLOp == "allreduce_one_rank" {
-			// One NCCL call issued from C++, as nccl-tests issues each
-			// GPU's call: its eager pacing charges host.cuda_launch_issue.
+			// One NCCL call issued from C++ outside a group: the model
+			// has no parameter of its own for it and charges a launch.
 			t.Group += " native"
-			t.Note = "one NCCL call issued from C++, as nccl-tests' eager pacing charges it per GPU (host.cuda_launch_issue)"
+			t.Note = "one NCCL call issued from C++ outside a group, charged one launch (host.cuda_launch_issue)"
 			t.Sim = hostPaced(RawLaunchIntervalUs)
 			return t, nil
 		}
+		if r.Issuer == "native" && r.NCCLOp == "allreduce_group" && r.Mode == "queued" {
+			// NCCL calls issued from C++ in groups, as nccl-tests -g G
+			// issues one per GPU: what its eager pacing charges a GPU.
+			t.Group += " native"
+			t.Note = "one NCCL call of a group issued from C++, as nccl-tests' eager pacing charges it per GPU (host.nccl_group_call_issue)"
+			t.Sim = hostPaced(GroupedNCCLCallUs)
+			return t, nil
+		}
 		if r.Issuer == "native" {
-			return nil, notModelled("eager %s from C++: a group of NCCL calls, whose host cost no parameter models", r.NCCLOp)
+			return nil, notModelled("eager %s from C++ (%s): no parameter models its host cost", r.NCCLOp, r.Mode)
 		}
 		return nil, notModelled("eager %s: the issuing host's cost through PyTorch and ctypes, not modelled", r.NCCLOp)
 	}

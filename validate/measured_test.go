@@ -58,9 +58,17 @@ func TestNCCLTestsRecordsSimulate(t *testing.T) {
 	assert.Empty(t, v.Skipped)
 	top, err := topology.Load("rtxpro6000x8-2numa")
 	require.NoError(t, err)
-	host := 8 * top.Params.Get("host.cuda_launch_issue")
-	assert.InDelta(t, host, v.Records[0].Predicted, 1e-6, "8 B: the host's 8 launches per iteration pace it")
+	host := 8 * top.Params.Get("host.nccl_group_call_issue")
+	assert.InDelta(t, host, v.Records[0].Predicted, 1e-6, "8 B: the host's 8 grouped calls per iteration pace it")
 	assert.True(t, v.Records[0].HostPaced)
+	// On a host whose core runs faster, each call costs the host less, by
+	// the clocks' ratio.
+	ps := top.Params.Clone()
+	require.NoError(t, ps.Apply([]topology.Override{{Name: "host.core_clock", Value: 5.0}}, "test"))
+	fast, err := Run(recs[:1], Options{Preset: "rtxpro6000x8-2numa", Params: map[string]*topology.Params{"rtxpro6000x8-2numa": ps}})
+	require.NoError(t, err)
+	require.Len(t, fast.Records, 1)
+	assert.InDelta(t, host*top.Params.Get("host.issue_core_clock")/5.0, fast.Records[0].Predicted, 1e-6, "8 B on a 5-GHz host")
 	last := v.Records[len(v.Records)-1]
 	assert.False(t, last.HostPaced)
 	assert.InDelta(t, 0, last.ErrorPct, 10, "128 MiB with P2P at SYS is bandwidth-bound")

@@ -491,7 +491,15 @@ func StoreBurstNs(top *topology.Topology, target string, stores, threads int) (f
 }
 
 // RawLaunchIntervalUs returns the host time per eager kernel launch issued
-// back to back through the CUDA driver API (host.cuda_launch_issue), in µs.
+// back to back through the CUDA driver API (host.cuda_launch_issue, at
+// the host's core clock), in µs.
 func RawLaunchIntervalUs(top *topology.Topology) (float64, error) {
-	return top.Params.Get("host.cuda_launch_issue"), nil
+	return top.Params.HostIssue("host.cuda_launch_issue"), nil
+}
+
+// GroupedNCCLCallUs returns the host time per ncclAllReduce issued between
+// ncclGroupStart and ncclGroupEnd from C (host.nccl_group_call_issue, at
+// the host's core clock), in µs.
+func GroupedNCCLCallUs(top *topology.Topology) (float64, error) {
+	return top.Params.HostIssue("host.nccl_group_call_issue"), nil
 }

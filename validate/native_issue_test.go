@@ -16,9 +16,9 @@ import (
 // each), cost the host more per call than one ungrouped call, at every
 // G from 1 to 8, and the cost does not fall with G (the reading written
 // down before the run, that a group's start and end are paid once and
-// amortised, failed). nccl-tests' eager pacing keeps
-// host.cuda_launch_issue, below both: the small calls of a published
-// nccl-tests table are paced by its own host (testdata/nccltests).
+// amortised, failed). nccl-tests' eager pacing charges a GPU one such
+// grouped call (host.nccl_group_call_issue, the median of these and
+// native_issue_clock.jsonl's grouped calls), at the host's core clock.
 func TestNativeGroupedCallsCostMoreThanOne(t *testing.T) {
 	recs := readOneGPU(t, "native_issue_2.jsonl")
 	one := 0.0
@@ -42,6 +42,7 @@ func TestNativeGroupedCallsCostMoreThanOne(t *testing.T) {
 	assert.Greater(t, group[8], 0.9*group[2], "the cost a call does not fall from 2 to 8 calls a group")
 	top, err := topology.Load("h200x2")
 	require.NoError(t, err)
-	pace := top.Params.Get("host.cuda_launch_issue")
-	assert.Less(t, pace, one, "nccl-tests' pacing per GPU lies below this host's native call")
+	pace := top.Params.Get("host.nccl_group_call_issue")
+	assert.Greater(t, pace, one, "nccl-tests' pacing per GPU lies above this host's ungrouped native call")
+	assert.InDelta(t, group[4], pace, 0.1*group[4], "and near a grouped one")
 }

@@ -27,26 +27,27 @@ type measuredSet struct {
 	traces []string // paths relative to the repository root; globs
 	topo   string   // a preset or a topology file relative to the root
 	opts   string
+	params string // a parameter file relative to the root (the host's clock), or ""
 }
 
 // publishedTables are the published nccl-tests tables of PCIe-only
 // machines in testdata/nccltests and the rtx6kpro wiki's NCCL figures
 // (testdata/rtx6kpro), each on the machine it ran on.
 var publishedTables = []measuredSet{
-	{"8 × RTX 5090, P2P at SYS", []string{"testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt"}, "testdata/topologies/pcie8_2socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
-	{"4 × RTX 5090, SHM", []string{"testdata/nccltests/rtx5090x4_shm.txt"}, "rtxpro6000x4-1numa", ""},
-	{"4 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x4_p2p.txt"}, "testdata/topologies/pcie4_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
-	{"6 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x6_p2p_32mib.txt"}, "testdata/topologies/pcie6_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS"},
-	{"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE", []string{"testdata/rtx6kpro/nccl_graph_xml.jsonl"}, "rtxpro6000x8-2numa", ""},
-	{"8 × RTX PRO 6000 behind two switches on two root complexes, ring", []string{"testdata/rtx6kpro/wrx90_group_a.jsonl"}, "testdata/topologies/pcie8_2switch_2roots_topo_m.txt", ""},
-	{"8 × RTX PRO 6000 behind two switches on one root complex, ring", []string{"testdata/rtx6kpro/wrx90_group_b.jsonl"}, "testdata/topologies/pcie8_2switch_1root_topo_m.txt", ""},
+	{"8 × RTX 5090, P2P at SYS", []string{"testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt"}, "testdata/topologies/pcie8_2socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS", "testdata/nccltests/rtx5090x8_2socket_host.params"},
+	{"4 × RTX 5090, SHM", []string{"testdata/nccltests/rtx5090x4_shm.txt"}, "rtxpro6000x4-1numa", "", ""},
+	{"4 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x4_p2p.txt"}, "testdata/topologies/pcie4_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS", ""},
+	{"6 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x6_p2p_32mib.txt"}, "testdata/topologies/pcie6_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS", ""},
+	{"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE", []string{"testdata/rtx6kpro/nccl_graph_xml.jsonl"}, "rtxpro6000x8-2numa", "", ""},
+	{"8 × RTX PRO 6000 behind two switches on two root complexes, ring", []string{"testdata/rtx6kpro/wrx90_group_a.jsonl"}, "testdata/topologies/pcie8_2switch_2roots_topo_m.txt", "", "testdata/rtx6kpro/wrx90_host.params"},
+	{"8 × RTX PRO 6000 behind two switches on one root complex, ring", []string{"testdata/rtx6kpro/wrx90_group_b.jsonl"}, "testdata/topologies/pcie8_2switch_1root_topo_m.txt", "", "testdata/rtx6kpro/wrx90_host.params"},
 }
 
 // evidenceSources are what evidence.json is computed from: every capture
 // of the project (one H200, one H100, two H200s, the held-out two-H200 set) and the
 // published tables.
 var evidenceSources = append([]measuredSet{
-	{"the project's captures", []string{"testdata/h200x1-arsim/*.jsonl", "testdata/h100x1-arsim/*.jsonl", "testdata/h200x2-arsim/*.jsonl", "testdata/h200x2/*.jsonl"}, "", ""},
+	{"the project's captures", []string{"testdata/h200x1-arsim/*.jsonl", "testdata/h100x1-arsim/*.jsonl", "testdata/h200x2-arsim/*.jsonl", "testdata/h200x2/*.jsonl"}, "", "", ""},
 }, publishedTables...)
 
 var updateEvidence = flag.Bool("update-evidence", false, "rewrite evidence.json from the captures and tables it is computed from")
@@ -69,7 +70,11 @@ func evidenceNow(t *testing.T) []validate.EvidenceRow {
 		if filepath.Ext(topo) != "" {
 			topo = root(topo)
 		}
-		files, mm, err := loadMeasured(traces, true, set.opts, topo, "", "", io.Discard)
+		params := ""
+		if set.params != "" {
+			params = root(set.params)
+		}
+		files, mm, err := loadMeasured(traces, true, set.opts, topo, "", params, io.Discard)
 		require.NoError(t, err, set.name)
 		for _, f := range files {
 			v, err := validate.Run(f.recs, validate.Options{Params: mm.params, File: f.path, Preset: mm.preset, Machine: mm.machine})

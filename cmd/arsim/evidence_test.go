@@ -139,10 +139,11 @@ func TestValidateByMechanism(t *testing.T) {
 		assert.Equal(t, row.Records, counts[row.Mechanism], row.Mechanism)
 	}
 
-	// A user's nccl-tests table: nothing was fitted on it, every record is
-	// a prediction.
+	// A user's nccl-tests table, with its host's clock: nothing was fitted
+	// on it, every record is a prediction.
 	out, _, err = runCLI(t, "validate", "--traces", "../../testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt",
-		"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS")
+		"--topology", "../../testdata/topologies/pcie8_2socket_topo_m.txt", "--opts", "NCCL_P2P_LEVEL=SYS",
+		"--params", "../../testdata/nccltests/rtx5090x8_2socket_host.params")
 	require.NoError(t, err)
 	assert.Contains(t, out, "\n  GPU to GPU over PCIe: 32 records in 1 file")
 	assert.Contains(t, out, "\n  allreduces measured whole: nccl over PCIe: 32 records in 1 file")

