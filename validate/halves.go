@@ -366,7 +366,7 @@ func spansHalves(sms []int, halfOf func(int) int) (spans, ok bool) {
 // lands on on an idle H100 or H200: SMs 124–131, which no thread-block
 // cluster uses, one block a TPC up to four blocks, then the TPCs' second
 // SMs (tools/capture pb_smid: testdata/h100x1-arsim/sm_halves*.jsonl and
-// perblock_10.jsonl to _19, seven chips, 32-thread blocks, launches of 2,
+// perblock_10.jsonl to _21, eight chips, 32-thread blocks, launches of 2,
 // 3, 4, 6 and 8 blocks; testdata/h200x1-arsim/system/landing.json, one
 // chip, 512-thread blocks, 1–8, the same; TestSmallLaunchLanding). From 9 blocks on a launch's later
 // blocks land on other GPCs, in an order that differs launch to launch.
