@@ -160,7 +160,8 @@ func topoName(file string) string {
 // where they come from.
 func importParams(opts ImportOptions) (*Params, string, error) {
 	if opts.Params == nil {
-		return commonParams(), "host parameters (latencies, socket link, host memory) are the defaults of a two-socket AMD EPYC host (topology/params/base.txt); --params FILE to change them", nil
+		ps := commonParams()
+		return ps, fmt.Sprintf("host parameters (latencies, socket link, host memory) are the defaults of a two-socket AMD EPYC host, and its eager calls cost what they cost on the %.3g-GHz core arsim measured them on (host.core_clock: give your CPU's boost clock, or fit it with calibrate --fit host.core_clock) (topology/params/base.txt); --params FILE to change them", ps.Get("host.issue_core_clock")), nil
 	}
 	ps := opts.Params.Clone()
 	if err := ps.validate(); err != nil {
