@@ -32,13 +32,13 @@ func TestFirmness(t *testing.T) {
 	cfg.Bytes = BytesPerAllreduce(1)
 	f, err = Firmness(context.Background(), cfg, names)
 	require.NoError(t, err)
-	assert.Equal(t, "pcie_ipc_one_shot", f.Winner)
+	assert.Equal(t, "pcie_ipc_islands", f.Winner)
 	require.NotEmpty(t, f.Moves)
 	first := f.Moves[0]
 	assert.Equal(t, "smp.bandwidth", first.Param.Name)
-	assert.Equal(t, 0.8, first.Factor)
-	assert.Equal(t, 76.0, first.Tried)
-	assert.Equal(t, "pcie_ipc_islands", first.Winner)
+	assert.Equal(t, 1.25, first.Factor)
+	assert.Equal(t, 118.75, first.Tried)
+	assert.Equal(t, "pcie_ipc_one_shot", first.Winner)
 	assert.Less(t, first.Ratio, 1.0)
 	for i := 1; i < len(f.Moves); i++ {
 		assert.LessOrEqual(t, math.Abs(math.Log(f.Moves[i-1].Factor)), math.Abs(math.Log(f.Moves[i].Factor)))
@@ -55,9 +55,9 @@ func TestFirmness(t *testing.T) {
 		require.NoError(t, err)
 		return us
 	}
-	assert.Less(t, timed("pcie_ipc_one_shot", 95), timed("pcie_ipc_islands", 95))
-	assert.Less(t, timed("pcie_ipc_islands", 76), timed("pcie_ipc_one_shot", 76))
-	assert.InDelta(t, first.Ratio, timed("pcie_ipc_islands", 76)/timed("pcie_ipc_one_shot", 76), 1e-12)
+	assert.Less(t, timed("pcie_ipc_islands", 95), timed("pcie_ipc_one_shot", 95))
+	assert.Less(t, timed("pcie_ipc_one_shot", 118.75), timed("pcie_ipc_islands", 118.75))
+	assert.InDelta(t, first.Ratio, timed("pcie_ipc_one_shot", 118.75)/timed("pcie_ipc_islands", 118.75), 1e-12)
 
 	// alone within 2×: no move is tried
 	f, err = Firmness(context.Background(), cfg, []string{"ring", "pcie_ipc_one_shot"})

@@ -93,7 +93,7 @@ func hostSide(b *Builder, ps *Params) NodeID {
 	ns := sim.Nanos
 	cpu := b.Node(CPU, "cpu0", 0, ns(ps.Get("cpu.fabric_latency")))
 	mem := b.Node(HostMemory, "mem0", 0, 0)
-	b.PlainLink(cpu, mem, Memory, sim.Rate(ps.Get("hostmem.bandwidth"))*sim.GBps, 0)
+	b.PlainLink(cpu, mem, Memory, sim.Rate(ps.Get("hostmem.bandwidth"))*sim.GBps, ns(ps.Get("cpu.memory_path_latency")))
 	hb := b.Node(HostBridge, "hb0", 0, ns(ps.Get("pcie.hostbridge_latency")))
 	b.PlainLink(hb, cpu, Fabric, sim.Rate(ps.Get("cpu.fabric_bandwidth"))*sim.GBps, 0)
 	return hb

@@ -234,7 +234,7 @@ func importOverrides(ps *Params, opts ImportOptions, notes *noteList) error {
 // importParamNames are the parameters the importers read.
 var importParamNames = []string{
 	"pcie.gpu_port_latency", "pcie.switch_latency", "pcie.hostbridge_latency",
-	"cpu.fabric_latency", "cpu.fabric_bandwidth", "smp.latency", "smp.bandwidth",
+	"cpu.fabric_latency", "cpu.memory_path_latency", "cpu.fabric_bandwidth", "smp.latency", "smp.bandwidth",
 	"hostmem.bandwidth", "nvlink.link_bandwidth", "nvlink.latency", "nvlink.count",
 	"p2p.through_host_bridge", "p2p.across_sockets", "collapse.enabled", "collapse.bandwidth",
 }
@@ -369,7 +369,7 @@ func buildImported(name string, ps *Params, spec *hostSpec) (*Topology, error) {
 	for s := range spec.sockets {
 		cpus[s] = b.Node(CPU, fmt.Sprintf("cpu%d", s), s, ns(ps.Get("cpu.fabric_latency")))
 		mem := b.Node(HostMemory, fmt.Sprintf("mem%d", s), s, 0)
-		b.PlainLink(cpus[s], mem, Memory, gbps("hostmem.bandwidth"), 0)
+		b.PlainLink(cpus[s], mem, Memory, gbps("hostmem.bandwidth"), ns(ps.Get("cpu.memory_path_latency")))
 	}
 	gpus := make([]NodeID, spec.gpus)
 	for i := range gpus {

@@ -104,7 +104,7 @@ func buildLayout(name string, ps *Params, l layout) (*Topology, error) {
 	for s := 0; s < l.sockets; s++ {
 		cpus[s] = b.Node(CPU, fmt.Sprintf("cpu%d", s), s, ns(ps.Get("cpu.fabric_latency")))
 		mem := b.Node(HostMemory, fmt.Sprintf("mem%d", s), s, 0)
-		b.PlainLink(cpus[s], mem, Memory, gbps("hostmem.bandwidth"), 0)
+		b.PlainLink(cpus[s], mem, Memory, gbps("hostmem.bandwidth"), ns(ps.Get("cpu.memory_path_latency")))
 	}
 	for s := 0; s < l.sockets; s++ {
 		hb := func(i int) NodeID {

@@ -33,7 +33,9 @@ func (s Step) Forward() bool { return s.From == s.Link.A }
 type Route struct {
 	Steps []Step
 	// Latency is the one-way time for a byte: the links' latencies plus the
-	// traversal latency of every device passed through (not the endpoints).
+	// traversal latency of every device passed through (not the endpoints),
+	// a host bridge's once for each PCIe link the route takes into or out
+	// of it (transitLatency).
 	Latency sim.Duration
 }
 
@@ -99,10 +101,7 @@ func (t *Topology) search(a, b NodeID, mode RouteMode, sc *routeScratch) []route
 			if mode == RoutePCIe && (l.Type == NVLink || t.nodes[e.to].Kind == NVSwitch) {
 				continue
 			}
-			lat := lab[u].lat + l.Latency
-			if u != a {
-				lat += t.nodes[u].Latency
-			}
+			lat := lab[u].lat + l.Latency + t.transitLatency(u, e.to, l, u != a)
 			h := lab[u].hops + 1
 			v := &lab[e.to]
 			if v.done {
@@ -115,6 +114,30 @@ func (t *Topology) search(a, b NodeID, mode RouteMode, sc *routeScratch) []route
 		}
 	}
 	return lab
+}
+
+// transitLatency is what crossing link l from u to v adds besides the
+// link's own latency: u's traversal latency when u is a device passed
+// through (mid), except that a host bridge charges its latency on each
+// crossing of its PCIe side instead, into it or out of it. A write from one
+// root port to another of the same root complex crosses it twice; a load
+// of host memory crosses once. (The rtx6kpro wiki's GPU ping-pongs through
+// two PCIe switches on one root complex and on two differ by 10 ns, where
+// one charge per host bridge would make them differ by a whole one.)
+func (t *Topology) transitLatency(u, v NodeID, l *Link, mid bool) sim.Duration {
+	var lat sim.Duration
+	if mid && t.nodes[u].Kind != HostBridge {
+		lat += t.nodes[u].Latency
+	}
+	if l.Type == PCIe {
+		if t.nodes[u].Kind == HostBridge {
+			lat += t.nodes[u].Latency
+		}
+		if t.nodes[v].Kind == HostBridge {
+			lat += t.nodes[v].Latency
+		}
+	}
+	return lat
 }
 
 // stepsTo walks the labels of a search from a back from b, appending the

@@ -44,7 +44,7 @@ type Node struct {
 	Kind    Kind
 	Name    string       // unique, e.g. "gpu3", "sw0", "hb2", "cpu1", "mem1"
 	Socket  int          // the NUMA node the device belongs to
-	Latency sim.Duration // one-way traversal time for transit (switches, host bridges, CPU fabric)
+	Latency sim.Duration // one-way traversal time for transit (switches, CPU fabric); a host bridge's per crossing of its PCIe side
 }
 
 // ID implements graph.Node.

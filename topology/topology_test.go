@@ -55,19 +55,39 @@ func TestH200x2DeclaresItsTraceSystem(t *testing.T) {
 
 func TestRouteLatencyMatchesPublishedFlagPaths(t *testing.T) {
 	// One-way route latency plus landing in GDDR and one local poll
-	// (2 × gpu.mem_latency) is what a GPU-resident flag ping-pong measures.
-	check := func(preset string, a, b int, lo, hi float64) {
-		top, err := Load(preset)
+	// (2 × gpu.mem_latency) is what a GPU-resident flag ping-pong measures:
+	// the rtx6kpro wiki's pairs on a Threadripper PRO 7955WX behind c-payne
+	// switches (testdata/rtx6kpro/wrx90_pingpong_*.jsonl), within one
+	// switch, across two on one root complex and across two on two.
+	check := func(machine string, a, b int, lo, hi float64) {
+		top, err := Load(machine)
+		if err != nil {
+			top, _, err = ImportFile(machine, ImportOptions{})
+		}
 		require.NoError(t, err)
 		r, err := top.Route(top.GPUs()[a], top.GPUs()[b], RouteAny)
 		require.NoError(t, err)
 		oneWay := r.Latency + 2*sim.Nanos(top.Params.Get("gpu.mem_latency"))
 		ns := float64(oneWay) / float64(sim.Nanosecond)
-		assert.True(t, ns >= lo && ns <= hi, "%s GPU%d→GPU%d one-way flag %.0f ns, published %v–%v", preset, a, b, ns, lo, hi)
+		assert.True(t, ns >= lo && ns <= hi, "%s GPU%d→GPU%d one-way flag %.0f ns, published %v–%v", machine, a, b, ns, lo, hi)
 	}
 	check("rtxpro6000x8-switches", 0, 1, 633, 727)
-	check("rtxpro6000x8-2numa", 0, 1, 1057, 1116)
-	check("rtxpro6000x8-2numa", 0, 4, 1270, 1360)
+	check("../testdata/topologies/pcie8_2switch_1root_topo_m.txt", 0, 4, 1057, 1069)
+	check("../testdata/topologies/pcie8_2switch_2roots_topo_m.txt", 0, 4, 1068, 1081)
+	// A root complex charges its crossing each way: two GPUs on root ports
+	// of their own cross it twice and the fabric once, a GPU's load of
+	// host memory once.
+	top, err := Load("rtxpro6000x8-2numa")
+	require.NoError(t, err)
+	ps := top.Params
+	r, err := top.Route(top.GPUs()[0], top.GPUs()[1], RouteAny)
+	require.NoError(t, err)
+	want := 2*ps.Get("pcie.gpu_port_latency") + 2*ps.Get("pcie.hostbridge_latency") + ps.Get("cpu.fabric_latency")
+	assert.InDelta(t, want, float64(r.Latency)/float64(sim.Nanosecond), 0.01)
+	h, err := top.HostRoute(top.GPUs()[1])
+	require.NoError(t, err)
+	want = ps.Get("pcie.gpu_port_latency") + ps.Get("pcie.hostbridge_latency") + ps.Get("cpu.fabric_latency") + ps.Get("cpu.memory_path_latency")
+	assert.InDelta(t, want, float64(h.Latency)/float64(sim.Nanosecond), 0.01)
 }
 
 func TestRoutesAreDeterministicAndSymmetric(t *testing.T) {

@@ -97,6 +97,8 @@ var fieldDefs = []fieldDef{
 	{name: "api", typ: jString, enum: []string{"cudaMemcpyAsync", "ncclAllReduce", "torch.copy_"}, str: func(r *Record) *string { return &r.API }},
 	{name: "streams", typ: jInt, max: 1024, why: "CUDA streams copying at once", i32: func(r *Record) *int { return &r.Streams }},
 	{name: "transfers", typ: jInt, max: 1 << 16, why: "copies at once: each is simulated", i32: func(r *Record) *int { return &r.Transfers }},
+	{name: "ping_gpu", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", zeroOK: true, i32: func(r *Record) *int { return &r.PingGPU }},
+	{name: "pong_gpu", typ: jInt, max: maxGPUs, why: "GPUs in one measurement: more than any NVLink domain (576)", i32: func(r *Record) *int { return &r.PongGPU }},
 	{name: "round_trips", typ: jInt, max: 1 << 20, why: "round trips timed: each is simulated", i32: func(r *Record) *int { return &r.RoundTrips }},
 	{name: "mode", typ: jString, enum: []string{"back_to_back", "fence_release_acquire", "fence_volatile", "graph_replay", "queued", "release_acquire", "single", "volatile", "volatile_fence"}, str: func(r *Record) *string { return &r.Mode }},
 	{name: "issuer", typ: jString, enum: []string{"native"}, str: func(r *Record) *string { return &r.Issuer }},

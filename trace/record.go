@@ -289,6 +289,10 @@ type Record struct {
 	// RoundTrips is how many round trips a flag_pingpong record timed; 0:
 	// not given.
 	RoundTrips int
+	// PingGPU and PongGPU are a flag_pingpong record's two GPUs, the one
+	// that writes first and the one that answers; neither given: GPUs 0
+	// and 1 (PongGPU 0 is "not given").
+	PingGPU, PongGPU int
 	// Note is free text.
 	Note string
 

@@ -195,11 +195,11 @@ func PointerChaseBesideNs(top *topology.Topology, target string, writer, reader 
 	return float64(d) / float64(sim.Nanosecond), nil
 }
 
-// FlagPingPongUs returns the one-way time, in µs, of two GPUs passing a
-// counter back and forth rounds times. via "host": both flags in pinned host
+// FlagPingPongUs returns the one-way time, in µs, of GPUs gpu[0] and
+// gpu[1] passing a counter back and forth rounds times. via "host": both flags in pinned host
 // memory; via "peer": each GPU polls a flag in its own memory that the other
 // writes remotely.
-func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, error) {
+func FlagPingPongUs(top *topology.Topology, via string, gpu [2]int, rounds int) (float64, error) {
 	m, err := hw.New(top)
 	if err != nil {
 		return 0, err
@@ -207,15 +207,23 @@ func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, er
 	if m.NumRanks() < 2 {
 		return 0, fmt.Errorf("validate: %s: flag ping-pong needs two GPUs", top.Name)
 	}
+	for _, g := range gpu {
+		if g < 0 || g >= m.NumRanks() {
+			return 0, fmt.Errorf("validate: flag ping-pong between GPUs %d and %d: %s has GPUs 0–%d", gpu[0], gpu[1], top.Name, m.NumRanks()-1)
+		}
+	}
+	if gpu[0] == gpu[1] {
+		return 0, fmt.Errorf("validate: flag ping-pong of GPU %d with itself", gpu[0])
+	}
 	if rounds <= 0 {
 		return 0, fmt.Errorf("validate: flag ping-pong needs rounds > 0, got %d", rounds)
 	}
 	var where [2]hw.Mem
 	switch via {
 	case "host":
-		where = [2]hw.Mem{hw.HostMem(m.LocalSocket(0)), hw.HostMem(m.LocalSocket(0))}
+		where = [2]hw.Mem{hw.HostMem(m.LocalSocket(gpu[0])), hw.HostMem(m.LocalSocket(gpu[0]))}
 	case "peer":
-		where = [2]hw.Mem{hw.GPUMem(0), hw.GPUMem(1)}
+		where = [2]hw.Mem{hw.GPUMem(gpu[0]), hw.GPUMem(gpu[1])}
 	default:
 		return 0, fmt.Errorf("validate: flag ping-pong via %q is not one of host, peer", via)
 	}
@@ -236,8 +244,8 @@ func FlagPingPongUs(top *topology.Topology, via string, rounds int) (float64, er
 			return
 		}
 		from, to := k%2, 1-k%2
-		keep(m.SignalFlag(from, where[to], flags[to], int64(k+1), 1))
-		keep(m.WaitFlag(to, where[to], flags[to], int64(k+1), sim.Name(fmt.Sprintf("gpu%d", to)), 0, hw.Poll{}, func() { hop(k + 1) }))
+		keep(m.SignalFlag(gpu[from], where[to], flags[to], int64(k+1), 1))
+		keep(m.WaitFlag(gpu[to], where[to], flags[to], int64(k+1), sim.Name(fmt.Sprintf("gpu%d", gpu[to])), 0, hw.Poll{}, func() { hop(k + 1) }))
 	}
 	hop(0)
 	if err := m.Eng.Run(); err != nil {

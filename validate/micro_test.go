@@ -59,7 +59,7 @@ func microRows(t *testing.T, top *topology.Topology, path string) []row {
 			sim_, err = PointerChaseNs(top, r.Target)
 			meas, what = r.NsPerStep, "pointer_chase "+r.Target+" (ns)"
 		case trace.KindFlagPingpong:
-			sim_, err = FlagPingPongUs(top, r.Via, 2000)
+			sim_, err = FlagPingPongUs(top, r.Via, [2]int{0, 1}, 2000)
 			meas, what = r.OneWayUs, "flag_pingpong "+r.Via+" (µs one way)"
 		case trace.KindEmptyKernel:
 			sim_, err = EmptyKernelUs(top)

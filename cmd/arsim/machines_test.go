@@ -257,8 +257,8 @@ func TestPublishedTablesBySize(t *testing.T) {
 		"4 × RTX 5090, SHM":        {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"4 × RTX 4090, P2P at SYS": {"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"6 × RTX 4090, P2P at SYS": {"> 16 MiB"},
-		"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE": {"> 2 KiB, ≤ 1 MiB"},
-		"8 × RTX PRO 6000 behind two switches on two root complexes, ring":          {"> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE": {},
+		"8 × RTX PRO 6000 behind two switches on two root complexes, ring":          {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"8 × RTX PRO 6000 behind two switches on one root complex, ring":            {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 	}
 	require.Len(t, within, len(publishedTables))
@@ -317,9 +317,10 @@ func TestPublishedTablesBySize(t *testing.T) {
 	}
 	// Judged on device-paced records alone (the host-paced ones are the
 	// host's issue cost at its core clock): 17 ranges have some, 15 within
-	// 25 % (the 4 × RTX 4090 table's 4 KiB–1 MiB misses, and the WRX90
-	// group A's, whose fast host leaves its 16–256 KiB calls to the
-	// device: +34 % at 64 KiB, the switches' crossing charged twice).
+	// 25 % (the 4 × RTX 4090 table's 4 KiB–1 MiB misses, and the 8 × RTX
+	// PRO 6000 graph-file page's, −27…−13 %: its Simple rows lie on 46.6 µs
+	// + 39.2 µs/MiB, the 8 × RTX 5090 table's, on the same CPUs, on 36.5 +
+	// 38.3, and the model, 35.1 + 38.4, sits at the latter).
 	assert.Equal(t, 17, deviceRanges)
 	assert.GreaterOrEqual(t, deviceWithin, 15)
 }
