@@ -427,7 +427,7 @@ func (b *smiBuild) notePCIe(ps *Params) {
 	}
 	b.notes.add("one host bridge per PHB group (GPUs that are PHB share a host bridge; NODE means different host bridges of one socket)")
 	if b.switches+b.uppers > 0 && b.hasNODE() {
-		b.notes.add("a NODE pair crosses its switches, two host bridges and the CPU's fabric: on one AMD socket a published GPU ping-pong puts a crossing between root complexes within about 10 ns of one inside a root complex, so such pairs' paths may be up to 0.3 µs long (docs/VALIDATION.md, the WRX90 comparison)")
+		b.notes.add(fmt.Sprintf("a NODE pair behind switches crosses its root complexes as a PHB pair crosses its one, plus cpu.fabric_latency (%s ns): as a published GPU ping-pong on one AMD socket has it (docs/VALIDATION.md, the WRX90 box); the switches' own latency (pcie.switch_latency %s ns) is the published cut-through figure", gbString(ps.Get("cpu.fabric_latency")), gbString(ps.Get("pcie.switch_latency"))))
 	}
 	if len(b.sockets) > 1 {
 		b.notes.add(fmt.Sprintf("sockets joined in a chain by the socket interconnect at smp.bandwidth %s GB/s: the matrix gives no speeds", gbString(ps.Get("smp.bandwidth"))))

@@ -400,18 +400,7 @@ var Fits = slices.Concat([]Fit{
 		On: func(r trace.Record) bool {
 			return r.What == "sm_bidir" && r.GPUs == 1 && (r.Blocks == 0 || r.Blocks == 132)
 		}, How: "GB/s of SM loads and stores of host memory at once, together, 132 blocks each way"},
-	// The PCIe path's latencies of the RTX machines, from the rtx6kpro
-	// wiki's GPU ping-pongs behind c-payne switches: within a switch the
-	// GPU port; across two switches on one root complex the crossing of
-	// its PCIe side (twice), on two the fabric between them. Every
-	// published allreduce table is their predicted side.
-	{Params: []string{"pcie.gpu_port_latency"}, Files: wrx90PingPongs, Kinds: []trace.Kind{trace.KindFlagPingpong},
-		Covers: wrx90PingPong, On: func(r trace.Record) bool { return sameWRX90Switch(r) },
-		How: "the model's ping-pong within one switch against the pairs' mean (680.5 ns; the model 680.0)"},
-	{Params: []string{"pcie.hostbridge_latency", "cpu.fabric_latency"}, Files: wrx90PingPongs, Kinds: []trace.Kind{trace.KindFlagPingpong},
-		Covers: wrx90PingPong, On: func(r trace.Record) bool { return !sameWRX90Switch(r) },
-		How: "(the mean across two switches on one root complex − the mean within one − pcie.switch_latency) / 2; the mean on two root complexes − on one"},
-}, hostQueueFits, []Fit{
+}, hostQueueFits, pcieFits, []Fit{
 	{Params: []string{"hostmem.fresh_line_saving"}, Files: []string{"h200x1-arsim/ll_live_2.jsonl"}, Kinds: []trace.Kind{trace.KindLoop},
 		Covers:       func(r trace.Record) bool { return r.Loop == "ll" && r.Recv == "host" && r.Producer != "" },
 		AlsoPredicts: append([]string{"h200x1-arsim/ll_live.jsonl", "h200x1-arsim/ll128_live.jsonl", "h200x1-arsim/ll128_pairs.jsonl"}, perBlockRepeats...),
@@ -657,16 +646,6 @@ func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
 	}
 	return nil, covered
 }
-
-// wrx90PingPongs are the rtx6kpro wiki's GPU ping-pongs of its WRX90 box's
-// two groups of eight GPUs behind two switches of four.
-var wrx90PingPongs = []string{"rtx6kpro/wrx90_pingpong_a.jsonl", "rtx6kpro/wrx90_pingpong_b.jsonl"}
-
-func wrx90PingPong(r trace.Record) bool { return strings.HasPrefix(r.System, "rtx6kpro-wrx90") }
-
-// sameWRX90Switch: both GPUs of the ping-pong behind one switch (GPUs 0–3
-// and 4–7 of a group).
-func sameWRX90Switch(r trace.Record) bool { return r.PingGPU/4 == r.PongGPU/4 }
 
 // matchesCapture reports whether pattern (path.Match) matches file's
 // capture name (captureKey).

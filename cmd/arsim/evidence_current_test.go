@@ -44,10 +44,13 @@ var publishedTables = []measuredSet{
 }
 
 // evidenceSources are what evidence.json is computed from: every capture
-// of the project (one H200, one H100, two H200s, the held-out two-H200 set) and the
-// published tables.
+// of the project (one H200, one H100, two H200s, the held-out two-H200 set),
+// the published tables and the predicted side of the published GPU
+// ping-pongs (the WRX90 box's pairs across its two groups; the pairs
+// within a group set the PCIe path's latencies).
 var evidenceSources = append([]measuredSet{
 	{"the project's captures", []string{"testdata/h200x1-arsim/*.jsonl", "testdata/h100x1-arsim/*.jsonl", "testdata/h200x2-arsim/*.jsonl", "testdata/h200x2/*.jsonl"}, "", "", ""},
+	{"GPU ping-pongs across the WRX90 box's groups", []string{"testdata/rtx6kpro/wrx90_pingpong_x.jsonl"}, "testdata/topologies/pcie16_4switch_3roots_topo_m.txt", "", ""},
 }, publishedTables...)
 
 var updateEvidence = flag.Bool("update-evidence", false, "rewrite evidence.json from the captures and tables it is computed from")
