@@ -82,56 +82,59 @@ type Physics struct {
 	HostRequestsOutstanding8bit             float64      // gpu.host_requests_outstanding_8bit; 0: no limit
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
-	HostLineContention                      sim.Duration // hostmem.line_contention
-	HostChangingFlagWait                    sim.Duration // hostmem.changing_flag_wait
-	HostChangingFlagCap                     sim.Duration // hostmem.changing_flag_cap
-	HostSlotService                         sim.Duration // hostmem.slot_service
-	SpinStoreService                        sim.Duration // gpu.spin_store_service
-	HostStoreService                        sim.Duration // gpu.host_store_service
-	HostPollLoad                            sim.Duration // gpu.host_poll_load
-	HostSectorCollision                     sim.Duration // hostmem.sector_collision
-	HostCollisionMask                       int          // hostmem.collision_mask, address bits
-	HostForeignStoreCollision               sim.Duration // hostmem.foreign_store_collision
-	HostForeignCollisionCap                 sim.Duration // hostmem.foreign_collision_cap
-	HostCrowdedLineCollision                sim.Duration // hostmem.crowded_line_collision
-	HostCrowdedLineCap                      sim.Duration // hostmem.crowded_line_cap
-	LLIterOverhead, LLIterPerWarp           sim.Duration
-	LL128IterOverhead, LL128IterPerWarp     sim.Duration
-	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
-	CopyDRAMExtra                           sim.Duration // gpu.copy_dram_extra
-	LoadWaitHost                            sim.Duration // gpu.load_wait_host
-	LoadWaitL2                              sim.Duration // gpu.load_wait_l2
-	VectorIssueL2                           sim.Duration // gpu.vector_issue_l2
-	LoopStart, LoopStartPerLoad             sim.Duration // gpu.loop_start, gpu.loop_start_per_load
-	LoopStartLoads                          float64      // gpu.loop_start_loads
-	SMLoadRate                              sim.Rate
-	SMLocalStoreRate                        sim.Rate // gpu.sm_local_store_bandwidth
-	VectorIssue, VectorIssuePerWarp         sim.Duration
-	HostStoreIssuePerWarp                   sim.Duration // gpu.host_store_issue_per_warp
-	PollLoopOverhead                        sim.Duration
-	PollRelaxedSaving                       sim.Duration // gpu.poll_relaxed_saving
-	SpillReloadWait                         sim.Duration // gpu.spill_reload_wait
-	AtomicSlowPageExtra                     sim.Duration // gpu.atomic_slow_page_extra
-	IOMMUHostLatency                        sim.Duration
-	FreshLineSaving                         sim.Duration // hostmem.fresh_line_saving
-	LLStepOverhead                          sim.Duration // nccl.ll_step_overhead
-	LL128StepOverhead                       sim.Duration // nccl.ll128_step_overhead
-	LL128IterExtra                          sim.Duration // nccl.ll128_iter_extra
-	LLIterExtra                             sim.Duration // nccl.ll_iter_extra
-	LLRuntimeOp                             sim.Duration // capture.ll_runtime_op
-	FenceLoopCode                           sim.Duration // capture.fence_loop_code
-	FencePollWaitGrowth                     float64      // gpu.fence_poll_wait_growth, of a round trip per doubling
-	LL128ReduceExtra                        sim.Duration // gpu.ll128_reduce_extra
-	DRAMSrcExtra                            sim.Duration // gpu.dram_src_extra
-	CEWindow                                float64
-	CESetup, CEP2PSetup                     sim.Duration
-	NVLinkSMEff, NVLinkCEEff                float64
-	SMPFlowCap                              sim.Rate
-	SMHostRate                              sim.Rate // pcie.sm_host_bandwidth; 0: none
-	CUDAMemcpyIssue                         sim.Duration
-	TorchIssue                              [3]sim.Duration // by CopyDir
-	TorchP2POverhead, TorchP2PLarge         sim.Duration
-	TorchP2PLargeFrom                       sim.Bytes
+	// HostAtomicServiceLines: an atomic to a line while the atomics span
+	// several lines.
+	HostAtomicServiceLines                sim.Duration
+	HostLineContention                    sim.Duration // hostmem.line_contention
+	HostChangingFlagWait                  sim.Duration // hostmem.changing_flag_wait
+	HostChangingFlagCap                   sim.Duration // hostmem.changing_flag_cap
+	HostSlotService                       sim.Duration // hostmem.slot_service
+	SpinStoreService                      sim.Duration // gpu.spin_store_service
+	HostStoreService                      sim.Duration // gpu.host_store_service
+	HostPollLoad                          sim.Duration // gpu.host_poll_load
+	HostSectorCollision                   sim.Duration // hostmem.sector_collision
+	HostCollisionMask                     int          // hostmem.collision_mask, address bits
+	HostForeignStoreCollision             sim.Duration // hostmem.foreign_store_collision
+	HostForeignCollisionCap               sim.Duration // hostmem.foreign_collision_cap
+	HostCrowdedLineCollision              sim.Duration // hostmem.crowded_line_collision
+	HostCrowdedLineCap                    sim.Duration // hostmem.crowded_line_cap
+	LLIterOverhead, LLIterPerWarp         sim.Duration
+	LL128IterOverhead, LL128IterPerWarp   sim.Duration
+	VectorLoadExtraPCIe, CopyIterOverhead sim.Duration
+	CopyDRAMExtra                         sim.Duration // gpu.copy_dram_extra
+	LoadWaitHost                          sim.Duration // gpu.load_wait_host
+	LoadWaitL2                            sim.Duration // gpu.load_wait_l2
+	VectorIssueL2                         sim.Duration // gpu.vector_issue_l2
+	LoopStart, LoopStartPerLoad           sim.Duration // gpu.loop_start, gpu.loop_start_per_load
+	LoopStartLoads                        float64      // gpu.loop_start_loads
+	SMLoadRate                            sim.Rate
+	SMLocalStoreRate                      sim.Rate // gpu.sm_local_store_bandwidth
+	VectorIssue, VectorIssuePerWarp       sim.Duration
+	HostStoreIssuePerWarp                 sim.Duration // gpu.host_store_issue_per_warp
+	PollLoopOverhead                      sim.Duration
+	PollRelaxedSaving                     sim.Duration // gpu.poll_relaxed_saving
+	SpillReloadWait                       sim.Duration // gpu.spill_reload_wait
+	AtomicSlowPageExtra                   sim.Duration // gpu.atomic_slow_page_extra
+	IOMMUHostLatency                      sim.Duration
+	FreshLineSaving                       sim.Duration // hostmem.fresh_line_saving
+	LLStepOverhead                        sim.Duration // nccl.ll_step_overhead
+	LL128StepOverhead                     sim.Duration // nccl.ll128_step_overhead
+	LL128IterExtra                        sim.Duration // nccl.ll128_iter_extra
+	LLIterExtra                           sim.Duration // nccl.ll_iter_extra
+	LLRuntimeOp                           sim.Duration // capture.ll_runtime_op
+	FenceLoopCode                         sim.Duration // capture.fence_loop_code
+	FencePollWaitGrowth                   float64      // gpu.fence_poll_wait_growth, of a round trip per doubling
+	LL128ReduceExtra                      sim.Duration // gpu.ll128_reduce_extra
+	DRAMSrcExtra                          sim.Duration // gpu.dram_src_extra
+	CEWindow                              float64
+	CESetup, CEP2PSetup                   sim.Duration
+	NVLinkSMEff, NVLinkCEEff              float64
+	SMPFlowCap                            sim.Rate
+	SMHostRate                            sim.Rate // pcie.sm_host_bandwidth; 0: none
+	CUDAMemcpyIssue                       sim.Duration
+	TorchIssue                            [3]sim.Duration // by CopyDir
+	TorchP2POverhead, TorchP2PLarge       sim.Duration
+	TorchP2PLargeFrom                     sim.Bytes
 }
 
 func resolve(ps *topology.Params) Physics {
@@ -152,7 +155,7 @@ func resolve(ps *topology.Params) Physics {
 		FencePCIeRoundTrip: g("gpu.fence_pcie_round_trip") != 0, FencePostedExtra: ns(g("gpu.fence_posted_extra")), StoreIssue: ns(g("gpu.store_issue")),
 		BarrierSync: ns(g("gpu.barrier_sync")), AtomicPollExtra: ns(g("gpu.atomic_poll_extra")),
 		BarrierMeet: ns(g("gpu.barrier_meet")), BarrierMeetPerWarp: ns(g("gpu.barrier_meet_per_warp")),
-		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")),
+		HostPollService: ns(g("hostmem.poll_service")), HostAtomicService: ns(g("hostmem.atomic_service")), HostAtomicServiceLines: ns(g("hostmem.atomic_service_lines")),
 		PostedWriteBuffer: sim.Bytes(g("pcie.posted_write_buffer")), StoreShareBytes: sim.Bytes(g("pcie.store_share_bytes")), FirstBurstHeld: sim.Bytes(g("pcie.first_burst_held")),
 		PostedWaitPerDoubling: ns(g("pcie.posted_wait_per_doubling")), PostedWaitSpanKnee: sim.Bytes(g("pcie.posted_wait_span_knee")), PostedWaitSpanDoublings: g("pcie.posted_wait_span_doublings"), PostedWaitSpanKneeChase: sim.Bytes(g("pcie.posted_wait_span_knee_chase")), PostedWaitSpanPartChase: sim.Bytes(g("pcie.posted_wait_span_part_chase")), PostedWaitOwnSM: ns(g("pcie.posted_wait_own_sm")), PostedWaitWriterOnSM: g("pcie.posted_wait_writer_on_sm"), PostedWaitOwnHalf: ns(g("pcie.posted_wait_own_half")), PostedWaitOwnHalfPerDoubling: ns(g("pcie.posted_wait_own_half_per_doubling")), PostedWaitOtherHalf: ns(g("pcie.posted_wait_other_half")), PostedWaitOtherHalfBesideOwn: g("pcie.posted_wait_other_half_beside_own"), PostedWaitUnevenStride: g("pcie.posted_wait_uneven_stride"), PostedWaitUnevenStrideOther: g("pcie.posted_wait_uneven_stride_other"), PostedWaitUnevenStrideWarp: g("pcie.posted_wait_uneven_stride_warp"), PostedWaitUnevenStrideWarpOther: g("pcie.posted_wait_uneven_stride_warp_other"), UnevenStrideLargeTPCs: int(g("pcie.uneven_stride_large_tpcs")), UnevenStrideLargeDepth: g("pcie.uneven_stride_large_depth"), PostedWaitLoneLoadHalves: g("pcie.posted_wait_lone_load_halves"), PostedWaitLoneLoadHalvesSpan0: g("pcie.posted_wait_lone_load_halves_span0"), PostedWaitLoneLoadHalvesPerDoubling: g("pcie.posted_wait_lone_load_halves_per_doubling"), PostedWaitLoneLoadHalvesOther: g("pcie.posted_wait_lone_load_halves_other"), PostedWaitOne: ns(g("pcie.posted_wait_one")), PostedWaitLoneLoad: g("pcie.posted_wait_lone_load"), HostLoadsBesideStores: sim.Bytes(g("gpu.host_loads_beside_stores")), HostLoadsWriterOnSMRate: sim.Rate(g("gpu.host_loads_writer_on_sm_rate")) * sim.GBps,
 		HostLoadsOutstanding: sim.Bytes(g("gpu.host_loads_outstanding")), HostRequestsOutstanding: g("gpu.host_requests_outstanding"), HostRequestsOutstanding8bit: g("gpu.host_requests_outstanding_8bit"),

@@ -351,8 +351,14 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 	if atomic && !at.Host && rec.AtomicPage == "slow" {
 		rtt += m.Phys.AtomicSlowPageExtra // the page's atomics wait more in the GPU's memory system
 	}
-	d := linePollPeriod(rtt+loop, sharers(rec.Blocks, rec.Spacing, unit), lineWaiting(rec.Blocks, rec.Spacing, atomic),
-		m.pollService(at, atomic), m.lineContention(at))
+	pollers := sharers(rec.Blocks, rec.Spacing, unit)
+	svc := m.pollService(at, atomic)
+	if atomic && at.Host && rec.Spacing > 0 && rec.Blocks*rec.Spacing > unit {
+		// the words span several lines: each line's atomics are served
+		// longer than one line's alone (hostmem.atomic_service_lines)
+		svc = m.Phys.HostAtomicServiceLines
+	}
+	d := linePollPeriod(rtt+loop, pollers, lineWaiting(rec.Blocks, rec.Spacing, atomic), svc, m.lineContention(at))
 	return nsOf(d + m.pollLoad(at, rec.Blocks)), nil
 }
 

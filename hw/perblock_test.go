@@ -672,3 +672,21 @@ func TestLocalTrafficCountsEveryByteMoved(t *testing.T) {
 		assert.InDelta(t, c.want, localTraffic(c.rec, c.k), 1e-12, c.why)
 	}
 }
+
+// Host atomics on words of one line are served at hostmem.atomic_service
+// each; once the blocks' words span several lines, each line's at
+// hostmem.atomic_service_lines.
+func TestHostAtomicsSpanningLinesServeSlower(t *testing.T) {
+	top, m := h200x1(t)
+	one, several := top.Params.Get("hostmem.atomic_service"), top.Params.Get("hostmem.atomic_service_lines")
+	require.Greater(t, several, one)
+	load := top.Params.Get("gpu.host_poll_load")
+	ns := func(blocks, spacing int) float64 {
+		v, err := m.perBlock(PerBlock{Kind: "poll", Target: "host", Request: "atomic_add", Spacing: spacing, Blocks: blocks, Threads: 32})
+		require.NoError(t, err)
+		return v
+	}
+	assert.InDelta(t, 16*one+16*load, ns(16, 8), 1, "one line of 16 words")
+	assert.InDelta(t, 16*several+32*load, ns(32, 8), 1, "two lines of 16 words")
+	assert.InDelta(t, 4*several+132*load, ns(132, 32), 1, "33 lines of 4 words")
+}

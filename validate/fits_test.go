@@ -58,7 +58,7 @@ func TestFitsComeFromTheirFittedSide(t *testing.T) {
 	recs := readPerBlock(t)
 	out, err := RefitPerBlock(recs, recs, p, p.DefaultParams(), perBlockFile)
 	require.NoError(t, err)
-	require.Len(t, out, 21)
+	require.Len(t, out, 22)
 	for _, r := range out {
 		t.Logf("%s: fitted side %.4f", r.Name, r.New)
 		assert.False(t, r.Clamped || r.Kept, r.Name)

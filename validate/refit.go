@@ -353,6 +353,15 @@ func (r *refitter) polls() {
 	if s := r.side("hostmem.atomic_service"); len(s) > 0 {
 		r.set("hostmem.atomic_service", throughOrigin(s)-load, "slope of ns per atomic over 8–132 blocks on one host word, least squares through 0, less gpu.host_poll_load")
 	}
+	if s := r.side("hostmem.atomic_service_lines"); len(s) > 0 {
+		var xy, xx float64
+		for _, x := range s {
+			words := float64(min(x.Blocks, 128/x.SpacingBytes))
+			xy += words * (val(x) - float64(x.Blocks)*load)
+			xx += words * words
+		}
+		r.set("hostmem.atomic_service_lines", xy/xx, "ns per atomic less blocks × gpu.host_poll_load over the words on a line, least squares through 0, words 4–32 B apart, spanning more than one line")
+	}
 	if s := r.side("hostmem.line_contention"); len(s) > 0 {
 		var xy, xx float64
 		for _, x := range s {
@@ -483,7 +492,7 @@ func RefitReference() ([]trace.Record, error) {
 // refitRules are the parameters whose fitted sides (Fits) RefitPerBlock's
 // rules read.
 var refitRules = []string{"gpu.copy_iter_overhead", "gpu.ll_iter_overhead", "gpu.vector_issue", "gpu.host_store_issue_per_warp",
-	"gpu.mem_efficiency", "gpu.mem_loaded_latency", "nccl.simple_step_overhead", "hostmem.poll_service", "hostmem.atomic_service",
+	"gpu.mem_efficiency", "gpu.mem_loaded_latency", "nccl.simple_step_overhead", "hostmem.poll_service", "hostmem.atomic_service", "hostmem.atomic_service_lines",
 	"hostmem.line_contention", "gpu.poll_loop_overhead", "gpu.poll_relaxed_saving"}
 
 // refitSides returns the records of recs that RefitPerBlock reads: the
