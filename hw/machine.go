@@ -82,59 +82,57 @@ type Physics struct {
 	HostRequestsOutstanding8bit             float64      // gpu.host_requests_outstanding_8bit; 0: no limit
 	MemLoadedLatency                        sim.Duration // gpu.mem_loaded_latency
 	HostPollService, HostAtomicService      sim.Duration
-	// HostAtomicServiceLines: an atomic to a line while the atomics span
-	// several lines.
-	HostAtomicServiceLines                sim.Duration
-	HostLineContention                    sim.Duration // hostmem.line_contention
-	HostChangingFlagWait                  sim.Duration // hostmem.changing_flag_wait
-	HostChangingFlagCap                   sim.Duration // hostmem.changing_flag_cap
-	HostSlotService                       sim.Duration // hostmem.slot_service
-	SpinStoreService                      sim.Duration // gpu.spin_store_service
-	HostStoreService                      sim.Duration // gpu.host_store_service
-	HostPollLoad                          sim.Duration // gpu.host_poll_load
-	HostSectorCollision                   sim.Duration // hostmem.sector_collision
-	HostCollisionMask                     int          // hostmem.collision_mask, address bits
-	HostForeignStoreCollision             sim.Duration // hostmem.foreign_store_collision
-	HostForeignCollisionCap               sim.Duration // hostmem.foreign_collision_cap
-	HostCrowdedLineCollision              sim.Duration // hostmem.crowded_line_collision
-	HostCrowdedLineCap                    sim.Duration // hostmem.crowded_line_cap
-	LLIterOverhead, LLIterPerWarp         sim.Duration
-	LL128IterOverhead, LL128IterPerWarp   sim.Duration
-	VectorLoadExtraPCIe, CopyIterOverhead sim.Duration
-	CopyDRAMExtra                         sim.Duration // gpu.copy_dram_extra
-	LoadWaitHost                          sim.Duration // gpu.load_wait_host
-	LoadWaitL2                            sim.Duration // gpu.load_wait_l2
-	VectorIssueL2                         sim.Duration // gpu.vector_issue_l2
-	LoopStart, LoopStartPerLoad           sim.Duration // gpu.loop_start, gpu.loop_start_per_load
-	LoopStartLoads                        float64      // gpu.loop_start_loads
-	SMLoadRate                            sim.Rate
-	SMLocalStoreRate                      sim.Rate // gpu.sm_local_store_bandwidth
-	VectorIssue, VectorIssuePerWarp       sim.Duration
-	HostStoreIssuePerWarp                 sim.Duration // gpu.host_store_issue_per_warp
-	PollLoopOverhead                      sim.Duration
-	PollRelaxedSaving                     sim.Duration // gpu.poll_relaxed_saving
-	SpillReloadWait                       sim.Duration // gpu.spill_reload_wait
-	AtomicSlowPageExtra                   sim.Duration // gpu.atomic_slow_page_extra
-	IOMMUHostLatency                      sim.Duration
-	FreshLineSaving                       sim.Duration // hostmem.fresh_line_saving
-	LLStepOverhead                        sim.Duration // nccl.ll_step_overhead
-	LL128StepOverhead                     sim.Duration // nccl.ll128_step_overhead
-	LL128IterExtra                        sim.Duration // nccl.ll128_iter_extra
-	LLIterExtra                           sim.Duration // nccl.ll_iter_extra
-	LLRuntimeOp                           sim.Duration // capture.ll_runtime_op
-	FenceLoopCode                         sim.Duration // capture.fence_loop_code
-	FencePollWaitGrowth                   float64      // gpu.fence_poll_wait_growth, of a round trip per doubling
-	LL128ReduceExtra                      sim.Duration // gpu.ll128_reduce_extra
-	DRAMSrcExtra                          sim.Duration // gpu.dram_src_extra
-	CEWindow                              float64
-	CESetup, CEP2PSetup                   sim.Duration
-	NVLinkSMEff, NVLinkCEEff              float64
-	SMPFlowCap                            sim.Rate
-	SMHostRate                            sim.Rate // pcie.sm_host_bandwidth; 0: none
-	CUDAMemcpyIssue                       sim.Duration
-	TorchIssue                            [3]sim.Duration // by CopyDir
-	TorchP2POverhead, TorchP2PLarge       sim.Duration
-	TorchP2PLargeFrom                     sim.Bytes
+	HostAtomicServiceLines                  sim.Duration // hostmem.atomic_service_lines: a line's atomic while they span several lines
+	HostLineContention                      sim.Duration // hostmem.line_contention
+	HostChangingFlagWait                    sim.Duration // hostmem.changing_flag_wait
+	HostChangingFlagCap                     sim.Duration // hostmem.changing_flag_cap
+	HostSlotService                         sim.Duration // hostmem.slot_service
+	SpinStoreService                        sim.Duration // gpu.spin_store_service
+	HostStoreService                        sim.Duration // gpu.host_store_service
+	HostPollLoad                            sim.Duration // gpu.host_poll_load
+	HostSectorCollision                     sim.Duration // hostmem.sector_collision
+	HostCollisionMask                       int          // hostmem.collision_mask, address bits
+	HostForeignStoreCollision               sim.Duration // hostmem.foreign_store_collision
+	HostForeignCollisionCap                 sim.Duration // hostmem.foreign_collision_cap
+	HostCrowdedLineCollision                sim.Duration // hostmem.crowded_line_collision
+	HostCrowdedLineCap                      sim.Duration // hostmem.crowded_line_cap
+	LLIterOverhead, LLIterPerWarp           sim.Duration
+	LL128IterOverhead, LL128IterPerWarp     sim.Duration
+	VectorLoadExtraPCIe, CopyIterOverhead   sim.Duration
+	CopyDRAMExtra                           sim.Duration // gpu.copy_dram_extra
+	LoadWaitHost                            sim.Duration // gpu.load_wait_host
+	LoadWaitL2                              sim.Duration // gpu.load_wait_l2
+	VectorIssueL2                           sim.Duration // gpu.vector_issue_l2
+	LoopStart, LoopStartPerLoad             sim.Duration // gpu.loop_start, gpu.loop_start_per_load
+	LoopStartLoads                          float64      // gpu.loop_start_loads
+	SMLoadRate                              sim.Rate
+	SMLocalStoreRate                        sim.Rate // gpu.sm_local_store_bandwidth
+	VectorIssue, VectorIssuePerWarp         sim.Duration
+	HostStoreIssuePerWarp                   sim.Duration // gpu.host_store_issue_per_warp
+	PollLoopOverhead                        sim.Duration
+	PollRelaxedSaving                       sim.Duration // gpu.poll_relaxed_saving
+	SpillReloadWait                         sim.Duration // gpu.spill_reload_wait
+	AtomicSlowPageExtra                     sim.Duration // gpu.atomic_slow_page_extra
+	IOMMUHostLatency                        sim.Duration
+	FreshLineSaving                         sim.Duration // hostmem.fresh_line_saving
+	LLStepOverhead                          sim.Duration // nccl.ll_step_overhead
+	LL128StepOverhead                       sim.Duration // nccl.ll128_step_overhead
+	LL128IterExtra                          sim.Duration // nccl.ll128_iter_extra
+	LLIterExtra                             sim.Duration // nccl.ll_iter_extra
+	LLRuntimeOp                             sim.Duration // capture.ll_runtime_op
+	FenceLoopCode                           sim.Duration // capture.fence_loop_code
+	FencePollWaitGrowth                     float64      // gpu.fence_poll_wait_growth, of a round trip per doubling
+	LL128ReduceExtra                        sim.Duration // gpu.ll128_reduce_extra
+	DRAMSrcExtra                            sim.Duration // gpu.dram_src_extra
+	CEWindow                                float64
+	CESetup, CEP2PSetup                     sim.Duration
+	NVLinkSMEff, NVLinkCEEff                float64
+	SMPFlowCap                              sim.Rate
+	SMHostRate                              sim.Rate // pcie.sm_host_bandwidth; 0: none
+	CUDAMemcpyIssue                         sim.Duration
+	TorchIssue                              [3]sim.Duration // by CopyDir
+	TorchP2POverhead, TorchP2PLarge         sim.Duration
+	TorchP2PLargeFrom                       sim.Bytes
 }
 
 func resolve(ps *topology.Params) Physics {
