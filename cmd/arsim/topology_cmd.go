@@ -112,6 +112,19 @@ func showTopology(out io.Writer, t *topology.Topology) error {
 		}
 		fmt.Fprintf(out, "  %-22s %-7s %-10s %8.2f GB/s  %v\n", t.LinkName(l), l.Type, detail, l.Bandwidth.GB(), l.Latency)
 	}
+	var transit []string
+	for _, n := range t.Nodes() {
+		switch {
+		case n.Latency == 0:
+		case n.Kind == topology.HostBridge:
+			transit = append(transit, fmt.Sprintf("%s %v each way across its PCIe side", n.Name, n.Latency))
+		default:
+			transit = append(transit, fmt.Sprintf("%s %v", n.Name, n.Latency))
+		}
+	}
+	if len(transit) > 0 {
+		fmt.Fprintf(out, "Devices passed through, one way: %s\n", strings.Join(transit, "; "))
+	}
 	m, err := t.ClassMatrix()
 	if err != nil {
 		return err
