@@ -177,7 +177,7 @@ func TestExplainAndTopology(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "SYS")
 	assert.Contains(t, out, "pcie.tlp_overhead")
-	assert.Contains(t, out, "Devices passed through, one way: cpu0 10.07 ns; hb0 130.8 ns each way across its PCIe side;")
+	assert.Contains(t, out, "Devices passed through, one way: cpu0, cpu1 10.07 ns; hb0 … hb7 (8) 130.8 ns each way across its PCIe side\n")
 	out, _, err = runCLI(t, "topology", "import", "../../testdata/h200x2/system/nccl_topo.xml")
 	require.NoError(t, err)
 	assert.Contains(t, out, "NV18")

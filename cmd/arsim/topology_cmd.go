@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/arsim/arsim/sim"
 	"github.com/arsim/arsim/topology"
 )
 
@@ -112,18 +113,38 @@ func showTopology(out io.Writer, t *topology.Topology) error {
 		}
 		fmt.Fprintf(out, "  %-22s %-7s %-10s %8.2f GB/s  %v\n", t.LinkName(l), l.Type, detail, l.Bandwidth.GB(), l.Latency)
 	}
-	var transit []string
-	for _, n := range t.Nodes() {
-		switch {
-		case n.Latency == 0:
-		case n.Kind == topology.HostBridge:
-			transit = append(transit, fmt.Sprintf("%s %v each way across its PCIe side", n.Name, n.Latency))
-		default:
-			transit = append(transit, fmt.Sprintf("%s %v", n.Name, n.Latency))
-		}
+	// the devices a path passes through, alike ones together
+	type transit struct {
+		kind    topology.Kind
+		latency sim.Duration
 	}
-	if len(transit) > 0 {
-		fmt.Fprintf(out, "Devices passed through, one way: %s\n", strings.Join(transit, "; "))
+	var order []transit
+	names := map[transit][]string{}
+	for _, n := range t.Nodes() {
+		if n.Latency == 0 {
+			continue
+		}
+		k := transit{n.Kind, n.Latency}
+		if names[k] == nil {
+			order = append(order, k)
+		}
+		names[k] = append(names[k], n.Name)
+	}
+	var parts []string
+	for _, k := range order {
+		ns := names[k]
+		who := strings.Join(ns, ", ")
+		if len(ns) > 4 {
+			who = fmt.Sprintf("%s … %s (%d)", ns[0], ns[len(ns)-1], len(ns))
+		}
+		each := ""
+		if k.kind == topology.HostBridge {
+			each = " each way across its PCIe side"
+		}
+		parts = append(parts, fmt.Sprintf("%s %v%s", who, k.latency, each))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(out, "Devices passed through, one way: %s\n", strings.Join(parts, "; "))
 	}
 	m, err := t.ClassMatrix()
 	if err != nil {
