@@ -651,6 +651,12 @@ func fitOf(file string, r trace.Record) (fit *Fit, covered bool) {
 	return nil, covered
 }
 
+// atomicLinesSide: atomics of blocks on words 4–32 B apart in host memory
+// spanning more than one line (hostmem.atomic_service_lines' fitted side).
+func atomicLinesSide(r trace.Record) bool {
+	return r.Target == "host" && strings.HasPrefix(r.Request, "atomic") && r.SpacingBytes > 0 && r.SpacingBytes <= 32 && r.Blocks*r.SpacingBytes > 128
+}
+
 // matchesCapture reports whether pattern (path.Match) matches file's
 // capture name (captureKey).
 func matchesCapture(file, pattern string) bool {

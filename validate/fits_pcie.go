@@ -32,9 +32,3 @@ func wrx90PingPong(r trace.Record) bool { return strings.HasPrefix(r.System, "rt
 // sameWRX90Switch: both GPUs of the ping-pong behind one switch (GPUs 0–3,
 // 4–7, … of the machine).
 func sameWRX90Switch(r trace.Record) bool { return r.PingGPU/4 == r.PongGPU/4 }
-
-// atomicLinesSide: atomics of blocks on words 4–32 B apart in host memory
-// spanning more than one line (hostmem.atomic_service_lines' fitted side).
-func atomicLinesSide(r trace.Record) bool {
-	return r.Target == "host" && strings.HasPrefix(r.Request, "atomic") && r.SpacingBytes > 0 && r.SpacingBytes <= 32 && r.Blocks*r.SpacingBytes > 128
-}
