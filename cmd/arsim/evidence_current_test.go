@@ -35,7 +35,7 @@ type measuredSet struct {
 // (testdata/rtx6kpro), each on the machine it ran on.
 var publishedTables = []measuredSet{
 	{"8 × RTX 5090, P2P at SYS", []string{"testdata/nccltests/rtx5090x8_2socket_p2p_sys.txt"}, "testdata/topologies/pcie8_2socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS", "testdata/nccltests/rtx5090x8_2socket_host.params"},
-	{"4 × RTX 5090, SHM", []string{"testdata/nccltests/rtx5090x4_shm.txt"}, "rtxpro6000x4-1numa", "", ""},
+	{"4 × RTX 5090, SHM", []string{"testdata/nccltests/rtx5090x4_shm.txt"}, "rtxpro6000x4-1numa", "", "testdata/nccltests/rtx5090x4_genoa_host.params"},
 	{"4 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x4_p2p.txt"}, "testdata/topologies/pcie4_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS", ""},
 	{"6 × RTX 4090, P2P at SYS", []string{"testdata/nccltests/rtx4090x6_p2p_32mib.txt"}, "testdata/topologies/pcie6_1socket_topo_m.txt", "NCCL_P2P_LEVEL=SYS", ""},
 	{"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE", []string{"testdata/rtx6kpro/nccl_graph_xml.jsonl"}, "rtxpro6000x8-2numa", "", ""},

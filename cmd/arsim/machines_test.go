@@ -254,7 +254,7 @@ func TestPublishedTablesBySize(t *testing.T) {
 	// within: the ranges whose every record is within 25 % now, by table
 	within := map[string][]string{
 		"8 × RTX 5090, P2P at SYS": {"≤ 2 KiB", "> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
-		"4 × RTX 5090, SHM":        {"> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
+		"4 × RTX 5090, SHM":        {"≤ 2 KiB", "> 2 KiB, ≤ 1 MiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"4 × RTX 4090, P2P at SYS": {"≤ 2 KiB", "> 1 MiB, ≤ 16 MiB", "> 16 MiB"},
 		"6 × RTX 4090, P2P at SYS": {"> 16 MiB"},
 		"8 × RTX PRO 6000, two AMD Turin sockets, with and without NCCL_GRAPH_FILE": {},
@@ -316,11 +316,33 @@ func TestPublishedTablesBySize(t *testing.T) {
 		}
 	}
 	// Judged on device-paced records alone (the host-paced ones are the
-	// host's issue cost at its core clock): 17 ranges have some, 15 within
+	// host's issue cost at its core clock): 18 ranges have some, 16 within
 	// 25 % (the 4 × RTX 4090 table's 4 KiB–1 MiB misses, and the 8 × RTX
 	// PRO 6000 graph-file page's, −27…−13 %: its Simple rows lie on 46.6 µs
 	// + 39.2 µs/MiB, the 8 × RTX 5090 table's, on the same CPUs, on 36.5 +
 	// 38.3, and the model, 35.1 + 38.4, sits at the latter).
-	assert.Equal(t, 17, deviceRanges)
-	assert.GreaterOrEqual(t, deviceWithin, 15)
+	assert.Equal(t, 18, deviceRanges)
+	assert.GreaterOrEqual(t, deviceWithin, 16)
+}
+
+// The 4 × RTX 5090 table's host is a Genoa by its name, not a part the
+// source names: its parameter file takes the family's lowest maximum
+// boost (3.7 GHz). At the family's highest (4.4 GHz, EPYC 9174F) the rows
+// up to 2 KiB must stay within 25 % too, or the reading rests on the pick.
+func TestGenoaHostAnyPart(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "genoa_top.params")
+	require.NoError(t, os.WriteFile(p, []byte("host.core_clock = 4.4\n"), 0o644))
+	for _, params := range []string{"../../testdata/nccltests/rtx5090x4_genoa_host.params", p} {
+		out, _, err := runCLI(t, "validate", "--format", "json", "--traces", "../../testdata/nccltests/rtx5090x4_shm.txt", "--topology", "rtxpro6000x4-1numa", "--params", params)
+		require.NoError(t, err)
+		var v struct {
+			BySize []validate.SizeSummary `json:"by_size"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &v))
+		require.NotEmpty(t, v.BySize)
+		g := v.BySize[0]
+		require.Equal(t, "≤ 2 KiB", g.Range)
+		t.Logf("%s: ≤ 2 KiB %d records (%d host-paced), from %+.1f to %+.1f %%", filepath.Base(params), g.Count, g.HostPaced, g.MinErrorPct, g.MaxErrorPct)
+		assert.LessOrEqual(t, max(math.Abs(g.MinErrorPct), math.Abs(g.MaxErrorPct)), 25.0, params)
+	}
 }
