@@ -130,3 +130,16 @@ func (m *Machine) crowdedLines(secs []flagSector) sim.Duration {
 	n := float64(per[(len(per)-1)/2]+per[len(per)/2]) / 2
 	return min(sim.Duration(n*float64(m.Phys.HostCrowdedLineCollision)), m.Phys.HostCrowdedLineCap)
 }
+
+// otherBarriers is what the other barriers of a layout add to the poll of
+// the median sector of secs: their stores on lines colliding with its own
+// (foreignCollision) and their sectors on crowded lines near it
+// (crowdedLines), together at most the larger of the two caps
+// (hostmem.foreign_collision_cap, hostmem.crowded_line_cap). Each cap was
+// fitted where only its own term charged (barrier_chunks_2.jsonl,
+// barrier_lines*.jsonl); summed, six-rank barriers of the layout packed in
+// 4 and 16 groups, where both charge, were +37…+47 % on one H200 and one
+// H100, under one cap −5…+9 % (the form chosen after seeing them).
+func (m *Machine) otherBarriers(secs []flagSector) sim.Duration {
+	return min(m.foreignCollision(m.foreignStores(secs))+m.crowdedLines(secs), max(m.Phys.HostForeignCollisionCap, m.Phys.HostCrowdedLineCap))
+}

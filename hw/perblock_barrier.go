@@ -127,7 +127,9 @@ func (l rankLayout) medianLineSectors(groups, world int) int {
 // and every block's polls slow every other's (pollLoad); each system fence
 // of a round waits for the other groups' polls of host memory
 // (FenceBesidePolls); and the other groups' stores landing on lines that
-// collide with a block's own cost it (foreignStores, foreignCollision).
+// collide with a block's own cost it (foreignStores, foreignCollision), as
+// do other barriers' sectors on crowded lines near it (crowdedLines), the
+// two under one cap (otherBarriers).
 func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 	at := mem(rec.Target)
 	land, err := m.StoreLanding(0, at)
@@ -196,7 +198,7 @@ func (m *Machine) groupBarrierTwin(rec PerBlock) (float64, error) {
 		fences = sim.Duration(n) * (f + w)
 	}
 	return nsOf(land + m.roundStores(at, rec, slots) + period + m.pollLoad(at, max(rec.Groups, 1)*rec.World) +
-		m.slotPolls(at, slots, collide) + m.foreignCollision(m.foreignStores(secs)) + m.crowdedLines(secs) +
+		m.slotPolls(at, slots, collide) + m.otherBarriers(secs) +
 		m.BarrierWaitExtra(false, rec.Threads, false) + fences + m.crossHalfHandoff(rec, at)), nil
 }
 

@@ -97,7 +97,7 @@ func TestHostBarrierSlotsArePolledAsOneLoopSlotBySlot(t *testing.T) {
 	assert.Equal(t, 0, m.barrierCollisions(7, 1024, 0))
 	assert.Equal(t, 3, m.barrierCollisions(7, 128, 0))
 	assert.Equal(t, 0, m.barrierCollisions(3, 32, 0), "one line")
-	assert.Equal(t, 4, m.barrierCollisions(7, 32, 0), "lines 0 and 1, four sectors each")
+	assert.Equal(t, 1, m.barrierCollisions(7, 32, 0), "lines 0 and 1, four sectors each: one colliding line")
 	assert.Equal(t, 0, m.barrierCollisions(1, 256, 0), "lines 0 and 2")
 	assert.Equal(t, 1, m.barrierCollisions(1, 512, 0), "lines 0 and 4")
 	assert.Equal(t, 0, m.barrierCollisions(1, 128, 128), "lines 1 and 2")
