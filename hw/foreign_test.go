@@ -27,7 +27,7 @@ func TestOtherBarriersShareOneCap(t *testing.T) {
 	_, m := h200x1(t)
 	capAll := max(m.Phys.HostForeignCollisionCap, m.Phys.HostCrowdedLineCap)
 	for _, c := range []struct {
-		world, groups        int
+		world, groups         int
 		foreign, crowded, sum bool
 	}{
 		{6, 4, true, true, false},
