@@ -359,7 +359,10 @@ func (m *Machine) pollTwin(rec PerBlock) (float64, error) {
 		svc = m.Phys.HostAtomicServiceLines
 	}
 	d := linePollPeriod(rtt+loop, pollers, lineWaiting(rec.Blocks, rec.Spacing, atomic), svc, m.lineContention(at))
-	return nsOf(d + m.pollLoad(at, rec.Blocks)), nil
+	if !atomic {
+		d += m.pollLoad(at, rec.Blocks) // atomics do not slow each other's round trips (pollLoad)
+	}
+	return nsOf(d), nil
 }
 
 // pingpongTwin: one way is a flag store landing, then the poll loop's

@@ -675,18 +675,22 @@ func TestLocalTrafficCountsEveryByteMoved(t *testing.T) {
 
 // Host atomics on words of one line are served at hostmem.atomic_service
 // each; once the blocks' words span several lines, each line's at
-// hostmem.atomic_service_lines.
+// hostmem.atomic_service_lines. Other blocks' atomics add no
+// gpu.host_poll_load, as their loads would: a block's own line's atomics
+// take one round trip at 1 and at 132 blocks.
 func TestHostAtomicsSpanningLinesServeSlower(t *testing.T) {
 	top, m := h200x1(t)
 	one, several := top.Params.Get("hostmem.atomic_service"), top.Params.Get("hostmem.atomic_service_lines")
 	require.Greater(t, several, one)
-	load := top.Params.Get("gpu.host_poll_load")
-	ns := func(blocks, spacing int) float64 {
-		v, err := m.perBlock(PerBlock{Kind: "poll", Target: "host", Request: "atomic_add", Spacing: spacing, Blocks: blocks, Threads: 32})
+	ns := func(request string, blocks, spacing int) float64 {
+		v, err := m.perBlock(PerBlock{Kind: "poll", Target: "host", Request: request, Spacing: spacing, Blocks: blocks, Threads: 32})
 		require.NoError(t, err)
 		return v
 	}
-	assert.InDelta(t, 16*one+16*load, ns(16, 8), 1, "one line of 16 words")
-	assert.InDelta(t, 16*several+32*load, ns(32, 8), 1, "two lines of 16 words")
-	assert.InDelta(t, 4*several+132*load, ns(132, 32), 1, "33 lines of 4 words")
+	assert.InDelta(t, 16*one, ns("atomic_add", 16, 8), 1, "one line of 16 words")
+	assert.InDelta(t, 16*several, ns("atomic_add", 32, 8), 1, "two lines of 16 words")
+	assert.InDelta(t, 4*several, ns("atomic_add", 132, 32), 1, "33 lines of 4 words")
+	assert.InDelta(t, max(ns("atomic_cas", 1, 128), several), ns("atomic_cas", 132, 128), 1e-9, "a line each: one round trip, or one line's service")
+	load := top.Params.Get("gpu.host_poll_load")
+	assert.InDelta(t, 131*load, ns("load_volatile", 132, 128)-ns("load_volatile", 1, 128), 1e-6, "loads: each other block's adds gpu.host_poll_load")
 }

@@ -132,7 +132,7 @@ var Fits = slices.Concat([]Fit{
 	{Params: []string{"hostmem.atomic_service_lines"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: perBlockRepeats,
 		On:           atomicLinesSide,
-		How:          "least squares through 0 of ns per atomic less blocks × gpu.host_poll_load over the words on a line, the words spanning more than one line"},
+		How:          "least squares through 0 of ns per atomic over the words on a line, the words spanning more than one line"},
 	{Params: []string{"gpu.poll_loop_overhead"}, Files: []string{"h200x1-arsim/perblock.jsonl"}, Kinds: []trace.Kind{trace.KindPoll},
 		AlsoPredicts: append([]string{"h200x1-arsim/poll_pages.jsonl"}, perBlockRepeats...),
 		On: func(r trace.Record) bool {

@@ -351,16 +351,16 @@ func (r *refitter) polls() {
 		r.set("hostmem.poll_service", throughOrigin(s)-load, "slope of ns per load over 8–132 blocks polling one host word, least squares through 0, less gpu.host_poll_load")
 	}
 	if s := r.side("hostmem.atomic_service"); len(s) > 0 {
-		r.set("hostmem.atomic_service", throughOrigin(s)-load, "slope of ns per atomic over 8–132 blocks on one host word, least squares through 0, less gpu.host_poll_load")
+		r.set("hostmem.atomic_service", throughOrigin(s), "slope of ns per atomic over 8–132 blocks on one host word, least squares through 0")
 	}
 	if s := r.side("hostmem.atomic_service_lines"); len(s) > 0 {
 		var xy, xx float64
 		for _, x := range s {
 			words := float64(min(x.Blocks, 128/x.SpacingBytes))
-			xy += words * (val(x) - float64(x.Blocks)*load)
+			xy += words * val(x)
 			xx += words * words
 		}
-		r.set("hostmem.atomic_service_lines", xy/xx, "ns per atomic less blocks × gpu.host_poll_load over the words on a line, least squares through 0, words 4–32 B apart, spanning more than one line")
+		r.set("hostmem.atomic_service_lines", xy/xx, "ns per atomic over the words on a line, least squares through 0, words 4–32 B apart, spanning more than one line")
 	}
 	if s := r.side("hostmem.line_contention"); len(s) > 0 {
 		var xy, xx float64
