@@ -131,7 +131,7 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 		}
 		return half
 	}
-	for _, pair := range [][2]string{{"perblock_10.jsonl", "perblock_11.jsonl"}, {"perblock_12.jsonl", "perblock_13.jsonl"}, {"perblock_14.jsonl", "perblock_15.jsonl"}, {"perblock_18.jsonl", "perblock_19.jsonl"}, {"sm_halves_5.jsonl", "sm_halves_6.jsonl"}, {"perblock_20.jsonl", "perblock_21.jsonl"}, {"perblock_22.jsonl", "perblock_23.jsonl"}} {
+	for _, pair := range [][2]string{{"perblock_10.jsonl", "perblock_11.jsonl"}, {"perblock_12.jsonl", "perblock_13.jsonl"}, {"perblock_14.jsonl", "perblock_15.jsonl"}, {"perblock_18.jsonl", "perblock_19.jsonl"}, {"sm_halves_5.jsonl", "sm_halves_6.jsonl"}, {"perblock_20.jsonl", "perblock_21.jsonl"}, {"perblock_22.jsonl", "perblock_23.jsonl"}, {"perblock_24.jsonl", "perblock_25.jsonl"}} {
 		a := readCaptures(t, "h100x1-arsim", pair[0])
 		b := readCaptures(t, "h100x1-arsim", pair[1])
 		require.NotNil(t, a[0].SMHalves, pair[0])
@@ -140,10 +140,10 @@ func TestFlagScanHalvesFiles(t *testing.T) {
 		assert.Equal(t, a[0].SMHalves, b[0].SMHalves)
 		assert.Equal(t, a[0].SMHalves[126], a[0].SMHalves[127], "one TPC")
 		// instance 37 puts SMs 126 and 127 apart from 124, instance 39 SMs 128
-		// and 129; instances 38, 41, 42, 43 and 45 split as the map
+		// and 129; instances 38, 41, 42, 43, 45 and 46 split as the map
 		assert.Equal(t, pair[0] == "perblock_10.jsonl", a[0].SMHalves[124] != a[0].SMHalves[126], pair[0])
 		assert.Equal(t, pair[0] == "perblock_14.jsonl", a[0].SMHalves[124] != a[0].SMHalves[128], pair[0])
-		if pair[0] == "perblock_12.jsonl" || pair[0] == "perblock_18.jsonl" || pair[0] == "sm_halves_5.jsonl" || pair[0] == "perblock_20.jsonl" || pair[0] == "perblock_22.jsonl" {
+		if pair[0] == "perblock_12.jsonl" || pair[0] == "perblock_18.jsonl" || pair[0] == "sm_halves_5.jsonl" || pair[0] == "perblock_20.jsonl" || pair[0] == "perblock_22.jsonl" || pair[0] == "perblock_24.jsonl" {
 			for sm := range h200SMs {
 				assert.Equal(t, h200Half(sm), int(a[0].SMHalves[sm]), "SM %d", sm)
 			}
