@@ -28,6 +28,20 @@ func TestDefaultRunIsTheVerifyPass(t *testing.T) {
 	assert.Contains(t, out, "← winner")
 	assert.Contains(t, out, "Why ")
 	assert.Contains(t, out, "Published figures for this machine")
+	assert.Contains(t, out, "cannot all hold in one model")
+	assert.Contains(t, out, "The pass fits the slow regime")
+}
+
+// With the slow regime on, the verify pass agrees and plain decoding does
+// not: the note says so the other way round.
+func TestSlowRegimeNoteTurnsAround(t *testing.T) {
+	params := filepath.Join(t.TempDir(), "slow.params")
+	require.NoError(t, os.WriteFile(params, []byte("platform.iommu_host_latency = 3000\n"), 0o644))
+	out, _, err := runCLI(t, "verify", "--params", params)
+	require.NoError(t, err)
+	assert.Contains(t, out, "cannot all hold in one model")
+	assert.Contains(t, out, "Plain decoding fits the fast regime")
+	assert.NotContains(t, out, "The pass fits the slow regime")
 }
 
 func TestBadInputExitsTwoAndSaysWhat(t *testing.T) {
