@@ -119,20 +119,54 @@ func TestPerBlockSixthInstance(t *testing.T) {
 // The suite on a thirty-first H100 instance (h100x1-arsim/perblock_6.jsonl,
 // its readings written down before the run: testdata/h100x1-arsim/README.md),
 // predicted two ways: with the H200's table (T: p95 27–32 % written down,
-// as the seven earlier runs; it came in at 21.9 %, 65 beyond) and with the
+// as the seven earlier runs; it came in at 21.9 %, 65 beyond; 21.3 %, 62 now) and with the
 // GPU's costs the median of the seven earlier H100 captures' refits
 // (calibrate --per-block over them; R: fewer misses than T and a lower
-// p95: 18.8 %, 43 beyond). No record of this run is read by either. The
+// p95: 18.8 %, 43 beyond; 18.8 %, 39 now). No record of this run is read by either. The
 // local atomics with their page (A) within 15 % up to 66 blocks either way.
 func TestRefitPredictsAFreshH100(t *testing.T) {
-	const file = "../testdata/h100x1-arsim/perblock_6.jsonl"
+	table, tableBeyond, got, gotBeyond := refitFreshH100(t, "perblock_6.jsonl", true)
+	require.Greater(t, table.Count, 900)
+	assert.LessOrEqual(t, table.P95AbsPct, 32.0, "T")
+	assert.Less(t, gotBeyond, tableBeyond, "R")
+	assert.Less(t, got.P95AbsPct, table.P95AbsPct, "R")
+}
+
+// The suite twice on a forty-sixth H100 instance (perblock_24.jsonl,
+// perblock_25.jsonl, each placed by the other's flag scan; written down
+// after the run, before looking: p95 24 % or less and at most 90 records
+// beyond 20 % a file with the H200's table, held: 20.6 and 20.3 %, 74 and
+// 70). With the median of the seven earlier captures' refits, none of this
+// instance, each file misses fewer records at a lower p95 (62 and 66; 19.8
+// and 20.2 %). (A) was not written down for it and does not hold there: its
+// local atomics on a fast page at 8 blocks, words 128 B apart, are +16…+17 %
+// (171–172 ns), so it is not checked.
+func TestRefitPredictsAFortySixthH100(t *testing.T) {
+	for _, file := range []string{"perblock_24.jsonl", "perblock_25.jsonl"} {
+		table, tableBeyond, got, gotBeyond := refitFreshH100(t, file, false)
+		require.Greater(t, table.Count, 1200, file)
+		assert.LessOrEqual(t, table.P95AbsPct, 24.0, file)
+		assert.LessOrEqual(t, tableBeyond, 90, file)
+		assert.Less(t, gotBeyond, tableBeyond, file)
+		assert.Less(t, got.P95AbsPct, table.P95AbsPct, file)
+	}
+}
+
+// refitFreshH100 predicts an H100 file (testdata/h100x1-arsim) with the
+// H200's table and with the GPU's costs the median of the H100 captures'
+// refits (h100Captures, which must not include it), checking (A) both
+// ways where checkA: local atomics whose page is named, up to 66 blocks,
+// within 15 %.
+func refitFreshH100(t *testing.T, name string, checkA bool) (table ErrorStats, tableBeyond int, got ErrorStats, gotBeyond int) {
+	t.Helper()
+	file := "../testdata/h100x1-arsim/" + name
 	recs, bad, err := trace.ReadJSONLFile(file, trace.ReadOptions{})
 	require.NoError(t, err)
 	require.Empty(t, bad)
 	p := mustPreset(t, "h100x1")
 	var caps []Capture
 	for _, f := range h100Captures {
-		require.NotEqual(t, "h100x1-arsim/perblock_6.jsonl", f, "the fresh instance is not refitted on")
+		require.NotEqual(t, "h100x1-arsim/"+name, f, "the fresh instance is not refitted on")
 		c, _, err := trace.ReadJSONLFile("../testdata/"+f, trace.ReadOptions{})
 		require.NoError(t, err)
 		caps = append(caps, Capture{Recs: c, File: f})
@@ -154,18 +188,15 @@ func TestRefitPredictsAFreshH100(t *testing.T) {
 		require.NotNil(t, v.HeldOut)
 		assert.Zero(t, v.HeldOut.Fitted.Count, "nothing is fitted on the H100")
 		for _, c := range v.Records {
-			if r := byLine[c.Line]; r.Kind == trace.KindPoll && r.Target == "local" && r.AtomicPage != "" && r.Blocks <= 66 {
-				assert.Less(t, math.Abs(c.ErrorPct), 15.0, "A: line %d", c.Line)
+			if r := byLine[c.Line]; checkA && r.Kind == trace.KindPoll && r.Target == "local" && r.AtomicPage != "" && r.Blocks <= 66 {
+				assert.Less(t, math.Abs(c.ErrorPct), 15.0, "A: %s line %d", name, c.Line)
 			}
 		}
 		return v.HeldOut.Predicted, v.HeldOut.PredictedBeyond
 	}
-	table, tableBeyond := side(p.DefaultParams())
-	got, gotBeyond := side(refit)
-	t.Logf("the H200's table: %d records, median %.2f%%, p95 %.2f%%, %d beyond; the H100's median refit: median %.2f%%, p95 %.2f%%, %d beyond",
-		table.Count, table.MedianAbsPct, table.P95AbsPct, tableBeyond, got.MedianAbsPct, got.P95AbsPct, gotBeyond)
-	require.Greater(t, table.Count, 900)
-	assert.LessOrEqual(t, table.P95AbsPct, 32.0, "T")
-	assert.Less(t, gotBeyond, tableBeyond, "R")
-	assert.Less(t, got.P95AbsPct, table.P95AbsPct, "R")
+	table, tableBeyond = side(p.DefaultParams())
+	got, gotBeyond = side(refit)
+	t.Logf("%s, the H200's table: %d records, median %.2f%%, p95 %.2f%%, %d beyond; the H100's median refit: median %.2f%%, p95 %.2f%%, %d beyond",
+		name, table.Count, table.MedianAbsPct, table.P95AbsPct, tableBeyond, got.MedianAbsPct, got.P95AbsPct, gotBeyond)
+	return table, tableBeyond, got, gotBeyond
 }
