@@ -508,6 +508,9 @@ func writeDisagreements(out io.Writer, topo string, tokens int, res []scenarios.
 // headline machine"): the pass runs as many allreduces as a plain token,
 // so NCCL as slow as the pass says makes plain decoding far slower than
 // measured. fast: the model is in the fast regime (plain decoding agrees).
+// Only rtxpro6000x8-2numa's published figures have both, and the regimes
+// named are that machine's (platform.iommu_host_latency about 3 µs puts
+// its NCCL at 196–200 µs, the slow one).
 func regimeNote(fast bool) string {
 	const head = "  These figures cannot all hold in one model: the pass runs as many NCCL allreduces as a plain token, and\n" +
 		"  NCCL as slow as the measured pass makes plain decoding far slower than measured.\n"
