@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -499,6 +500,17 @@ func simulateAll(ts []*Twin, top func(*Twin) (*topology.Topology, error), parall
 	}
 	_ = g.Wait()
 	return out
+}
+
+// GraphFilesFrom returns recs with each relative NCCL_GRAPH_FILE (nccl_env)
+// made a path from the directory of file, the trace they were read from,
+// where a capture keeps the graph file beside its records: what Validate
+// does itself, for callers that pool several files' records (calibrate).
+// recs is not changed.
+func GraphFilesFrom(recs []trace.Record, file string) []trace.Record {
+	recs = slices.Clone(recs)
+	graphFilesFrom(recs, file)
+	return recs
 }
 
 // graphFilesFrom makes a record's relative NCCL_GRAPH_FILE (nccl_env) a path

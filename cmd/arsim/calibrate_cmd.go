@@ -66,7 +66,7 @@ func cmdCalibrate(ctx context.Context, args []string, out, errOut io.Writer) err
 	var recs []trace.Record
 	var names []string
 	for _, f := range files {
-		recs = append(recs, f.recs...)
+		recs = append(recs, validate.GraphFilesFrom(f.recs, f.path)...)
 		names = append(names, f.path)
 	}
 	if keep != nil {

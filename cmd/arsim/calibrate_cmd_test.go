@@ -66,6 +66,20 @@ func TestCalibrateSizes(t *testing.T) {
 	assert.Contains(t, err.Error(), "runs backwards")
 }
 
+// A trace whose records name a graph file beside them (NCCL_GRAPH_FILE,
+// relative to the trace's folder) calibrates as it validates: every
+// record simulated, from any working directory.
+func TestCalibrateReadsGraphFilesBesideTheTrace(t *testing.T) {
+	out, _, err := runCLI(t, "calibrate", "--traces", pageTurin, "--topology", "rtxpro6000x8-2numa",
+		"--fit", "nccl.call_extra.ring.ll,nccl.call_extra.ring.simple", "--holdout-every", "4",
+		"--params-out", filepath.Join(t.TempDir(), "p.params"))
+	require.NoError(t, err)
+	assert.NotContains(t, out, "cannot be simulated")
+	assert.Regexp(t, `nccl.call_extra.ring.ll\s+µs\s+0\s+\d+\.\d+\s+from 0\s+3\s+fitted`, out)
+	assert.Contains(t, out, "fit       6 ")
+	assert.Contains(t, out, "held out  2 ")
+}
+
 // --per-block recomputes a GPU's own per-block costs from its capture of
 // the perblock part, writes them and validate loads them back; the
 // host's stay the machine's.
