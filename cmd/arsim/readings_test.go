@@ -109,7 +109,7 @@ func TestReadingsOfThe4090Table(t *testing.T) {
 	call, step := "nccl.call_extra.ring.simple = 42.23", "nccl.simple_step_overhead = 7392.4"
 	simple := "NCCL_P2P_LEVEL=SYS,NCCL_ALGO=Ring,NCCL_PROTO=Simple"
 	for _, ranks := range []string{"2", "4"} {
-		asIs, c, s := sweepUs(t, ranks, simple, "", sizes), sweepUs(t, ranks, simple, call, sizes), sweepUs(t, ranks, simple, step, sizes)
+		asIs, c, s := sweepUs(t, on4090, ranks, simple, "", sizes), sweepUs(t, on4090, ranks, simple, call, sizes), sweepUs(t, on4090, ranks, simple, step, sizes)
 		t.Logf("%s GPUs, ring/Simple, %s: as it is %.1f, per call %.1f, per step %.1f µs", ranks, sizes, asIs, c, s)
 		if ranks == "2" {
 			assert.GreaterOrEqual(t, c[0]/s[0], 1.8, "two GPUs at 64 KiB tell the readings apart")
@@ -120,23 +120,34 @@ func TestReadingsOfThe4090Table(t *testing.T) {
 	// LL through the root complex on one channel and on four: a wait
 	// each thread pays on its own lines makes one channel far slower than
 	// the model has it.
-	ll := func(ch string) string {
-		return "NCCL_P2P_LEVEL=SYS,NCCL_ALGO=Ring,NCCL_PROTO=LL,NCCL_MIN_NCHANNELS=" + ch + ",NCCL_MAX_NCHANNELS=" + ch
-	}
-	one, four := sweepUs(t, "4", ll("1"), "", sizes), sweepUs(t, "4", ll("4"), "", sizes)
-	wOne, wFour := sweepUs(t, "4", ll("1"), "nccl.ll_iter_extra = 2068.6", sizes), sweepUs(t, "4", ll("4"), "nccl.ll_iter_extra = 2068.6", sizes)
+	one, four := sweepUs(t, on4090, "4", ll("1"), "", sizes), sweepUs(t, on4090, "4", ll("4"), "", sizes)
+	wait := "nccl.ll_iter_extra = 2068.6"
+	wOne, wFour := sweepUs(t, on4090, "4", ll("1"), wait, sizes), sweepUs(t, on4090, "4", ll("4"), wait, sizes)
 	t.Logf("four GPUs, ring/LL, %s: one channel %.1f, four %.1f µs; with the wait %.1f and %.1f", sizes, one, four, wOne, wFour)
 	assert.Less(t, one[2]/four[2], 2.0)
 	assert.Greater(t, wOne[2]/wFour[2], 3.0)
 }
 
-// sweepUs is arsim sweep's nccl time in µs on the 4 × RTX 4090 machine
-// at ranks GPUs, in CUDA graphs, fp32 (nccl-tests' float), under opts,
-// with one parameter set (none if param is empty), at each of sizes.
-func sweepUs(t *testing.T, ranks, opts, param, sizes string) []float64 {
+// on4090 is the 4 × RTX 4090 machine as arsim sweep takes it, with
+// nccl-tests' element type (float); onTurin the 8 × RTX PRO 6000 preset,
+// with the page's (bf16).
+var (
+	on4090  = []string{"--topology", topo4090, "--gpu", "RTX 4090", "--dtype", "fp32"}
+	onTurin = []string{"--topology", "rtxpro6000x8-2numa", "--dtype", "bf16"}
+)
+
+// ll is ring/LL forced on ch channels, P2P at SYS.
+func ll(ch string) string {
+	return "NCCL_P2P_LEVEL=SYS,NCCL_ALGO=Ring,NCCL_PROTO=LL,NCCL_MIN_NCHANNELS=" + ch + ",NCCL_MAX_NCHANNELS=" + ch
+}
+
+// sweepUs is arsim sweep's nccl time in µs on machine at ranks GPUs (the
+// first ones), in CUDA graphs, under opts, with one parameter set (none if
+// param is empty), at each of sizes.
+func sweepUs(t *testing.T, machine []string, ranks, opts, param, sizes string) []float64 {
 	t.Helper()
-	args := []string{"sweep", "--topology", topo4090, "--gpu", "RTX 4090", "--ranks", ranks, "--algos", "nccl",
-		"--dtype", "fp32", "--launch", "graph", "--sizes", sizes, "--opts", opts, "--format", "json"}
+	args := append([]string{"sweep", "--ranks", ranks, "--algos", "nccl", "--launch", "graph", "--sizes", sizes,
+		"--opts", opts, "--format", "json"}, machine...)
 	if param != "" {
 		p := filepath.Join(t.TempDir(), "r.params")
 		require.NoError(t, os.WriteFile(p, []byte(param+"\n"), 0o644))
@@ -185,4 +196,15 @@ func TestReadingsOfTheTurinGraphFilePage(t *testing.T) {
 		assert.LessOrEqual(t, max(-slo, shi), 7.0, p)
 		assert.Greater(t, max(-llo, lhi), 25.0, p)
 	}
+
+	// The runs that would settle it on such a box: two GPUs of one socket,
+	// ring/Simple, where the page's cost per call would show whole; four
+	// of one socket, LL on one channel and on four.
+	sizes, call := "64KiB,256KiB,1MiB,4MiB", "nccl.call_extra.ring.simple = 10.87"
+	simple := "NCCL_P2P_LEVEL=SYS,NCCL_ALGO=Ring,NCCL_PROTO=Simple"
+	asIs, c := sweepUs(t, onTurin, "2", simple, "", sizes), sweepUs(t, onTurin, "2", simple, call, sizes)
+	one, four := sweepUs(t, onTurin, "4", ll("1"), "", sizes), sweepUs(t, onTurin, "4", ll("4"), "", sizes)
+	t.Logf("two GPUs, ring/Simple, %s: as it is %.1f, per call %.1f µs; four GPUs, ring/LL: one channel %.1f, four %.1f µs",
+		sizes, asIs, c, one, four)
+	assert.GreaterOrEqual(t, c[0]/asIs[0], 1.8, "two GPUs at 64 KiB show the cost per call")
 }
