@@ -33,12 +33,7 @@ const (
 func readingErrors(t *testing.T, trace, topology, param string, opts ...string) map[int][]float64 {
 	t.Helper()
 	args := []string{"validate", "--format", "json", "--traces", trace, "--topology", topology}
-	if param != "" {
-		p := filepath.Join(t.TempDir(), "reading.params")
-		require.NoError(t, os.WriteFile(p, []byte(param+"\n"), 0o644))
-		args = append(args, "--params", p)
-	}
-	out, _, err := runCLI(t, append(args, opts...)...)
+	out, _, err := runCLI(t, append(append(args, withParam(t, param)...), opts...)...)
 	require.NoError(t, err)
 	var v struct {
 		Records []struct {
@@ -52,6 +47,18 @@ func readingErrors(t *testing.T, trace, topology, param string, opts ...string) 
 		errs[r.Line] = append(errs[r.Line], r.ErrorPct)
 	}
 	return errs
+}
+
+// withParam is the flags that set one parameter ("name = value"), none
+// for "".
+func withParam(t *testing.T, param string) []string {
+	t.Helper()
+	if param == "" {
+		return nil
+	}
+	p := filepath.Join(t.TempDir(), "reading.params")
+	require.NoError(t, os.WriteFile(p, []byte(param+"\n"), 0o644))
+	return []string{"--params", p}
 }
 
 // span returns the least and greatest error over lines lo..hi.
@@ -148,12 +155,7 @@ func sweepUs(t *testing.T, machine []string, ranks, opts, param, sizes string) [
 	t.Helper()
 	args := append([]string{"sweep", "--ranks", ranks, "--algos", "nccl", "--launch", "graph", "--sizes", sizes,
 		"--opts", opts, "--format", "json"}, machine...)
-	if param != "" {
-		p := filepath.Join(t.TempDir(), "r.params")
-		require.NoError(t, os.WriteFile(p, []byte(param+"\n"), 0o644))
-		args = append(args, "--params", p)
-	}
-	out, _, err := runCLI(t, args...)
+	out, _, err := runCLI(t, append(args, withParam(t, param)...)...)
 	require.NoError(t, err)
 	var v struct {
 		Rows []struct {
